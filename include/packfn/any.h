@@ -1,0 +1,357 @@
+/* packfn values: Any constructors (inline), checked accessors, views versus owned values,
+ * strings and bytes in their small and object forms, equality and hashing. */
+#ifndef PACKFN_ANY_H_
+#define PACKFN_ANY_H_
+
+#include <string.h>
+
+#include "packfn/object.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Longest string or bytes value stored inside the Any (the 8th byte holds the NUL). */
+#define PF_SMALL_STR_MAX 7
+
+/* ---- ownership ----
+ * A *view* borrows: raw strings (8), byte-array pointers (9), DLTensor pointers (7), and any
+ * object Any made with pf_any_object(). Arguments of a call are views.
+ * An *owned* Any holds one strong reference when its type index is >= 64 and must be given
+ * to pf_any_release() (or moved on). Results of calls and of *_create are owned.
+ * Values below 64 other than 7-10 own nothing and may be copied freely. */
+
+/* ---- constructors: never fail, never allocate ---- */
+
+/* none */
+static inline pf_any_t pf_any_none(void) {
+  pf_any_t v;
+  v.type_index = PF_TYPE_NONE;
+  v.zero_padding = 0;
+  v.v_int64 = 0;
+  return v;
+}
+/* int */
+static inline pf_any_t pf_any_int(int64_t x) {
+  pf_any_t v;
+  v.type_index = PF_TYPE_INT;
+  v.zero_padding = 0;
+  v.v_int64 = x;
+  return v;
+}
+/* bool: any non-zero `x` is true (stored as 1) */
+static inline pf_any_t pf_any_bool(int x) {
+  pf_any_t v;
+  v.type_index = PF_TYPE_BOOL;
+  v.zero_padding = 0;
+  v.v_int64 = x != 0;
+  return v;
+}
+/* float */
+static inline pf_any_t pf_any_float(double x) {
+  pf_any_t v;
+  v.type_index = PF_TYPE_FLOAT;
+  v.zero_padding = 0;
+  v.v_float64 = x;
+  return v;
+}
+/* opaque pointer; NULL gives none, as the ABI's producers do */
+static inline pf_any_t pf_any_ptr(void* p) {
+  pf_any_t v;
+  v.type_index = p ? PF_TYPE_OPAQUE_PTR : PF_TYPE_NONE;
+  v.zero_padding = 0;
+  v.v_int64 = 0;
+  v.v_ptr = p;
+  return v;
+}
+/* data type; the unused payload bytes are zero */
+static inline pf_any_t pf_any_dtype(DLDataType t) {
+  pf_any_t v;
+  v.type_index = PF_TYPE_DTYPE;
+  v.zero_padding = 0;
+  v.v_int64 = 0;
+  v.v_dtype = t;
+  return v;
+}
+/* device */
+static inline pf_any_t pf_any_device(DLDevice d) {
+  pf_any_t v;
+  v.type_index = PF_TYPE_DEVICE;
+  v.zero_padding = 0;
+  v.v_int64 = 0;
+  v.v_device = d;
+  return v;
+}
+/* view of a NUL-terminated string, borrowed; NULL gives none */
+static inline pf_any_t pf_any_cstr(const char* s) {
+  pf_any_t v;
+  v.type_index = s ? PF_TYPE_RAW_STR : PF_TYPE_NONE;
+  v.zero_padding = 0;
+  v.v_int64 = 0;
+  v.v_c_str = s;
+  return v;
+}
+/* view of a byte array, borrowed (both the struct and its data); NULL gives none */
+static inline pf_any_t pf_any_byte_array(const pf_byte_array_t* b) {
+  pf_any_t v;
+  v.type_index = b ? PF_TYPE_BYTE_ARRAY_PTR : PF_TYPE_NONE;
+  v.zero_padding = 0;
+  v.v_int64 = 0;
+  v.v_ptr = (void*)b;
+  return v;
+}
+/* view of an object: no retain; NULL gives none */
+static inline pf_any_t pf_any_object(pf_object_t* obj) {
+  pf_any_t v;
+  v.type_index = obj ? obj->type_index : PF_TYPE_NONE;
+  v.zero_padding = 0;
+  v.v_int64 = 0;
+  v.v_obj = obj;
+  return v;
+}
+/* view of a DLTensor, borrowed; NULL gives none */
+static inline pf_any_t pf_any_dltensor(DLTensor* t) {
+  pf_any_t v;
+  v.type_index = t ? PF_TYPE_DLTENSOR_PTR : PF_TYPE_NONE;
+  v.zero_padding = 0;
+  v.v_int64 = 0;
+  v.v_ptr = t;
+  return v;
+}
+
+/* ---- ownership helpers (inline; no allocation) ---- */
+
+/* 1 when the Any holds an object pointer (type index >= 64). */
+static inline int pf_any_is_object(const pf_any_t* v) {
+  return v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN;
+}
+/* Adds a reference for the caller when `v` holds an object (turning a view into an owned
+ * value for object types); no-op otherwise. See pf_any_to_owned for views of other kinds. */
+static inline void pf_any_retain(const pf_any_t* v) {
+  if (v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN)
+    pf_object_retain(v->v_obj);
+}
+/* Releases an owned value and leaves none in *v. NULL is a no-op. */
+static inline void pf_any_release(pf_any_t* v) {
+  if (!v)
+    return;
+  if (v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN)
+    pf_object_release(v->v_obj);
+  *v = pf_any_none();
+}
+/* Moves the value out of *v (leaving none) and returns it; ownership goes with it. */
+static inline pf_any_t pf_any_move(pf_any_t* v) {
+  pf_any_t out = *v;
+  *v = pf_any_none();
+  return out;
+}
+
+/* Raises TypeError "expected <expected>, got <type of v>" and returns -1: the failure path of
+ * the accessors below, available for callers that check types themselves. */
+PF_API int pf_any_type_error(const pf_any_t* v, const char* expected);
+
+/* ---- checked accessors: 0 on success, -1 with TypeError naming both types ----
+ * On failure the outputs are zeroed (NULL, 0). `v` must not be NULL.
+ * Conversions: int and bool convert to each other (bool as 0/1; int to bool is x != 0); int
+ * and bool convert to float; nothing converts to int from float or str. */
+
+/* int or bool */
+static inline int pf_any_as_int(const pf_any_t* v, int64_t* out) {
+  if (v->type_index == PF_TYPE_INT || v->type_index == PF_TYPE_BOOL) {
+    *out = v->v_int64;
+    return 0;
+  }
+  *out = 0;
+  return pf_any_type_error(v, "int");
+}
+/* bool or int (non-zero is true) */
+static inline int pf_any_as_bool(const pf_any_t* v, int* out) {
+  if (v->type_index == PF_TYPE_BOOL || v->type_index == PF_TYPE_INT) {
+    *out = v->v_int64 != 0;
+    return 0;
+  }
+  *out = 0;
+  return pf_any_type_error(v, "bool");
+}
+/* float, int or bool */
+static inline int pf_any_as_float(const pf_any_t* v, double* out) {
+  if (v->type_index == PF_TYPE_FLOAT) {
+    *out = v->v_float64;
+    return 0;
+  }
+  if (v->type_index == PF_TYPE_INT || v->type_index == PF_TYPE_BOOL) {
+    *out = (double)v->v_int64;
+    return 0;
+  }
+  *out = 0.0;
+  return pf_any_type_error(v, "float");
+}
+/* opaque pointer, or none (NULL) */
+static inline int pf_any_as_ptr(const pf_any_t* v, void** out) {
+  if (v->type_index == PF_TYPE_OPAQUE_PTR || v->type_index == PF_TYPE_NONE) {
+    *out = v->type_index == PF_TYPE_NONE ? NULL : v->v_ptr;
+    return 0;
+  }
+  *out = NULL;
+  return pf_any_type_error(v, "void*");
+}
+/* data type */
+static inline int pf_any_as_dtype(const pf_any_t* v, DLDataType* out) {
+  if (v->type_index == PF_TYPE_DTYPE) {
+    *out = v->v_dtype;
+    return 0;
+  }
+  memset(out, 0, sizeof *out);
+  return pf_any_type_error(v, "dtype");
+}
+/* device */
+static inline int pf_any_as_device(const pf_any_t* v, DLDevice* out) {
+  if (v->type_index == PF_TYPE_DEVICE) {
+    *out = v->v_device;
+    return 0;
+  }
+  memset(out, 0, sizeof *out);
+  return pf_any_type_error(v, "Device");
+}
+/* any object (borrowed, no retain) */
+static inline int pf_any_as_object(const pf_any_t* v, pf_object_t** out) {
+  if (v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN) {
+    *out = v->v_obj;
+    return 0;
+  }
+  *out = NULL;
+  return pf_any_type_error(v, "Object");
+}
+/* The DLTensor of a tensor object (70, at object + 24) or of a DLTensor pointer (7), borrowed. */
+static inline int pf_any_as_dltensor(const pf_any_t* v, DLTensor** out) {
+  if (v->type_index == PF_TYPE_TENSOR) {
+    *out = (DLTensor*)((char*)v->v_obj + sizeof(pf_object_t));
+    return 0;
+  }
+  if (v->type_index == PF_TYPE_DLTENSOR_PTR) {
+    *out = (DLTensor*)v->v_ptr;
+    return 0;
+  }
+  *out = NULL;
+  return pf_any_type_error(v, "Tensor");
+}
+/* String contents of a raw string, small string or string object, borrowed: valid while the
+ * value lives and, for a small string, while *v stays where it is (data points into it).
+ * data is NUL-terminated; size excludes the NUL. */
+static inline int pf_any_as_str(const pf_any_t* v, const char** data, size_t* size) {
+  switch (v->type_index) {
+  case PF_TYPE_SMALL_STR:
+    *data = v->v_bytes;
+    *size = v->small_str_len;
+    return 0;
+  case PF_TYPE_STR: {
+    const pf_string_cell_t* c = (const pf_string_cell_t*)(v->v_obj + 1);
+    *data = c->data;
+    *size = c->size;
+    return 0;
+  }
+  case PF_TYPE_RAW_STR:
+    *data = v->v_c_str;
+    *size = strlen(v->v_c_str);
+    return 0;
+  default:
+    *data = NULL;
+    *size = 0;
+    return pf_any_type_error(v, "str");
+  }
+}
+/* Bytes contents of a byte-array pointer, small bytes or bytes object, borrowed as above. */
+static inline int pf_any_as_bytes(const pf_any_t* v, const char** data, size_t* size) {
+  switch (v->type_index) {
+  case PF_TYPE_SMALL_BYTES:
+    *data = v->v_bytes;
+    *size = v->small_str_len;
+    return 0;
+  case PF_TYPE_BYTES: {
+    const pf_string_cell_t* c = (const pf_string_cell_t*)(v->v_obj + 1);
+    *data = c->data;
+    *size = c->size;
+    return 0;
+  }
+  case PF_TYPE_BYTE_ARRAY_PTR: {
+    const pf_byte_array_t* b = (const pf_byte_array_t*)v->v_ptr;
+    *data = b->data;
+    *size = b->size;
+    return 0;
+  }
+  default:
+    *data = NULL;
+    *size = 0;
+    return pf_any_type_error(v, "bytes");
+  }
+}
+/* A string as a C string: as pf_any_as_str, but fails with ValueError when the contents hold
+ * an embedded NUL (they would be cut short). */
+PF_API int pf_any_as_cstr(const pf_any_t* v, const char** out);
+
+/* ---- strings and bytes ---- */
+
+/* Heap string object (65) holding a copy of data[0..size) plus a NUL, in one allocation.
+ * New reference in *out. -1 with ValueError (NULL out, NULL data with size > 0) or MemoryError. */
+PF_API int pf_string_object_create(const char* data, size_t size, pf_object_t** out);
+/* Heap bytes object (66), as above. */
+PF_API int pf_bytes_object_create(const char* data, size_t size, pf_object_t** out);
+
+/* Fills a small string or small bytes Any; size <= PF_SMALL_STR_MAX. */
+static inline void pf__any_small(int32_t type_index, const char* data, size_t size, pf_any_t* out) {
+  out->type_index = type_index;
+  out->small_str_len = (uint32_t)size;
+  out->v_uint64 = 0;
+  for (size_t i = 0; i < size; ++i)
+    out->v_bytes[i] = data[i];
+}
+
+/* Owned string value with a copy of data[0..size): a small string when size <= 7, else a
+ * string object. -1 with ValueError (NULL out, NULL data with size > 0) or MemoryError. */
+static inline int pf_string_create(const char* data, size_t size, pf_any_t* out) {
+  if (size <= PF_SMALL_STR_MAX && out && (data || size == 0)) {
+    pf__any_small(PF_TYPE_SMALL_STR, data, size, out);
+    return 0;
+  }
+  pf_object_t* obj;
+  if (pf_string_object_create(data, size, out ? &obj : NULL) != 0)
+    return -1;
+  out->type_index = PF_TYPE_STR;
+  out->zero_padding = 0;
+  out->v_obj = obj;
+  return 0;
+}
+/* Owned string value from a NUL-terminated string. -1 with ValueError for NULL. */
+PF_API int pf_string_from_cstr(const char* s, pf_any_t* out);
+/* Owned bytes value (small bytes when size <= 7, else a bytes object). Failure as strings. */
+PF_API int pf_bytes_create(const char* data, size_t size, pf_any_t* out);
+
+/* ---- views to owned values, comparison ---- */
+
+/* Makes an owned copy of any value in *out: objects are retained; a raw string becomes a
+ * small string or string object; a byte-array pointer becomes small bytes or a bytes object;
+ * an object rvalue reference moves the object out of its handle (the handle becomes NULL);
+ * other value types are copied. A DLTensor pointer has no owned form here: TypeError.
+ * An unknown type index below 64: TypeError. On failure *out is none. */
+PF_API int pf_any_to_owned(const pf_any_t* view, pf_any_t* out);
+
+/* Value equality: ints, bools, floats (==), pointers, dtypes and devices by value, strings by
+ * contents whatever their forms (raw, small, object), bytes likewise, other objects by
+ * identity. Values of different types are unequal (int 1 != bool true != float 1.0). */
+PF_API int pf_any_equal(const pf_any_t* a, const pf_any_t* b);
+
+/* Hash consistent with pf_any_equal (equal values hash alike). */
+PF_API uint64_t pf_any_hash(const pf_any_t* v);
+
+/* Hash of a run of bytes, as used for strings by pf_any_hash and by the global table. */
+PF_API uint64_t pf_hash_bytes(const char* data, size_t size);
+
+/* Type name of the value, for messages ("int", "str", "Tensor", a registered key). */
+static inline const char* pf_any_type_name(const pf_any_t* v) {
+  return pf_type_name(v->type_index);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PACKFN_ANY_H_ */

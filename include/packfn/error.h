@@ -1,0 +1,103 @@
+/* packfn errors: error objects (type 67), the calling thread's raised slot, printf-style
+ * raising with the raise site recorded, optional full backtraces, and cause chains. */
+#ifndef PACKFN_ERROR_H_
+#define PACKFN_ERROR_H_
+
+#include <stdarg.h>
+
+#include "packfn/object.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error kinds (Python's names, so hosts map them to their exceptions). Any string works. */
+#define PF_ERR_TYPE            "TypeError"
+#define PF_ERR_VALUE           "ValueError"
+#define PF_ERR_INDEX           "IndexError"
+#define PF_ERR_KEY             "KeyError"
+#define PF_ERR_ATTRIBUTE       "AttributeError"
+#define PF_ERR_RUNTIME         "RuntimeError"
+#define PF_ERR_MEMORY          "MemoryError"
+#define PF_ERR_NOT_IMPLEMENTED "NotImplementedError"
+#define PF_ERR_OS              "OSError"
+
+/* Environment variable: when set to a non-empty value other than "0", every raised error
+ * carries the full native stack (backtrace(3)) after its raise site. Read once per process. */
+#define PF_BACKTRACE_ENV "PACKFN_BACKTRACE"
+
+/* Raises an error of `kind` ("ValueError", ...) with a printf-style message in the calling
+ * thread. An error already pending in this thread becomes the new error's cause. Never fails:
+ * when memory runs out, a preallocated MemoryError is raised instead. NULL kind gives
+ * "RuntimeError"; NULL fmt an empty message.
+ * Called through the macro of the same name below, it records the caller's file:line and
+ * function in the backtrace; (pf_error_set)(...) or a pointer to it records "<unknown>". */
+PF_API void(pf_error_set)(const char* kind, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* pf_error_set with an explicit raise site (file, line, function may be NULL). */
+PF_API void pf_error_set_at(const char* file, int line, const char* func, const char* kind,
+                            const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+/* pf_error_set_at with a va_list. */
+PF_API void pf_error_vset_at(const char* file, int line, const char* func, const char* kind,
+                             const char* fmt, va_list ap);
+
+#define pf_error_set(...) pf_error_set_at(__FILE__, __LINE__, __func__, __VA_ARGS__)
+
+/* Raises an existing error object in this thread; the slot takes its own reference (the
+ * caller keeps theirs). A pending error becomes its cause unless it already has one.
+ * -1 with TypeError (and the given error untouched) when `err` is NULL or not an error;
+ * 0 otherwise. */
+PF_API int pf_error_raise(pf_object_t* err);
+
+/* Moves the raised error out of this thread's slot: a new reference the caller releases, or
+ * NULL when none is raised. The slot is empty afterwards. */
+PF_API pf_object_t* pf_error_take(void);
+
+/* The raised error, borrowed (valid until it is taken, cleared or replaced), or NULL. */
+PF_API pf_object_t* pf_error_peek(void);
+
+/* Drops the raised error, if any. */
+PF_API void pf_error_clear(void);
+
+/* Creates an error object without raising it: copies `kind` and `message`; `backtrace` may be
+ * NULL. New reference in *out. -1 with ValueError (NULL kind, message or out) or MemoryError. */
+PF_API int pf_error_create(const char* kind, const char* message, const char* backtrace,
+                           pf_object_t** out);
+
+/* Kind of an error object ("ValueError"), borrowed; NULL when err is NULL or not an error. */
+PF_API const char* pf_error_kind(const pf_object_t* err);
+/* Message, borrowed; NULL when err is NULL or not an error. */
+PF_API const char* pf_error_message(const pf_object_t* err);
+/* Backtrace text (raise sites, newest last; full stacks with PACKFN_BACKTRACE), borrowed;
+ * NULL when err is NULL or not an error. */
+PF_API const char* pf_error_backtrace(const pf_object_t* err);
+/* The error that was pending when this one was raised, borrowed, or NULL. */
+PF_API pf_object_t* pf_error_cause(const pf_object_t* err);
+
+/* Sets the cause of `err` (retained; a previous cause is released). NULL clears it.
+ * -1 with TypeError when err (or a non-NULL cause) is not an error, or ValueError when the
+ * cause chain would loop back to err. */
+PF_API int pf_error_set_cause(pf_object_t* err, pf_object_t* cause);
+
+/* Appends a line to the backtrace of `err` (through its cell's update_backtrace, so errors
+ * from other runtimes work too). -1 with TypeError for a NULL or non-error err, ValueError
+ * for NULL text. */
+PF_API int pf_error_append_backtrace(pf_object_t* err, const char* text);
+
+/* Writes "Kind: message" for the error and its causes, one per line, into buf (always
+ * NUL-terminated when size > 0). Returns the length the full text needs, like snprintf. */
+PF_API size_t pf_error_format(const pf_object_t* err, char* buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PACKFN_ERROR_H_ */

@@ -1,0 +1,216 @@
+/* packfn functions: function objects over the one safe-call signature, calls (inline), typed C
+ * functions with checked arguments and a signature string, and the global function table. */
+#ifndef PACKFN_FUNCTION_H_
+#define PACKFN_FUNCTION_H_
+
+#include "packfn/any.h"
+#include "packfn/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define PF_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define PF_UNLIKELY(x) (x)
+#endif
+
+/* ---- function objects ---- */
+
+/* Creates a function object (type 68) that calls `call(self, args, num_args, result)`.
+ * `deleter(self)`, when not NULL, runs exactly once, when the last strong reference goes.
+ * New reference in *out. -1 with ValueError (NULL call or out) or MemoryError; on failure the
+ * deleter is not called (self stays the caller's). */
+PF_API int pf_function_create(void* self, pf_safe_call_t call, void (*deleter)(void* self),
+                              pf_object_t** out);
+
+/* Creates a function object in the ABI's direct form: `call` sits in the cell itself and
+ * receives the function object as `self` (it must ignore it). One jump cheaper per call than
+ * pf_function_create; for stateless functions. Failure as pf_function_create. */
+PF_API int pf_function_create_direct(pf_safe_call_t call, pf_object_t** out);
+
+/* Failure path of pf_function_call: raises the error describing the bad input, returns -1. */
+PF_API int pf__function_call_invalid(const pf_object_t* fn, const pf_any_t* args, int32_t num_args,
+                                     const pf_any_t* result);
+
+/* Calls a function object (made by packfn or by any runtime following the ABI). `args` are
+ * views borrowed for the call; *result is set to none first and holds an owned value on
+ * success (release it with pf_any_release). Returns 0, or -1 with an error raised in this
+ * thread (the callee's, or TypeError/ValueError for a NULL or non-function `fn`, a negative
+ * `num_args`, NULL `args` with num_args > 0, or a NULL `result`); *result is then none. */
+static inline int pf_function_call(pf_object_t* fn, const pf_any_t* args, int32_t num_args,
+                                   pf_any_t* result) {
+  if (PF_UNLIKELY(fn == NULL || fn->type_index != PF_TYPE_FUNCTION || num_args < 0 ||
+                  (args == NULL && num_args != 0) || result == NULL))
+    return pf__function_call_invalid(fn, args, num_args, result);
+  result->type_index = PF_TYPE_NONE;
+  result->zero_padding = 0;
+  result->v_int64 = 0;
+  return ((const pf_function_cell_t*)(fn + 1))->safe_call(fn, args, num_args, result);
+}
+
+/* Signature text the function carries ("add(a: int, b: int) -> int"), borrowed for the
+ * function's lifetime; NULL when it has none or `fn` is not a packfn function object. */
+PF_API const char* pf_function_signature(const pf_object_t* fn);
+/* Documentation the function carries, borrowed; NULL when none. */
+PF_API const char* pf_function_doc(const pf_object_t* fn);
+/* Sets the signature and doc texts (copied; either may be NULL to clear it) of a function
+ * object made by packfn. Not thread-safe against concurrent readers of the same function:
+ * call it right after creation. -1 with TypeError (not a packfn function) or MemoryError. */
+PF_API int pf_function_set_info(pf_object_t* fn, const char* signature, const char* doc);
+
+/* ---- typed C functions ---- */
+
+/* What a parameter (or the result) of a typed function accepts. */
+typedef enum {
+  PF_PARAM_NONE = 0,     /* result only: returns none */
+  PF_PARAM_INT = 1,      /* int or bool -> .i */
+  PF_PARAM_FLOAT = 2,    /* float, int or bool -> .f */
+  PF_PARAM_BOOL = 3,     /* bool or int -> .b (0/1) */
+  PF_PARAM_STR = 4,      /* raw, small or object string -> .s (NUL-terminated, borrowed) */
+  PF_PARAM_BYTES = 5,    /* byte-array pointer, small bytes or bytes object -> .s */
+  PF_PARAM_TENSOR = 6,   /* tensor object or DLTensor pointer -> .tensor (borrowed) */
+  PF_PARAM_OBJECT = 7,   /* any object (index >= 64) -> .obj (borrowed) */
+  PF_PARAM_ANY = 8,      /* anything -> .any (the argument itself, borrowed) */
+  PF_PARAM_DTYPE = 9,    /* data type -> .dtype */
+  PF_PARAM_DEVICE = 10,  /* device -> .device */
+  PF_PARAM_PTR = 11,     /* opaque pointer or none -> .ptr */
+  PF_PARAM_FUNCTION = 12 /* function object -> .obj (borrowed) */
+} pf_param_kind_t;
+
+/* Most parameters a typed function may declare. */
+#define PF_TYPED_MAX_PARAMS 32
+
+/* One declared parameter. */
+typedef struct pf_param_s {
+  const char* name;     /* used in messages and the signature */
+  pf_param_kind_t kind; /* what it accepts */
+} pf_param_t;
+
+/* A converted argument, as the typed implementation receives it. */
+typedef union pf_arg_u {
+  int64_t i;
+  double f;
+  int b;
+  pf_byte_array_t s;
+  DLTensor* tensor;
+  pf_object_t* obj;
+  const pf_any_t* any;
+  DLDataType dtype;
+  DLDevice device;
+  void* ptr;
+} pf_arg_t;
+
+/* Declaration of a typed function. Copied by pf_function_create_typed. */
+typedef struct pf_signature_s {
+  const char* name;         /* function name, used in messages and the signature */
+  int32_t num_params;       /* 0..PF_TYPED_MAX_PARAMS */
+  const pf_param_t* params; /* num_params entries */
+  pf_param_kind_t result;   /* declared result kind, for the signature text */
+  const char* doc;          /* may be NULL */
+} pf_signature_t;
+
+/* Builds a pf_signature_t for a function with at least one parameter:
+ * PF_SIGNATURE("add", PF_PARAM_INT, {"a", PF_PARAM_INT}, {"b", PF_PARAM_INT}). */
+#define PF_SIGNATURE(fname, result_kind, ...)                                                      \
+  ((pf_signature_t){(fname), (int32_t)(sizeof((pf_param_t[]){__VA_ARGS__}) / sizeof(pf_param_t)),  \
+                    (const pf_param_t[]){__VA_ARGS__}, (result_kind), NULL})
+
+/* Implementation of a typed function: args[i] holds parameter i converted as its kind says.
+ * Write an owned value to *result (it is none on entry); return 0, or -1 with an error raised. */
+typedef int (*pf_typed_call_t)(void* self, const pf_arg_t* args, pf_any_t* result);
+
+/* Creates a function object that checks arity and converts every argument as `sig` declares
+ * before calling `impl(self, converted, result)`. Bad calls fail with TypeError:
+ *   "add: expected 2 arguments, got 3"
+ *   "add: argument 1 (b): expected int, got str"
+ * The function carries the signature text "add(a: int, b: int) -> int" (and sig->doc).
+ * `deleter(self)` runs exactly once when the function dies (not on failure here).
+ * New reference in *out. -1 with ValueError (NULL sig, name, params with num_params > 0,
+ * impl or out; num_params out of range; a parameter without a name or with an unknown kind)
+ * or MemoryError. */
+PF_API int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, void* self,
+                                    void (*deleter)(void* self), pf_object_t** out);
+
+/* Name of a parameter kind as shown in signatures ("int", "Tensor", ...). */
+PF_API const char* pf_param_kind_name(pf_param_kind_t kind);
+
+/* ---- the global function table ----
+ * A process-wide map from names to function objects. Thread-safe; lookups take no lock that
+ * another reader holds, and writers hold theirs only for a few instructions. */
+
+/* Registers `fn` (retained by the table) under `name` (copied). Fails (-1) with ValueError for
+ * a NULL or empty name, or when the name is taken and allow_override is 0 (the message names
+ * the function); TypeError when fn is NULL or not a function; MemoryError. When overriding,
+ * the table releases the function it held. */
+PF_API int pf_global_set(const char* name, pf_object_t* fn, int allow_override);
+
+/* Looks `name` up: 0 with a new reference in *out, or 0 with *out = NULL when absent.
+ * -1 with ValueError for a NULL name or out. Allocates nothing. */
+PF_API int pf_global_get(const char* name, pf_object_t** out);
+
+/* As pf_global_get, for a name given as (data, size) that need not be NUL-terminated. */
+PF_API int pf_global_get_bytes(const char* name, size_t size, pf_object_t** out);
+
+/* Removes `name`, releasing the table's reference. -1 with KeyError naming it when absent,
+ * ValueError for NULL or empty. */
+PF_API int pf_global_remove(const char* name);
+
+/* Number of registered names. */
+PF_API size_t pf_global_count(void);
+
+/* The registered names sorted by strcmp, as a NULL-terminated array of strings allocated in
+ * one block: free it with pf_global_list_free. *count (may be NULL) receives the number.
+ * -1 with ValueError (NULL out) or MemoryError. */
+PF_API int pf_global_list(char*** out, size_t* count);
+/* Frees what pf_global_list returned; NULL is a no-op. */
+PF_API void pf_global_list_free(char** names);
+
+/* Looks `name` up and calls it. -1 with KeyError naming it when absent; otherwise as
+ * pf_function_call. */
+PF_API int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args,
+                          pf_any_t* result);
+
+/* Registration of statically defined functions when their library (or executable) loads,
+ * and removal when it unloads (if the table still holds the same function). A failure at load
+ * time (a taken name, no memory) stays raised in the loading thread and counts in
+ * pf_global_static_failures(). */
+PF_API void pf__global_register_static(const char* name, pf_safe_call_t call,
+                                       const pf_signature_t* sig, pf_typed_call_t typed,
+                                       pf_object_t** slot);
+PF_API void pf__global_unregister_static(const char* name, pf_object_t** slot);
+/* Number of static registrations that failed in this process. */
+PF_API int pf_global_static_failures(void);
+
+#define PF__CAT2(a, b) a##b
+#define PF__CAT(a, b)  PF__CAT2(a, b)
+
+/* At file scope: registers `call` (a pf_safe_call_t, called with the function object as
+ * self) under the string `name` when the enclosing library loads. */
+#define PF_REGISTER_GLOBAL(name, call)                                                             \
+  static pf_object_t* PF__CAT(pf__reg_slot_, __LINE__);                                            \
+  __attribute__((constructor)) static void PF__CAT(pf__reg_ctor_, __LINE__)(void) {                \
+    pf__global_register_static((name), (call), NULL, NULL, &PF__CAT(pf__reg_slot_, __LINE__));     \
+  }                                                                                                \
+  __attribute__((destructor)) static void PF__CAT(pf__reg_dtor_, __LINE__)(void) {                 \
+    pf__global_unregister_static((name), &PF__CAT(pf__reg_slot_, __LINE__));                       \
+  }                                                                                                \
+  _Static_assert(1, "PF_REGISTER_GLOBAL")
+
+/* At file scope: registers a typed function (`sig` a pointer to a static pf_signature_t whose
+ * name is the global name, `impl` a pf_typed_call_t receiving self == NULL). */
+#define PF_REGISTER_GLOBAL_TYPED(sig, impl)                                                        \
+  static pf_object_t* PF__CAT(pf__reg_slot_, __LINE__);                                            \
+  __attribute__((constructor)) static void PF__CAT(pf__reg_ctor_, __LINE__)(void) {                \
+    pf__global_register_static(NULL, NULL, (sig), (impl), &PF__CAT(pf__reg_slot_, __LINE__));      \
+  }                                                                                                \
+  __attribute__((destructor)) static void PF__CAT(pf__reg_dtor_, __LINE__)(void) {                 \
+    pf__global_unregister_static((sig)->name, &PF__CAT(pf__reg_slot_, __LINE__));                  \
+  }                                                                                                \
+  _Static_assert(1, "PF_REGISTER_GLOBAL_TYPED")
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PACKFN_FUNCTION_H_ */

@@ -1,0 +1,282 @@
+/* Values: the failure paths of the inline accessors, string and bytes objects, conversion of
+ * views to owned values, equality and hashing. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+int pf_any_type_error(const pf_any_t* v, const char* expected) {
+  pf_error_set(PF_ERR_TYPE, "expected %s, got %s", expected ? expected : "a value",
+               v ? pf_type_name(v->type_index) : "NULL");
+  return -1;
+}
+
+int pf_any_as_cstr(const pf_any_t* v, const char** out) {
+  if (!v || !out) {
+    pf_error_set(PF_ERR_VALUE, "pf_any_as_cstr: argument %s: expected a pointer, got NULL",
+                 v ? "out" : "v");
+    return -1;
+  }
+  const char* data;
+  size_t size;
+  if (pf_any_as_str(v, &data, &size) != 0)
+    return -1;
+  if (memchr(data, '\0', size) != NULL) {
+    pf_error_set(PF_ERR_VALUE,
+                 "pf_any_as_cstr: expected a string without NUL bytes, got one with a NUL at "
+                 "offset %zu of %zu",
+                 (size_t)((const char*)memchr(data, '\0', size) - data), size);
+    return -1;
+  }
+  *out = data;
+  return 0;
+}
+
+/* String and bytes objects hold nothing to destroy; their text lives in the same block. */
+static void pf__string_deleter(void* self, int flags) {
+  if (flags & PF_DELETER_WEAK)
+    free(self);
+}
+
+static int pf__blob_create(const char* func, int32_t type_index, const char* data, size_t size,
+                           pf_object_t** out) {
+  if (!out || (!data && size != 0)) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a pointer, got NULL", func,
+                 out ? "data" : "out");
+    return -1;
+  }
+  size_t total;
+  if (pf__add_size(sizeof(pf_object_t) + sizeof(pf_string_cell_t) + 1, size, &total) != 0) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument size: %zu bytes is too large", func, size);
+    return -1;
+  }
+  pf_object_t* obj = malloc(total);
+  if (!obj)
+    return pf__raise_oom(func, total);
+  obj->combined_ref_count = PF_REF_INITIAL;
+  obj->type_index = type_index;
+  obj->padding = 0;
+  obj->deleter = pf__string_deleter;
+  pf_string_cell_t* cell = (pf_string_cell_t*)(obj + 1);
+  char* text = (char*)(cell + 1);
+  if (size)
+    memcpy(text, data, size);
+  text[size] = '\0';
+  cell->data = text;
+  cell->size = size;
+  *out = obj;
+  return 0;
+}
+
+int pf_string_object_create(const char* data, size_t size, pf_object_t** out) {
+  return pf__blob_create("pf_string_object_create", PF_TYPE_STR, data, size, out);
+}
+
+int pf_bytes_object_create(const char* data, size_t size, pf_object_t** out) {
+  return pf__blob_create("pf_bytes_object_create", PF_TYPE_BYTES, data, size, out);
+}
+
+int pf_string_from_cstr(const char* s, pf_any_t* out) {
+  if (!s || !out) {
+    pf_error_set(PF_ERR_VALUE, "pf_string_from_cstr: argument %s: expected a pointer, got NULL",
+                 s ? "out" : "s");
+    return -1;
+  }
+  return pf_string_create(s, strlen(s), out);
+}
+
+int pf_bytes_create(const char* data, size_t size, pf_any_t* out) {
+  if (!out || (!data && size != 0)) {
+    pf_error_set(PF_ERR_VALUE, "pf_bytes_create: argument %s: expected a pointer, got NULL",
+                 out ? "data" : "out");
+    return -1;
+  }
+  if (size <= PF_SMALL_STR_MAX) {
+    pf__any_small(PF_TYPE_SMALL_BYTES, data, size, out);
+    return 0;
+  }
+  pf_object_t* obj;
+  if (pf_bytes_object_create(data, size, &obj) != 0)
+    return -1;
+  *out = pf_any_none();
+  out->type_index = PF_TYPE_BYTES;
+  out->v_obj = obj;
+  return 0;
+}
+
+int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
+  if (!view || !out) {
+    pf_error_set(PF_ERR_VALUE, "pf_any_to_owned: argument %s: expected a pointer, got NULL",
+                 view ? "out" : "view");
+    return -1;
+  }
+  *out = pf_any_none();
+  switch (view->type_index) {
+  case PF_TYPE_NONE:
+  case PF_TYPE_INT:
+  case PF_TYPE_BOOL:
+  case PF_TYPE_FLOAT:
+  case PF_TYPE_OPAQUE_PTR:
+  case PF_TYPE_DTYPE:
+  case PF_TYPE_DEVICE:
+  case PF_TYPE_SMALL_STR:
+  case PF_TYPE_SMALL_BYTES:
+    *out = *view;
+    return 0;
+  case PF_TYPE_RAW_STR:
+    return pf_string_from_cstr(view->v_c_str, out);
+  case PF_TYPE_BYTE_ARRAY_PTR: {
+    const pf_byte_array_t* b = (const pf_byte_array_t*)view->v_ptr;
+    return pf_bytes_create(b->data, b->size, out);
+  }
+  case PF_TYPE_OBJECT_RVALUE_REF: {
+    pf_object_t** handle = (pf_object_t**)view->v_ptr;
+    if (!handle || !*handle) {
+      pf_error_set(PF_ERR_VALUE, "pf_any_to_owned: object rvalue reference to a NULL handle");
+      return -1;
+    }
+    pf_object_t* obj = *handle;
+    *handle = NULL;
+    out->type_index = obj->type_index;
+    out->v_obj = obj;
+    return 0;
+  }
+  case PF_TYPE_DLTENSOR_PTR:
+    pf_error_set(PF_ERR_TYPE, "pf_any_to_owned: a DLTensor* view has no owned form; wrap it "
+                              "in a tensor object first");
+    return -1;
+  default:
+    if (view->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN) {
+      if (!view->v_obj) {
+        pf_error_set(PF_ERR_VALUE, "pf_any_to_owned: object value (%s) with a NULL pointer",
+                     pf_type_name(view->type_index));
+        return -1;
+      }
+      pf_object_retain(view->v_obj);
+      *out = *view;
+      return 0;
+    }
+    pf_error_set(PF_ERR_TYPE, "pf_any_to_owned: unknown type index %d", (int)view->type_index);
+    return -1;
+  }
+}
+
+/* Which family a value's bytes belong to for equality: 1 string, 2 bytes, 0 neither. */
+static int pf__text_family(int32_t type_index) {
+  switch (type_index) {
+  case PF_TYPE_RAW_STR:
+  case PF_TYPE_SMALL_STR:
+  case PF_TYPE_STR:
+    return 1;
+  case PF_TYPE_BYTE_ARRAY_PTR:
+  case PF_TYPE_SMALL_BYTES:
+  case PF_TYPE_BYTES:
+    return 2;
+  default:
+    return 0;
+  }
+}
+
+static void pf__text_of(const pf_any_t* v, int family, const char** data, size_t* size) {
+  /* type already checked by pf__text_family: the accessors cannot fail here */
+  if (family == 1)
+    (void)pf_any_as_str(v, data, size);
+  else
+    (void)pf_any_as_bytes(v, data, size);
+}
+
+int pf_any_equal(const pf_any_t* a, const pf_any_t* b) {
+  if (!a || !b)
+    return a == b;
+  int fa = pf__text_family(a->type_index);
+  if (fa != 0) {
+    if (fa != pf__text_family(b->type_index))
+      return 0;
+    const char *da, *db;
+    size_t sa, sb;
+    pf__text_of(a, fa, &da, &sa);
+    pf__text_of(b, fa, &db, &sb);
+    return sa == sb && (sa == 0 || memcmp(da, db, sa) == 0);
+  }
+  if (a->type_index != b->type_index)
+    return 0;
+  switch (a->type_index) {
+  case PF_TYPE_NONE:
+    return 1;
+  case PF_TYPE_FLOAT:
+    return a->v_float64 == b->v_float64;
+  case PF_TYPE_DTYPE:
+    return a->v_dtype.code == b->v_dtype.code && a->v_dtype.bits == b->v_dtype.bits &&
+           a->v_dtype.lanes == b->v_dtype.lanes;
+  case PF_TYPE_DEVICE:
+    return a->v_device.device_type == b->v_device.device_type &&
+           a->v_device.device_id == b->v_device.device_id;
+  default:
+    return a->v_uint64 == b->v_uint64;
+  }
+}
+
+static inline uint64_t pf__mix(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+
+uint64_t pf_hash_bytes(const char* data, size_t size) {
+  const unsigned char* p = (const unsigned char*)data;
+  uint64_t h = 0x9e3779b97f4a7c15ULL ^ (size * 0x100000001b3ULL);
+  while (size >= 8) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    h = (h ^ w) * 0x880355f21e6d1965ULL;
+    h ^= h >> 29;
+    p += 8;
+    size -= 8;
+  }
+  uint64_t w = 0;
+  if (size >= 4) {
+    uint32_t lo, hi;
+    memcpy(&lo, p, 4);
+    memcpy(&hi, p + size - 4, 4);
+    w = ((uint64_t)hi << 32) | lo;
+  } else if (size > 0) {
+    w = ((uint64_t)p[0] << 16) | ((uint64_t)p[size >> 1] << 8) | p[size - 1];
+  }
+  return pf__mix(h ^ w);
+}
+
+uint64_t pf_any_hash(const pf_any_t* v) {
+  if (!v)
+    return 0;
+  int family = pf__text_family(v->type_index);
+  if (family != 0) {
+    const char* data;
+    size_t size;
+    pf__text_of(v, family, &data, &size);
+    return pf_hash_bytes(data, size) + (uint64_t)family;
+  }
+  uint64_t bits = v->v_uint64;
+  switch (v->type_index) {
+  case PF_TYPE_NONE:
+    bits = 0;
+    break;
+  case PF_TYPE_FLOAT:
+    if (v->v_float64 == 0.0)
+      bits = 0; /* +0.0 == -0.0 */
+    break;
+  case PF_TYPE_DTYPE:
+    bits = (uint64_t)v->v_dtype.code | ((uint64_t)v->v_dtype.bits << 8) |
+           ((uint64_t)v->v_dtype.lanes << 16);
+    break;
+  case PF_TYPE_DEVICE:
+    bits = (uint64_t)(uint32_t)v->v_device.device_type |
+           ((uint64_t)(uint32_t)v->v_device.device_id << 32);
+    break;
+  default:
+    break;
+  }
+  return pf__mix(bits ^ ((uint64_t)(uint32_t)v->type_index << 56));
+}

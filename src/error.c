@@ -1,0 +1,420 @@
+/* Errors: error objects in one allocation (kind, message and raise site inline), the thread's
+ * raised slot, cause chains, the out-of-memory fallback and optional full backtraces. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__GLIBC__)
+#include <execinfo.h>
+#endif
+
+#include <pthread.h>
+
+#include "internal.h"
+
+typedef struct {
+  pf_object_t header;
+  pf_error_cell_t cell;
+  char* heap_backtrace; /* owned when the backtrace was updated after creation */
+  /* then: kind NUL message NUL backtrace NUL */
+} pf__error_t;
+
+/* The error raised in this thread (owned), or NULL. */
+static PF__TLS pf_object_t* pf__raised;
+
+static void pf__error_update_backtrace(void* self, const pf_byte_array_t* bt, int32_t mode);
+
+static void pf__error_deleter(void* self, int flags) {
+  pf__error_t* e = (pf__error_t*)self;
+  if (flags & PF_DELETER_STRONG) {
+    pf_object_release((pf_object_t*)e->cell.cause_chain);
+    pf_object_release((pf_object_t*)e->cell.extra_context);
+    free(e->heap_backtrace);
+  }
+  if (flags & PF_DELETER_WEAK)
+    free(self);
+}
+
+/* Raised when even an error cannot be allocated. Immortal: its count never reaches zero. */
+static void pf__static_error_deleter(void* self, int flags) {
+  (void)self;
+  (void)flags;
+}
+static pf__error_t pf__oom_error = {
+    {(uint64_t)1 << 30, PF_TYPE_ERROR, 0, {pf__static_error_deleter}},
+    {{"MemoryError", 11}, {"out of memory while raising an error", 36}, {"", 0}, NULL, NULL, NULL},
+    NULL};
+
+static int pf__is_ours(const pf_object_t* err) {
+  return err->deleter == pf__error_deleter || err == &pf__oom_error.header;
+}
+
+static int pf__is_error(const pf_object_t* err) {
+  return err != NULL && err->type_index == PF_TYPE_ERROR;
+}
+
+/* Creates an error from its three texts (lengths given); NULL when out of memory. */
+static pf_object_t* pf__error_new(const char* kind, size_t kind_len, const char* msg,
+                                  size_t msg_len, const char* bt, size_t bt_len) {
+  size_t total = sizeof(pf__error_t) + kind_len + msg_len + bt_len + 3;
+  pf__error_t* e = malloc(total);
+  if (!e)
+    return NULL;
+  e->header.combined_ref_count = PF_REF_INITIAL;
+  e->header.type_index = PF_TYPE_ERROR;
+  e->header.padding = 0;
+  e->header.deleter = pf__error_deleter;
+  char* text = (char*)(e + 1);
+  memcpy(text, kind, kind_len);
+  text[kind_len] = '\0';
+  e->cell.kind.data = text;
+  e->cell.kind.size = kind_len;
+  text += kind_len + 1;
+  memcpy(text, msg, msg_len);
+  text[msg_len] = '\0';
+  e->cell.message.data = text;
+  e->cell.message.size = msg_len;
+  text += msg_len + 1;
+  memcpy(text, bt, bt_len);
+  text[bt_len] = '\0';
+  e->cell.backtrace.data = text;
+  e->cell.backtrace.size = bt_len;
+  e->cell.update_backtrace = pf__error_update_backtrace;
+  e->cell.cause_chain = NULL;
+  e->cell.extra_context = NULL;
+  e->heap_backtrace = NULL;
+  return &e->header;
+}
+
+static void pf__error_update_backtrace(void* self, const pf_byte_array_t* bt, int32_t mode) {
+  pf__error_t* e = (pf__error_t*)self;
+  if (!bt || (!bt->data && bt->size))
+    return;
+  size_t keep = mode == 1 ? e->cell.backtrace.size : 0;
+  size_t need = keep + bt->size + 1;
+  char* buf = malloc(need);
+  if (!buf)
+    return; /* the ABI gives this hook no way to fail: keep the old text */
+  if (keep)
+    memcpy(buf, e->cell.backtrace.data, keep);
+  if (bt->size)
+    memcpy(buf + keep, bt->data, bt->size);
+  buf[keep + bt->size] = '\0';
+  free(e->heap_backtrace);
+  e->heap_backtrace = buf;
+  e->cell.backtrace.data = buf;
+  e->cell.backtrace.size = keep + bt->size;
+}
+
+/* -1 unknown, 0 off, 1 on: whether PACKFN_BACKTRACE asks for full stacks. */
+static int pf__full_backtrace = -1;
+
+static int pf__want_full_backtrace(void) {
+  int v = __atomic_load_n(&pf__full_backtrace, __ATOMIC_RELAXED);
+  if (PF__LIKELY(v >= 0))
+    return v;
+  const char* env = getenv(PF_BACKTRACE_ENV);
+  v = env && *env && strcmp(env, "0") != 0;
+  __atomic_store_n(&pf__full_backtrace, v, __ATOMIC_RELAXED);
+  return v;
+}
+
+/* Writes "file:line in func\n" into buf (size >= 64 + lengths); returns the length. */
+static size_t pf__format_site(char* buf, size_t cap, const char* file, int line, const char* func) {
+  size_t n = 0;
+  const char* f = file ? file : "<unknown>";
+  size_t fl = strlen(f);
+  if (fl > cap / 2)
+    fl = cap / 2;
+  memcpy(buf, f, fl);
+  n = fl;
+  if (file) {
+    char digits[16];
+    int nd = 0;
+    unsigned u = line > 0 ? (unsigned)line : 0u;
+    do {
+      digits[nd++] = (char)('0' + u % 10);
+      u /= 10;
+    } while (u && nd < 15);
+    buf[n++] = ':';
+    while (nd)
+      buf[n++] = digits[--nd];
+  }
+  if (func) {
+    size_t fnl = strlen(func);
+    if (fnl > cap - n - 6)
+      fnl = cap - n - 6;
+    memcpy(buf + n, " in ", 4);
+    n += 4;
+    memcpy(buf + n, func, fnl);
+    n += fnl;
+  }
+  buf[n++] = '\n';
+  return n;
+}
+
+/* Appends the native stack to an error (PACKFN_BACKTRACE). */
+static void pf__attach_native_stack(pf_object_t* err) {
+#if defined(__GLIBC__)
+  void* frames[64];
+  int n = backtrace(frames, 64);
+  char** names = backtrace_symbols(frames, n);
+  if (!names)
+    return;
+  for (int i = 1; i < n; ++i) { /* skip this helper */
+    char line[512];
+    int len = snprintf(line, sizeof line, "  #%d %s\n", i - 1, names[i]);
+    if (len < 0)
+      continue;
+    if ((size_t)len >= sizeof line)
+      len = (int)sizeof line - 1;
+    pf_byte_array_t bt = {line, (size_t)len};
+    pf__error_update_backtrace(err, &bt, 1);
+  }
+  free(names);
+#else
+  (void)err;
+#endif
+}
+
+/* A thread that raised once gets a key destructor that drops its pending error at exit. */
+static pthread_key_t pf__exit_key;
+static pthread_once_t pf__exit_once = PTHREAD_ONCE_INIT;
+static PF__TLS int pf__exit_hooked;
+
+static void pf__thread_exit(void* unused) {
+  (void)unused;
+  pf_error_clear();
+}
+static void pf__exit_key_init(void) {
+  (void)pthread_key_create(&pf__exit_key, pf__thread_exit);
+}
+
+static void pf__hook_thread_exit(void) {
+  pthread_once(&pf__exit_once, pf__exit_key_init);
+  (void)pthread_setspecific(pf__exit_key, (void*)1);
+  pf__exit_hooked = 1;
+}
+
+/* Makes `err` (owned) the raised error, chaining a pending one as its cause. */
+static void pf__install(pf_object_t* err) {
+  if (!PF__LIKELY(pf__exit_hooked))
+    pf__hook_thread_exit();
+  pf_object_t* pending = pf__raised;
+  if (pending && pending != err) {
+    pf_error_cell_t* cell = (pf_error_cell_t*)(err + 1);
+    if (err->deleter == pf__error_deleter && cell->cause_chain == NULL)
+      cell->cause_chain = pending; /* takes the slot's reference */
+    else
+      pf_object_release(pending);
+  } else if (pending == err) {
+    pf_object_release(pending);
+  }
+  pf__raised = err;
+}
+
+void pf_error_vset_at(const char* file, int line, const char* func, const char* kind,
+                      const char* fmt, va_list ap) {
+  char stack_msg[512];
+  const char* msg = fmt ? fmt : "";
+  size_t msg_len;
+  char* heap_msg = NULL;
+  if (fmt && strchr(fmt, '%')) {
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(stack_msg, sizeof stack_msg, fmt, ap);
+    if (n < 0) {
+      n = 0;
+      stack_msg[0] = '\0';
+    }
+    msg = stack_msg;
+    msg_len = (size_t)n;
+    if ((size_t)n >= sizeof stack_msg) {
+      heap_msg = malloc((size_t)n + 1);
+      if (heap_msg) {
+        vsnprintf(heap_msg, (size_t)n + 1, fmt, ap2);
+        msg = heap_msg;
+      } else {
+        msg_len = sizeof stack_msg - 1;
+      }
+    }
+    va_end(ap2);
+  } else {
+    msg_len = strlen(msg);
+  }
+  if (!kind)
+    kind = PF_ERR_RUNTIME;
+  char site[512];
+  size_t site_len = pf__format_site(site, sizeof site, file, line, func);
+  pf_object_t* err = pf__error_new(kind, strlen(kind), msg, msg_len, site, site_len);
+  free(heap_msg);
+  if (!err) {
+    pf_error_clear();
+    pf__raised = &pf__oom_error.header;
+    return;
+  }
+  if (pf__want_full_backtrace())
+    pf__attach_native_stack(err);
+  pf__install(err);
+}
+
+void pf_error_set_at(const char* file, int line, const char* func, const char* kind,
+                     const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  pf_error_vset_at(file, line, func, kind, fmt, ap);
+  va_end(ap);
+}
+
+void(pf_error_set)(const char* kind, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  pf_error_vset_at(NULL, 0, NULL, kind, fmt, ap);
+  va_end(ap);
+}
+
+int pf_error_raise(pf_object_t* err) {
+  if (!pf__is_error(err)) {
+    pf_error_set(PF_ERR_TYPE, "pf_error_raise: argument err: expected Error, got %s",
+                 err ? pf_type_name(err->type_index) : "NULL");
+    return -1;
+  }
+  pf_object_retain(err);
+  pf__install(err);
+  return 0;
+}
+
+pf_object_t* pf_error_take(void) {
+  pf_object_t* err = pf__raised;
+  pf__raised = NULL;
+  return err;
+}
+
+pf_object_t* pf_error_peek(void) {
+  return pf__raised;
+}
+
+void pf_error_clear(void) {
+  pf_object_t* err = pf__raised;
+  pf__raised = NULL;
+  pf_object_release(err);
+}
+
+int pf_error_create(const char* kind, const char* message, const char* backtrace,
+                    pf_object_t** out) {
+  if (!kind || !message || !out) {
+    pf_error_set(PF_ERR_VALUE, "pf_error_create: argument %s: expected a pointer, got NULL",
+                 !kind      ? "kind"
+                 : !message ? "message"
+                            : "out");
+    return -1;
+  }
+  const char* bt = backtrace ? backtrace : "";
+  pf_object_t* err = pf__error_new(kind, strlen(kind), message, strlen(message), bt, strlen(bt));
+  if (!err)
+    return pf__raise_oom("pf_error_create", strlen(message));
+  *out = err;
+  return 0;
+}
+
+static const pf_error_cell_t* pf__cell(const pf_object_t* err) {
+  return pf__is_error(err) ? (const pf_error_cell_t*)(err + 1) : NULL;
+}
+
+const char* pf_error_kind(const pf_object_t* err) {
+  const pf_error_cell_t* c = pf__cell(err);
+  return c ? c->kind.data : NULL;
+}
+
+const char* pf_error_message(const pf_object_t* err) {
+  const pf_error_cell_t* c = pf__cell(err);
+  return c ? c->message.data : NULL;
+}
+
+const char* pf_error_backtrace(const pf_object_t* err) {
+  const pf_error_cell_t* c = pf__cell(err);
+  return c ? c->backtrace.data : NULL;
+}
+
+pf_object_t* pf_error_cause(const pf_object_t* err) {
+  const pf_error_cell_t* c = pf__cell(err);
+  return c ? (pf_object_t*)c->cause_chain : NULL;
+}
+
+int pf_error_set_cause(pf_object_t* err, pf_object_t* cause) {
+  if (!pf__is_error(err) || !pf__is_ours(err) || err == &pf__oom_error.header) {
+    pf_error_set(PF_ERR_TYPE,
+                 "pf_error_set_cause: argument err: expected an Error made by packfn, got %s",
+                 err ? pf_type_name(err->type_index) : "NULL");
+    return -1;
+  }
+  if (cause && !pf__is_error(cause)) {
+    pf_error_set(PF_ERR_TYPE, "pf_error_set_cause: argument cause: expected Error, got %s",
+                 pf_type_name(cause->type_index));
+    return -1;
+  }
+  for (pf_object_t* c = cause; c; c = pf_error_cause(c)) {
+    if (c == err) {
+      pf_error_set(PF_ERR_VALUE, "pf_error_set_cause: the cause chain would loop back to err");
+      return -1;
+    }
+  }
+  pf_error_cell_t* cell = (pf_error_cell_t*)(err + 1);
+  pf_object_retain(cause);
+  pf_object_release((pf_object_t*)cell->cause_chain);
+  cell->cause_chain = cause;
+  return 0;
+}
+
+int pf_error_append_backtrace(pf_object_t* err, const char* text) {
+  if (!pf__is_error(err)) {
+    pf_error_set(PF_ERR_TYPE, "pf_error_append_backtrace: argument err: expected Error, got %s",
+                 err ? pf_type_name(err->type_index) : "NULL");
+    return -1;
+  }
+  if (!text) {
+    pf_error_set(PF_ERR_VALUE,
+                 "pf_error_append_backtrace: argument text: expected a string, got NULL");
+    return -1;
+  }
+  pf_error_cell_t* cell = (pf_error_cell_t*)(err + 1);
+  if (!cell->update_backtrace)
+    return 0;
+  pf_byte_array_t bt = {text, strlen(text)};
+  cell->update_backtrace(err, &bt, 1);
+  return 0;
+}
+
+size_t pf_error_format(const pf_object_t* err, char* buf, size_t size) {
+  size_t total = 0;
+  int depth = 0;
+  for (const pf_object_t* e = err; pf__is_error(e); e = pf_error_cause(e), ++depth) {
+    const pf_error_cell_t* c = (const pf_error_cell_t*)(e + 1);
+    int n = snprintf(size > total ? buf + total : NULL, size > total ? size - total : 0, "%s%s: %s",
+                     depth ? "\ncaused by " : "", c->kind.data, c->message.data);
+    if (n > 0)
+      total += (size_t)n;
+    if (depth > 64)
+      break;
+  }
+  if (size && total == 0)
+    buf[0] = '\0';
+  return total;
+}
+
+int pf__raise_oom(const char* func, size_t size) {
+  pf_error_set(PF_ERR_MEMORY, "%s: out of memory allocating %zu bytes", func, size);
+  return -1;
+}
+
+char* pf__strdup(const char* s) {
+  size_t n = strlen(s) + 1;
+  char* d = malloc(n);
+  if (d)
+    memcpy(d, s, n);
+  return d;
+}
+
+/* Free this thread's pending error when the thread exits, so nothing leaks. */
+__attribute__((destructor)) static void pf__error_fini(void) {
+  pf_error_clear();
+}

@@ -1,0 +1,382 @@
+/* Function objects: creation, the trampoline to the creator's (self, call), deleters run once,
+ * signature and doc texts, and typed C functions with arity and per-argument checks. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Cell entry for functions with a self or a deleter: loads self and calls the creator. */
+static int pf__function_trampoline(void* obj, const pf_any_t* args, int32_t num_args,
+                                   pf_any_t* result) {
+  pf__function_t* f = (pf__function_t*)obj;
+  return f->call(f->self, args, num_args, result);
+}
+
+static void pf__function_deleter(void* obj, int flags) {
+  pf__function_t* f = (pf__function_t*)obj;
+  if (flags & PF_DELETER_STRONG) {
+    if (f->deleter)
+      f->deleter(f->self);
+    free(f->signature);
+    free(f->doc);
+    /* last: it may hold the library whose code the deleter above ran */
+    pf_object_release(f->keepalive);
+  }
+  if (flags & PF_DELETER_WEAK)
+    free(obj);
+}
+
+int pf__function_is_ours(const pf_object_t* obj) {
+  return obj && obj->type_index == PF_TYPE_FUNCTION && obj->deleter == pf__function_deleter;
+}
+
+/* Allocates a function whose cell calls `entry`; never raises. */
+static pf__function_t* pf__function_new(pf_safe_call_t entry, void* self, pf_safe_call_t call,
+                                        void (*deleter)(void*)) {
+  pf__function_t* f = malloc(sizeof *f);
+  if (!f)
+    return NULL;
+  f->header.combined_ref_count = PF_REF_INITIAL;
+  f->header.type_index = PF_TYPE_FUNCTION;
+  f->header.padding = 0;
+  f->header.deleter = pf__function_deleter;
+  f->cell.safe_call = entry;
+  f->cell.cpp_call = NULL;
+  f->self = self;
+  f->call = call;
+  f->deleter = deleter;
+  f->keepalive = NULL;
+  f->signature = NULL;
+  f->doc = NULL;
+  return f;
+}
+
+int pf_function_create(void* self, pf_safe_call_t call, void (*deleter)(void* self),
+                       pf_object_t** out) {
+  if (!call || !out) {
+    pf_error_set(PF_ERR_VALUE, "pf_function_create: argument %s: expected %s, got NULL",
+                 out ? "call" : "out", out ? "a function" : "a pointer");
+    return -1;
+  }
+  pf__function_t* f = pf__function_new(pf__function_trampoline, self, call, deleter);
+  if (!f) {
+    *out = NULL;
+    return pf__raise_oom("pf_function_create", sizeof(pf__function_t));
+  }
+  *out = &f->header;
+  return 0;
+}
+
+int pf_function_create_direct(pf_safe_call_t call, pf_object_t** out) {
+  if (!call || !out) {
+    pf_error_set(PF_ERR_VALUE, "pf_function_create_direct: argument %s: expected %s, got NULL",
+                 out ? "call" : "out", out ? "a function" : "a pointer");
+    return -1;
+  }
+  pf__function_t* f = pf__function_new(call, NULL, NULL, NULL);
+  if (!f) {
+    *out = NULL;
+    return pf__raise_oom("pf_function_create_direct", sizeof(pf__function_t));
+  }
+  *out = &f->header;
+  return 0;
+}
+
+int pf__function_call_invalid(const pf_object_t* fn, const pf_any_t* args, int32_t num_args,
+                              const pf_any_t* result) {
+  if (!fn)
+    pf_error_set(PF_ERR_TYPE, "pf_function_call: argument fn: expected Function, got NULL");
+  else if (fn->type_index != PF_TYPE_FUNCTION)
+    pf_error_set(PF_ERR_TYPE, "pf_function_call: argument fn: expected Function, got %s",
+                 pf_type_name(fn->type_index));
+  else if (num_args < 0)
+    pf_error_set(PF_ERR_VALUE, "pf_function_call: argument num_args: expected a count >= 0, got %d",
+                 (int)num_args);
+  else if (!args)
+    pf_error_set(PF_ERR_VALUE, "pf_function_call: argument args: expected %d arguments, got NULL",
+                 (int)num_args);
+  else
+    pf_error_set(PF_ERR_VALUE, "pf_function_call: argument result: expected a pointer, got NULL");
+  if (result)
+    *(pf_any_t*)result = pf_any_none();
+  return -1;
+}
+
+const char* pf_function_signature(const pf_object_t* fn) {
+  return pf__function_is_ours(fn) ? ((const pf__function_t*)fn)->signature : NULL;
+}
+
+const char* pf_function_doc(const pf_object_t* fn) {
+  return pf__function_is_ours(fn) ? ((const pf__function_t*)fn)->doc : NULL;
+}
+
+int pf_function_set_info(pf_object_t* fn, const char* signature, const char* doc) {
+  if (!pf__function_is_ours(fn)) {
+    pf_error_set(PF_ERR_TYPE,
+                 "pf_function_set_info: argument fn: expected a Function made by packfn, got %s",
+                 fn ? pf_type_name(fn->type_index) : "NULL");
+    return -1;
+  }
+  char* s = signature ? pf__strdup(signature) : NULL;
+  char* d = doc ? pf__strdup(doc) : NULL;
+  if ((signature && !s) || (doc && !d)) {
+    free(s);
+    free(d);
+    return pf__raise_oom("pf_function_set_info", 0);
+  }
+  pf__function_t* f = (pf__function_t*)fn;
+  free(f->signature);
+  free(f->doc);
+  f->signature = s;
+  f->doc = d;
+  return 0;
+}
+
+int pf__function_set_keepalive(pf_object_t* fn, pf_object_t* owner) {
+  if (!pf__function_is_ours(fn)) {
+    pf_error_set(PF_ERR_TYPE, "expected a Function made by packfn, got %s",
+                 fn ? pf_type_name(fn->type_index) : "NULL");
+    return -1;
+  }
+  pf__function_t* f = (pf__function_t*)fn;
+  pf_object_retain(owner);
+  pf_object_release(f->keepalive);
+  f->keepalive = owner;
+  return 0;
+}
+
+/* ---- typed functions ---- */
+
+typedef struct {
+  pf_typed_call_t impl;
+  void* self;
+  void (*deleter)(void* self);
+  const char* name;
+  int32_t num_params;
+  pf_param_t params[]; /* then the name strings */
+} pf__typed_t;
+
+const char* pf_param_kind_name(pf_param_kind_t kind) {
+  switch (kind) {
+  case PF_PARAM_NONE:
+    return "None";
+  case PF_PARAM_INT:
+    return "int";
+  case PF_PARAM_FLOAT:
+    return "float";
+  case PF_PARAM_BOOL:
+    return "bool";
+  case PF_PARAM_STR:
+    return "str";
+  case PF_PARAM_BYTES:
+    return "bytes";
+  case PF_PARAM_TENSOR:
+    return "Tensor";
+  case PF_PARAM_OBJECT:
+    return "Object";
+  case PF_PARAM_ANY:
+    return "Any";
+  case PF_PARAM_DTYPE:
+    return "dtype";
+  case PF_PARAM_DEVICE:
+    return "Device";
+  case PF_PARAM_PTR:
+    return "void*";
+  case PF_PARAM_FUNCTION:
+    return "Function";
+  }
+  return "unknown";
+}
+
+static int pf__typed_arg_error(const pf__typed_t* t, int32_t i, const pf_any_t* arg) {
+  pf_error_set(PF_ERR_TYPE, "%s: argument %d (%s): expected %s, got %s", t->name, (int)i,
+               t->params[i].name, pf_param_kind_name(t->params[i].kind),
+               pf_type_name(arg->type_index));
+  return -1;
+}
+
+/* Cell entry of a typed function: arity, conversion of every argument, then the impl. */
+static int pf__typed_entry(void* obj, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  const pf__typed_t* t = (const pf__typed_t*)((pf__function_t*)obj)->self;
+  if (num_args != t->num_params) {
+    pf_error_set(PF_ERR_TYPE, "%s: expected %d argument%s, got %d", t->name, (int)t->num_params,
+                 t->num_params == 1 ? "" : "s", (int)num_args);
+    return -1;
+  }
+  pf_arg_t conv[PF_TYPED_MAX_PARAMS];
+  for (int32_t i = 0; i < num_args; ++i) {
+    const pf_any_t* a = &args[i];
+    int32_t ti = a->type_index;
+    switch (t->params[i].kind) {
+    case PF_PARAM_INT:
+      if (ti != PF_TYPE_INT && ti != PF_TYPE_BOOL)
+        return pf__typed_arg_error(t, i, a);
+      conv[i].i = a->v_int64;
+      break;
+    case PF_PARAM_FLOAT:
+      if (ti == PF_TYPE_FLOAT)
+        conv[i].f = a->v_float64;
+      else if (ti == PF_TYPE_INT || ti == PF_TYPE_BOOL)
+        conv[i].f = (double)a->v_int64;
+      else
+        return pf__typed_arg_error(t, i, a);
+      break;
+    case PF_PARAM_BOOL:
+      if (ti != PF_TYPE_INT && ti != PF_TYPE_BOOL)
+        return pf__typed_arg_error(t, i, a);
+      conv[i].b = a->v_int64 != 0;
+      break;
+    case PF_PARAM_STR:
+      if (ti != PF_TYPE_SMALL_STR && ti != PF_TYPE_STR && ti != PF_TYPE_RAW_STR)
+        return pf__typed_arg_error(t, i, a);
+      (void)pf_any_as_str(a, &conv[i].s.data, &conv[i].s.size);
+      break;
+    case PF_PARAM_BYTES:
+      if (ti != PF_TYPE_SMALL_BYTES && ti != PF_TYPE_BYTES && ti != PF_TYPE_BYTE_ARRAY_PTR)
+        return pf__typed_arg_error(t, i, a);
+      (void)pf_any_as_bytes(a, &conv[i].s.data, &conv[i].s.size);
+      break;
+    case PF_PARAM_TENSOR:
+      if (ti == PF_TYPE_TENSOR)
+        conv[i].tensor = (DLTensor*)(a->v_obj + 1);
+      else if (ti == PF_TYPE_DLTENSOR_PTR)
+        conv[i].tensor = (DLTensor*)a->v_ptr;
+      else
+        return pf__typed_arg_error(t, i, a);
+      break;
+    case PF_PARAM_OBJECT:
+      if (ti < PF_TYPE_STATIC_OBJECT_BEGIN)
+        return pf__typed_arg_error(t, i, a);
+      conv[i].obj = a->v_obj;
+      break;
+    case PF_PARAM_FUNCTION:
+      if (ti != PF_TYPE_FUNCTION)
+        return pf__typed_arg_error(t, i, a);
+      conv[i].obj = a->v_obj;
+      break;
+    case PF_PARAM_ANY:
+      conv[i].any = a;
+      break;
+    case PF_PARAM_DTYPE:
+      if (ti != PF_TYPE_DTYPE)
+        return pf__typed_arg_error(t, i, a);
+      conv[i].dtype = a->v_dtype;
+      break;
+    case PF_PARAM_DEVICE:
+      if (ti != PF_TYPE_DEVICE)
+        return pf__typed_arg_error(t, i, a);
+      conv[i].device = a->v_device;
+      break;
+    case PF_PARAM_PTR:
+      if (ti == PF_TYPE_OPAQUE_PTR)
+        conv[i].ptr = a->v_ptr;
+      else if (ti == PF_TYPE_NONE)
+        conv[i].ptr = NULL;
+      else
+        return pf__typed_arg_error(t, i, a);
+      break;
+    default:
+      return pf__typed_arg_error(t, i, a);
+    }
+  }
+  return t->impl(t->self, conv, result);
+}
+
+static void pf__typed_deleter(void* self) {
+  pf__typed_t* t = (pf__typed_t*)self;
+  if (t->deleter)
+    t->deleter(t->self);
+  free(t);
+}
+
+static int pf__kind_valid(pf_param_kind_t k, int allow_none) {
+  return (k == PF_PARAM_NONE && allow_none) || (k >= PF_PARAM_INT && k <= PF_PARAM_FUNCTION);
+}
+
+/* Builds "name(a: int, b: int) -> int" into a new string; NULL when out of memory. */
+static char* pf__signature_text(const pf__typed_t* t, pf_param_kind_t result) {
+  size_t size = strlen(t->name) + 16 + strlen(pf_param_kind_name(result));
+  for (int32_t i = 0; i < t->num_params; ++i)
+    size += strlen(t->params[i].name) + strlen(pf_param_kind_name(t->params[i].kind)) + 4;
+  char* s = malloc(size);
+  if (!s)
+    return NULL;
+  char* p = s;
+  p += sprintf(p, "%s(", t->name);
+  for (int32_t i = 0; i < t->num_params; ++i)
+    p += sprintf(p, "%s%s: %s", i ? ", " : "", t->params[i].name,
+                 pf_param_kind_name(t->params[i].kind));
+  sprintf(p, ") -> %s", pf_param_kind_name(result));
+  return s;
+}
+
+int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, void* self,
+                             void (*deleter)(void* self), pf_object_t** out) {
+  const char* bad = !out ? "out" : !sig ? "sig" : !impl ? "impl" : !sig->name ? "sig->name" : NULL;
+  if (bad) {
+    pf_error_set(PF_ERR_VALUE,
+                 "pf_function_create_typed: argument %s: expected a pointer, got NULL", bad);
+    return -1;
+  }
+  *out = NULL;
+  if (sig->num_params < 0 || sig->num_params > PF_TYPED_MAX_PARAMS ||
+      (sig->num_params > 0 && !sig->params)) {
+    pf_error_set(PF_ERR_VALUE,
+                 "pf_function_create_typed: %s: expected 0..%d parameters with a params array, "
+                 "got %d%s",
+                 sig->name, PF_TYPED_MAX_PARAMS, (int)sig->num_params,
+                 sig->params ? "" : " and params NULL");
+    return -1;
+  }
+  if (!pf__kind_valid(sig->result, 1)) {
+    pf_error_set(PF_ERR_VALUE, "pf_function_create_typed: %s: unknown result kind %d", sig->name,
+                 (int)sig->result);
+    return -1;
+  }
+  size_t size =
+      sizeof(pf__typed_t) + sizeof(pf_param_t) * (size_t)sig->num_params + strlen(sig->name) + 1;
+  for (int32_t i = 0; i < sig->num_params; ++i) {
+    const pf_param_t* p = &sig->params[i];
+    if (!p->name || !*p->name || !pf__kind_valid(p->kind, 0)) {
+      pf_error_set(PF_ERR_VALUE,
+                   "pf_function_create_typed: %s: parameter %d: expected a name and a kind, got "
+                   "%s and kind %d",
+                   sig->name, (int)i, p->name ? (*p->name ? p->name : "\"\"") : "NULL",
+                   (int)p->kind);
+      return -1;
+    }
+    size += strlen(p->name) + 1;
+  }
+  pf__typed_t* t = malloc(size);
+  if (!t)
+    return pf__raise_oom("pf_function_create_typed", size);
+  t->impl = impl;
+  t->self = self;
+  t->deleter = deleter;
+  t->num_params = sig->num_params;
+  char* text = (char*)&t->params[sig->num_params];
+  for (int32_t i = 0; i < sig->num_params; ++i) {
+    size_t n = strlen(sig->params[i].name) + 1;
+    memcpy(text, sig->params[i].name, n);
+    t->params[i].name = text;
+    t->params[i].kind = sig->params[i].kind;
+    text += n;
+  }
+  memcpy(text, sig->name, strlen(sig->name) + 1);
+  t->name = text;
+  char* signature = pf__signature_text(t, sig->result);
+  char* doc = sig->doc ? pf__strdup(sig->doc) : NULL;
+  pf__function_t* f = pf__function_new(pf__typed_entry, t, NULL, pf__typed_deleter);
+  if (!signature || (sig->doc && !doc) || !f) {
+    free(signature);
+    free(doc);
+    free(f);
+    free(t);
+    return pf__raise_oom("pf_function_create_typed", size);
+  }
+  f->signature = signature;
+  f->doc = doc;
+  *out = &f->header;
+  return 0;
+}

@@ -1,0 +1,319 @@
+/* The global function table: an open-addressing hash map from names to function objects,
+ * guarded by a reader-counting lock (readers never wait for readers) plus static registration. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct {
+  uint64_t hash;
+  size_t len;
+  char* name;      /* owned, NUL-terminated; NULL marks an empty slot */
+  pf_object_t* fn; /* owned */
+} pf__entry_t;
+
+typedef struct {
+  pf__entry_t* slots; /* capacity entries, a power of two */
+  size_t capacity;
+  size_t count;
+} pf__table_t;
+
+static pf__table_t pf__table;
+
+/* Lock word: number of active readers, plus PF__WRITER while a writer holds the table.
+ * Writers first serialise on a mutex (readers never touch it), then set the bit and wait for
+ * the readers in flight to leave; they hold the bit only to swap or shift a few entries. */
+#define PF__WRITER 0x80000000u
+static uint32_t pf__lock;
+static pthread_mutex_t pf__writers = PTHREAD_MUTEX_INITIALIZER;
+
+static inline void pf__read_lock(void) {
+  for (;;) {
+    uint32_t s = __atomic_fetch_add(&pf__lock, 1, __ATOMIC_ACQUIRE);
+    if (PF__LIKELY(!(s & PF__WRITER)))
+      return;
+    __atomic_fetch_sub(&pf__lock, 1, __ATOMIC_RELAXED);
+    while (__atomic_load_n(&pf__lock, __ATOMIC_RELAXED) & PF__WRITER)
+      sched_yield();
+  }
+}
+
+static inline void pf__read_unlock(void) {
+  __atomic_fetch_sub(&pf__lock, 1, __ATOMIC_RELEASE);
+}
+
+/* Caller holds pf__writers. */
+static void pf__write_lock(void) {
+  __atomic_fetch_or(&pf__lock, PF__WRITER, __ATOMIC_ACQUIRE);
+  while (__atomic_load_n(&pf__lock, __ATOMIC_ACQUIRE) != PF__WRITER)
+    sched_yield();
+}
+
+static void pf__write_unlock(void) {
+  __atomic_fetch_and(&pf__lock, ~PF__WRITER, __ATOMIC_RELEASE);
+}
+
+/* Slot holding the name, or NULL. Caller holds a read or write lock (or the writer mutex). */
+static pf__entry_t* pf__find(const pf__table_t* t, const char* name, size_t len, uint64_t h) {
+  if (!t->capacity)
+    return NULL;
+  size_t mask = t->capacity - 1;
+  for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+    pf__entry_t* e = &t->slots[i];
+    if (!e->name)
+      return NULL;
+    if (e->hash == h && e->len == len && memcmp(e->name, name, len) == 0)
+      return e;
+  }
+}
+
+static int pf__check_name(const char* func, const char* name) {
+  if (!name || !*name) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument name: expected a non-empty string, got %s", func,
+                 name ? "\"\"" : "NULL");
+    return -1;
+  }
+  return 0;
+}
+
+int pf_global_get_bytes(const char* name, size_t size, pf_object_t** out) {
+  if (PF_UNLIKELY(!out || (!name && size))) {
+    pf_error_set(PF_ERR_VALUE, "pf_global_get: argument %s: expected a pointer, got NULL",
+                 out ? "name" : "out");
+    return -1;
+  }
+  uint64_t h = pf_hash_bytes(name, size);
+  pf__read_lock();
+  pf__entry_t* e = pf__find(&pf__table, name, size, h);
+  pf_object_t* fn = e ? e->fn : NULL;
+  pf_object_retain(fn);
+  pf__read_unlock();
+  *out = fn;
+  return 0;
+}
+
+int pf_global_get(const char* name, pf_object_t** out) {
+  if (PF_UNLIKELY(!name || !out)) {
+    pf_error_set(PF_ERR_VALUE, "pf_global_get: argument %s: expected a pointer, got NULL",
+                 out ? "name" : "out");
+    return -1;
+  }
+  return pf_global_get_bytes(name, strlen(name), out);
+}
+
+/* Inserts into a table with room (count < capacity / 2). Caller holds the write lock. */
+static void pf__insert(pf__table_t* t, pf__entry_t entry) {
+  size_t mask = t->capacity - 1;
+  size_t i = (size_t)entry.hash & mask;
+  while (t->slots[i].name)
+    i = (i + 1) & mask;
+  t->slots[i] = entry;
+  t->count++;
+}
+
+int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
+  if (pf__check_name("pf_global_set", name) != 0)
+    return -1;
+  if (!fn || fn->type_index != PF_TYPE_FUNCTION) {
+    pf_error_set(PF_ERR_TYPE, "pf_global_set: argument fn (for '%s'): expected Function, got %s",
+                 name, fn ? pf_type_name(fn->type_index) : "NULL");
+    return -1;
+  }
+  size_t len = strlen(name);
+  uint64_t h = pf_hash_bytes(name, len);
+  pthread_mutex_lock(&pf__writers);
+  pf__entry_t* e = pf__find(&pf__table, name, len, h);
+  if (e) {
+    if (!allow_override) {
+      pthread_mutex_unlock(&pf__writers);
+      pf_error_set(PF_ERR_VALUE,
+                   "pf_global_set: function '%s' is already registered (pass allow_override=1 "
+                   "to replace it)",
+                   name);
+      return -1;
+    }
+    pf_object_retain(fn);
+    pf__write_lock();
+    pf_object_t* old = e->fn;
+    e->fn = fn;
+    pf__write_unlock();
+    pthread_mutex_unlock(&pf__writers);
+    pf_object_release(old); /* outside every lock: its deleter may use the table */
+    return 0;
+  }
+  /* allocate everything before taking the write lock */
+  char* copy = malloc(len + 1);
+  pf__table_t grown = {NULL, 0, 0};
+  if (copy && (pf__table.count + 1) * 2 > pf__table.capacity) {
+    grown.capacity = pf__table.capacity ? pf__table.capacity * 2 : 64;
+    grown.slots = calloc(grown.capacity, sizeof(pf__entry_t));
+    if (grown.slots)
+      for (size_t i = 0; i < pf__table.capacity; ++i)
+        if (pf__table.slots[i].name)
+          pf__insert(&grown, pf__table.slots[i]);
+  }
+  if (!copy || (grown.capacity && !grown.slots)) {
+    pthread_mutex_unlock(&pf__writers);
+    free(copy);
+    return pf__raise_oom("pf_global_set", len + 1);
+  }
+  memcpy(copy, name, len + 1);
+  pf_object_retain(fn);
+  pf__entry_t entry = {h, len, copy, fn};
+  pf__entry_t* old_slots = NULL;
+  pf__write_lock();
+  if (grown.slots) {
+    old_slots = pf__table.slots;
+    pf__table = grown;
+  }
+  pf__insert(&pf__table, entry);
+  pf__write_unlock();
+  pthread_mutex_unlock(&pf__writers);
+  free(old_slots);
+  return 0;
+}
+
+/* Removes the entry for (name, len, h) when `expect` is NULL or the entry holds `expect`;
+ * returns the removed function (owned) and frees the name, or NULL when nothing matched. */
+static pf_object_t* pf__remove(const char* name, size_t len, uint64_t h, pf_object_t* expect) {
+  pthread_mutex_lock(&pf__writers);
+  pf__entry_t* e = pf__find(&pf__table, name, len, h);
+  if (!e || (expect && e->fn != expect)) {
+    pthread_mutex_unlock(&pf__writers);
+    return NULL;
+  }
+  pf_object_t* fn = e->fn;
+  char* old_name = e->name;
+  size_t mask = pf__table.capacity - 1;
+  size_t hole = (size_t)(e - pf__table.slots);
+  pf__write_lock();
+  /* backward-shift deletion keeps every probe sequence unbroken without tombstones */
+  for (size_t j = (hole + 1) & mask; pf__table.slots[j].name; j = (j + 1) & mask) {
+    size_t home = (size_t)pf__table.slots[j].hash & mask;
+    int movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
+    if (movable) {
+      pf__table.slots[hole] = pf__table.slots[j];
+      hole = j;
+    }
+  }
+  pf__table.slots[hole] = (pf__entry_t){0, 0, NULL, NULL};
+  pf__table.count--;
+  pf__write_unlock();
+  pthread_mutex_unlock(&pf__writers);
+  free(old_name);
+  return fn;
+}
+
+int pf_global_remove(const char* name) {
+  if (pf__check_name("pf_global_remove", name) != 0)
+    return -1;
+  size_t len = strlen(name);
+  pf_object_t* fn = pf__remove(name, len, pf_hash_bytes(name, len), NULL);
+  if (!fn) {
+    pf_error_set(PF_ERR_KEY, "pf_global_remove: no global function is named '%s'", name);
+    return -1;
+  }
+  pf_object_release(fn);
+  return 0;
+}
+
+size_t pf_global_count(void) {
+  pf__read_lock();
+  size_t n = pf__table.count;
+  pf__read_unlock();
+  return n;
+}
+
+static int pf__cmp_names(const void* a, const void* b) {
+  return strcmp(*(char* const*)a, *(char* const*)b);
+}
+
+int pf_global_list(char*** out, size_t* count) {
+  if (!out) {
+    pf_error_set(PF_ERR_VALUE, "pf_global_list: argument out: expected a pointer, got NULL");
+    return -1;
+  }
+  *out = NULL;
+  pf__read_lock();
+  size_t n = pf__table.count, bytes = 0;
+  for (size_t i = 0; i < pf__table.capacity; ++i)
+    if (pf__table.slots[i].name)
+      bytes += pf__table.slots[i].len + 1;
+  size_t total = sizeof(char*) * (n + 1) + bytes;
+  char** names = malloc(total);
+  if (names) {
+    char* text = (char*)(names + n + 1);
+    size_t k = 0;
+    for (size_t i = 0; i < pf__table.capacity; ++i) {
+      const pf__entry_t* e = &pf__table.slots[i];
+      if (!e->name)
+        continue;
+      memcpy(text, e->name, e->len + 1);
+      names[k++] = text;
+      text += e->len + 1;
+    }
+    names[k] = NULL;
+  }
+  pf__read_unlock();
+  if (!names)
+    return pf__raise_oom("pf_global_list", total);
+  qsort(names, n, sizeof(char*), pf__cmp_names);
+  *out = names;
+  if (count)
+    *count = n;
+  return 0;
+}
+
+void pf_global_list_free(char** names) {
+  free(names);
+}
+
+int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  pf_object_t* fn;
+  if (pf__check_name("pf_global_call", name) != 0 || pf_global_get(name, &fn) != 0)
+    return -1;
+  if (!fn) {
+    if (result)
+      *result = pf_any_none();
+    pf_error_set(PF_ERR_KEY, "pf_global_call: no global function is named '%s'", name);
+    return -1;
+  }
+  int rc = pf_function_call(fn, args, num_args, result);
+  pf_object_release(fn);
+  return rc;
+}
+
+/* ---- static registration ---- */
+
+static int pf__static_failures;
+
+int pf_global_static_failures(void) {
+  return __atomic_load_n(&pf__static_failures, __ATOMIC_RELAXED);
+}
+
+void pf__global_register_static(const char* name, pf_safe_call_t call, const pf_signature_t* sig,
+                                pf_typed_call_t typed, pf_object_t** slot) {
+  pf_object_t* fn = NULL;
+  int rc = sig ? pf_function_create_typed(sig, typed, NULL, NULL, &fn)
+               : pf_function_create_direct(call, &fn);
+  if (rc == 0)
+    rc = pf_global_set(sig ? sig->name : name, fn, 0);
+  if (rc != 0) {
+    __atomic_fetch_add(&pf__static_failures, 1, __ATOMIC_RELAXED);
+    pf_object_release(fn);
+    fn = NULL;
+  }
+  *slot = fn;
+}
+
+void pf__global_unregister_static(const char* name, pf_object_t** slot) {
+  pf_object_t* fn = *slot;
+  *slot = NULL;
+  if (!fn || !name)
+    return;
+  size_t len = strlen(name);
+  pf_object_release(pf__remove(name, len, pf_hash_bytes(name, len), fn));
+  pf_object_release(fn);
+}

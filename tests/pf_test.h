@@ -1,0 +1,44 @@
+/* Shared helpers for packfn's Check suites: error assertions and a main() per suite file.
+ * Each test file defines `Suite* make_suite(void)` and includes this header once. */
+#ifndef PF_TEST_H_
+#define PF_TEST_H_
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "packfn/packfn.h"
+
+/* Asserts that an error of `kind` is raised whose message contains `needle`, then clears it. */
+#define PF_ASSERT_RAISED(kind, needle)                                                             \
+  do {                                                                                             \
+    pf_object_t* err_ = pf_error_take();                                                           \
+    ck_assert_msg(err_ != NULL, "expected %s to be raised", (kind));                               \
+    ck_assert_str_eq(pf_error_kind(err_), (kind));                                                 \
+    ck_assert_msg(strstr(pf_error_message(err_), (needle)) != NULL, "message '%s' lacks '%s'",     \
+                  pf_error_message(err_), (needle));                                               \
+    pf_object_release(err_);                                                                       \
+  } while (0)
+
+/* Asserts nothing is raised. */
+#define PF_ASSERT_NO_ERROR()                                                                       \
+  do {                                                                                             \
+    pf_object_t* err_ = pf_error_peek();                                                           \
+    ck_assert_msg(err_ == NULL, "unexpected error: %s: %s", pf_error_kind(err_),                   \
+                  pf_error_message(err_));                                                         \
+  } while (0)
+
+Suite* make_suite(void);
+
+#define PF_TEST_MAIN()                                                                             \
+  int main(void) {                                                                                 \
+    SRunner* sr = srunner_create(make_suite());                                                    \
+    srunner_run_all(sr, CK_NORMAL);                                                                \
+    int failed = srunner_ntests_failed(sr);                                                        \
+    srunner_free(sr);                                                                              \
+    pf_error_clear();                                                                              \
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;                                              \
+  }
+
+#endif

@@ -1,0 +1,327 @@
+/* Tests of the value layer: constructors and the byte layout, every accessor conversion and
+ * refusal, views versus owned values, strings and bytes in all forms, equality and hashing. */
+#include "pf_test.h"
+
+START_TEST(test_constructors_layout) {
+  pf_any_t v = pf_any_int(-5);
+  ck_assert_int_eq(v.type_index, PF_TYPE_INT);
+  ck_assert_uint_eq(v.zero_padding, 0);
+  ck_assert_int_eq(v.v_int64, -5);
+  v = pf_any_bool(7);
+  ck_assert_int_eq(v.type_index, PF_TYPE_BOOL);
+  ck_assert_int_eq(v.v_int64, 1);
+  v = pf_any_float(2.5);
+  ck_assert_int_eq(v.type_index, PF_TYPE_FLOAT);
+  ck_assert_double_eq(v.v_float64, 2.5);
+  v = pf_any_none();
+  ck_assert_uint_eq(v.v_uint64, 0);
+  DLDataType t = {2, 32, 1};
+  v = pf_any_dtype(t);
+  ck_assert_uint_eq(v.v_uint64 >> 32, 0); /* unused bytes zero */
+  ck_assert_int_eq(v.v_dtype.bits, 32);
+  DLDevice d = {kDLCPU, 3};
+  v = pf_any_device(d);
+  ck_assert_int_eq(v.v_device.device_id, 3);
+  ck_assert_int_eq(pf_any_ptr(NULL).type_index, PF_TYPE_NONE);
+  ck_assert_int_eq(pf_any_ptr(&v).type_index, PF_TYPE_OPAQUE_PTR);
+  ck_assert_int_eq(pf_any_cstr("x").type_index, PF_TYPE_RAW_STR);
+  ck_assert_int_eq(pf_any_cstr(NULL).type_index, PF_TYPE_NONE);
+  ck_assert_int_eq(pf_any_object(NULL).type_index, PF_TYPE_NONE);
+  ck_assert_int_eq(pf_any_dltensor(NULL).type_index, PF_TYPE_NONE);
+  /* equal values are equal byte for byte */
+  pf_any_t a = pf_any_int(9), b = pf_any_int(9);
+  ck_assert_int_eq(memcmp(&a, &b, sizeof a), 0);
+}
+END_TEST
+
+START_TEST(test_accessor_conversions) {
+  int64_t i;
+  double f;
+  int b;
+  pf_any_t v = pf_any_bool(1);
+  ck_assert_int_eq(pf_any_as_int(&v, &i), 0);
+  ck_assert_int_eq(i, 1);
+  ck_assert_int_eq(pf_any_as_float(&v, &f), 0);
+  ck_assert_double_eq(f, 1.0);
+  v = pf_any_int(3);
+  ck_assert_int_eq(pf_any_as_bool(&v, &b), 0);
+  ck_assert_int_eq(b, 1);
+  ck_assert_int_eq(pf_any_as_float(&v, &f), 0);
+  ck_assert_double_eq(f, 3.0);
+  v = pf_any_int(0);
+  ck_assert_int_eq(pf_any_as_bool(&v, &b), 0);
+  ck_assert_int_eq(b, 0);
+  v = pf_any_float(1.5);
+  ck_assert_int_eq(pf_any_as_float(&v, &f), 0);
+  ck_assert_double_eq(f, 1.5);
+  void* p = &v;
+  v = pf_any_none();
+  ck_assert_int_eq(pf_any_as_ptr(&v, &p), 0);
+  ck_assert_ptr_null(p);
+  v = pf_any_ptr(&b);
+  ck_assert_int_eq(pf_any_as_ptr(&v, &p), 0);
+  ck_assert_ptr_eq(p, &b);
+}
+END_TEST
+
+START_TEST(test_accessor_refusals) {
+  int64_t i;
+  double f;
+  int b;
+  pf_any_t v = pf_any_float(1.0);
+  ck_assert_int_eq(pf_any_as_int(&v, &i), -1);
+  PF_ASSERT_RAISED("TypeError", "expected int, got float");
+  v = pf_any_cstr("12");
+  ck_assert_int_eq(pf_any_as_int(&v, &i), -1);
+  PF_ASSERT_RAISED("TypeError", "expected int, got str");
+  ck_assert_int_eq(pf_any_as_float(&v, &f), -1);
+  PF_ASSERT_RAISED("TypeError", "expected float, got str");
+  ck_assert_int_eq(pf_any_as_bool(&v, &b), -1);
+  PF_ASSERT_RAISED("TypeError", "expected bool, got str");
+  v = pf_any_int(1);
+  const char* s;
+  size_t n;
+  ck_assert_int_eq(pf_any_as_str(&v, &s, &n), -1);
+  PF_ASSERT_RAISED("TypeError", "expected str, got int");
+  ck_assert_int_eq(pf_any_as_bytes(&v, &s, &n), -1);
+  PF_ASSERT_RAISED("TypeError", "expected bytes, got int");
+  DLDataType t;
+  DLDevice d;
+  pf_object_t* o;
+  DLTensor* dt;
+  void* p;
+  ck_assert_int_eq(pf_any_as_dtype(&v, &t), -1);
+  PF_ASSERT_RAISED("TypeError", "expected dtype, got int");
+  ck_assert_int_eq(pf_any_as_device(&v, &d), -1);
+  PF_ASSERT_RAISED("TypeError", "expected Device, got int");
+  ck_assert_int_eq(pf_any_as_object(&v, &o), -1);
+  PF_ASSERT_RAISED("TypeError", "expected Object, got int");
+  ck_assert_int_eq(pf_any_as_dltensor(&v, &dt), -1);
+  PF_ASSERT_RAISED("TypeError", "expected Tensor, got int");
+  ck_assert_int_eq(pf_any_as_ptr(&v, &p), -1);
+  PF_ASSERT_RAISED("TypeError", "expected void*, got int");
+  v.type_index = 55; /* unknown index */
+  ck_assert_int_eq(pf_any_as_int(&v, &i), -1);
+  PF_ASSERT_RAISED("TypeError", "got unknown");
+}
+END_TEST
+
+START_TEST(test_dltensor_accessor) {
+  DLTensor t;
+  memset(&t, 0, sizeof t);
+  pf_any_t v = pf_any_dltensor(&t);
+  DLTensor* out;
+  ck_assert_int_eq(pf_any_as_dltensor(&v, &out), 0);
+  ck_assert_ptr_eq(out, &t);
+  pf_any_t owned;
+  ck_assert_int_eq(pf_any_to_owned(&v, &owned), -1);
+  PF_ASSERT_RAISED("TypeError", "DLTensor");
+  ck_assert_int_eq(owned.type_index, PF_TYPE_NONE);
+}
+END_TEST
+
+START_TEST(test_small_and_heap_strings) {
+  pf_any_t v;
+  ck_assert_int_eq(pf_string_create("abcdefg", 7, &v), 0);
+  ck_assert_int_eq(v.type_index, PF_TYPE_SMALL_STR);
+  ck_assert_uint_eq(v.small_str_len, 7);
+  ck_assert_int_eq(v.v_bytes[7], 0);
+  ck_assert_str_eq(v.v_bytes, "abcdefg");
+  pf_any_release(&v);
+  ck_assert_int_eq(pf_string_create("abcdefgh", 8, &v), 0);
+  ck_assert_int_eq(v.type_index, PF_TYPE_STR);
+  const char* s;
+  size_t n;
+  ck_assert_int_eq(pf_any_as_str(&v, &s, &n), 0);
+  ck_assert_uint_eq(n, 8);
+  ck_assert_str_eq(s, "abcdefgh");
+  ck_assert_int_eq(s[8], 0);
+  /* one allocation: the text follows the cell */
+  ck_assert_ptr_eq(s, (const char*)v.v_obj + sizeof(pf_object_t) + sizeof(pf_string_cell_t));
+  pf_any_release(&v);
+  ck_assert_int_eq(v.type_index, PF_TYPE_NONE);
+  ck_assert_int_eq(pf_string_create(NULL, 0, &v), 0);
+  ck_assert_int_eq(v.type_index, PF_TYPE_SMALL_STR);
+  ck_assert_uint_eq(v.small_str_len, 0);
+  ck_assert_int_eq(pf_string_from_cstr("hello, world", &v), 0);
+  ck_assert_int_eq(pf_any_as_str(&v, &s, &n), 0);
+  ck_assert_str_eq(s, "hello, world");
+  pf_any_release(&v);
+}
+END_TEST
+
+START_TEST(test_string_bad_input) {
+  pf_any_t v;
+  ck_assert_int_eq(pf_string_create(NULL, 3, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "data");
+  ck_assert_int_eq(pf_string_create(NULL, 30, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "data");
+  ck_assert_int_eq(pf_string_create("abc", 3, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "out");
+  ck_assert_int_eq(pf_string_from_cstr(NULL, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "argument s");
+  pf_object_t* o;
+  ck_assert_int_eq(pf_string_object_create("x", (size_t)-1, &o), -1);
+  PF_ASSERT_RAISED("ValueError", "too large");
+  ck_assert_int_eq(pf_bytes_create(NULL, 2, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "data");
+}
+END_TEST
+
+START_TEST(test_cstr_embedded_nul) {
+  pf_any_t v;
+  ck_assert_int_eq(pf_string_create("ab\0cdefghij", 11, &v), 0);
+  const char* s;
+  ck_assert_int_eq(pf_any_as_cstr(&v, &s), -1);
+  PF_ASSERT_RAISED("ValueError", "NUL");
+  pf_any_release(&v);
+  ck_assert_int_eq(pf_string_create("a\0b", 3, &v), 0);
+  ck_assert_int_eq(pf_any_as_cstr(&v, &s), -1);
+  PF_ASSERT_RAISED("ValueError", "offset 1");
+  v = pf_any_cstr("fine");
+  ck_assert_int_eq(pf_any_as_cstr(&v, &s), 0);
+  ck_assert_str_eq(s, "fine");
+  v = pf_any_int(2);
+  ck_assert_int_eq(pf_any_as_cstr(&v, &s), -1);
+  PF_ASSERT_RAISED("TypeError", "expected str");
+}
+END_TEST
+
+START_TEST(test_bytes_forms) {
+  pf_any_t v;
+  ck_assert_int_eq(pf_bytes_create("\0\1\2", 3, &v), 0);
+  ck_assert_int_eq(v.type_index, PF_TYPE_SMALL_BYTES);
+  const char* d;
+  size_t n;
+  ck_assert_int_eq(pf_any_as_bytes(&v, &d, &n), 0);
+  ck_assert_uint_eq(n, 3);
+  ck_assert_int_eq(d[2], 2);
+  ck_assert_int_eq(pf_bytes_create("0123456789", 10, &v), 0);
+  ck_assert_int_eq(v.type_index, PF_TYPE_BYTES);
+  ck_assert_int_eq(pf_any_as_bytes(&v, &d, &n), 0);
+  ck_assert_uint_eq(n, 10);
+  pf_any_release(&v);
+  pf_byte_array_t arr = {"xyz", 3};
+  v = pf_any_byte_array(&arr);
+  ck_assert_int_eq(pf_any_as_bytes(&v, &d, &n), 0);
+  ck_assert_ptr_eq(d, arr.data);
+  /* str and bytes do not mix */
+  ck_assert_int_eq(pf_any_as_str(&v, &d, &n), -1);
+  PF_ASSERT_RAISED("TypeError", "expected str, got bytes");
+}
+END_TEST
+
+START_TEST(test_views_to_owned) {
+  pf_any_t out;
+  pf_any_t view = pf_any_cstr("short");
+  ck_assert_int_eq(pf_any_to_owned(&view, &out), 0);
+  ck_assert_int_eq(out.type_index, PF_TYPE_SMALL_STR);
+  view = pf_any_cstr("a string longer than seven bytes");
+  ck_assert_int_eq(pf_any_to_owned(&view, &out), 0);
+  ck_assert_int_eq(out.type_index, PF_TYPE_STR);
+  ck_assert_int_eq(pf_any_equal(&out, &view), 1);
+  pf_any_t copy;
+  ck_assert_int_eq(pf_any_to_owned(&out, &copy), 0); /* retains */
+  ck_assert_uint_eq(pf_object_strong_count(out.v_obj), 2);
+  pf_any_release(&copy);
+  pf_any_release(&out);
+  pf_byte_array_t arr = {"0123456789abcdef", 16};
+  view = pf_any_byte_array(&arr);
+  ck_assert_int_eq(pf_any_to_owned(&view, &out), 0);
+  ck_assert_int_eq(out.type_index, PF_TYPE_BYTES);
+  pf_any_release(&out);
+  /* object rvalue reference: the owned value takes the handle's reference */
+  pf_object_t* obj;
+  ck_assert_int_eq(pf_string_object_create("moved along here", 16, &obj), 0);
+  pf_any_t rv = pf_any_none();
+  rv.type_index = PF_TYPE_OBJECT_RVALUE_REF;
+  rv.v_ptr = &obj;
+  ck_assert_int_eq(pf_any_to_owned(&rv, &out), 0);
+  ck_assert_ptr_null(obj);
+  ck_assert_int_eq(out.type_index, PF_TYPE_STR);
+  ck_assert_uint_eq(pf_object_strong_count(out.v_obj), 1);
+  pf_any_t moved = pf_any_move(&out);
+  ck_assert_int_eq(out.type_index, PF_TYPE_NONE);
+  pf_any_release(&moved);
+  ck_assert_int_eq(pf_any_to_owned(&rv, &out), -1);
+  PF_ASSERT_RAISED("ValueError", "NULL handle");
+  pf_any_t bad = pf_any_none();
+  bad.type_index = 42;
+  ck_assert_int_eq(pf_any_to_owned(&bad, &out), -1);
+  PF_ASSERT_RAISED("TypeError", "unknown type index 42");
+  ck_assert_int_eq(pf_any_to_owned(NULL, &out), -1);
+  PF_ASSERT_RAISED("ValueError", "view");
+  view = pf_any_int(5);
+  ck_assert_int_eq(pf_any_to_owned(&view, &out), 0);
+  ck_assert_int_eq(out.v_int64, 5);
+}
+END_TEST
+
+START_TEST(test_equality_and_hash) {
+  pf_any_t small, heap, raw = pf_any_cstr("abc");
+  ck_assert_int_eq(pf_string_create("abc", 3, &small), 0);
+  ck_assert_int_eq(pf_string_object_create("abc", 3, &heap.v_obj), 0);
+  heap.type_index = PF_TYPE_STR;
+  heap.zero_padding = 0;
+  ck_assert_int_eq(pf_any_equal(&small, &raw), 1);
+  ck_assert_int_eq(pf_any_equal(&small, &heap), 1);
+  ck_assert_uint_eq(pf_any_hash(&small), pf_any_hash(&heap));
+  ck_assert_uint_eq(pf_any_hash(&raw), pf_any_hash(&heap));
+  pf_any_t other = pf_any_cstr("abd");
+  ck_assert_int_eq(pf_any_equal(&small, &other), 0);
+  pf_any_t bytes;
+  ck_assert_int_eq(pf_bytes_create("abc", 3, &bytes), 0);
+  ck_assert_int_eq(pf_any_equal(&small, &bytes), 0);
+  pf_any_release(&heap);
+  pf_any_t i1 = pf_any_int(1), b1 = pf_any_bool(1), f1 = pf_any_float(1.0);
+  ck_assert_int_eq(pf_any_equal(&i1, &b1), 0);
+  ck_assert_int_eq(pf_any_equal(&i1, &f1), 0);
+  pf_any_t i1b = pf_any_int(1);
+  ck_assert_int_eq(pf_any_equal(&i1, &i1b), 1);
+  ck_assert_uint_eq(pf_any_hash(&i1), pf_any_hash(&i1b));
+  pf_any_t z = pf_any_float(0.0), nz = pf_any_float(-0.0);
+  ck_assert_int_eq(pf_any_equal(&z, &nz), 1);
+  ck_assert_uint_eq(pf_any_hash(&z), pf_any_hash(&nz));
+  pf_any_t n1 = pf_any_none(), n2 = pf_any_none();
+  ck_assert_int_eq(pf_any_equal(&n1, &n2), 1);
+  ck_assert_uint_eq(pf_hash_bytes("abcdefghijklmnopqrstuvwxyz0", 27),
+                    pf_hash_bytes("abcdefghijklmnopqrstuvwxyz0", 27));
+  ck_assert_uint_ne(pf_hash_bytes("abcdefghijklmnopqrstuvwxyz0", 27),
+                    pf_hash_bytes("abcdefghijklmnopqrstuvwxyz1", 27));
+  ck_assert_int_eq(pf_any_equal(NULL, NULL), 1);
+}
+END_TEST
+
+START_TEST(test_type_names) {
+  pf_any_t v = pf_any_int(1);
+  ck_assert_str_eq(pf_any_type_name(&v), "int");
+  v = pf_any_float(1);
+  ck_assert_str_eq(pf_any_type_name(&v), "float");
+  v = pf_any_cstr("s");
+  ck_assert_str_eq(pf_any_type_name(&v), "str");
+  v.type_index = PF_TYPE_TENSOR;
+  ck_assert_str_eq(pf_any_type_name(&v), "Tensor");
+  v.type_index = PF_TYPE_FUNCTION;
+  ck_assert_str_eq(pf_any_type_name(&v), "Function");
+}
+END_TEST
+
+Suite* make_suite(void) {
+  Suite* s = suite_create("any");
+  TCase* tc = tcase_create("core");
+  tcase_add_test(tc, test_constructors_layout);
+  tcase_add_test(tc, test_accessor_conversions);
+  tcase_add_test(tc, test_accessor_refusals);
+  tcase_add_test(tc, test_dltensor_accessor);
+  tcase_add_test(tc, test_small_and_heap_strings);
+  tcase_add_test(tc, test_string_bad_input);
+  tcase_add_test(tc, test_cstr_embedded_nul);
+  tcase_add_test(tc, test_bytes_forms);
+  tcase_add_test(tc, test_views_to_owned);
+  tcase_add_test(tc, test_equality_and_hash);
+  tcase_add_test(tc, test_type_names);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+PF_TEST_MAIN()

@@ -1,0 +1,219 @@
+/* Tests of the error layer: raising and taking, the exact cell layout, cause chains, raise
+ * sites in the backtrace, per-thread isolation and errors from another runtime. */
+#include <pthread.h>
+
+#include "pf_test.h"
+
+START_TEST(test_set_take) {
+  ck_assert_ptr_null(pf_error_peek());
+  pf_error_set("ValueError", "bad value %d for %s", 7, "x");
+  pf_object_t* err = pf_error_peek();
+  ck_assert_ptr_nonnull(err);
+  ck_assert_int_eq(err->type_index, PF_TYPE_ERROR);
+  err = pf_error_take();
+  ck_assert_ptr_null(pf_error_peek());
+  ck_assert_str_eq(pf_error_kind(err), "ValueError");
+  ck_assert_str_eq(pf_error_message(err), "bad value 7 for x");
+  const pf_error_cell_t* cell = (const pf_error_cell_t*)((char*)err + 24);
+  ck_assert_uint_eq(cell->kind.size, 10);
+  ck_assert_uint_eq(cell->message.size, strlen("bad value 7 for x"));
+  ck_assert(cell->update_backtrace != NULL);
+  ck_assert_ptr_null(cell->cause_chain);
+  ck_assert_ptr_null(cell->extra_context);
+  /* the raise site: this file, this function */
+  ck_assert_ptr_nonnull(strstr(pf_error_backtrace(err), "test_error.c:"));
+  ck_assert_ptr_nonnull(strstr(pf_error_backtrace(err), "test_set_take"));
+  ck_assert_uint_eq(pf_object_strong_count(err), 1);
+  pf_object_release(err);
+  ck_assert_ptr_null(pf_error_take());
+}
+END_TEST
+
+START_TEST(test_plain_function_form) {
+  void (*fp)(const char*, const char*, ...) = &(pf_error_set);
+  fp("KeyError", "no %s", "key");
+  pf_object_t* err = pf_error_take();
+  ck_assert_str_eq(pf_error_kind(err), "KeyError");
+  ck_assert_str_eq(pf_error_message(err), "no key");
+  pf_object_release(err);
+  pf_error_set(NULL, NULL);
+  err = pf_error_take();
+  ck_assert_str_eq(pf_error_kind(err), "RuntimeError");
+  ck_assert_str_eq(pf_error_message(err), "");
+  pf_object_release(err);
+}
+END_TEST
+
+START_TEST(test_long_message) {
+  char big[2000];
+  memset(big, 'z', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  pf_error_set("ValueError", "<%s>", big);
+  pf_object_t* err = pf_error_take();
+  ck_assert_uint_eq(strlen(pf_error_message(err)), sizeof big + 1);
+  pf_object_release(err);
+}
+END_TEST
+
+START_TEST(test_cause_chain) {
+  pf_error_set("KeyError", "inner");
+  pf_error_set("RuntimeError", "outer");
+  pf_object_t* err = pf_error_take();
+  ck_assert_str_eq(pf_error_message(err), "outer");
+  pf_object_t* cause = pf_error_cause(err);
+  ck_assert_ptr_nonnull(cause);
+  ck_assert_str_eq(pf_error_kind(cause), "KeyError");
+  ck_assert_ptr_null(pf_error_cause(cause));
+  char buf[256];
+  size_t n = pf_error_format(err, buf, sizeof buf);
+  ck_assert_str_eq(buf, "RuntimeError: outer\ncaused by KeyError: inner");
+  ck_assert_uint_eq(n, strlen(buf));
+  char tiny[8];
+  ck_assert_uint_eq(pf_error_format(err, tiny, sizeof tiny), n);
+  ck_assert_uint_eq(strlen(tiny), 7);
+  pf_object_release(err);
+}
+END_TEST
+
+START_TEST(test_create_raise_existing) {
+  pf_object_t* err;
+  ck_assert_int_eq(pf_error_create("IndexError", "out of range", "site\n", &err), 0);
+  ck_assert_ptr_null(pf_error_peek());
+  ck_assert_int_eq(pf_error_raise(err), 0);
+  ck_assert_ptr_eq(pf_error_peek(), err);
+  ck_assert_uint_eq(pf_object_strong_count(err), 2);
+  /* raising the same one again does not chain it to itself */
+  ck_assert_int_eq(pf_error_raise(err), 0);
+  ck_assert_ptr_null(pf_error_cause(err));
+  ck_assert_uint_eq(pf_object_strong_count(err), 2);
+  pf_error_clear();
+  ck_assert_ptr_null(pf_error_peek());
+  ck_assert_uint_eq(pf_object_strong_count(err), 1);
+  ck_assert_int_eq(pf_error_append_backtrace(err, "more\n"), 0);
+  ck_assert_str_eq(pf_error_backtrace(err), "site\nmore\n");
+  pf_object_release(err);
+}
+END_TEST
+
+START_TEST(test_bad_input) {
+  ck_assert_int_eq(pf_error_raise(NULL), -1);
+  PF_ASSERT_RAISED("TypeError", "expected Error, got NULL");
+  pf_object_t* s;
+  ck_assert_int_eq(pf_string_object_create("not an error at all", 19, &s), 0);
+  ck_assert_int_eq(pf_error_raise(s), -1);
+  PF_ASSERT_RAISED("TypeError", "expected Error, got str");
+  ck_assert_ptr_null(pf_error_kind(s));
+  ck_assert_ptr_null(pf_error_message(s));
+  ck_assert_ptr_null(pf_error_backtrace(s));
+  ck_assert_ptr_null(pf_error_cause(s));
+  ck_assert_ptr_null(pf_error_kind(NULL));
+  ck_assert_int_eq(pf_error_append_backtrace(s, "x"), -1);
+  PF_ASSERT_RAISED("TypeError", "expected Error");
+  pf_object_release(s);
+  pf_object_t* err;
+  ck_assert_int_eq(pf_error_create(NULL, "m", NULL, &err), -1);
+  PF_ASSERT_RAISED("ValueError", "kind");
+  ck_assert_int_eq(pf_error_create("K", NULL, NULL, &err), -1);
+  PF_ASSERT_RAISED("ValueError", "message");
+  ck_assert_int_eq(pf_error_create("K", "m", NULL, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "out");
+  ck_assert_int_eq(pf_error_create("K", "m", NULL, &err), 0);
+  ck_assert_int_eq(pf_error_append_backtrace(err, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "text");
+  /* cause loops are refused */
+  pf_object_t* other;
+  ck_assert_int_eq(pf_error_create("K", "other", NULL, &other), 0);
+  ck_assert_int_eq(pf_error_set_cause(err, other), 0);
+  ck_assert_int_eq(pf_error_set_cause(other, err), -1);
+  PF_ASSERT_RAISED("ValueError", "loop");
+  ck_assert_int_eq(pf_error_set_cause(err, NULL), 0);
+  ck_assert_ptr_null(pf_error_cause(err));
+  pf_object_release(other);
+  pf_object_release(err);
+}
+END_TEST
+
+static void* raise_in_thread(void* arg) {
+  const char* kind = arg;
+  if (pf_error_peek() != NULL)
+    return (void*)1;
+  for (int i = 0; i < 1000; ++i) {
+    pf_error_set(kind, "from thread %d", i);
+    pf_object_t* err = pf_error_take();
+    if (!err || strcmp(pf_error_kind(err), kind) != 0)
+      return (void*)2;
+    pf_object_release(err);
+  }
+  pf_error_set(kind, "left pending at thread exit"); /* freed by the thread-exit hook */
+  return NULL;
+}
+
+START_TEST(test_thread_isolation) {
+  pf_error_set("ValueError", "main thread's");
+  pthread_t a, b;
+  void *ra, *rb;
+  pthread_create(&a, NULL, raise_in_thread, "KeyError");
+  pthread_create(&b, NULL, raise_in_thread, "IndexError");
+  pthread_join(a, &ra);
+  pthread_join(b, &rb);
+  ck_assert_ptr_null(ra);
+  ck_assert_ptr_null(rb);
+  PF_ASSERT_RAISED("ValueError", "main thread's");
+}
+END_TEST
+
+/* An error object laid out by hand as another runtime would, then raised through packfn. */
+typedef struct {
+  pf_object_t header;
+  pf_error_cell_t cell;
+} foreign_error_t;
+static int g_foreign_freed;
+static void foreign_error_deleter(void* self, int flags) {
+  if (flags & 2) {
+    g_foreign_freed++;
+    free(self);
+  }
+}
+static void foreign_update(void* self, const pf_byte_array_t* bt, int32_t mode) {
+  (void)self;
+  (void)bt;
+  (void)mode;
+}
+
+START_TEST(test_foreign_error) {
+  foreign_error_t* e = calloc(1, sizeof *e);
+  e->header.combined_ref_count = ((uint64_t)1 << 32) | 1;
+  e->header.type_index = PF_TYPE_ERROR;
+  e->header.deleter = foreign_error_deleter;
+  e->cell.kind = (pf_byte_array_t){"ValueError", 10};
+  e->cell.message = (pf_byte_array_t){"from elsewhere", 14};
+  e->cell.backtrace = (pf_byte_array_t){"", 0};
+  e->cell.update_backtrace = foreign_update;
+  g_foreign_freed = 0;
+  pf_error_set("KeyError", "pending");
+  ck_assert_int_eq(pf_error_raise(&e->header), 0);
+  pf_object_release(&e->header); /* the slot holds it now */
+  pf_object_t* err = pf_error_take();
+  ck_assert_str_eq(pf_error_message(err), "from elsewhere");
+  ck_assert_int_eq(pf_error_append_backtrace(err, "x"), 0);
+  pf_object_release(err);
+  ck_assert_int_eq(g_foreign_freed, 1);
+}
+END_TEST
+
+Suite* make_suite(void) {
+  Suite* s = suite_create("error");
+  TCase* tc = tcase_create("core");
+  tcase_add_test(tc, test_set_take);
+  tcase_add_test(tc, test_plain_function_form);
+  tcase_add_test(tc, test_long_message);
+  tcase_add_test(tc, test_cause_chain);
+  tcase_add_test(tc, test_create_raise_existing);
+  tcase_add_test(tc, test_bad_input);
+  tcase_add_test(tc, test_thread_isolation);
+  tcase_add_test(tc, test_foreign_error);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+PF_TEST_MAIN()

@@ -1,0 +1,262 @@
+/* Tests of function objects: creation, calls, deleters run exactly once, bad calls, the
+ * typed C layer with its messages and signature, and a function object built by hand. */
+#include "pf_test.h"
+
+static int add_ints(void* self, const pf_any_t* args, int32_t n, pf_any_t* result) {
+  int64_t sum = self ? *(int64_t*)self : 0;
+  for (int32_t i = 0; i < n; ++i) {
+    int64_t x;
+    if (pf_any_as_int(&args[i], &x) != 0)
+      return -1;
+    sum += x;
+  }
+  *result = pf_any_int(sum);
+  return 0;
+}
+
+static int g_deleted;
+static void count_delete(void* self) {
+  g_deleted++;
+  free(self);
+}
+
+START_TEST(test_create_and_call) {
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_function_create(NULL, add_ints, NULL, &fn), 0);
+  ck_assert_int_eq(fn->type_index, PF_TYPE_FUNCTION);
+  pf_any_t args[3] = {pf_any_int(1), pf_any_int(2), pf_any_bool(1)};
+  pf_any_t r = pf_any_float(9);
+  ck_assert_int_eq(pf_function_call(fn, args, 3, &r), 0);
+  ck_assert_int_eq(r.type_index, PF_TYPE_INT);
+  ck_assert_int_eq(r.v_int64, 4);
+  ck_assert_int_eq(pf_function_call(fn, NULL, 0, &r), 0);
+  ck_assert_int_eq(r.v_int64, 0);
+  args[1] = pf_any_cstr("two");
+  ck_assert_int_eq(pf_function_call(fn, args, 3, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "expected int, got str");
+  pf_object_release(fn);
+}
+END_TEST
+
+START_TEST(test_self_and_deleter_once) {
+  int64_t* base = malloc(sizeof *base);
+  *base = 100;
+  pf_object_t* fn;
+  g_deleted = 0;
+  ck_assert_int_eq(pf_function_create(base, add_ints, count_delete, &fn), 0);
+  pf_any_t a = pf_any_int(5), r;
+  ck_assert_int_eq(pf_function_call(fn, &a, 1, &r), 0);
+  ck_assert_int_eq(r.v_int64, 105);
+  pf_object_retain(fn);
+  pf_object_weak_retain(fn);
+  pf_object_release(fn);
+  ck_assert_int_eq(g_deleted, 0);
+  pf_object_release(fn);
+  ck_assert_int_eq(g_deleted, 1);
+  pf_object_weak_release(fn);
+  ck_assert_int_eq(g_deleted, 1);
+}
+END_TEST
+
+static int direct_call(void* self, const pf_any_t* args, int32_t n, pf_any_t* result) {
+  (void)args;
+  /* the direct form hands the function object itself to the callee */
+  *result = pf_any_int(n == 0 && ((pf_object_t*)self)->type_index == PF_TYPE_FUNCTION);
+  return 0;
+}
+
+START_TEST(test_direct_form) {
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_function_create_direct(direct_call, &fn), 0);
+  ck_assert(((const pf_function_cell_t*)(fn + 1))->safe_call == direct_call);
+  pf_any_t r;
+  ck_assert_int_eq(pf_function_call(fn, NULL, 0, &r), 0);
+  ck_assert_int_eq(r.v_int64, 1);
+  pf_object_release(fn);
+  ck_assert_int_eq(pf_function_create_direct(NULL, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "call");
+}
+END_TEST
+
+START_TEST(test_bad_calls) {
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_function_create(NULL, add_ints, NULL, &fn), 0);
+  pf_any_t r, a = pf_any_int(1);
+  ck_assert_int_eq(pf_function_call(NULL, &a, 1, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "argument fn: expected Function, got NULL");
+  ck_assert_int_eq(r.type_index, PF_TYPE_NONE);
+  ck_assert_int_eq(pf_function_call(fn, &a, -1, &r), -1);
+  PF_ASSERT_RAISED("ValueError", "num_args");
+  ck_assert_int_eq(pf_function_call(fn, NULL, 2, &r), -1);
+  PF_ASSERT_RAISED("ValueError", "argument args");
+  ck_assert_int_eq(pf_function_call(fn, &a, 1, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument result");
+  pf_object_t* s;
+  ck_assert_int_eq(pf_string_object_create("definitely a str", 16, &s), 0);
+  ck_assert_int_eq(pf_function_call(s, &a, 1, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "expected Function, got str");
+  pf_object_release(s);
+  pf_object_t* out = fn;
+  ck_assert_int_eq(pf_function_create(NULL, NULL, NULL, &out), -1);
+  PF_ASSERT_RAISED("ValueError", "call");
+  ck_assert_int_eq(pf_function_create(NULL, add_ints, NULL, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "out");
+  ck_assert_ptr_null(pf_function_signature(NULL));
+  ck_assert_int_eq(pf_function_set_info(NULL, "x", NULL), -1);
+  PF_ASSERT_RAISED("TypeError", "NULL");
+  ck_assert_int_eq(pf_function_set_info(fn, "f(x: int) -> int", "adds"), 0);
+  ck_assert_str_eq(pf_function_signature(fn), "f(x: int) -> int");
+  ck_assert_str_eq(pf_function_doc(fn), "adds");
+  pf_object_release(fn);
+}
+END_TEST
+
+/* A function object laid out by hand, as another runtime would: cell called with the object. */
+typedef struct {
+  pf_object_t header;
+  pf_function_cell_t cell;
+  int64_t bias;
+} foreign_fn_t;
+static int foreign_call(void* self, const pf_any_t* args, int32_t n, pf_any_t* result) {
+  foreign_fn_t* f = self;
+  (void)n;
+  *result = pf_any_int(args[0].v_int64 + f->bias);
+  return 0;
+}
+static void foreign_deleter(void* self, int flags) {
+  if (flags & 2)
+    free(self);
+}
+
+START_TEST(test_foreign_function) {
+  foreign_fn_t* f = calloc(1, sizeof *f);
+  f->header.combined_ref_count = ((uint64_t)1 << 32) | 1;
+  f->header.type_index = PF_TYPE_FUNCTION;
+  f->header.deleter = foreign_deleter;
+  f->cell.safe_call = foreign_call;
+  f->bias = 1000;
+  pf_any_t a = pf_any_int(7), r;
+  ck_assert_int_eq(pf_function_call(&f->header, &a, 1, &r), 0);
+  ck_assert_int_eq(r.v_int64, 1007);
+  ck_assert_ptr_null(pf_function_signature(&f->header));
+  ck_assert_int_eq(pf_global_set("test.foreign", &f->header, 0), 0);
+  pf_object_release(&f->header);
+  ck_assert_int_eq(pf_global_call("test.foreign", &a, 1, &r), 0);
+  ck_assert_int_eq(r.v_int64, 1007);
+  ck_assert_int_eq(pf_global_remove("test.foreign"), 0);
+}
+END_TEST
+
+static int typed_add(void* self, const pf_arg_t* args, pf_any_t* result) {
+  (void)self;
+  *result = pf_any_int(args[0].i + args[1].i);
+  return 0;
+}
+
+static int typed_mix(void* self, const pf_arg_t* args, pf_any_t* result) {
+  (void)self;
+  char buf[128];
+  snprintf(buf, sizeof buf, "%g|%d|%s|%d", args[0].f, args[1].b, args[2].s.data,
+           args[3].tensor ? (int)args[3].tensor->ndim : -1);
+  return pf_string_from_cstr(buf, result);
+}
+
+START_TEST(test_typed_function) {
+  pf_signature_t sig = PF_SIGNATURE("add", PF_PARAM_INT, {"a", PF_PARAM_INT}, {"b", PF_PARAM_INT});
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_function_create_typed(&sig, typed_add, NULL, NULL, &fn), 0);
+  ck_assert_str_eq(pf_function_signature(fn), "add(a: int, b: int) -> int");
+  ck_assert_ptr_null(pf_function_doc(fn));
+  pf_any_t args[3] = {pf_any_int(2), pf_any_bool(1), pf_any_int(0)};
+  pf_any_t r;
+  ck_assert_int_eq(pf_function_call(fn, args, 2, &r), 0);
+  ck_assert_int_eq(r.v_int64, 3);
+  ck_assert_int_eq(pf_function_call(fn, args, 3, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "add: expected 2 arguments, got 3");
+  args[1] = pf_any_cstr("x");
+  ck_assert_int_eq(pf_function_call(fn, args, 2, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "add: argument 1 (b): expected int, got str");
+  args[0] = pf_any_float(1.5);
+  ck_assert_int_eq(pf_function_call(fn, args, 2, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "add: argument 0 (a): expected int, got float");
+  pf_object_release(fn);
+}
+END_TEST
+
+START_TEST(test_typed_mixed_kinds) {
+  static const pf_param_t params[] = {{"x", PF_PARAM_FLOAT},
+                                      {"flag", PF_PARAM_BOOL},
+                                      {"label", PF_PARAM_STR},
+                                      {"t", PF_PARAM_TENSOR}};
+  pf_signature_t sig = {"mix", 4, params, PF_PARAM_STR, "mixes things"};
+  pf_object_t* fn;
+  int64_t* state = malloc(sizeof *state);
+  g_deleted = 0;
+  ck_assert_int_eq(pf_function_create_typed(&sig, typed_mix, state, count_delete, &fn), 0);
+  ck_assert_str_eq(pf_function_signature(fn),
+                   "mix(x: float, flag: bool, label: str, t: Tensor) -> str");
+  ck_assert_str_eq(pf_function_doc(fn), "mixes things");
+  DLTensor t;
+  memset(&t, 0, sizeof t);
+  t.ndim = 2;
+  pf_any_t args[4] = {pf_any_int(3), pf_any_int(5), pf_any_cstr("lbl"), pf_any_dltensor(&t)};
+  pf_any_t r;
+  ck_assert_int_eq(pf_function_call(fn, args, 4, &r), 0);
+  const char* s;
+  size_t n;
+  ck_assert_int_eq(pf_any_as_str(&r, &s, &n), 0);
+  ck_assert_str_eq(s, "3|1|lbl|2");
+  pf_any_release(&r);
+  args[3] = pf_any_int(1);
+  ck_assert_int_eq(pf_function_call(fn, args, 4, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "mix: argument 3 (t): expected Tensor, got int");
+  pf_object_release(fn);
+  ck_assert_int_eq(g_deleted, 1);
+}
+END_TEST
+
+START_TEST(test_typed_bad_declarations) {
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_function_create_typed(NULL, typed_add, NULL, NULL, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "sig");
+  pf_signature_t sig = PF_SIGNATURE("f", PF_PARAM_INT, {"a", PF_PARAM_INT});
+  ck_assert_int_eq(pf_function_create_typed(&sig, NULL, NULL, NULL, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "impl");
+  sig.num_params = -1;
+  ck_assert_int_eq(pf_function_create_typed(&sig, typed_add, NULL, NULL, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "parameters");
+  sig.num_params = PF_TYPED_MAX_PARAMS + 1;
+  ck_assert_int_eq(pf_function_create_typed(&sig, typed_add, NULL, NULL, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "parameters");
+  pf_param_t bad[1] = {{NULL, PF_PARAM_INT}};
+  pf_signature_t sig2 = {"g", 1, bad, PF_PARAM_NONE, NULL};
+  ck_assert_int_eq(pf_function_create_typed(&sig2, typed_add, NULL, NULL, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "parameter 0");
+  bad[0].name = "x";
+  bad[0].kind = (pf_param_kind_t)99;
+  ck_assert_int_eq(pf_function_create_typed(&sig2, typed_add, NULL, NULL, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "kind 99");
+  sig2.result = (pf_param_kind_t)77;
+  bad[0].kind = PF_PARAM_INT;
+  ck_assert_int_eq(pf_function_create_typed(&sig2, typed_add, NULL, NULL, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "result kind");
+  ck_assert_str_eq(pf_param_kind_name(PF_PARAM_DEVICE), "Device");
+}
+END_TEST
+
+Suite* make_suite(void) {
+  Suite* s = suite_create("function");
+  TCase* tc = tcase_create("core");
+  tcase_add_test(tc, test_create_and_call);
+  tcase_add_test(tc, test_self_and_deleter_once);
+  tcase_add_test(tc, test_direct_form);
+  tcase_add_test(tc, test_bad_calls);
+  tcase_add_test(tc, test_foreign_function);
+  tcase_add_test(tc, test_typed_function);
+  tcase_add_test(tc, test_typed_mixed_kinds);
+  tcase_add_test(tc, test_typed_bad_declarations);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+PF_TEST_MAIN()

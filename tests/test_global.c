@@ -1,0 +1,252 @@
+/* Tests of the global function table: set/get/remove with their failure paths, override,
+ * sorted listing, static registration, and concurrent readers and writers. */
+#include <pthread.h>
+#include <stdio.h>
+
+#include "pf_test.h"
+
+static int return_one(void* self, const pf_any_t* args, int32_t n, pf_any_t* result) {
+  (void)self;
+  (void)args;
+  (void)n;
+  *result = pf_any_int(1);
+  return 0;
+}
+static int return_two(void* self, const pf_any_t* args, int32_t n, pf_any_t* result) {
+  (void)self;
+  (void)args;
+  (void)n;
+  *result = pf_any_int(2);
+  return 0;
+}
+
+static int static_square(void* self, const pf_arg_t* args, pf_any_t* result) {
+  (void)self;
+  *result = pf_any_int(args[0].i * args[0].i);
+  return 0;
+}
+static const pf_param_t square_params[] = {{"x", PF_PARAM_INT}};
+static const pf_signature_t square_sig = {"test.static.square", 1, square_params, PF_PARAM_INT,
+                                          NULL};
+PF_REGISTER_GLOBAL_TYPED(&square_sig, static_square);
+PF_REGISTER_GLOBAL("test.static.one", return_one);
+
+static pf_object_t* make_fn(pf_safe_call_t call) {
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_function_create(NULL, call, NULL, &fn), 0);
+  return fn;
+}
+
+START_TEST(test_set_get_remove) {
+  pf_object_t* fn = make_fn(return_one);
+  size_t before = pf_global_count();
+  ck_assert_int_eq(pf_global_set("test.one", fn, 0), 0);
+  ck_assert_uint_eq(pf_object_strong_count(fn), 2);
+  ck_assert_uint_eq(pf_global_count(), before + 1);
+  pf_object_t* got;
+  ck_assert_int_eq(pf_global_get("test.one", &got), 0);
+  ck_assert_ptr_eq(got, fn);
+  ck_assert_uint_eq(pf_object_strong_count(fn), 3);
+  pf_object_release(got);
+  ck_assert_int_eq(pf_global_get_bytes("test.one.extra", 8, &got), 0);
+  ck_assert_ptr_eq(got, fn);
+  pf_object_release(got);
+  ck_assert_int_eq(pf_global_get("test.absent", &got), 0);
+  ck_assert_ptr_null(got);
+  pf_any_t r;
+  ck_assert_int_eq(pf_global_call("test.one", NULL, 0, &r), 0);
+  ck_assert_int_eq(r.v_int64, 1);
+  ck_assert_int_eq(pf_global_remove("test.one"), 0);
+  ck_assert_uint_eq(pf_object_strong_count(fn), 1);
+  ck_assert_int_eq(pf_global_get("test.one", &got), 0);
+  ck_assert_ptr_null(got);
+  pf_object_release(fn);
+}
+END_TEST
+
+START_TEST(test_override) {
+  pf_object_t* one = make_fn(return_one);
+  pf_object_t* two = make_fn(return_two);
+  ck_assert_int_eq(pf_global_set("test.ovr", one, 0), 0);
+  ck_assert_int_eq(pf_global_set("test.ovr", two, 0), -1);
+  PF_ASSERT_RAISED("ValueError", "'test.ovr' is already registered");
+  ck_assert_uint_eq(pf_object_strong_count(two), 1);
+  ck_assert_int_eq(pf_global_set("test.ovr", two, 1), 0);
+  ck_assert_uint_eq(pf_object_strong_count(one), 1);
+  pf_any_t r;
+  ck_assert_int_eq(pf_global_call("test.ovr", NULL, 0, &r), 0);
+  ck_assert_int_eq(r.v_int64, 2);
+  ck_assert_int_eq(pf_global_remove("test.ovr"), 0);
+  pf_object_release(one);
+  pf_object_release(two);
+}
+END_TEST
+
+START_TEST(test_bad_input) {
+  pf_object_t* fn = make_fn(return_one);
+  ck_assert_int_eq(pf_global_set(NULL, fn, 0), -1);
+  PF_ASSERT_RAISED("ValueError", "argument name");
+  ck_assert_int_eq(pf_global_set("", fn, 0), -1);
+  PF_ASSERT_RAISED("ValueError", "non-empty");
+  ck_assert_int_eq(pf_global_set("test.null", NULL, 0), -1);
+  PF_ASSERT_RAISED("TypeError", "expected Function, got NULL");
+  pf_object_t* s;
+  ck_assert_int_eq(pf_string_object_create("a string, not fn", 16, &s), 0);
+  ck_assert_int_eq(pf_global_set("test.str", s, 0), -1);
+  PF_ASSERT_RAISED("TypeError", "expected Function, got str");
+  pf_object_release(s);
+  pf_object_t* got;
+  ck_assert_int_eq(pf_global_get(NULL, &got), -1);
+  PF_ASSERT_RAISED("ValueError", "name");
+  ck_assert_int_eq(pf_global_get("x", NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "out");
+  ck_assert_int_eq(pf_global_remove("test.never"), -1);
+  PF_ASSERT_RAISED("KeyError", "'test.never'");
+  ck_assert_int_eq(pf_global_remove(""), -1);
+  PF_ASSERT_RAISED("ValueError", "name");
+  pf_any_t r;
+  ck_assert_int_eq(pf_global_call("test.never", NULL, 0, &r), -1);
+  PF_ASSERT_RAISED("KeyError", "'test.never'");
+  ck_assert_int_eq(pf_global_list(NULL, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "out");
+  pf_object_release(fn);
+}
+END_TEST
+
+START_TEST(test_list_sorted) {
+  pf_object_t* fn = make_fn(return_one);
+  const char* names[] = {"test.list.c", "test.list.a", "test.list.b"};
+  for (int i = 0; i < 3; ++i)
+    ck_assert_int_eq(pf_global_set(names[i], fn, 0), 0);
+  char** list;
+  size_t n;
+  ck_assert_int_eq(pf_global_list(&list, &n), 0);
+  ck_assert_uint_eq(n, pf_global_count());
+  ck_assert_ptr_null(list[n]);
+  for (size_t i = 1; i < n; ++i)
+    ck_assert_int_lt(strcmp(list[i - 1], list[i]), 0);
+  int seen = 0;
+  for (size_t i = 0; i < n; ++i)
+    seen += strncmp(list[i], "test.list.", 10) == 0;
+  ck_assert_int_eq(seen, 3);
+  pf_global_list_free(list);
+  for (int i = 0; i < 3; ++i)
+    ck_assert_int_eq(pf_global_remove(names[i]), 0);
+  pf_object_release(fn);
+}
+END_TEST
+
+START_TEST(test_static_registration) {
+  ck_assert_int_eq(pf_global_static_failures(), 0);
+  pf_any_t a = pf_any_int(7), r;
+  ck_assert_int_eq(pf_global_call("test.static.square", &a, 1, &r), 0);
+  ck_assert_int_eq(r.v_int64, 49);
+  ck_assert_int_eq(pf_global_call("test.static.one", NULL, 0, &r), 0);
+  ck_assert_int_eq(r.v_int64, 1);
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_global_get("test.static.square", &fn), 0);
+  ck_assert_str_eq(pf_function_signature(fn), "test.static.square(x: int) -> int");
+  pf_object_release(fn);
+}
+END_TEST
+
+START_TEST(test_growth_and_removal_keep_lookups) {
+  pf_object_t* fn = make_fn(return_one);
+  char name[64];
+  for (int i = 0; i < 2000; ++i) {
+    snprintf(name, sizeof name, "test.grow.%d", i);
+    ck_assert_int_eq(pf_global_set(name, fn, 0), 0);
+  }
+  for (int i = 0; i < 2000; i += 2) {
+    snprintf(name, sizeof name, "test.grow.%d", i);
+    ck_assert_int_eq(pf_global_remove(name), 0);
+  }
+  for (int i = 0; i < 2000; ++i) {
+    pf_object_t* got;
+    snprintf(name, sizeof name, "test.grow.%d", i);
+    ck_assert_int_eq(pf_global_get(name, &got), 0);
+    ck_assert_msg((got != NULL) == (i % 2 == 1), "lookup of %s", name);
+    pf_object_release(got);
+  }
+  for (int i = 1; i < 2000; i += 2) {
+    snprintf(name, sizeof name, "test.grow.%d", i);
+    ck_assert_int_eq(pf_global_remove(name), 0);
+  }
+  ck_assert_uint_eq(pf_object_strong_count(fn), 1);
+  pf_object_release(fn);
+}
+END_TEST
+
+typedef struct {
+  int id;
+  int failures;
+} worker_t;
+
+static void* churn(void* arg) {
+  worker_t* w = arg;
+  pf_object_t* fn;
+  if (pf_function_create(NULL, return_one, NULL, &fn) != 0) {
+    w->failures++;
+    return NULL;
+  }
+  char name[64];
+  for (int i = 0; i < 3000; ++i) {
+    snprintf(name, sizeof name, "test.race.%d.%d", w->id, i % 50);
+    pf_object_t* got;
+    if (i % 3 == 0) {
+      if (pf_global_set(name, fn, 1) != 0)
+        w->failures++;
+    } else if (i % 3 == 1) {
+      if (pf_global_get(name, &got) != 0)
+        w->failures++;
+      pf_object_release(got);
+      if (pf_global_get("test.race.shared", &got) != 0 || got == NULL)
+        w->failures++;
+      pf_object_release(got);
+    } else {
+      if (pf_global_remove(name) != 0)
+        pf_error_clear(); /* may be absent: fine */
+    }
+  }
+  for (int i = 0; i < 50; ++i) {
+    snprintf(name, sizeof name, "test.race.%d.%d", w->id, i);
+    if (pf_global_remove(name) != 0)
+      pf_error_clear();
+  }
+  pf_object_release(fn);
+  return NULL;
+}
+
+START_TEST(test_concurrent_set_get_remove) {
+  pf_object_t* shared = make_fn(return_two);
+  ck_assert_int_eq(pf_global_set("test.race.shared", shared, 0), 0);
+  worker_t w[3] = {{0, 0}, {1, 0}, {2, 0}};
+  pthread_t t[3];
+  for (int i = 0; i < 3; ++i)
+    pthread_create(&t[i], NULL, churn, &w[i]);
+  for (int i = 0; i < 3; ++i)
+    pthread_join(t[i], NULL);
+  for (int i = 0; i < 3; ++i)
+    ck_assert_int_eq(w[i].failures, 0);
+  ck_assert_int_eq(pf_global_remove("test.race.shared"), 0);
+  ck_assert_uint_eq(pf_object_strong_count(shared), 1);
+  pf_object_release(shared);
+}
+END_TEST
+
+Suite* make_suite(void) {
+  Suite* s = suite_create("global");
+  TCase* tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_set_get_remove);
+  tcase_add_test(tc, test_override);
+  tcase_add_test(tc, test_bad_input);
+  tcase_add_test(tc, test_list_sorted);
+  tcase_add_test(tc, test_static_registration);
+  tcase_add_test(tc, test_growth_and_removal_keep_lookups);
+  tcase_add_test(tc, test_concurrent_set_get_remove);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+PF_TEST_MAIN()
