@@ -12,22 +12,34 @@
 #   imported target TVMFFI::tvm_ffi (C++17 headers, libtvm_ffi.so).
 # Absent wheel: TVMFFI_FOUND is FALSE and nothing fails unless find_package(... REQUIRED).
 
-if(NOT PF_PYTHON)
-  if(Python3_EXECUTABLE)
-    set(PF_PYTHON "${Python3_EXECUTABLE}")
-  else()
-    find_program(PF_PYTHON NAMES python3 python)
-  endif()
+set(_tvmffi_python "${PF_PYTHON}")
+if(NOT _tvmffi_python AND Python3_EXECUTABLE)
+  set(_tvmffi_python "${Python3_EXECUTABLE}")
 endif()
+if(NOT _tvmffi_python)
+  find_program(TVMFFI_PYTHON_EXECUTABLE NAMES python3 python)
+  mark_as_advanced(TVMFFI_PYTHON_EXECUTABLE)
+  set(_tvmffi_python "${TVMFFI_PYTHON_EXECUTABLE}")
+endif()
+
+# Another interpreter means another wheel: forget the paths found through the previous one.
+if(DEFINED TVMFFI_PYTHON_USED AND NOT "${TVMFFI_PYTHON_USED}" STREQUAL "${_tvmffi_python}")
+  unset(TVMFFI_INCLUDE_DIR CACHE)
+  unset(TVMFFI_DLPACK_INCLUDE_DIR CACHE)
+  unset(TVMFFI_LIBRARY CACHE)
+endif()
+set(TVMFFI_PYTHON_USED
+    "${_tvmffi_python}"
+    CACHE INTERNAL "Interpreter FindTVMFFI asked last")
 
 # Ask the wheel itself: `python -m tvm_ffi.config` prints its own paths (since 0.1.0).
 function(_tvmffi_query flag out_var)
   set(${out_var} "" PARENT_SCOPE)
-  if(NOT PF_PYTHON)
+  if(NOT _tvmffi_python)
     return()
   endif()
   execute_process(
-    COMMAND "${PF_PYTHON}" -m tvm_ffi.config ${flag}
+    COMMAND "${_tvmffi_python}" -m tvm_ffi.config ${flag}
     RESULT_VARIABLE rc
     OUTPUT_VARIABLE out
     ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
@@ -40,9 +52,9 @@ _tvmffi_query(--includedir _tvmffi_includedir)
 _tvmffi_query(--dlpack-includedir _tvmffi_dlpack_includedir)
 _tvmffi_query(--libdir _tvmffi_libdir)
 
-if(PF_PYTHON)
+if(_tvmffi_python)
   execute_process(
-    COMMAND "${PF_PYTHON}" -c
+    COMMAND "${_tvmffi_python}" -c
             "import importlib.metadata as m; print(m.version('apache-tvm-ffi'))"
     RESULT_VARIABLE _tvmffi_rc
     OUTPUT_VARIABLE _tvmffi_version
@@ -92,3 +104,4 @@ mark_as_advanced(TVMFFI_INCLUDE_DIR TVMFFI_DLPACK_INCLUDE_DIR TVMFFI_LIBRARY)
 unset(_tvmffi_includedir)
 unset(_tvmffi_dlpack_includedir)
 unset(_tvmffi_libdir)
+unset(_tvmffi_python)

@@ -35,11 +35,11 @@ int pf_any_as_cstr(const pf_any_t* v, const char** out) {
 /* String and bytes objects hold nothing to destroy; their text lives in the same block. */
 static void pf__string_deleter(void* self, int flags) {
   if (flags & PF_DELETER_WEAK)
-    free(self);
+    pf__free(self);
 }
 
-static int pf__blob_create(const char* func, int32_t type_index, const char* data, size_t size,
-                           pf_object_t** out) {
+static inline int pf__blob_create(const char* func, int32_t type_index, const char* data,
+                                  size_t size, pf_object_t** out) {
   if (!out || (!data && size != 0)) {
     pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a pointer, got NULL", func,
                  out ? "data" : "out");
@@ -50,7 +50,7 @@ static int pf__blob_create(const char* func, int32_t type_index, const char* dat
     pf_error_set(PF_ERR_VALUE, "%s: argument size: %zu bytes is too large", func, size);
     return -1;
   }
-  pf_object_t* obj = malloc(total);
+  pf_object_t* obj = pf__alloc(total);
   if (!obj)
     return pf__raise_oom(func, total);
   obj->combined_ref_count = PF_REF_INITIAL;
@@ -225,27 +225,33 @@ static inline uint64_t pf__mix(uint64_t h) {
   return h;
 }
 
+/* Word-at-a-time multiplicative hash: a few instructions per 8 bytes, with a final mix so
+ * the low bits (the table index) depend on every byte. Not for adversarial input. */
 uint64_t pf_hash_bytes(const char* data, size_t size) {
   const unsigned char* p = (const unsigned char*)data;
-  uint64_t h = 0x9e3779b97f4a7c15ULL ^ (size * 0x100000001b3ULL);
-  while (size >= 8) {
-    uint64_t w;
-    memcpy(&w, p, 8);
-    h = (h ^ w) * 0x880355f21e6d1965ULL;
-    h ^= h >> 29;
-    p += 8;
-    size -= 8;
-  }
-  uint64_t w = 0;
-  if (size >= 4) {
+  const uint64_t k = 0x9fb21c651e98df25ULL;
+  uint64_t h = 0x9e3779b97f4a7c15ULL ^ size;
+  uint64_t w;
+  if (size >= 8) {
+    const unsigned char* last = p + size - 8;
+    while (p < last) {
+      memcpy(&w, p, 8);
+      h = (h ^ w) * k;
+      p += 8;
+    }
+    memcpy(&w, last, 8); /* the final 8 bytes, overlapping the previous word if needed */
+  } else if (size >= 4) {
     uint32_t lo, hi;
     memcpy(&lo, p, 4);
     memcpy(&hi, p + size - 4, 4);
     w = ((uint64_t)hi << 32) | lo;
-  } else if (size > 0) {
-    w = ((uint64_t)p[0] << 16) | ((uint64_t)p[size >> 1] << 8) | p[size - 1];
+  } else {
+    w = size ? ((uint64_t)p[0] << 16) | ((uint64_t)p[size >> 1] << 8) | p[size - 1] : 0;
   }
-  return pf__mix(h ^ w);
+  h = (h ^ w) * k;
+  h ^= h >> 29;
+  h *= k;
+  return h ^ (h >> 32);
 }
 
 uint64_t pf_any_hash(const pf_any_t* v) {

@@ -28,10 +28,11 @@ static void pf__error_deleter(void* self, int flags) {
   if (flags & PF_DELETER_STRONG) {
     pf_object_release((pf_object_t*)e->cell.cause_chain);
     pf_object_release((pf_object_t*)e->cell.extra_context);
-    free(e->heap_backtrace);
+    if (e->heap_backtrace)
+      free(e->heap_backtrace);
   }
   if (flags & PF_DELETER_WEAK)
-    free(self);
+    pf__free(self);
 }
 
 /* Raised when even an error cannot be allocated. Immortal: its count never reaches zero. */
@@ -52,11 +53,11 @@ static int pf__is_error(const pf_object_t* err) {
   return err != NULL && err->type_index == PF_TYPE_ERROR;
 }
 
-/* Creates an error from its three texts (lengths given); NULL when out of memory. */
-static pf_object_t* pf__error_new(const char* kind, size_t kind_len, const char* msg,
-                                  size_t msg_len, const char* bt, size_t bt_len) {
+/* Allocates an error with room for its three texts (lengths given, NUL added) and fills all
+ * but the texts' bytes; the caller writes them. NULL when out of memory. */
+static pf__error_t* pf__error_alloc(size_t kind_len, size_t msg_len, size_t bt_len) {
   size_t total = sizeof(pf__error_t) + kind_len + msg_len + bt_len + 3;
-  pf__error_t* e = malloc(total);
+  pf__error_t* e = pf__alloc(total);
   if (!e)
     return NULL;
   e->header.combined_ref_count = PF_REF_INITIAL;
@@ -64,24 +65,33 @@ static pf_object_t* pf__error_new(const char* kind, size_t kind_len, const char*
   e->header.padding = 0;
   e->header.deleter = pf__error_deleter;
   char* text = (char*)(e + 1);
-  memcpy(text, kind, kind_len);
-  text[kind_len] = '\0';
   e->cell.kind.data = text;
   e->cell.kind.size = kind_len;
+  text[kind_len] = '\0';
   text += kind_len + 1;
-  memcpy(text, msg, msg_len);
-  text[msg_len] = '\0';
   e->cell.message.data = text;
   e->cell.message.size = msg_len;
+  text[msg_len] = '\0';
   text += msg_len + 1;
-  memcpy(text, bt, bt_len);
-  text[bt_len] = '\0';
   e->cell.backtrace.data = text;
   e->cell.backtrace.size = bt_len;
+  text[bt_len] = '\0';
   e->cell.update_backtrace = pf__error_update_backtrace;
   e->cell.cause_chain = NULL;
   e->cell.extra_context = NULL;
   e->heap_backtrace = NULL;
+  return e;
+}
+
+/* Creates an error from its three texts (lengths given); NULL when out of memory. */
+static pf_object_t* pf__error_new(const char* kind, size_t kind_len, const char* msg,
+                                  size_t msg_len, const char* bt, size_t bt_len) {
+  pf__error_t* e = pf__error_alloc(kind_len, msg_len, bt_len);
+  if (!e)
+    return NULL;
+  memcpy((char*)e->cell.kind.data, kind, kind_len);
+  memcpy((char*)e->cell.message.data, msg, msg_len);
+  memcpy((char*)e->cell.backtrace.data, bt, bt_len);
   return &e->header;
 }
 
@@ -118,38 +128,55 @@ static int pf__want_full_backtrace(void) {
   return v;
 }
 
-/* Writes "file:line in func\n" into buf (size >= 64 + lengths); returns the length. */
-static size_t pf__format_site(char* buf, size_t cap, const char* file, int line, const char* func) {
-  size_t n = 0;
-  const char* f = file ? file : "<unknown>";
-  size_t fl = strlen(f);
-  if (fl > cap / 2)
-    fl = cap / 2;
-  memcpy(buf, f, fl);
-  n = fl;
+/* The raise site "file:line in func\n", measured first and then written into the error. */
+typedef struct {
+  const char* where; /* "file" or "file:line" */
+  size_t where_len;
+  const char* func;
+  size_t func_len;
+  char digits[12]; /* ":line" still to write, most significant first */
+  size_t ndigits;
+} pf__site_t;
+
+static void pf__site_measure(pf__site_t* site, const char* file, int line, const char* func) {
+  site->where = file ? file : "<unknown>";
+  site->where_len = strlen(site->where);
+  site->func = func;
+  site->func_len = func ? strlen(func) : 0;
+  site->ndigits = 0;
   if (file) {
-    char digits[16];
-    int nd = 0;
+    char rev[12];
     unsigned u = line > 0 ? (unsigned)line : 0u;
+    size_t n = 0;
     do {
-      digits[nd++] = (char)('0' + u % 10);
+      rev[n++] = (char)('0' + u % 10);
       u /= 10;
-    } while (u && nd < 15);
-    buf[n++] = ':';
-    while (nd)
-      buf[n++] = digits[--nd];
+    } while (u);
+    for (size_t i = 0; i < n; ++i)
+      site->digits[i] = rev[n - 1 - i];
+    site->ndigits = n;
   }
-  if (func) {
-    size_t fnl = strlen(func);
-    if (fnl > cap - n - 6)
-      fnl = cap - n - 6;
-    memcpy(buf + n, " in ", 4);
-    n += 4;
-    memcpy(buf + n, func, fnl);
-    n += fnl;
+}
+
+static size_t pf__site_length(const pf__site_t* site) {
+  return site->where_len + (site->ndigits ? site->ndigits + 1 : 0) +
+         (site->func ? site->func_len + 4 : 0) + 1;
+}
+
+static void pf__site_write(const pf__site_t* site, char* out) {
+  memcpy(out, site->where, site->where_len);
+  out += site->where_len;
+  if (site->ndigits) {
+    *out++ = ':';
+    memcpy(out, site->digits, site->ndigits);
+    out += site->ndigits;
   }
-  buf[n++] = '\n';
-  return n;
+  if (site->func) {
+    memcpy(out, " in ", 4);
+    memcpy(out + 4, site->func, site->func_len);
+    out += 4 + site->func_len;
+  }
+  *out = '\n';
 }
 
 /* Appends the native stack to an error (PACKFN_BACKTRACE). */
@@ -212,13 +239,16 @@ static void pf__install(pf_object_t* err) {
   pf__raised = err;
 }
 
-void pf_error_vset_at(const char* file, int line, const char* func, const char* kind,
-                      const char* fmt, va_list ap) {
+/* Formats the message, builds the error with its raise site and raises it. */
+static void pf__raise(const pf__site_t* site, const char* kind, const char* fmt, va_list ap) {
   char stack_msg[512];
   const char* msg = fmt ? fmt : "";
   size_t msg_len;
   char* heap_msg = NULL;
-  if (fmt && strchr(fmt, '%')) {
+  const char* pct = strchrnul(msg, '%');
+  if (*pct == '\0') {
+    msg_len = (size_t)(pct - msg); /* no conversions: the text is the message */
+  } else {
     va_list ap2;
     va_copy(ap2, ap);
     int n = vsnprintf(stack_msg, sizeof stack_msg, fmt, ap);
@@ -238,23 +268,46 @@ void pf_error_vset_at(const char* file, int line, const char* func, const char* 
       }
     }
     va_end(ap2);
-  } else {
-    msg_len = strlen(msg);
   }
   if (!kind)
     kind = PF_ERR_RUNTIME;
-  char site[512];
-  size_t site_len = pf__format_site(site, sizeof site, file, line, func);
-  pf_object_t* err = pf__error_new(kind, strlen(kind), msg, msg_len, site, site_len);
-  free(heap_msg);
-  if (!err) {
+  size_t kind_len = strlen(kind);
+  pf__error_t* e = pf__error_alloc(kind_len, msg_len, pf__site_length(site));
+  if (e) {
+    memcpy((char*)e->cell.kind.data, kind, kind_len);
+    memcpy((char*)e->cell.message.data, msg, msg_len);
+    pf__site_write(site, (char*)e->cell.backtrace.data);
+  }
+  if (heap_msg)
+    free(heap_msg);
+  if (!e) {
     pf_error_clear();
     pf__raised = &pf__oom_error.header;
     return;
   }
   if (pf__want_full_backtrace())
-    pf__attach_native_stack(err);
-  pf__install(err);
+    pf__attach_native_stack(&e->header);
+  pf__install(&e->header);
+}
+
+void pf_error_vset_at(const char* file, int line, const char* func, const char* kind,
+                      const char* fmt, va_list ap) {
+  pf__site_t site;
+  pf__site_measure(&site, file, line, func);
+  pf__raise(&site, kind, fmt, ap);
+}
+
+void pf_error_set_site(const pf_error_site_t* where, const char* kind, const char* fmt, ...) {
+  pf__site_t site;
+  site.where = where->where;
+  site.where_len = where->where_len;
+  site.func = where->func;
+  site.func_len = where->func_len;
+  site.ndigits = 0;
+  va_list ap;
+  va_start(ap, fmt);
+  pf__raise(&site, kind, fmt, ap);
+  va_end(ap);
 }
 
 void pf_error_set_at(const char* file, int line, const char* func, const char* kind,

@@ -24,7 +24,7 @@ static void pf__function_deleter(void* obj, int flags) {
     pf_object_release(f->keepalive);
   }
   if (flags & PF_DELETER_WEAK)
-    free(obj);
+    pf__free(obj);
 }
 
 int pf__function_is_ours(const pf_object_t* obj) {
@@ -34,7 +34,7 @@ int pf__function_is_ours(const pf_object_t* obj) {
 /* Allocates a function whose cell calls `entry`; never raises. */
 static pf__function_t* pf__function_new(pf_safe_call_t entry, void* self, pf_safe_call_t call,
                                         void (*deleter)(void*)) {
-  pf__function_t* f = malloc(sizeof *f);
+  pf__function_t* f = pf__alloc(sizeof *f);
   if (!f)
     return NULL;
   f->header.combined_ref_count = PF_REF_INITIAL;
@@ -371,7 +371,7 @@ int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, vo
   if (!signature || (sig->doc && !doc) || !f) {
     free(signature);
     free(doc);
-    free(f);
+    pf__free(f);
     free(t);
     return pf__raise_oom("pf_function_create_typed", size);
   }

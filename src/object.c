@@ -46,9 +46,10 @@ int pf_object_alloc(size_t size, int32_t type_index, void (*deleter)(void* self,
     pf_error_set(PF_ERR_VALUE, "pf_object_alloc: argument deleter: expected a function, got NULL");
     return -1;
   }
-  pf_object_t* obj = calloc(1, size);
+  pf_object_t* obj = pf__alloc(size);
   if (!obj)
     return pf__raise_oom("pf_object_alloc", size);
+  memset(obj, 0, size);
   obj->combined_ref_count = PF_REF_INITIAL;
   obj->type_index = type_index;
   obj->deleter = deleter;
@@ -57,7 +58,7 @@ int pf_object_alloc(size_t size, int32_t type_index, void (*deleter)(void* self,
 }
 
 void pf_object_free(void* obj) {
-  free(obj);
+  pf__free(obj);
 }
 
 /* ---- type registry ---- */

@@ -50,7 +50,34 @@ PF_API void pf_error_set_at(const char* file, int line, const char* func, const 
 PF_API void pf_error_vset_at(const char* file, int line, const char* func, const char* kind,
                              const char* fmt, va_list ap);
 
+/* A raise site known at compile time: "file:line" and the function, with their lengths. */
+typedef struct pf_error_site_s {
+  const char* where; /* "file.c:123" */
+  size_t where_len;
+  const char* func; /* may be NULL */
+  size_t func_len;
+} pf_error_site_t;
+
+/* pf_error_set with a compile-time site (what the pf_error_set macro uses: no strlen, no
+ * number formatting at raise time). `site` must not be NULL. */
+PF_API void pf_error_set_site(const pf_error_site_t* site, const char* kind, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+#define PF__STR2(x) #x
+#define PF__STR(x)  PF__STR2(x)
+#if defined(__cplusplus)
 #define pf_error_set(...) pf_error_set_at(__FILE__, __LINE__, __func__, __VA_ARGS__)
+#else
+/* The site of the expansion, as a compound literal. */
+#define PF_ERROR_SITE                                                                              \
+  ((const pf_error_site_t){__FILE__ ":" PF__STR(__LINE__),                                         \
+                           sizeof(__FILE__ ":" PF__STR(__LINE__)) - 1, __func__,                   \
+                           sizeof(__func__) - 1})
+#define pf_error_set(...) pf_error_set_site(&PF_ERROR_SITE, __VA_ARGS__)
+#endif
 
 /* Raises an existing error object in this thread; the slot takes its own reference (the
  * caller keeps theirs). A pending error becomes its cause unless it already has one.

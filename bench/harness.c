@@ -1,0 +1,729 @@
+/* harness.c: the benchmark driver: operation catalogue, timing and callgrind bracketing,
+   checksum agreement between implementations, markdown and JSON reports, and the direct floor. */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef PF_BENCH_HAVE_VALGRIND
+#include <valgrind/callgrind.h>
+#include <valgrind/valgrind.h>
+#else
+#define RUNNING_ON_VALGRIND 0
+#define CALLGRIND_ZERO_STATS
+#define CALLGRIND_TOGGLE_COLLECT
+#define CALLGRIND_DUMP_STATS_AT(label) ((void)(label))
+#endif
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Defaults follow the suite's rules: at least 7 repetitions of at least 1e6 iterations. Under
+   callgrind the count is exact, so fewer iterations suffice and keep the run short. */
+#define DEFAULT_ITERS           1000000
+#define DEFAULT_CALLGRIND_ITERS 100000
+#define DEFAULT_REPS            7
+#define MAX_REPS                1000
+#define MAX_ENTRIES             256
+/* Warm-up under callgrind: enough to bind PLT slots and fill allocator caches. */
+#define CALLGRIND_WARMUP_ITERS 1000
+
+typedef struct catalogue_entry {
+  const char* op;
+  const char* group;
+  const char* what;
+} catalogue_entry_t;
+
+/* The operations, in report order. Every implementation's op must be one of these. */
+static const catalogue_entry_t catalogue[] = {
+    {"call_0", "call", "packed call, no argument"},
+    {"call_1int", "call", "packed call, 1 int"},
+    {"call_1int_closure", "call", "packed call, 1 int, function with self + deleter"},
+    {"call_3mixed", "call", "packed call, int + float + string"},
+    {"call_6int", "call", "packed call, 6 ints"},
+    {"call_dltensor", "call", "packed call, DLTensor* argument"},
+    {"call_tensor", "call", "packed call, tensor object argument"},
+    {"call_typed", "call", "typed add(int64, int64) through the C call entry"},
+    {"global_get_short", "global", "global lookup, 6-byte name, + release"},
+    {"global_get_long", "global", "global lookup, 27-byte name, + release"},
+    {"function_lifecycle", "object", "function create + retain + release + release"},
+    {"closure_lifecycle", "object", "same, function with self + deleter"},
+    {"string_5", "string", "string create + release, 5 bytes"},
+    {"string_100", "string", "string create + release, 100 bytes"},
+    {"error_roundtrip", "error", "error raise + take + release"},
+    {"error_roundtrip_nobt", "error", "same, no backtrace captured"},
+    {"tensor_empty", "tensor", "tensor empty + release, 1024 float32 CPU"},
+    {"tensor_empty_env", "tensor", "tensor empty + release through an env allocator"},
+    {"dlpack_legacy", "dlpack", "to DLManagedTensor + from + release"},
+    {"dlpack_versioned", "dlpack", "to DLManagedTensorVersioned + from + release"},
+};
+
+/* Column order of the report. */
+static const char* const impl_order[] = {"direct", "libffi", "tvmffi", "packfn"};
+
+typedef struct entry {
+  const pf_bench_op_t* op;
+  size_t catalogue_index;
+  int measured;
+  uint64_t checksum;
+  int64_t iters;
+  int reps;
+  double ns_median, ns_min, ns_max; /* per operation; negative when not timed */
+  double ir_per_op;                 /* negative when unknown */
+} entry_t;
+
+typedef struct options {
+  int64_t iters;
+  int reps;
+  const char* op_patterns;   /* comma-separated fnmatch patterns, NULL for all */
+  const char* impl_patterns; /* comma-separated, NULL for all */
+  const char* json_path;
+  const char* md_path;
+  const char* ir_path;
+  int cpu;
+  int list;
+  int callgrind;
+  int no_time;
+} options_t;
+
+static entry_t entries[MAX_ENTRIES];
+static size_t num_entries;
+
+#if defined(__clang__)
+#define COMPILER_NAME __VERSION__
+#elif defined(__GNUC__)
+#define COMPILER_NAME "gcc " __VERSION__
+#else
+#define COMPILER_NAME "unknown"
+#endif
+
+/* The wheel's own version (from CMake) and the C ABI version libtvm_ffi reports differ. */
+#ifndef PF_BENCH_TVMFFI_WHEEL
+#define PF_BENCH_TVMFFI_WHEEL "unknown"
+#endif
+
+/* Checksums land here so that no loop result is dead. */
+static volatile uint64_t sink;
+
+void pf_bench_fail(const char* impl, const char* what, const char* detail) {
+  fprintf(stderr, "packfn_bench: %s %s: %s\n", impl, what, detail ? detail : "failed");
+  exit(2);
+}
+
+/* ---- direct floor: plain C functions called through volatile function pointers ---- */
+
+/* The DLTensor layout (DLPack), mirrored so the harness builds without any dlpack.h. */
+typedef struct direct_dltensor {
+  void* data;
+  struct {
+    int32_t device_type, device_id;
+  } device;
+  int32_t ndim;
+  struct {
+    uint8_t code, bits;
+    uint16_t lanes;
+  } dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+} direct_dltensor_t;
+
+static int64_t direct_f0(void) {
+  return 1;
+}
+static int64_t direct_f1(int64_t a) {
+  return a + 1;
+}
+static int64_t direct_f3(int64_t a, double b, const char* s) {
+  return a + (int64_t)b + (int64_t)(unsigned char)s[0];
+}
+static int64_t direct_f6(int64_t a, int64_t b, int64_t c, int64_t d, int64_t e, int64_t f) {
+  return a + b + c + d + e + f;
+}
+static int64_t direct_ftensor(const direct_dltensor_t* t) {
+  return t->shape[0];
+}
+static int64_t direct_add(int64_t a, int64_t b) {
+  return a + b;
+}
+
+static int64_t (*volatile direct_p0)(void) = direct_f0;
+static int64_t (*volatile direct_p1)(int64_t) = direct_f1;
+static int64_t (*volatile direct_p3)(int64_t, double, const char*) = direct_f3;
+static int64_t (*volatile direct_p6)(int64_t, int64_t, int64_t, int64_t, int64_t,
+                                     int64_t) = direct_f6;
+static int64_t (*volatile direct_ptensor)(const direct_dltensor_t*) = direct_ftensor;
+static int64_t (*volatile direct_padd)(int64_t, int64_t) = direct_add;
+
+static uint64_t direct_run_call_0(void* state, int64_t iters) {
+  (void)state;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i)
+    sum += (uint64_t)direct_p0();
+  return sum;
+}
+
+static uint64_t direct_run_call_1int(void* state, int64_t iters) {
+  (void)state;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i)
+    sum += (uint64_t)direct_p1(i);
+  return sum;
+}
+
+static uint64_t direct_run_call_3mixed(void* state, int64_t iters) {
+  (void)state;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i)
+    sum += (uint64_t)direct_p3(i, PF_BENCH_FLOAT_ARG, PF_BENCH_STR_ARG);
+  return sum;
+}
+
+static uint64_t direct_run_call_6int(void* state, int64_t iters) {
+  (void)state;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i)
+    sum += (uint64_t)direct_p6(i, 1, 2, 3, 4, 5);
+  return sum;
+}
+
+static uint64_t direct_run_call_dltensor(void* state, int64_t iters) {
+  (void)state;
+  static float data[PF_BENCH_TENSOR_NUMEL];
+  int64_t shape[1] = {PF_BENCH_TENSOR_NUMEL};
+  direct_dltensor_t t = {data, {1, 0}, 1, {2, 32, 1}, shape, NULL, 0};
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i)
+    sum += (uint64_t)direct_ptensor(&t);
+  return sum;
+}
+
+static uint64_t direct_run_call_typed(void* state, int64_t iters) {
+  (void)state;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i)
+    sum += (uint64_t)direct_padd(i, 1);
+  return sum;
+}
+
+static const pf_bench_op_t direct_ops[] = {
+    {"call_0", "direct", "C call through a volatile function pointer", NULL, direct_run_call_0,
+     NULL},
+    {"call_1int", "direct", "C call through a volatile function pointer", NULL,
+     direct_run_call_1int, NULL},
+    {"call_3mixed", "direct", "C call through a volatile function pointer", NULL,
+     direct_run_call_3mixed, NULL},
+    {"call_6int", "direct", "C call through a volatile function pointer", NULL,
+     direct_run_call_6int, NULL},
+    {"call_dltensor", "direct", "C call through a volatile function pointer", NULL,
+     direct_run_call_dltensor, NULL},
+    {"call_typed", "direct", "C call through a volatile function pointer", NULL,
+     direct_run_call_typed, NULL},
+};
+
+const pf_bench_op_t* pf_bench_direct_ops(size_t* count) {
+  *count = ARRAY_SIZE(direct_ops);
+  return direct_ops;
+}
+
+/* ---- selection ---- */
+
+/* 1 when name matches one of the comma-separated fnmatch patterns (NULL matches all). */
+static int matches_any(const char* patterns, const char* name) {
+  if (patterns == NULL)
+    return 1;
+  char buf[512];
+  if (strlen(patterns) >= sizeof(buf))
+    pf_bench_fail("harness", "pattern list", "too long");
+  strcpy(buf, patterns);
+  for (char* tok = strtok(buf, ","); tok != NULL; tok = strtok(NULL, ",")) {
+    if (fnmatch(tok, name, 0) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+static size_t catalogue_find(const char* op) {
+  for (size_t i = 0; i < ARRAY_SIZE(catalogue); ++i) {
+    if (strcmp(catalogue[i].op, op) == 0)
+      return i;
+  }
+  return (size_t)-1;
+}
+
+static size_t impl_rank(const char* impl) {
+  for (size_t i = 0; i < ARRAY_SIZE(impl_order); ++i) {
+    if (strcmp(impl_order[i], impl) == 0)
+      return i;
+  }
+  return ARRAY_SIZE(impl_order);
+}
+
+static void add_table(const pf_bench_op_t* ops, size_t count, const options_t* opt) {
+  for (size_t i = 0; i < count; ++i) {
+    size_t index = catalogue_find(ops[i].op);
+    if (index == (size_t)-1)
+      pf_bench_fail(ops[i].impl, ops[i].op, "operation is not in the catalogue");
+    if (impl_rank(ops[i].impl) == ARRAY_SIZE(impl_order))
+      pf_bench_fail(ops[i].impl, ops[i].op, "unknown implementation name");
+    if (!matches_any(opt->op_patterns, ops[i].op) || !matches_any(opt->impl_patterns, ops[i].impl))
+      continue;
+    if (num_entries == MAX_ENTRIES)
+      pf_bench_fail("harness", "registry", "more than MAX_ENTRIES operations");
+    entry_t* e = &entries[num_entries++];
+    memset(e, 0, sizeof(*e));
+    e->op = &ops[i];
+    e->catalogue_index = index;
+    e->ns_median = e->ns_min = e->ns_max = -1.0;
+    e->ir_per_op = -1.0;
+  }
+}
+
+static void collect_entries(const options_t* opt) {
+  size_t count;
+  const pf_bench_op_t* ops = pf_bench_direct_ops(&count);
+  add_table(ops, count, opt);
+#ifdef PF_BENCH_HAVE_LIBFFI
+  ops = pf_bench_libffi_ops(&count);
+  add_table(ops, count, opt);
+#endif
+#ifdef PF_BENCH_HAVE_TVMFFI
+  ops = pf_bench_tvmffi_ops(&count);
+  add_table(ops, count, opt);
+#endif
+#ifdef PF_BENCH_HAVE_PACKFN
+  ops = pf_bench_packfn_ops(&count);
+  add_table(ops, count, opt);
+#endif
+}
+
+static int compare_entries(const void* a, const void* b) {
+  const entry_t* x = a;
+  const entry_t* y = b;
+  if (x->catalogue_index != y->catalogue_index)
+    return x->catalogue_index < y->catalogue_index ? -1 : 1;
+  size_t rx = impl_rank(x->op->impl), ry = impl_rank(y->op->impl);
+  return rx < ry ? -1 : rx > ry;
+}
+
+/* ---- measurement ---- */
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int compare_doubles(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+static void check_rep_checksum(const entry_t* e, uint64_t got) {
+  if (got != e->checksum) {
+    char detail[128];
+    snprintf(detail, sizeof(detail), "checksum changed between repetitions: %llu then %llu",
+             (unsigned long long)e->checksum, (unsigned long long)got);
+    pf_bench_fail(e->op->impl, e->op->op, detail);
+  }
+}
+
+/* Times reps loops of iters operations; only the loop sits between the clock reads. */
+static void measure_time(entry_t* e, void* state, int64_t iters, int reps) {
+  double samples[MAX_REPS];
+  int64_t warmup = iters / 10 > 0 ? iters / 10 : 1;
+  sink = e->op->run(state, warmup);
+  for (int r = 0; r < reps; ++r) {
+    double t0 = now_ns();
+    uint64_t sum = e->op->run(state, iters);
+    double t1 = now_ns();
+    sink = sum;
+    if (r == 0)
+      e->checksum = sum;
+    check_rep_checksum(e, sum);
+    samples[r] = (t1 - t0) / (double)iters;
+  }
+  qsort(samples, (size_t)reps, sizeof(double), compare_doubles);
+  e->ns_min = samples[0];
+  e->ns_max = samples[reps - 1];
+  e->ns_median = reps % 2 ? samples[reps / 2] : 0.5 * (samples[reps / 2 - 1] + samples[reps / 2]);
+}
+
+/* Under callgrind (--collect-atstart=no): collect only around one loop, then dump the counts
+   under a label run_callgrind.sh reads back: "pfbench <impl> <op> <iters>". */
+static void measure_callgrind(entry_t* e, void* state, int64_t iters) {
+  char label[160];
+  snprintf(label, sizeof(label), "pfbench %s %s %lld", e->op->impl, e->op->op, (long long)iters);
+  sink = e->op->run(state, iters < CALLGRIND_WARMUP_ITERS ? iters : CALLGRIND_WARMUP_ITERS);
+  CALLGRIND_ZERO_STATS;
+  CALLGRIND_TOGGLE_COLLECT;
+  uint64_t sum = e->op->run(state, iters);
+  CALLGRIND_TOGGLE_COLLECT;
+  CALLGRIND_DUMP_STATS_AT(label);
+  sink = sum;
+  e->checksum = sum;
+}
+
+static void measure(entry_t* e, const options_t* opt) {
+  void* state = e->op->setup ? e->op->setup() : NULL;
+  e->iters = opt->iters;
+  if (opt->callgrind) {
+    e->reps = 1;
+    measure_callgrind(e, state, opt->iters);
+  } else if (opt->no_time) {
+    e->reps = 1;
+    e->checksum = e->op->run(state, opt->iters);
+    sink = e->checksum;
+  } else {
+    e->reps = opt->reps;
+    measure_time(e, state, opt->iters, opt->reps);
+    fprintf(stderr, "%-8s %-20s %10.2f ns/op  [%.2f - %.2f]\n", e->op->impl, e->op->op,
+            e->ns_median, e->ns_min, e->ns_max);
+  }
+  e->measured = 1;
+  if (e->op->teardown)
+    e->op->teardown(state);
+}
+
+/* Every implementation of one operation must agree on the checksum; 0 when they do. */
+static int check_agreement(void) {
+  int bad = 0;
+  for (size_t i = 1; i < num_entries; ++i) {
+    const entry_t* a = &entries[i - 1];
+    const entry_t* b = &entries[i];
+    if (a->catalogue_index == b->catalogue_index && a->checksum != b->checksum) {
+      fprintf(stderr, "packfn_bench: %s: checksum %llu (%s) differs from %llu (%s)\n", b->op->op,
+              (unsigned long long)b->checksum, b->op->impl, (unsigned long long)a->checksum,
+              a->op->impl);
+      bad = 1;
+    }
+  }
+  return bad;
+}
+
+/* ---- instruction counts from run_callgrind.sh: lines "impl<TAB>op<TAB>ir_per_op" ---- */
+
+static void read_ir_file(const char* path) {
+  FILE* f = fopen(path, "r");
+  if (f == NULL)
+    pf_bench_fail("harness", path, strerror(errno));
+  char line[512];
+  while (fgets(line, sizeof(line), f) != NULL) {
+    char impl[64], op[128];
+    double ir;
+    if (line[0] == '#' || sscanf(line, "%63s %127s %lf", impl, op, &ir) != 3)
+      continue;
+    for (size_t i = 0; i < num_entries; ++i) {
+      if (strcmp(entries[i].op->impl, impl) == 0 && strcmp(entries[i].op->op, op) == 0)
+        entries[i].ir_per_op = ir;
+    }
+  }
+  fclose(f);
+}
+
+/* ---- reports ---- */
+
+static const entry_t* find_entry(size_t catalogue_index, const char* impl) {
+  for (size_t i = 0; i < num_entries; ++i) {
+    if (entries[i].catalogue_index == catalogue_index && strcmp(entries[i].op->impl, impl) == 0)
+      return &entries[i];
+  }
+  return NULL;
+}
+
+static int impl_present(const char* impl) {
+  for (size_t i = 0; i < num_entries; ++i) {
+    if (strcmp(entries[i].op->impl, impl) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+static void print_ratio(FILE* out, double num, double den) {
+  if (num >= 0 && den > 0)
+    fprintf(out, " %.2fx |", num / den);
+  else
+    fprintf(out, " - |");
+}
+
+static void write_markdown(FILE* out, const options_t* opt) {
+  int have_time = !opt->callgrind && !opt->no_time;
+  int have_ir = 0;
+  for (size_t i = 0; i < num_entries; ++i)
+    have_ir |= entries[i].ir_per_op >= 0;
+  int show_sum = !have_time && !have_ir; /* --no-time alone: show what was checked */
+  int ratio = impl_present("packfn") && impl_present("tvmffi");
+
+  fprintf(out, "packfn_bench: %lld iterations x %d repetitions, %s", (long long)opt->iters,
+          have_time ? opt->reps : 1, COMPILER_NAME);
+#ifdef PF_BENCH_HAVE_TVMFFI
+  fprintf(out, ", TVM-FFI %s (C ABI %s)", PF_BENCH_TVMFFI_WHEEL, pf_bench_tvmffi_version());
+#endif
+  fprintf(out, "%s\n\n", have_ir ? "; Ir/op from callgrind" : "");
+  fprintf(out, "| op |");
+  for (size_t k = 0; k < ARRAY_SIZE(impl_order); ++k) {
+    if (!impl_present(impl_order[k]))
+      continue;
+    if (have_time)
+      fprintf(out, " %s ns/op median [min-max] |", impl_order[k]);
+    if (have_ir)
+      fprintf(out, " %s Ir/op |", impl_order[k]);
+    if (show_sum)
+      fprintf(out, " %s checksum |", impl_order[k]);
+  }
+  if (ratio && have_time)
+    fprintf(out, " packfn/tvmffi time |");
+  if (ratio && have_ir)
+    fprintf(out, " packfn/tvmffi Ir |");
+  fprintf(out, "\n|---|");
+  for (size_t k = 0; k < ARRAY_SIZE(impl_order); ++k) {
+    if (impl_present(impl_order[k]))
+      fprintf(out, "%s%s%s", have_time ? "---:|" : "", have_ir ? "---:|" : "",
+              show_sum ? "---:|" : "");
+  }
+  if (ratio)
+    fprintf(out, "%s%s", have_time ? "---:|" : "", have_ir ? "---:|" : "");
+  fprintf(out, "\n");
+
+  for (size_t c = 0; c < ARRAY_SIZE(catalogue); ++c) {
+    int any = 0;
+    for (size_t k = 0; k < ARRAY_SIZE(impl_order); ++k)
+      any |= find_entry(c, impl_order[k]) != NULL;
+    if (!any)
+      continue;
+    fprintf(out, "| %s |", catalogue[c].op);
+    for (size_t k = 0; k < ARRAY_SIZE(impl_order); ++k) {
+      if (!impl_present(impl_order[k]))
+        continue;
+      const entry_t* e = find_entry(c, impl_order[k]);
+      if (have_time) {
+        if (e != NULL && e->ns_median >= 0)
+          fprintf(out, " %.2f [%.2f-%.2f] |", e->ns_median, e->ns_min, e->ns_max);
+        else
+          fprintf(out, " - |");
+      }
+      if (have_ir) {
+        if (e != NULL && e->ir_per_op >= 0)
+          fprintf(out, " %.1f |", e->ir_per_op);
+        else
+          fprintf(out, " - |");
+      }
+      if (show_sum) {
+        if (e != NULL)
+          fprintf(out, " %llu |", (unsigned long long)e->checksum);
+        else
+          fprintf(out, " - |");
+      }
+    }
+    if (ratio) {
+      const entry_t* p = find_entry(c, "packfn");
+      const entry_t* t = find_entry(c, "tvmffi");
+      if (have_time)
+        print_ratio(out, p ? p->ns_median : -1, t ? t->ns_median : -1);
+      if (have_ir)
+        print_ratio(out, p ? p->ir_per_op : -1, t ? t->ir_per_op : -1);
+    }
+    fprintf(out, "\n");
+  }
+}
+
+/* Our strings are identifiers and API names; escape the two characters JSON requires. */
+static void json_string(FILE* out, const char* s) {
+  fputc('"', out);
+  for (; *s; ++s) {
+    if (*s == '"' || *s == '\\')
+      fputc('\\', out);
+    fputc(*s, out);
+  }
+  fputc('"', out);
+}
+
+static void json_number(FILE* out, double v) {
+  if (v >= 0)
+    fprintf(out, "%.4f", v);
+  else
+    fprintf(out, "null");
+}
+
+static void write_json(FILE* out, const options_t* opt) {
+  fprintf(out, "{\n  \"meta\": {\"mode\": ");
+  json_string(out, opt->callgrind ? "callgrind" : opt->no_time ? "check" : "time");
+  fprintf(out, ", \"iters\": %lld, \"reps\": %d, \"compiler\": ", (long long)opt->iters,
+          opt->callgrind || opt->no_time ? 1 : opt->reps);
+  json_string(out, COMPILER_NAME);
+  fprintf(out, ", \"tvmffi_wheel\": ");
+#ifdef PF_BENCH_HAVE_TVMFFI
+  json_string(out, PF_BENCH_TVMFFI_WHEEL);
+  fprintf(out, ", \"tvmffi_abi\": ");
+  json_string(out, pf_bench_tvmffi_version());
+#else
+  fprintf(out, "null, \"tvmffi_abi\": null");
+#endif
+  fprintf(out, ", \"cpu\": %d},\n  \"results\": [", opt->cpu);
+  for (size_t i = 0; i < num_entries; ++i) {
+    const entry_t* e = &entries[i];
+    fprintf(out, "%s\n    {\"op\": ", i ? "," : "");
+    json_string(out, e->op->op);
+    fprintf(out, ", \"impl\": ");
+    json_string(out, e->op->impl);
+    fprintf(out, ", \"group\": ");
+    json_string(out, catalogue[e->catalogue_index].group);
+    fprintf(out, ", \"entry\": ");
+    json_string(out, e->op->entry);
+    fprintf(out, ", \"iters\": %lld, \"reps\": %d, \"ns_median\": ", (long long)e->iters, e->reps);
+    json_number(out, e->ns_median);
+    fprintf(out, ", \"ns_min\": ");
+    json_number(out, e->ns_min);
+    fprintf(out, ", \"ns_max\": ");
+    json_number(out, e->ns_max);
+    fprintf(out, ", \"ir_per_op\": ");
+    json_number(out, e->ir_per_op);
+    fprintf(out, ", \"checksum\": %llu}", (unsigned long long)e->checksum);
+  }
+  fprintf(out, "\n  ]\n}\n");
+}
+
+static void write_to(const char* path, void (*writer)(FILE*, const options_t*),
+                     const options_t* opt) {
+  FILE* f = fopen(path, "w");
+  if (f == NULL)
+    pf_bench_fail("harness", path, strerror(errno));
+  writer(f, opt);
+  if (fclose(f) != 0)
+    pf_bench_fail("harness", path, strerror(errno));
+}
+
+/* ---- command line ---- */
+
+static void usage(FILE* out) {
+  fprintf(out,
+          "usage: packfn_bench [options]\n"
+          "  --iters N      iterations per loop (default %d; %d under callgrind)\n"
+          "  --reps R       timed repetitions, median and min-max reported (default %d)\n"
+          "  --op PATS      operations, comma-separated fnmatch patterns (e.g. 'call_*')\n"
+          "  --impl PATS    implementations: direct, libffi, tvmffi, packfn\n"
+          "  --md FILE      write the markdown table to FILE (default: stdout)\n"
+          "  --json FILE    write the results as JSON\n"
+          "  --ir FILE      merge instruction counts (impl op ir_per_op) from run_callgrind.sh\n"
+          "  --no-time      run each loop once and check checksums, no timing\n"
+          "  --cpu N        pin the process to CPU N\n"
+          "  --list         list the selected operations and their entry points\n"
+          "Under valgrind --tool=callgrind --collect-atstart=no each loop runs once with\n"
+          "collection on around it only, dumped as 'pfbench <impl> <op> <iters>'.\n",
+          DEFAULT_ITERS, DEFAULT_CALLGRIND_ITERS, DEFAULT_REPS);
+}
+
+static const char* next_arg(int argc, char** argv, int* i) {
+  if (*i + 1 >= argc) {
+    fprintf(stderr, "packfn_bench: %s needs a value\n", argv[*i]);
+    exit(2);
+  }
+  return argv[++*i];
+}
+
+static long long parse_count(const char* flag, const char* s, long long lo, long long hi) {
+  char* end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi) {
+    fprintf(stderr, "packfn_bench: %s: expected an integer in [%lld, %lld], got '%s'\n", flag, lo,
+            hi, s);
+    exit(2);
+  }
+  return v;
+}
+
+static void parse_options(int argc, char** argv, options_t* opt) {
+  memset(opt, 0, sizeof(*opt));
+  opt->iters = -1;
+  opt->reps = DEFAULT_REPS;
+  opt->cpu = -1;
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    if (strcmp(a, "--iters") == 0)
+      opt->iters = parse_count(a, next_arg(argc, argv, &i), 1, (long long)1 << 40);
+    else if (strcmp(a, "--reps") == 0)
+      opt->reps = (int)parse_count(a, next_arg(argc, argv, &i), 1, MAX_REPS);
+    else if (strcmp(a, "--op") == 0)
+      opt->op_patterns = next_arg(argc, argv, &i);
+    else if (strcmp(a, "--impl") == 0)
+      opt->impl_patterns = next_arg(argc, argv, &i);
+    else if (strcmp(a, "--md") == 0)
+      opt->md_path = next_arg(argc, argv, &i);
+    else if (strcmp(a, "--json") == 0)
+      opt->json_path = next_arg(argc, argv, &i);
+    else if (strcmp(a, "--ir") == 0)
+      opt->ir_path = next_arg(argc, argv, &i);
+    else if (strcmp(a, "--cpu") == 0)
+      opt->cpu = (int)parse_count(a, next_arg(argc, argv, &i), 0, CPU_SETSIZE - 1);
+    else if (strcmp(a, "--no-time") == 0)
+      opt->no_time = 1;
+    else if (strcmp(a, "--list") == 0)
+      opt->list = 1;
+    else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      exit(0);
+    } else {
+      fprintf(stderr, "packfn_bench: unknown option '%s'\n", a);
+      usage(stderr);
+      exit(2);
+    }
+  }
+  opt->callgrind = RUNNING_ON_VALGRIND ? 1 : 0;
+  if (opt->iters < 0)
+    opt->iters = opt->callgrind ? DEFAULT_CALLGRIND_ITERS : DEFAULT_ITERS;
+}
+
+static void pin_cpu(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (sched_setaffinity(0, sizeof(set), &set) != 0)
+    pf_bench_fail("harness", "--cpu", strerror(errno));
+}
+
+int main(int argc, char** argv) {
+  options_t opt;
+  parse_options(argc, argv, &opt);
+  collect_entries(&opt);
+  qsort(entries, num_entries, sizeof(entry_t), compare_entries);
+  if (num_entries == 0)
+    pf_bench_fail("harness", "selection", "no operation matches --op / --impl");
+
+  if (opt.list) {
+    for (size_t i = 0; i < num_entries; ++i)
+      printf("%-8s %-20s %s\n", entries[i].op->impl, entries[i].op->op, entries[i].op->entry);
+    return 0;
+  }
+  if (opt.cpu >= 0)
+    pin_cpu(opt.cpu);
+  if (opt.callgrind)
+    fprintf(stderr, "packfn_bench: under valgrind: one loop of %lld per op, collected alone\n",
+            (long long)opt.iters);
+
+  for (size_t i = 0; i < num_entries; ++i)
+    measure(&entries[i], &opt);
+  int bad = check_agreement();
+  if (opt.callgrind) {
+    /* The counts are in the dumps; run_callgrind.sh turns them into a table. */
+    for (size_t i = 0; i < num_entries; ++i)
+      printf("dumped: pfbench %s %s %lld checksum %llu\n", entries[i].op->impl, entries[i].op->op,
+             (long long)entries[i].iters, (unsigned long long)entries[i].checksum);
+    return bad;
+  }
+  if (opt.ir_path != NULL)
+    read_ir_file(opt.ir_path);
+
+  if (opt.md_path != NULL)
+    write_to(opt.md_path, write_markdown, &opt);
+  else
+    write_markdown(stdout, &opt);
+  if (opt.json_path != NULL)
+    write_to(opt.json_path, write_json, &opt);
+  return bad;
+}

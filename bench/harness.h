@@ -1,0 +1,92 @@
+/* harness.h: the benchmark harness interface: what an operation is, the per-operation
+   contract every implementation (direct, libffi, TVM-FFI, packfn) follows, and the tables. */
+#ifndef PF_BENCH_HARNESS_H
+#define PF_BENCH_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Inputs shared by every implementation, so that all of them do the same work. */
+#define PF_BENCH_GLOBAL_SHORT "pf.nop"                      /* 6 bytes */
+#define PF_BENCH_GLOBAL_LONG  "packfn.benchmark.lookup_fn1" /* 27 bytes */
+#define PF_BENCH_STR_ARG      "bench"                       /* string argument of call_3mixed */
+#define PF_BENCH_FLOAT_ARG    2.0                           /* float argument of call_3mixed */
+#define PF_BENCH_STRING_5     "hello"
+#define PF_BENCH_STRING_100                                                                        \
+  "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghijklmnopqrstu"  \
+  "vwxyz!?"
+#define PF_BENCH_ERROR_KIND    "RuntimeError"
+#define PF_BENCH_ERROR_MESSAGE "bench error" /* 11 bytes */
+#define PF_BENCH_TENSOR_NUMEL  1024          /* tensors are 1-d float32 on CPU */
+
+/* One implementation of one operation. The harness calls setup once, then run several times
+   (warm-up, timed repetitions, or one loop with callgrind collecting), then teardown. Only run
+   is measured, so run holds the loop and nothing else.
+
+   Checksum contract (the harness checks that every implementation of an operation returns the
+   same checksum for the same iters; i counts 0 .. iters-1):
+     call_0                 f() returns int 1                        sum = iters
+     call_1int              f(i) returns i + 1                       sum of i + 1
+     call_1int_closure      as call_1int, through a function with state (self and deleter)
+     call_3mixed            f(i, PF_BENCH_FLOAT_ARG, PF_BENCH_STR_ARG) returns
+                            i + (int64_t)float + first byte of the string
+     call_6int              f(i, 1, 2, 3, 4, 5) returns the sum
+     call_dltensor          f(DLTensor* view) returns shape[0]        sum = 1024 * iters
+     call_tensor            f(tensor object) returns shape[0]        sum = 1024 * iters
+     call_typed             typed add(i, 1) called as a packed function; sum of i + 1
+     global_get_short/long  look up a registered name, release it    +1 per hit
+     function_lifecycle     create (no state) + retain + release + release; + strong count seen
+                            after the retain (2)
+     closure_lifecycle      the same with a non-NULL self and deleter
+     string_5 / string_100  create a string value from bytes, release it; + its size read back
+     error_roundtrip        raise (kind, message) in this thread, take it, release it;
+                            + size of the message read back (11)
+     error_roundtrip_nobt   the same with an empty backtrace (no stack walk)
+     tensor_empty           1-d float32 CPU tensor of 1024 elements, release; + shape[0]
+     dlpack_legacy          tensor -> DLManagedTensor -> tensor, release; + shape[0]
+     dlpack_versioned       the same with DLManagedTensorVersioned
+   A packed callee checks its argument count and argument type indices before using them, as a
+   real callee does, and raises an error when they are wrong. */
+typedef struct pf_bench_op {
+  const char* op;    /* operation name, one of the catalogue in harness.c */
+  const char* impl;  /* "direct", "libffi", "tvmffi", "packfn" */
+  const char* entry; /* the API entry points measured, for the report */
+  /* Builds the state run needs (functions, tensors, registered names); may be NULL. Reports a
+     failure with pf_bench_fail. */
+  void* (*setup)(void);
+  /* The measured loop: does the operation iters times and returns the checksum. */
+  uint64_t (*run)(void* state, int64_t iters);
+  /* Frees what setup built; may be NULL. */
+  void (*teardown)(void* state);
+} pf_bench_op_t;
+
+/* Prints "packfn_bench: <impl> <what>: <detail>" to stderr and exits with status 2. A benchmark
+   that cannot do its operation has no figure to report. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noreturn))
+#endif
+void pf_bench_fail(const char* impl, const char* what, const char* detail);
+
+/* Tables of operations, one per implementation; each returns its table and sets *count. */
+const pf_bench_op_t* pf_bench_direct_ops(size_t* count);
+#ifdef PF_BENCH_HAVE_LIBFFI
+const pf_bench_op_t* pf_bench_libffi_ops(size_t* count);
+#endif
+#ifdef PF_BENCH_HAVE_TVMFFI
+const pf_bench_op_t* pf_bench_tvmffi_ops(size_t* count);
+/* The version the loaded libtvm_ffi reports (TVMFFIGetVersion), "major.minor.patch". */
+const char* pf_bench_tvmffi_version(void);
+#endif
+#ifdef PF_BENCH_HAVE_PACKFN
+const pf_bench_op_t* pf_bench_packfn_ops(size_t* count);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PF_BENCH_HARNESS_H */
