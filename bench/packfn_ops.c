@@ -91,9 +91,9 @@ static void closure_deleter(void* self) {
   (void)self;
 }
 
-static int typed_add(void* self, const pf_arg_t* args, pf_any_t* result) {
-  (void)self;
-  *result = pf_any_int(args[0].i + args[1].i);
+/* The typed C layer: arity and per-argument checks generated inline by PF_TYPED_DEFINE. */
+PF_TYPED_DEFINE(typed_add, INT, (INT, a), (INT, b)) {
+  *result = pf_any_int(a + b);
   return 0;
 }
 
@@ -148,9 +148,8 @@ static void* setup_closure(void) {
 }
 
 static void* setup_typed(void) {
-  pf_signature_t sig = PF_SIGNATURE("add", PF_PARAM_INT, {"a", PF_PARAM_INT}, {"b", PF_PARAM_INT});
   pf_object_t* fn;
-  if (pf_function_create_typed(&sig, typed_add, NULL, NULL, &fn) != 0)
+  if (PF_TYPED_CREATE(typed_add, &fn) != 0)
     fail_raised("call_typed");
   return new_state(fn);
 }
@@ -350,8 +349,8 @@ static const pf_bench_op_t kOps[] = {
     {"call_6int", kImpl, "pf_function_call", setup_call6, run_call6, teardown_call},
     {"call_dltensor", kImpl, "pf_function_call, DLTensor* view", setup_dltensor, run_dltensor,
      teardown_call},
-    {"call_typed", kImpl, "pf_function_call on pf_function_create_typed", setup_typed, run_typed,
-     teardown_call},
+    {"call_typed", kImpl, "pf_function_call on PF_TYPED_DEFINE (PF_TYPED_CREATE)", setup_typed,
+     run_typed, teardown_call},
     {"global_get_short", kImpl, "pf_global_get + pf_object_release", setup_global, run_global_short,
      teardown_global},
     {"global_get_long", kImpl, "pf_global_get + pf_object_release", setup_global, run_global_long,

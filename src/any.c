@@ -225,33 +225,8 @@ static inline uint64_t pf__mix(uint64_t h) {
   return h;
 }
 
-/* Word-at-a-time multiplicative hash: a few instructions per 8 bytes, with a final mix so
- * the low bits (the table index) depend on every byte. Not for adversarial input. */
 uint64_t pf_hash_bytes(const char* data, size_t size) {
-  const unsigned char* p = (const unsigned char*)data;
-  const uint64_t k = 0x9fb21c651e98df25ULL;
-  uint64_t h = 0x9e3779b97f4a7c15ULL ^ size;
-  uint64_t w;
-  if (size >= 8) {
-    const unsigned char* last = p + size - 8;
-    while (p < last) {
-      memcpy(&w, p, 8);
-      h = (h ^ w) * k;
-      p += 8;
-    }
-    memcpy(&w, last, 8); /* the final 8 bytes, overlapping the previous word if needed */
-  } else if (size >= 4) {
-    uint32_t lo, hi;
-    memcpy(&lo, p, 4);
-    memcpy(&hi, p + size - 4, 4);
-    w = ((uint64_t)hi << 32) | lo;
-  } else {
-    w = size ? ((uint64_t)p[0] << 16) | ((uint64_t)p[size >> 1] << 8) | p[size - 1] : 0;
-  }
-  h = (h ^ w) * k;
-  h ^= h >> 29;
-  h *= k;
-  return h ^ (h >> 32);
+  return pf__hash_bytes(data, size);
 }
 
 uint64_t pf_any_hash(const pf_any_t* v) {

@@ -283,6 +283,19 @@ static int pf__typed_entry(void* obj, const pf_any_t* args, int32_t num_args, pf
   return t->impl(t->self, conv, result);
 }
 
+int pf_typed_arity_error(const pf_signature_t* sig, int32_t got) {
+  pf_error_set(PF_ERR_TYPE, "%s: expected %d argument%s, got %d", sig->name, (int)sig->num_params,
+               sig->num_params == 1 ? "" : "s", (int)got);
+  return -1;
+}
+
+int pf_typed_arg_error(const pf_signature_t* sig, int32_t index, const pf_any_t* arg) {
+  pf_error_set(PF_ERR_TYPE, "%s: argument %d (%s): expected %s, got %s", sig->name, (int)index,
+               sig->params[index].name, pf_param_kind_name(sig->params[index].kind),
+               pf_type_name(arg->type_index));
+  return -1;
+}
+
 static void pf__typed_deleter(void* self) {
   pf__typed_t* t = (pf__typed_t*)self;
   if (t->deleter)
@@ -295,18 +308,18 @@ static int pf__kind_valid(pf_param_kind_t k, int allow_none) {
 }
 
 /* Builds "name(a: int, b: int) -> int" into a new string; NULL when out of memory. */
-static char* pf__signature_text(const pf__typed_t* t, pf_param_kind_t result) {
-  size_t size = strlen(t->name) + 16 + strlen(pf_param_kind_name(result));
-  for (int32_t i = 0; i < t->num_params; ++i)
-    size += strlen(t->params[i].name) + strlen(pf_param_kind_name(t->params[i].kind)) + 4;
+static char* pf__signature_text(const char* name, int32_t n, const pf_param_t* params,
+                                pf_param_kind_t result) {
+  size_t size = strlen(name) + 16 + strlen(pf_param_kind_name(result));
+  for (int32_t i = 0; i < n; ++i)
+    size += strlen(params[i].name) + strlen(pf_param_kind_name(params[i].kind)) + 4;
   char* s = malloc(size);
   if (!s)
     return NULL;
   char* p = s;
-  p += sprintf(p, "%s(", t->name);
-  for (int32_t i = 0; i < t->num_params; ++i)
-    p += sprintf(p, "%s%s: %s", i ? ", " : "", t->params[i].name,
-                 pf_param_kind_name(t->params[i].kind));
+  p += sprintf(p, "%s(", name);
+  for (int32_t i = 0; i < n; ++i)
+    p += sprintf(p, "%s%s: %s", i ? ", " : "", params[i].name, pf_param_kind_name(params[i].kind));
   sprintf(p, ") -> %s", pf_param_kind_name(result));
   return s;
 }
@@ -365,7 +378,7 @@ int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, vo
   }
   memcpy(text, sig->name, strlen(sig->name) + 1);
   t->name = text;
-  char* signature = pf__signature_text(t, sig->result);
+  char* signature = pf__signature_text(t->name, t->num_params, t->params, sig->result);
   char* doc = sig->doc ? pf__strdup(sig->doc) : NULL;
   pf__function_t* f = pf__function_new(pf__typed_entry, t, NULL, pf__typed_deleter);
   if (!signature || (sig->doc && !doc) || !f) {
@@ -374,6 +387,31 @@ int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, vo
     pf__free(f);
     free(t);
     return pf__raise_oom("pf_function_create_typed", size);
+  }
+  f->signature = signature;
+  f->doc = doc;
+  *out = &f->header;
+  return 0;
+}
+
+int pf_function_create_static(const pf_signature_t* sig, pf_safe_call_t packed, pf_object_t** out) {
+  if (!sig || !sig->name || !packed || !out || (sig->num_params > 0 && !sig->params)) {
+    pf_error_set(PF_ERR_VALUE,
+                 "pf_function_create_static: argument %s: expected a pointer, got NULL",
+                 !out      ? "out"
+                 : !packed ? "packed"
+                           : "sig");
+    return -1;
+  }
+  *out = NULL;
+  char* signature = pf__signature_text(sig->name, sig->num_params, sig->params, sig->result);
+  char* doc = sig->doc ? pf__strdup(sig->doc) : NULL;
+  pf__function_t* f = pf__function_new(packed, NULL, NULL, NULL);
+  if (!signature || (sig->doc && !doc) || !f) {
+    free(signature);
+    free(doc);
+    pf__free(f);
+    return pf__raise_oom("pf_function_create_static", sizeof(pf__function_t));
   }
   f->signature = signature;
   f->doc = doc;

@@ -78,19 +78,36 @@ static int pf__check_name(const char* func, const char* name) {
   return 0;
 }
 
+/* The lookup proper: hash, probe under the read lock, retain what was found. */
+static inline __attribute__((always_inline)) pf_object_t* pf__lookup(const char* name, size_t len) {
+  uint64_t h = pf__hash_bytes(name, len);
+  pf_object_t* fn = NULL;
+  pf__read_lock();
+  const pf__entry_t* slots = pf__table.slots;
+  if (PF__LIKELY(slots != NULL)) {
+    size_t mask = pf__table.capacity - 1;
+    for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+      const pf__entry_t* e = &slots[i];
+      if (!e->name)
+        break;
+      if (e->hash == h && e->len == len && memcmp(e->name, name, len) == 0) {
+        fn = e->fn;
+        pf_object_retain(fn);
+        break;
+      }
+    }
+  }
+  pf__read_unlock();
+  return fn;
+}
+
 int pf_global_get_bytes(const char* name, size_t size, pf_object_t** out) {
   if (PF_UNLIKELY(!out || (!name && size))) {
-    pf_error_set(PF_ERR_VALUE, "pf_global_get: argument %s: expected a pointer, got NULL",
+    pf_error_set(PF_ERR_VALUE, "pf_global_get_bytes: argument %s: expected a pointer, got NULL",
                  out ? "name" : "out");
     return -1;
   }
-  uint64_t h = pf_hash_bytes(name, size);
-  pf__read_lock();
-  pf__entry_t* e = pf__find(&pf__table, name, size, h);
-  pf_object_t* fn = e ? e->fn : NULL;
-  pf_object_retain(fn);
-  pf__read_unlock();
-  *out = fn;
+  *out = pf__lookup(name, size);
   return 0;
 }
 
@@ -100,7 +117,8 @@ int pf_global_get(const char* name, pf_object_t** out) {
                  out ? "name" : "out");
     return -1;
   }
-  return pf_global_get_bytes(name, strlen(name), out);
+  *out = pf__lookup(name, strlen(name));
+  return 0;
 }
 
 /* Inserts into a table with room (count < capacity / 2). Caller holds the write lock. */
@@ -122,7 +140,7 @@ int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
     return -1;
   }
   size_t len = strlen(name);
-  uint64_t h = pf_hash_bytes(name, len);
+  uint64_t h = pf__hash_bytes(name, len);
   pthread_mutex_lock(&pf__writers);
   pf__entry_t* e = pf__find(&pf__table, name, len, h);
   if (e) {
@@ -210,7 +228,7 @@ int pf_global_remove(const char* name) {
   if (pf__check_name("pf_global_remove", name) != 0)
     return -1;
   size_t len = strlen(name);
-  pf_object_t* fn = pf__remove(name, len, pf_hash_bytes(name, len), NULL);
+  pf_object_t* fn = pf__remove(name, len, pf__hash_bytes(name, len), NULL);
   if (!fn) {
     pf_error_set(PF_ERR_KEY, "pf_global_remove: no global function is named '%s'", name);
     return -1;
@@ -296,10 +314,11 @@ int pf_global_static_failures(void) {
 void pf__global_register_static(const char* name, pf_safe_call_t call, const pf_signature_t* sig,
                                 pf_typed_call_t typed, pf_object_t** slot) {
   pf_object_t* fn = NULL;
-  int rc = sig ? pf_function_create_typed(sig, typed, NULL, NULL, &fn)
-               : pf_function_create_direct(call, &fn);
+  int rc = sig && call ? pf_function_create_static(sig, call, &fn)
+           : sig       ? pf_function_create_typed(sig, typed, NULL, NULL, &fn)
+                       : pf_function_create_direct(call, &fn);
   if (rc == 0)
-    rc = pf_global_set(sig ? sig->name : name, fn, 0);
+    rc = pf_global_set(name ? name : sig->name, fn, 0);
   if (rc != 0) {
     __atomic_fetch_add(&pf__static_failures, 1, __ATOMIC_RELAXED);
     pf_object_release(fn);
@@ -314,6 +333,6 @@ void pf__global_unregister_static(const char* name, pf_object_t** slot) {
   if (!fn || !name)
     return;
   size_t len = strlen(name);
-  pf_object_release(pf__remove(name, len, pf_hash_bytes(name, len), fn));
+  pf_object_release(pf__remove(name, len, pf__hash_bytes(name, len), fn));
   pf_object_release(fn);
 }

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "packfn/packfn.h"
 
@@ -49,6 +50,35 @@ void pf__free(void* p);
 
 /* Duplicates a NUL-terminated string with malloc; NULL on failure (nothing raised). */
 char* pf__strdup(const char* s);
+
+/* Word-at-a-time multiplicative hash (pf_hash_bytes): a few instructions per 8 bytes, with a
+ * final mix so the low bits (a table index) depend on every byte. Not for adversarial input. */
+static inline uint64_t pf__hash_bytes(const char* data, size_t size) {
+  const unsigned char* p = (const unsigned char*)data;
+  const uint64_t k = 0x9fb21c651e98df25ULL;
+  uint64_t h = 0x9e3779b97f4a7c15ULL ^ size;
+  uint64_t w;
+  if (size >= 8) {
+    const unsigned char* last = p + size - 8;
+    while (p < last) {
+      memcpy(&w, p, 8);
+      h = (h ^ w) * k;
+      p += 8;
+    }
+    memcpy(&w, last, 8); /* the final 8 bytes, overlapping the previous word if needed */
+  } else if (size >= 4) {
+    uint32_t lo, hi;
+    memcpy(&lo, p, 4);
+    memcpy(&hi, p + size - 4, 4);
+    w = ((uint64_t)hi << 32) | lo;
+  } else {
+    w = size ? ((uint64_t)p[0] << 16) | ((uint64_t)p[size >> 1] << 8) | p[size - 1] : 0;
+  }
+  h = (h ^ w) * k;
+  h ^= h >> 29;
+  h *= k;
+  return h ^ (h >> 32);
+}
 
 /* Checked size arithmetic: 0 on success, -1 on overflow (nothing raised). */
 static inline int pf__mul_size(size_t a, size_t b, size_t* out) {

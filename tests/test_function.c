@@ -244,6 +244,105 @@ START_TEST(test_typed_bad_declarations) {
 }
 END_TEST
 
+PF_TYPED_DEFINE(scale, FLOAT, (FLOAT, x), (INT, times), (BOOL, negate)) {
+  double v = x * (double)times;
+  *result = pf_any_float(negate ? -v : v);
+  return 0;
+}
+
+PF_TYPED_DEFINE(describe, STR, (STR, label), (TENSOR, t), (ANY, extra), (DTYPE, dt), (DEVICE, dev),
+                (PTR, p), (OBJECT, o), (FUNCTION, f)) {
+  char buf[160];
+  snprintf(buf, sizeof buf, "%s:%d:%d:%d:%d:%s:%d:%d", label.data, (int)t->ndim, extra->type_index,
+           dt.bits, dev.device_id, p ? "p" : "null", o->type_index, f->type_index);
+  return pf_string_from_cstr(buf, result);
+}
+
+PF_TYPED_DEFINE(blob_len, INT, (BYTES, b)) {
+  *result = pf_any_int((int64_t)b.size);
+  return 0;
+}
+
+START_TEST(test_typed_define) {
+  pf_object_t* fn;
+  ck_assert_int_eq(PF_TYPED_CREATE(scale, &fn), 0);
+  ck_assert_str_eq(pf_function_signature(fn), "scale(x: float, times: int, negate: bool) -> float");
+  pf_any_t args[3] = {pf_any_float(1.5), pf_any_int(4), pf_any_bool(1)};
+  pf_any_t r;
+  ck_assert_int_eq(pf_function_call(fn, args, 3, &r), 0);
+  ck_assert_double_eq(r.v_float64, -6.0);
+  args[0] = pf_any_int(2); /* int converts to float */
+  args[2] = pf_any_int(0); /* int converts to bool */
+  ck_assert_int_eq(pf_function_call(fn, args, 3, &r), 0);
+  ck_assert_double_eq(r.v_float64, 8.0);
+  ck_assert_int_eq(pf_function_call(fn, args, 2, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "scale: expected 3 arguments, got 2");
+  args[1] = pf_any_float(2.0);
+  ck_assert_int_eq(pf_function_call(fn, args, 3, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "scale: argument 1 (times): expected int, got float");
+  args[1] = pf_any_int(1);
+  args[0] = pf_any_cstr("x");
+  ck_assert_int_eq(pf_function_call(fn, args, 3, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "scale: argument 0 (x): expected float, got str");
+  pf_object_release(fn);
+}
+END_TEST
+
+START_TEST(test_typed_define_all_kinds) {
+  pf_object_t* fn;
+  ck_assert_int_eq(PF_TYPED_CREATE(describe, &fn), 0);
+  ck_assert_str_eq(pf_function_signature(fn),
+                   "describe(label: str, t: Tensor, extra: Any, dt: dtype, dev: Device, p: void*, "
+                   "o: Object, f: Function) -> str");
+  DLTensor t;
+  memset(&t, 0, sizeof t);
+  t.ndim = 3;
+  DLDataType dt = {kDLFloat, 16, 1};
+  DLDevice dev = {kDLCPU, 5};
+  pf_any_t args[8] = {pf_any_cstr("L"),  pf_any_dltensor(&t), pf_any_bool(1),
+                      pf_any_dtype(dt),  pf_any_device(dev),  pf_any_none(),
+                      pf_any_object(fn), pf_any_object(fn)};
+  pf_any_t r;
+  ck_assert_int_eq(pf_function_call(fn, args, 8, &r), 0);
+  const char* s;
+  size_t n;
+  ck_assert_int_eq(pf_any_as_str(&r, &s, &n), 0);
+  ck_assert_str_eq(s, "L:3:2:16:5:null:68:68");
+  pf_any_release(&r);
+  /* each kind refuses a wrong type with its own message */
+  const struct {
+    int index;
+    pf_any_t bad;
+    const char* expected;
+  } cases[] = {{0, pf_any_int(1), "argument 0 (label): expected str, got int"},
+               {1, pf_any_int(1), "argument 1 (t): expected Tensor, got int"},
+               {3, pf_any_int(1), "argument 3 (dt): expected dtype, got int"},
+               {4, pf_any_int(1), "argument 4 (dev): expected Device, got int"},
+               {5, pf_any_int(1), "argument 5 (p): expected void*, got int"},
+               {6, pf_any_int(1), "argument 6 (o): expected Object, got int"},
+               {7, pf_any_cstr("f"), "argument 7 (f): expected Function, got str"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    pf_any_t saved = args[cases[i].index];
+    args[cases[i].index] = cases[i].bad;
+    ck_assert_int_eq(pf_function_call(fn, args, 8, &r), -1);
+    PF_ASSERT_RAISED("TypeError", cases[i].expected);
+    args[cases[i].index] = saved;
+  }
+  pf_object_release(fn);
+  ck_assert_int_eq(PF_TYPED_CREATE(blob_len, &fn), 0);
+  pf_byte_array_t b = {"abc\0def", 7};
+  args[0] = pf_any_byte_array(&b);
+  ck_assert_int_eq(pf_function_call(fn, args, 1, &r), 0);
+  ck_assert_int_eq(r.v_int64, 7);
+  args[0] = pf_any_cstr("abc");
+  ck_assert_int_eq(pf_function_call(fn, args, 1, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "expected bytes, got str");
+  pf_object_release(fn);
+  ck_assert_int_eq(pf_function_create_static(NULL, blob_len_packed, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "sig");
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("function");
   TCase* tc = tcase_create("core");
@@ -255,6 +354,8 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_typed_function);
   tcase_add_test(tc, test_typed_mixed_kinds);
   tcase_add_test(tc, test_typed_bad_declarations);
+  tcase_add_test(tc, test_typed_define);
+  tcase_add_test(tc, test_typed_define_all_kinds);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -31,6 +31,12 @@ static const pf_signature_t square_sig = {"test.static.square", 1, square_params
 PF_REGISTER_GLOBAL_TYPED(&square_sig, static_square);
 PF_REGISTER_GLOBAL("test.static.one", return_one);
 
+PF_TYPED_DEFINE(cube, INT, (INT, x)) {
+  *result = pf_any_int(x * x * x);
+  return 0;
+}
+PF_TYPED_REGISTER(cube, "test.static.cube");
+
 static pf_object_t* make_fn(pf_safe_call_t call) {
   pf_object_t* fn;
   ck_assert_int_eq(pf_function_create(NULL, call, NULL, &fn), 0);
@@ -146,6 +152,11 @@ START_TEST(test_static_registration) {
   pf_object_t* fn;
   ck_assert_int_eq(pf_global_get("test.static.square", &fn), 0);
   ck_assert_str_eq(pf_function_signature(fn), "test.static.square(x: int) -> int");
+  pf_object_release(fn);
+  ck_assert_int_eq(pf_global_call("test.static.cube", &a, 1, &r), 0);
+  ck_assert_int_eq(r.v_int64, 343);
+  ck_assert_int_eq(pf_global_get("test.static.cube", &fn), 0);
+  ck_assert_str_eq(pf_function_signature(fn), "cube(x: int) -> int");
   pf_object_release(fn);
 }
 END_TEST
