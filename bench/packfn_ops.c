@@ -8,7 +8,7 @@
 
 static const char kImpl[] = "packfn";
 
-static void fail_raised(const char* what) {
+__attribute__((noreturn)) static void fail_raised(const char* what) {
   pf_object_t* err = pf_error_take();
   char msg[512];
   if (err)
