@@ -1,0 +1,225 @@
+/* kernels/kmath.h: the raw numerical kernels (add_n, rms_norm and its gradient, Kepler's
+ * equation, broadcast vector add) on contiguous CPU arrays, and the scalar Kepler solver. */
+#ifndef PACKFN_KERNELS_MATH_H
+#define PACKFN_KERNELS_MATH_H
+
+/* Private to packfn_kernels. Every kernel works on contiguous, row-major arrays given as raw
+ * pointers; the tensor layer has already checked dtypes, shapes, devices and contiguity, so
+ * nothing here fails or reports errors. A count, rows or cols <= 0 means an empty array: the
+ * kernel writes nothing (rms_norm_fwd still writes inv_rms when only cols is 0).
+ *
+ * Aliasing: an output may be the very same array as an input where a comment says so, never a
+ * partial overlap. Sums accumulate in double precision (float32 ones in float partial sums of
+ * at most 16 terms first), so float32 results are accurate to a few ulp. */
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* add_n: out[i] = x[i] + n for i < count. out may equal x. */
+void pf__k_add_n_f32(const float* x, float* out, int64_t count, float n);
+void pf__k_add_n_f64(const double* x, double* out, int64_t count, double n);
+
+/* rms_norm over the last axis of a rows x cols array:
+ *   out[r][c] = x[r][c] * inv_rms[r],  inv_rms[r] = 1 / sqrt(mean_c(x[r][c]^2) + eps).
+ * out may equal x (in place). A row of zero columns has mean square 0. */
+void pf__k_rms_norm_f32(const float* x, float* out, int64_t rows, int64_t cols, float eps);
+void pf__k_rms_norm_f64(const double* x, double* out, int64_t rows, int64_t cols, double eps);
+
+/* rms_norm_fwd: rms_norm that also stores inv_rms[r] (rows values), the residual that
+ * rms_norm_bwd needs. out may equal x; inv_rms overlaps neither. */
+void pf__k_rms_norm_fwd_f32(const float* x, float* out, float* inv_rms, int64_t rows, int64_t cols,
+                            float eps);
+void pf__k_rms_norm_fwd_f64(const double* x, double* out, double* inv_rms, int64_t rows,
+                            int64_t cols, double eps);
+
+/* rms_norm_bwd: the vector-Jacobian product of out = x * inv_rms(x), eps held fixed inside
+ * inv_rms (pass the inv_rms that rms_norm_fwd stored). Since d inv_rms / dx_c = -inv^3 x_c /
+ * cols, each row gives
+ *   dx[c] = inv * cotangent[c] - x[c] * inv^3 * mean_c(cotangent[c] * x[c]).
+ * dx may equal x or cotangent. */
+void pf__k_rms_norm_bwd_f32(const float* x, const float* inv_rms, const float* cotangent, float* dx,
+                            int64_t rows, int64_t cols);
+void pf__k_rms_norm_bwd_f64(const double* x, const double* inv_rms, const double* cotangent,
+                            double* dx, int64_t rows, int64_t cols);
+
+/* kepler: solves Kepler's equation M = E - e sin E for the eccentric anomaly E of each
+ * (mean_anomaly[i], ecc[i]) and stores sin E and cos E. Any finite M is accepted (it is reduced
+ * modulo 2 pi first); e must lie in [0, 1). A non-finite M or an e outside [0, 1) gives NaN in
+ * both outputs. Errors are a few ulp of the output type: float64 within 6 * 2^-53 of the true
+ * sin E and cos E, and relatively within 2 ulp where E is small (e near 1, M near 0); float32
+ * solves in double and rounds once. Outputs overlap no input. */
+void pf__k_kepler_f32(const float* mean_anomaly, const float* ecc, float* sin_e, float* cos_e,
+                      int64_t count);
+void pf__k_kepler_f64(const double* mean_anomaly, const double* ecc, double* sin_e, double* cos_e,
+                      int64_t count);
+
+/* vector_add: a[i] = b[i % nb] + c[i] for i < count (b repeats along a). nb must be >= 1 when
+ * count > 0; nb <= 0 writes nothing. a may equal c; a may equal b only when nb >= count. */
+void pf__k_vector_add_f32(const float* b, int64_t nb, const float* c, float* a, int64_t count);
+void pf__k_vector_add_f64(const double* b, int64_t nb, const double* c, double* a, int64_t count);
+
+/* ---- Scalar Kepler solver, shared by math_cpu.c and math_cuda.cu ----
+ * Written in the common subset of C11 and C++17 (CUDA) so that the CPU and the GPU run the same
+ * arithmetic. In the reduction modulo 2 pi every product that meets a sum is either exact or an
+ * explicit fma, so its exactness does not depend on whether the compiler contracts a * b + c
+ * into one fma (nvcc does, gcc may); elsewhere contraction only moves the last bit. */
+
+#ifdef __CUDACC__
+#define PF__K_HD __host__ __device__
+#else
+#define PF__K_HD
+#endif
+
+/* 2 pi = PF__K_TWO_PI_0 + _1 + _2 + _3 + _4 to about 180 bits. _0 is 2 pi rounded to double
+ * and is only ever used inside an fma; _1 to _3 have at most 22 significant bits, so k times
+ * any of them is exact for |k| < 2^31. */
+#define PF__K_TWO_PI_0   0x1.921fb54442d18p+2
+#define PF__K_TWO_PI_1   0x1.1a626p-52
+#define PF__K_TWO_PI_2   0x1.98a2ep-75
+#define PF__K_TWO_PI_3   0x1.b839ap-102
+#define PF__K_TWO_PI_4   0x1.29024e088a67dp-125
+#define PF__K_INV_TWO_PI 0x1.45f306dc9c883p-3
+#define PF__K_PI         0x1.921fb54442d18p+1 /* pi rounded down to double */
+/* Beyond this |M| the quotient k would reach 2^31 and the split above stops being exact; the
+ * reduction then falls back on the C library's own full-range reduction in sin and cos. */
+#define PF__K_REDUCE_CW_MAX 0x1p+31
+/* Halley's method takes 2 or 3 steps from the starter; the cap leaves room for the bisection
+ * fallback to walk a bracket of width 1 down to one ulp (53 halvings) in the worst case. */
+#define PF__K_KEPLER_MAX_ITER 64
+
+/* Sum a + b and its exact rounding error (Knuth's TwoSum). */
+static inline PF__K_HD double pf__k_two_sum(double a, double b, double* err) {
+  double s = a + b;
+  double bb = s - a;
+  *err = (a - (s - bb)) + (b - bb);
+  return s;
+}
+
+/* m reduced modulo 2 pi into [-pi, pi] (a rounding error beyond pi at most). */
+static inline PF__K_HD double pf__k_reduce_two_pi(double m) {
+  if (fabs(m) <= PF__K_PI) {
+    return m;
+  }
+  if (!(fabs(m) < PF__K_REDUCE_CW_MAX)) {
+    return atan2(sin(m), cos(m));
+  }
+  double k = nearbyint(m * PF__K_INV_TWO_PI);
+  /* Exact: m - k * TWO_PI_0 is a multiple of 2^-51 below 4 in magnitude. */
+  double r = fma(-k, PF__K_TWO_PI_0, m);
+  double e1, e2;
+  r = pf__k_two_sum(r, -k * PF__K_TWO_PI_1, &e1);
+  r = pf__k_two_sum(r, -k * PF__K_TWO_PI_2, &e2);
+  double tail = (e1 + e2) - k * PF__K_TWO_PI_3;
+  tail = fma(-k, PF__K_TWO_PI_4, tail);
+  return r + tail;
+}
+
+/* E - sin E given s = sin E, without the cancellation of the direct difference for small E:
+ * nine terms of the series E^3/3! - E^5/5! + ..., for |E| < 1 the first one left out is below
+ * 2^-62 of the first. */
+static inline PF__K_HD double pf__k_e_minus_sin(double e_anom, double s) {
+  if (!(fabs(e_anom) < 1.0)) {
+    return e_anom - s;
+  }
+  double x2 = e_anom * e_anom;
+  double t = 1.0 - x2 / 342.0;
+  t = 1.0 - x2 / 272.0 * t;
+  t = 1.0 - x2 / 210.0 * t;
+  t = 1.0 - x2 / 156.0 * t;
+  t = 1.0 - x2 / 110.0 * t;
+  t = 1.0 - x2 / 72.0 * t;
+  t = 1.0 - x2 / 42.0 * t;
+  t = 1.0 - x2 / 20.0 * t;
+  return e_anom * x2 / 6.0 * t;
+}
+
+/* Starting guess for 0 <= m <= pi, 0 < e < 1: Mikkola's cubic approximation (1987), within
+ * 4e-3 of the root everywhere, including the hard corner e -> 1, m -> 0. The root
+ * s = z - alpha / z of s^3 + 3 alpha s = 2 beta is computed as 2 beta / (z^2 + alpha +
+ * (alpha / z)^2), which is the same number without the cancellation that would otherwise
+ * leave tiny m with a guess of pure rounding noise. */
+static inline PF__K_HD double pf__k_kepler_start(double m, double e) {
+  double denom = 4.0 * e + 0.5;
+  double alpha = (1.0 - e) / denom;
+  double beta = 0.5 * m / denom;
+  double z = cbrt(beta + sqrt(beta * beta + alpha * alpha * alpha));
+  double y = alpha / z;
+  double s = 2.0 * beta / (z * z + alpha + y * y);
+  s = s - 0.078 * s * s * s * s * s / (1.0 + e);
+  return m + e * s * (3.0 - 4.0 * s * s);
+}
+
+/* The root E of E - e sin E = m for 0 <= m <= pi + tiny, 0 < e < 1. f(E) = E - e sin E - m
+ * increases strictly (f' >= 1 - e > 0), so the root stays bracketed: Halley steps that leave
+ * the bracket are replaced by bisection. f and f' are evaluated as
+ *   f  = (1 - e) E + e (E - sin E) - m,   f' = (1 - e) + e (1 - cos E),
+ * which keeps full relative accuracy where f' is small (e near 1, E near 0). */
+static inline PF__K_HD double pf__k_kepler_root(double m, double e) {
+  double one_minus_e = 1.0 - e; /* exact for e >= 0.5 */
+  /* f(m) = -e sin m <= 0 while m <= pi (3 keeps clear of an m that reduction left just above
+   * pi); f(m - e) <= 0 and f(m + e) >= 0 always. */
+  double lo = (m <= 3.0) ? m : m - e;
+  double hi = m + e;
+  double x = pf__k_kepler_start(m, e);
+  if (!(x > lo && x < hi)) {
+    x = 0.5 * (lo + hi);
+  }
+  for (int it = 0; it < PF__K_KEPLER_MAX_ITER; ++it) {
+    double s = sin(x);
+    double c = cos(x);
+    double f = fma(one_minus_e, x, e * pf__k_e_minus_sin(x, s)) - m;
+    if (f == 0.0) {
+      break;
+    }
+    if (f < 0.0) {
+      lo = x;
+    } else {
+      hi = x;
+    }
+    /* 1 - cos x = sin^2 x / (1 + cos x) without cancellation while cos x > 0. */
+    double one_minus_cos = (c > 0.0) ? s * s / (1.0 + c) : 1.0 - c;
+    double fp = fma(e, one_minus_cos, one_minus_e);
+    double newton = -f / fp;
+    double step = -f / fma(0.5 * newton, e * s, fp);
+    double next = x + step;
+    /* A step this small is rounding noise in f: x is the root to within an ulp or two, and
+     * the step may even point just outside a bracket that noise has already moved past. */
+    if (fabs(step) <= 4.0 * DBL_EPSILON * fabs(x)) {
+      return (next >= lo && next <= hi) ? next : x;
+    }
+    if (!(next > lo && next < hi)) {
+      next = 0.5 * (lo + hi); /* bisection keeps the bracket shrinking */
+      if (next == lo || next == hi) {
+        return next; /* the bracket is down to adjacent doubles */
+      }
+    }
+    x = next;
+  }
+  return x;
+}
+
+/* sin and cos of the eccentric anomaly for mean anomaly m and eccentricity e (see kepler). */
+static inline PF__K_HD void pf__k_kepler_solve(double m, double e, double* sin_e, double* cos_e) {
+  if (!(e >= 0.0 && e < 1.0) || !(fabs(m) <= DBL_MAX)) {
+    *sin_e = NAN;
+    *cos_e = NAN;
+    return;
+  }
+  double r = pf__k_reduce_two_pi(m);
+  double a = fabs(r);
+  /* E(-m) = -E(m): solve for |r| and give sin E the sign of r. */
+  double e_anom = (e == 0.0 || a == 0.0) ? a : pf__k_kepler_root(a, e);
+  *sin_e = copysign(1.0, r) * sin(e_anom);
+  *cos_e = cos(e_anom);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PACKFN_KERNELS_MATH_H */

@@ -1,0 +1,58 @@
+/* kernels/math_cuda.h: C-callable launchers of the CUDA versions of the kernels in kmath.h, each
+ * enqueued on a caller-given stream, and the message of a CUDA error code they return. */
+#ifndef PACKFN_KERNELS_MATH_CUDA_H
+#define PACKFN_KERNELS_MATH_CUDA_H
+
+/* Private to packfn_kernels; needs no CUDA header. Every pointer is a device pointer (or
+ * managed memory) to a contiguous row-major array; the semantics, aliasing rules and empty
+ * cases are those of the CPU kernel of the same name in math.h.
+ *
+ * Every launcher only enqueues work on stream (a cudaStream_t; NULL is the legacy default
+ * stream) and returns at once: 0 (cudaSuccess) when the launch was accepted, otherwise the
+ * cudaError_t value, whose text pf__kc_error_string gives. An error of a kernel that fails
+ * while running surfaces later, from whatever synchronises with the stream. A launcher with
+ * nothing to do (count, rows or cols <= 0, apart from rms_norm_fwd's inv_rms) launches
+ * nothing and returns 0. */
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The message of a cudaError_t value (as returned by the launchers below): a static string. */
+const char* pf__kc_error_string(int code);
+
+int pf__kc_add_n_f32(const float* x, float* out, int64_t count, float n, void* stream);
+int pf__kc_add_n_f64(const double* x, double* out, int64_t count, double n, void* stream);
+
+/* One block per row (rows beyond the grid limit are taken in turn by the same blocks). */
+int pf__kc_rms_norm_f32(const float* x, float* out, int64_t rows, int64_t cols, float eps,
+                        void* stream);
+int pf__kc_rms_norm_f64(const double* x, double* out, int64_t rows, int64_t cols, double eps,
+                        void* stream);
+int pf__kc_rms_norm_fwd_f32(const float* x, float* out, float* inv_rms, int64_t rows, int64_t cols,
+                            float eps, void* stream);
+int pf__kc_rms_norm_fwd_f64(const double* x, double* out, double* inv_rms, int64_t rows,
+                            int64_t cols, double eps, void* stream);
+int pf__kc_rms_norm_bwd_f32(const float* x, const float* inv_rms, const float* cotangent, float* dx,
+                            int64_t rows, int64_t cols, void* stream);
+int pf__kc_rms_norm_bwd_f64(const double* x, const double* inv_rms, const double* cotangent,
+                            double* dx, int64_t rows, int64_t cols, void* stream);
+
+/* The solver of math.h, run per element on the device (float32 solves in double). */
+int pf__kc_kepler_f32(const float* mean_anomaly, const float* ecc, float* sin_e, float* cos_e,
+                      int64_t count, void* stream);
+int pf__kc_kepler_f64(const double* mean_anomaly, const double* ecc, double* sin_e, double* cos_e,
+                      int64_t count, void* stream);
+
+int pf__kc_vector_add_f32(const float* b, int64_t nb, const float* c, float* a, int64_t count,
+                          void* stream);
+int pf__kc_vector_add_f64(const double* b, int64_t nb, const double* c, double* a, int64_t count,
+                          void* stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PACKFN_KERNELS_MATH_CUDA_H */

@@ -1,0 +1,812 @@
+/* tests/test_kernels_math.c: unit tests of the CPU kernels in kernels/kmath.h against plain
+ * double-precision references written here, in float32 and float64, across shapes. */
+#include "kernels/kmath.h"
+
+#include <check.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Seconds per test case: generous, so that the suite also passes under valgrind. */
+#define TEST_TIMEOUT 300
+
+/* ---- helpers ---- */
+
+/* A small deterministic generator (xorshift64*), so failures reproduce. */
+static uint64_t rng_state = 0x9E3779B97F4A7C15u;
+
+static double rand_uniform(double lo, double hi) {
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  uint64_t bits = (rng_state * 0x2545F4914F6CDD1Du) >> 11;
+  return lo + (hi - lo) * ((double)bits * 0x1p-53);
+}
+
+static void* xmalloc(size_t n) {
+  void* p = malloc(n > 0 ? n : 1);
+  ck_assert_ptr_nonnull(p);
+  return p;
+}
+
+static float* rand_f32(int64_t n, double lo, double hi) {
+  float* p = xmalloc((size_t)n * sizeof(float));
+  for (int64_t i = 0; i < n; ++i) {
+    p[i] = (float)rand_uniform(lo, hi);
+  }
+  return p;
+}
+
+static double* rand_f64(int64_t n, double lo, double hi) {
+  double* p = xmalloc((size_t)n * sizeof(double));
+  for (int64_t i = 0; i < n; ++i) {
+    p[i] = rand_uniform(lo, hi);
+  }
+  return p;
+}
+
+static double* widen(const float* p, int64_t n) {
+  double* q = xmalloc((size_t)n * sizeof(double));
+  for (int64_t i = 0; i < n; ++i) {
+    q[i] = p[i];
+  }
+  return q;
+}
+
+/* Compensated sum of a[i] * b[i] (Neumaier), the reference for every reduction. */
+static double ref_dot(const double* a, const double* b, int64_t n) {
+  double sum = 0.0;
+  double comp = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    double term = a[i] * b[i];
+    double t = sum + term;
+    comp += (fabs(sum) >= fabs(term)) ? (sum - t) + term : (term - t) + sum;
+    sum = t;
+  }
+  return sum + comp;
+}
+
+/* Largest |got - ref| / (|ref| + tiny): a relative error that tolerates zeros. */
+static double max_rel_err_f32(const float* got, const double* ref, int64_t n, double tiny) {
+  double worst = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    double err = fabs((double)got[i] - ref[i]) / (fabs(ref[i]) + tiny);
+    if (isnan(err)) {
+      return err; /* a NaN result, or NaN where a number was due */
+    }
+    worst = fmax(worst, err);
+  }
+  return worst;
+}
+
+static double max_rel_err_f64(const double* got, const double* ref, int64_t n, double tiny) {
+  double worst = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    double err = fabs(got[i] - ref[i]) / (fabs(ref[i]) + tiny);
+    if (isnan(err)) {
+      return err;
+    }
+    worst = fmax(worst, err);
+  }
+  return worst;
+}
+
+/* Shapes (rows, cols) that every rms_norm test runs through: empty, rows of no columns, single
+ * row, batched, odd column counts, a long row, and one of over 4 MiB, which takes the path of
+ * non-temporal stores and prefetches. */
+static const int64_t SHAPES[][2] = {{0, 0},  {0, 5}, {4, 0},     {1, 1},      {1, 17},
+                                    {5, 33}, {7, 3}, {64, 1023}, {3, 100003}, {1031, 1024}};
+#define NUM_SHAPES ((int)(sizeof(SHAPES) / sizeof(SHAPES[0])))
+
+/* Reference rms_norm in double; inv_rms may be NULL. */
+static void ref_rms_norm(const double* x, double* out, double* inv_rms, int64_t rows, int64_t cols,
+                         double eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* xr = x + r * cols;
+    double mean_sq = cols > 0 ? ref_dot(xr, xr, cols) / (double)cols : 0.0;
+    double inv = 1.0 / sqrt(mean_sq + eps);
+    if (inv_rms != NULL) {
+      inv_rms[r] = inv;
+    }
+    for (int64_t c = 0; c < cols; ++c) {
+      out[r * cols + c] = xr[c] * inv;
+    }
+  }
+}
+
+/* ---- add_n ---- */
+
+static const int64_t COUNTS[] = {0, 1, 13, 4099, 100000};
+#define NUM_COUNTS ((int)(sizeof(COUNTS) / sizeof(COUNTS[0])))
+
+START_TEST(test_add_n_f32) {
+  for (int k = 0; k < NUM_COUNTS; ++k) {
+    int64_t n = COUNTS[k];
+    float* x = rand_f32(n, -100, 100);
+    float* out = rand_f32(n + 1, 0, 1);
+    out[n] = 42.0f; /* sentinel: nothing past count is written */
+    pf__k_add_n_f32(x, out, n, 2.5f);
+    int64_t bad = -1;
+    for (int64_t i = 0; i < n && bad < 0; ++i) {
+      bad = (out[i] == x[i] + 2.5f) ? -1 : i;
+    }
+    ck_assert_msg(bad < 0, "count %lld: wrong at index %lld", (long long)n, (long long)bad);
+    ck_assert(out[n] == 42.0f);
+    /* In place. */
+    float first = n > 0 ? x[0] : 0.0f;
+    pf__k_add_n_f32(x, x, n, -1.0f);
+    if (n > 0) {
+      ck_assert(x[0] == first - 1.0f);
+    }
+    free(x);
+    free(out);
+  }
+}
+END_TEST
+
+START_TEST(test_add_n_f64) {
+  for (int k = 0; k < NUM_COUNTS; ++k) {
+    int64_t n = COUNTS[k];
+    double* x = rand_f64(n, -100, 100);
+    double* out = rand_f64(n + 1, 0, 1);
+    out[n] = 42.0;
+    pf__k_add_n_f64(x, out, n, 1e-3);
+    int64_t bad = -1;
+    for (int64_t i = 0; i < n && bad < 0; ++i) {
+      bad = (out[i] == x[i] + 1e-3) ? -1 : i;
+    }
+    ck_assert_msg(bad < 0, "count %lld: wrong at index %lld", (long long)n, (long long)bad);
+    ck_assert(out[n] == 42.0);
+    double first = n > 0 ? x[0] : 0.0;
+    pf__k_add_n_f64(x, x, n, 3.0);
+    if (n > 0) {
+      ck_assert(x[0] == first + 3.0);
+    }
+    free(x);
+    free(out);
+  }
+}
+END_TEST
+
+/* ---- rms_norm ---- */
+
+START_TEST(test_rms_norm_f32) {
+  const float eps = 1e-5f;
+  for (int k = 0; k < NUM_SHAPES; ++k) {
+    int64_t rows = SHAPES[k][0], cols = SHAPES[k][1], n = rows * cols;
+    float* x = rand_f32(n, -3, 3);
+    double* xd = widen(x, n);
+    double* ref = xmalloc((size_t)n * sizeof(double));
+    double* ref_inv = xmalloc((size_t)rows * sizeof(double));
+    ref_rms_norm(xd, ref, ref_inv, rows, cols, eps);
+    /* One spare element in front: out + 1 is misaligned, which exercises the store prologue. */
+    float* buf = xmalloc((size_t)(n + 2) * sizeof(float));
+    float* out = buf + 1;
+    buf[0] = buf[n + 1] = 42.0f;
+
+    pf__k_rms_norm_f32(x, out, rows, cols, eps);
+    double err = max_rel_err_f32(out, ref, n, 1e-30);
+    ck_assert_msg(err <= 4 * FLT_EPSILON, "rms_norm_f32 %lldx%lld: rel err %g", (long long)rows,
+                  (long long)cols, err);
+    ck_assert(buf[0] == 42.0f && buf[n + 1] == 42.0f);
+
+    float* inv = xmalloc((size_t)(rows + 1) * sizeof(float));
+    inv[rows] = 42.0f;
+    memset(out, 0, (size_t)n * sizeof(float));
+    pf__k_rms_norm_fwd_f32(x, out, inv, rows, cols, eps);
+    ck_assert(max_rel_err_f32(out, ref, n, 1e-30) <= 4 * FLT_EPSILON);
+    err = max_rel_err_f32(inv, ref_inv, rows, 0.0);
+    ck_assert_msg(err <= 2 * FLT_EPSILON, "rms_norm_fwd_f32 %lldx%lld: inv_rms rel err %g",
+                  (long long)rows, (long long)cols, err);
+    ck_assert(inv[rows] == 42.0f);
+
+    /* In place. */
+    pf__k_rms_norm_f32(x, x, rows, cols, eps);
+    ck_assert(max_rel_err_f32(x, ref, n, 1e-30) <= 4 * FLT_EPSILON);
+
+    free(x);
+    free(xd);
+    free(ref);
+    free(ref_inv);
+    free(buf);
+    free(inv);
+  }
+}
+END_TEST
+
+START_TEST(test_rms_norm_f64) {
+  const double eps = 1e-6;
+  for (int k = 0; k < NUM_SHAPES; ++k) {
+    int64_t rows = SHAPES[k][0], cols = SHAPES[k][1], n = rows * cols;
+    double* x = rand_f64(n, -3, 3);
+    double* ref = xmalloc((size_t)n * sizeof(double));
+    double* ref_inv = xmalloc((size_t)rows * sizeof(double));
+    ref_rms_norm(x, ref, ref_inv, rows, cols, eps);
+    double* buf = xmalloc((size_t)(n + 2) * sizeof(double));
+    double* out = buf + 1;
+    buf[0] = buf[n + 1] = 42.0;
+
+    pf__k_rms_norm_f64(x, out, rows, cols, eps);
+    double err = max_rel_err_f64(out, ref, n, 1e-300);
+    ck_assert_msg(err <= 4 * DBL_EPSILON, "rms_norm_f64 %lldx%lld: rel err %g", (long long)rows,
+                  (long long)cols, err);
+    ck_assert(buf[0] == 42.0 && buf[n + 1] == 42.0);
+
+    double* inv = xmalloc((size_t)(rows + 1) * sizeof(double));
+    inv[rows] = 42.0;
+    pf__k_rms_norm_fwd_f64(x, out, inv, rows, cols, eps);
+    ck_assert(max_rel_err_f64(out, ref, n, 1e-300) <= 4 * DBL_EPSILON);
+    err = max_rel_err_f64(inv, ref_inv, rows, 0.0);
+    ck_assert_msg(err <= 4 * DBL_EPSILON, "rms_norm_fwd_f64 %lldx%lld: inv_rms rel err %g",
+                  (long long)rows, (long long)cols, err);
+    ck_assert(inv[rows] == 42.0);
+
+    pf__k_rms_norm_f64(x, x, rows, cols, eps);
+    ck_assert(max_rel_err_f64(x, ref, n, 1e-300) <= 4 * DBL_EPSILON);
+
+    free(x);
+    free(ref);
+    free(ref_inv);
+    free(buf);
+    free(inv);
+  }
+}
+END_TEST
+
+/* A row of zero columns has mean square 0, so inv_rms = 1 / sqrt(eps). */
+START_TEST(test_rms_norm_fwd_zero_cols) {
+  float inv32[3] = {0, 0, 0};
+  double inv64[3] = {0, 0, 0};
+  float x32 = 1.0f;
+  double x64 = 1.0;
+  pf__k_rms_norm_fwd_f32(&x32, &x32, inv32, 3, 0, 0.25f);
+  pf__k_rms_norm_fwd_f64(&x64, &x64, inv64, 3, 0, 0.25);
+  for (int r = 0; r < 3; ++r) {
+    ck_assert(inv32[r] == 2.0f);
+    ck_assert(inv64[r] == 2.0);
+  }
+  ck_assert(x32 == 1.0f && x64 == 1.0);
+}
+END_TEST
+
+/* Rows long enough for the float lanes (33 columns), of values whose squares overflow or
+ * underflow float: the sums fall back on double products and stay exact. With eps = 0 a row of
+ * zeros gives 0 * (1 / sqrt(0)) = NaN, as the formula says; with eps > 0 it gives zeros. */
+START_TEST(test_rms_norm_extreme_rows) {
+  enum { COLS = 33 };
+  float x[4][COLS], out[4][COLS], inv[4];
+  double xd[4][COLS], ref[4][COLS], ref_inv[4];
+  for (int c = 0; c < COLS; ++c) {
+    x[0][c] = 0.0f;
+    x[1][c] = (c % 2) ? 1e30f : -1e30f;
+    x[2][c] = (float)(c + 1) * 1e-30f;
+    x[3][c] = (float)(c - 16) * 1e-44f; /* subnormal */
+    for (int r = 0; r < 4; ++r) {
+      xd[r][c] = x[r][c];
+    }
+  }
+  pf__k_rms_norm_fwd_f32(&x[0][0], &out[0][0], inv, 4, COLS, 0.0f);
+  ref_rms_norm(&xd[0][0], &ref[0][0], ref_inv, 4, COLS, 0.0);
+  for (int c = 0; c < COLS; ++c) {
+    ck_assert(isnan(out[0][c]));
+  }
+  ck_assert(isinf(inv[0]));
+  double err = max_rel_err_f32(&out[1][0], &ref[1][0], 3 * COLS, 1e-300);
+  ck_assert_msg(err <= 4 * FLT_EPSILON, "extreme rows: rel err %g", err);
+  ck_assert(max_rel_err_f32(&inv[1], &ref_inv[1], 2, 0.0) <= 2 * FLT_EPSILON);
+
+  pf__k_rms_norm_f32(&x[0][0], &out[0][0], 1, COLS, 1e-5f);
+  for (int c = 0; c < COLS; ++c) {
+    ck_assert(out[0][c] == 0.0f);
+  }
+}
+END_TEST
+
+/* ---- rms_norm_bwd ---- */
+
+/* Reference vector-Jacobian product in double, from the closed form, and for each element
+ * the scale its rounding errors are relative to: the two terms, which may cancel, and the
+ * second term with the mean taken over |ct * x| (the error bound of any dot product). */
+static void ref_rms_norm_bwd(const double* x, const double* inv_rms, const double* ct, double* dx,
+                             double* scale, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* xr = x + r * cols;
+    const double* cr = ct + r * cols;
+    double a = inv_rms[r];
+    double b = a * a * a * ref_dot(cr, xr, cols) / (double)cols;
+    double abs_dot = 0.0;
+    for (int64_t c = 0; c < cols; ++c) {
+      abs_dot += fabs(cr[c] * xr[c]);
+    }
+    double b_abs = a * a * a * abs_dot / (double)cols;
+    for (int64_t c = 0; c < cols; ++c) {
+      dx[r * cols + c] = a * cr[c] - b * xr[c];
+      scale[r * cols + c] = fabs(a * cr[c]) + fabs(b * xr[c]) + b_abs * fabs(xr[c]);
+    }
+  }
+}
+
+/* sum ct * rms_norm(x) for one row, the scalar whose gradient rms_norm_bwd returns. */
+static double loss_row(const double* x, const double* ct, int64_t cols, double eps) {
+  double inv = 1.0 / sqrt(ref_dot(x, x, cols) / (double)cols + eps);
+  return ref_dot(ct, x, cols) * inv;
+}
+
+/* Largest |got - ref| / (scale + floor) where scale bounds the terms of the closed form. */
+static double bwd_err_f32(const float* got, const double* ref, const double* scale, int64_t n) {
+  double worst = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    double err = fabs((double)got[i] - ref[i]) / (scale[i] + 1e-30);
+    if (isnan(err)) {
+      return err;
+    }
+    worst = fmax(worst, err);
+  }
+  return worst;
+}
+
+static double bwd_err_f64(const double* got, const double* ref, const double* scale, int64_t n) {
+  double worst = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    double err = fabs(got[i] - ref[i]) / (scale[i] + 1e-300);
+    if (isnan(err)) {
+      return err;
+    }
+    worst = fmax(worst, err);
+  }
+  return worst;
+}
+
+START_TEST(test_rms_norm_bwd_f32) {
+  const float eps = 1e-5f;
+  for (int k = 0; k < NUM_SHAPES; ++k) {
+    int64_t rows = SHAPES[k][0], cols = SHAPES[k][1], n = rows * cols;
+    float* x = rand_f32(n, -2, 2);
+    float* ct = rand_f32(n, -1, 1);
+    float* y = xmalloc((size_t)n * sizeof(float));
+    float* inv = xmalloc((size_t)rows * sizeof(float));
+    float* dx = xmalloc((size_t)(n + 1) * sizeof(float));
+    dx[n] = 42.0f;
+    pf__k_rms_norm_fwd_f32(x, y, inv, rows, cols, eps);
+    pf__k_rms_norm_bwd_f32(x, inv, ct, dx, rows, cols);
+    ck_assert(dx[n] == 42.0f);
+
+    double* xd = widen(x, n);
+    double* cd = widen(ct, n);
+    double* invd = widen(inv, rows);
+    double* ref = xmalloc((size_t)n * sizeof(double));
+    double* scale = xmalloc((size_t)n * sizeof(double));
+    ref_rms_norm_bwd(xd, invd, cd, ref, scale, rows, cols);
+    double err = bwd_err_f32(dx, ref, scale, n);
+    ck_assert_msg(err <= 2 * FLT_EPSILON, "rms_norm_bwd_f32 %lldx%lld: err %g", (long long)rows,
+                  (long long)cols, err);
+
+    /* dx may be x itself, or the cotangent. */
+    float* x_copy = xmalloc((size_t)n * sizeof(float));
+    memcpy(x_copy, x, (size_t)n * sizeof(float));
+    pf__k_rms_norm_bwd_f32(x_copy, inv, ct, x_copy, rows, cols);
+    ck_assert(bwd_err_f32(x_copy, ref, scale, n) <= 2 * FLT_EPSILON);
+    pf__k_rms_norm_bwd_f32(x, inv, ct, ct, rows, cols);
+    ck_assert(bwd_err_f32(ct, ref, scale, n) <= 2 * FLT_EPSILON);
+    free(x_copy);
+
+    free(x);
+    free(ct);
+    free(y);
+    free(inv);
+    free(dx);
+    free(xd);
+    free(cd);
+    free(invd);
+    free(ref);
+    free(scale);
+  }
+}
+END_TEST
+
+START_TEST(test_rms_norm_bwd_f64) {
+  const double eps = 1e-6;
+  for (int k = 0; k < NUM_SHAPES; ++k) {
+    int64_t rows = SHAPES[k][0], cols = SHAPES[k][1], n = rows * cols;
+    double* x = rand_f64(n, -2, 2);
+    double* ct = rand_f64(n, -1, 1);
+    double* y = xmalloc((size_t)n * sizeof(double));
+    double* inv = xmalloc((size_t)rows * sizeof(double));
+    double* dx = xmalloc((size_t)(n + 1) * sizeof(double));
+    dx[n] = 42.0;
+    pf__k_rms_norm_fwd_f64(x, y, inv, rows, cols, eps);
+    pf__k_rms_norm_bwd_f64(x, inv, ct, dx, rows, cols);
+    ck_assert(dx[n] == 42.0);
+
+    double* ref = xmalloc((size_t)n * sizeof(double));
+    double* scale = xmalloc((size_t)n * sizeof(double));
+    ref_rms_norm_bwd(x, inv, ct, ref, scale, rows, cols);
+    double err = bwd_err_f64(dx, ref, scale, n);
+    ck_assert_msg(err <= 4 * DBL_EPSILON, "rms_norm_bwd_f64 %lldx%lld: err %g", (long long)rows,
+                  (long long)cols, err);
+
+    /* dx may be x itself. */
+    pf__k_rms_norm_bwd_f64(x, inv, ct, x, rows, cols);
+    ck_assert(bwd_err_f64(x, ref, scale, n) <= 4 * DBL_EPSILON);
+
+    free(x);
+    free(ct);
+    free(y);
+    free(inv);
+    free(dx);
+    free(ref);
+    free(scale);
+  }
+}
+END_TEST
+
+/* The closed form is checked above; here the kernel is checked against the definition, the
+ * gradient of sum(ct * rms_norm(x)), by central differences. */
+START_TEST(test_rms_norm_bwd_finite_differences) {
+  static const int64_t shapes[][2] = {{1, 1}, {1, 5}, {3, 7}, {2, 64}};
+  const double eps = 1e-3; /* large enough to matter in the gradient */
+  for (int k = 0; k < 4; ++k) {
+    int64_t rows = shapes[k][0], cols = shapes[k][1], n = rows * cols;
+    double* x = rand_f64(n, -2, 2);
+    double* ct = rand_f64(n, -1, 1);
+    double* y = xmalloc((size_t)n * sizeof(double));
+    double* inv = xmalloc((size_t)rows * sizeof(double));
+    double* dx = xmalloc((size_t)n * sizeof(double));
+    float* x32 = xmalloc((size_t)n * sizeof(float));
+    float* ct32 = xmalloc((size_t)n * sizeof(float));
+    float* y32 = xmalloc((size_t)n * sizeof(float));
+    float* inv32 = xmalloc((size_t)rows * sizeof(float));
+    float* dx32 = xmalloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; ++i) {
+      x32[i] = (float)x[i];
+      ct32[i] = (float)ct[i];
+      x[i] = x32[i]; /* both precisions see the same point */
+      ct[i] = ct32[i];
+    }
+    pf__k_rms_norm_fwd_f64(x, y, inv, rows, cols, eps);
+    pf__k_rms_norm_bwd_f64(x, inv, ct, dx, rows, cols);
+    pf__k_rms_norm_fwd_f32(x32, y32, inv32, rows, cols, (float)eps);
+    pf__k_rms_norm_bwd_f32(x32, inv32, ct32, dx32, rows, cols);
+
+    for (int64_t r = 0; r < rows; ++r) {
+      double* xr = x + r * cols;
+      double* cr = ct + r * cols;
+      for (int64_t c = 0; c < cols; ++c) {
+        double saved = xr[c];
+        double h = 1e-5 * fmax(1.0, fabs(saved));
+        xr[c] = saved + h;
+        double up = loss_row(xr, cr, cols, eps);
+        xr[c] = saved - h;
+        double down = loss_row(xr, cr, cols, eps);
+        xr[c] = saved;
+        double fd = (up - down) / (2 * h);
+        double got = dx[r * cols + c];
+        double got32 = dx32[r * cols + c];
+        ck_assert_msg(fabs(got - fd) <= 1e-8 * (1 + fabs(fd)),
+                      "f64 %lldx%lld [%lld][%lld]: bwd %.17g, finite difference %.17g",
+                      (long long)rows, (long long)cols, (long long)r, (long long)c, got, fd);
+        ck_assert_msg(fabs(got32 - fd) <= 1e-5 * (1 + fabs(fd)),
+                      "f32 %lldx%lld [%lld][%lld]: bwd %.9g, finite difference %.17g",
+                      (long long)rows, (long long)cols, (long long)r, (long long)c, got32, fd);
+      }
+    }
+    free(x);
+    free(ct);
+    free(y);
+    free(inv);
+    free(dx);
+    free(x32);
+    free(ct32);
+    free(y32);
+    free(inv32);
+    free(dx32);
+  }
+}
+END_TEST
+
+/* ---- kepler ---- */
+
+static const double ECCS[] = {0.0, 1e-9, 0.01, 0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99};
+#define NUM_ECCS ((int)(sizeof(ECCS) / sizeof(ECCS[0])))
+#define NUM_M    2001 /* M on a grid over [-10, 10] */
+#define TWO_PI   6.283185307179586476925286766559
+
+/* (E - e sin E) - M reduced into [-pi, pi]: how far (sin E, cos E) misses Kepler's equation. */
+static double kepler_residual(double m, double e, double s, double c) {
+  double big_e = atan2(s, c);
+  double d = (big_e - e * s) - m;
+  return fabs(remainder(d, TWO_PI));
+}
+
+/* Checks one precision over the grid: sin^2 + cos^2 = 1 and the equation hold to tol_unit and
+ * tol_eq * (1 + |M|) (M itself carries an ulp of that size). */
+static void check_kepler_grid(int f32, double tol_unit, double tol_eq) {
+  int64_t n = (int64_t)NUM_ECCS * NUM_M;
+  double* m = xmalloc((size_t)n * sizeof(double));
+  double* e = xmalloc((size_t)n * sizeof(double));
+  for (int k = 0; k < NUM_ECCS; ++k) {
+    for (int j = 0; j < NUM_M; ++j) {
+      m[k * NUM_M + j] = -10.0 + 20.0 * j / (NUM_M - 1);
+      e[k * NUM_M + j] = ECCS[k];
+    }
+  }
+  double* s = xmalloc((size_t)n * sizeof(double));
+  double* c = xmalloc((size_t)n * sizeof(double));
+  if (f32) {
+    float* m32 = xmalloc((size_t)n * sizeof(float));
+    float* e32 = xmalloc((size_t)n * sizeof(float));
+    float* s32 = xmalloc((size_t)n * sizeof(float));
+    float* c32 = xmalloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; ++i) {
+      m32[i] = (float)m[i];
+      e32[i] = (float)e[i];
+      m[i] = m32[i];
+      e[i] = e32[i];
+    }
+    pf__k_kepler_f32(m32, e32, s32, c32, n);
+    for (int64_t i = 0; i < n; ++i) {
+      s[i] = s32[i];
+      c[i] = c32[i];
+    }
+    free(m32);
+    free(e32);
+    free(s32);
+    free(c32);
+  } else {
+    pf__k_kepler_f64(m, e, s, c, n);
+  }
+  /* The worst case of each check, so that one failure message names it. */
+  int64_t worst_unit = 0, worst_eq = 0;
+  double unit_err = 0.0, eq_err = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    double unit = fabs(s[i] * s[i] + c[i] * c[i] - 1.0) / tol_unit;
+    double eq = kepler_residual(m[i], e[i], s[i], c[i]) / (tol_eq * (1 + fabs(m[i])));
+    if (!(unit <= unit_err) && !isnan(unit_err)) { /* a NaN, once seen, stays */
+      unit_err = unit;
+      worst_unit = i;
+    }
+    if (!(eq <= eq_err) && !isnan(eq_err)) {
+      eq_err = eq;
+      worst_eq = i;
+    }
+  }
+  ck_assert_msg(unit_err <= 1.0, "M=%.17g e=%.17g: sin^2+cos^2-1 is %g tolerances", m[worst_unit],
+                e[worst_unit], unit_err);
+  ck_assert_msg(eq_err <= 1.0, "M=%.17g e=%.17g: residual of Kepler's equation is %g tolerances",
+                m[worst_eq], e[worst_eq], eq_err);
+  free(m);
+  free(e);
+  free(s);
+  free(c);
+}
+
+START_TEST(test_kepler_grid_f64) {
+  check_kepler_grid(0, 2 * DBL_EPSILON, 4 * DBL_EPSILON);
+}
+END_TEST
+
+START_TEST(test_kepler_grid_f32) {
+  check_kepler_grid(1, 2 * FLT_EPSILON, 2 * FLT_EPSILON);
+}
+END_TEST
+
+/* asin(s) - s for |s| <= 0.5, by its series s^3/6 + 3 s^5/40 + ..., without cancellation. */
+static double asin_minus_x(double s) {
+  double s2 = s * s;
+  double term = s;
+  double sum = 0.0;
+  for (int k = 1; k < 40; ++k) {
+    term *= s2 * (2.0 * k - 1) * (2.0 * k - 1) / ((2.0 * k) * (2.0 * k + 1));
+    sum += term;
+  }
+  return sum;
+}
+
+/* Near e -> 1, M -> 0 the equation is nearly degenerate (f' = 1 - e cos E -> 1 - e), where a
+ * careless solver loses most digits. With E recovered from s = sin E,
+ *   E - e sin E = (1 - e) s + (asin(s) - s)
+ * is free of cancellation, so the relative residual measures the relative error of E. */
+START_TEST(test_kepler_near_parabolic) {
+  static const double eccs[] = {0.5, 0.9, 0.99, 0.999, 0.999999};
+  for (int k = 0; k < 5; ++k) {
+    for (int p = -300; p <= -40; ++p) {
+      double m = pow(10.0, p / 20.0) * ((p & 1) ? -1.0 : 1.0); /* |M| from 1e-15 to 1e-2 */
+      double e = eccs[k];
+      double s, c;
+      pf__k_kepler_f64(&m, &e, &s, &c, 1);
+      double rel = fabs(((1 - e) * s + asin_minus_x(s)) - m) / fabs(m);
+      int ok = fabs(s) <= 0.5 && c > 0 && rel <= 6 * DBL_EPSILON;
+
+      float m32 = (float)m, e32 = (float)e, s32, c32;
+      pf__k_kepler_f32(&m32, &e32, &s32, &c32, 1);
+      double md = m32, ed = e32;
+      double rel32 = fabs(((1 - ed) * s32 + asin_minus_x(s32)) - md) / fabs(md);
+      ok = ok && fabs(s32) <= 0.5f && rel32 <= 2 * FLT_EPSILON;
+      if (!ok) {
+        ck_abort_msg("M=%.17g e=%.17g: f64 sin E %.17g (relative residual %g), f32 sin E %.9g "
+                     "(relative residual %g)",
+                     m, e, s, rel, s32, rel32);
+      }
+    }
+  }
+}
+END_TEST
+
+/* Large |M| must be reduced with 2 pi itself, not its double rounding: the C library's sin and
+ * cos reduce exactly, so atan2(sin M, cos M) is an independent reference for M mod 2 pi. */
+START_TEST(test_kepler_large_mean_anomaly) {
+  /* The last three lie within 1e-16 of a multiple of 2 pi (found from the continued fraction
+   * of 2 pi / ulp): their reduced M, and so sin E, is tiny and has to be right relatively,
+   * which takes 2 pi to well over 100 bits. */
+  static const double ms[] = {7.0,
+                              -7.0,
+                              100.0,
+                              -1234.5678,
+                              1e5,
+                              -3e6,
+                              1e8,
+                              2.1e9,
+                              -2.2e9,
+                              1e12,
+                              -5e15,
+                              1e20,
+                              1e300,
+                              6.283185307179586,
+                              -12.566370614359172,
+                              6283185.307179586,
+                              57844706.68111352,
+                              -231378826.72445408,
+                              925515306.8978163};
+  static const double eccs[] = {0.0, 0.2, 0.5};
+  for (int i = 0; i < (int)(sizeof(ms) / sizeof(ms[0])); ++i) {
+    for (int k = 0; k < 3; ++k) {
+      double m = ms[i], e = eccs[k];
+      double r = atan2(sin(m), cos(m));
+      double s, c, sr, cr;
+      pf__k_kepler_f64(&m, &e, &s, &c, 1);
+      pf__k_kepler_f64(&r, &e, &sr, &cr, 1);
+      /* dE/dM <= 1 / (1 - e) = 2; atan2 and sin/cos carry an ulp or two each. */
+      double tol = 8 * DBL_EPSILON;
+      double scale = fabs(r) < 1e-3 ? fabs(sr) : 1.0; /* relative where sin E is small */
+      ck_assert_msg(fabs(s - sr) <= tol * scale && fabs(c - cr) <= tol,
+                    "M=%.17g e=%g: (%.17g, %.17g) vs reduced (%.17g, %.17g)", m, e, s, c, sr, cr);
+    }
+  }
+}
+END_TEST
+
+START_TEST(test_kepler_special_values) {
+  double m[] = {0.0, -0.0, 1.0, -2.5, 3.141592653589793, -3.141592653589793, 1e-310,
+                0.5, 0.5,  0.5, 0.5,  INFINITY,          -INFINITY,          NAN};
+  double e[] = {0.5, 0.5, 0.0, 0.0, 0.9, 0.9, 0.5, 1.0, -0.1, NAN, 1.5, 0.5, 0.5, 0.5};
+  enum { N = sizeof(m) / sizeof(m[0]) };
+  double s[N], c[N];
+  pf__k_kepler_f64(m, e, s, c, N);
+  ck_assert(s[0] == 0.0 && !signbit(s[0]) && c[0] == 1.0);
+  ck_assert(s[1] == 0.0 && signbit(s[1]) && c[1] == 1.0);
+  ck_assert(s[2] == sin(1.0) && c[2] == cos(1.0)); /* e = 0: E = M exactly */
+  ck_assert(s[3] == sin(-2.5) && c[3] == cos(-2.5));
+  /* M = +-pi: E = pi (nearest double) */
+  ck_assert(fabs(s[4]) <= 4 * DBL_EPSILON && c[4] == -1.0);
+  ck_assert(fabs(s[5]) <= 4 * DBL_EPSILON && c[5] == -1.0);
+  ck_assert_msg(fabs(s[6] - 2e-310) <= 1e-323, "subnormal M: %g", s[6]); /* E = M / (1 - e) */
+  ck_assert(c[6] == 1.0);
+  for (int i = 7; i < N; ++i) {
+    ck_assert_msg(isnan(s[i]) && isnan(c[i]), "case %d: (%g, %g) should be NaN", i, s[i], c[i]);
+  }
+
+  float m32[] = {0.0f, 1.0f, 0.5f, 0.5f, INFINITY, NAN};
+  float e32[] = {0.25f, 0.0f, 1.0f, -1.0f, 0.5f, 0.5f};
+  float s32[6], c32[6];
+  pf__k_kepler_f32(m32, e32, s32, c32, 6);
+  ck_assert(s32[0] == 0.0f && c32[0] == 1.0f);
+  ck_assert(s32[1] == (float)sin(1.0) && c32[1] == (float)cos(1.0));
+  for (int i = 2; i < 6; ++i) {
+    ck_assert(isnan(s32[i]) && isnan(c32[i]));
+  }
+  pf__k_kepler_f32(m32, e32, s32, c32, 0); /* empty: touches nothing */
+}
+END_TEST
+
+/* ---- vector_add ---- */
+
+/* Shapes (count, nb): no b, broadcast scalar, whole vector, partial last repetition, empty. */
+static const int64_t VADD[][2] = {{5, 0},  {0, 1},    {1, 1},     {10, 1}, {10, 10},
+                                  {10, 3}, {1000, 7}, {4097, 64}, {5, 8},  {0, 0}};
+#define NUM_VADD ((int)(sizeof(VADD) / sizeof(VADD[0])))
+
+START_TEST(test_vector_add_f32) {
+  for (int k = 0; k < NUM_VADD; ++k) {
+    int64_t n = VADD[k][0], nb = VADD[k][1];
+    float* b = rand_f32(nb, -5, 5);
+    float* c = rand_f32(n, -5, 5);
+    float* a = xmalloc((size_t)(n + 1) * sizeof(float));
+    for (int64_t i = 0; i <= n; ++i) {
+      a[i] = 42.0f; /* nb <= 0 writes nothing; nothing past count is ever written */
+    }
+    pf__k_vector_add_f32(b, nb, c, a, n);
+    int64_t bad = -1;
+    for (int64_t i = 0; i < n && bad < 0; ++i) {
+      bad = (a[i] == (nb > 0 ? b[i % nb] + c[i] : 42.0f)) ? -1 : i;
+    }
+    ck_assert_msg(bad < 0, "count %lld nb %lld: wrong at index %lld", (long long)n, (long long)nb,
+                  (long long)bad);
+    ck_assert(a[n] == 42.0f);
+    if (nb > 0) {
+      pf__k_vector_add_f32(b, nb, c, c, n); /* a may equal c */
+      ck_assert(n == 0 || memcmp(a, c, (size_t)n * sizeof(float)) == 0);
+    }
+    free(b);
+    free(c);
+    free(a);
+  }
+}
+END_TEST
+
+START_TEST(test_vector_add_f64) {
+  for (int k = 0; k < NUM_VADD; ++k) {
+    int64_t n = VADD[k][0], nb = VADD[k][1];
+    double* b = rand_f64(nb, -5, 5);
+    double* c = rand_f64(n, -5, 5);
+    double* a = xmalloc((size_t)(n + 1) * sizeof(double));
+    for (int64_t i = 0; i <= n; ++i) {
+      a[i] = 42.0; /* nb <= 0 writes nothing; nothing past count is ever written */
+    }
+    pf__k_vector_add_f64(b, nb, c, a, n);
+    int64_t bad = -1;
+    for (int64_t i = 0; i < n && bad < 0; ++i) {
+      bad = (a[i] == (nb > 0 ? b[i % nb] + c[i] : 42.0)) ? -1 : i;
+    }
+    ck_assert_msg(bad < 0, "count %lld nb %lld: wrong at index %lld", (long long)n, (long long)nb,
+                  (long long)bad);
+    ck_assert(a[n] == 42.0);
+    if (nb > 0) {
+      pf__k_vector_add_f64(b, nb, c, c, n); /* a may equal c */
+      ck_assert(n == 0 || memcmp(a, c, (size_t)n * sizeof(double)) == 0);
+    }
+    free(b);
+    free(c);
+    free(a);
+  }
+}
+END_TEST
+
+/* ---- suite ---- */
+
+static void add_case(Suite* s, const char* name, const TTest* const* tests, int n) {
+  TCase* tc = tcase_create(name);
+  tcase_set_timeout(tc, TEST_TIMEOUT);
+  for (int i = 0; i < n; ++i) {
+    tcase_add_test(tc, tests[i]);
+  }
+  suite_add_tcase(s, tc);
+}
+
+static Suite* kernels_math_suite(void) {
+  Suite* s = suite_create("kernels_math");
+  const TTest* add_n[] = {test_add_n_f32, test_add_n_f64};
+  const TTest* rms[] = {test_rms_norm_f32, test_rms_norm_f64, test_rms_norm_fwd_zero_cols,
+                        test_rms_norm_extreme_rows};
+  const TTest* bwd[] = {test_rms_norm_bwd_f32, test_rms_norm_bwd_f64,
+                        test_rms_norm_bwd_finite_differences};
+  const TTest* kepler[] = {test_kepler_grid_f64, test_kepler_grid_f32, test_kepler_near_parabolic,
+                           test_kepler_large_mean_anomaly, test_kepler_special_values};
+  const TTest* vadd[] = {test_vector_add_f32, test_vector_add_f64};
+  add_case(s, "add_n", add_n, 2);
+  add_case(s, "rms_norm", rms, 4);
+  add_case(s, "rms_norm_bwd", bwd, 3);
+  add_case(s, "kepler", kepler, 5);
+  add_case(s, "vector_add", vadd, 2);
+  return s;
+}
+
+int main(void) {
+  SRunner* sr = srunner_create(kernels_math_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
