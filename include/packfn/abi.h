@@ -220,61 +220,66 @@ enum {
 };
 
 /* ---- the binary contract, pinned ---- */
-_Static_assert(sizeof(pf_any_t) == 16, "Any is 16 bytes");
-_Static_assert(offsetof(pf_any_t, type_index) == 0, "Any.type_index at 0");
-_Static_assert(offsetof(pf_any_t, zero_padding) == 4, "Any.zero_padding at 4");
-_Static_assert(offsetof(pf_any_t, small_str_len) == 4, "Any.small_str_len at 4");
-_Static_assert(offsetof(pf_any_t, v_int64) == 8, "Any payload at 8");
-_Static_assert(offsetof(pf_any_t, v_float64) == 8, "Any payload at 8");
-_Static_assert(offsetof(pf_any_t, v_ptr) == 8, "Any payload at 8");
-_Static_assert(offsetof(pf_any_t, v_obj) == 8, "Any payload at 8");
-_Static_assert(offsetof(pf_any_t, v_dtype) == 8, "Any payload at 8");
-_Static_assert(offsetof(pf_any_t, v_device) == 8, "Any payload at 8");
-_Static_assert(offsetof(pf_any_t, v_bytes) == 8, "Any payload at 8");
-_Static_assert(sizeof(DLDataType) == 4, "DLDataType is 4 bytes");
-_Static_assert(sizeof(DLDevice) == 8, "DLDevice is 8 bytes");
-_Static_assert(sizeof(pf_object_t) == 24, "object header is 24 bytes");
-_Static_assert(offsetof(pf_object_t, combined_ref_count) == 0, "ref count at 0");
-_Static_assert(offsetof(pf_object_t, type_index) == 8, "type index at 8");
-_Static_assert(offsetof(pf_object_t, padding) == 12, "padding at 12");
-_Static_assert(offsetof(pf_object_t, deleter) == 16, "deleter at 16");
-_Static_assert(sizeof(pf_byte_array_t) == 16, "byte array is 16 bytes");
-_Static_assert(sizeof(pf_function_cell_t) == 16, "function cell is 16 bytes");
-_Static_assert(sizeof(pf_error_cell_t) == 72, "error cell is 72 bytes");
-_Static_assert(offsetof(pf_error_cell_t, message) == 16, "error message at 16");
-_Static_assert(offsetof(pf_error_cell_t, backtrace) == 32, "error backtrace at 32");
-_Static_assert(offsetof(pf_error_cell_t, update_backtrace) == 48, "update_backtrace at 48");
-_Static_assert(offsetof(pf_error_cell_t, cause_chain) == 56, "cause_chain at 56");
-_Static_assert(offsetof(pf_error_cell_t, extra_context) == 64, "extra_context at 64");
-_Static_assert(sizeof(pf_shape_cell_t) == 16, "shape cell is 16 bytes");
-_Static_assert(sizeof(pf_seq_cell_t) == 32, "sequence cell is 32 bytes");
-_Static_assert(offsetof(pf_seq_cell_t, capacity) == 16, "sequence capacity at 16");
-_Static_assert(offsetof(pf_seq_cell_t, data_deleter) == 24, "sequence deleter at 24");
-_Static_assert(offsetof(pf_dl_managed_tensor_versioned_t, manager_ctx) == 8, "versioned ctx");
-_Static_assert(offsetof(pf_dl_managed_tensor_versioned_t, deleter) == 16, "versioned deleter");
-_Static_assert(offsetof(pf_dl_managed_tensor_versioned_t, flags) == 24, "versioned flags");
-_Static_assert(offsetof(pf_dl_managed_tensor_versioned_t, dl_tensor) == 32, "versioned tensor");
-_Static_assert(offsetof(DLManagedTensor, dl_tensor) == 0, "legacy tensor at 0");
-_Static_assert(offsetof(DLTensor, ndim) == 16 && offsetof(DLTensor, shape) == 24,
+#if defined(__cplusplus)
+#define PF__STATIC_ASSERT static_assert
+#else
+#define PF__STATIC_ASSERT _Static_assert
+#endif
+PF__STATIC_ASSERT(sizeof(pf_any_t) == 16, "Any is 16 bytes");
+PF__STATIC_ASSERT(offsetof(pf_any_t, type_index) == 0, "Any.type_index at 0");
+PF__STATIC_ASSERT(offsetof(pf_any_t, zero_padding) == 4, "Any.zero_padding at 4");
+PF__STATIC_ASSERT(offsetof(pf_any_t, small_str_len) == 4, "Any.small_str_len at 4");
+PF__STATIC_ASSERT(offsetof(pf_any_t, v_int64) == 8, "Any payload at 8");
+PF__STATIC_ASSERT(offsetof(pf_any_t, v_float64) == 8, "Any payload at 8");
+PF__STATIC_ASSERT(offsetof(pf_any_t, v_ptr) == 8, "Any payload at 8");
+PF__STATIC_ASSERT(offsetof(pf_any_t, v_obj) == 8, "Any payload at 8");
+PF__STATIC_ASSERT(offsetof(pf_any_t, v_dtype) == 8, "Any payload at 8");
+PF__STATIC_ASSERT(offsetof(pf_any_t, v_device) == 8, "Any payload at 8");
+PF__STATIC_ASSERT(offsetof(pf_any_t, v_bytes) == 8, "Any payload at 8");
+PF__STATIC_ASSERT(sizeof(DLDataType) == 4, "DLDataType is 4 bytes");
+PF__STATIC_ASSERT(sizeof(DLDevice) == 8, "DLDevice is 8 bytes");
+PF__STATIC_ASSERT(sizeof(pf_object_t) == 24, "object header is 24 bytes");
+PF__STATIC_ASSERT(offsetof(pf_object_t, combined_ref_count) == 0, "ref count at 0");
+PF__STATIC_ASSERT(offsetof(pf_object_t, type_index) == 8, "type index at 8");
+PF__STATIC_ASSERT(offsetof(pf_object_t, padding) == 12, "padding at 12");
+PF__STATIC_ASSERT(offsetof(pf_object_t, deleter) == 16, "deleter at 16");
+PF__STATIC_ASSERT(sizeof(pf_byte_array_t) == 16, "byte array is 16 bytes");
+PF__STATIC_ASSERT(sizeof(pf_function_cell_t) == 16, "function cell is 16 bytes");
+PF__STATIC_ASSERT(sizeof(pf_error_cell_t) == 72, "error cell is 72 bytes");
+PF__STATIC_ASSERT(offsetof(pf_error_cell_t, message) == 16, "error message at 16");
+PF__STATIC_ASSERT(offsetof(pf_error_cell_t, backtrace) == 32, "error backtrace at 32");
+PF__STATIC_ASSERT(offsetof(pf_error_cell_t, update_backtrace) == 48, "update_backtrace at 48");
+PF__STATIC_ASSERT(offsetof(pf_error_cell_t, cause_chain) == 56, "cause_chain at 56");
+PF__STATIC_ASSERT(offsetof(pf_error_cell_t, extra_context) == 64, "extra_context at 64");
+PF__STATIC_ASSERT(sizeof(pf_shape_cell_t) == 16, "shape cell is 16 bytes");
+PF__STATIC_ASSERT(sizeof(pf_seq_cell_t) == 32, "sequence cell is 32 bytes");
+PF__STATIC_ASSERT(offsetof(pf_seq_cell_t, capacity) == 16, "sequence capacity at 16");
+PF__STATIC_ASSERT(offsetof(pf_seq_cell_t, data_deleter) == 24, "sequence deleter at 24");
+PF__STATIC_ASSERT(offsetof(pf_dl_managed_tensor_versioned_t, manager_ctx) == 8, "versioned ctx");
+PF__STATIC_ASSERT(offsetof(pf_dl_managed_tensor_versioned_t, deleter) == 16, "versioned deleter");
+PF__STATIC_ASSERT(offsetof(pf_dl_managed_tensor_versioned_t, flags) == 24, "versioned flags");
+PF__STATIC_ASSERT(offsetof(pf_dl_managed_tensor_versioned_t, dl_tensor) == 32, "versioned tensor");
+PF__STATIC_ASSERT(offsetof(DLManagedTensor, dl_tensor) == 0, "legacy tensor at 0");
+PF__STATIC_ASSERT(offsetof(DLTensor, ndim) == 16 && offsetof(DLTensor, shape) == 24,
                "DLTensor layout");
-_Static_assert(sizeof(DLTensor) == 48, "DLTensor is 48 bytes");
-_Static_assert(PF_TYPE_NONE == 0 && PF_TYPE_INT == 1 && PF_TYPE_BOOL == 2 && PF_TYPE_FLOAT == 3,
+PF__STATIC_ASSERT(sizeof(DLTensor) == 48, "DLTensor is 48 bytes");
+PF__STATIC_ASSERT(PF_TYPE_NONE == 0 && PF_TYPE_INT == 1 && PF_TYPE_BOOL == 2 && PF_TYPE_FLOAT == 3,
                "POD type indices");
-_Static_assert(PF_TYPE_OPAQUE_PTR == 4 && PF_TYPE_DTYPE == 5 && PF_TYPE_DEVICE == 6 &&
+PF__STATIC_ASSERT(PF_TYPE_OPAQUE_PTR == 4 && PF_TYPE_DTYPE == 5 && PF_TYPE_DEVICE == 6 &&
                    PF_TYPE_DLTENSOR_PTR == 7 && PF_TYPE_RAW_STR == 8,
                "POD type indices");
-_Static_assert(PF_TYPE_BYTE_ARRAY_PTR == 9 && PF_TYPE_OBJECT_RVALUE_REF == 10 &&
+PF__STATIC_ASSERT(PF_TYPE_BYTE_ARRAY_PTR == 9 && PF_TYPE_OBJECT_RVALUE_REF == 10 &&
                    PF_TYPE_SMALL_STR == 11 && PF_TYPE_SMALL_BYTES == 12,
                "POD type indices");
-_Static_assert(PF_TYPE_OBJECT == 64 && PF_TYPE_STR == 65 && PF_TYPE_BYTES == 66 &&
+PF__STATIC_ASSERT(PF_TYPE_OBJECT == 64 && PF_TYPE_STR == 65 && PF_TYPE_BYTES == 66 &&
                    PF_TYPE_ERROR == 67 && PF_TYPE_FUNCTION == 68 && PF_TYPE_SHAPE == 69,
                "object type indices");
-_Static_assert(PF_TYPE_TENSOR == 70 && PF_TYPE_ARRAY == 71 && PF_TYPE_MAP == 72 &&
+PF__STATIC_ASSERT(PF_TYPE_TENSOR == 70 && PF_TYPE_ARRAY == 71 && PF_TYPE_MAP == 72 &&
                    PF_TYPE_MODULE == 73 && PF_TYPE_OPAQUE_HOST_OBJECT == 74 && PF_TYPE_LIST == 75 &&
                    PF_TYPE_DICT == 76 && PF_TYPE_DYN_BEGIN == 128,
                "object type indices");
-_Static_assert(PF_DL_BOOL == 6 && PF_DL_FLOAT4_E2M1FN == 17, "DLPack type codes");
-_Static_assert(PF_DEV_CUDA_MANAGED == 13 && PF_DEV_TRN == 18, "DLPack device types");
+PF__STATIC_ASSERT(PF_DL_BOOL == 6 && PF_DL_FLOAT4_E2M1FN == 17, "DLPack type codes");
+PF__STATIC_ASSERT(PF_DEV_CUDA_MANAGED == 13 && PF_DEV_TRN == 18, "DLPack device types");
 
 #ifdef __cplusplus
 }

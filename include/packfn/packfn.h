@@ -8,5 +8,7 @@
 #include "packfn/any.h"
 #include "packfn/error.h"
 #include "packfn/function.h"
+#include "packfn/tensor.h"
+#include "packfn/cuda.h" /* declarations only: link libpackfn_cuda to use them */
 
 #endif /* PACKFN_PACKFN_H_ */

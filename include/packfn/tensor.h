@@ -1,0 +1,370 @@
+/* packfn tensors: data types and devices (parse, print, compare), tensor objects (type 70) over
+ * per-device allocators, views, DLPack exchange, argument checks for kernels, current streams. */
+#ifndef PACKFN_TENSOR_H_
+#define PACKFN_TENSOR_H_
+
+#include "packfn/any.h"
+#include "packfn/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ======================================================================================
+ * Data types
+ * ====================================================================================== */
+
+/* Data types as expressions (compound literals; usable in function scope, not as constant
+ * initialisers of static data). Bool is DLPack's {6, 8, 1}: one byte per element. */
+#define PF_DTYPE_BOOL       ((DLDataType){PF_DL_BOOL, 8, 1})
+#define PF_DTYPE_INT8       ((DLDataType){PF_DL_INT, 8, 1})
+#define PF_DTYPE_INT16      ((DLDataType){PF_DL_INT, 16, 1})
+#define PF_DTYPE_INT32      ((DLDataType){PF_DL_INT, 32, 1})
+#define PF_DTYPE_INT64      ((DLDataType){PF_DL_INT, 64, 1})
+#define PF_DTYPE_UINT8      ((DLDataType){PF_DL_UINT, 8, 1})
+#define PF_DTYPE_UINT16     ((DLDataType){PF_DL_UINT, 16, 1})
+#define PF_DTYPE_UINT32     ((DLDataType){PF_DL_UINT, 32, 1})
+#define PF_DTYPE_UINT64     ((DLDataType){PF_DL_UINT, 64, 1})
+#define PF_DTYPE_FLOAT16    ((DLDataType){PF_DL_FLOAT, 16, 1})
+#define PF_DTYPE_FLOAT32    ((DLDataType){PF_DL_FLOAT, 32, 1})
+#define PF_DTYPE_FLOAT64    ((DLDataType){PF_DL_FLOAT, 64, 1})
+#define PF_DTYPE_BFLOAT16   ((DLDataType){PF_DL_BFLOAT, 16, 1})
+#define PF_DTYPE_COMPLEX64  ((DLDataType){PF_DL_COMPLEX, 64, 1})
+#define PF_DTYPE_COMPLEX128 ((DLDataType){PF_DL_COMPLEX, 128, 1})
+
+/* Buffer size that holds every text pf_dtype_format writes, NUL included: the longest is the
+ * fallback "dtype(code=255, bits=255, lanes=65535)" (38 characters). */
+#define PF_DTYPE_STR_MAX 48
+
+/* A data type from its three fields. Never fails. */
+static inline DLDataType pf_dtype(uint8_t code, uint8_t bits, uint16_t lanes) {
+  DLDataType t;
+  t.code = code;
+  t.bits = bits;
+  t.lanes = lanes;
+  return t;
+}
+
+/* 1 when a and b are the same data type (all three fields), else 0. */
+static inline int pf_dtype_equal(DLDataType a, DLDataType b) {
+  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+}
+
+/* Bytes one element occupies when whole (bits * lanes a multiple of 8), else 0 (sub-byte types
+ * such as int4 or float4_e2m1fn, which DLPack packs). */
+static inline size_t pf_dtype_bytes(DLDataType t) {
+  size_t bits = (size_t)t.bits * t.lanes;
+  return bits % 8 == 0 ? bits / 8 : 0;
+}
+
+/* 1 when `t` is a data type packfn knows: a known code with a width it allows (int/uint 1-64
+ * bits, float 16/32/64, bfloat 16, complex 32/64/128, bool 8, handle 64, the float8/6/4
+ * formats at their widths) and lanes >= 1. Never raises. */
+PF_API int pf_dtype_is_valid(DLDataType t);
+
+/* Parses a data type name: "bool", "int8".."int64" (any width 1-64: "int4"), "uint8",
+ * "float16"/"float32"/"float64", "bfloat16", "complex64"/"complex128", "handle", the ml_dtypes
+ * names "float8_e4m3fn", "float8_e5m2", ..., "float4_e2m1fn", each optionally followed by
+ * "x<lanes>" for vectors ("int8x4", "float32x2"). Returns 0 with the type in *out, or -1 with
+ * ValueError (NULL s or out, unknown name, width or lanes out of range; the message quotes s);
+ * *out is zeroed on failure. */
+PF_API int pf_dtype_parse(const char* s, DLDataType* out);
+
+/* Writes the name of `dtype` ("float32", "int8x4", "bool") into buf, NUL-terminated; a type
+ * pf_dtype_is_valid rejects is written "dtype(code=C, bits=B, lanes=L)". Valid types round-trip
+ * through pf_dtype_parse. Returns 0, or -1 with ValueError when buf is NULL or `size` is too
+ * small (buf then holds as much as fits, NUL-terminated, when size > 0). PF_DTYPE_STR_MAX
+ * bytes always suffice. */
+PF_API int pf_dtype_format(DLDataType dtype, char* buf, size_t size);
+
+/* ======================================================================================
+ * Devices
+ * ====================================================================================== */
+
+/* Buffer size that holds every text pf_device_format writes, NUL included. */
+#define PF_DEVICE_STR_MAX 32
+
+/* A device from its type (PF_DEV_*) and index. Never fails. */
+static inline DLDevice pf_device(int32_t device_type, int32_t device_id) {
+  DLDevice d;
+  d.device_type = (DLDeviceType)device_type;
+  d.device_id = device_id;
+  return d;
+}
+
+/* The host: {cpu, 0}. */
+#define PF_DEVICE_CPU pf_device(PF_DEV_CPU, 0)
+
+/* 1 when a and b are the same device (type and index), else 0. */
+static inline int pf_device_equal(DLDevice a, DLDevice b) {
+  return a.device_type == b.device_type && a.device_id == b.device_id;
+}
+
+/* Name of a device type ("cpu", "cuda", "cuda_host", "cuda_managed", "rocm", ...), or NULL
+ * for a type packfn does not know. Never raises. */
+PF_API const char* pf_device_type_name(int32_t device_type);
+
+/* Parses "cpu", "cuda", "cuda:1", "cuda_host", "rocm:0", ... (a device type name from
+ * pf_device_type_name, optionally ":" and a decimal index; the index defaults to 0). Returns 0
+ * with the device in *out, or -1 with ValueError (NULL s or out, unknown name, bad or
+ * out-of-range index; the message quotes s); *out is zeroed on failure. */
+PF_API int pf_device_parse(const char* s, DLDevice* out);
+
+/* Writes "<type>:<index>" ("cpu:0", "cuda:1") into buf, NUL-terminated; an unknown type is
+ * written "device(<type>):<index>". Known types round-trip through pf_device_parse. Returns 0,
+ * or -1 with ValueError when buf is NULL or too small (buf then holds what fits). */
+PF_API int pf_device_format(DLDevice device, char* buf, size_t size);
+
+/* ======================================================================================
+ * Per-device allocators
+ * ====================================================================================== */
+
+/* Alignment, in bytes, of every buffer pf_tensor_empty asks an allocator for: DLPack asks
+ * that data pointers be aligned to 256 bytes, as CUDA's are. */
+#define PF_TENSOR_ALIGNMENT 256
+
+/* How tensors get memory on one device type. A host installs one per device type with
+ * pf_allocator_set; packfn installs the CPU one itself and libpackfn_cuda those for cuda,
+ * cuda_host and cuda_managed. The hooks may be called from any thread. */
+typedef struct pf_allocator_s {
+  void* ctx; /* handed to every hook; must outlive every buffer the allocator handed out */
+  /* Allocates `nbytes` (> 0) aligned to `alignment` on `device`: 0 with the buffer in *out,
+   * or -1 with an error raised (MemoryError for lack of memory). Required. */
+  int (*alloc)(void* ctx, DLDevice device, size_t nbytes, size_t alignment, void** out);
+  /* Frees a buffer `alloc` returned for `device`. Must not fail. Required. */
+  void (*free)(void* ctx, DLDevice device, void* ptr);
+  /* Copies `nbytes` between the host and this device type (or within it), ordered on the
+   * current stream of the device side (pf_stream_get) and complete when it returns: 0, or -1
+   * with an error raised. Optional (NULL: pf_dltensor_copy refuses such copies). */
+  int (*copy)(void* ctx, void* dst, DLDevice dst_device, const void* src, DLDevice src_device,
+              size_t nbytes);
+} pf_allocator_t;
+
+/* Installs a copy of `allocator` for `device_type` (1..PF_ALLOCATOR_MAX_DEVICE_TYPE - 1),
+ * replacing the one there. Tensors keep the hooks they were allocated with, so replacing is
+ * safe while they live (the old ctx must stay valid until they die). NULL removes the entry;
+ * for the CPU it restores packfn's own allocator. Thread-safe. Returns 0, or -1 with ValueError
+ * (device type out of range, alloc or free missing). */
+PF_API int pf_allocator_set(int32_t device_type, const pf_allocator_t* allocator);
+
+/* Copies the allocator installed for `device_type` into *out. Returns 0, or -1 with
+ * ValueError (NULL out, device type out of range) or KeyError when none is installed (the
+ * message names the device type and, for CUDA types, says to link libpackfn_cuda). */
+PF_API int pf_allocator_get(int32_t device_type, pf_allocator_t* out);
+
+/* One more than the largest device type an allocator may be installed for. */
+#define PF_ALLOCATOR_MAX_DEVICE_TYPE 64
+
+/* ======================================================================================
+ * Current streams
+ * ====================================================================================== */
+
+/* The stream the calling thread has made current for `device` (a cudaStream_t for CUDA), or
+ * NULL for the device's default stream. Kernels launch on it. Never raises. */
+PF_API void* pf_stream_get(DLDevice device);
+
+/* Makes `stream` current for `device` in the calling thread (NULL returns to the default
+ * stream). When `prev` is not NULL it receives the stream current before, to restore later.
+ * Returns 0, or -1 with RuntimeError when the thread already holds PF_STREAM_MAX_DEVICES
+ * non-default streams for other devices (*prev is then NULL). */
+PF_API int pf_stream_set(DLDevice device, void* stream, void** prev);
+
+/* Devices per thread that may hold a non-default current stream at once: 8 GPUs of a few
+ * device types each, with room to spare, in a fixed thread-local table (no allocation). */
+#define PF_STREAM_MAX_DEVICES 32
+
+/* ======================================================================================
+ * Tensor objects
+ * ====================================================================================== */
+
+/* Most dimensions a tensor may have (NumPy 2's limit). */
+#define PF_TENSOR_MAX_NDIM 64
+
+/* The DLTensor of a tensor object (at object + 24, per the ABI), borrowed for the object's
+ * lifetime; NULL when `tensor` is NULL or not a tensor (never raises). Works on tensor objects
+ * of any runtime that follows the ABI. */
+static inline DLTensor* pf_tensor_dltensor(pf_object_t* tensor) {
+  return pf_object_is_instance(tensor, PF_TYPE_TENSOR) ? (DLTensor*)((char*)tensor + 24) : NULL;
+}
+
+/* Creates a tensor of `shape` (ndim extents, each >= 0; NULL allowed when ndim is 0) and
+ * `dtype` on `device`, uninitialised, compact row-major (strides filled in), its memory from
+ * the device type's allocator, aligned to PF_TENSOR_ALIGNMENT. New reference in *out. -1 with
+ * ValueError (NULL out, ndim outside 0..PF_TENSOR_MAX_NDIM, NULL shape, a negative extent, an
+ * invalid dtype, a size overflowing), KeyError (no allocator for the device type) or the
+ * allocator's error (MemoryError, RuntimeError from the driver); *out is then NULL. */
+PF_API int pf_tensor_empty(const int64_t* shape, int32_t ndim, DLDataType dtype, DLDevice device,
+                           pf_object_t** out);
+
+/* Creates a tensor over memory someone else owns: copies the description `desc` (data,
+ * device, ndim, dtype, shape, strides or NULL for compact, byte_offset; shape and strides are
+ * copied, so desc may be temporary). `deleter(ctx)`, when not NULL, runs exactly once when the
+ * tensor and all its views and exports are gone; with a NULL deleter the caller keeps the
+ * memory alive as long as the tensor. New reference in *out. -1 with ValueError (NULL desc or
+ * out, ndim out of range, NULL shape, negative extents, NULL data for a non-empty tensor, an
+ * invalid dtype, a size overflowing) or MemoryError; on failure the deleter is not called. */
+PF_API int pf_tensor_from_dltensor(const DLTensor* desc, void* ctx, void (*deleter)(void* ctx),
+                                   pf_object_t** out);
+
+/* 1 when the tensor's memory may not be written (it came from a DLPack producer that said
+ * so, or is a view of such a tensor), else 0 (also for NULL, non-tensors and other runtimes'
+ * tensors). Never raises. */
+PF_API int pf_tensor_is_read_only(pf_object_t* tensor);
+
+/* ---- views: new tensors sharing the memory of `tensor` (which they keep alive) ----
+ * Each returns a new reference in *out, or -1 with an error and *out = NULL. `tensor` may be
+ * a tensor object of any ABI runtime; a NULL or non-tensor `tensor` is a TypeError. Views
+ * inherit read-only-ness. Views of views refer to the original storage directly. */
+
+/* The general view: `ndim` extents `shape` and element `strides` (NULL: compact row-major),
+ * starting `offset` elements from the first element of `tensor`. Every element the view can
+ * reach must lie within the span of elements `tensor` reaches (IndexError otherwise); an
+ * offset on a sub-byte dtype is NotImplementedError. ValueError for bad ndim, shape or extents. */
+PF_API int pf_tensor_view(pf_object_t* tensor, int32_t ndim, const int64_t* shape,
+                          const int64_t* strides, int64_t offset, pf_object_t** out);
+
+/* Same elements, new shape: `ndim` extents, one of which may be -1 (inferred). `tensor` must be
+ * contiguous (ValueError otherwise, naming its strides), and the element counts must agree
+ * (ValueError naming both shapes). */
+PF_API int pf_tensor_reshape(pf_object_t* tensor, int32_t ndim, const int64_t* shape,
+                             pf_object_t** out);
+
+/* Python's tensor[..., start:stop:step, ...] along `axis` (negative counts from the end):
+ * negative start/stop count from the end and both are clamped to the extent, as Python does.
+ * IndexError for an axis out of range, ValueError for step 0. */
+PF_API int pf_tensor_slice(pf_object_t* tensor, int32_t axis, int64_t start, int64_t stop,
+                           int64_t step, pf_object_t** out);
+
+/* tensor[..., index, ...] along `axis`: one dimension fewer. Negative axis and index count from
+ * the end; IndexError when either is out of range. */
+PF_API int pf_tensor_select(pf_object_t* tensor, int32_t axis, int64_t index, pf_object_t** out);
+
+/* Dimensions reordered: dimension i of the view is dimension axes[i] of `tensor`; `axes` holds
+ * ndim entries forming a permutation (negatives count from the end). ValueError otherwise. */
+PF_API int pf_tensor_permute(pf_object_t* tensor, const int32_t* axes, pf_object_t** out);
+
+/* ---- copies ---- */
+
+/* Copies the elements of `src` into `dst`: same dtype and shape, both contiguous, on the same
+ * device or one of them on the host (cpu or cuda_host). Uses the device allocator's copy hook
+ * (ordered on the device's current stream, complete on return) unless both sides are host
+ * memory. Returns 0, or -1 with ValueError (NULL, dtype/shape mismatch, not contiguous),
+ * NotImplementedError (two different non-host devices, no copy hook) or the hook's error. */
+PF_API int pf_dltensor_copy(DLTensor* dst, const DLTensor* src);
+
+/* A contiguous copy of `tensor` on `device` (pf_tensor_empty then pf_dltensor_copy). New
+ * reference in *out; -1 with their errors, or TypeError for a non-tensor, *out = NULL. */
+PF_API int pf_tensor_to_device(pf_object_t* tensor, DLDevice device, pf_object_t** out);
+
+/* ======================================================================================
+ * DLPack exchange
+ * ====================================================================================== */
+
+/* Wraps a legacy DLManagedTensor without copying. On success the tensor takes `src`: it calls
+ * src->deleter(src) (when not NULL) once the tensor and its views are gone; the caller must not
+ * touch src again. On failure src is untouched and still the caller's. A managed tensor that
+ * packfn exported gives back the very tensor it came from. New reference in *out. -1 with
+ * ValueError (NULL src or out, a description pf_tensor_from_dltensor would refuse) or
+ * MemoryError. */
+PF_API int pf_tensor_from_dlpack(DLManagedTensor* src, pf_object_t** out);
+
+/* As pf_tensor_from_dlpack for DLPack 1.x's versioned form; keeps the read-only flag. -1 also
+ * with ValueError for a major version other than PF_DLPACK_VERSIONED_MAJOR, or
+ * NotImplementedError for a sub-byte type padded with PF_DLPACK_FLAG_SUBBYTE_TYPE_PADDED. */
+PF_API int pf_tensor_from_dlpack_versioned(pf_dl_managed_tensor_versioned_t* src,
+                                           pf_object_t** out);
+
+/* Exports `tensor` (of any ABI runtime) as a legacy DLManagedTensor that holds a reference to
+ * it: the consumer calls (*out)->deleter(*out) exactly once when done. Shape and strides point
+ * into the tensor and stay valid until then. -1 with TypeError (not a tensor), ValueError (NULL
+ * out) or MemoryError; *out = NULL. The legacy form cannot say "read-only": prefer the
+ * versioned form for read-only tensors. */
+PF_API int pf_tensor_to_dlpack(pf_object_t* tensor, DLManagedTensor** out);
+
+/* As pf_tensor_to_dlpack, in the versioned form (version 1.1; flags carry read-only). */
+PF_API int pf_tensor_to_dlpack_versioned(pf_object_t* tensor,
+                                         pf_dl_managed_tensor_versioned_t** out);
+
+/* ======================================================================================
+ * Helpers on any DLTensor (for kernels: they receive DLTensor* arguments)
+ * ====================================================================================== */
+
+/* Number of elements: the product of the extents (1 for ndim 0). The description must be
+ * valid (as every tensor packfn makes or accepts is). */
+static inline int64_t pf_dltensor_numel(const DLTensor* t) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < t->ndim; ++i)
+    n *= t->shape[i];
+  return n;
+}
+
+/* Bytes the elements occupy when packed: ceil(numel * bits * lanes / 8), as DLPack counts. */
+static inline size_t pf_dltensor_nbytes(const DLTensor* t) {
+  return ((size_t)pf_dltensor_numel(t) * t->dtype.bits * t->dtype.lanes + 7) / 8;
+}
+
+/* Address of the first element: data + byte_offset (meaningful on devices whose data is an
+ * address: cpu, cuda, cuda_host, cuda_managed, rocm...). */
+static inline void* pf_dltensor_data(const DLTensor* t) {
+  return (char*)t->data + t->byte_offset;
+}
+
+/* 1 when the elements lie in compact row-major order (strides NULL, or equal to the compact
+ * strides wherever the extent exceeds 1; an empty tensor is contiguous), else 0. */
+static inline int pf_dltensor_is_contiguous(const DLTensor* t) {
+  if (t->strides == NULL)
+    return 1;
+  int64_t expected = 1;
+  for (int32_t i = t->ndim - 1; i >= 0; --i) {
+    if (t->shape[i] == 0)
+      return 1;
+    if (t->shape[i] != 1 && t->strides[i] != expected)
+      return 0;
+    expected *= t->shape[i];
+  }
+  return 1;
+}
+
+/* What a kernel requires of a tensor argument. Zero-initialised fields require nothing, so
+ * name only what matters:
+ *   pf_tensor_spec_t spec = {PF_DTYPES(PF_DTYPE_FLOAT32, PF_DTYPE_FLOAT64),
+ *                            .device_type = PF_DEV_CPU, .min_ndim = 1, .contiguous = 1}; */
+typedef struct pf_tensor_spec_s {
+  const DLDataType* dtypes; /* accepted data types, num_dtypes of them */
+  int32_t num_dtypes;       /* 0: any data type */
+  int32_t device_type;      /* required device type (PF_DEV_*); 0: any */
+  int32_t ndim;             /* exact number of dimensions when > 0 or when shape is set */
+  int32_t min_ndim;         /* at least this many dimensions; 0: no minimum */
+  const int64_t* shape;     /* ndim required extents, -1 for "any"; NULL: any shape */
+  int contiguous;           /* non-zero: must be compact row-major */
+  const DLDevice* device;   /* exact device (type and index), e.g. &other->device; NULL: any */
+} pf_tensor_spec_t;
+
+/* Fills the dtypes and num_dtypes fields of a pf_tensor_spec_t initialiser (function scope). */
+#define PF_DTYPES(...)                                                                             \
+  .dtypes = (const DLDataType[]){__VA_ARGS__},                                                     \
+  .num_dtypes = (int32_t)(sizeof((const DLDataType[]){__VA_ARGS__}) / sizeof(DLDataType))
+
+/* Checks tensor argument `index` (named `name`) of function `func` against `spec`. Returns 0,
+ * or -1 with an error whose message follows the project's form, e.g.
+ *   "rms_norm: argument 0 (x): expected a float32 or float64 tensor, got int64"
+ *   "rms_norm: argument 0 (x): expected a tensor on cuda, got cpu:0"
+ *   "rms_norm: argument 2 (out): expected a tensor on cuda:0, got cuda:1"
+ *   "rms_norm: argument 0 (x): expected 2 dimensions, got 3"
+ *   "rms_norm: argument 0 (x): expected shape (*, 4), got (2, 3)"
+ *   "rms_norm: argument 0 (x): expected a contiguous tensor, got strides (1, 2)"
+ * TypeError for a dtype or device mismatch, ValueError for the rest (and for NULL t or spec).
+ * `name` may be NULL (the parenthesis is left out); NULL func reads "?". */
+PF_API int pf_dltensor_check(const DLTensor* t, const pf_tensor_spec_t* spec, const char* func,
+                             int32_t index, const char* name);
+
+/* Checks that tensor argument `index` (`name`) has the dtype, device and shape of `ref` (the
+ * argument called `ref_name`), e.g. "add_n: argument 1 (out): expected shape (2, 3) like x,
+ * got (3, 2)". Returns 0, or -1 with TypeError (dtype, device) or ValueError (shape, NULL). */
+PF_API int pf_dltensor_check_like(const DLTensor* t, const DLTensor* ref, const char* func,
+                                  int32_t index, const char* name, const char* ref_name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PACKFN_TENSOR_H_ */

@@ -1,0 +1,229 @@
+/* libpackfn_cuda: CUDA allocators and copies for the tensor layer, CUDA statuses as packfn
+ * errors, and the current-device and stream helpers kernel launchers use. */
+#include <cuda_runtime_api.h>
+
+#include "packfn/cuda.h"
+
+/* ---- errors ---- */
+
+int pf_cuda_check(int error, const char* func, const char* what) {
+  if (error == (int)cudaSuccess)
+    return 0;
+  cudaError_t e = (cudaError_t)error;
+  (void)cudaGetLastError(); /* clear the last-error state so later checks see their own */
+  pf_error_set(e == cudaErrorMemoryAllocation ? PF_ERR_MEMORY : PF_ERR_RUNTIME,
+               "%s: %s failed: %s (%s)", func ? func : "?", what ? what : "CUDA call",
+               cudaGetErrorString(e), cudaGetErrorName(e));
+  return -1;
+}
+
+int pf_cuda_check_launch(const char* func, const char* kernel) {
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess)
+    return 0;
+  pf_error_set(PF_ERR_RUNTIME, "%s: launch of %s failed: %s (%s)", func ? func : "?",
+               kernel ? kernel : "a kernel", cudaGetErrorString(e), cudaGetErrorName(e));
+  return -1;
+}
+
+/* ---- devices ---- */
+
+int pf_cuda_device_count(int32_t* out) {
+  if (!out) {
+    pf_error_set(PF_ERR_VALUE, "pf_cuda_device_count: argument out: expected a pointer, got NULL");
+    return -1;
+  }
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  *out = 0;
+  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  if (pf_cuda_check((int)e, "pf_cuda_device_count", "cudaGetDeviceCount") != 0)
+    return -1;
+  *out = n;
+  return 0;
+}
+
+/* pf_cuda_device_enter with errors named after `func`, for the hooks and helpers here. */
+static int pf__cuda_enter(int32_t device_id, const char* func, int32_t* prev) {
+  if (prev)
+    *prev = -1;
+  if (device_id < 0) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument device_id: expected >= 0, got %d", func,
+                 (int)device_id);
+    return -1;
+  }
+  int cur = -1;
+  if (pf_cuda_check((int)cudaGetDevice(&cur), func, "cudaGetDevice") != 0)
+    return -1;
+  if (cur != device_id && pf_cuda_check((int)cudaSetDevice(device_id), func, "cudaSetDevice") != 0)
+    return -1;
+  if (prev)
+    *prev = cur;
+  return 0;
+}
+
+int pf_cuda_device_enter(int32_t device_id, int32_t* prev) {
+  return pf__cuda_enter(device_id, "pf_cuda_device_enter", prev);
+}
+
+int pf_cuda_device_exit(int32_t prev) {
+  if (prev < 0)
+    return 0;
+  return pf_cuda_check((int)cudaSetDevice(prev), "pf_cuda_device_exit", "cudaSetDevice");
+}
+
+/* Restores the previous device where nothing may fail (deleters, hooks after their work is
+ * done): a failure here only clears CUDA's last error. */
+static void pf__cuda_device_restore(int32_t prev) {
+  if (prev >= 0 && cudaSetDevice(prev) != cudaSuccess)
+    (void)cudaGetLastError();
+}
+
+/* ---- streams ---- */
+
+int pf_cuda_stream_create(int32_t device_id, void** out) {
+  if (!out) {
+    pf_error_set(PF_ERR_VALUE, "pf_cuda_stream_create: argument out: expected a pointer, got NULL");
+    return -1;
+  }
+  *out = NULL;
+  int32_t prev;
+  if (pf__cuda_enter(device_id, "pf_cuda_stream_create", &prev) != 0)
+    return -1;
+  cudaStream_t s = NULL;
+  int rc = pf_cuda_check((int)cudaStreamCreate(&s), "pf_cuda_stream_create", "cudaStreamCreate");
+  pf__cuda_device_restore(prev);
+  if (rc == 0)
+    *out = s;
+  return rc;
+}
+
+int pf_cuda_stream_destroy(int32_t device_id, void* stream) {
+  if (!stream)
+    return 0;
+  DLDevice dev = pf_device(PF_DEV_CUDA, device_id);
+  if (pf_stream_get(dev) == stream)
+    pf_stream_set(dev, NULL, NULL); /* returning to the default stream cannot fail */
+  return pf_cuda_check((int)cudaStreamDestroy((cudaStream_t)stream), "pf_cuda_stream_destroy",
+                       "cudaStreamDestroy");
+}
+
+int pf_cuda_stream_synchronize(int32_t device_id, void* stream) {
+  int32_t prev;
+  if (pf__cuda_enter(device_id, "pf_cuda_stream_synchronize", &prev) != 0)
+    return -1;
+  int rc = pf_cuda_check((int)cudaStreamSynchronize((cudaStream_t)stream),
+                         "pf_cuda_stream_synchronize", "cudaStreamSynchronize");
+  pf__cuda_device_restore(prev);
+  return rc;
+}
+
+/* ---- allocator hooks ---- */
+
+/* cudaMalloc and friends align to at least 256 bytes; more cannot be asked of them. */
+#define PF__CUDA_ALIGNMENT 256
+
+static int pf__cuda_alloc_common(DLDevice device, size_t nbytes, size_t alignment, void** out,
+                                 const char* func) {
+  *out = NULL;
+  if (alignment > PF__CUDA_ALIGNMENT || (PF__CUDA_ALIGNMENT % alignment) != 0) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument alignment: expected a divisor of %d, got %zu", func,
+                 PF__CUDA_ALIGNMENT, alignment);
+    return -1;
+  }
+  int32_t prev;
+  if (pf__cuda_enter(device.device_id, func, &prev) != 0)
+    return -1;
+  cudaError_t e;
+  const char* what;
+  switch ((int32_t)device.device_type) {
+  case PF_DEV_CUDA_HOST:
+    e = cudaMallocHost(out, nbytes);
+    what = "cudaMallocHost";
+    break;
+  case PF_DEV_CUDA_MANAGED:
+    e = cudaMallocManaged(out, nbytes, cudaMemAttachGlobal);
+    what = "cudaMallocManaged";
+    break;
+  default:
+    e = cudaMalloc(out, nbytes);
+    what = "cudaMalloc";
+    break;
+  }
+  pf__cuda_device_restore(prev);
+  if (e != cudaSuccess)
+    *out = NULL;
+  return pf_cuda_check((int)e, func, what);
+}
+
+static int pf__cuda_alloc(void* ctx, DLDevice device, size_t nbytes, size_t alignment, void** out) {
+  (void)ctx;
+  return pf__cuda_alloc_common(device, nbytes, alignment, out, "pf_allocator(cuda)");
+}
+
+static void pf__cuda_free(void* ctx, DLDevice device, void* ptr) {
+  (void)ctx;
+  int32_t prev = -1;
+  /* Freeing must not fail; errors (e.g. the runtime already unloading at exit) are dropped. */
+  if (cudaGetDevice(&prev) != cudaSuccess || cudaSetDevice(device.device_id) != cudaSuccess)
+    (void)cudaGetLastError();
+  cudaError_t e =
+      (int32_t)device.device_type == PF_DEV_CUDA_HOST ? cudaFreeHost(ptr) : cudaFree(ptr);
+  if (e != cudaSuccess)
+    (void)cudaGetLastError();
+  pf__cuda_device_restore(prev);
+}
+
+/* Copies with cudaMemcpyDefault (unified addressing tells the directions apart) on the current
+ * stream of the CUDA device involved, then waits, so the copy is complete on return. */
+static int pf__cuda_copy(void* ctx, void* dst, DLDevice dst_device, const void* src,
+                         DLDevice src_device, size_t nbytes) {
+  (void)ctx;
+  static const char func[] = "pf_allocator(cuda).copy";
+  int32_t dst_type = (int32_t)dst_device.device_type;
+  DLDevice side =
+      (dst_type == PF_DEV_CPU || dst_type == PF_DEV_CUDA_HOST) ? src_device : dst_device;
+  int32_t prev;
+  if (pf__cuda_enter(side.device_id, func, &prev) != 0)
+    return -1;
+  cudaStream_t s = (cudaStream_t)pf_cuda_stream_get(side.device_id);
+  int rc = pf_cuda_check((int)cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, s), func,
+                         "cudaMemcpyAsync");
+  if (rc == 0)
+    rc = pf_cuda_check((int)cudaStreamSynchronize(s), func, "cudaStreamSynchronize");
+  pf__cuda_device_restore(prev);
+  return rc;
+}
+
+static const int32_t pf__cuda_device_types[] = {PF_DEV_CUDA, PF_DEV_CUDA_HOST, PF_DEV_CUDA_MANAGED};
+#define PF__CUDA_NUM_TYPES ((int)(sizeof pf__cuda_device_types / sizeof pf__cuda_device_types[0]))
+
+int pf_cuda_register_allocators(void) {
+  const pf_allocator_t hooks = {NULL, pf__cuda_alloc, pf__cuda_free, pf__cuda_copy};
+  for (int i = 0; i < PF__CUDA_NUM_TYPES; ++i)
+    pf_allocator_set(pf__cuda_device_types[i], &hooks); /* valid arguments: cannot fail */
+  return 0;
+}
+
+__attribute__((constructor)) static void pf__cuda_load(void) {
+  pf_cuda_register_allocators();
+}
+
+/* On unload, removes the hooks that would otherwise point into unmapped code, leaving the
+ * thread's raised error (if any) as it found it. */
+__attribute__((destructor)) static void pf__cuda_unload(void) {
+  pf_object_t* pending = pf_error_take();
+  for (int i = 0; i < PF__CUDA_NUM_TYPES; ++i) {
+    pf_allocator_t a;
+    if (pf_allocator_get(pf__cuda_device_types[i], &a) == 0 && a.alloc == pf__cuda_alloc)
+      pf_allocator_set(pf__cuda_device_types[i], NULL);
+  }
+  pf_error_clear();
+  if (pending) {
+    pf_error_raise(pending);
+    pf_object_release(pending);
+  }
+}

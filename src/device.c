@@ -1,0 +1,303 @@
+/* Devices at run time: the per-device-type allocator table (with packfn's CPU allocator built
+ * in), each thread's current stream per device, and copies between host and device memory. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- the CPU allocator ---- */
+
+static int pf__cpu_alloc(void* ctx, DLDevice device, size_t nbytes, size_t alignment, void** out) {
+  (void)ctx;
+  (void)device;
+  void* p = NULL;
+  int rc = posix_memalign(&p, alignment, nbytes);
+  if (rc != 0 || !p) {
+    *out = NULL;
+    if (rc == EINVAL) {
+      pf_error_set(PF_ERR_VALUE,
+                   "pf_allocator(cpu): argument alignment: expected a power of two, got %zu",
+                   alignment);
+      return -1;
+    }
+    return pf__raise_oom("pf_allocator(cpu)", nbytes);
+  }
+  *out = p;
+  return 0;
+}
+
+static void pf__cpu_free(void* ctx, DLDevice device, void* ptr) {
+  (void)ctx;
+  (void)device;
+  free(ptr);
+}
+
+static int pf__cpu_copy(void* ctx, void* dst, DLDevice dst_device, const void* src,
+                        DLDevice src_device, size_t nbytes) {
+  (void)ctx;
+  (void)dst_device;
+  (void)src_device;
+  memmove(dst, src, nbytes);
+  return 0;
+}
+
+static const pf_allocator_t pf__cpu_allocator = {NULL, pf__cpu_alloc, pf__cpu_free, pf__cpu_copy};
+
+/* ---- the allocator table ---- */
+
+/* Entries with alloc == NULL are empty. Readers copy an entry under the lock (a few
+ * instructions), so tensors never see a half-written one. */
+static pf_allocator_t pf__allocators[PF_ALLOCATOR_MAX_DEVICE_TYPE] = {
+    [PF_DEV_CPU] = {NULL, pf__cpu_alloc, pf__cpu_free, pf__cpu_copy},
+};
+static pthread_mutex_t pf__allocators_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Device type as text for messages: "cuda (2)", or "device(99)". */
+static const char* pf__device_type_label(int32_t type, char* buf, size_t size) {
+  const char* name = pf_device_type_name(type);
+  if (name)
+    snprintf(buf, size, "%s (%d)", name, (int)type);
+  else
+    snprintf(buf, size, "device(%d)", (int)type);
+  return buf;
+}
+
+static int pf__device_type_in_range(int32_t type) {
+  return type > 0 && type < PF_ALLOCATOR_MAX_DEVICE_TYPE;
+}
+
+int pf_allocator_set(int32_t device_type, const pf_allocator_t* allocator) {
+  if (!pf__device_type_in_range(device_type)) {
+    pf_error_set(PF_ERR_VALUE, "pf_allocator_set: argument device_type: expected 1..%d, got %d",
+                 PF_ALLOCATOR_MAX_DEVICE_TYPE - 1, (int)device_type);
+    return -1;
+  }
+  if (allocator && (!allocator->alloc || !allocator->free)) {
+    pf_error_set(PF_ERR_VALUE,
+                 "pf_allocator_set: argument allocator: expected alloc and free hooks, got NULL "
+                 "%s",
+                 allocator->alloc ? "free" : "alloc");
+    return -1;
+  }
+  pf_allocator_t entry;
+  if (allocator)
+    entry = *allocator;
+  else if (device_type == PF_DEV_CPU)
+    entry = pf__cpu_allocator;
+  else
+    memset(&entry, 0, sizeof entry);
+  pthread_mutex_lock(&pf__allocators_lock);
+  pf__allocators[device_type] = entry;
+  pthread_mutex_unlock(&pf__allocators_lock);
+  return 0;
+}
+
+/* Copies the entry for an in-range device type; 1 when one is installed. */
+static int pf__allocator_load(int32_t device_type, pf_allocator_t* out) {
+  pthread_mutex_lock(&pf__allocators_lock);
+  *out = pf__allocators[device_type];
+  pthread_mutex_unlock(&pf__allocators_lock);
+  return out->alloc != NULL;
+}
+
+int pf__allocator_find(int32_t device_type, const char* func, pf_allocator_t* out) {
+  if (pf__device_type_in_range(device_type) && pf__allocator_load(device_type, out))
+    return 0;
+  memset(out, 0, sizeof *out);
+  char label[48];
+  int cuda = device_type == PF_DEV_CUDA || device_type == PF_DEV_CUDA_HOST ||
+             device_type == PF_DEV_CUDA_MANAGED;
+  pf_error_set(PF_ERR_KEY, "%s: no allocator for device type %s%s", func,
+               pf__device_type_label(device_type, label, sizeof label),
+               cuda ? "; link libpackfn_cuda (or install one with pf_allocator_set)"
+                    : "; install one with pf_allocator_set");
+  return -1;
+}
+
+int pf_allocator_get(int32_t device_type, pf_allocator_t* out) {
+  if (!out || !pf__device_type_in_range(device_type)) {
+    if (out)
+      memset(out, 0, sizeof *out);
+    if (!out)
+      pf_error_set(PF_ERR_VALUE, "pf_allocator_get: argument out: expected a pointer, got NULL");
+    else
+      pf_error_set(PF_ERR_VALUE, "pf_allocator_get: argument device_type: expected 1..%d, got %d",
+                   PF_ALLOCATOR_MAX_DEVICE_TYPE - 1, (int)device_type);
+    return -1;
+  }
+  return pf__allocator_find(device_type, "pf_allocator_get", out);
+}
+
+int pf__allocator_call(const pf_allocator_t* a, DLDevice device, size_t nbytes, const char* func,
+                       void** out) {
+  *out = NULL;
+  pf_object_t* pending = pf_error_peek();
+  void* ptr = NULL;
+  if (a->alloc(a->ctx, device, nbytes, PF_TENSOR_ALIGNMENT, &ptr) != 0) {
+    /* The hook should have raised; make sure the caller sees an error either way. */
+    if (pf_error_peek() == pending)
+      pf__raise_oom(func, nbytes);
+    return -1;
+  }
+  if (!ptr) {
+    pf_error_set(PF_ERR_RUNTIME, "%s: the allocator returned no memory for %zu bytes", func,
+                 nbytes);
+    return -1;
+  }
+  *out = ptr;
+  return 0;
+}
+
+/* ---- current streams ---- */
+
+typedef struct {
+  DLDevice device;
+  void* stream;
+} pf__stream_slot_t;
+
+/* This thread's non-default streams. Plain _Thread_local rather than the initial-exec model
+ * the error slot uses: this table is 512 bytes, too much for the static TLS space a library
+ * loaded with dlopen (from Python, say) may claim. */
+static _Thread_local pf__stream_slot_t pf__streams[PF_STREAM_MAX_DEVICES];
+static _Thread_local int32_t pf__num_streams;
+
+static int32_t pf__stream_find(DLDevice device) {
+  for (int32_t i = 0; i < pf__num_streams; ++i)
+    if (pf_device_equal(pf__streams[i].device, device))
+      return i;
+  return -1;
+}
+
+void* pf_stream_get(DLDevice device) {
+  int32_t i = pf__stream_find(device);
+  return i >= 0 ? pf__streams[i].stream : NULL;
+}
+
+int pf_stream_set(DLDevice device, void* stream, void** prev) {
+  int32_t i = pf__stream_find(device);
+  if (prev)
+    *prev = i >= 0 ? pf__streams[i].stream : NULL;
+  if (i >= 0) {
+    if (stream)
+      pf__streams[i].stream = stream;
+    else
+      pf__streams[i] = pf__streams[--pf__num_streams]; /* back to the default: drop the slot */
+    return 0;
+  }
+  if (!stream)
+    return 0;
+  if (pf__num_streams == PF_STREAM_MAX_DEVICES) {
+    char dev[PF_DEVICE_STR_MAX];
+    pf_device_format(device, dev, sizeof dev);
+    pf_error_set(PF_ERR_RUNTIME,
+                 "pf_stream_set: cannot make a stream current on %s: this thread already holds "
+                 "non-default streams for %d devices",
+                 dev, PF_STREAM_MAX_DEVICES);
+    return -1;
+  }
+  pf__streams[pf__num_streams].device = device;
+  pf__streams[pf__num_streams].stream = stream;
+  ++pf__num_streams;
+  return 0;
+}
+
+/* ---- copies ---- */
+
+/* Memory the host can read and write directly. */
+static int pf__is_host(DLDevice d) {
+  int32_t type = (int32_t)d.device_type;
+  return type == PF_DEV_CPU || type == PF_DEV_CUDA_HOST || type == PF_DEV_ROCM_HOST;
+}
+
+int pf_dltensor_copy(DLTensor* dst, const DLTensor* src) {
+  static const char func[] = "pf_dltensor_copy";
+  if (!dst || !src) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a DLTensor, got NULL", func,
+                 dst ? "src" : "dst");
+    return -1;
+  }
+  char a[PF_DTYPE_STR_MAX], b[128];
+  if (!pf_dtype_equal(dst->dtype, src->dtype)) {
+    pf_dtype_format(dst->dtype, a, sizeof a);
+    pf_dtype_format(src->dtype, b, sizeof b);
+    pf_error_set(PF_ERR_VALUE, "%s: argument src: expected dtype %s like dst, got %s", func, a, b);
+    return -1;
+  }
+  int same = dst->ndim == src->ndim;
+  for (int32_t i = 0; same && i < dst->ndim; ++i)
+    same = dst->shape[i] == src->shape[i];
+  if (!same) {
+    char c[128];
+    pf_error_set(PF_ERR_VALUE, "%s: argument src: expected shape %s like dst, got %s", func,
+                 pf__format_dims(dst->shape, dst->ndim, b, sizeof b),
+                 pf__format_dims(src->shape, src->ndim, c, sizeof c));
+    return -1;
+  }
+  if (!pf_dltensor_is_contiguous(dst) || !pf_dltensor_is_contiguous(src)) {
+    const DLTensor* bad = pf_dltensor_is_contiguous(dst) ? src : dst;
+    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a contiguous tensor, got strides %s",
+                 func, bad == dst ? "dst" : "src",
+                 pf__format_dims(bad->strides, bad->ndim, b, sizeof b));
+    return -1;
+  }
+  size_t nbytes = pf_dltensor_nbytes(src);
+  if (nbytes == 0)
+    return 0;
+  void* to = pf_dltensor_data(dst);
+  const void* from = pf_dltensor_data(src);
+  if (pf__is_host(dst->device) && pf__is_host(src->device)) {
+    memmove(to, from, nbytes);
+    return 0;
+  }
+  /* The non-host side decides whose copy hook runs. */
+  DLDevice side = pf__is_host(dst->device) ? src->device : dst->device;
+  if (!pf__is_host(dst->device) && !pf__is_host(src->device) &&
+      dst->device.device_type != src->device.device_type) {
+    char d1[PF_DEVICE_STR_MAX], d2[PF_DEVICE_STR_MAX];
+    pf_device_format(dst->device, d1, sizeof d1);
+    pf_device_format(src->device, d2, sizeof d2);
+    pf_error_set(PF_ERR_NOT_IMPLEMENTED, "%s: cannot copy from %s to %s (different device types)",
+                 func, d2, d1);
+    return -1;
+  }
+  pf_allocator_t hooks;
+  if (pf__allocator_find((int32_t)side.device_type, func, &hooks) != 0)
+    return -1;
+  if (!hooks.copy) {
+    char label[48];
+    pf_error_set(PF_ERR_NOT_IMPLEMENTED, "%s: the allocator of device type %s has no copy hook",
+                 func, pf__device_type_label((int32_t)side.device_type, label, sizeof label));
+    return -1;
+  }
+  pf_object_t* pending = pf_error_peek();
+  if (hooks.copy(hooks.ctx, to, dst->device, from, src->device, nbytes) != 0) {
+    if (pf_error_peek() == pending)
+      pf_error_set(PF_ERR_RUNTIME, "%s: the copy hook failed without an error", func);
+    return -1;
+  }
+  return 0;
+}
+
+int pf_tensor_to_device(pf_object_t* tensor, DLDevice device, pf_object_t** out) {
+  static const char func[] = "pf_tensor_to_device";
+  if (!out) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument out: expected a pointer, got NULL", func);
+    return -1;
+  }
+  *out = NULL;
+  DLTensor* src;
+  if (pf__tensor_arg(tensor, func, "tensor", &src) != 0)
+    return -1;
+  pf_object_t* copy;
+  if (pf_tensor_empty(src->shape, src->ndim, src->dtype, device, &copy) != 0)
+    return -1;
+  if (pf_dltensor_copy(pf_tensor_dltensor(copy), src) != 0) {
+    pf_object_release(copy);
+    return -1;
+  }
+  *out = copy;
+  return 0;
+}

@@ -1,0 +1,156 @@
+/* DLPack exchange: tensors from legacy and versioned managed tensors (taking them over without
+ * copying) and managed tensors from tensors (holding a reference), with round trips kept exact. */
+#include <stdlib.h>
+
+#include "internal.h"
+
+/* ---- export ---- */
+
+/* A legacy export: manager_ctx is the tensor object, whose reference the deleter drops. */
+static void pf__dlpack_legacy_deleter(DLManagedTensor* self) {
+  pf_object_release((pf_object_t*)self->manager_ctx);
+  free(self);
+}
+
+static void pf__dlpack_versioned_deleter(pf_dl_managed_tensor_versioned_t* self) {
+  pf_object_release((pf_object_t*)self->manager_ctx);
+  free(self);
+}
+
+int pf_tensor_to_dlpack(pf_object_t* tensor, DLManagedTensor** out) {
+  static const char func[] = "pf_tensor_to_dlpack";
+  if (!out) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument out: expected a pointer, got NULL", func);
+    return -1;
+  }
+  *out = NULL;
+  DLTensor* dl;
+  if (pf__tensor_arg(tensor, func, "tensor", &dl) != 0)
+    return -1;
+  DLManagedTensor* m = malloc(sizeof *m);
+  if (!m)
+    return pf__raise_oom(func, sizeof *m);
+  m->dl_tensor = *dl; /* shape and strides point into the tensor, which m keeps alive */
+  m->manager_ctx = tensor;
+  m->deleter = pf__dlpack_legacy_deleter;
+  pf_object_retain(tensor);
+  *out = m;
+  return 0;
+}
+
+int pf_tensor_to_dlpack_versioned(pf_object_t* tensor, pf_dl_managed_tensor_versioned_t** out) {
+  static const char func[] = "pf_tensor_to_dlpack_versioned";
+  if (!out) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument out: expected a pointer, got NULL", func);
+    return -1;
+  }
+  *out = NULL;
+  DLTensor* dl;
+  if (pf__tensor_arg(tensor, func, "tensor", &dl) != 0)
+    return -1;
+  pf_dl_managed_tensor_versioned_t* m = malloc(sizeof *m);
+  if (!m)
+    return pf__raise_oom(func, sizeof *m);
+  m->version.major = PF_DLPACK_VERSIONED_MAJOR;
+  m->version.minor = PF_DLPACK_VERSIONED_MINOR;
+  m->manager_ctx = tensor;
+  m->deleter = pf__dlpack_versioned_deleter;
+  m->flags = pf_tensor_is_read_only(tensor) ? PF_DLPACK_FLAG_READ_ONLY : 0;
+  m->dl_tensor = *dl;
+  pf_object_retain(tensor);
+  *out = m;
+  return 0;
+}
+
+/* ---- import ---- */
+
+static void pf__release_legacy(void* owner) {
+  DLManagedTensor* m = (DLManagedTensor*)owner;
+  if (m->deleter)
+    m->deleter(m);
+}
+
+static void pf__release_versioned(void* owner) {
+  pf_dl_managed_tensor_versioned_t* m = (pf_dl_managed_tensor_versioned_t*)owner;
+  if (m->deleter)
+    m->deleter(m);
+}
+
+/* 1 when `dl` still describes the tensor object `obj` exactly as packfn exported it (the
+ * consumer changed nothing), so the import may hand back obj itself. */
+static int pf__is_unchanged_export(const DLTensor* dl, pf_object_t* obj) {
+  const DLTensor* t = pf_tensor_dltensor(obj);
+  return t && dl->data == t->data && dl->byte_offset == t->byte_offset && dl->ndim == t->ndim &&
+         pf_dtype_equal(dl->dtype, t->dtype) && pf_device_equal(dl->device, t->device) &&
+         dl->shape == t->shape && dl->strides == t->strides;
+}
+
+/* Wraps a validated description whose memory `owner` keeps (released by `release`). */
+static int pf__import(const DLTensor* dl, uint64_t flags, void* owner, void (*release)(void*),
+                      const char* func, pf_object_t** out) {
+  pf__tensor_t* t;
+  if (pf__tensor_new(dl, flags, func, &t) != 0)
+    return -1;
+  t->owner = owner;
+  t->owner_release = release;
+  *out = &t->header;
+  return 0;
+}
+
+int pf_tensor_from_dlpack(DLManagedTensor* src, pf_object_t** out) {
+  static const char func[] = "pf_tensor_from_dlpack";
+  if (!out || !src) {
+    if (out)
+      *out = NULL;
+    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a pointer, got NULL", func,
+                 out ? "src" : "out");
+    return -1;
+  }
+  *out = NULL;
+  if (src->deleter == pf__dlpack_legacy_deleter &&
+      pf__is_unchanged_export(&src->dl_tensor, (pf_object_t*)src->manager_ctx)) {
+    *out = (pf_object_t*)src->manager_ctx; /* the export's reference becomes the caller's */
+    free(src);
+    return 0;
+  }
+  if (pf__dltensor_validate(&src->dl_tensor, func, "src") != 0)
+    return -1;
+  return pf__import(&src->dl_tensor, 0, src, pf__release_legacy, func, out);
+}
+
+int pf_tensor_from_dlpack_versioned(pf_dl_managed_tensor_versioned_t* src, pf_object_t** out) {
+  static const char func[] = "pf_tensor_from_dlpack_versioned";
+  if (!out || !src) {
+    if (out)
+      *out = NULL;
+    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a pointer, got NULL", func,
+                 out ? "src" : "out");
+    return -1;
+  }
+  *out = NULL;
+  if (src->version.major != PF_DLPACK_VERSIONED_MAJOR) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument src: expected DLPack major version %d, got %u.%u",
+                 func, PF_DLPACK_VERSIONED_MAJOR, (unsigned)src->version.major,
+                 (unsigned)src->version.minor);
+    return -1;
+  }
+  if (src->deleter == pf__dlpack_versioned_deleter &&
+      pf__is_unchanged_export(&src->dl_tensor, (pf_object_t*)src->manager_ctx)) {
+    *out = (pf_object_t*)src->manager_ctx;
+    free(src);
+    return 0;
+  }
+  if (pf__dltensor_validate(&src->dl_tensor, func, "src") != 0)
+    return -1;
+  DLDataType dt = src->dl_tensor.dtype;
+  if ((src->flags & PF_DLPACK_FLAG_SUBBYTE_TYPE_PADDED) && (unsigned)dt.bits * dt.lanes < 8) {
+    char name[PF_DTYPE_STR_MAX];
+    pf_dtype_format(dt, name, sizeof name);
+    pf_error_set(PF_ERR_NOT_IMPLEMENTED,
+                 "%s: argument src: sub-byte elements padded to bytes are not supported, got %s",
+                 func, name);
+    return -1;
+  }
+  return pf__import(&src->dl_tensor, src->flags & PF_DLPACK_FLAG_READ_ONLY, src,
+                    pf__release_versioned, func, out);
+}

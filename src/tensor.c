@@ -1,0 +1,377 @@
+/* Tensor objects: validation of DLTensor descriptions, the object (DLTensor at offset 24, shape
+ * and strides inline, an owner that keeps the memory alive), creation, and argument checks. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static void pf__tensor_deleter(void* self, int flags) {
+  pf__tensor_t* t = (pf__tensor_t*)self;
+  if (flags & PF_DELETER_STRONG) {
+    if (t->alloc_ptr)
+      t->allocator.free(t->allocator.ctx, t->dl.device, t->alloc_ptr);
+    if (t->owner_release)
+      t->owner_release(t->owner);
+  }
+  if (flags & PF_DELETER_WEAK)
+    free(self);
+}
+
+int pf__tensor_is_ours(const pf_object_t* obj) {
+  return obj && obj->deleter == pf__tensor_deleter;
+}
+
+void pf__owner_release_object(void* obj) {
+  pf_object_release((pf_object_t*)obj);
+}
+
+const char* pf__format_dims(const int64_t* dims, int32_t n, char* buf, size_t size) {
+  if (size == 0)
+    return buf;
+  size_t used = 0;
+  int cut = 0;
+  for (int32_t i = -1; i <= n && !cut; ++i) {
+    char part[32];
+    if (i == -1)
+      snprintf(part, sizeof part, "(");
+    else if (i == n)
+      snprintf(part, sizeof part, n == 1 ? ",)" : ")");
+    else if (dims[i] < 0)
+      snprintf(part, sizeof part, "%s*", i ? ", " : "");
+    else
+      snprintf(part, sizeof part, "%s%lld", i ? ", " : "", (long long)dims[i]);
+    size_t len = strlen(part);
+    cut = used + len >= size;
+    if (!cut) {
+      memcpy(buf + used, part, len + 1);
+      used += len;
+    }
+  }
+  /* Did not fit: end with an ellipsis so the reader knows it was cut. */
+  if (cut)
+    snprintf(buf + (size >= 5 ? size - 5 : 0), size >= 5 ? 5 : size, "...)");
+  return buf;
+}
+
+/* Validates ndim, shape and dtype; on success stores the element count in *numel and the
+ * packed byte size in *nbytes. Raises ValueError naming func and arg. */
+static int pf__validate_layout(int32_t ndim, const int64_t* shape, DLDataType dtype,
+                               const char* func, const char* arg, int64_t* numel, size_t* nbytes) {
+  if (ndim < 0 || ndim > PF_TENSOR_MAX_NDIM) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected ndim in 0..%d, got %d", func, arg,
+                 PF_TENSOR_MAX_NDIM, (int)ndim);
+    return -1;
+  }
+  if (ndim > 0 && !shape) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a shape of %d extents, got NULL", func,
+                 arg, (int)ndim);
+    return -1;
+  }
+  int64_t n = 1;
+  int overflow = 0;
+  for (int32_t i = 0; i < ndim; ++i) {
+    if (shape[i] < 0) {
+      pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected extents >= 0, got %lld at axis %d",
+                   func, arg, (long long)shape[i], (int)i);
+      return -1;
+    }
+    overflow |= __builtin_mul_overflow(n, shape[i], &n);
+  }
+  if (!pf_dtype_is_valid(dtype)) {
+    char name[PF_DTYPE_STR_MAX];
+    pf_dtype_format(dtype, name, sizeof name);
+    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a valid data type, got %s", func, arg,
+                 name);
+    return -1;
+  }
+  /* The packed size in bits must fit too, with room for the rounding up to bytes. */
+  uint64_t bits;
+  if (overflow || n < 0 ||
+      __builtin_mul_overflow((uint64_t)n, (uint64_t)dtype.bits * dtype.lanes, &bits) ||
+      bits / 8 >= (uint64_t)PTRDIFF_MAX) {
+    char dims[128];
+    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a size that fits in memory, got shape %s",
+                 func, arg, pf__format_dims(shape, ndim, dims, sizeof dims));
+    return -1;
+  }
+  *numel = n;
+  *nbytes = (size_t)((bits + 7) / 8);
+  return 0;
+}
+
+int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* arg) {
+  if (!desc) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a DLTensor, got NULL", func, arg);
+    return -1;
+  }
+  int64_t numel;
+  size_t nbytes;
+  if (pf__validate_layout(desc->ndim, desc->shape, desc->dtype, func, arg, &numel, &nbytes) != 0)
+    return -1;
+  if (desc->device.device_id < 0) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a device index >= 0, got %d", func, arg,
+                 (int)desc->device.device_id);
+    return -1;
+  }
+  if (numel > 0 && !desc->data) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected data for %lld elements, got NULL", func,
+                 arg, (long long)numel);
+    return -1;
+  }
+  /* Every element offset must be representable: sum |stride| * (extent - 1) fits in int64. */
+  if (desc->strides && numel > 0) {
+    int64_t span = 0, term;
+    for (int32_t i = 0; i < desc->ndim; ++i) {
+      int64_t s = desc->strides[i];
+      if (s == INT64_MIN || __builtin_mul_overflow(s < 0 ? -s : s, desc->shape[i] - 1, &term) ||
+          __builtin_add_overflow(span, term, &span)) {
+        pf_error_set(PF_ERR_VALUE,
+                     "%s: argument %s: expected strides whose offsets fit in int64, got %lld at "
+                     "axis %d",
+                     func, arg, (long long)s, (int)i);
+        return -1;
+      }
+    }
+  }
+  return 0;
+}
+
+int pf__tensor_new(const DLTensor* desc, uint64_t flags, const char* func, pf__tensor_t** out) {
+  size_t ndim = (size_t)desc->ndim;
+  size_t size = sizeof(pf__tensor_t) + 2 * ndim * sizeof(int64_t);
+  pf__tensor_t* t = malloc(size);
+  if (!t) {
+    *out = NULL;
+    return pf__raise_oom(func, size);
+  }
+  t->header.combined_ref_count = PF_REF_INITIAL;
+  t->header.type_index = PF_TYPE_TENSOR;
+  t->header.padding = 0;
+  t->header.deleter = pf__tensor_deleter;
+  int64_t* shape = t->dims;
+  int64_t* strides = t->dims + ndim;
+  for (size_t i = 0; i < ndim; ++i)
+    shape[i] = desc->shape[i];
+  if (desc->strides) {
+    for (size_t i = 0; i < ndim; ++i)
+      strides[i] = desc->strides[i];
+  } else {
+    int64_t step = 1;
+    for (size_t i = ndim; i-- > 0;) {
+      strides[i] = step;
+      step *= shape[i] > 0 ? shape[i] : 1;
+    }
+  }
+  t->dl.data = desc->data;
+  t->dl.device = desc->device;
+  t->dl.ndim = desc->ndim;
+  t->dl.dtype = desc->dtype;
+  t->dl.shape = shape;
+  t->dl.strides = strides;
+  t->dl.byte_offset = desc->byte_offset;
+  t->flags = flags;
+  t->owner = NULL;
+  t->owner_release = NULL;
+  memset(&t->allocator, 0, sizeof t->allocator);
+  t->alloc_ptr = NULL;
+  *out = t;
+  return 0;
+}
+
+int pf__tensor_arg(pf_object_t* tensor, const char* func, const char* arg, DLTensor** out) {
+  *out = pf_tensor_dltensor(tensor);
+  if (*out)
+    return 0;
+  pf_error_set(PF_ERR_TYPE, "%s: argument %s: expected a Tensor, got %s", func, arg,
+               tensor ? pf_type_name(tensor->type_index) : "NULL");
+  return -1;
+}
+
+int pf_tensor_empty(const int64_t* shape, int32_t ndim, DLDataType dtype, DLDevice device,
+                    pf_object_t** out) {
+  static const char func[] = "pf_tensor_empty";
+  if (!out) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument out: expected a pointer, got NULL", func);
+    return -1;
+  }
+  *out = NULL;
+  int64_t numel;
+  size_t nbytes;
+  if (pf__validate_layout(ndim, shape, dtype, func, "shape", &numel, &nbytes) != 0)
+    return -1;
+  if (device.device_id < 0) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument device: expected a device index >= 0, got %d", func,
+                 (int)device.device_id);
+    return -1;
+  }
+  pf_allocator_t a;
+  if (pf__allocator_find((int32_t)device.device_type, func, &a) != 0)
+    return -1;
+  /* Empty tensors get a real (1-byte) buffer too: consumers may reject a NULL data pointer. */
+  void* ptr = NULL;
+  if (pf__allocator_call(&a, device, nbytes ? nbytes : 1, func, &ptr) != 0)
+    return -1;
+  DLTensor desc = {ptr, device, ndim, dtype, (int64_t*)shape, NULL, 0};
+  pf__tensor_t* t;
+  if (pf__tensor_new(&desc, 0, func, &t) != 0) {
+    a.free(a.ctx, device, ptr);
+    return -1;
+  }
+  t->allocator = a;
+  t->alloc_ptr = ptr;
+  *out = &t->header;
+  return 0;
+}
+
+int pf_tensor_from_dltensor(const DLTensor* desc, void* ctx, void (*deleter)(void* ctx),
+                            pf_object_t** out) {
+  static const char func[] = "pf_tensor_from_dltensor";
+  if (!out) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument out: expected a pointer, got NULL", func);
+    return -1;
+  }
+  *out = NULL;
+  pf__tensor_t* t;
+  if (pf__dltensor_validate(desc, func, "desc") != 0 || pf__tensor_new(desc, 0, func, &t) != 0)
+    return -1;
+  t->owner = ctx;
+  t->owner_release = deleter;
+  *out = &t->header;
+  return 0;
+}
+
+int pf_tensor_is_read_only(pf_object_t* tensor) {
+  return pf__tensor_is_ours(tensor) &&
+         (((pf__tensor_t*)tensor)->flags & PF_DLPACK_FLAG_READ_ONLY) != 0;
+}
+
+/* ---- argument checks for kernels ---- */
+
+/* Raises `kind` with "func: argument index (name): <detail>". */
+static int pf__arg_error(const char* kind, const char* func, int32_t index, const char* name,
+                         const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+static int pf__arg_error(const char* kind, const char* func, int32_t index, const char* name,
+                         const char* fmt, ...) {
+  char detail[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(detail, sizeof detail, fmt, ap);
+  va_end(ap);
+  pf_error_set(kind, "%s: argument %d%s%s%s: %s", func ? func : "?", (int)index, name ? " (" : "",
+               name ? name : "", name ? ")" : "", detail);
+  return -1;
+}
+
+static const char* pf__dtype_text(DLDataType t, char* buf) {
+  pf_dtype_format(t, buf, PF_DTYPE_STR_MAX);
+  return buf;
+}
+
+/* "float32", "float32 or float64", "float16, float32 or float64" into buf. */
+static const char* pf__dtype_list_text(const DLDataType* dtypes, int32_t n, char* buf,
+                                       size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int32_t i = 0; i < n && used < size; ++i) {
+    char one[PF_DTYPE_STR_MAX];
+    const char* sep = i == 0 ? "" : (i == n - 1 ? " or " : ", ");
+    int w = snprintf(buf + used, size - used, "%s%s", sep, pf__dtype_text(dtypes[i], one));
+    used += w > 0 ? (size_t)w : 0;
+  }
+  return buf;
+}
+
+static const char* pf__device_type_text(int32_t type, char* buf, size_t size) {
+  const char* name = pf_device_type_name(type);
+  if (name)
+    snprintf(buf, size, "%s", name);
+  else
+    snprintf(buf, size, "device(%d)", (int)type);
+  return buf;
+}
+
+int pf_dltensor_check(const DLTensor* t, const pf_tensor_spec_t* spec, const char* func,
+                      int32_t index, const char* name) {
+  if (!spec) {
+    pf_error_set(PF_ERR_VALUE, "pf_dltensor_check: argument spec: expected a pointer, got NULL");
+    return -1;
+  }
+  if (!t)
+    return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected a tensor, got NULL");
+  char a[PF_DTYPE_STR_MAX], b[256], c[256];
+  if (spec->num_dtypes > 0) {
+    int found = 0;
+    for (int32_t i = 0; i < spec->num_dtypes && !found; ++i)
+      found = pf_dtype_equal(t->dtype, spec->dtypes[i]);
+    if (!found)
+      return pf__arg_error(PF_ERR_TYPE, func, index, name, "expected a %s tensor, got %s",
+                           pf__dtype_list_text(spec->dtypes, spec->num_dtypes, b, sizeof b),
+                           pf__dtype_text(t->dtype, a));
+  }
+  if (spec->device_type != 0 && (int32_t)t->device.device_type != spec->device_type) {
+    pf_device_format(t->device, c, sizeof c);
+    return pf__arg_error(PF_ERR_TYPE, func, index, name, "expected a tensor on %s, got %s",
+                         pf__device_type_text(spec->device_type, b, sizeof b), c);
+  }
+  if (spec->device && !pf_device_equal(t->device, *spec->device)) {
+    pf_device_format(*spec->device, b, sizeof b);
+    pf_device_format(t->device, c, sizeof c);
+    return pf__arg_error(PF_ERR_TYPE, func, index, name, "expected a tensor on %s, got %s", b, c);
+  }
+  if ((spec->ndim > 0 || spec->shape) && t->ndim != spec->ndim)
+    return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected %d dimension%s, got %d",
+                         (int)spec->ndim, spec->ndim == 1 ? "" : "s", (int)t->ndim);
+  if (t->ndim < spec->min_ndim)
+    return pf__arg_error(PF_ERR_VALUE, func, index, name,
+                         "expected at least %d dimension%s, got %d", (int)spec->min_ndim,
+                         spec->min_ndim == 1 ? "" : "s", (int)t->ndim);
+  if (spec->shape) {
+    for (int32_t i = 0; i < t->ndim; ++i)
+      if (spec->shape[i] >= 0 && spec->shape[i] != t->shape[i])
+        return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected shape %s, got %s",
+                             pf__format_dims(spec->shape, spec->ndim, b, sizeof b),
+                             pf__format_dims(t->shape, t->ndim, c, sizeof c));
+  }
+  if (spec->contiguous && !pf_dltensor_is_contiguous(t))
+    return pf__arg_error(PF_ERR_VALUE, func, index, name,
+                         "expected a contiguous tensor, got strides %s",
+                         pf__format_dims(t->strides, t->ndim, b, sizeof b));
+  return 0;
+}
+
+int pf_dltensor_check_like(const DLTensor* t, const DLTensor* ref, const char* func, int32_t index,
+                           const char* name, const char* ref_name) {
+  if (!ref) {
+    pf_error_set(PF_ERR_VALUE,
+                 "pf_dltensor_check_like: argument ref: expected a DLTensor, got NULL");
+    return -1;
+  }
+  if (!t)
+    return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected a tensor, got NULL");
+  const char* like = ref_name ? ref_name : "the reference tensor";
+  char a[PF_DTYPE_STR_MAX], b[256], c[256];
+  if (!pf_dtype_equal(t->dtype, ref->dtype))
+    return pf__arg_error(PF_ERR_TYPE, func, index, name, "expected a %s tensor like %s, got %s",
+                         pf__dtype_text(ref->dtype, a), like, pf__dtype_text(t->dtype, c));
+  if (!pf_device_equal(t->device, ref->device)) {
+    pf_device_format(ref->device, b, sizeof b);
+    pf_device_format(t->device, c, sizeof c);
+    return pf__arg_error(PF_ERR_TYPE, func, index, name, "expected a tensor on %s like %s, got %s",
+                         b, like, c);
+  }
+  int same = t->ndim == ref->ndim;
+  for (int32_t i = 0; same && i < t->ndim; ++i)
+    same = t->shape[i] == ref->shape[i];
+  if (!same)
+    return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected shape %s like %s, got %s",
+                         pf__format_dims(ref->shape, ref->ndim, b, sizeof b), like,
+                         pf__format_dims(t->shape, t->ndim, c, sizeof c));
+  return 0;
+}

@@ -1,0 +1,301 @@
+/* Tensor views: new shapes and strides over the memory of an existing tensor, kept alive by a
+ * reference to it; the general view, reshape, slice, select and permute are built on one helper. */
+#include <string.h>
+
+#include "internal.h"
+
+/* Strides of `t`, computing compact ones into buf when t has none. */
+static const int64_t* pf__strides_of(const DLTensor* t, int64_t* buf) {
+  if (t->strides)
+    return t->strides;
+  int64_t step = 1;
+  for (int32_t i = t->ndim; i-- > 0;) {
+    buf[i] = step;
+    step *= t->shape[i] > 0 ? t->shape[i] : 1;
+  }
+  return buf;
+}
+
+/* The lowest and highest element offsets a layout reaches, relative to its first element.
+ * The layout is valid (its offsets fit in int64). */
+static void pf__reach(int32_t ndim, const int64_t* shape, const int64_t* strides, int64_t* lo,
+                      int64_t* hi) {
+  *lo = *hi = 0;
+  for (int32_t i = 0; i < ndim; ++i) {
+    int64_t far = strides[i] * (shape[i] - 1);
+    if (far < 0)
+      *lo += far;
+    else
+      *hi += far;
+  }
+}
+
+/* Device types whose data pointer is an address, so an offset may move the pointer itself. */
+static int pf__is_addressable(DLDevice d) {
+  switch ((int32_t)d.device_type) {
+  case PF_DEV_CPU:
+  case PF_DEV_CUDA:
+  case PF_DEV_CUDA_HOST:
+  case PF_DEV_CUDA_MANAGED:
+  case PF_DEV_ROCM:
+  case PF_DEV_ROCM_HOST:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* The one view builder: checks the layout (ndim, shape, strides NULL for compact) against the
+ * span of `base` and creates the view `offset` elements from base's first element. */
+static int pf__make_view(pf_object_t* base, const DLTensor* src, int32_t ndim, const int64_t* shape,
+                         const int64_t* strides, int64_t offset, const char* func,
+                         pf_object_t** out) {
+  DLTensor desc = {src->data,         src->device,     ndim, src->dtype, (int64_t*)shape,
+                   (int64_t*)strides, src->byte_offset};
+  if (pf__dltensor_validate(&desc, func, "shape") != 0)
+    return -1;
+  int64_t compact[PF_TENSOR_MAX_NDIM], src_buf[PF_TENSOR_MAX_NDIM];
+  desc.strides = (int64_t*)pf__strides_of(&desc, compact);
+  if (pf_dltensor_numel(&desc) > 0) {
+    int64_t vlo, vhi, slo = 0, shi = -1, first, last; /* an empty base reaches nothing */
+    pf__reach(ndim, shape, desc.strides, &vlo, &vhi);
+    if (pf_dltensor_numel(src) > 0)
+      pf__reach(src->ndim, src->shape, pf__strides_of(src, src_buf), &slo, &shi);
+    int overflow = __builtin_add_overflow(offset, vlo, &first);
+    overflow += __builtin_add_overflow(offset, vhi, &last);
+    if (overflow || first < slo || last > shi) {
+      pf_error_set(PF_ERR_INDEX,
+                   "%s: the view reaches elements %lld..%lld, outside the tensor's %lld..%lld",
+                   func, overflow ? (long long)offset : (long long)first,
+                   overflow ? (long long)offset : (long long)last, (long long)slo, (long long)shi);
+      return -1;
+    }
+  } else {
+    offset = 0; /* an empty view reads nothing: keep it at base's first element */
+  }
+  if (offset != 0) {
+    size_t esize = pf_dtype_bytes(src->dtype);
+    if (esize == 0) {
+      char name[PF_DTYPE_STR_MAX];
+      pf_dtype_format(src->dtype, name, sizeof name);
+      pf_error_set(PF_ERR_NOT_IMPLEMENTED,
+                   "%s: cannot offset a view by %lld elements of the sub-byte type %s", func,
+                   (long long)offset, name);
+      return -1;
+    }
+    int64_t byte_offset;
+    if (src->byte_offset > (uint64_t)INT64_MAX ||
+        __builtin_mul_overflow(offset, (int64_t)esize, &byte_offset) ||
+        __builtin_add_overflow(byte_offset, (int64_t)src->byte_offset, &byte_offset)) {
+      pf_error_set(PF_ERR_VALUE, "%s: the view's byte offset overflows (%lld elements)", func,
+                   (long long)offset);
+      return -1;
+    }
+    if (byte_offset >= 0) {
+      desc.byte_offset = (uint64_t)byte_offset;
+    } else if (pf__is_addressable(src->device)) {
+      desc.data = (char*)src->data + byte_offset;
+      desc.byte_offset = 0;
+    } else {
+      pf_error_set(PF_ERR_NOT_IMPLEMENTED,
+                   "%s: the view would start %lld bytes before the data handle of a tensor on a "
+                   "device whose data is not an address",
+                   func, (long long)-byte_offset);
+      return -1;
+    }
+  }
+  /* Views refer to the original storage: a view of a packfn view holds that view's owner. */
+  pf_object_t* owner = base;
+  uint64_t flags = 0;
+  if (pf__tensor_is_ours(base)) {
+    pf__tensor_t* b = (pf__tensor_t*)base;
+    flags = b->flags;
+    if (b->owner_release == pf__owner_release_object)
+      owner = (pf_object_t*)b->owner;
+  }
+  pf__tensor_t* t;
+  if (pf__tensor_new(&desc, flags, func, &t) != 0)
+    return -1;
+  pf_object_retain(owner);
+  t->owner = owner;
+  t->owner_release = pf__owner_release_object;
+  *out = &t->header;
+  return 0;
+}
+
+/* Common entry of the view functions: checks out and tensor. */
+static int pf__view_args(pf_object_t* tensor, pf_object_t** out, const char* func, DLTensor** src) {
+  if (!out) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument out: expected a pointer, got NULL", func);
+    return -1;
+  }
+  *out = NULL;
+  return pf__tensor_arg(tensor, func, "tensor", src);
+}
+
+/* Normalises an axis that may count from the end; -1 with IndexError when out of range. */
+static int pf__axis(int64_t axis, int32_t ndim, const char* func, int32_t* out) {
+  int64_t a = axis < 0 ? axis + ndim : axis;
+  if (a < 0 || a >= ndim) {
+    pf_error_set(PF_ERR_INDEX, "%s: argument axis: expected -%d..%d, got %lld", func, (int)ndim,
+                 (int)ndim - 1, (long long)axis);
+    return -1;
+  }
+  *out = (int32_t)a;
+  return 0;
+}
+
+int pf_tensor_view(pf_object_t* tensor, int32_t ndim, const int64_t* shape, const int64_t* strides,
+                   int64_t offset, pf_object_t** out) {
+  static const char func[] = "pf_tensor_view";
+  DLTensor* src;
+  if (pf__view_args(tensor, out, func, &src) != 0)
+    return -1;
+  return pf__make_view(tensor, src, ndim, shape, strides, offset, func, out);
+}
+
+int pf_tensor_reshape(pf_object_t* tensor, int32_t ndim, const int64_t* shape, pf_object_t** out) {
+  static const char func[] = "pf_tensor_reshape";
+  DLTensor* src;
+  if (pf__view_args(tensor, out, func, &src) != 0)
+    return -1;
+  char a[256], b[256];
+  if (!pf_dltensor_is_contiguous(src)) {
+    pf_error_set(PF_ERR_VALUE,
+                 "%s: argument tensor: expected a contiguous tensor, got strides %s; copy it "
+                 "first",
+                 func, pf__format_dims(src->strides, src->ndim, a, sizeof a));
+    return -1;
+  }
+  if (ndim < 0 || ndim > PF_TENSOR_MAX_NDIM || (ndim > 0 && !shape)) {
+    /* let the validator phrase it */
+    return pf__make_view(tensor, src, ndim, shape, NULL, 0, func, out);
+  }
+  int64_t dims[PF_TENSOR_MAX_NDIM];
+  int32_t infer = -1;
+  int64_t known = 1;
+  for (int32_t i = 0; i < ndim; ++i) {
+    dims[i] = shape[i];
+    if (shape[i] == -1 && infer < 0) {
+      infer = i;
+    } else if (shape[i] < 0) {
+      pf_error_set(PF_ERR_VALUE,
+                   "%s: argument shape: expected extents >= 0 and at most one -1, got %lld at "
+                   "axis %d",
+                   func, (long long)shape[i], (int)i);
+      return -1;
+    } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+      known = -1; /* cannot match any real tensor */
+      break;
+    }
+  }
+  int64_t numel = pf_dltensor_numel(src);
+  int fits;
+  if (infer >= 0) {
+    fits = known > 0 && numel % known == 0; /* known < 0: overflow; 0: nothing to infer from */
+    if (fits)
+      dims[infer] = numel / known;
+  } else {
+    fits = known == numel;
+  }
+  if (!fits) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument shape: cannot view %lld elements of shape %s as %s",
+                 func, (long long)numel, pf__format_dims(src->shape, src->ndim, a, sizeof a),
+                 pf__format_dims(shape, ndim, b, sizeof b));
+    return -1;
+  }
+  return pf__make_view(tensor, src, ndim, dims, NULL, 0, func, out);
+}
+
+int pf_tensor_slice(pf_object_t* tensor, int32_t axis, int64_t start, int64_t stop, int64_t step,
+                    pf_object_t** out) {
+  static const char func[] = "pf_tensor_slice";
+  DLTensor* src;
+  int32_t ax;
+  if (pf__view_args(tensor, out, func, &src) != 0 || pf__axis(axis, src->ndim, func, &ax) != 0)
+    return -1;
+  if (step == 0) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument step: expected a non-zero step, got 0", func);
+    return -1;
+  }
+  /* Python's slice.indices(): clamp into [lower, upper] after counting negatives from the end. */
+  int64_t n = src->shape[ax];
+  int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? n : n - 1;
+  int64_t bounds[2] = {start, stop};
+  for (int k = 0; k < 2; ++k) {
+    if (bounds[k] < 0)
+      bounds[k] += n; /* no overflow: n >= 0 */
+    bounds[k] = bounds[k] < lower ? lower : bounds[k] > upper ? upper : bounds[k];
+  }
+  start = bounds[0];
+  stop = bounds[1];
+  uint64_t len = 0;
+  if (step > 0 && stop > start)
+    len = (uint64_t)(stop - start - 1) / (uint64_t)step + 1;
+  else if (step < 0 && start > stop)
+    len = (uint64_t)(start - stop - 1) / (0 - (uint64_t)step) + 1;
+  int64_t buf[PF_TENSOR_MAX_NDIM], shape[PF_TENSOR_MAX_NDIM], strides[PF_TENSOR_MAX_NDIM];
+  const int64_t* s = pf__strides_of(src, buf);
+  memcpy(shape, src->shape, sizeof(int64_t) * (size_t)src->ndim);
+  memcpy(strides, s, sizeof(int64_t) * (size_t)src->ndim);
+  shape[ax] = (int64_t)len;
+  /* With two or more elements, |step| < n, so the product stays within the base's span. */
+  if (len > 1)
+    strides[ax] = s[ax] * step;
+  int64_t offset = len > 0 ? start * s[ax] : 0;
+  return pf__make_view(tensor, src, src->ndim, shape, strides, offset, func, out);
+}
+
+int pf_tensor_select(pf_object_t* tensor, int32_t axis, int64_t index, pf_object_t** out) {
+  static const char func[] = "pf_tensor_select";
+  DLTensor* src;
+  int32_t ax;
+  if (pf__view_args(tensor, out, func, &src) != 0 || pf__axis(axis, src->ndim, func, &ax) != 0)
+    return -1;
+  int64_t n = src->shape[ax];
+  int64_t i = index < 0 ? index + n : index;
+  if (i < 0 || i >= n) {
+    pf_error_set(PF_ERR_INDEX, "%s: argument index: expected -%lld..%lld along axis %d, got %lld",
+                 func, (long long)n, (long long)n - 1, (int)ax, (long long)index);
+    return -1;
+  }
+  int64_t buf[PF_TENSOR_MAX_NDIM], shape[PF_TENSOR_MAX_NDIM], strides[PF_TENSOR_MAX_NDIM];
+  const int64_t* s = pf__strides_of(src, buf);
+  int32_t k = 0;
+  for (int32_t d = 0; d < src->ndim; ++d) {
+    if (d == ax)
+      continue;
+    shape[k] = src->shape[d];
+    strides[k] = s[d];
+    ++k;
+  }
+  return pf__make_view(tensor, src, src->ndim - 1, shape, strides, i * s[ax], func, out);
+}
+
+int pf_tensor_permute(pf_object_t* tensor, const int32_t* axes, pf_object_t** out) {
+  static const char func[] = "pf_tensor_permute";
+  DLTensor* src;
+  if (pf__view_args(tensor, out, func, &src) != 0)
+    return -1;
+  if (!axes && src->ndim > 0) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument axes: expected %d axes, got NULL", func,
+                 (int)src->ndim);
+    return -1;
+  }
+  int64_t buf[PF_TENSOR_MAX_NDIM], shape[PF_TENSOR_MAX_NDIM], strides[PF_TENSOR_MAX_NDIM];
+  unsigned char seen[PF_TENSOR_MAX_NDIM] = {0};
+  const int64_t* s = pf__strides_of(src, buf);
+  for (int32_t i = 0; i < src->ndim; ++i) {
+    int64_t a = axes[i] < 0 ? (int64_t)axes[i] + src->ndim : axes[i];
+    if (a < 0 || a >= src->ndim || seen[a]) {
+      pf_error_set(PF_ERR_VALUE,
+                   "%s: argument axes: expected a permutation of 0..%d, got %d at position %d",
+                   func, (int)src->ndim - 1, (int)axes[i], (int)i);
+      return -1;
+    }
+    seen[a] = 1;
+    shape[i] = src->shape[a];
+    strides[i] = s[a];
+  }
+  return pf__make_view(tensor, src, src->ndim, shape, strides, 0, func, out);
+}

@@ -1,0 +1,335 @@
+/* Tests of devices at run time: the allocator table (custom, replaced, failing allocators),
+ * copies through copy hooks on a fake device, and per-thread current streams. */
+#include <pthread.h>
+#include <stdint.h>
+
+#include "pf_test.h"
+
+/* ---- a counting allocator over malloc, used for the CPU and for fake devices ---- */
+
+typedef struct {
+  int allocs, frees, copies;
+  int fail;      /* alloc: 1 raise MemoryError; 2 fail without raising; 3 succeed with NULL */
+  int copy_fail; /* copy: 1 raise RuntimeError; 2 fail without raising */
+  DLDevice last_dst, last_src;
+} counter_t;
+
+static int counting_alloc(void* ctx, DLDevice device, size_t nbytes, size_t alignment, void** out) {
+  (void)device;
+  counter_t* c = ctx;
+  *out = NULL;
+  if (c->fail == 1) {
+    pf_error_set(PF_ERR_MEMORY, "counting_alloc: no memory for %zu bytes", nbytes);
+    return -1;
+  }
+  if (c->fail == 2)
+    return -1;
+  if (c->fail == 3)
+    return 0;
+  ck_assert_uint_eq(alignment, PF_TENSOR_ALIGNMENT);
+  ck_assert_int_eq(posix_memalign(out, alignment, nbytes), 0);
+  c->allocs++;
+  return 0;
+}
+
+static void counting_free(void* ctx, DLDevice device, void* ptr) {
+  (void)device;
+  ((counter_t*)ctx)->frees++;
+  free(ptr);
+}
+
+static int counting_copy(void* ctx, void* dst, DLDevice dst_device, const void* src,
+                         DLDevice src_device, size_t nbytes) {
+  counter_t* c = ctx;
+  c->copies++;
+  c->last_dst = dst_device;
+  c->last_src = src_device;
+  if (c->copy_fail == 1) {
+    pf_error_set(PF_ERR_RUNTIME, "counting_copy: device lost");
+    return -1;
+  }
+  if (c->copy_fail == 2)
+    return -1;
+  memcpy(dst, src, nbytes);
+  return 0;
+}
+
+START_TEST(test_allocator_get_set) {
+  pf_allocator_t a;
+  ck_assert_int_eq(pf_allocator_get(PF_DEV_CPU, &a), 0);
+  ck_assert(a.alloc != NULL && a.free != NULL && a.copy != NULL);
+  ck_assert_int_eq(pf_allocator_get(PF_DEV_VULKAN, &a), -1);
+  ck_assert(a.alloc == NULL);
+  PF_ASSERT_RAISED("KeyError", "pf_allocator_get: no allocator for device type vulkan (7)");
+  ck_assert_int_eq(pf_allocator_get(0, &a), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_allocator_get: argument device_type: expected 1..63, got 0");
+  ck_assert_int_eq(pf_allocator_get(PF_ALLOCATOR_MAX_DEVICE_TYPE, &a), -1);
+  PF_ASSERT_RAISED("ValueError", "got 64");
+  ck_assert_int_eq(pf_allocator_get(PF_DEV_CPU, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument out");
+
+  counter_t c = {0};
+  pf_allocator_t hooks = {&c, counting_alloc, NULL, NULL};
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_VULKAN, &hooks), -1);
+  PF_ASSERT_RAISED("ValueError", "expected alloc and free hooks, got NULL free");
+  hooks.alloc = NULL;
+  hooks.free = counting_free;
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_VULKAN, &hooks), -1);
+  PF_ASSERT_RAISED("ValueError", "got NULL alloc");
+  ck_assert_int_eq(pf_allocator_set(-1, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_allocator_set: argument device_type: expected 1..63, got -1");
+  /* set, read back, remove */
+  hooks.alloc = counting_alloc;
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_VULKAN, &hooks), 0);
+  ck_assert_int_eq(pf_allocator_get(PF_DEV_VULKAN, &a), 0);
+  ck_assert_ptr_eq(a.ctx, &c);
+  ck_assert(a.alloc == counting_alloc);
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_VULKAN, NULL), 0);
+  ck_assert_int_eq(pf_allocator_get(PF_DEV_VULKAN, &a), -1);
+  PF_ASSERT_RAISED("KeyError", "vulkan");
+}
+END_TEST
+
+START_TEST(test_cpu_allocator_replaced) {
+  counter_t c = {0};
+  pf_allocator_t hooks = {&c, counting_alloc, counting_free, NULL};
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_CPU, &hooks), 0);
+  int64_t shape[1] = {10};
+  pf_object_t *t, *u;
+  ck_assert_int_eq(pf_tensor_empty(shape, 1, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &t), 0);
+  ck_assert_int_eq(c.allocs, 1);
+  /* restoring the default while t lives: t still frees through the hooks it came from */
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_CPU, NULL), 0);
+  ck_assert_int_eq(pf_tensor_empty(shape, 1, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &u), 0);
+  ck_assert_int_eq(c.allocs, 1);
+  pf_object_release(u);
+  ck_assert_int_eq(c.frees, 0);
+  pf_object_release(t);
+  ck_assert_int_eq(c.frees, 1);
+  pf_allocator_t a;
+  ck_assert_int_eq(pf_allocator_get(PF_DEV_CPU, &a), 0);
+  ck_assert(a.alloc != counting_alloc);
+}
+END_TEST
+
+START_TEST(test_allocator_failures) {
+  counter_t c = {0};
+  pf_allocator_t hooks = {&c, counting_alloc, counting_free, counting_copy};
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_VULKAN, &hooks), 0);
+  int64_t shape[1] = {4};
+  pf_object_t* t = (pf_object_t*)&t;
+  DLDevice dev = pf_device(PF_DEV_VULKAN, 0);
+  c.fail = 1;
+  ck_assert_int_eq(pf_tensor_empty(shape, 1, PF_DTYPE_FLOAT32, dev, &t), -1);
+  ck_assert_ptr_null(t);
+  PF_ASSERT_RAISED("MemoryError", "counting_alloc: no memory for 16 bytes");
+  c.fail = 2;
+  ck_assert_int_eq(pf_tensor_empty(shape, 1, PF_DTYPE_FLOAT32, dev, &t), -1);
+  PF_ASSERT_RAISED("MemoryError", "pf_tensor_empty: out of memory allocating 16 bytes");
+  c.fail = 3;
+  ck_assert_int_eq(pf_tensor_empty(shape, 1, PF_DTYPE_FLOAT32, dev, &t), -1);
+  PF_ASSERT_RAISED("RuntimeError",
+                   "pf_tensor_empty: the allocator returned no memory for 16 bytes");
+  c.fail = 0;
+  ck_assert_int_eq(pf_tensor_empty(shape, 1, PF_DTYPE_FLOAT32, dev, &t), 0);
+  pf_object_release(t);
+  ck_assert_int_eq(c.allocs, 1);
+  ck_assert_int_eq(c.frees, 1);
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_VULKAN, NULL), 0);
+}
+END_TEST
+
+/* ---- copies ---- */
+
+static pf_object_t* cpu_iota(int64_t n) {
+  pf_object_t* t;
+  ck_assert_int_eq(pf_tensor_empty(&n, 1, PF_DTYPE_FLOAT64, PF_DEVICE_CPU, &t), 0);
+  double* p = pf_dltensor_data(pf_tensor_dltensor(t));
+  for (int64_t i = 0; i < n; ++i)
+    p[i] = (double)i;
+  return t;
+}
+
+START_TEST(test_copy_cpu) {
+  pf_object_t* a = cpu_iota(6);
+  pf_object_t* b;
+  int64_t six = 6;
+  ck_assert_int_eq(pf_tensor_empty(&six, 1, PF_DTYPE_FLOAT64, PF_DEVICE_CPU, &b), 0);
+  ck_assert_int_eq(pf_dltensor_copy(pf_tensor_dltensor(b), pf_tensor_dltensor(a)), 0);
+  ck_assert(((double*)pf_dltensor_data(pf_tensor_dltensor(b)))[5] == 5.0);
+  /* cuda_host memory counts as host memory: no hook needed */
+  DLTensor pinned = *pf_tensor_dltensor(b);
+  pinned.device = pf_device(PF_DEV_CUDA_HOST, 0);
+  ck_assert_int_eq(pf_dltensor_copy(&pinned, pf_tensor_dltensor(a)), 0);
+
+  pf_object_t *c, *sl;
+  ck_assert_int_eq(pf_tensor_empty(&six, 1, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &c), 0);
+  ck_assert_int_eq(pf_dltensor_copy(pf_tensor_dltensor(c), pf_tensor_dltensor(a)), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_dltensor_copy: argument src: expected dtype float32 like dst, got float64");
+  pf_object_release(c);
+  ck_assert_int_eq(pf_tensor_slice(a, 0, 0, 6, 2, &sl), 0);
+  ck_assert_int_eq(pf_dltensor_copy(pf_tensor_dltensor(b), pf_tensor_dltensor(sl)), -1);
+  PF_ASSERT_RAISED("ValueError", "expected shape (6,) like dst, got (3,)");
+  int64_t three = 3;
+  ck_assert_int_eq(pf_tensor_empty(&three, 1, PF_DTYPE_FLOAT64, PF_DEVICE_CPU, &c), 0);
+  ck_assert_int_eq(pf_dltensor_copy(pf_tensor_dltensor(c), pf_tensor_dltensor(sl)), -1);
+  PF_ASSERT_RAISED("ValueError", "argument src: expected a contiguous tensor, got strides (2,)");
+  ck_assert_int_eq(pf_dltensor_copy(pf_tensor_dltensor(sl), pf_tensor_dltensor(c)), -1);
+  PF_ASSERT_RAISED("ValueError", "argument dst: expected a contiguous tensor");
+  ck_assert_int_eq(pf_dltensor_copy(NULL, pf_tensor_dltensor(c)), -1);
+  PF_ASSERT_RAISED("ValueError", "argument dst: expected a DLTensor, got NULL");
+  ck_assert_int_eq(pf_dltensor_copy(pf_tensor_dltensor(c), NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument src");
+  pf_object_release(c);
+  pf_object_release(sl);
+  /* empty copies do nothing */
+  int64_t zero = 0;
+  pf_object_t *e1, *e2;
+  ck_assert_int_eq(pf_tensor_empty(&zero, 1, PF_DTYPE_FLOAT64, PF_DEVICE_CPU, &e1), 0);
+  ck_assert_int_eq(pf_tensor_empty(&zero, 1, PF_DTYPE_FLOAT64, PF_DEVICE_CPU, &e2), 0);
+  ck_assert_int_eq(pf_dltensor_copy(pf_tensor_dltensor(e1), pf_tensor_dltensor(e2)), 0);
+  pf_object_release(e1);
+  pf_object_release(e2);
+  pf_object_release(b);
+  pf_object_release(a);
+}
+END_TEST
+
+START_TEST(test_copy_through_device_hooks) {
+  counter_t vk = {0}, mt = {0};
+  pf_allocator_t hooks = {&vk, counting_alloc, counting_free, counting_copy};
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_VULKAN, &hooks), 0);
+  hooks.ctx = &mt;
+  hooks.copy = NULL;
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_METAL, &hooks), 0);
+
+  pf_object_t* a = cpu_iota(5);
+  pf_object_t *dev, *back;
+  ck_assert_int_eq(pf_tensor_to_device(a, pf_device(PF_DEV_VULKAN, 1), &dev), 0);
+  ck_assert_int_eq(vk.copies, 1);
+  ck_assert(pf_device_equal(vk.last_dst, pf_device(PF_DEV_VULKAN, 1)));
+  ck_assert(pf_device_equal(vk.last_src, PF_DEVICE_CPU));
+  ck_assert(pf_device_equal(pf_tensor_dltensor(dev)->device, pf_device(PF_DEV_VULKAN, 1)));
+  ck_assert_int_eq(pf_tensor_to_device(dev, PF_DEVICE_CPU, &back), 0);
+  ck_assert_int_eq(vk.copies, 2);
+  ck_assert(pf_device_equal(vk.last_src, pf_device(PF_DEV_VULKAN, 1)));
+  ck_assert(((double*)pf_dltensor_data(pf_tensor_dltensor(back)))[4] == 4.0);
+  pf_object_release(back);
+
+  /* a failing hook: its error, or one of ours if it raised none; the new tensor is freed */
+  pf_object_t* bad = (pf_object_t*)&bad;
+  vk.copy_fail = 1;
+  ck_assert_int_eq(pf_tensor_to_device(a, pf_device(PF_DEV_VULKAN, 0), &bad), -1);
+  ck_assert_ptr_null(bad);
+  PF_ASSERT_RAISED("RuntimeError", "counting_copy: device lost");
+  vk.copy_fail = 2;
+  ck_assert_int_eq(pf_tensor_to_device(a, pf_device(PF_DEV_VULKAN, 0), &bad), -1);
+  PF_ASSERT_RAISED("RuntimeError", "pf_dltensor_copy: the copy hook failed without an error");
+  vk.copy_fail = 0;
+  ck_assert_int_eq(vk.allocs, vk.frees + 1); /* only `dev` is alive */
+
+  /* no copy hook; two different device types */
+  ck_assert_int_eq(pf_tensor_to_device(a, pf_device(PF_DEV_METAL, 0), &bad), -1);
+  PF_ASSERT_RAISED("NotImplementedError",
+                   "pf_dltensor_copy: the allocator of device type metal (8) has no copy hook");
+  ck_assert_int_eq(pf_tensor_to_device(dev, pf_device(PF_DEV_METAL, 0), &bad), -1);
+  PF_ASSERT_RAISED("NotImplementedError",
+                   "pf_dltensor_copy: cannot copy from vulkan:1 to metal:0 (different device "
+                   "types)");
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_METAL, NULL), 0);
+  ck_assert_int_eq(pf_tensor_to_device(a, pf_device(PF_DEV_METAL, 0), &bad), -1);
+  PF_ASSERT_RAISED("KeyError", "pf_tensor_empty: no allocator for device type metal (8)");
+  /* the copy of a device tensor whose allocator was removed */
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_VULKAN, NULL), 0);
+  ck_assert_int_eq(pf_tensor_to_device(dev, PF_DEVICE_CPU, &bad), -1);
+  PF_ASSERT_RAISED("KeyError", "pf_dltensor_copy: no allocator for device type vulkan (7)");
+  ck_assert_int_eq(pf_tensor_to_device(NULL, PF_DEVICE_CPU, &bad), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_tensor_to_device: argument tensor: expected a Tensor");
+  ck_assert_int_eq(pf_tensor_to_device(a, PF_DEVICE_CPU, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument out");
+  pf_object_release(dev); /* still frees through the hooks it was made with */
+  ck_assert_int_eq(vk.allocs, vk.frees);
+  ck_assert_int_eq(mt.allocs, mt.frees);
+  pf_object_release(a);
+}
+END_TEST
+
+/* ---- streams ---- */
+
+static void* other_thread_stream(void* arg) {
+  (void)arg;
+  return pf_stream_get(pf_device(PF_DEV_CUDA, 0));
+}
+
+START_TEST(test_streams) {
+  DLDevice d0 = pf_device(PF_DEV_CUDA, 0), d1 = pf_device(PF_DEV_CUDA, 1);
+  int s0, s1, s2;
+  void* prev = &prev;
+  ck_assert_ptr_null(pf_stream_get(d0));
+  ck_assert_int_eq(pf_stream_set(d0, &s0, &prev), 0);
+  ck_assert_ptr_null(prev);
+  ck_assert_int_eq(pf_stream_set(d1, &s1, NULL), 0);
+  ck_assert_ptr_eq(pf_stream_get(d0), &s0);
+  ck_assert_ptr_eq(pf_stream_get(d1), &s1);
+  ck_assert_ptr_null(pf_stream_get(pf_device(PF_DEV_ROCM, 0)));
+  ck_assert_int_eq(pf_stream_set(d0, &s2, &prev), 0);
+  ck_assert_ptr_eq(prev, &s0);
+  /* another thread has its own streams */
+  pthread_t th;
+  void* seen = &seen;
+  ck_assert_int_eq(pthread_create(&th, NULL, other_thread_stream, NULL), 0);
+  ck_assert_int_eq(pthread_join(th, &seen), 0);
+  ck_assert_ptr_null(seen);
+  /* back to the defaults */
+  ck_assert_int_eq(pf_stream_set(d0, NULL, &prev), 0);
+  ck_assert_ptr_eq(prev, &s2);
+  ck_assert_ptr_null(pf_stream_get(d0));
+  ck_assert_ptr_eq(pf_stream_get(d1), &s1);
+  ck_assert_int_eq(pf_stream_set(d1, NULL, NULL), 0);
+  ck_assert_int_eq(pf_stream_set(d1, NULL, &prev), 0);
+  ck_assert_ptr_null(prev);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+START_TEST(test_streams_full) {
+  int streams[PF_STREAM_MAX_DEVICES + 1];
+  for (int i = 0; i < PF_STREAM_MAX_DEVICES; ++i)
+    ck_assert_int_eq(pf_stream_set(pf_device(PF_DEV_CUDA, i), &streams[i], NULL), 0);
+  /* replacing one that is there still works when the table is full */
+  ck_assert_int_eq(pf_stream_set(pf_device(PF_DEV_CUDA, 3), &streams[4], NULL), 0);
+  void* prev = &prev;
+  ck_assert_int_eq(pf_stream_set(pf_device(PF_DEV_CUDA, PF_STREAM_MAX_DEVICES),
+                                 &streams[PF_STREAM_MAX_DEVICES], &prev),
+                   -1);
+  ck_assert_ptr_null(prev);
+  PF_ASSERT_RAISED("RuntimeError",
+                   "pf_stream_set: cannot make a stream current on cuda:32: this thread already "
+                   "holds non-default streams for 32 devices");
+  ck_assert_int_eq(pf_stream_set(pf_device(PF_DEV_CUDA, PF_STREAM_MAX_DEVICES), NULL, NULL), 0);
+  for (int i = 0; i < PF_STREAM_MAX_DEVICES; ++i)
+    ck_assert_int_eq(pf_stream_set(pf_device(PF_DEV_CUDA, i), NULL, NULL), 0);
+  ck_assert_ptr_null(pf_stream_get(pf_device(PF_DEV_CUDA, 0)));
+}
+END_TEST
+
+Suite* make_suite(void) {
+  Suite* s = suite_create("device");
+  TCase* tc = tcase_create("allocators");
+  tcase_add_test(tc, test_allocator_get_set);
+  tcase_add_test(tc, test_cpu_allocator_replaced);
+  tcase_add_test(tc, test_allocator_failures);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("copies");
+  tcase_add_test(tc, test_copy_cpu);
+  tcase_add_test(tc, test_copy_through_device_hooks);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("streams");
+  tcase_add_test(tc, test_streams);
+  tcase_add_test(tc, test_streams_full);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+PF_TEST_MAIN()

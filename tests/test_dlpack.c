@@ -1,0 +1,276 @@
+/* Tests of DLPack exchange: imports of legacy and versioned managed tensors (deleters called
+ * exactly once, failures leave the source alone), exports, round trips and read-only flags. */
+#include <stdint.h>
+
+#include "pf_test.h"
+
+/* A producer's managed tensor over a small static buffer, counting deleter calls. */
+static double g_data[6] = {0, 1, 2, 3, 4, 5};
+static int64_t g_shape[2] = {2, 3};
+static int g_deleted;
+
+static void legacy_deleter(DLManagedTensor* self) {
+  g_deleted++;
+  free(self);
+}
+
+static DLManagedTensor* make_legacy(void) {
+  DLManagedTensor* m = calloc(1, sizeof *m);
+  DLTensor dl = {g_data, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, g_shape, NULL, 0};
+  m->dl_tensor = dl;
+  m->deleter = legacy_deleter;
+  return m;
+}
+
+static void versioned_deleter(pf_dl_managed_tensor_versioned_t* self) {
+  g_deleted++;
+  free(self);
+}
+
+static pf_dl_managed_tensor_versioned_t* make_versioned(uint64_t flags) {
+  pf_dl_managed_tensor_versioned_t* m = calloc(1, sizeof *m);
+  m->version.major = 1;
+  m->version.minor = 0;
+  m->flags = flags;
+  DLTensor dl = {g_data, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, g_shape, NULL, 0};
+  m->dl_tensor = dl;
+  m->deleter = versioned_deleter;
+  return m;
+}
+
+START_TEST(test_import_legacy) {
+  g_deleted = 0;
+  DLManagedTensor* m = make_legacy();
+  pf_object_t* t;
+  ck_assert_int_eq(pf_tensor_from_dlpack(m, &t), 0);
+  DLTensor* dl = pf_tensor_dltensor(t);
+  ck_assert_ptr_eq(dl->data, g_data);
+  ck_assert(dl->shape != g_shape);     /* copied into the tensor */
+  ck_assert_int_eq(dl->strides[0], 3); /* filled in */
+  ck_assert_int_eq(dl->strides[1], 1);
+  ck_assert(!pf_tensor_is_read_only(t));
+  pf_object_t* v;
+  ck_assert_int_eq(pf_tensor_select(t, 0, 1, &v), 0);
+  pf_object_release(t);
+  ck_assert_int_eq(g_deleted, 0);
+  ck_assert(((double*)pf_dltensor_data(pf_tensor_dltensor(v)))[2] == 5.0);
+  pf_object_release(v);
+  ck_assert_int_eq(g_deleted, 1);
+
+  /* a NULL deleter is allowed: the producer keeps the memory */
+  DLManagedTensor plain;
+  memset(&plain, 0, sizeof plain);
+  DLTensor dl0 = {g_data, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, g_shape, NULL, 0};
+  plain.dl_tensor = dl0;
+  ck_assert_int_eq(pf_tensor_from_dlpack(&plain, &t), 0);
+  pf_object_release(t);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+START_TEST(test_import_errors_leave_source) {
+  g_deleted = 0;
+  DLManagedTensor* m = make_legacy();
+  int64_t bad_shape[2] = {2, -1};
+  m->dl_tensor.shape = bad_shape;
+  pf_object_t* t = (pf_object_t*)&t;
+  ck_assert_int_eq(pf_tensor_from_dlpack(m, &t), -1);
+  ck_assert_ptr_null(t);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_tensor_from_dlpack: argument src: expected extents >= 0, got -1 at axis 1");
+  ck_assert_int_eq(g_deleted, 0); /* still the caller's */
+  m->dl_tensor.shape = g_shape;
+  m->dl_tensor.dtype = pf_dtype(PF_DL_FLOAT, 0, 1);
+  ck_assert_int_eq(pf_tensor_from_dlpack(m, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "expected a valid data type");
+  m->deleter(m);
+  ck_assert_int_eq(g_deleted, 1);
+  ck_assert_int_eq(pf_tensor_from_dlpack(NULL, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "argument src: expected a pointer, got NULL");
+  m = make_legacy();
+  ck_assert_int_eq(pf_tensor_from_dlpack(m, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument out");
+  m->deleter(m);
+
+  pf_dl_managed_tensor_versioned_t* mv = make_versioned(0);
+  mv->version.major = 2;
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(mv, &t), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_tensor_from_dlpack_versioned: argument src: expected DLPack major version "
+                   "1, got 2.0");
+  mv->version.major = 1;
+  mv->dl_tensor.ndim = -1;
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(mv, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "expected ndim in 0..64, got -1");
+  mv->dl_tensor.ndim = 1;
+  mv->dl_tensor.dtype = pf_dtype(PF_DL_FLOAT4_E2M1FN, 4, 1);
+  mv->flags = PF_DLPACK_FLAG_SUBBYTE_TYPE_PADDED;
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(mv, &t), -1);
+  PF_ASSERT_RAISED("NotImplementedError", "padded to bytes are not supported, got float4_e2m1fn");
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(NULL, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "argument src");
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(mv, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument out");
+  ck_assert_int_eq(g_deleted, 2);
+  mv->deleter(mv);
+  ck_assert_int_eq(g_deleted, 3);
+}
+END_TEST
+
+START_TEST(test_import_versioned_read_only) {
+  g_deleted = 0;
+  pf_dl_managed_tensor_versioned_t* m =
+      make_versioned(PF_DLPACK_FLAG_READ_ONLY | PF_DLPACK_FLAG_IS_COPIED);
+  pf_object_t *t, *v;
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(m, &t), 0);
+  ck_assert(pf_tensor_is_read_only(t));
+  ck_assert_int_eq(pf_tensor_slice(t, 1, 0, 2, 1, &v), 0);
+  ck_assert(pf_tensor_is_read_only(v)); /* views inherit it */
+  pf_dl_managed_tensor_versioned_t* out;
+  ck_assert_int_eq(pf_tensor_to_dlpack_versioned(v, &out), 0);
+  ck_assert_uint_eq(out->flags, PF_DLPACK_FLAG_READ_ONLY); /* is-copied is not ours to claim */
+  ck_assert_uint_eq(out->version.major, PF_DLPACK_VERSIONED_MAJOR);
+  ck_assert_uint_eq(out->version.minor, PF_DLPACK_VERSIONED_MINOR);
+  pf_object_release(v);
+  pf_object_release(t);
+  ck_assert_int_eq(g_deleted, 0); /* the export still holds it */
+  out->deleter(out);
+  ck_assert_int_eq(g_deleted, 1);
+  /* padding is harmless on whole-byte types; a minor version above ours is fine */
+  m = make_versioned(PF_DLPACK_FLAG_SUBBYTE_TYPE_PADDED);
+  m->version.minor = 9;
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(m, &t), 0);
+  ck_assert(!pf_tensor_is_read_only(t));
+  pf_object_release(t);
+  ck_assert_int_eq(g_deleted, 2);
+}
+END_TEST
+
+START_TEST(test_export_legacy) {
+  pf_object_t* t;
+  int64_t shape[2] = {2, 2};
+  ck_assert_int_eq(pf_tensor_empty(shape, 2, PF_DTYPE_INT32, PF_DEVICE_CPU, &t), 0);
+  DLManagedTensor* m;
+  ck_assert_int_eq(pf_tensor_to_dlpack(t, &m), 0);
+  ck_assert_uint_eq(pf_object_strong_count(t), 2);
+  DLTensor* dl = pf_tensor_dltensor(t);
+  ck_assert_ptr_eq(m->dl_tensor.data, dl->data);
+  ck_assert_ptr_eq(m->dl_tensor.shape, dl->shape);
+  ck_assert_ptr_nonnull(m->dl_tensor.strides);
+  ck_assert_int_eq(m->dl_tensor.ndim, 2);
+  ck_assert(pf_dtype_equal(m->dl_tensor.dtype, PF_DTYPE_INT32));
+  pf_object_release(t);
+  /* the consumer is now the only owner; shape stays readable */
+  ck_assert_int_eq(m->dl_tensor.shape[1], 2);
+  ((int32_t*)m->dl_tensor.data)[3] = 9;
+  m->deleter(m);
+
+  pf_object_t* s;
+  ck_assert_int_eq(pf_string_object_create("x", 1, &s), 0);
+  m = (DLManagedTensor*)&m;
+  ck_assert_int_eq(pf_tensor_to_dlpack(s, &m), -1);
+  ck_assert_ptr_null(m);
+  PF_ASSERT_RAISED("TypeError", "pf_tensor_to_dlpack: argument tensor: expected a Tensor, got str");
+  pf_dl_managed_tensor_versioned_t* mv = (pf_dl_managed_tensor_versioned_t*)&mv;
+  ck_assert_int_eq(pf_tensor_to_dlpack_versioned(NULL, &mv), -1);
+  ck_assert_ptr_null(mv);
+  PF_ASSERT_RAISED("TypeError", "expected a Tensor, got NULL");
+  ck_assert_int_eq(pf_tensor_to_dlpack(s, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument out");
+  ck_assert_int_eq(pf_tensor_to_dlpack_versioned(s, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument out");
+  pf_object_release(s);
+}
+END_TEST
+
+START_TEST(test_round_trips) {
+  pf_object_t* t;
+  int64_t n = 5;
+  ck_assert_int_eq(pf_tensor_empty(&n, 1, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &t), 0);
+  /* legacy: the very same object comes back, with the count the caller started with */
+  DLManagedTensor* m;
+  ck_assert_int_eq(pf_tensor_to_dlpack(t, &m), 0);
+  pf_object_t* back;
+  ck_assert_int_eq(pf_tensor_from_dlpack(m, &back), 0);
+  ck_assert_ptr_eq(back, t);
+  ck_assert_uint_eq(pf_object_strong_count(t), 2);
+  pf_object_release(back);
+  /* versioned, likewise */
+  pf_dl_managed_tensor_versioned_t* mv;
+  ck_assert_int_eq(pf_tensor_to_dlpack_versioned(t, &mv), 0);
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(mv, &back), 0);
+  ck_assert_ptr_eq(back, t);
+  pf_object_release(back);
+  /* a consumer that changed the description gets a new tensor over the same memory, and the
+   * export is released when that tensor dies */
+  ck_assert_int_eq(pf_tensor_to_dlpack(t, &m), 0);
+  m->dl_tensor.byte_offset = 4; /* skip one element, and describe the 4 that remain */
+  int64_t four = 4;
+  m->dl_tensor.shape = &four;
+  m->dl_tensor.strides = NULL;
+  ck_assert_int_eq(pf_tensor_from_dlpack(m, &back), 0);
+  ck_assert_ptr_ne(back, t);
+  ck_assert_uint_eq(pf_object_strong_count(t), 2);
+  ck_assert_ptr_eq(pf_dltensor_data(pf_tensor_dltensor(back)),
+                   (char*)pf_tensor_dltensor(t)->data + 4);
+  pf_object_release(back);
+  ck_assert_uint_eq(pf_object_strong_count(t), 1);
+  pf_object_release(t);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+/* A tensor object of another runtime (DLTensor at 24, no strides) exports through the ABI. */
+typedef struct {
+  pf_object_t header;
+  DLTensor dl;
+  int64_t shape[1];
+  float data[3];
+} foreign_t;
+
+static int g_foreign_deleted;
+static void foreign_deleter(void* self, int flags) {
+  if (flags & PF_DELETER_STRONG)
+    g_foreign_deleted++;
+  if (flags & PF_DELETER_WEAK)
+    pf_object_free(self);
+}
+
+START_TEST(test_export_foreign) {
+  pf_object_t* obj;
+  ck_assert_int_eq(pf_object_alloc(sizeof(foreign_t), PF_TYPE_TENSOR, foreign_deleter, &obj), 0);
+  foreign_t* f = (foreign_t*)obj;
+  f->shape[0] = 3;
+  DLTensor dl = {f->data, PF_DEVICE_CPU, 1, PF_DTYPE_FLOAT32, f->shape, NULL, 0};
+  f->dl = dl;
+  g_foreign_deleted = 0;
+  pf_dl_managed_tensor_versioned_t* m;
+  ck_assert_int_eq(pf_tensor_to_dlpack_versioned(obj, &m), 0);
+  ck_assert_ptr_null(m->dl_tensor.strides);
+  ck_assert_uint_eq(m->flags, 0);
+  pf_object_release(obj);
+  ck_assert_int_eq(g_foreign_deleted, 0);
+  pf_object_t* t;
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(m, &t), 0);
+  ck_assert_ptr_eq(t, obj); /* our own export, unchanged: the same object */
+  pf_object_release(t);
+  ck_assert_int_eq(g_foreign_deleted, 1);
+}
+END_TEST
+
+Suite* make_suite(void) {
+  Suite* s = suite_create("dlpack");
+  TCase* tc = tcase_create("import");
+  tcase_add_test(tc, test_import_legacy);
+  tcase_add_test(tc, test_import_errors_leave_source);
+  tcase_add_test(tc, test_import_versioned_read_only);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("export");
+  tcase_add_test(tc, test_export_legacy);
+  tcase_add_test(tc, test_round_trips);
+  tcase_add_test(tc, test_export_foreign);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+PF_TEST_MAIN()

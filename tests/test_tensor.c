@@ -1,0 +1,878 @@
+/* Tests of the tensor layer's core: data types and devices as text, tensor creation and
+ * wrapping, views (general, reshape, slice, select, permute), DLTensor helpers and checks. */
+#include <stdint.h>
+
+#include "pf_test.h"
+
+/* A CPU float64 tensor of `shape` holding 0, 1, 2, ... in row-major order. */
+static pf_object_t* iota(const int64_t* shape, int32_t ndim) {
+  pf_object_t* t = NULL;
+  ck_assert_int_eq(pf_tensor_empty(shape, ndim, PF_DTYPE_FLOAT64, PF_DEVICE_CPU, &t), 0);
+  DLTensor* dl = pf_tensor_dltensor(t);
+  double* p = pf_dltensor_data(dl);
+  for (int64_t i = 0; i < pf_dltensor_numel(dl); ++i)
+    p[i] = (double)i;
+  return t;
+}
+
+/* The float64 element of `t` at `idx` (ndim entries), read through shape and strides. */
+static double at(pf_object_t* t, const int64_t* idx) {
+  DLTensor* dl = pf_tensor_dltensor(t);
+  int64_t off = 0;
+  for (int32_t i = 0; i < dl->ndim; ++i) {
+    ck_assert(idx[i] >= 0 && idx[i] < dl->shape[i]);
+    off += idx[i] * dl->strides[i];
+  }
+  return ((const double*)pf_dltensor_data(dl))[off];
+}
+
+/* ---- data types ---- */
+
+START_TEST(test_dtype_parse_names) {
+  static const struct {
+    const char* text;
+    uint8_t code, bits;
+    uint16_t lanes;
+  } cases[] = {
+      {"bool", PF_DL_BOOL, 8, 1},
+      {"int8", PF_DL_INT, 8, 1},
+      {"int4", PF_DL_INT, 4, 1},
+      {"int64", PF_DL_INT, 64, 1},
+      {"uint1", PF_DL_UINT, 1, 1},
+      {"uint16", PF_DL_UINT, 16, 1},
+      {"float16", PF_DL_FLOAT, 16, 1},
+      {"float32", PF_DL_FLOAT, 32, 1},
+      {"float64", PF_DL_FLOAT, 64, 1},
+      {"bfloat16", PF_DL_BFLOAT, 16, 1},
+      {"complex64", PF_DL_COMPLEX, 64, 1},
+      {"complex128", PF_DL_COMPLEX, 128, 1},
+      {"handle", PF_DL_OPAQUE_HANDLE, 64, 1},
+      {"float8_e4m3", PF_DL_FLOAT8_E4M3, 8, 1},
+      {"float8_e4m3fn", PF_DL_FLOAT8_E4M3FN, 8, 1},
+      {"float8_e4m3fnuz", PF_DL_FLOAT8_E4M3FNUZ, 8, 1},
+      {"float8_e4m3b11fnuz", PF_DL_FLOAT8_E4M3B11FNUZ, 8, 1},
+      {"float8_e5m2", PF_DL_FLOAT8_E5M2, 8, 1},
+      {"float8_e8m0fnu", PF_DL_FLOAT8_E8M0FNU, 8, 1},
+      {"float6_e3m2fn", PF_DL_FLOAT6_E3M2FN, 6, 1},
+      {"float4_e2m1fn", PF_DL_FLOAT4_E2M1FN, 4, 1},
+      {"int8x4", PF_DL_INT, 8, 4},
+      {"float32x2", PF_DL_FLOAT, 32, 2},
+      {"complex64x2", PF_DL_COMPLEX, 64, 2},
+      {"boolx8", PF_DL_BOOL, 8, 8},
+      {"float8_e4m3fnx16", PF_DL_FLOAT8_E4M3FN, 8, 16},
+      {"uint8x65535", PF_DL_UINT, 8, 65535},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    DLDataType t;
+    ck_assert_msg(pf_dtype_parse(cases[i].text, &t) == 0, "parse %s", cases[i].text);
+    ck_assert_msg(pf_dtype_equal(t, pf_dtype(cases[i].code, cases[i].bits, cases[i].lanes)),
+                  "%s gave {%u, %u, %u}", cases[i].text, t.code, t.bits, t.lanes);
+    ck_assert(pf_dtype_is_valid(t));
+    char buf[PF_DTYPE_STR_MAX];
+    ck_assert_int_eq(pf_dtype_format(t, buf, sizeof buf), 0);
+    ck_assert_str_eq(buf, cases[i].text);
+  }
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+START_TEST(test_dtype_parse_errors) {
+  static const char* bad[] = {"",         "float",      "float8",   "int0",           "int65",
+                              "int128",   "float33",    "bfloat32", "complex16",      "int8x0",
+                              "int8x",    "int8x65536", "int8y",    "bool8",          "float32 ",
+                              " float32", "Float32",    "f32",      "float8_e4m3fnq", "uintx2"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    DLDataType t = PF_DTYPE_FLOAT32;
+    ck_assert_msg(pf_dtype_parse(bad[i], &t) == -1, "'%s' parsed", bad[i]);
+    ck_assert_int_eq(t.code | t.bits | t.lanes, 0);
+    PF_ASSERT_RAISED("ValueError", "pf_dtype_parse: argument s: expected a data type");
+  }
+  DLDataType t;
+  ck_assert_int_eq(pf_dtype_parse("int99", &t), -1);
+  PF_ASSERT_RAISED("ValueError", "got \"int99\"");
+  ck_assert_int_eq(pf_dtype_parse(NULL, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "argument s: expected a pointer, got NULL");
+  ck_assert_int_eq(pf_dtype_parse("int8", NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument out");
+}
+END_TEST
+
+START_TEST(test_dtype_format_and_validity) {
+  char buf[PF_DTYPE_STR_MAX];
+  /* invalid types print their fields and still succeed */
+  ck_assert_int_eq(pf_dtype_format(pf_dtype(200, 8, 1), buf, sizeof buf), 0);
+  ck_assert_str_eq(buf, "dtype(code=200, bits=8, lanes=1)");
+  ck_assert_int_eq(pf_dtype_format(pf_dtype(255, 255, 65535), buf, sizeof buf), 0);
+  ck_assert_str_eq(buf, "dtype(code=255, bits=255, lanes=65535)");
+  ck_assert(!pf_dtype_is_valid(pf_dtype(PF_DL_FLOAT, 32, 0)));
+  ck_assert(!pf_dtype_is_valid(pf_dtype(PF_DL_BOOL, 1, 1)));
+  ck_assert(!pf_dtype_is_valid(pf_dtype(PF_DL_BFLOAT, 32, 1)));
+  ck_assert(!pf_dtype_is_valid(pf_dtype(PF_DL_FLOAT4_E2M1FN, 8, 1)));
+  ck_assert(!pf_dtype_is_valid(pf_dtype(PF_DL_INT, 0, 1)));
+  ck_assert(!pf_dtype_is_valid(pf_dtype(99, 8, 1)));
+  ck_assert_int_eq(pf_dtype_format(pf_dtype(PF_DL_BOOL, 1, 1), buf, sizeof buf), 0);
+  ck_assert_str_eq(buf, "dtype(code=6, bits=1, lanes=1)");
+  /* too small: ValueError, what fits is kept */
+  char small[6];
+  ck_assert_int_eq(pf_dtype_format(PF_DTYPE_FLOAT32, small, sizeof small), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_dtype_format: argument size: expected at least 8 bytes, got 6");
+  ck_assert_str_eq(small, "float");
+  ck_assert_int_eq(pf_dtype_format(PF_DTYPE_FLOAT32, NULL, 8), -1);
+  PF_ASSERT_RAISED("ValueError", "argument buf");
+  ck_assert_int_eq(pf_dtype_format(PF_DTYPE_FLOAT32, buf, 0), -1);
+  PF_ASSERT_RAISED("ValueError", "got 0");
+  /* sizes */
+  ck_assert_uint_eq(pf_dtype_bytes(PF_DTYPE_FLOAT32), 4);
+  ck_assert_uint_eq(pf_dtype_bytes(PF_DTYPE_BOOL), 1);
+  ck_assert_uint_eq(pf_dtype_bytes(pf_dtype(PF_DL_INT, 8, 4)), 4);
+  ck_assert_uint_eq(pf_dtype_bytes(pf_dtype(PF_DL_INT, 4, 1)), 0);
+  ck_assert_uint_eq(pf_dtype_bytes(pf_dtype(PF_DL_INT, 4, 2)), 1);
+  ck_assert(!pf_dtype_equal(PF_DTYPE_FLOAT32, pf_dtype(PF_DL_FLOAT, 32, 2)));
+}
+END_TEST
+
+/* ---- devices ---- */
+
+START_TEST(test_device_parse_format) {
+  static const struct {
+    const char* text;
+    int32_t type, id;
+    const char* printed;
+  } cases[] = {
+      {"cpu", PF_DEV_CPU, 0, "cpu:0"},
+      {"cpu:0", PF_DEV_CPU, 0, "cpu:0"},
+      {"cuda", PF_DEV_CUDA, 0, "cuda:0"},
+      {"cuda:1", PF_DEV_CUDA, 1, "cuda:1"},
+      {"cuda_host", PF_DEV_CUDA_HOST, 0, "cuda_host:0"},
+      {"cuda_managed:3", PF_DEV_CUDA_MANAGED, 3, "cuda_managed:3"},
+      {"rocm:2147483647", PF_DEV_ROCM, INT32_MAX, "rocm:2147483647"},
+      {"rocm_host", PF_DEV_ROCM_HOST, 0, "rocm_host:0"},
+      {"opencl", PF_DEV_OPENCL, 0, "opencl:0"},
+      {"vulkan:2", PF_DEV_VULKAN, 2, "vulkan:2"},
+      {"metal", PF_DEV_METAL, 0, "metal:0"},
+      {"vpi", PF_DEV_VPI, 0, "vpi:0"},
+      {"ext_dev", PF_DEV_EXT_DEV, 0, "ext_dev:0"},
+      {"oneapi", PF_DEV_ONEAPI, 0, "oneapi:0"},
+      {"webgpu", PF_DEV_WEBGPU, 0, "webgpu:0"},
+      {"hexagon", PF_DEV_HEXAGON, 0, "hexagon:0"},
+      {"maia", PF_DEV_MAIA, 0, "maia:0"},
+      {"trn:7", PF_DEV_TRN, 7, "trn:7"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    DLDevice d;
+    ck_assert_msg(pf_device_parse(cases[i].text, &d) == 0, "parse %s", cases[i].text);
+    ck_assert(pf_device_equal(d, pf_device(cases[i].type, cases[i].id)));
+    char buf[PF_DEVICE_STR_MAX];
+    ck_assert_int_eq(pf_device_format(d, buf, sizeof buf), 0);
+    ck_assert_str_eq(buf, cases[i].printed);
+  }
+  char buf[PF_DEVICE_STR_MAX];
+  ck_assert_int_eq(pf_device_format(pf_device(99, 1), buf, sizeof buf), 0);
+  ck_assert_str_eq(buf, "device(99):1");
+  ck_assert_str_eq(pf_device_type_name(PF_DEV_CUDA), "cuda");
+  ck_assert_ptr_null(pf_device_type_name(5));
+  ck_assert_ptr_null(pf_device_type_name(-1));
+  ck_assert_ptr_null(pf_device_type_name(1000));
+  ck_assert(!pf_device_equal(pf_device(PF_DEV_CUDA, 0), pf_device(PF_DEV_CUDA, 1)));
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+START_TEST(test_device_errors) {
+  static const char* bad[] = {"",        "gpu",       "cuda:",  "cuda:-1", "cuda:2147483648",
+                              "cuda:1x", "cuda::1",   "CUDA",   "cpu:0:1", " cpu",
+                              "cuda_",   "device(2)", "cuda:+1"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    DLDevice d = PF_DEVICE_CPU;
+    ck_assert_msg(pf_device_parse(bad[i], &d) == -1, "'%s' parsed", bad[i]);
+    ck_assert_int_eq(d.device_type, 0);
+    PF_ASSERT_RAISED("ValueError", "pf_device_parse: argument s: expected a device");
+  }
+  DLDevice d;
+  ck_assert_int_eq(pf_device_parse(NULL, &d), -1);
+  PF_ASSERT_RAISED("ValueError", "argument s: expected a pointer");
+  ck_assert_int_eq(pf_device_parse("cpu", NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument out");
+  char small[5];
+  ck_assert_int_eq(pf_device_format(pf_device(PF_DEV_CUDA, 12), small, sizeof small), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_device_format: argument size: expected at least 8 bytes");
+  ck_assert_str_eq(small, "cuda");
+  ck_assert_int_eq(pf_device_format(PF_DEVICE_CPU, NULL, 8), -1);
+  PF_ASSERT_RAISED("ValueError", "argument buf");
+}
+END_TEST
+
+/* ---- creating tensors ---- */
+
+START_TEST(test_empty) {
+  int64_t shape[3] = {2, 3, 4};
+  pf_object_t* t;
+  ck_assert_int_eq(pf_tensor_empty(shape, 3, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &t), 0);
+  ck_assert_int_eq(t->type_index, PF_TYPE_TENSOR);
+  ck_assert_uint_eq(pf_object_strong_count(t), 1);
+  DLTensor* dl = pf_tensor_dltensor(t);
+  ck_assert_ptr_eq(dl, (char*)t + 24);
+  ck_assert_int_eq(dl->ndim, 3);
+  ck_assert(dl->shape != shape);
+  ck_assert_int_eq(dl->shape[0], 2);
+  ck_assert_int_eq(dl->shape[2], 4);
+  ck_assert_int_eq(dl->strides[0], 12);
+  ck_assert_int_eq(dl->strides[1], 4);
+  ck_assert_int_eq(dl->strides[2], 1);
+  ck_assert(pf_dtype_equal(dl->dtype, PF_DTYPE_FLOAT32));
+  ck_assert(pf_device_equal(dl->device, PF_DEVICE_CPU));
+  ck_assert_uint_eq(dl->byte_offset, 0);
+  ck_assert_uint_eq((uintptr_t)dl->data % PF_TENSOR_ALIGNMENT, 0);
+  ck_assert_int_eq(pf_dltensor_numel(dl), 24);
+  ck_assert_uint_eq(pf_dltensor_nbytes(dl), 96);
+  ck_assert(pf_dltensor_is_contiguous(dl));
+  memset(pf_dltensor_data(dl), 0, 96); /* the memory is really there (ASan, valgrind) */
+  ck_assert(!pf_tensor_is_read_only(t));
+  /* an Any holds it like any object */
+  pf_any_t v = pf_any_object(t);
+  DLTensor* via;
+  ck_assert_int_eq(pf_any_as_dltensor(&v, &via), 0);
+  ck_assert_ptr_eq(via, dl);
+  pf_object_release(t);
+
+  /* 0-d and empty tensors */
+  ck_assert_int_eq(pf_tensor_empty(NULL, 0, PF_DTYPE_INT64, PF_DEVICE_CPU, &t), 0);
+  ck_assert_int_eq(pf_dltensor_numel(pf_tensor_dltensor(t)), 1);
+  *(int64_t*)pf_dltensor_data(pf_tensor_dltensor(t)) = 7;
+  pf_object_release(t);
+  int64_t empty[2] = {0, 5};
+  ck_assert_int_eq(pf_tensor_empty(empty, 2, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &t), 0);
+  dl = pf_tensor_dltensor(t);
+  ck_assert_ptr_nonnull(dl->data);
+  ck_assert_int_eq(pf_dltensor_numel(dl), 0);
+  ck_assert_uint_eq(pf_dltensor_nbytes(dl), 0);
+  ck_assert_int_eq(dl->strides[0], 5);
+  pf_object_release(t);
+  /* sub-byte types pack */
+  int64_t three = 3;
+  ck_assert_int_eq(pf_tensor_empty(&three, 1, pf_dtype(PF_DL_INT, 4, 1), PF_DEVICE_CPU, &t), 0);
+  ck_assert_uint_eq(pf_dltensor_nbytes(pf_tensor_dltensor(t)), 2);
+  pf_object_release(t);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+START_TEST(test_empty_errors) {
+  int64_t shape[2] = {2, -3};
+  pf_object_t* t = (pf_object_t*)&t;
+  ck_assert_int_eq(pf_tensor_empty(shape, 2, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &t), -1);
+  ck_assert_ptr_null(t);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_tensor_empty: argument shape: expected extents >= 0, got -3 at axis 1");
+  ck_assert_int_eq(pf_tensor_empty(shape, 2, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument out");
+  ck_assert_int_eq(pf_tensor_empty(shape, -1, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "expected ndim in 0..64, got -1");
+  ck_assert_int_eq(pf_tensor_empty(shape, 65, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "got 65");
+  ck_assert_int_eq(pf_tensor_empty(NULL, 2, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "expected a shape of 2 extents, got NULL");
+  shape[1] = 3;
+  ck_assert_int_eq(pf_tensor_empty(shape, 2, pf_dtype(PF_DL_FLOAT, 32, 0), PF_DEVICE_CPU, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "expected a valid data type, got dtype(code=2, bits=32, lanes=0)");
+  int64_t huge[3] = {INT64_C(1) << 40, INT64_C(1) << 40, 2};
+  ck_assert_int_eq(pf_tensor_empty(huge, 3, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "expected a size that fits in memory");
+  int64_t big[2] = {INT64_C(1) << 28, INT64_C(1) << 28}; /* 2^59 bytes */
+  ck_assert_int_eq(pf_tensor_empty(big, 2, PF_DTYPE_UINT8, PF_DEVICE_CPU, &t), -1);
+  ck_assert_ptr_null(t);
+  PF_ASSERT_RAISED("MemoryError", "out of memory");
+  ck_assert_int_eq(pf_tensor_empty(shape, 2, PF_DTYPE_FLOAT32, pf_device(PF_DEV_VULKAN, 0), &t),
+                   -1);
+  PF_ASSERT_RAISED("KeyError", "pf_tensor_empty: no allocator for device type vulkan (7)");
+  ck_assert_int_eq(pf_tensor_empty(shape, 2, PF_DTYPE_FLOAT32, pf_device(PF_DEV_CUDA, 0), &t), -1);
+  PF_ASSERT_RAISED("KeyError", "link libpackfn_cuda");
+  ck_assert_int_eq(pf_tensor_empty(shape, 2, PF_DTYPE_FLOAT32, pf_device(500, 0), &t), -1);
+  PF_ASSERT_RAISED("KeyError", "device(500)");
+  ck_assert_int_eq(pf_tensor_empty(shape, 2, PF_DTYPE_FLOAT32, pf_device(PF_DEV_CPU, -1), &t), -1);
+  PF_ASSERT_RAISED("ValueError", "expected a device index >= 0, got -1");
+}
+END_TEST
+
+START_TEST(test_dltensor_of_non_tensors) {
+  ck_assert_ptr_null(pf_tensor_dltensor(NULL));
+  pf_object_t* s;
+  ck_assert_int_eq(pf_string_object_create("not a tensor", 12, &s), 0);
+  ck_assert_ptr_null(pf_tensor_dltensor(s));
+  ck_assert(!pf_tensor_is_read_only(s));
+  ck_assert(!pf_tensor_is_read_only(NULL));
+  pf_object_t* v = (pf_object_t*)&v;
+  ck_assert_int_eq(pf_tensor_reshape(s, 0, NULL, &v), -1);
+  ck_assert_ptr_null(v);
+  PF_ASSERT_RAISED("TypeError", "pf_tensor_reshape: argument tensor: expected a Tensor, got str");
+  ck_assert_int_eq(pf_tensor_slice(NULL, 0, 0, 1, 1, &v), -1);
+  PF_ASSERT_RAISED("TypeError", "expected a Tensor, got NULL");
+  pf_object_release(s);
+}
+END_TEST
+
+static int g_freed;
+static void count_free(void* ctx) {
+  g_freed += *(int*)ctx;
+}
+
+START_TEST(test_from_dltensor) {
+  double buf[6] = {0, 1, 2, 3, 4, 5};
+  int64_t shape[2] = {3, 2};
+  int64_t strides[2] = {1, 3}; /* Fortran order */
+  DLTensor desc = {buf, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, shape, strides, 0};
+  int one = 1;
+  g_freed = 0;
+  pf_object_t* t;
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, &one, count_free, &t), 0);
+  shape[0] = 99; /* copied: the tensor does not see later changes */
+  strides[0] = 99;
+  DLTensor* dl = pf_tensor_dltensor(t);
+  ck_assert_ptr_eq(dl->data, buf);
+  ck_assert_int_eq(dl->shape[0], 3);
+  ck_assert_int_eq(dl->strides[0], 1);
+  ck_assert(!pf_dltensor_is_contiguous(dl));
+  ck_assert(at(t, (int64_t[]){1, 1}) == 4.0);
+  pf_object_t* v;
+  ck_assert_int_eq(pf_tensor_select(t, 1, 0, &v), 0);
+  pf_object_release(t);
+  ck_assert_int_eq(g_freed, 0); /* the view keeps the memory */
+  ck_assert(at(v, (int64_t[]){2}) == 2.0);
+  pf_object_release(v);
+  ck_assert_int_eq(g_freed, 1);
+
+  /* compact strides are filled in; no deleter is fine */
+  shape[0] = 2;
+  shape[1] = 3;
+  desc.strides = NULL;
+  desc.byte_offset = 8;
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, NULL, NULL, &t), 0);
+  dl = pf_tensor_dltensor(t);
+  ck_assert_int_eq(dl->strides[0], 3);
+  ck_assert_int_eq(dl->strides[1], 1);
+  ck_assert(at(t, (int64_t[]){0, 0}) == 1.0);
+  pf_object_release(t);
+  /* an empty tensor may have no data */
+  shape[0] = 0;
+  desc.data = NULL;
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, NULL, NULL, &t), 0);
+  pf_object_release(t);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+START_TEST(test_from_dltensor_errors) {
+  double buf[4];
+  int64_t shape[1] = {4};
+  int64_t strides[1] = {INT64_MIN};
+  int one = 1;
+  g_freed = 0;
+  pf_object_t* t = (pf_object_t*)&t;
+  DLTensor desc = {NULL, PF_DEVICE_CPU, 1, PF_DTYPE_FLOAT64, shape, NULL, 0};
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, &one, count_free, &t), -1);
+  ck_assert_ptr_null(t);
+  PF_ASSERT_RAISED(
+      "ValueError",
+      "pf_tensor_from_dltensor: argument desc: expected data for 4 elements, got NULL");
+  desc.data = buf;
+  desc.strides = strides;
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, &one, count_free, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "expected strides whose offsets fit in int64");
+  strides[0] = INT64_MAX / 2;
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, &one, count_free, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "expected strides whose offsets fit in int64");
+  desc.strides = NULL;
+  desc.device.device_id = -2;
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, &one, count_free, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "expected a device index >= 0, got -2");
+  desc.device.device_id = 0;
+  desc.dtype = pf_dtype(77, 8, 1);
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, &one, count_free, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "dtype(code=77, bits=8, lanes=1)");
+  ck_assert_int_eq(pf_tensor_from_dltensor(NULL, &one, count_free, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "argument desc: expected a DLTensor, got NULL");
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, &one, count_free, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument out");
+  ck_assert_int_eq(g_freed, 0); /* never called on failure */
+}
+END_TEST
+
+/* ---- views ---- */
+
+START_TEST(test_view_general) {
+  pf_object_t* base = iota((int64_t[]){12}, 1);
+  pf_object_t* v;
+  /* a 3x2 window with row stride 4, starting at element 1 */
+  ck_assert_int_eq(pf_tensor_view(base, 2, (int64_t[]){3, 2}, (int64_t[]){4, 1}, 1, &v), 0);
+  ck_assert(at(v, (int64_t[]){0, 0}) == 1.0);
+  ck_assert(at(v, (int64_t[]){2, 1}) == 10.0);
+  ck_assert_uint_eq(pf_tensor_dltensor(v)->byte_offset, 8);
+  ck_assert_ptr_eq(pf_tensor_dltensor(v)->data, pf_tensor_dltensor(base)->data);
+  ck_assert_uint_eq(pf_object_strong_count(base), 2);
+  /* a view of a view holds the original storage, not the intermediate view */
+  pf_object_t* w;
+  ck_assert_int_eq(pf_tensor_view(v, 1, (int64_t[]){2}, NULL, 8, &w), 0);
+  ck_assert_uint_eq(pf_object_strong_count(base), 3);
+  ck_assert_uint_eq(pf_object_strong_count(v), 1);
+  ck_assert(at(w, (int64_t[]){1}) == 10.0);
+  pf_object_release(v);
+  pf_object_release(base);
+  ck_assert(at(w, (int64_t[]){0}) == 9.0);
+  pf_object_release(w);
+
+  /* broadcasting with stride 0, empty views anywhere */
+  base = iota((int64_t[]){3}, 1);
+  ck_assert_int_eq(pf_tensor_view(base, 2, (int64_t[]){4, 3}, (int64_t[]){0, 1}, 0, &v), 0);
+  ck_assert(at(v, (int64_t[]){3, 2}) == 2.0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){0}, NULL, 1000, &v), 0);
+  ck_assert_uint_eq(pf_tensor_dltensor(v)->byte_offset, 0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_view(base, 0, NULL, NULL, 2, &v), 0);
+  ck_assert(at(v, NULL) == 2.0);
+  pf_object_release(v);
+  pf_object_release(base);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+START_TEST(test_view_errors) {
+  pf_object_t* base = iota((int64_t[]){2, 3}, 2);
+  pf_object_t* v = (pf_object_t*)&v;
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){7}, NULL, 0, &v), -1);
+  ck_assert_ptr_null(v);
+  PF_ASSERT_RAISED("IndexError",
+                   "pf_tensor_view: the view reaches elements 0..6, outside the tensor's 0..5");
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){2}, NULL, -1, &v), -1);
+  PF_ASSERT_RAISED("IndexError", "reaches elements -1..0");
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){2}, (int64_t[]){INT64_MAX / 2}, 0, &v), -1);
+  PF_ASSERT_RAISED("IndexError", "outside the tensor's 0..5");
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){1}, NULL, INT64_MAX, &v), -1);
+  PF_ASSERT_RAISED("IndexError", "outside");
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){-1}, NULL, 0, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_view: argument shape: expected extents >= 0");
+  ck_assert_int_eq(pf_tensor_view(base, 2, NULL, NULL, 0, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "got NULL");
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){1}, NULL, 0, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument out");
+  pf_object_release(base);
+  /* nothing inside an empty tensor */
+  base = iota((int64_t[]){0}, 1);
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){1}, NULL, 0, &v), -1);
+  PF_ASSERT_RAISED("IndexError", "outside the tensor's 0..-1");
+  pf_object_release(base);
+  /* sub-byte elements cannot be offset */
+  ck_assert_int_eq(
+      pf_tensor_empty((int64_t[]){4}, 1, pf_dtype(PF_DL_INT, 4, 1), PF_DEVICE_CPU, &base), 0);
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){2}, NULL, 1, &v), -1);
+  PF_ASSERT_RAISED("NotImplementedError", "sub-byte type int4");
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){2}, NULL, 0, &v), 0);
+  pf_object_release(v);
+  pf_object_release(base);
+}
+END_TEST
+
+START_TEST(test_view_negative_strides) {
+  /* data points at the last element, as NumPy exports a reversed array */
+  double buf[4] = {0, 1, 2, 3};
+  int64_t shape[1] = {4}, strides[1] = {-1};
+  DLTensor desc = {&buf[3], PF_DEVICE_CPU, 1, PF_DTYPE_FLOAT64, shape, strides, 0};
+  pf_object_t *t, *v;
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, NULL, NULL, &t), 0);
+  ck_assert(at(t, (int64_t[]){0}) == 3.0);
+  /* forward view from three elements before the first: moves the data pointer */
+  ck_assert_int_eq(pf_tensor_view(t, 1, (int64_t[]){4}, NULL, -3, &v), 0);
+  ck_assert_ptr_eq(pf_tensor_dltensor(v)->data, &buf[0]);
+  ck_assert_uint_eq(pf_tensor_dltensor(v)->byte_offset, 0);
+  ck_assert(at(v, (int64_t[]){1}) == 1.0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_slice(t, 0, INT64_MAX, INT64_MIN, -1, &v), 0);
+  ck_assert(at(v, (int64_t[]){0}) == 0.0);
+  ck_assert(at(v, (int64_t[]){3}) == 3.0);
+  pf_object_release(v);
+  pf_object_release(t);
+  /* on a device whose data is a handle, the pointer cannot move */
+  desc.device = pf_device(PF_DEV_OPENCL, 0);
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, NULL, NULL, &t), 0);
+  ck_assert_int_eq(pf_tensor_view(t, 1, (int64_t[]){4}, NULL, -3, &v), -1);
+  PF_ASSERT_RAISED("NotImplementedError", "would start 24 bytes before the data handle");
+  pf_object_release(t);
+}
+END_TEST
+
+START_TEST(test_reshape) {
+  pf_object_t* base = iota((int64_t[]){2, 3, 4}, 3);
+  pf_object_t* v;
+  ck_assert_int_eq(pf_tensor_reshape(base, 2, (int64_t[]){6, -1}, &v), 0);
+  DLTensor* dl = pf_tensor_dltensor(v);
+  ck_assert_int_eq(dl->shape[1], 4);
+  ck_assert(at(v, (int64_t[]){5, 3}) == 23.0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_reshape(base, 1, (int64_t[]){-1}, &v), 0);
+  ck_assert_int_eq(pf_tensor_dltensor(v)->shape[0], 24);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_reshape(base, 4, (int64_t[]){1, 24, 1, 1}, &v), 0);
+  pf_object_release(v);
+
+  pf_object_t* bad = (pf_object_t*)&bad;
+  ck_assert_int_eq(pf_tensor_reshape(base, 2, (int64_t[]){5, 5}, &bad), -1);
+  ck_assert_ptr_null(bad);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_tensor_reshape: argument shape: cannot view 24 elements of shape "
+                   "(2, 3, 4) as (5, 5)");
+  ck_assert_int_eq(pf_tensor_reshape(base, 2, (int64_t[]){5, -1}, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "as (5, *)");
+  ck_assert_int_eq(pf_tensor_reshape(base, 2, (int64_t[]){-1, -1}, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "at most one -1, got -1 at axis 1");
+  ck_assert_int_eq(pf_tensor_reshape(base, 2, (int64_t[]){-2, 4}, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "got -2 at axis 0");
+  ck_assert_int_eq(pf_tensor_reshape(base, 2, (int64_t[]){INT64_MAX, 4}, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "cannot view 24 elements");
+  ck_assert_int_eq(pf_tensor_reshape(base, 2, NULL, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "got NULL");
+  ck_assert_int_eq(pf_tensor_reshape(base, 70, NULL, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "expected ndim in 0..64, got 70");
+  /* a transposed tensor is not contiguous */
+  pf_object_t* tr;
+  ck_assert_int_eq(pf_tensor_permute(base, (int32_t[]){2, 1, 0}, &tr), 0);
+  ck_assert_int_eq(pf_tensor_reshape(tr, 1, (int64_t[]){24}, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "expected a contiguous tensor, got strides (1, 4, 12)");
+  pf_object_release(tr);
+  pf_object_release(base);
+  /* 0 elements: -1 cannot be inferred, but an explicit shape works */
+  base = iota((int64_t[]){0, 3}, 2);
+  ck_assert_int_eq(pf_tensor_reshape(base, 2, (int64_t[]){0, -1}, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "cannot view 0 elements");
+  ck_assert_int_eq(pf_tensor_reshape(base, 3, (int64_t[]){3, 0, 7}, &v), 0);
+  pf_object_release(v);
+  pf_object_release(base);
+}
+END_TEST
+
+START_TEST(test_slice) {
+  pf_object_t* base = iota((int64_t[]){10}, 1);
+  pf_object_t* v;
+  ck_assert_int_eq(pf_tensor_slice(base, 0, 2, 8, 3, &v), 0); /* 2, 5 */
+  ck_assert_int_eq(pf_tensor_dltensor(v)->shape[0], 2);
+  ck_assert_int_eq(pf_tensor_dltensor(v)->strides[0], 3);
+  ck_assert(at(v, (int64_t[]){1}) == 5.0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_slice(base, -1, -3, INT64_MAX, 1, &v), 0); /* 7, 8, 9 */
+  ck_assert_int_eq(pf_tensor_dltensor(v)->shape[0], 3);
+  ck_assert(at(v, (int64_t[]){0}) == 7.0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_slice(base, 0, INT64_MAX, INT64_MIN, -4, &v), 0); /* 9, 5, 1 */
+  ck_assert_int_eq(pf_tensor_dltensor(v)->shape[0], 3);
+  ck_assert(at(v, (int64_t[]){2}) == 1.0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_slice(base, 0, 5, 100, INT64_MAX, &v), 0); /* 5 */
+  ck_assert_int_eq(pf_tensor_dltensor(v)->shape[0], 1);
+  ck_assert(at(v, (int64_t[]){0}) == 5.0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_slice(base, 0, 9, -100, INT64_MIN, &v), 0); /* 9 */
+  ck_assert_int_eq(pf_tensor_dltensor(v)->shape[0], 1);
+  ck_assert(at(v, (int64_t[]){0}) == 9.0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_slice(base, 0, 8, 2, 1, &v), 0); /* empty */
+  ck_assert_int_eq(pf_tensor_dltensor(v)->shape[0], 0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_slice(base, 0, -100, 100, 1, &v), 0); /* clamped: all */
+  ck_assert_int_eq(pf_tensor_dltensor(v)->shape[0], 10);
+  pf_object_release(v);
+
+  pf_object_t* bad = (pf_object_t*)&bad;
+  ck_assert_int_eq(pf_tensor_slice(base, 0, 0, 1, 0, &bad), -1);
+  ck_assert_ptr_null(bad);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_slice: argument step: expected a non-zero step, got 0");
+  ck_assert_int_eq(pf_tensor_slice(base, 1, 0, 1, 1, &bad), -1);
+  PF_ASSERT_RAISED("IndexError", "pf_tensor_slice: argument axis: expected -1..0, got 1");
+  ck_assert_int_eq(pf_tensor_slice(base, -2, 0, 1, 1, &bad), -1);
+  PF_ASSERT_RAISED("IndexError", "got -2");
+  pf_object_release(base);
+
+  /* 2-d: every other column */
+  base = iota((int64_t[]){3, 4}, 2);
+  ck_assert_int_eq(pf_tensor_slice(base, 1, 1, 4, 2, &v), 0);
+  ck_assert(at(v, (int64_t[]){2, 1}) == 11.0);
+  ck_assert(!pf_dltensor_is_contiguous(pf_tensor_dltensor(v)));
+  pf_object_release(v);
+  pf_object_release(base);
+}
+END_TEST
+
+START_TEST(test_select_permute) {
+  pf_object_t* base = iota((int64_t[]){2, 3, 4}, 3);
+  pf_object_t *v, *w;
+  ck_assert_int_eq(pf_tensor_select(base, 1, -1, &v), 0); /* [:, 2, :] */
+  ck_assert_int_eq(pf_tensor_dltensor(v)->ndim, 2);
+  ck_assert(at(v, (int64_t[]){1, 3}) == 23.0);
+  ck_assert_int_eq(pf_tensor_select(v, 0, 0, &w), 0);
+  ck_assert(at(w, (int64_t[]){1}) == 9.0);
+  pf_object_release(w);
+  ck_assert_int_eq(pf_tensor_select(v, 0, 1, &w), 0);
+  pf_object_t* s;
+  ck_assert_int_eq(pf_tensor_select(w, 0, 2, &s), 0); /* a 0-d view */
+  ck_assert_int_eq(pf_tensor_dltensor(s)->ndim, 0);
+  ck_assert(at(s, NULL) == 22.0);
+  pf_object_release(s);
+  pf_object_release(w);
+  pf_object_release(v);
+
+  ck_assert_int_eq(pf_tensor_permute(base, (int32_t[]){2, 0, -2}, &v), 0);
+  DLTensor* dl = pf_tensor_dltensor(v);
+  ck_assert_int_eq(dl->shape[0], 4);
+  ck_assert_int_eq(dl->shape[1], 2);
+  ck_assert_int_eq(dl->shape[2], 3);
+  ck_assert(at(v, (int64_t[]){3, 1, 2}) == 23.0);
+  ck_assert(at(v, (int64_t[]){1, 0, 2}) == 9.0);
+  pf_object_release(v);
+
+  pf_object_t* bad = (pf_object_t*)&bad;
+  ck_assert_int_eq(pf_tensor_select(base, 0, 2, &bad), -1);
+  ck_assert_ptr_null(bad);
+  PF_ASSERT_RAISED("IndexError",
+                   "pf_tensor_select: argument index: expected -2..1 along axis 0, got 2");
+  ck_assert_int_eq(pf_tensor_select(base, 0, -3, &bad), -1);
+  PF_ASSERT_RAISED("IndexError", "got -3");
+  ck_assert_int_eq(pf_tensor_select(base, 3, 0, &bad), -1);
+  PF_ASSERT_RAISED("IndexError", "argument axis: expected -3..2, got 3");
+  ck_assert_int_eq(pf_tensor_permute(base, (int32_t[]){0, 0, 1}, &bad), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_tensor_permute: argument axes: expected a permutation of 0..2, got 0 at "
+                   "position 1");
+  ck_assert_int_eq(pf_tensor_permute(base, (int32_t[]){0, 1, 3}, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "got 3 at position 2");
+  ck_assert_int_eq(pf_tensor_permute(base, NULL, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "expected 3 axes, got NULL");
+  ck_assert_int_eq(pf_tensor_permute(base, (int32_t[]){0, 1, 2}, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument out");
+  pf_object_release(base);
+  /* a 0-d tensor permutes with no axes */
+  base = iota(NULL, 0);
+  ck_assert_int_eq(pf_tensor_permute(base, NULL, &v), 0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_select(base, 0, 0, &bad), -1);
+  PF_ASSERT_RAISED("IndexError", "argument axis");
+  pf_object_release(base);
+}
+END_TEST
+
+/* A tensor object made by hand the way another ABI runtime would: DLTensor at offset 24, no
+ * strides. packfn's views and exports must work on it through the ABI alone. */
+typedef struct {
+  pf_object_t header;
+  DLTensor dl;
+  int64_t shape[2];
+  double data[6];
+} foreign_tensor_t;
+
+static int g_foreign_deleted;
+static void foreign_deleter(void* self, int flags) {
+  if (flags & PF_DELETER_STRONG)
+    g_foreign_deleted++;
+  if (flags & PF_DELETER_WEAK)
+    pf_object_free(self);
+}
+
+static pf_object_t* make_foreign(void) {
+  pf_object_t* obj;
+  ck_assert_int_eq(pf_object_alloc(sizeof(foreign_tensor_t), PF_TYPE_TENSOR, foreign_deleter, &obj),
+                   0);
+  foreign_tensor_t* f = (foreign_tensor_t*)obj;
+  f->shape[0] = 2;
+  f->shape[1] = 3;
+  for (int i = 0; i < 6; ++i)
+    f->data[i] = i;
+  DLTensor dl = {f->data, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, f->shape, NULL, 0};
+  f->dl = dl;
+  return obj;
+}
+
+START_TEST(test_foreign_tensor_views) {
+  g_foreign_deleted = 0;
+  pf_object_t* f = make_foreign();
+  pf_object_t *v, *w;
+  ck_assert_int_eq(pf_tensor_permute(f, (int32_t[]){1, 0}, &v), 0);
+  ck_assert(at(v, (int64_t[]){2, 1}) == 5.0);
+  ck_assert_int_eq(pf_tensor_slice(v, 0, 1, 3, 1, &w), 0);
+  pf_object_release(v);
+  pf_object_release(f);
+  ck_assert_int_eq(g_foreign_deleted, 0);
+  ck_assert(at(w, (int64_t[]){0, 1}) == 4.0);
+  pf_object_release(w);
+  ck_assert_int_eq(g_foreign_deleted, 1);
+}
+END_TEST
+
+/* ---- DLTensor helpers and argument checks ---- */
+
+START_TEST(test_contiguity) {
+  int64_t shape[3] = {2, 1, 3};
+  DLTensor t = {NULL, PF_DEVICE_CPU, 3, PF_DTYPE_FLOAT32, shape, NULL, 0};
+  ck_assert(pf_dltensor_is_contiguous(&t));
+  int64_t strides[3] = {3, 99, 1}; /* a size-1 dimension's stride does not matter */
+  t.strides = strides;
+  ck_assert(pf_dltensor_is_contiguous(&t));
+  strides[0] = 4;
+  ck_assert(!pf_dltensor_is_contiguous(&t));
+  shape[1] = 0; /* nothing to lay out */
+  ck_assert(pf_dltensor_is_contiguous(&t));
+  t.ndim = 0;
+  ck_assert(pf_dltensor_is_contiguous(&t));
+  ck_assert_int_eq(pf_dltensor_numel(&t), 1);
+  char buf[16];
+  t.data = buf;
+  t.byte_offset = 4;
+  ck_assert_ptr_eq(pf_dltensor_data(&t), buf + 4);
+}
+END_TEST
+
+START_TEST(test_check_spec) {
+  pf_object_t* x = iota((int64_t[]){2, 3}, 2);
+  DLTensor* dl = pf_tensor_dltensor(x);
+  pf_tensor_spec_t any = {0};
+  ck_assert_int_eq(pf_dltensor_check(dl, &any, "f", 0, "x"), 0);
+  pf_tensor_spec_t good = {PF_DTYPES(PF_DTYPE_FLOAT32, PF_DTYPE_FLOAT64), .device_type = PF_DEV_CPU,
+                           .ndim = 2, .shape = (const int64_t[]){-1, 3}, .contiguous = 1};
+  ck_assert_int_eq(pf_dltensor_check(dl, &good, "f", 0, "x"), 0);
+  PF_ASSERT_NO_ERROR();
+
+  pf_tensor_spec_t s = {PF_DTYPES(PF_DTYPE_FLOAT32)};
+  ck_assert_int_eq(pf_dltensor_check(dl, &s, "rms_norm", 0, "x"), -1);
+  PF_ASSERT_RAISED("TypeError", "rms_norm: argument 0 (x): expected a float32 tensor, got float64");
+  pf_tensor_spec_t s3 = {PF_DTYPES(PF_DTYPE_FLOAT16, PF_DTYPE_BFLOAT16, PF_DTYPE_FLOAT32)};
+  ck_assert_int_eq(pf_dltensor_check(dl, &s3, "rms_norm", 0, "x"), -1);
+  PF_ASSERT_RAISED("TypeError", "expected a float16, bfloat16 or float32 tensor, got float64");
+  pf_tensor_spec_t dev = {.device_type = PF_DEV_CUDA};
+  ck_assert_int_eq(pf_dltensor_check(dl, &dev, "rms_norm", 1, NULL), -1);
+  PF_ASSERT_RAISED("TypeError", "rms_norm: argument 1: expected a tensor on cuda, got cpu:0");
+  pf_tensor_spec_t dev2 = {.device_type = 77};
+  ck_assert_int_eq(pf_dltensor_check(dl, &dev2, "f", 0, "x"), -1);
+  PF_ASSERT_RAISED("TypeError", "expected a tensor on device(77), got cpu:0");
+  DLDevice cuda1 = pf_device(PF_DEV_CUDA, 1);
+  pf_tensor_spec_t exact = {.device = &cuda1};
+  ck_assert_int_eq(pf_dltensor_check(dl, &exact, "rms_norm", 2, "out"), -1);
+  PF_ASSERT_RAISED("TypeError",
+                   "rms_norm: argument 2 (out): expected a tensor on cuda:1, got cpu:0");
+  exact.device = &dl->device;
+  ck_assert_int_eq(pf_dltensor_check(dl, &exact, "rms_norm", 2, "out"), 0);
+  pf_tensor_spec_t nd = {.ndim = 3};
+  ck_assert_int_eq(pf_dltensor_check(dl, &nd, "f", 0, "x"), -1);
+  PF_ASSERT_RAISED("ValueError", "f: argument 0 (x): expected 3 dimensions, got 2");
+  pf_tensor_spec_t nd1 = {.ndim = 1};
+  ck_assert_int_eq(pf_dltensor_check(dl, &nd1, "f", 0, "x"), -1);
+  PF_ASSERT_RAISED("ValueError", "expected 1 dimension, got 2");
+  pf_tensor_spec_t scalar = {.shape = (const int64_t[]){0}}; /* ndim 0 with a shape: a scalar */
+  ck_assert_int_eq(pf_dltensor_check(dl, &scalar, "f", 0, "x"), -1);
+  PF_ASSERT_RAISED("ValueError", "expected 0 dimensions, got 2");
+  pf_tensor_spec_t mn = {.min_ndim = 3};
+  ck_assert_int_eq(pf_dltensor_check(dl, &mn, "f", 0, "x"), -1);
+  PF_ASSERT_RAISED("ValueError", "expected at least 3 dimensions, got 2");
+  pf_tensor_spec_t sh = {.ndim = 2, .shape = (const int64_t[]){-1, 4}};
+  ck_assert_int_eq(pf_dltensor_check(dl, &sh, "rms_norm", 0, "x"), -1);
+  PF_ASSERT_RAISED("ValueError", "rms_norm: argument 0 (x): expected shape (*, 4), got (2, 3)");
+  pf_object_t* tr;
+  ck_assert_int_eq(pf_tensor_permute(x, (int32_t[]){1, 0}, &tr), 0);
+  pf_tensor_spec_t cont = {.contiguous = 1};
+  ck_assert_int_eq(pf_dltensor_check(pf_tensor_dltensor(tr), &cont, "rms_norm", 0, "x"), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "rms_norm: argument 0 (x): expected a contiguous tensor, got strides (1, 3)");
+  pf_object_release(tr);
+  ck_assert_int_eq(pf_dltensor_check(NULL, &any, "f", 2, "y"), -1);
+  PF_ASSERT_RAISED("ValueError", "f: argument 2 (y): expected a tensor, got NULL");
+  ck_assert_int_eq(pf_dltensor_check(dl, NULL, "f", 0, "x"), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dltensor_check: argument spec");
+  ck_assert_int_eq(pf_dltensor_check(dl, &nd, NULL, 0, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "?: argument 0: expected 3 dimensions");
+  pf_object_release(x);
+}
+END_TEST
+
+START_TEST(test_check_like) {
+  pf_object_t* x = iota((int64_t[]){2, 3}, 2);
+  pf_object_t* y = iota((int64_t[]){2, 3}, 2);
+  pf_object_t* z = iota((int64_t[]){3, 2}, 2);
+  pf_object_t* i;
+  ck_assert_int_eq(pf_tensor_empty((int64_t[]){2, 3}, 2, PF_DTYPE_INT64, PF_DEVICE_CPU, &i), 0);
+  DLTensor *dx = pf_tensor_dltensor(x), *dy = pf_tensor_dltensor(y);
+  ck_assert_int_eq(pf_dltensor_check_like(dy, dx, "add_n", 1, "out", "x"), 0);
+  ck_assert_int_eq(pf_dltensor_check_like(pf_tensor_dltensor(z), dx, "add_n", 1, "out", "x"), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "add_n: argument 1 (out): expected shape (2, 3) like x, got (3, 2)");
+  ck_assert_int_eq(pf_dltensor_check_like(pf_tensor_dltensor(i), dx, "add_n", 1, "out", "x"), -1);
+  PF_ASSERT_RAISED("TypeError",
+                   "add_n: argument 1 (out): expected a float64 tensor like x, got int64");
+  DLTensor moved = *dy;
+  moved.device = pf_device(PF_DEV_CUDA, 1);
+  ck_assert_int_eq(pf_dltensor_check_like(&moved, dx, "add_n", 1, "out", NULL), -1);
+  PF_ASSERT_RAISED("TypeError", "expected a tensor on cpu:0 like the reference tensor, got cuda:1");
+  ck_assert_int_eq(pf_dltensor_check_like(NULL, dx, "add_n", 1, "out", "x"), -1);
+  PF_ASSERT_RAISED("ValueError", "add_n: argument 1 (out): expected a tensor, got NULL");
+  ck_assert_int_eq(pf_dltensor_check_like(dy, NULL, "add_n", 1, "out", "x"), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dltensor_check_like: argument ref");
+  /* a 1-d shape prints as Python does */
+  pf_object_t* r;
+  ck_assert_int_eq(pf_tensor_reshape(x, 1, (int64_t[]){6}, &r), 0);
+  ck_assert_int_eq(pf_dltensor_check_like(pf_tensor_dltensor(r), dx, "f", 0, "a", "b"), -1);
+  PF_ASSERT_RAISED("ValueError", "expected shape (2, 3) like b, got (6,)");
+  pf_object_release(r);
+  pf_object_release(i);
+  pf_object_release(z);
+  pf_object_release(y);
+  pf_object_release(x);
+}
+END_TEST
+
+START_TEST(test_long_shapes_in_messages) {
+  /* 64 dimensions of extent 1000000007 would not fit the message buffer: cut with "...)". */
+  int64_t shape[PF_TENSOR_MAX_NDIM], other[PF_TENSOR_MAX_NDIM];
+  for (int i = 0; i < PF_TENSOR_MAX_NDIM; ++i) {
+    shape[i] = 1;
+    other[i] = 1000000007;
+  }
+  pf_object_t* t;
+  ck_assert_int_eq(pf_tensor_empty(shape, PF_TENSOR_MAX_NDIM, PF_DTYPE_UINT8, PF_DEVICE_CPU, &t),
+                   0);
+  pf_tensor_spec_t s = {.ndim = PF_TENSOR_MAX_NDIM, .shape = other};
+  ck_assert_int_eq(pf_dltensor_check(pf_tensor_dltensor(t), &s, "f", 0, "x"), -1);
+  PF_ASSERT_RAISED("ValueError", "...)");
+  pf_object_release(t);
+}
+END_TEST
+
+Suite* make_suite(void) {
+  Suite* s = suite_create("tensor");
+  TCase* tc = tcase_create("dtype_device");
+  tcase_add_test(tc, test_dtype_parse_names);
+  tcase_add_test(tc, test_dtype_parse_errors);
+  tcase_add_test(tc, test_dtype_format_and_validity);
+  tcase_add_test(tc, test_device_parse_format);
+  tcase_add_test(tc, test_device_errors);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("tensors");
+  tcase_add_test(tc, test_empty);
+  tcase_add_test(tc, test_empty_errors);
+  tcase_add_test(tc, test_dltensor_of_non_tensors);
+  tcase_add_test(tc, test_from_dltensor);
+  tcase_add_test(tc, test_from_dltensor_errors);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("views");
+  tcase_add_test(tc, test_view_general);
+  tcase_add_test(tc, test_view_errors);
+  tcase_add_test(tc, test_view_negative_strides);
+  tcase_add_test(tc, test_reshape);
+  tcase_add_test(tc, test_slice);
+  tcase_add_test(tc, test_select_permute);
+  tcase_add_test(tc, test_foreign_tensor_views);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("checks");
+  tcase_add_test(tc, test_contiguity);
+  tcase_add_test(tc, test_check_spec);
+  tcase_add_test(tc, test_check_like);
+  tcase_add_test(tc, test_long_shapes_in_messages);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+PF_TEST_MAIN()
