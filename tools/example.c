@@ -1,20 +1,18 @@
-/* The README's example: create a typed function, register it globally, call it by name, and
+/* The README's example: define a typed function, register it globally, call it by name, and
  * handle the error a bad call raises. Built as packfn_example and run as a test. */
 #include <stdio.h>
 
 #include "packfn/packfn.h"
 
-static int add(void* self, const pf_arg_t* args, pf_any_t* result) {
-  (void)self;
-  *result = pf_any_int(args[0].i + args[1].i);
+/* A typed C function: arity and argument types are checked for you. */
+PF_TYPED_DEFINE(add, INT, (INT, a), (INT, b)) {
+  *result = pf_any_int(a + b);
   return 0;
 }
 
 int main(void) {
-  pf_signature_t sig = PF_SIGNATURE("add", PF_PARAM_INT, {"a", PF_PARAM_INT}, {"b", PF_PARAM_INT});
   pf_object_t* fn;
-  if (pf_function_create_typed(&sig, add, NULL, NULL, &fn) != 0 ||
-      pf_global_set("demo.add", fn, 0) != 0)
+  if (PF_TYPED_CREATE(add, &fn) != 0 || pf_global_set("demo.add", fn, 0) != 0)
     return 1;
   pf_object_release(fn); /* the table holds its own reference */
 
@@ -30,6 +28,5 @@ int main(void) {
     printf("%s: %s\n", pf_error_kind(err), pf_error_message(err));
     pf_object_release(err);
   }
-  pf_global_remove("demo.add");
-  return 0;
+  return pf_global_remove("demo.add");
 }
