@@ -8,6 +8,8 @@
 #include "packfn/any.h"
 #include "packfn/error.h"
 #include "packfn/function.h"
+#include "packfn/container.h"
+#include "packfn/module.h"
 #include "packfn/tensor.h"
 #include "packfn/cuda.h" /* declarations only: link libpackfn_cuda to use them */
 

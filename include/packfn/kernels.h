@@ -1,0 +1,71 @@
+/* packfn_kernels: real kernels on CPU and CUDA (add_n, rms_norm and its gradient, Kepler's
+ * equation, broadcast vector add), as packed functions and as direct C entry points. */
+#ifndef PACKFN_KERNELS_H_
+#define PACKFN_KERNELS_H_
+
+/* Link libpackfn_kernels (CMake target packfn::packfn_kernels). When it loads, every kernel
+ * is registered in the global table: the CPU version as "packfn.kernels.<name>" and, when the
+ * library was built with CUDA, the CUDA version as "packfn.kernels.cuda.<name>". The same
+ * functions are exported for module loading (pf_module_load on libpackfn_kernels.so).
+ *
+ * Calling convention (destination passing): inputs, then outputs, then scalar parameters; the
+ * kernel writes its outputs and returns none. Tensors are float32 or float64, all of one
+ * dtype, compact row-major, on the version's device (all on the same device); each may be a
+ * tensor object or a DLTensor pointer. Bad input (wrong dtype, device, rank or shape, an output
+ * that does not match, wrong arity, a CUDA tensor given to the CPU version or the reverse)
+ * fails with TypeError or ValueError naming the argument, before any output is touched.
+ * CUDA versions run on the calling thread's current stream for the tensors' device
+ * (pf_stream_get) and do not wait for the kernel to finish. */
+
+#include "packfn/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PF_KERNELS_PREFIX      "packfn.kernels."
+#define PF_KERNELS_CUDA_PREFIX "packfn.kernels.cuda."
+
+/* ---- direct C entry points ----
+ * The same kernels called from C without packing: they dispatch on the device of the first
+ * tensor (cpu, or cuda when the library has CUDA support; other devices: NotImplementedError)
+ * and check their arguments exactly as the packed versions do. 0, or -1 with an error. */
+
+/* out = x + n, elementwise; out has x's shape (out may be x). */
+PF_API int pf_kernel_add_n(const DLTensor* x, DLTensor* out, double n);
+
+/* out = x / sqrt(mean(x^2 over the last axis) + eps); x has at least one axis, any leading
+ * batch axes; out has x's shape (out may be x). eps >= 0. */
+PF_API int pf_kernel_rms_norm(const DLTensor* x, DLTensor* out, double eps);
+
+/* rms_norm that also writes inv_rms = 1/sqrt(mean(x^2) + eps), shaped x.shape[:-1], for the
+ * backward pass. */
+PF_API int pf_kernel_rms_norm_fwd(const DLTensor* x, DLTensor* out, DLTensor* inv_rms, double eps);
+
+/* Gradient of rms_norm: dx = inv_rms * ct - x * inv_rms^3 * mean(ct * x) along the last
+ * axis, for cotangent ct; dx has x's shape (dx may be x or ct). */
+PF_API int pf_kernel_rms_norm_bwd(const DLTensor* x, const DLTensor* inv_rms,
+                                  const DLTensor* cotangent, DLTensor* dx);
+
+/* Solves Kepler's equation M = E - e sin E for the eccentric anomaly E, elementwise, to full
+ * precision for 0 <= e < 1 and any finite M; writes sin E and cos E. All four tensors have one
+ * shape. An e outside [0, 1) or a non-finite M gives NaN in both outputs for that element. */
+PF_API int pf_kernel_kepler(const DLTensor* mean_anomaly, const DLTensor* eccentricity,
+                            DLTensor* sin_e, DLTensor* cos_e);
+
+/* a[i] = b[i mod len(b)] + c[i] over the elements of c (row-major); b is one-dimensional and
+ * not empty unless c is; a has c's shape. */
+PF_API int pf_kernel_vector_add(const DLTensor* b, const DLTensor* c, DLTensor* a);
+
+/* 1 when this build of libpackfn_kernels has the CUDA versions, else 0. */
+PF_API int pf_kernels_have_cuda(void);
+
+/* Number of kernels (CPU versions) and their short names ("add_n", ...), for listings. */
+PF_API int32_t pf_kernels_count(void);
+/* Short name of kernel i (0 <= i < pf_kernels_count()), or NULL. */
+PF_API const char* pf_kernels_name(int32_t i);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PACKFN_KERNELS_H_ */

@@ -1,0 +1,634 @@
+/* Modules: kernel libraries opened with dlopen and pinned, their ABI stamp checked, their
+ * __packfn_ exports read from the ELF dynamic symbol table, their function objects cached. */
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define PF__EXPORT_PREFIX     "__packfn_"
+#define PF__EXPORT_PREFIX_LEN (sizeof(PF__EXPORT_PREFIX) - 1)
+#define PF__META_PREFIX       "meta_" /* after PF__EXPORT_PREFIX */
+#define PF__META_PREFIX_LEN   (sizeof(PF__META_PREFIX) - 1)
+#define PF__SYSTEM_PATH       "<system>"
+
+/* ---- the library: what a module and its function objects keep open ---- */
+
+typedef struct {
+  pf_object_t header;
+  void* handle; /* from dlopen; closed with the last reference (a pinned library stays mapped) */
+} pf__library_t;
+
+static void pf__library_deleter(void* self, int flags) {
+  pf__library_t* lib = (pf__library_t*)self;
+  if (flags & PF_DELETER_STRONG)
+    dlclose(lib->handle);
+  if (flags & PF_DELETER_WEAK)
+    free(self);
+}
+
+/* ---- the module object ---- */
+
+typedef struct {
+  const char* name;             /* export name (after the prefix), in the module's block */
+  pf_safe_call_t call;          /* __packfn_<name> */
+  const pf_export_meta_t* meta; /* __packfn_meta_<name>, or NULL */
+  pf_object_t* fn;              /* cached function object (owned), published once by CAS */
+} pf__export_t;
+
+typedef struct {
+  pf_object_t header;
+  pf_object_t* library;  /* owned pf__library_t */
+  pf__export_t* exports; /* sorted by name; one block holding the names after the entries */
+  size_t num_exports;
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  int is_system;
+  char path[]; /* as given, NUL-terminated */
+} pf__module_t;
+
+static void pf__module_deleter(void* self, int flags) {
+  pf__module_t* m = (pf__module_t*)self;
+  if (flags & PF_DELETER_STRONG) {
+    for (size_t i = 0; i < m->num_exports; ++i)
+      pf_object_release(m->exports[i].fn);
+    free(m->exports);
+    pf_object_release(m->library); /* last: the functions above may hold it too */
+  }
+  if (flags & PF_DELETER_WEAK)
+    free(self);
+}
+
+static int pf__module_is_ours(const pf_object_t* obj) {
+  return obj && obj->type_index == PF_TYPE_MODULE && obj->deleter == pf__module_deleter;
+}
+
+/* The module argument as ours, or NULL with TypeError raised. */
+static pf__module_t* pf__module_arg(const char* func, pf_object_t* module) {
+  if (pf__module_is_ours(module))
+    return (pf__module_t*)module;
+  pf_error_set(PF_ERR_TYPE, "%s: argument module: expected a Module made by packfn, got %s", func,
+               module ? pf_type_name(module->type_index) : "NULL");
+  return NULL;
+}
+
+/* The loader's last error text, never NULL. */
+static const char* pf__dlerror(void) {
+  const char* why = dlerror();
+  return why ? why : "unknown reason";
+}
+
+static int pf__null_arg(const char* func, const char* arg) {
+  pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a pointer, got NULL", func, arg);
+  return -1;
+}
+
+/* ---- reading the dynamic symbol table ---- */
+
+typedef struct {
+  const ElfW(Sym) * syms;
+  size_t num_syms;
+  const char* strtab;
+  size_t strsz;
+} pf__symtab_t;
+
+/* Address of a pointer entry of the dynamic section. glibc relocates these in place on most
+ * targets but not all: a value below the load bias is still the file's virtual address. */
+static const void* pf__dyn_ptr(const struct link_map* lm, ElfW(Addr) p) {
+  return (const void*)(p < lm->l_addr ? p + lm->l_addr : p);
+}
+
+/* Number of symbols covered by a DT_GNU_HASH table: one past the last symbol of the longest
+ * chain (chains end at a hash value with bit 0 set); symbols below symoffset are unhashed. */
+static size_t pf__gnu_hash_count(const uint32_t* table) {
+  uint32_t nbuckets = table[0], symoffset = table[1], bloom_words = table[2];
+  const uint32_t* buckets = (const uint32_t*)((const ElfW(Addr)*)(table + 4) + bloom_words);
+  const uint32_t* chain = buckets + nbuckets;
+  uint32_t last = 0;
+  for (uint32_t i = 0; i < nbuckets; ++i)
+    if (buckets[i] > last)
+      last = buckets[i];
+  if (last < symoffset)
+    return symoffset;
+  while (!(chain[last - symoffset] & 1))
+    ++last;
+  return (size_t)last + 1;
+}
+
+static int pf__read_symtab(const char* func, const char* path, const struct link_map* lm,
+                           pf__symtab_t* out) {
+  const void *symtab = NULL, *strtab = NULL, *hash = NULL, *gnu_hash = NULL;
+  size_t strsz = 0;
+  for (const ElfW(Dyn)* d = lm->l_ld; d && d->d_tag != DT_NULL; ++d) {
+    switch (d->d_tag) {
+    case DT_SYMTAB:
+      symtab = pf__dyn_ptr(lm, d->d_un.d_ptr);
+      break;
+    case DT_STRTAB:
+      strtab = pf__dyn_ptr(lm, d->d_un.d_ptr);
+      break;
+    case DT_STRSZ:
+      strsz = (size_t)d->d_un.d_val;
+      break;
+    case DT_HASH:
+      hash = pf__dyn_ptr(lm, d->d_un.d_ptr);
+      break;
+    case DT_GNU_HASH:
+      gnu_hash = pf__dyn_ptr(lm, d->d_un.d_ptr);
+      break;
+    default:
+      break;
+    }
+  }
+  if (!symtab || !strtab || (!hash && !gnu_hash)) {
+    pf_error_set(PF_ERR_NOT_IMPLEMENTED,
+                 "%s: cannot read the dynamic symbol table of %s (no DT_SYMTAB, DT_STRTAB or "
+                 "symbol hash table)",
+                 func, path);
+    return -1;
+  }
+  out->syms = (const ElfW(Sym)*)symtab;
+  out->strtab = (const char*)strtab;
+  out->strsz = strsz;
+  /* DT_HASH states the count (nchain); DT_GNU_HASH needs its chains walked */
+  out->num_syms = hash ? ((const uint32_t*)hash)[1] : pf__gnu_hash_count(gnu_hash);
+  return 0;
+}
+
+/* The name of symbol i when it is a definition whose name starts with the export prefix: the
+ * part after the prefix, else NULL. */
+static const char* pf__packfn_symbol(const pf__symtab_t* st, size_t i, int* type, size_t* size) {
+  const ElfW(Sym)* s = &st->syms[i];
+  if (s->st_shndx == SHN_UNDEF || s->st_name >= st->strsz)
+    return NULL;
+  const char* name = st->strtab + s->st_name;
+  if (strncmp(name, PF__EXPORT_PREFIX, PF__EXPORT_PREFIX_LEN) != 0)
+    return NULL;
+  *type = ELF64_ST_TYPE(s->st_info); /* same bits in ELF32 */
+  *size = (size_t)s->st_size;
+  return name + PF__EXPORT_PREFIX_LEN;
+}
+
+static int pf__is_function_symbol(int type) {
+  return type == STT_FUNC || type == STT_GNU_IFUNC;
+}
+
+static int pf__cmp_export(const void* a, const void* b) {
+  return strcmp(((const pf__export_t*)a)->name, ((const pf__export_t*)b)->name);
+}
+
+static pf__export_t* pf__find_export(const pf__module_t* m, const char* name) {
+  pf__export_t key = {name, NULL, NULL, NULL};
+  return bsearch(&key, m->exports, m->num_exports, sizeof key, pf__cmp_export);
+}
+
+/* What a scan of the symbol table finds besides the exports. */
+typedef struct {
+  const pf_abi_stamp_t* stamp; /* __packfn_abi, or NULL */
+  size_t stamp_size;
+} pf__scan_t;
+
+/* Fills m->exports (sorted, metadata attached) from the library's symbols, and `scan`. */
+static int pf__scan_exports(const char* func, pf__module_t* m, void* handle, const pf__symtab_t* st,
+                            pf__scan_t* scan) {
+  size_t count = 0, name_bytes = 0;
+  int type;
+  size_t size;
+  for (size_t i = 0; i < st->num_syms; ++i) {
+    const char* name = pf__packfn_symbol(st, i, &type, &size);
+    if (name && *name && pf__is_function_symbol(type)) {
+      ++count;
+      name_bytes += strlen(name) + 1;
+    }
+  }
+  size_t total = count * sizeof(pf__export_t) + name_bytes;
+  pf__export_t* exports = malloc(total ? total : 1);
+  if (!exports)
+    return pf__raise_oom(func, total);
+  char* text = (char*)(exports + count);
+  size_t n = 0;
+  scan->stamp = NULL;
+  scan->stamp_size = 0;
+  for (size_t i = 0; i < st->num_syms; ++i) {
+    const char* name = pf__packfn_symbol(st, i, &type, &size);
+    if (!name)
+      continue;
+    if (type == STT_OBJECT && strcmp(name, "abi") == 0) {
+      scan->stamp = dlsym(handle, PF__EXPORT_PREFIX "abi");
+      scan->stamp_size = size;
+    } else if (*name && pf__is_function_symbol(type)) {
+      void* addr = dlsym(handle, name - PF__EXPORT_PREFIX_LEN);
+      if (!addr)
+        continue;
+      size_t len = strlen(name) + 1;
+      memcpy(text, name, len);
+      /* a function pointer from dlsym: POSIX guarantees the conversion */
+      pf_safe_call_t call;
+      memcpy(&call, &addr, sizeof call);
+      exports[n++] = (pf__export_t){text, call, NULL, NULL};
+      text += len;
+    }
+  }
+  qsort(exports, n, sizeof *exports, pf__cmp_export);
+  /* versioned duplicates of one name keep their first entry */
+  size_t kept = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (kept == 0 || strcmp(exports[kept - 1].name, exports[i].name) != 0)
+      exports[kept++] = exports[i];
+  m->exports = exports;
+  m->num_exports = kept;
+  /* attach metadata to the exports it describes; malformed metadata refuses the library */
+  for (size_t i = 0; i < st->num_syms; ++i) {
+    const char* name = pf__packfn_symbol(st, i, &type, &size);
+    if (!name || type != STT_OBJECT || strncmp(name, PF__META_PREFIX, PF__META_PREFIX_LEN) != 0)
+      continue;
+    pf__export_t* e = pf__find_export(m, name + PF__META_PREFIX_LEN);
+    if (!e)
+      continue;
+    const pf_export_meta_t* meta = dlsym(handle, name - PF__EXPORT_PREFIX_LEN);
+    if (!meta || size < sizeof(pf_export_meta_t) || meta->magic != PF_EXPORT_META_MAGIC ||
+        meta->version < 1 || (meta->typed_sig != NULL) != (meta->typed_impl != NULL)) {
+      pf_error_set(PF_ERR_VALUE,
+                   "%s: %s: %s%s is not packfn export metadata (expected a pf_export_meta_t "
+                   "with magic 0x%08x, version >= 1 and a typed declaration with its "
+                   "implementation, or neither)",
+                   func, m->path, PF__EXPORT_PREFIX, name, PF_EXPORT_META_MAGIC);
+      return -1;
+    }
+    e->meta = meta;
+  }
+  return 0;
+}
+
+/* Checks the stamp of a library being loaded. */
+static int pf__check_stamp(const char* func, const char* path, const pf__scan_t* scan) {
+  if (!scan->stamp) {
+    pf_error_set(PF_ERR_VALUE,
+                 "%s: %s is not a packfn library: it exports no __packfn_abi stamp (compile it "
+                 "against packfn's headers)",
+                 func, path);
+    return -1;
+  }
+  if (scan->stamp_size < sizeof(pf_abi_stamp_t) || scan->stamp->magic != PF_ABI_MAGIC) {
+    pf_error_set(PF_ERR_VALUE,
+                 "%s: %s: its __packfn_abi symbol is not a packfn ABI stamp (%zu bytes, expected "
+                 "at least %zu starting with magic 0x%08x)",
+                 func, path, scan->stamp_size, sizeof(pf_abi_stamp_t), PF_ABI_MAGIC);
+    return -1;
+  }
+  if (scan->stamp->major != PF_ABI_VERSION_MAJOR) {
+    pf_error_set(PF_ERR_VALUE, "%s: %s was built for packfn ABI %u.%u, this runtime is ABI %d.%d",
+                 func, path, (unsigned)scan->stamp->major, (unsigned)scan->stamp->minor,
+                 PF_ABI_VERSION_MAJOR, PF_ABI_VERSION_MINOR);
+    return -1;
+  }
+  return 0;
+}
+
+/* Builds a module over an open `handle` (taken: closed on failure). For a library (not the
+ * system), checks its stamp and pins it. */
+static int pf__module_open(const char* func, const char* path, void* handle, int is_system,
+                           pf_object_t** out) {
+  size_t path_len = strlen(path);
+  pf__module_t* m = malloc(sizeof *m + path_len + 1);
+  pf__library_t* lib = malloc(sizeof *lib);
+  if (!m || !lib) {
+    free(m);
+    free(lib);
+    dlclose(handle);
+    return pf__raise_oom(func, sizeof *m + path_len + 1);
+  }
+  lib->header.combined_ref_count = PF_REF_INITIAL;
+  lib->header.type_index = PF_TYPE_OBJECT;
+  lib->header.padding = 0;
+  lib->header.deleter = pf__library_deleter;
+  lib->handle = handle;
+  m->header.combined_ref_count = PF_REF_INITIAL;
+  m->header.type_index = PF_TYPE_MODULE;
+  m->header.padding = 0;
+  m->header.deleter = pf__module_deleter;
+  m->library = &lib->header; /* from here on, releasing the module closes the handle */
+  m->exports = NULL;
+  m->num_exports = 0;
+  m->abi_major = PF_ABI_VERSION_MAJOR;
+  m->abi_minor = PF_ABI_VERSION_MINOR;
+  m->is_system = is_system;
+  memcpy(m->path, path, path_len + 1);
+
+  struct link_map* lm = NULL;
+  pf__symtab_t st;
+  pf__scan_t scan = {NULL, 0};
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm) {
+    pf_error_set(PF_ERR_NOT_IMPLEMENTED, "%s: cannot find the link map of %s: %s", func, path,
+                 pf__dlerror());
+    goto fail;
+  }
+  if (pf__read_symtab(func, path, lm, &st) != 0 || pf__scan_exports(func, m, handle, &st, &scan))
+    goto fail;
+  if (!is_system) {
+    if (pf__check_stamp(func, path, &scan) != 0)
+      goto fail;
+    m->abi_major = scan.stamp->major;
+    m->abi_minor = scan.stamp->minor;
+    /* pin it: code and data of the library must outlive every object its code made */
+    void* pin = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD | RTLD_NODELETE);
+    if (!pin) {
+      pf_error_set(PF_ERR_OS, "%s: cannot pin %s in memory: %s", func, path, pf__dlerror());
+      goto fail;
+    }
+    dlclose(pin);
+  }
+  *out = &m->header;
+  return 0;
+fail:
+  pf_object_release(&m->header);
+  return -1;
+}
+
+int pf_module_load(const char* path, pf_object_t** out) {
+  if (!out)
+    return pf__null_arg("pf_module_load", "out");
+  *out = NULL;
+  if (!path || !*path) {
+    pf_error_set(PF_ERR_VALUE,
+                 "pf_module_load: argument path: expected a library path, got %s (the program "
+                 "itself is pf_module_system)",
+                 path ? "\"\"" : "NULL");
+    return -1;
+  }
+  (void)dlerror(); /* clear a stale message */
+  pf_object_t* pending = pf_error_peek();
+  void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    pf_error_set(PF_ERR_OS, "pf_module_load: cannot load %s: %s", path, pf__dlerror());
+    return -1;
+  }
+  if (pf_error_peek() != pending) {
+    /* a constructor of the library raised (a PF_REGISTER_GLOBAL name already taken...): refuse
+     * it; closing it runs its destructors, which undo what it registered */
+    pf_error_set(PF_ERR_RUNTIME,
+                 "pf_module_load: %s raised an error while initialising (the "
+                 "cause)",
+                 path);
+    dlclose(handle);
+    return -1;
+  }
+  return pf__module_open("pf_module_load", path, handle, 0, out);
+}
+
+int pf_module_system(pf_object_t** out) {
+  if (!out)
+    return pf__null_arg("pf_module_system", "out");
+  *out = NULL;
+  void* handle = dlopen(NULL, RTLD_NOW);
+  if (!handle) {
+    pf_error_set(PF_ERR_OS, "pf_module_system: cannot open the program: %s", pf__dlerror());
+    return -1;
+  }
+  return pf__module_open("pf_module_system", PF__SYSTEM_PATH, handle, 1, out);
+}
+
+/* ---- functions ---- */
+
+/* Makes the function object of an export; it holds the library open. */
+static int pf__export_function(const pf__module_t* m, const pf__export_t* e, pf_object_t** out) {
+  const pf_export_meta_t* meta = e->meta;
+  int rc;
+  if (meta && meta->typed_sig) {
+    rc = pf_function_create_typed(meta->typed_sig, meta->typed_impl, NULL, NULL, out);
+    if (rc != 0) /* the declaration's error stays as the cause */
+      pf_error_set(PF_ERR_VALUE,
+                   "pf_module_get_function: %s: typed export '%s' has a bad "
+                   "declaration",
+                   m->path, e->name);
+  } else {
+    rc = pf_function_create_direct(e->call, out);
+    if (rc == 0 && meta && (meta->signature || meta->doc))
+      rc = pf_function_set_info(*out, meta->signature, meta->doc);
+  }
+  if (rc == 0)
+    rc = pf__function_set_keepalive(*out, m->library);
+  if (rc != 0) {
+    pf_object_release(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+/* The cached function of an export, built on first use; borrowed (the module holds it). */
+static pf_object_t* pf__export_cached(const pf__module_t* m, pf__export_t* e) {
+  pf_object_t* fn = __atomic_load_n(&e->fn, __ATOMIC_ACQUIRE);
+  if (PF__LIKELY(fn != NULL))
+    return fn;
+  if (pf__export_function(m, e, &fn) != 0)
+    return NULL;
+  pf_object_t* expected = NULL;
+  if (!__atomic_compare_exchange_n(&e->fn, &expected, fn, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    pf_object_release(fn); /* another thread published first: use its object */
+    fn = expected;
+  }
+  return fn;
+}
+
+int pf_module_get_function(pf_object_t* module, const char* name, pf_object_t** out) {
+  if (!out)
+    return pf__null_arg("pf_module_get_function", "out");
+  *out = NULL;
+  pf__module_t* m = pf__module_arg("pf_module_get_function", module);
+  if (!m)
+    return -1;
+  if (!name || !*name) {
+    pf_error_set(PF_ERR_VALUE,
+                 "pf_module_get_function: argument name: expected a function name, got %s",
+                 name ? "\"\"" : "NULL");
+    return -1;
+  }
+  pf__export_t* e = pf__find_export(m, name);
+  if (e) {
+    pf_object_t* fn = pf__export_cached(m, e);
+    if (!fn)
+      return -1;
+    pf_object_retain(fn);
+    *out = fn;
+    return 0;
+  }
+  if (m->is_system) {
+    if (pf_global_get(name, out) != 0)
+      return -1;
+    if (*out)
+      return 0;
+  }
+  pf_error_set(PF_ERR_ATTRIBUTE, "pf_module_get_function: %s has no function '%s'", m->path, name);
+  return -1;
+}
+
+int pf_module_call(pf_object_t* module, const char* name, const pf_any_t* args, int32_t num_args,
+                   pf_any_t* result) {
+  pf_object_t* fn;
+  if (pf_module_get_function(module, name, &fn) != 0) {
+    if (result)
+      *result = pf_any_none();
+    return -1;
+  }
+  int rc = pf_function_call(fn, args, num_args, result);
+  pf_object_release(fn);
+  return rc;
+}
+
+/* ---- listing ---- */
+
+/* A function being listed: its name (borrowed from the module or the global list) and object
+ * (owned). */
+typedef struct {
+  const char* name;
+  pf_object_t* fn;
+} pf__listed_t;
+
+static int pf__cmp_listed(const void* a, const void* b) {
+  return strcmp(((const pf__listed_t*)a)->name, ((const pf__listed_t*)b)->name);
+}
+
+static size_t pf__text_size(const char* s) {
+  return s ? strlen(s) + 1 : 0;
+}
+
+/* Copies s (may be NULL) to *text, advancing it; returns the copy or NULL. */
+static const char* pf__copy_text(const char* s, char** text) {
+  if (!s)
+    return NULL;
+  size_t n = strlen(s) + 1;
+  char* copy = *text;
+  memcpy(copy, s, n);
+  *text += n;
+  return copy;
+}
+
+/* Collects into list[] (room for every export and global) the module's functions: its
+ * exports, then the global names (system module) that no export shadows, each with a new
+ * reference. Returns the count, or -1 with an error raised and nothing held. */
+static ptrdiff_t pf__collect(pf__module_t* m, char** globals, size_t num_globals,
+                             pf__listed_t* list) {
+  size_t n = 0;
+  for (size_t i = 0; i < m->num_exports; ++i) {
+    pf_object_t* fn = pf__export_cached(m, &m->exports[i]);
+    if (!fn)
+      goto fail;
+    pf_object_retain(fn);
+    list[n++] = (pf__listed_t){m->exports[i].name, fn};
+  }
+  for (size_t i = 0; i < num_globals; ++i) {
+    pf_object_t* fn;
+    if (pf__find_export(m, globals[i]))
+      continue;
+    if (pf_global_get(globals[i], &fn) != 0)
+      goto fail;
+    if (fn) /* NULL: removed since the names were taken */
+      list[n++] = (pf__listed_t){globals[i], fn};
+  }
+  return (ptrdiff_t)n;
+fail:
+  for (size_t i = 0; i < n; ++i)
+    pf_object_release(list[i].fn);
+  return -1;
+}
+
+/* One block: the entries, a terminating entry, then every text they point at. */
+static pf_export_info_t* pf__info_block(const pf__listed_t* items, size_t n) {
+  size_t total = (n + 1) * sizeof(pf_export_info_t);
+  for (size_t i = 0; i < n; ++i)
+    total += pf__text_size(items[i].name) + pf__text_size(pf_function_signature(items[i].fn)) +
+             pf__text_size(pf_function_doc(items[i].fn));
+  pf_export_info_t* list = malloc(total);
+  if (!list) {
+    pf__raise_oom("pf_module_list", total);
+    return NULL;
+  }
+  char* text = (char*)(list + n + 1);
+  for (size_t i = 0; i < n; ++i) {
+    list[i].name = pf__copy_text(items[i].name, &text);
+    list[i].signature = pf__copy_text(pf_function_signature(items[i].fn), &text);
+    list[i].doc = pf__copy_text(pf_function_doc(items[i].fn), &text);
+  }
+  list[n] = (pf_export_info_t){NULL, NULL, NULL};
+  return list;
+}
+
+int pf_module_list(pf_object_t* module, pf_export_info_t** out, size_t* count) {
+  if (!out)
+    return pf__null_arg("pf_module_list", "out");
+  *out = NULL;
+  if (count)
+    *count = 0;
+  pf__module_t* m = pf__module_arg("pf_module_list", module);
+  if (!m)
+    return -1;
+  char** globals = NULL;
+  size_t num_globals = 0;
+  if (m->is_system && pf_global_list(&globals, &num_globals) != 0)
+    return -1;
+  size_t cap = m->num_exports + num_globals;
+  pf__listed_t* items = malloc((cap ? cap : 1) * sizeof *items);
+  ptrdiff_t n = items ? pf__collect(m, globals, num_globals, items) : -1;
+  if (!items)
+    pf__raise_oom("pf_module_list", cap * sizeof *items);
+  pf_export_info_t* list = NULL;
+  if (n >= 0) {
+    qsort(items, (size_t)n, sizeof *items, pf__cmp_listed);
+    list = pf__info_block(items, (size_t)n);
+    for (ptrdiff_t i = 0; i < n; ++i)
+      pf_object_release(items[i].fn);
+  }
+  free(items);
+  pf_global_list_free(globals);
+  if (!list)
+    return -1;
+  *out = list;
+  if (count)
+    *count = (size_t)n;
+  return 0;
+}
+
+void pf_module_list_free(pf_export_info_t* list) {
+  free(list);
+}
+
+const char* pf_module_path(const pf_object_t* module) {
+  return pf__module_is_ours(module) ? ((const pf__module_t*)module)->path : NULL;
+}
+
+int pf_module_abi_version(const pf_object_t* module, uint32_t* major, uint32_t* minor) {
+  const pf__module_t* m = pf__module_arg("pf_module_abi_version", (pf_object_t*)module);
+  if (!m)
+    return -1;
+  if (major)
+    *major = m->abi_major;
+  if (minor)
+    *minor = m->abi_minor;
+  return 0;
+}
+
+/* ---- typed exports called through their raw symbol ---- */
+
+int pf__export_typed_call(pf_object_t** slot, const pf_signature_t* sig, pf_typed_call_t impl,
+                          const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  pf_object_t* fn = slot ? __atomic_load_n(slot, __ATOMIC_ACQUIRE) : NULL;
+  if (PF_UNLIKELY(!fn)) {
+    if (result)
+      *result = pf_any_none();
+    if (!slot) {
+      pf_error_set(PF_ERR_VALUE, "pf__export_typed_call: argument slot: expected a pointer, got "
+                                 "NULL");
+      return -1;
+    }
+    if (pf_function_create_typed(sig, impl, NULL, NULL, &fn) != 0)
+      return -1;
+    pf_object_t* expected = NULL;
+    if (!__atomic_compare_exchange_n(slot, &expected, fn, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      pf_object_release(fn); /* another thread published first: use its object */
+      fn = expected;
+    }
+  }
+  return pf_function_call(fn, args, num_args, result);
+}

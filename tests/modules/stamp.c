@@ -1,0 +1,37 @@
+/* A library for test_module with a hand-made __packfn_abi, built once per variant from compile
+ * definitions: another major, a newer minor, a bad magic, a stamp too small, no stamp, a global
+ * registration that fails at load; also linked with a SysV (DT_HASH) symbol table. */
+#define PF_NO_ABI_STAMP
+#include "packfn/packfn.h"
+
+#ifndef STAMP_MAGIC
+#define STAMP_MAGIC PF_ABI_MAGIC
+#endif
+#ifndef STAMP_MAJOR
+#define STAMP_MAJOR PF_ABI_VERSION_MAJOR
+#endif
+#ifndef STAMP_MINOR
+#define STAMP_MINOR PF_ABI_VERSION_MINOR
+#endif
+
+/* weak like the header's own stamp: ASan leaves weak globals uninstrumented, so their symbol
+ * keeps its true size and no redzone registration can bind to another object's stamp */
+#if defined(STAMP_TOO_SMALL)
+__attribute__((weak, visibility("default"))) const uint32_t __packfn_abi = STAMP_MAGIC;
+#elif !defined(NO_STAMP)
+__attribute__((weak, visibility("default"))) const pf_abi_stamp_t __packfn_abi = {
+    STAMP_MAGIC, STAMP_MAJOR, STAMP_MINOR, (uint32_t)sizeof(pf_abi_stamp_t)};
+#endif
+
+static int one(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  (void)args;
+  (void)num_args;
+  *result = pf_any_int(1);
+  return 0;
+}
+PF_EXPORT(one, one);
+
+#ifdef REGISTER_NAME
+PF_REGISTER_GLOBAL(REGISTER_NAME, one);
+#endif

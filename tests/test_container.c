@@ -1,0 +1,795 @@
+/* Tests of containers: shapes, arrays and maps built, read and iterated, their bad input,
+ * contents released exactly once, freezing, nesting, foreign cells and deep equality. */
+#include <stdint.h>
+
+#include "pf_test.h"
+
+/* ---- helpers: objects that count their destruction ---- */
+
+static int g_destroyed;
+
+static void counted_deleter(void* self, int flags) {
+  if (flags & PF_DELETER_STRONG)
+    g_destroyed++;
+  if (flags & PF_DELETER_WEAK)
+    pf_object_free(self);
+}
+
+static pf_object_t* counted_new(void) {
+  pf_object_t* obj;
+  ck_assert_int_eq(pf_object_alloc(sizeof(pf_object_t), PF_TYPE_OBJECT, counted_deleter, &obj), 0);
+  return obj;
+}
+
+static pf_any_t str_object(const char* s) {
+  pf_object_t* obj;
+  ck_assert_int_eq(pf_string_object_create(s, strlen(s), &obj), 0);
+  pf_any_t v = pf_any_object(obj);
+  return v; /* owned */
+}
+
+/* ---- shape ---- */
+
+START_TEST(test_shape_create_and_read) {
+  const int64_t dims[] = {2, 3, -1, 0};
+  pf_object_t* s;
+  ck_assert_int_eq(pf_shape_create(dims, 4, &s), 0);
+  ck_assert_int_eq(s->type_index, PF_TYPE_SHAPE);
+  const int64_t* data;
+  size_t ndim;
+  ck_assert_int_eq(pf_shape_data(s, &data, &ndim), 0);
+  ck_assert_uint_eq(ndim, 4);
+  ck_assert_ptr_ne(data, dims); /* a copy, inline */
+  ck_assert(data == (const int64_t*)((const char*)s + 24 + 16));
+  for (size_t i = 0; i < 4; ++i)
+    ck_assert_int_eq(data[i], dims[i]);
+  const pf_shape_cell_t* cell = (const pf_shape_cell_t*)(s + 1);
+  ck_assert(cell->data == data && cell->size == 4);
+  int64_t x;
+  ck_assert_int_eq(pf_shape_get(s, 1, &x), 0);
+  ck_assert_int_eq(x, 3);
+  ck_assert_int_eq(pf_shape_get(s, 2, &x), 0);
+  ck_assert_int_eq(x, -1);
+  pf_object_release(s);
+
+  ck_assert_int_eq(pf_shape_create(NULL, 0, &s), 0);
+  ck_assert_int_eq(pf_shape_data(s, &data, &ndim), 0);
+  ck_assert_ptr_nonnull(data);
+  ck_assert_uint_eq(ndim, 0);
+  pf_object_release(s);
+}
+END_TEST
+
+START_TEST(test_shape_bad_input) {
+  const int64_t dims[] = {1, 2};
+  pf_object_t* s = (pf_object_t*)0x1;
+  ck_assert_int_eq(pf_shape_create(dims, 2, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_shape_create: argument out");
+  ck_assert_int_eq(pf_shape_create(NULL, 2, &s), -1);
+  PF_ASSERT_RAISED("ValueError", "argument dims");
+  ck_assert_ptr_null(s);
+  ck_assert_int_eq(pf_shape_create(dims, SIZE_MAX / 4, &s), -1);
+  PF_ASSERT_RAISED("ValueError", "is too many");
+
+  ck_assert_int_eq(pf_shape_create(dims, 2, &s), 0);
+  int64_t x = 7;
+  ck_assert_int_eq(pf_shape_get(s, 2, &x), -1);
+  PF_ASSERT_RAISED("IndexError", "pf_shape_get: index 2 is out of range for a shape of ndim 2");
+  ck_assert_int_eq(x, 0);
+  ck_assert_int_eq(pf_shape_get(s, -1, &x), -1);
+  PF_ASSERT_RAISED("IndexError", "index -1");
+  ck_assert_int_eq(pf_shape_get(s, 0, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument out");
+  const int64_t* data = dims;
+  size_t ndim = 9;
+  ck_assert_int_eq(pf_shape_data(s, NULL, &ndim), -1);
+  PF_ASSERT_RAISED("ValueError", "argument dims");
+  ck_assert_uint_eq(ndim, 0);
+  ck_assert_int_eq(pf_shape_data(s, &data, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument ndim");
+  ck_assert_ptr_null(data);
+
+  pf_any_t str = str_object("not a shape at all");
+  ck_assert_int_eq(pf_shape_data(str.v_obj, &data, &ndim), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_shape_data: argument shape: expected Shape, got str");
+  ck_assert_int_eq(pf_shape_get(NULL, 0, &x), -1);
+  PF_ASSERT_RAISED("TypeError", "expected Shape, got NULL");
+  pf_any_release(&str);
+  pf_object_release(s);
+}
+END_TEST
+
+/* A shape laid out by another runtime: extents outside the object. */
+typedef struct {
+  pf_object_t header;
+  pf_shape_cell_t cell;
+} foreign_shape_t;
+
+static void foreign_deleter(void* self, int flags) {
+  (void)self;
+  (void)flags;
+}
+
+START_TEST(test_shape_foreign) {
+  static const int64_t ext[] = {5, 6};
+  foreign_shape_t f = {{PF_REF_INITIAL, PF_TYPE_SHAPE, 0, {foreign_deleter}}, {ext, 2}};
+  int64_t x;
+  ck_assert_int_eq(pf_shape_get(&f.header, 1, &x), 0);
+  ck_assert_int_eq(x, 6);
+  pf_object_t* ours;
+  ck_assert_int_eq(pf_shape_create(ext, 2, &ours), 0);
+  pf_any_t a = pf_any_object(&f.header), b = pf_any_object(ours);
+  ck_assert_int_eq(pf_container_equal(&a, &b), 1);
+  ck_assert_int_eq(pf_any_equal(&a, &b), 0); /* identity only */
+  pf_object_release(ours);
+}
+END_TEST
+
+/* ---- array ---- */
+
+START_TEST(test_array_create_get_items) {
+  pf_any_t obj = str_object("an object string, long enough");
+  pf_any_t items[6] = {pf_any_int(7),       pf_any_cstr("hello world, a raw string"),
+                       pf_any_cstr("tiny"), pf_any_float(2.5),
+                       pf_any_none(),       obj};
+  pf_object_t* arr;
+  ck_assert_int_eq(pf_array_create(items, 6, &arr), 0);
+  ck_assert_int_eq(arr->type_index, PF_TYPE_ARRAY);
+  ck_assert_uint_eq(pf_object_strong_count(obj.v_obj), 2);
+  size_t n;
+  ck_assert_int_eq(pf_array_count(arr, &n), 0);
+  ck_assert_uint_eq(n, 6);
+  const pf_any_t* v;
+  ck_assert_int_eq(pf_array_get(arr, 0, &v), 0);
+  ck_assert_int_eq(v->type_index, PF_TYPE_INT);
+  ck_assert_int_eq(v->v_int64, 7);
+  ck_assert_int_eq(pf_array_get(arr, 1, &v), 0);
+  ck_assert_int_eq(v->type_index, PF_TYPE_STR); /* raw string made owned */
+  ck_assert(pf_any_equal(v, &items[1]));
+  ck_assert_int_eq(pf_array_get(arr, 2, &v), 0);
+  ck_assert_int_eq(v->type_index, PF_TYPE_SMALL_STR);
+  ck_assert_int_eq(pf_array_get(arr, 5, &v), 0);
+  ck_assert_ptr_eq(v->v_obj, obj.v_obj);
+  /* the ABI's sequence cell */
+  const pf_seq_cell_t* cell = (const pf_seq_cell_t*)(arr + 1);
+  ck_assert_int_eq(cell->size, 6);
+  ck_assert_int_eq(cell->capacity, 6);
+  ck_assert(cell->data_deleter == NULL);
+  const pf_any_t* all;
+  ck_assert_int_eq(pf_array_items(arr, &all, &n), 0);
+  ck_assert_ptr_eq(all, cell->data);
+  int strings = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const char* s;
+    size_t len;
+    if (pf_any_as_str(&all[i], &s, &len) == 0)
+      strings++;
+    else
+      pf_error_clear();
+  }
+  ck_assert_int_eq(strings, 3);
+  pf_object_release(arr);
+  ck_assert_uint_eq(pf_object_strong_count(obj.v_obj), 1);
+  pf_any_release(&obj);
+
+  ck_assert_int_eq(pf_array_create(NULL, 0, &arr), 0);
+  ck_assert_int_eq(pf_array_items(arr, &all, &n), 0);
+  ck_assert_ptr_nonnull(all);
+  ck_assert_uint_eq(n, 0);
+  ck_assert_int_eq(pf_array_get(arr, 0, &v), -1);
+  PF_ASSERT_RAISED("IndexError", "index 0 is out of range for an array of size 0");
+  pf_object_release(arr);
+}
+END_TEST
+
+START_TEST(test_array_releases_contents_once) {
+  g_destroyed = 0;
+  pf_object_t* objs[3] = {counted_new(), counted_new(), counted_new()};
+  pf_any_t items[4] = {pf_any_object(objs[0]), pf_any_object(objs[1]), pf_any_object(objs[0]),
+                       pf_any_object(objs[2])};
+  pf_object_t* arr;
+  ck_assert_int_eq(pf_array_create(items, 4, &arr), 0);
+  ck_assert_uint_eq(pf_object_strong_count(objs[0]), 3);
+  for (int i = 0; i < 3; ++i)
+    pf_object_release(objs[i]);
+  ck_assert_int_eq(g_destroyed, 0);
+  pf_object_retain(arr);
+  pf_object_weak_retain(arr);
+  pf_object_release(arr);
+  ck_assert_int_eq(g_destroyed, 0);
+  pf_object_release(arr);
+  ck_assert_int_eq(g_destroyed, 3);
+  pf_object_weak_release(arr);
+  ck_assert_int_eq(g_destroyed, 3);
+}
+END_TEST
+
+START_TEST(test_array_bad_input) {
+  pf_object_t* arr = (pf_object_t*)0x1;
+  pf_any_t one = pf_any_int(1);
+  ck_assert_int_eq(pf_array_create(&one, 1, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_array_create: argument out");
+  ck_assert_int_eq(pf_array_create(NULL, 2, &arr), -1);
+  PF_ASSERT_RAISED("ValueError", "argument items");
+  ck_assert_ptr_null(arr);
+  ck_assert_int_eq(pf_array_create(&one, SIZE_MAX / 8, &arr), -1);
+  PF_ASSERT_RAISED("ValueError", "items is too many");
+
+  /* a DLTensor view has no owned form: nothing is retained */
+  g_destroyed = 0;
+  pf_object_t* o = counted_new();
+  DLTensor t;
+  memset(&t, 0, sizeof t);
+  pf_any_t items[3] = {pf_any_object(o), pf_any_dltensor(&t), pf_any_int(3)};
+  ck_assert_int_eq(pf_array_create(items, 3, &arr), -1);
+  PF_ASSERT_RAISED("TypeError",
+                   "pf_array_create: argument items[1]: expected a value with an owned form, got "
+                   "DLTensor* view");
+  ck_assert_uint_eq(pf_object_strong_count(o), 1);
+  /* every item is checked before anything is copied */
+  items[0] = pf_any_cstr("a raw string long enough to need an object");
+  items[1] = pf_any_object(o);
+  items[2].type_index = 50; /* no such value type */
+  ck_assert_int_eq(pf_array_create(items, 3, &arr), -1);
+  PF_ASSERT_RAISED("TypeError", "argument items[2]: expected a value with an owned form, got "
+                                "unknown (type index 50)");
+  ck_assert_uint_eq(pf_object_strong_count(o), 1);
+  items[2].type_index = PF_TYPE_STR;
+  items[2].v_obj = NULL;
+  ck_assert_int_eq(pf_array_create(items, 3, &arr), -1);
+  PF_ASSERT_RAISED("ValueError", "argument items[2]: str value with a NULL pointer");
+  pf_object_release(o);
+  ck_assert_int_eq(g_destroyed, 1);
+
+  ck_assert_int_eq(pf_array_create(&one, 1, &arr), 0);
+  const pf_any_t* v = &one;
+  ck_assert_int_eq(pf_array_get(arr, 1, &v), -1);
+  PF_ASSERT_RAISED("IndexError", "pf_array_get: index 1 is out of range for an array of size 1");
+  ck_assert_ptr_null(v);
+  ck_assert_int_eq(pf_array_get(arr, -3, &v), -1);
+  PF_ASSERT_RAISED("IndexError", "index -3");
+  ck_assert_int_eq(pf_array_get(arr, 0, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_array_get: argument out");
+  size_t n = 5;
+  ck_assert_int_eq(pf_array_count(arr, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_array_count: argument out");
+  const pf_any_t* all = &one;
+  ck_assert_int_eq(pf_array_items(arr, &all, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument count");
+  ck_assert_ptr_null(all);
+  ck_assert_int_eq(pf_array_items(arr, NULL, &n), -1);
+  PF_ASSERT_RAISED("ValueError", "argument items");
+  ck_assert_uint_eq(n, 0);
+
+  pf_object_t* map;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  ck_assert_int_eq(pf_array_count(map, &n), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_array_count: argument array: expected Array, got Map");
+  ck_assert_int_eq(pf_array_get(NULL, 0, &v), -1);
+  PF_ASSERT_RAISED("TypeError", "expected Array, got NULL");
+  ck_assert_int_eq(pf_array_items(map, &all, &n), -1);
+  PF_ASSERT_RAISED("TypeError", "expected Array, got Map");
+  pf_object_release(map);
+  pf_object_release(arr);
+}
+END_TEST
+
+START_TEST(test_array_rvalue_reference) {
+  g_destroyed = 0;
+  pf_object_t* o = counted_new();
+  pf_object_t* handle = o;
+  pf_any_t ref = {PF_TYPE_OBJECT_RVALUE_REF, {0}, {.v_ptr = &handle}};
+  DLTensor t;
+  memset(&t, 0, sizeof t);
+  pf_any_t items[2] = {ref, pf_any_dltensor(&t)};
+  pf_object_t* arr;
+  ck_assert_int_eq(pf_array_create(items, 2, &arr), -1); /* fails: the object stays put */
+  PF_ASSERT_RAISED("TypeError", "items[1]");
+  ck_assert_ptr_eq(handle, o);
+  ck_assert_int_eq(pf_array_create(&ref, 1, &arr), 0); /* moved in */
+  ck_assert_ptr_null(handle);
+  ck_assert_uint_eq(pf_object_strong_count(o), 1);
+  pf_object_t* null_handle = NULL;
+  ref.v_ptr = &null_handle;
+  pf_object_t* bad;
+  ck_assert_int_eq(pf_array_create(&ref, 1, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "items[0]");
+  pf_object_release(arr);
+  ck_assert_int_eq(g_destroyed, 1);
+}
+END_TEST
+
+START_TEST(test_array_create_take) {
+  g_destroyed = 0;
+  pf_any_t items[3];
+  items[0] = pf_any_object(counted_new());
+  ck_assert_int_eq(pf_string_from_cstr("an owned string object, moved", &items[1]), 0);
+  items[2] = pf_any_float(1.5);
+  pf_object_t* arr;
+  ck_assert_int_eq(pf_array_create_take(items, 3, &arr), 0);
+  for (int i = 0; i < 3; ++i)
+    ck_assert_int_eq(items[i].type_index, PF_TYPE_NONE);
+  const pf_any_t* v;
+  ck_assert_int_eq(pf_array_get(arr, 0, &v), 0);
+  ck_assert_uint_eq(pf_object_strong_count(v->v_obj), 1); /* taken, not retained */
+  pf_object_release(arr);
+  ck_assert_int_eq(g_destroyed, 1);
+
+  /* views are refused and nothing is taken */
+  items[0] = pf_any_object(counted_new());
+  items[1] = pf_any_cstr("a view");
+  ck_assert_int_eq(pf_array_create_take(items, 2, &arr), -1);
+  PF_ASSERT_RAISED(
+      "TypeError",
+      "pf_array_create_take: argument items[1]: expected an owned value, got str view");
+  ck_assert_int_eq(items[0].type_index, PF_TYPE_OBJECT);
+  ck_assert_int_eq(pf_array_create_take(NULL, 1, &arr), -1);
+  PF_ASSERT_RAISED("ValueError", "argument items");
+  ck_assert_int_eq(pf_array_create_take(items, 1, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument out");
+  pf_any_release(&items[0]);
+  ck_assert_int_eq(g_destroyed, 2);
+}
+END_TEST
+
+/* An array laid out by another runtime, its data in a separate block with a data deleter. */
+typedef struct {
+  pf_object_t header;
+  pf_seq_cell_t cell;
+} foreign_array_t;
+
+START_TEST(test_array_foreign) {
+  pf_any_t data[2] = {pf_any_int(1), pf_any_int(2)};
+  foreign_array_t f = {{PF_REF_INITIAL, PF_TYPE_ARRAY, 0, {foreign_deleter}}, {data, 2, 4, free}};
+  size_t n;
+  ck_assert_int_eq(pf_array_count(&f.header, &n), 0);
+  ck_assert_uint_eq(n, 2);
+  const pf_any_t* v;
+  ck_assert_int_eq(pf_array_get(&f.header, 1, &v), 0);
+  ck_assert_int_eq(v->v_int64, 2);
+  pf_object_t* ours;
+  ck_assert_int_eq(pf_array_create(data, 2, &ours), 0);
+  pf_any_t a = pf_any_object(&f.header), b = pf_any_object(ours);
+  ck_assert_int_eq(pf_container_equal(&a, &b), 1);
+  pf_object_release(ours);
+}
+END_TEST
+
+/* ---- map ---- */
+
+START_TEST(test_map_set_get_iterate) {
+  pf_object_t* map;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  ck_assert_int_eq(map->type_index, PF_TYPE_MAP);
+  pf_any_t long_key = str_object("a key long enough to be an object");
+  pf_object_t* obj_key = counted_new();
+  pf_any_t k1 = pf_any_cstr("name"), v1 = pf_any_cstr("packfn");
+  pf_any_t k2 = pf_any_int(42), v2 = pf_any_float(0.5);
+  pf_any_t k3 = pf_any_object(obj_key), v3 = pf_any_int(3);
+  pf_any_t v4 = pf_any_bool(1);
+  ck_assert_int_eq(pf_map_set(map, &k1, &v1), 0);
+  ck_assert_int_eq(pf_map_set(map, &k2, &v2), 0);
+  ck_assert_int_eq(pf_map_set(map, &k3, &v3), 0);
+  ck_assert_int_eq(pf_map_set(map, &long_key, &v4), 0);
+  size_t n;
+  ck_assert_int_eq(pf_map_count(map, &n), 0);
+  ck_assert_uint_eq(n, 4);
+
+  /* a string key matches whatever its form */
+  pf_any_t small;
+  ck_assert_int_eq(pf_string_from_cstr("name", &small), 0);
+  ck_assert_int_eq(small.type_index, PF_TYPE_SMALL_STR);
+  const pf_any_t* got;
+  ck_assert_int_eq(pf_map_get(map, &small, &got), 0);
+  ck_assert_int_eq(got->type_index, PF_TYPE_SMALL_STR);
+  ck_assert(pf_any_equal(got, &v1));
+  pf_any_t raw_long = pf_any_cstr("a key long enough to be an object");
+  ck_assert_int_eq(pf_map_get(map, &raw_long, &got), 0);
+  ck_assert_int_eq(got->type_index, PF_TYPE_BOOL);
+  ck_assert_int_eq(pf_map_get(map, &k2, &got), 0);
+  ck_assert(got->v_float64 == 0.5);
+  ck_assert_int_eq(pf_map_get(map, &k3, &got), 0);
+  ck_assert_int_eq(got->v_int64, 3);
+  /* another object is another key, even of the same type */
+  pf_object_t* other = counted_new();
+  pf_any_t k_other = pf_any_object(other);
+  ck_assert_int_eq(pf_map_contains(map, &k_other), 0);
+  ck_assert_int_eq(pf_map_contains(map, &k3), 1);
+  ck_assert_int_eq(pf_map_find(map, &k_other, &got), 0);
+  ck_assert_ptr_null(got);
+  pf_any_t k_int = pf_any_int(43);
+  ck_assert_int_eq(pf_map_contains(map, &k_int), 0);
+
+  /* replacing keeps the position (and the stored key) */
+  pf_any_t v5 = pf_any_cstr("replaced");
+  ck_assert_int_eq(pf_map_set(map, &small, &v5), 0);
+  ck_assert_int_eq(pf_map_count(map, &n), 0);
+  ck_assert_uint_eq(n, 4);
+  const pf_map_item_t* items;
+  ck_assert_int_eq(pf_map_items(map, &items, &n), 0);
+  ck_assert_uint_eq(n, 4);
+  ck_assert_int_eq(items[0].key.type_index, PF_TYPE_SMALL_STR);
+  ck_assert(pf_any_equal(&items[0].value, &v5));
+  ck_assert_int_eq(items[1].key.v_int64, 42);
+  ck_assert_ptr_eq(items[2].key.v_obj, obj_key);
+  ck_assert_ptr_eq(items[3].key.v_obj, long_key.v_obj);
+
+  pf_object_release(map);
+  pf_any_release(&long_key);
+  pf_object_release(obj_key);
+  pf_object_release(other);
+}
+END_TEST
+
+START_TEST(test_map_bytes_keys) {
+  pf_object_t* map;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  pf_byte_array_t raw = {"bytes\0key, long", 15};
+  pf_any_t k = pf_any_byte_array(&raw), v = pf_any_int(1);
+  ck_assert_int_eq(pf_map_set(map, &k, &v), 0);
+  pf_any_t as_object;
+  ck_assert_int_eq(pf_bytes_create(raw.data, raw.size, &as_object), 0);
+  ck_assert_int_eq(as_object.type_index, PF_TYPE_BYTES);
+  ck_assert_int_eq(pf_map_contains(map, &as_object), 1);
+  pf_any_t as_str = pf_any_cstr("bytes"); /* a string is never a bytes key */
+  ck_assert_int_eq(pf_map_contains(map, &as_str), 0);
+  pf_any_t small_bytes;
+  ck_assert_int_eq(pf_bytes_create("ab", 2, &small_bytes), 0);
+  ck_assert_int_eq(pf_map_set(map, &small_bytes, &v), 0);
+  pf_byte_array_t ab = {"ab", 2};
+  pf_any_t ab_view = pf_any_byte_array(&ab);
+  ck_assert_int_eq(pf_map_contains(map, &ab_view), 1);
+  pf_any_release(&as_object);
+  pf_object_release(map);
+}
+END_TEST
+
+START_TEST(test_map_growth_keeps_order) {
+  pf_object_t* map;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  char name[32];
+  for (int i = 0; i < 600; ++i) {
+    pf_any_t k = pf_any_int(i * 7919), v = pf_any_int(i);
+    ck_assert_int_eq(pf_map_set(map, &k, &v), 0);
+    snprintf(name, sizeof name, "key number %d", i);
+    pf_any_t ks = pf_any_cstr(name);
+    ck_assert_int_eq(pf_map_set(map, &ks, &v), 0);
+  }
+  size_t n;
+  const pf_map_item_t* items;
+  ck_assert_int_eq(pf_map_items(map, &items, &n), 0);
+  ck_assert_uint_eq(n, 1200);
+  for (int i = 0; i < 600; ++i) {
+    ck_assert_int_eq(items[2 * i].key.v_int64, (int64_t)i * 7919);
+    ck_assert_int_eq(items[2 * i + 1].value.v_int64, i);
+    const pf_any_t* got;
+    snprintf(name, sizeof name, "key number %d", i);
+    pf_any_t ks = pf_any_cstr(name);
+    ck_assert_int_eq(pf_map_get(map, &ks, &got), 0);
+    ck_assert_int_eq(got->v_int64, i);
+    pf_any_t k = pf_any_int(i * 7919 + 1);
+    ck_assert_int_eq(pf_map_contains(map, &k), i * 7919 + 1 == 0);
+  }
+  pf_object_release(map);
+}
+END_TEST
+
+START_TEST(test_map_key_errors) {
+  pf_object_t* map;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  pf_any_t v = pf_any_int(1), bad = pf_any_float(1.0);
+  ck_assert_int_eq(pf_map_set(map, &bad, &v), -1);
+  PF_ASSERT_RAISED("TypeError",
+                   "pf_map_set: argument key: expected str, bytes, int or Object, got float");
+  bad = pf_any_bool(1);
+  ck_assert_int_eq(pf_map_set(map, &bad, &v), -1);
+  PF_ASSERT_RAISED("TypeError", "got bool");
+  bad = pf_any_none();
+  const pf_any_t* got = &v;
+  ck_assert_int_eq(pf_map_get(map, &bad, &got), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_get: argument key: expected str, bytes, int or Object, "
+                                "got None");
+  ck_assert_ptr_null(got);
+  bad.type_index = PF_TYPE_STR; /* an object key with a NULL pointer */
+  ck_assert_int_eq(pf_map_contains(map, &bad), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_contains");
+
+  pf_any_t k = pf_any_cstr("missing");
+  ck_assert_int_eq(pf_map_get(map, &k, &got), -1);
+  PF_ASSERT_RAISED("KeyError", "pf_map_get: key 'missing' is not in the map");
+  k = pf_any_int(-42);
+  ck_assert_int_eq(pf_map_get(map, &k, &got), -1);
+  PF_ASSERT_RAISED("KeyError", "key -42 is not in the map");
+  pf_byte_array_t b = {"a\x01'", 3};
+  k = pf_any_byte_array(&b);
+  ck_assert_int_eq(pf_map_get(map, &k, &got), -1);
+  PF_ASSERT_RAISED("KeyError", "key b'a\\x01\\x27' is not");
+  char long_key[200];
+  memset(long_key, 'z', sizeof long_key - 1);
+  long_key[sizeof long_key - 1] = '\0';
+  k = pf_any_cstr(long_key);
+  ck_assert_int_eq(pf_map_get(map, &k, &got), -1);
+  PF_ASSERT_RAISED("KeyError", "zzzz...' is not in the map");
+  k = pf_any_object(map);
+  ck_assert_int_eq(pf_map_get(map, &k, &got), -1);
+  PF_ASSERT_RAISED("KeyError", "key <Map at 0x");
+
+  ck_assert_int_eq(pf_map_get(map, NULL, &got), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_get: argument key");
+  ck_assert_int_eq(pf_map_get(map, &k, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_get: argument out");
+  ck_assert_int_eq(pf_map_find(NULL, &k, &got), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_find: argument map: expected a Map made by packfn, got "
+                                "NULL");
+  ck_assert_int_eq(pf_map_set(map, NULL, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "argument key");
+  k = pf_any_int(1);
+  ck_assert_int_eq(pf_map_set(map, &k, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument value");
+  size_t n = 3;
+  ck_assert_int_eq(pf_map_count(map, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_count: argument out");
+  const pf_map_item_t* items;
+  ck_assert_int_eq(pf_map_items(map, &items, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_items: argument count");
+  ck_assert_int_eq(pf_map_items(map, NULL, &n), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_items: argument items");
+  ck_assert_int_eq(pf_map_create(NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_create: argument out");
+
+  /* not a map */
+  pf_object_t* arr;
+  ck_assert_int_eq(pf_array_create(NULL, 0, &arr), 0);
+  ck_assert_int_eq(pf_map_set(arr, &k, &v), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_set: argument map: expected a Map made by packfn, got "
+                                "Array");
+  ck_assert_int_eq(pf_map_count(arr, &n), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_count");
+  ck_assert_uint_eq(n, 0);
+  ck_assert_int_eq(pf_map_items(arr, &items, &n), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_items");
+  ck_assert_int_eq(pf_map_freeze(arr), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_freeze");
+  ck_assert_int_eq(pf_map_is_frozen(arr), 0);
+  pf_object_release(arr);
+  pf_object_release(map);
+}
+END_TEST
+
+START_TEST(test_map_failed_set_changes_nothing) {
+  g_destroyed = 0;
+  pf_object_t* map;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  pf_object_t* key_obj = counted_new();
+  pf_any_t k = pf_any_object(key_obj);
+  DLTensor t;
+  memset(&t, 0, sizeof t);
+  pf_any_t bad_value = pf_any_dltensor(&t);
+  ck_assert_int_eq(pf_map_set(map, &k, &bad_value), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_set: argument value: expected a value with an owned form");
+  ck_assert_uint_eq(pf_object_strong_count(key_obj), 1);
+  size_t n;
+  ck_assert_int_eq(pf_map_count(map, &n), 0);
+  ck_assert_uint_eq(n, 0);
+  /* replacing with a bad value keeps the old one */
+  pf_any_t good = pf_any_int(5);
+  ck_assert_int_eq(pf_map_set(map, &k, &good), 0);
+  ck_assert_int_eq(pf_map_set(map, &k, &bad_value), -1);
+  PF_ASSERT_RAISED("TypeError", "argument value");
+  const pf_any_t* got;
+  ck_assert_int_eq(pf_map_get(map, &k, &got), 0);
+  ck_assert_int_eq(got->v_int64, 5);
+  pf_object_release(key_obj);
+  pf_object_release(map);
+  ck_assert_int_eq(g_destroyed, 1);
+}
+END_TEST
+
+START_TEST(test_map_releases_contents_once) {
+  g_destroyed = 0;
+  pf_object_t* map;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  pf_object_t* objs[4] = {counted_new(), counted_new(), counted_new(), counted_new()};
+  pf_any_t k0 = pf_any_object(objs[0]), v1 = pf_any_object(objs[1]);
+  pf_any_t k2 = pf_any_cstr("k2"), v3 = pf_any_object(objs[3]);
+  pf_any_t v2 = pf_any_object(objs[2]);
+  ck_assert_int_eq(pf_map_set(map, &k0, &v1), 0);
+  ck_assert_int_eq(pf_map_set(map, &k2, &v2), 0);
+  for (int i = 0; i < 3; ++i)
+    pf_object_release(objs[i]);
+  ck_assert_int_eq(g_destroyed, 0);
+  ck_assert_int_eq(pf_map_set(map, &k2, &v3), 0); /* the old value goes, exactly once */
+  ck_assert_int_eq(g_destroyed, 1);
+  ck_assert_int_eq(pf_map_set(map, &k0, &v3), 0);
+  ck_assert_int_eq(g_destroyed, 2);
+  pf_object_release(objs[3]);
+  pf_object_release(map);
+  ck_assert_int_eq(g_destroyed, 4);
+}
+END_TEST
+
+START_TEST(test_map_freeze) {
+  pf_object_t* map;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  ck_assert_int_eq(pf_map_is_frozen(map), 0);
+  pf_any_t k = pf_any_int(1), v = pf_any_int(2);
+  ck_assert_int_eq(pf_map_set(map, &k, &v), 0);
+  ck_assert_int_eq(pf_map_freeze(map), 0);
+  ck_assert_int_eq(pf_map_freeze(map), 0);
+  ck_assert_int_eq(pf_map_is_frozen(map), 1);
+  ck_assert_int_eq(pf_map_set(map, &k, &v), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_set: argument map: the map is frozen");
+  pf_object_release(map);
+
+  /* storing a map in a container freezes it */
+  pf_object_t *inner, *outer, *arr;
+  ck_assert_int_eq(pf_map_create(&inner), 0);
+  ck_assert_int_eq(pf_map_create(&outer), 0);
+  pf_any_t vi = pf_any_object(inner);
+  ck_assert_int_eq(pf_map_set(outer, &k, &vi), 0);
+  ck_assert_int_eq(pf_map_is_frozen(inner), 1);
+  ck_assert_int_eq(pf_map_is_frozen(outer), 0);
+  pf_any_t vo = pf_any_object(outer);
+  ck_assert_int_eq(pf_array_create(&vo, 1, &arr), 0);
+  ck_assert_int_eq(pf_map_is_frozen(outer), 1);
+  pf_object_release(arr);
+  pf_object_release(outer);
+  pf_object_release(inner);
+
+  /* a map cannot hold itself */
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  pf_any_t self = pf_any_object(map);
+  ck_assert_int_eq(pf_map_set(map, &k, &self), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_set: argument value: a map cannot contain itself");
+  ck_assert_int_eq(pf_map_set(map, &self, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "argument key: a map cannot contain itself");
+  pf_object_t* handle = map;
+  pf_any_t ref = {PF_TYPE_OBJECT_RVALUE_REF, {0}, {.v_ptr = &handle}};
+  ck_assert_int_eq(pf_map_set(map, &k, &ref), -1);
+  PF_ASSERT_RAISED("ValueError", "cannot contain itself");
+  ck_assert_int_eq(pf_map_is_frozen(map), 0);
+  ck_assert_uint_eq(pf_object_strong_count(map), 1);
+  pf_object_release(map);
+}
+END_TEST
+
+/* ---- nesting and equality ---- */
+
+/* [ {"dims": shape(2, 3), "tags": ["a", counted]}, 7 ] */
+static pf_object_t* make_nested(pf_object_t* leaf) {
+  const int64_t dims[] = {2, 3};
+  pf_object_t *shape, *tags, *map, *top;
+  ck_assert_int_eq(pf_shape_create(dims, 2, &shape), 0);
+  pf_any_t tag_items[2] = {pf_any_cstr("a"), pf_any_object(leaf)};
+  ck_assert_int_eq(pf_array_create(tag_items, 2, &tags), 0);
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  pf_any_t k1 = pf_any_cstr("dims"), k2 = pf_any_cstr("tags");
+  pf_any_t v1 = pf_any_object(shape), v2 = pf_any_object(tags);
+  ck_assert_int_eq(pf_map_set(map, &k1, &v1), 0);
+  ck_assert_int_eq(pf_map_set(map, &k2, &v2), 0);
+  pf_any_t top_items[2] = {pf_any_object(map), pf_any_int(7)};
+  ck_assert_int_eq(pf_array_create(top_items, 2, &top), 0);
+  pf_object_release(shape);
+  pf_object_release(tags);
+  pf_object_release(map);
+  return top;
+}
+
+START_TEST(test_nesting_and_release) {
+  g_destroyed = 0;
+  pf_object_t* leaf = counted_new();
+  pf_object_t* top = make_nested(leaf);
+  pf_object_release(leaf);
+  const pf_any_t *m, *tags, *tag;
+  ck_assert_int_eq(pf_array_get(top, 0, &m), 0);
+  ck_assert_int_eq(pf_map_is_frozen(m->v_obj), 1);
+  pf_any_t k = pf_any_cstr("tags");
+  ck_assert_int_eq(pf_map_get(m->v_obj, &k, &tags), 0);
+  ck_assert_int_eq(pf_array_get(tags->v_obj, 1, &tag), 0);
+  ck_assert_ptr_eq(tag->v_obj, leaf);
+  k = pf_any_cstr("dims");
+  const pf_any_t* dims;
+  ck_assert_int_eq(pf_map_get(m->v_obj, &k, &dims), 0);
+  int64_t x;
+  ck_assert_int_eq(pf_shape_get(dims->v_obj, 1, &x), 0);
+  ck_assert_int_eq(x, 3);
+  ck_assert_int_eq(g_destroyed, 0);
+  pf_object_release(top);
+  ck_assert_int_eq(g_destroyed, 1);
+}
+END_TEST
+
+START_TEST(test_equality) {
+  pf_object_t* leaf = counted_new();
+  pf_object_t* a = make_nested(leaf);
+  pf_object_t* b = make_nested(leaf);
+  pf_any_t va = pf_any_object(a), vb = pf_any_object(b);
+  ck_assert_int_eq(pf_container_equal(&va, &vb), 1);
+  ck_assert_int_eq(pf_container_equal(&va, &va), 1);
+  ck_assert_int_eq(pf_any_equal(&va, &vb), 0);
+
+  /* maps compare regardless of order; strings whatever their form */
+  pf_object_t *m1, *m2;
+  ck_assert_int_eq(pf_map_create(&m1), 0);
+  ck_assert_int_eq(pf_map_create(&m2), 0);
+  pf_any_t k1 = pf_any_int(1), k2 = pf_any_cstr("two, as a long string key");
+  pf_any_t v1 = pf_any_cstr("one, as a long string value"), v2 = pf_any_int(2);
+  ck_assert_int_eq(pf_map_set(m1, &k1, &v1), 0);
+  ck_assert_int_eq(pf_map_set(m1, &k2, &v2), 0);
+  ck_assert_int_eq(pf_map_set(m2, &k2, &v2), 0);
+  pf_any_t x1 = pf_any_object(m1), x2 = pf_any_object(m2);
+  ck_assert_int_eq(pf_container_equal(&x1, &x2), 0); /* counts differ */
+  ck_assert_int_eq(pf_map_set(m2, &k1, &v1), 0);
+  ck_assert_int_eq(pf_container_equal(&x1, &x2), 1);
+  pf_any_t other = pf_any_cstr("another value");
+  ck_assert_int_eq(pf_map_set(m2, &k1, &other), 0);
+  ck_assert_int_eq(pf_container_equal(&x1, &x2), 0); /* a value differs */
+  pf_any_t k3 = pf_any_int(3), k4 = pf_any_int(4);
+  ck_assert_int_eq(pf_map_set(m2, &k1, &v1), 0);
+  ck_assert_int_eq(pf_map_set(m1, &k3, &v1), 0);
+  ck_assert_int_eq(pf_map_set(m2, &k4, &v1), 0);
+  ck_assert_int_eq(pf_container_equal(&x1, &x2), 0); /* a key differs */
+
+  /* arrays: lengths, element types, shapes */
+  pf_object_t *s1, *s2, *s3, *arr;
+  const int64_t d1[] = {1, 2}, d2[] = {1, 3};
+  ck_assert_int_eq(pf_shape_create(d1, 2, &s1), 0);
+  ck_assert_int_eq(pf_shape_create(d1, 2, &s2), 0);
+  ck_assert_int_eq(pf_shape_create(d2, 2, &s3), 0);
+  pf_any_t y1 = pf_any_object(s1), y2 = pf_any_object(s2), y3 = pf_any_object(s3);
+  ck_assert_int_eq(pf_container_equal(&y1, &y2), 1);
+  ck_assert_int_eq(pf_container_equal(&y1, &y3), 0);
+  pf_any_t items[2] = {pf_any_int(1), pf_any_int(2)};
+  ck_assert_int_eq(pf_array_create(items, 2, &arr), 0);
+  pf_any_t z = pf_any_object(arr);
+  ck_assert_int_eq(pf_container_equal(&y1, &z), 0); /* a shape is not an array */
+  pf_object_t* arr2;
+  items[1] = pf_any_float(2.0);
+  ck_assert_int_eq(pf_array_create(items, 2, &arr2), 0);
+  pf_any_t z2 = pf_any_object(arr2);
+  ck_assert_int_eq(pf_container_equal(&z, &z2), 0); /* int 2 != float 2.0 */
+  pf_object_t* arr3;
+  ck_assert_int_eq(pf_array_create(items, 1, &arr3), 0);
+  pf_any_t z3 = pf_any_object(arr3);
+  ck_assert_int_eq(pf_container_equal(&z, &z3), 0); /* lengths differ */
+
+  /* everything else as pf_any_equal */
+  pf_any_t i1 = pf_any_int(5), i2 = pf_any_int(5), s = pf_any_cstr("5");
+  ck_assert_int_eq(pf_container_equal(&i1, &i2), 1);
+  ck_assert_int_eq(pf_container_equal(&i1, &s), 0);
+  ck_assert_int_eq(pf_container_equal(NULL, NULL), 1);
+  ck_assert_int_eq(pf_container_equal(&i1, NULL), 0);
+
+  pf_object_t* objs[] = {a, b, m1, m2, s1, s2, s3, arr, arr2, arr3, leaf};
+  for (size_t i = 0; i < sizeof objs / sizeof objs[0]; ++i)
+    pf_object_release(objs[i]);
+}
+END_TEST
+
+Suite* make_suite(void) {
+  Suite* s = suite_create("container");
+  TCase* tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_shape_create_and_read);
+  tcase_add_test(tc, test_shape_bad_input);
+  tcase_add_test(tc, test_shape_foreign);
+  tcase_add_test(tc, test_array_create_get_items);
+  tcase_add_test(tc, test_array_releases_contents_once);
+  tcase_add_test(tc, test_array_bad_input);
+  tcase_add_test(tc, test_array_rvalue_reference);
+  tcase_add_test(tc, test_array_create_take);
+  tcase_add_test(tc, test_array_foreign);
+  tcase_add_test(tc, test_map_set_get_iterate);
+  tcase_add_test(tc, test_map_bytes_keys);
+  tcase_add_test(tc, test_map_growth_keeps_order);
+  tcase_add_test(tc, test_map_key_errors);
+  tcase_add_test(tc, test_map_failed_set_changes_nothing);
+  tcase_add_test(tc, test_map_releases_contents_once);
+  tcase_add_test(tc, test_map_freeze);
+  tcase_add_test(tc, test_nesting_and_release);
+  tcase_add_test(tc, test_equality);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+PF_TEST_MAIN()

@@ -1,0 +1,346 @@
+/* Tests of packfn_kernels: every kernel through the global table (as a program linked with the
+ * library finds them) and through its C entry, against reference code, and every refusal. */
+#include <math.h>
+
+#include "packfn/kernels.h"
+#include "packfn/module.h"
+#include "pf_test.h"
+
+static const DLDevice cpu = {kDLCPU, 0};
+
+static pf_object_t* tensor(const int64_t* shape, int32_t ndim, DLDataType dt) {
+  pf_object_t* t;
+  ck_assert_int_eq(pf_tensor_empty(shape, ndim, dt, cpu, &t), 0);
+  return t;
+}
+
+/* Element i of a float32 or float64 tensor, as double. */
+static double get(pf_object_t* t, int64_t i) {
+  DLTensor* d = pf_tensor_dltensor(t);
+  return d->dtype.bits == 64 ? ((double*)pf_dltensor_data(d))[i]
+                             : (double)((float*)pf_dltensor_data(d))[i];
+}
+static void set(pf_object_t* t, int64_t i, double v) {
+  DLTensor* d = pf_tensor_dltensor(t);
+  if (d->dtype.bits == 64)
+    ((double*)pf_dltensor_data(d))[i] = v;
+  else
+    ((float*)pf_dltensor_data(d))[i] = (float)v;
+}
+static void fill(pf_object_t* t, double scale, double shift) {
+  int64_t n = pf_dltensor_numel(pf_tensor_dltensor(t));
+  for (int64_t i = 0; i < n; ++i)
+    set(t, i, scale * sin(0.7 * (double)i + shift));
+}
+static double tol(pf_object_t* t) {
+  return pf_tensor_dltensor(t)->dtype.bits == 64 ? 1e-12 : 1e-5;
+}
+
+static int call(const char* name, pf_any_t* args, int32_t n) {
+  pf_any_t r;
+  int rc = pf_global_call(name, args, n, &r);
+  if (rc == 0)
+    ck_assert_int_eq(r.type_index, PF_TYPE_NONE);
+  return rc;
+}
+
+static const DLDataType f32 = {kDLFloat, 32, 1}, f64 = {kDLFloat, 64, 1};
+
+START_TEST(test_registered) {
+  ck_assert_int_ge(pf_kernels_count(), 6);
+  for (int32_t i = 0; i < pf_kernels_count(); ++i) {
+    char name[96];
+    snprintf(name, sizeof name, PF_KERNELS_PREFIX "%s", pf_kernels_name(i));
+    pf_object_t* fn;
+    ck_assert_int_eq(pf_global_get(name, &fn), 0);
+    ck_assert_msg(fn != NULL, "%s is not registered", name);
+    ck_assert_ptr_nonnull(strstr(pf_function_signature(fn), "-> None"));
+    pf_object_release(fn);
+    if (pf_kernels_have_cuda()) {
+      snprintf(name, sizeof name, PF_KERNELS_CUDA_PREFIX "%s", pf_kernels_name(i));
+      ck_assert_int_eq(pf_global_get(name, &fn), 0);
+      ck_assert_msg(fn != NULL, "%s is not registered", name);
+      pf_object_release(fn);
+    }
+  }
+  ck_assert_ptr_null(pf_kernels_name(-1));
+  ck_assert_ptr_null(pf_kernels_name(99));
+  ck_assert_int_eq(pf_global_static_failures(), 0);
+}
+END_TEST
+
+START_TEST(test_add_n) {
+  const DLDataType dts[2] = {f32, f64};
+  const int64_t shapes[3][2] = {{0, 3}, {1, 1}, {7, 13}};
+  for (int d = 0; d < 2; ++d)
+    for (int s = 0; s < 3; ++s) {
+      pf_object_t* x = tensor(shapes[s], 2, dts[d]);
+      pf_object_t* out = tensor(shapes[s], 2, dts[d]);
+      fill(x, 3.0, 0.1);
+      pf_any_t args[3] = {pf_any_object(x), pf_any_object(out), pf_any_float(2.5)};
+      ck_assert_int_eq(call(PF_KERNELS_PREFIX "add_n", args, 3), 0);
+      int64_t n = shapes[s][0] * shapes[s][1];
+      for (int64_t i = 0; i < n; ++i)
+        ck_assert_double_eq_tol(get(out, i), get(x, i) + 2.5, tol(x));
+      /* in place through the C entry, with an int n */
+      ck_assert_int_eq(pf_kernel_add_n(pf_tensor_dltensor(x), pf_tensor_dltensor(x), -1), 0);
+      for (int64_t i = 0; i < n; ++i)
+        ck_assert_double_eq_tol(get(x, i) + 3.5, get(out, i), 4 * tol(x));
+      pf_object_release(x);
+      pf_object_release(out);
+    }
+}
+END_TEST
+
+static void rms_reference(pf_object_t* x, int64_t rows, int64_t cols, double eps, double* out,
+                          double* inv) {
+  for (int64_t r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (int64_t c = 0; c < cols; ++c)
+      ss += get(x, r * cols + c) * get(x, r * cols + c);
+    double iv = 1.0 / sqrt(ss / (double)(cols ? cols : 1) + eps);
+    if (cols == 0)
+      iv = 1.0 / sqrt(eps);
+    inv[r] = iv;
+    for (int64_t c = 0; c < cols; ++c)
+      out[r * cols + c] = get(x, r * cols + c) * iv;
+  }
+}
+
+START_TEST(test_rms_norm_family) {
+  const DLDataType dts[2] = {f32, f64};
+  const int64_t shapes[4][3] = {{2, 3, 5}, {1, 1, 64}, {4, 1, 1}, {0, 2, 3}};
+  for (int d = 0; d < 2; ++d)
+    for (int s = 0; s < 4; ++s) {
+      const int64_t* shape = shapes[s];
+      int64_t rows = shape[0] * shape[1], cols = shape[2];
+      pf_object_t* x = tensor(shape, 3, dts[d]);
+      pf_object_t* out = tensor(shape, 3, dts[d]);
+      pf_object_t* out2 = tensor(shape, 3, dts[d]);
+      pf_object_t* inv = tensor(shape, 2, dts[d]);
+      pf_object_t* ct = tensor(shape, 3, dts[d]);
+      pf_object_t* dx = tensor(shape, 3, dts[d]);
+      fill(x, 2.0, 0.3);
+      fill(ct, 1.0, 1.1);
+      double eps = 1e-5;
+      pf_any_t a[4] = {pf_any_object(x), pf_any_object(out), pf_any_float(eps)};
+      ck_assert_int_eq(call(PF_KERNELS_PREFIX "rms_norm", a, 3), 0);
+      pf_any_t b[4] = {pf_any_object(x), pf_any_object(out2), pf_any_object(inv),
+                       pf_any_float(eps)};
+      ck_assert_int_eq(call(PF_KERNELS_PREFIX "rms_norm_fwd", b, 4), 0);
+      double* ref = malloc(sizeof(double) * (size_t)(rows * cols + 1));
+      double* refinv = malloc(sizeof(double) * (size_t)(rows + 1));
+      rms_reference(x, rows, cols, eps, ref, refinv);
+      for (int64_t i = 0; i < rows * cols; ++i) {
+        ck_assert_double_eq_tol(get(out, i), ref[i], tol(x) * 10);
+        ck_assert_double_eq_tol(get(out2, i), ref[i], tol(x) * 10);
+      }
+      for (int64_t r = 0; r < rows; ++r)
+        ck_assert_double_eq_tol(get(inv, r) / refinv[r], 1.0, tol(x) * 10);
+      /* backward against the closed form */
+      pf_any_t c[4] = {pf_any_object(x), pf_any_object(inv), pf_any_object(ct), pf_any_object(dx)};
+      ck_assert_int_eq(call(PF_KERNELS_PREFIX "rms_norm_bwd", c, 4), 0);
+      for (int64_t r = 0; r < rows; ++r) {
+        double m = 0, iv = get(inv, r);
+        for (int64_t k = 0; k < cols; ++k)
+          m += get(ct, r * cols + k) * get(x, r * cols + k);
+        m /= (double)cols;
+        for (int64_t k = 0; k < cols; ++k) {
+          double want = iv * get(ct, r * cols + k) - get(x, r * cols + k) * iv * iv * iv * m;
+          ck_assert_double_eq_tol(get(dx, r * cols + k), want, tol(x) * 50);
+        }
+      }
+      free(ref);
+      free(refinv);
+      pf_object_release(x);
+      pf_object_release(out);
+      pf_object_release(out2);
+      pf_object_release(inv);
+      pf_object_release(ct);
+      pf_object_release(dx);
+    }
+}
+END_TEST
+
+START_TEST(test_kepler) {
+  const DLDataType dts[2] = {f32, f64};
+  for (int d = 0; d < 2; ++d) {
+    int64_t shape[2] = {11, 21};
+    pf_object_t* m = tensor(shape, 2, dts[d]);
+    pf_object_t* e = tensor(shape, 2, dts[d]);
+    pf_object_t* s = tensor(shape, 2, dts[d]);
+    pf_object_t* c = tensor(shape, 2, dts[d]);
+    for (int64_t i = 0; i < 11; ++i)
+      for (int64_t j = 0; j < 21; ++j) {
+        set(e, i * 21 + j, 0.099 * (double)i); /* 0 .. 0.99 */
+        set(m, i * 21 + j, -10.0 + (double)j); /* -10 .. 10 */
+      }
+    pf_any_t a[4] = {pf_any_object(m), pf_any_object(e), pf_any_object(s), pf_any_object(c)};
+    ck_assert_int_eq(call(PF_KERNELS_PREFIX "kepler", a, 4), 0);
+    for (int64_t i = 0; i < 11 * 21; ++i) {
+      double sv = get(s, i), cv = get(c, i), ecc = get(e, i), mv = get(m, i);
+      double big_e = atan2(sv, cv);
+      double resid = remainder(big_e - ecc * sv - mv, 2 * M_PI);
+      ck_assert_double_eq_tol(resid, 0.0, dts[d].bits == 64 ? 1e-12 : 1e-5);
+      ck_assert_double_eq_tol(sv * sv + cv * cv, 1.0, tol(m) * 4);
+    }
+    pf_object_release(m);
+    pf_object_release(e);
+    pf_object_release(s);
+    pf_object_release(c);
+  }
+}
+END_TEST
+
+START_TEST(test_vector_add) {
+  const DLDataType dts[2] = {f32, f64};
+  for (int d = 0; d < 2; ++d) {
+    int64_t nb = 3, shape[2] = {2, 5};
+    pf_object_t* b = tensor(&nb, 1, dts[d]);
+    pf_object_t* c = tensor(shape, 2, dts[d]);
+    pf_object_t* a = tensor(shape, 2, dts[d]);
+    fill(b, 1.0, 0.0);
+    fill(c, 5.0, 2.0);
+    pf_any_t args[3] = {pf_any_object(b), pf_any_object(c), pf_any_object(a)};
+    ck_assert_int_eq(call(PF_KERNELS_PREFIX "vector_add", args, 3), 0);
+    for (int64_t i = 0; i < 10; ++i)
+      ck_assert_double_eq_tol(get(a, i), get(b, i % 3) + get(c, i), tol(a));
+    /* DLTensor views work too */
+    args[0] = pf_any_dltensor(pf_tensor_dltensor(b));
+    ck_assert_int_eq(call(PF_KERNELS_PREFIX "vector_add", args, 3), 0);
+    pf_object_release(a);
+    pf_object_release(b);
+    pf_object_release(c);
+  }
+}
+END_TEST
+
+START_TEST(test_refusals_touch_no_output) {
+  int64_t shape[2] = {2, 3}, other[2] = {3, 2};
+  pf_object_t* x = tensor(shape, 2, f32);
+  pf_object_t* out = tensor(shape, 2, f32);
+  pf_object_t* wrong_shape = tensor(other, 2, f32);
+  pf_object_t* wrong_dtype = tensor(shape, 2, f64);
+  pf_object_t* ints = tensor(shape, 2, (DLDataType){kDLInt, 64, 1});
+  fill(x, 1.0, 0.0);
+  for (int64_t i = 0; i < 6; ++i)
+    set(out, i, 42.0);
+  pf_any_t a[4] = {pf_any_object(ints), pf_any_object(out), pf_any_float(1e-5)};
+  ck_assert_int_eq(call(PF_KERNELS_PREFIX "rms_norm", a, 3), -1);
+  PF_ASSERT_RAISED("TypeError",
+                   "rms_norm: argument 0 (x): expected a float32 or float64 tensor, got int64");
+  a[0] = pf_any_object(x);
+  a[1] = pf_any_object(wrong_shape);
+  ck_assert_int_eq(call(PF_KERNELS_PREFIX "rms_norm", a, 3), -1);
+  PF_ASSERT_RAISED("ValueError", "argument 1 (out)");
+  a[1] = pf_any_object(wrong_dtype);
+  ck_assert_int_eq(call(PF_KERNELS_PREFIX "rms_norm", a, 3), -1);
+  PF_ASSERT_RAISED("TypeError", "argument 1 (out)");
+  a[1] = pf_any_object(out);
+  a[2] = pf_any_float(-1.0);
+  ck_assert_int_eq(call(PF_KERNELS_PREFIX "rms_norm", a, 3), -1);
+  PF_ASSERT_RAISED("ValueError", "argument 2 (eps): expected a finite non-negative number");
+  a[2] = pf_any_float(1e-5);
+  ck_assert_int_eq(call(PF_KERNELS_PREFIX "rms_norm", a, 2), -1);
+  PF_ASSERT_RAISED("TypeError", "rms_norm: expected 3 arguments, got 2");
+  a[2] = pf_any_cstr("eps");
+  ck_assert_int_eq(call(PF_KERNELS_PREFIX "rms_norm", a, 3), -1);
+  PF_ASSERT_RAISED("TypeError", "rms_norm: argument 2 (eps): expected float, got str");
+  a[0] = pf_any_int(3);
+  a[2] = pf_any_float(1e-5);
+  ck_assert_int_eq(call(PF_KERNELS_PREFIX "rms_norm", a, 3), -1);
+  PF_ASSERT_RAISED("TypeError", "rms_norm: argument 0 (x): expected Tensor, got int");
+  /* a scalar has no last axis */
+  pf_object_t* scalar = tensor(NULL, 0, f32);
+  a[0] = pf_any_object(scalar);
+  a[1] = pf_any_object(scalar);
+  ck_assert_int_eq(call(PF_KERNELS_PREFIX "rms_norm", a, 3), -1);
+  PF_ASSERT_RAISED("ValueError", "argument 0 (x)");
+  /* a CUDA tensor to the CPU version: described by a DLTensor view */
+  DLTensor fake = *pf_tensor_dltensor(x);
+  fake.device = (DLDevice){kDLCUDA, 0};
+  a[0] = pf_any_dltensor(&fake);
+  a[1] = pf_any_object(out);
+  ck_assert_int_eq(call(PF_KERNELS_PREFIX "rms_norm", a, 3), -1);
+  PF_ASSERT_RAISED("TypeError", "rms_norm: argument 0 (x): expected a tensor on cpu");
+  /* inv_rms of the wrong shape, vector_add with a 2-d b, kepler with one buffer twice */
+  pf_any_t f[4] = {pf_any_object(x), pf_any_object(out), pf_any_object(x), pf_any_float(0)};
+  ck_assert_int_eq(call(PF_KERNELS_PREFIX "rms_norm_fwd", f, 4), -1);
+  PF_ASSERT_RAISED("ValueError", "argument 2 (inv_rms)");
+  pf_any_t v[3] = {pf_any_object(x), pf_any_object(x), pf_any_object(out)};
+  ck_assert_int_eq(call(PF_KERNELS_PREFIX "vector_add", v, 3), -1);
+  PF_ASSERT_RAISED("ValueError", "argument 0 (b): expected 1 dimension");
+  pf_any_t k[4] = {pf_any_object(x), pf_any_object(x), pf_any_object(out), pf_any_object(out)};
+  ck_assert_int_eq(call(PF_KERNELS_PREFIX "kepler", k, 4), -1);
+  PF_ASSERT_RAISED("ValueError", "argument 3 (cos_e)");
+  for (int64_t i = 0; i < 6; ++i)
+    ck_assert_double_eq(get(out, i), 42.0); /* nothing written by any refused call */
+  if (pf_kernels_have_cuda()) {
+    /* a CPU tensor to the CUDA version: refused before anything reaches the device */
+    a[0] = pf_any_object(x);
+    ck_assert_int_eq(call(PF_KERNELS_CUDA_PREFIX "rms_norm", a, 3), -1);
+    PF_ASSERT_RAISED("TypeError", "rms_norm_cuda: argument 0 (x): expected a tensor on cuda");
+  }
+  ck_assert_int_eq(pf_kernel_rms_norm(NULL, pf_tensor_dltensor(out), 0), -1);
+  PF_ASSERT_RAISED("ValueError", "argument 0 (x): expected a tensor, got NULL");
+  ck_assert_int_eq(pf_kernel_rms_norm_fwd(pf_tensor_dltensor(x), pf_tensor_dltensor(out), NULL, 0),
+                   -1);
+  PF_ASSERT_RAISED("ValueError", "inv_rms");
+  fake.device = (DLDevice){kDLOpenCL, 0};
+  ck_assert_int_eq(pf_kernel_add_n(&fake, pf_tensor_dltensor(out), 1), -1);
+  PF_ASSERT_RAISED("NotImplementedError", "opencl");
+  pf_object_release(x);
+  pf_object_release(out);
+  pf_object_release(wrong_shape);
+  pf_object_release(wrong_dtype);
+  pf_object_release(ints);
+  pf_object_release(scalar);
+}
+END_TEST
+
+START_TEST(test_module_exports) {
+  pf_object_t* mod;
+  ck_assert_int_eq(pf_module_load(PF_KERNELS_LIBRARY, &mod), 0);
+  pf_export_info_t* list;
+  size_t n;
+  ck_assert_int_eq(pf_module_list(mod, &list, &n), 0);
+  ck_assert_uint_ge(n, 6);
+  int seen = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (strcmp(list[i].name, "rms_norm") == 0) {
+      seen = 1;
+      ck_assert_str_eq(list[i].signature, "rms_norm(x: Tensor, out: Tensor, eps: float) -> None");
+    }
+  ck_assert_int_eq(seen, 1);
+  pf_module_list_free(list);
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_module_get_function(mod, "add_n", &fn), 0);
+  pf_object_release(mod); /* the function keeps the library */
+  int64_t shape[1] = {3};
+  pf_object_t* x = tensor(shape, 1, f64);
+  fill(x, 1.0, 0.0);
+  pf_any_t args[3] = {pf_any_object(x), pf_any_object(x), pf_any_int(1)};
+  double before = get(x, 2);
+  pf_any_t r;
+  ck_assert_int_eq(pf_function_call(fn, args, 3, &r), 0);
+  ck_assert_double_eq_tol(get(x, 2), before + 1, 1e-12);
+  pf_object_release(fn);
+  pf_object_release(x);
+}
+END_TEST
+
+Suite* make_suite(void) {
+  Suite* s = suite_create("kernels");
+  TCase* tc = tcase_create("cpu");
+  tcase_add_test(tc, test_registered);
+  tcase_add_test(tc, test_add_n);
+  tcase_add_test(tc, test_rms_norm_family);
+  tcase_add_test(tc, test_kepler);
+  tcase_add_test(tc, test_vector_add);
+  tcase_add_test(tc, test_refusals_touch_no_output);
+  tcase_add_test(tc, test_module_exports);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+PF_TEST_MAIN()

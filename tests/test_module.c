@@ -1,0 +1,471 @@
+/* Tests of modules: loading the test libraries CMake builds, plain, documented and typed
+ * exports, listing, lifetime after the module is gone, refused libraries, the system library. */
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include "pf_test.h"
+
+/* ---- the system library's own exports (the executable is linked with ENABLE_EXPORTS) ---- */
+
+static int sys_twice(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  int64_t x;
+  if (num_args != 1 || pf_any_as_int(&args[0], &x) != 0) {
+    pf_error_clear();
+    pf_error_set(PF_ERR_TYPE, "sys_twice: expected one int");
+    return -1;
+  }
+  *result = pf_any_int(2 * x);
+  return 0;
+}
+PF_EXPORT_DOC(test_sys_twice, sys_twice, "test_sys_twice(x: int) -> int", "Doubles x.");
+
+static int sys_global(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  (void)args;
+  *result = pf_any_int(100 + num_args);
+  return 0;
+}
+PF_REGISTER_GLOBAL("test.module.global", sys_global);
+
+/* ---- helpers ---- */
+
+static pf_object_t* load(const char* path) {
+  pf_object_t* m = NULL;
+  int rc = pf_module_load(path, &m);
+  pf_object_t* err = pf_error_peek();
+  ck_assert_msg(rc == 0, "loading %s failed: %s", path, err ? pf_error_message(err) : "?");
+  ck_assert_ptr_nonnull(m);
+  return m;
+}
+
+static pf_object_t* get_fn(pf_object_t* module, const char* name) {
+  pf_object_t* fn = NULL;
+  int rc = pf_module_get_function(module, name, &fn);
+  pf_object_t* err = pf_error_peek();
+  ck_assert_msg(rc == 0, "getting %s failed: %s", name, err ? pf_error_message(err) : "?");
+  return fn;
+}
+
+static int64_t call_int(pf_object_t* fn, const pf_any_t* args, int32_t n) {
+  pf_any_t r = pf_any_none();
+  ck_assert_int_eq(pf_function_call(fn, args, n, &r), 0);
+  ck_assert_int_eq(r.type_index, PF_TYPE_INT);
+  return r.v_int64;
+}
+
+/* 1 when the library at path is mapped in the process now. */
+static int is_loaded(const char* path) {
+  void* h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  if (h)
+    dlclose(h);
+  return h != NULL;
+}
+
+/* Asserts that loading `path` fails with `kind` and a message holding `needle` and the path. */
+static void assert_load_fails(const char* path, const char* kind, const char* needle) {
+  pf_object_t* m = (pf_object_t*)0x1;
+  ck_assert_int_eq(pf_module_load(path, &m), -1);
+  ck_assert_ptr_null(m);
+  pf_object_t* err = pf_error_take();
+  ck_assert_ptr_nonnull(err);
+  ck_assert_str_eq(pf_error_kind(err), kind);
+  ck_assert_msg(strstr(pf_error_message(err), needle) != NULL, "message '%s' lacks '%s'",
+                pf_error_message(err), needle);
+  ck_assert_msg(strstr(pf_error_message(err), path) != NULL, "message '%s' lacks the path",
+                pf_error_message(err));
+  pf_object_release(err);
+}
+
+/* ---- loading and calling ---- */
+
+START_TEST(test_load_and_call_plain_exports) {
+  pf_object_t* m = load(PF_TESTMOD_GOOD);
+  ck_assert_int_eq(m->type_index, PF_TYPE_MODULE);
+  ck_assert_str_eq(pf_module_path(m), PF_TESTMOD_GOOD);
+  uint32_t major = 9, minor = 9;
+  ck_assert_int_eq(pf_module_abi_version(m, &major, &minor), 0);
+  ck_assert_uint_eq(major, PF_ABI_VERSION_MAJOR);
+  ck_assert_uint_eq(minor, PF_ABI_VERSION_MINOR);
+
+  pf_object_t* add = get_fn(m, "add_ints");
+  ck_assert_int_eq(add->type_index, PF_TYPE_FUNCTION);
+  pf_any_t args[3] = {pf_any_int(40), pf_any_int(2), pf_any_bool(1)};
+  ck_assert_int_eq(call_int(add, args, 3), 43);
+  /* the plain export sits in the function's cell: no trampoline per call */
+  void* h = dlopen(PF_TESTMOD_GOOD, RTLD_NOW | RTLD_NOLOAD);
+  ck_assert_ptr_nonnull(h);
+  void* raw = dlsym(h, "__packfn_add_ints");
+  ck_assert_ptr_nonnull(raw);
+  pf_safe_call_t raw_call;
+  memcpy(&raw_call, &raw, sizeof raw_call);
+  ck_assert(((const pf_function_cell_t*)(add + 1))->safe_call == raw_call);
+  dlclose(h);
+  ck_assert_ptr_null(pf_function_signature(add));
+  /* the same object comes back, and the module holds one reference */
+  pf_object_t* again = get_fn(m, "add_ints");
+  ck_assert_ptr_eq(again, add);
+  ck_assert_uint_eq(pf_object_strong_count(add), 3);
+  pf_object_release(again);
+
+  pf_object_t* greet = get_fn(m, "greet");
+  pf_any_t who = pf_any_cstr("world");
+  pf_any_t r;
+  ck_assert_int_eq(pf_function_call(greet, &who, 1, &r), 0);
+  const char* text;
+  size_t len;
+  ck_assert_int_eq(pf_any_as_str(&r, &text, &len), 0);
+  ck_assert_str_eq(text, "hello, world");
+  pf_any_release(&r);
+  ck_assert_str_eq(pf_function_signature(greet), "greet(name: str) -> str");
+  ck_assert_str_eq(pf_function_doc(greet), "Says hello to name.");
+
+  pf_object_t* fail = get_fn(m, "fail");
+  ck_assert_int_eq(pf_function_call(fail, NULL, 0, &r), -1);
+  PF_ASSERT_RAISED("RuntimeError", "fail: this kernel always fails");
+  ck_assert_int_eq(r.type_index, PF_TYPE_NONE);
+
+  pf_object_t* meta_info = get_fn(m, "meta_info");
+  ck_assert_int_eq(call_int(meta_info, args, 2), 2);
+
+  ck_assert_int_eq(pf_module_call(m, "add_ints", args, 2, &r), 0);
+  ck_assert_int_eq(r.v_int64, 42);
+  ck_assert_int_eq(pf_module_call(m, "nope", args, 2, &r), -1);
+  PF_ASSERT_RAISED("AttributeError", "has no function 'nope'");
+  ck_assert_int_eq(r.type_index, PF_TYPE_NONE);
+
+  pf_object_release(add);
+  pf_object_release(greet);
+  pf_object_release(fail);
+  pf_object_release(meta_info);
+  pf_object_release(m);
+}
+END_TEST
+
+START_TEST(test_typed_export) {
+  pf_object_t* m = load(PF_TESTMOD_GOOD);
+  pf_object_t* scale = get_fn(m, "scale");
+  ck_assert_str_eq(pf_function_signature(scale), "scale(x: float, k: int) -> float");
+  ck_assert_str_eq(pf_function_doc(scale), "Multiplies x by k.");
+  pf_any_t args[2] = {pf_any_float(2.5), pf_any_int(4)};
+  pf_any_t r;
+  ck_assert_int_eq(pf_function_call(scale, args, 2, &r), 0);
+  ck_assert_int_eq(r.type_index, PF_TYPE_FLOAT);
+  ck_assert(r.v_float64 == 10.0);
+  args[1] = pf_any_cstr("four");
+  ck_assert_int_eq(pf_function_call(scale, args, 2, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "scale: argument 1 (k): expected int, got str");
+  ck_assert_int_eq(pf_function_call(scale, args, 1, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "scale: expected 2 arguments, got 1");
+
+  /* the raw symbol stays a working safe-call for loaders that ignore metadata */
+  void* h = dlopen(PF_TESTMOD_GOOD, RTLD_NOW | RTLD_NOLOAD);
+  ck_assert_ptr_nonnull(h);
+  void* raw = dlsym(h, "__packfn_scale");
+  ck_assert_ptr_nonnull(raw);
+  pf_safe_call_t raw_call;
+  memcpy(&raw_call, &raw, sizeof raw_call);
+  args[1] = pf_any_int(3);
+  r = pf_any_none();
+  ck_assert_int_eq(raw_call(NULL, args, 2, &r), 0);
+  ck_assert(r.v_float64 == 7.5);
+  r = pf_any_none();
+  ck_assert_int_eq(raw_call(NULL, args, 3, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "scale: expected 2 arguments, got 3");
+  dlclose(h);
+  pf_object_release(scale);
+  pf_object_release(m);
+}
+END_TEST
+
+START_TEST(test_get_function_bad_input) {
+  pf_object_t* m = load(PF_TESTMOD_GOOD);
+  pf_object_t* fn = (pf_object_t*)0x1;
+  ck_assert_int_eq(pf_module_get_function(m, "nope", &fn), -1);
+  PF_ASSERT_RAISED("AttributeError",
+                   "pf_module_get_function: " PF_TESTMOD_GOOD " has no function 'nope'");
+  ck_assert_ptr_null(fn);
+  /* exported, but not as a packfn function; the stamp is not a function */
+  ck_assert_int_eq(pf_module_get_function(m, "testmod_good_unrelated", &fn), -1);
+  PF_ASSERT_RAISED("AttributeError", "'testmod_good_unrelated'");
+  ck_assert_int_eq(pf_module_get_function(m, "abi", &fn), -1);
+  PF_ASSERT_RAISED("AttributeError", "'abi'");
+  ck_assert_int_eq(pf_module_get_function(m, "meta_greet", &fn), -1);
+  PF_ASSERT_RAISED("AttributeError", "'meta_greet'");
+  ck_assert_int_eq(pf_module_get_function(m, NULL, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "argument name: expected a function name, got NULL");
+  ck_assert_int_eq(pf_module_get_function(m, "", &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "got \"\"");
+  ck_assert_int_eq(pf_module_get_function(m, "add_ints", NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument out");
+  ck_assert_int_eq(pf_module_get_function(NULL, "add_ints", &fn), -1);
+  PF_ASSERT_RAISED("TypeError", "argument module: expected a Module made by packfn, got NULL");
+  pf_object_t* s;
+  ck_assert_int_eq(pf_string_object_create("a string, not a module", 22, &s), 0);
+  ck_assert_int_eq(pf_module_get_function(s, "add_ints", &fn), -1);
+  PF_ASSERT_RAISED("TypeError", "got str");
+  ck_assert_ptr_null(pf_module_path(s));
+  ck_assert_ptr_null(pf_module_path(NULL));
+  ck_assert_int_eq(pf_module_abi_version(s, NULL, NULL), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_module_abi_version");
+  pf_export_info_t* list = (pf_export_info_t*)0x1;
+  ck_assert_int_eq(pf_module_list(s, &list, NULL), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_module_list");
+  ck_assert_ptr_null(list);
+  ck_assert_int_eq(pf_module_list(m, NULL, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_module_list: argument out");
+  pf_object_release(s);
+  pf_object_release(m);
+}
+END_TEST
+
+START_TEST(test_list_functions) {
+  pf_object_t* m = load(PF_TESTMOD_GOOD);
+  pf_export_info_t* list;
+  size_t n = 0;
+  ck_assert_int_eq(pf_module_list(m, &list, &n), 0);
+  ck_assert_uint_eq(n, 5);
+  const char* names[] = {"add_ints", "fail", "greet", "meta_info", "scale"};
+  for (size_t i = 0; i < n; ++i)
+    ck_assert_str_eq(list[i].name, names[i]);
+  ck_assert_ptr_null(list[5].name);
+  ck_assert_ptr_null(list[0].signature);
+  ck_assert_ptr_null(list[0].doc);
+  ck_assert_str_eq(list[2].signature, "greet(name: str) -> str");
+  ck_assert_str_eq(list[2].doc, "Says hello to name.");
+  ck_assert_str_eq(list[4].signature, "scale(x: float, k: int) -> float");
+  ck_assert_str_eq(list[4].doc, "Multiplies x by k.");
+  pf_object_release(m); /* the texts are copies */
+  ck_assert_str_eq(list[4].name, "scale");
+  pf_module_list_free(list);
+  pf_module_list_free(NULL);
+}
+END_TEST
+
+/* ---- lifetime ---- */
+
+START_TEST(test_module_released_before_functions_and_results) {
+  pf_object_t* m = load(PF_TESTMOD_OBJECTS);
+  pf_object_t* make_box = get_fn(m, "make_box");
+  pf_object_t* box_value = get_fn(m, "box_value");
+  pf_object_t* make_adder = get_fn(m, "make_adder");
+  pf_object_t* live = get_fn(m, "live_objects");
+  pf_object_release(m); /* first: the functions keep the library */
+
+  pf_any_t seven = pf_any_int(7), ten = pf_any_int(10), r;
+  ck_assert_int_eq(pf_function_call(make_box, &seven, 1, &r), 0);
+  pf_object_t* box = r.v_obj;
+  ck_assert_int_eq(call_int(box_value, &r, 1), 7);
+  ck_assert_int_eq(pf_function_call(make_adder, &ten, 1, &r), 0);
+  pf_object_t* adder = r.v_obj;
+  ck_assert_int_eq(adder->type_index, PF_TYPE_FUNCTION);
+  ck_assert_int_eq(call_int(adder, &seven, 1), 17);
+  ck_assert_int_eq(call_int(live, NULL, 0), 2);
+
+  /* functions go next; the results made by the library's code outlive them */
+  pf_object_release(make_box);
+  pf_object_release(make_adder);
+  pf_object_release(box_value);
+  ck_assert_int_eq(call_int(adder, &ten, 1), 20);
+  pf_object_release(box);   /* its deleter lies in the library */
+  pf_object_release(adder); /* its call and deleter too */
+  ck_assert_int_eq(call_int(live, NULL, 0), 0);
+  pf_object_release(live);
+  /* nothing refers to the library any more: it stays mapped (pinned) all the same */
+  ck_assert(is_loaded(PF_TESTMOD_OBJECTS));
+}
+END_TEST
+
+START_TEST(test_same_library_loaded_twice) {
+  pf_object_t* a = load(PF_TESTMOD_GOOD);
+  pf_object_t* b = load(PF_TESTMOD_GOOD);
+  ck_assert_ptr_ne(a, b);
+  pf_object_t* fa = get_fn(a, "add_ints");
+  pf_object_t* fb = get_fn(b, "add_ints");
+  ck_assert_ptr_ne(fa, fb); /* each module caches its own objects */
+  pf_object_release(a);
+  pf_any_t one = pf_any_int(1);
+  ck_assert_int_eq(call_int(fa, &one, 1), 1);
+  pf_object_release(b);
+  ck_assert_int_eq(call_int(fb, &one, 1), 1);
+  pf_object_release(fa);
+  pf_object_release(fb);
+}
+END_TEST
+
+typedef struct {
+  pf_object_t* module;
+  pf_object_t* seen;
+  int failures;
+} getter_t;
+
+static void* get_many(void* arg) {
+  getter_t* g = arg;
+  for (int i = 0; i < 500; ++i) {
+    pf_object_t* fn;
+    if (pf_module_get_function(g->module, i % 2 ? "scale" : "add_ints", &fn) != 0) {
+      g->failures++;
+      continue;
+    }
+    if (i == 0)
+      g->seen = fn;
+    else if (i % 2 == 0 && fn != g->seen)
+      g->failures++;
+    if (i != 0)
+      pf_object_release(fn);
+  }
+  return NULL;
+}
+
+START_TEST(test_concurrent_first_lookups) {
+  pf_object_t* m = load(PF_TESTMOD_GOOD);
+  getter_t g[4];
+  pthread_t t[4];
+  for (int i = 0; i < 4; ++i) {
+    g[i] = (getter_t){m, NULL, 0};
+    pthread_create(&t[i], NULL, get_many, &g[i]);
+  }
+  for (int i = 0; i < 4; ++i)
+    pthread_join(t[i], NULL);
+  for (int i = 0; i < 4; ++i) {
+    ck_assert_int_eq(g[i].failures, 0);
+    ck_assert_ptr_eq(g[i].seen, g[0].seen);
+  }
+  for (int i = 0; i < 4; ++i)
+    pf_object_release(g[i].seen);
+  ck_assert_uint_eq(pf_object_strong_count(g[0].seen), 1); /* the module's own reference */
+  pf_object_release(m);
+}
+END_TEST
+
+/* ---- bad input ---- */
+
+START_TEST(test_refused_libraries) {
+  assert_load_fails("/nonexistent/dir/libnothing.so", "OSError", "cannot load");
+  assert_load_fails(PF_TEST_NOT_A_LIBRARY, "OSError", "cannot load");
+  assert_load_fails(PF_TESTMOD_NO_STAMP, "ValueError",
+                    "is not a packfn library: it exports no __packfn_abi stamp");
+  assert_load_fails(PF_TESTMOD_ABI7, "ValueError",
+                    PF_TESTMOD_ABI7 " was built for packfn ABI 7.0, this runtime is ABI 0.1");
+  assert_load_fails(PF_TESTMOD_BAD_MAGIC, "ValueError", "is not a packfn ABI stamp");
+  assert_load_fails(PF_TESTMOD_SMALL_STAMP, "ValueError", "is not a packfn ABI stamp (4 bytes");
+  assert_load_fails(PF_TESTMOD_BADMETA, "ValueError",
+                    "__packfn_meta_two is not packfn export metadata");
+  assert_load_fails(PF_TESTMOD_CLASH, "RuntimeError", "raised an error while initialising");
+  ck_assert_int_eq(pf_global_call("test.module.global", NULL, 0, &(pf_any_t){0}), 0);
+  /* a refused library is closed again */
+  ck_assert(!is_loaded(PF_TESTMOD_ABI7));
+  ck_assert(!is_loaded(PF_TESTMOD_NO_STAMP));
+  ck_assert(!is_loaded(PF_TESTMOD_BADMETA));
+  ck_assert(!is_loaded(PF_TESTMOD_CLASH));
+
+  pf_object_t* m = (pf_object_t*)0x1;
+  ck_assert_int_eq(pf_module_load(NULL, &m), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_module_load: argument path: expected a library path, got "
+                                 "NULL");
+  ck_assert_ptr_null(m);
+  ck_assert_int_eq(pf_module_load("", &m), -1);
+  PF_ASSERT_RAISED("ValueError", "got \"\"");
+  ck_assert_int_eq(pf_module_load(PF_TESTMOD_GOOD, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_module_load: argument out");
+  ck_assert_int_eq(pf_module_system(NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_module_system: argument out");
+}
+END_TEST
+
+START_TEST(test_sysv_hash_table) {
+  pf_object_t* m = load(PF_TESTMOD_SYSV);
+  pf_export_info_t* list;
+  size_t n;
+  ck_assert_int_eq(pf_module_list(m, &list, &n), 0);
+  ck_assert_uint_eq(n, 1);
+  ck_assert_str_eq(list[0].name, "one");
+  pf_module_list_free(list);
+  pf_object_release(m);
+}
+END_TEST
+
+START_TEST(test_newer_minor_accepted) {
+  pf_object_t* m = load(PF_TESTMOD_NEWER_MINOR);
+  uint32_t major, minor;
+  ck_assert_int_eq(pf_module_abi_version(m, &major, &minor), 0);
+  ck_assert_uint_eq(major, PF_ABI_VERSION_MAJOR);
+  ck_assert_uint_eq(minor, 99);
+  pf_any_t r;
+  ck_assert_int_eq(pf_module_call(m, "one", NULL, 0, &r), 0);
+  ck_assert_int_eq(r.v_int64, 1);
+  pf_object_release(m);
+}
+END_TEST
+
+/* ---- the system library ---- */
+
+START_TEST(test_system_library) {
+  pf_object_t* sys;
+  ck_assert_int_eq(pf_module_system(&sys), 0);
+  ck_assert_int_eq(sys->type_index, PF_TYPE_MODULE);
+  ck_assert_str_eq(pf_module_path(sys), "<system>");
+  pf_object_t* twice = get_fn(sys, "test_sys_twice");
+  pf_any_t x = pf_any_int(21);
+  ck_assert_int_eq(call_int(twice, &x, 1), 42);
+  ck_assert_str_eq(pf_function_doc(twice), "Doubles x.");
+  pf_object_t* global = get_fn(sys, "test.module.global");
+  ck_assert_int_eq(call_int(global, &x, 1), 101);
+  pf_object_t* missing;
+  ck_assert_int_eq(pf_module_get_function(sys, "test.module.nope", &missing), -1);
+  PF_ASSERT_RAISED("AttributeError", "<system> has no function 'test.module.nope'");
+
+  /* a loaded library's global registrations join the system library */
+  pf_object_t* good = load(PF_TESTMOD_GOOD);
+  pf_any_t r;
+  ck_assert_int_eq(pf_module_call(sys, "testmod.good.hello", NULL, 0, &r), 0);
+  const char* text;
+  size_t len;
+  ck_assert_int_eq(pf_any_as_str(&r, &text, &len), 0);
+  ck_assert_str_eq(text, "hello from the good library");
+  pf_any_release(&r);
+  pf_object_release(good);
+
+  pf_export_info_t* list;
+  size_t n;
+  ck_assert_int_eq(pf_module_list(sys, &list, &n), 0);
+  ck_assert_uint_eq(n, pf_global_count() + 1);
+  int seen_twice = 0, seen_global = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0)
+      ck_assert_int_lt(strcmp(list[i - 1].name, list[i].name), 0);
+    if (strcmp(list[i].name, "test_sys_twice") == 0) {
+      seen_twice = 1;
+      ck_assert_str_eq(list[i].signature, "test_sys_twice(x: int) -> int");
+    }
+    seen_global |= strcmp(list[i].name, "test.module.global") == 0;
+  }
+  ck_assert(seen_twice && seen_global);
+  ck_assert_ptr_null(list[n].name);
+  pf_module_list_free(list);
+  pf_object_release(twice);
+  pf_object_release(global);
+  pf_object_release(sys);
+}
+END_TEST
+
+Suite* make_suite(void) {
+  Suite* s = suite_create("module");
+  TCase* tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_load_and_call_plain_exports);
+  tcase_add_test(tc, test_typed_export);
+  tcase_add_test(tc, test_get_function_bad_input);
+  tcase_add_test(tc, test_list_functions);
+  tcase_add_test(tc, test_module_released_before_functions_and_results);
+  tcase_add_test(tc, test_same_library_loaded_twice);
+  tcase_add_test(tc, test_concurrent_first_lookups);
+  tcase_add_test(tc, test_refused_libraries);
+  tcase_add_test(tc, test_sysv_hash_table);
+  tcase_add_test(tc, test_newer_minor_accepted);
+  tcase_add_test(tc, test_system_library);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+PF_TEST_MAIN()
