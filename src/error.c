@@ -229,7 +229,12 @@ static void pf__install(pf_object_t* err) {
   pf_object_t* pending = pf__raised;
   if (pending && pending != err) {
     pf_error_cell_t* cell = (pf_error_cell_t*)(err + 1);
-    if (err->deleter == pf__error_deleter && cell->cause_chain == NULL)
+    /* chain only onto our own errors without a cause, and never into a loop (err may already
+     * be somewhere in pending's chain when an old error is raised again) */
+    int loops = 0;
+    for (pf_object_t* c = pending; c && !loops; c = pf_error_cause(c))
+      loops = c == err;
+    if (err->deleter == pf__error_deleter && cell->cause_chain == NULL && !loops)
       cell->cause_chain = pending; /* takes the slot's reference */
     else
       pf_object_release(pending);
@@ -282,6 +287,7 @@ static void pf__raise(const pf__site_t* site, const char* kind, const char* fmt,
     free(heap_msg);
   if (!e) {
     pf_error_clear();
+    pf_object_retain(&pf__oom_error.header); /* the slot's reference, as for any error */
     pf__raised = &pf__oom_error.header;
     return;
   }

@@ -404,6 +404,21 @@ int pf_function_create_static(const pf_signature_t* sig, pf_safe_call_t packed, 
     return -1;
   }
   *out = NULL;
+  if (sig->num_params < 0 || sig->num_params > PF_TYPED_MAX_PARAMS ||
+      !pf__kind_valid(sig->result, 1)) {
+    pf_error_set(PF_ERR_VALUE,
+                 "pf_function_create_static: %s: expected 0..%d parameters and a known result "
+                 "kind, got %d and kind %d",
+                 sig->name, PF_TYPED_MAX_PARAMS, (int)sig->num_params, (int)sig->result);
+    return -1;
+  }
+  for (int32_t i = 0; i < sig->num_params; ++i)
+    if (!sig->params[i].name || !*sig->params[i].name || !pf__kind_valid(sig->params[i].kind, 0)) {
+      pf_error_set(PF_ERR_VALUE,
+                   "pf_function_create_static: %s: parameter %d: expected a name and a kind",
+                   sig->name, (int)i);
+      return -1;
+    }
   char* signature = pf__signature_text(sig->name, sig->num_params, sig->params, sig->result);
   char* doc = sig->doc ? pf__strdup(sig->doc) : NULL;
   pf__function_t* f = pf__function_new(packed, NULL, NULL, NULL);

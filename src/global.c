@@ -290,6 +290,8 @@ void pf_global_list_free(char** names) {
 
 int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
   pf_object_t* fn;
+  if (result)
+    *result = pf_any_none();
   if (pf__check_name("pf_global_call", name) != 0 || pf_global_get(name, &fn) != 0)
     return -1;
   if (!fn) {

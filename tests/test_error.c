@@ -95,6 +95,21 @@ START_TEST(test_create_raise_existing) {
 }
 END_TEST
 
+START_TEST(test_reraise_does_not_loop) {
+  pf_object_t* a;
+  ck_assert_int_eq(pf_error_create("KeyError", "a", NULL, &a), 0);
+  ck_assert_int_eq(pf_error_raise(a), 0);
+  pf_error_set("ValueError", "b");        /* a becomes b's cause */
+  ck_assert_int_eq(pf_error_raise(a), 0); /* raising a again must not make a's cause b */
+  ck_assert_ptr_null(pf_error_cause(a));
+  pf_object_t* err = pf_error_take();
+  ck_assert_ptr_eq(err, a);
+  pf_object_release(err);
+  ck_assert_uint_eq(pf_object_strong_count(a), 1);
+  pf_object_release(a);
+}
+END_TEST
+
 START_TEST(test_bad_input) {
   ck_assert_int_eq(pf_error_raise(NULL), -1);
   PF_ASSERT_RAISED("TypeError", "expected Error, got NULL");
@@ -209,6 +224,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_long_message);
   tcase_add_test(tc, test_cause_chain);
   tcase_add_test(tc, test_create_raise_existing);
+  tcase_add_test(tc, test_reraise_does_not_loop);
   tcase_add_test(tc, test_bad_input);
   tcase_add_test(tc, test_thread_isolation);
   tcase_add_test(tc, test_foreign_error);

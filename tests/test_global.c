@@ -110,6 +110,10 @@ START_TEST(test_bad_input) {
   PF_ASSERT_RAISED("KeyError", "'test.never'");
   ck_assert_int_eq(pf_global_remove(""), -1);
   PF_ASSERT_RAISED("ValueError", "name");
+  pf_any_t res = pf_any_int(5);
+  ck_assert_int_eq(pf_global_call(NULL, NULL, 0, &res), -1);
+  PF_ASSERT_RAISED("ValueError", "name");
+  ck_assert_int_eq(res.type_index, PF_TYPE_NONE);
   pf_any_t r;
   ck_assert_int_eq(pf_global_call("test.never", NULL, 0, &r), -1);
   PF_ASSERT_RAISED("KeyError", "'test.never'");

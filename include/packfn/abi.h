@@ -23,9 +23,7 @@ extern "C" {
 #define PF_VERSION_STRING "0.1.0"
 
 /* Symbol visibility for the packfn libraries. */
-#if defined(_WIN32)
-#define PF_API __declspec(dllimport)
-#elif defined(__GNUC__)
+#if defined(__GNUC__)
 #define PF_API __attribute__((visibility("default")))
 #else
 #define PF_API
@@ -261,25 +259,55 @@ PF__STATIC_ASSERT(offsetof(pf_dl_managed_tensor_versioned_t, flags) == 24, "vers
 PF__STATIC_ASSERT(offsetof(pf_dl_managed_tensor_versioned_t, dl_tensor) == 32, "versioned tensor");
 PF__STATIC_ASSERT(offsetof(DLManagedTensor, dl_tensor) == 0, "legacy tensor at 0");
 PF__STATIC_ASSERT(offsetof(DLTensor, ndim) == 16 && offsetof(DLTensor, shape) == 24,
-               "DLTensor layout");
+                  "DLTensor layout");
 PF__STATIC_ASSERT(sizeof(DLTensor) == 48, "DLTensor is 48 bytes");
 PF__STATIC_ASSERT(PF_TYPE_NONE == 0 && PF_TYPE_INT == 1 && PF_TYPE_BOOL == 2 && PF_TYPE_FLOAT == 3,
-               "POD type indices");
+                  "POD type indices");
 PF__STATIC_ASSERT(PF_TYPE_OPAQUE_PTR == 4 && PF_TYPE_DTYPE == 5 && PF_TYPE_DEVICE == 6 &&
-                   PF_TYPE_DLTENSOR_PTR == 7 && PF_TYPE_RAW_STR == 8,
-               "POD type indices");
+                      PF_TYPE_DLTENSOR_PTR == 7 && PF_TYPE_RAW_STR == 8,
+                  "POD type indices");
 PF__STATIC_ASSERT(PF_TYPE_BYTE_ARRAY_PTR == 9 && PF_TYPE_OBJECT_RVALUE_REF == 10 &&
-                   PF_TYPE_SMALL_STR == 11 && PF_TYPE_SMALL_BYTES == 12,
-               "POD type indices");
+                      PF_TYPE_SMALL_STR == 11 && PF_TYPE_SMALL_BYTES == 12,
+                  "POD type indices");
 PF__STATIC_ASSERT(PF_TYPE_OBJECT == 64 && PF_TYPE_STR == 65 && PF_TYPE_BYTES == 66 &&
-                   PF_TYPE_ERROR == 67 && PF_TYPE_FUNCTION == 68 && PF_TYPE_SHAPE == 69,
-               "object type indices");
+                      PF_TYPE_ERROR == 67 && PF_TYPE_FUNCTION == 68 && PF_TYPE_SHAPE == 69,
+                  "object type indices");
 PF__STATIC_ASSERT(PF_TYPE_TENSOR == 70 && PF_TYPE_ARRAY == 71 && PF_TYPE_MAP == 72 &&
-                   PF_TYPE_MODULE == 73 && PF_TYPE_OPAQUE_HOST_OBJECT == 74 && PF_TYPE_LIST == 75 &&
-                   PF_TYPE_DICT == 76 && PF_TYPE_DYN_BEGIN == 128,
-               "object type indices");
-PF__STATIC_ASSERT(PF_DL_BOOL == 6 && PF_DL_FLOAT4_E2M1FN == 17, "DLPack type codes");
-PF__STATIC_ASSERT(PF_DEV_CUDA_MANAGED == 13 && PF_DEV_TRN == 18, "DLPack device types");
+                      PF_TYPE_MODULE == 73 && PF_TYPE_OPAQUE_HOST_OBJECT == 74 &&
+                      PF_TYPE_LIST == 75 && PF_TYPE_DICT == 76 && PF_TYPE_DYN_BEGIN == 128,
+                  "object type indices");
+PF__STATIC_ASSERT(PF_TYPE_ANY == -1 && PF_TYPE_STATIC_OBJECT_BEGIN == 64, "type index bounds");
+PF__STATIC_ASSERT(PF_DELETER_STRONG == 1 && PF_DELETER_WEAK == 2 && PF_DELETER_BOTH == 3,
+                  "deleter flags");
+PF__STATIC_ASSERT(PF_DL_INT == 0 && PF_DL_UINT == 1 && PF_DL_FLOAT == 2 &&
+                      PF_DL_OPAQUE_HANDLE == 3 && PF_DL_BFLOAT == 4 && PF_DL_COMPLEX == 5 &&
+                      PF_DL_BOOL == 6,
+                  "DLPack type codes");
+PF__STATIC_ASSERT(PF_DL_FLOAT8_E3M4 == 7 && PF_DL_FLOAT8_E4M3 == 8 &&
+                      PF_DL_FLOAT8_E4M3B11FNUZ == 9 && PF_DL_FLOAT8_E4M3FN == 10 &&
+                      PF_DL_FLOAT8_E4M3FNUZ == 11 && PF_DL_FLOAT8_E5M2 == 12 &&
+                      PF_DL_FLOAT8_E5M2FNUZ == 13 && PF_DL_FLOAT8_E8M0FNU == 14 &&
+                      PF_DL_FLOAT6_E2M3FN == 15 && PF_DL_FLOAT6_E3M2FN == 16 &&
+                      PF_DL_FLOAT4_E2M1FN == 17,
+                  "DLPack float8/6/4 codes");
+PF__STATIC_ASSERT(PF_DEV_CPU == 1 && PF_DEV_CUDA == 2 && PF_DEV_CUDA_HOST == 3 &&
+                      PF_DEV_OPENCL == 4 && PF_DEV_VULKAN == 7 && PF_DEV_METAL == 8 &&
+                      PF_DEV_VPI == 9 && PF_DEV_ROCM == 10 && PF_DEV_ROCM_HOST == 11,
+                  "DLPack device types");
+PF__STATIC_ASSERT(PF_DEV_EXT_DEV == 12 && PF_DEV_CUDA_MANAGED == 13 && PF_DEV_ONEAPI == 14 &&
+                      PF_DEV_WEBGPU == 15 && PF_DEV_HEXAGON == 16 && PF_DEV_MAIA == 17 &&
+                      PF_DEV_TRN == 18,
+                  "DLPack device types");
+PF__STATIC_ASSERT(offsetof(pf_function_cell_t, cpp_call) == 8, "function cell cpp_call at 8");
+PF__STATIC_ASSERT(offsetof(pf_shape_cell_t, size) == 8, "shape cell size at 8");
+PF__STATIC_ASSERT(offsetof(pf_seq_cell_t, data) == 0 && offsetof(pf_seq_cell_t, size) == 8,
+                  "sequence cell data and size");
+PF__STATIC_ASSERT(sizeof(pf_dlpack_version_t) == 8, "DLPack version is 8 bytes");
+PF__STATIC_ASSERT(sizeof(pf_dl_managed_tensor_versioned_t) == 80, "versioned managed tensor");
+PF__STATIC_ASSERT(offsetof(DLManagedTensor, manager_ctx) == 48 &&
+                      offsetof(DLManagedTensor, deleter) == 56 && sizeof(DLManagedTensor) == 64,
+                  "legacy managed tensor");
+PF__STATIC_ASSERT(offsetof(pf_string_cell_t, size) == 8, "string cell size at 8");
 
 #ifdef __cplusplus
 }
