@@ -49,10 +49,15 @@ static const catalogue_entry_t catalogue[] = {
     {"call_dltensor", "call", "packed call, DLTensor* argument"},
     {"call_tensor", "call", "packed call, tensor object argument"},
     {"call_typed", "call", "typed add(int64, int64) through the C call entry"},
+    {"call_typed_dynamic", "call", "typed add(int64, int64) built at run time from a declaration"},
+    {"module_call", "call", "packed call, 1 int, function from a loaded module"},
+    {"add_n_1", "call", "add_n kernel on one float32 element (2 tensors + float)"},
     {"global_get_short", "global", "global lookup, 6-byte name, + release"},
     {"global_get_long", "global", "global lookup, 27-byte name, + release"},
     {"function_lifecycle", "object", "function create + retain + release + release"},
     {"closure_lifecycle", "object", "same, function with self + deleter"},
+    {"retain_release", "object", "retain + release of a live object"},
+    {"weak_lock", "object", "weak reference promoted (lock) + release"},
     {"string_5", "string", "string create + release, 5 bytes"},
     {"string_100", "string", "string create + release, 100 bytes"},
     {"error_roundtrip", "error", "error raise + take + release"},
@@ -451,43 +456,105 @@ static void print_ratio(FILE* out, double num, double den) {
     fprintf(out, " - |");
 }
 
+/* Column order of the markdown table: packfn, TVM-FFI, their ratios, then libffi and the
+   direct floor. */
+static const char* const report_order[] = {"packfn", "tvmffi", "libffi", "direct"};
+
+/* 1 when this build has the implementation at all (an absent one gets an "absent" column). */
+static int impl_built(const char* impl) {
+  if (strcmp(impl, "tvmffi") == 0) {
+#ifdef PF_BENCH_HAVE_TVMFFI
+    return 1;
+#else
+    return 0;
+#endif
+  }
+  if (strcmp(impl, "libffi") == 0) {
+#ifdef PF_BENCH_HAVE_LIBFFI
+    return 1;
+#else
+    return 0;
+#endif
+  }
+  if (strcmp(impl, "packfn") == 0) {
+#ifdef PF_BENCH_HAVE_PACKFN
+    return 1;
+#else
+    return 0;
+#endif
+  }
+  return 1;
+}
+
+/* Shown: measured in this run, or not built (then its cells read "absent"). */
+static int impl_shown(const char* impl) {
+  return impl_present(impl) || !impl_built(impl);
+}
+
+static void write_cells(FILE* out, const entry_t* e, const char* impl, int have_time, int have_ir,
+                        int show_sum) {
+  const char* none = impl_built(impl) ? "-" : "absent";
+  if (have_time) {
+    if (e != NULL && e->ns_median >= 0)
+      fprintf(out, " %.2f [%.2f-%.2f] |", e->ns_median, e->ns_min, e->ns_max);
+    else
+      fprintf(out, " %s |", none);
+  }
+  if (have_ir) {
+    if (e != NULL && e->ir_per_op >= 0)
+      fprintf(out, " %.1f |", e->ir_per_op);
+    else
+      fprintf(out, " %s |", none);
+  }
+  if (show_sum) {
+    if (e != NULL)
+      fprintf(out, " %llu |", (unsigned long long)e->checksum);
+    else
+      fprintf(out, " %s |", none);
+  }
+}
+
 static void write_markdown(FILE* out, const options_t* opt) {
   int have_time = !opt->callgrind && !opt->no_time;
   int have_ir = 0;
   for (size_t i = 0; i < num_entries; ++i)
     have_ir |= entries[i].ir_per_op >= 0;
   int show_sum = !have_time && !have_ir; /* --no-time alone: show what was checked */
-  int ratio = impl_present("packfn") && impl_present("tvmffi");
+  int ratio = impl_present("packfn") && impl_shown("tvmffi");
 
   fprintf(out, "packfn_bench: %lld iterations x %d repetitions, %s", (long long)opt->iters,
           have_time ? opt->reps : 1, COMPILER_NAME);
 #ifdef PF_BENCH_HAVE_TVMFFI
   fprintf(out, ", TVM-FFI %s (C ABI %s)", PF_BENCH_TVMFFI_WHEEL, pf_bench_tvmffi_version());
+#else
+  fprintf(out, ", TVM-FFI absent");
+#endif
+#ifndef PF_BENCH_HAVE_LIBFFI
+  fprintf(out, ", libffi absent");
 #endif
   fprintf(out, "%s\n\n", have_ir ? "; Ir/op from callgrind" : "");
   fprintf(out, "| op |");
-  for (size_t k = 0; k < ARRAY_SIZE(impl_order); ++k) {
-    if (!impl_present(impl_order[k]))
-      continue;
-    if (have_time)
-      fprintf(out, " %s ns/op median [min-max] |", impl_order[k]);
-    if (have_ir)
-      fprintf(out, " %s Ir/op |", impl_order[k]);
-    if (show_sum)
-      fprintf(out, " %s checksum |", impl_order[k]);
+  size_t ncols = 0;
+  for (size_t k = 0; k < ARRAY_SIZE(report_order); ++k) {
+    const char* impl = report_order[k];
+    if (impl_shown(impl)) {
+      if (have_time)
+        fprintf(out, " %s ns/op median [min-max] |", impl), ++ncols;
+      if (have_ir)
+        fprintf(out, " %s Ir/op |", impl), ++ncols;
+      if (show_sum)
+        fprintf(out, " %s checksum |", impl), ++ncols;
+    }
+    if (ratio && strcmp(impl, "tvmffi") == 0) {
+      if (have_ir)
+        fprintf(out, " packfn/tvmffi Ir |"), ++ncols;
+      if (have_time)
+        fprintf(out, " packfn/tvmffi time |"), ++ncols;
+    }
   }
-  if (ratio && have_time)
-    fprintf(out, " packfn/tvmffi time |");
-  if (ratio && have_ir)
-    fprintf(out, " packfn/tvmffi Ir |");
   fprintf(out, "\n|---|");
-  for (size_t k = 0; k < ARRAY_SIZE(impl_order); ++k) {
-    if (impl_present(impl_order[k]))
-      fprintf(out, "%s%s%s", have_time ? "---:|" : "", have_ir ? "---:|" : "",
-              show_sum ? "---:|" : "");
-  }
-  if (ratio)
-    fprintf(out, "%s%s", have_time ? "---:|" : "", have_ir ? "---:|" : "");
+  for (size_t k = 0; k < ncols; ++k)
+    fprintf(out, "---:|");
   fprintf(out, "\n");
 
   for (size_t c = 0; c < ARRAY_SIZE(catalogue); ++c) {
@@ -497,36 +564,18 @@ static void write_markdown(FILE* out, const options_t* opt) {
     if (!any)
       continue;
     fprintf(out, "| %s |", catalogue[c].op);
-    for (size_t k = 0; k < ARRAY_SIZE(impl_order); ++k) {
-      if (!impl_present(impl_order[k]))
-        continue;
-      const entry_t* e = find_entry(c, impl_order[k]);
-      if (have_time) {
-        if (e != NULL && e->ns_median >= 0)
-          fprintf(out, " %.2f [%.2f-%.2f] |", e->ns_median, e->ns_min, e->ns_max);
-        else
-          fprintf(out, " - |");
+    for (size_t k = 0; k < ARRAY_SIZE(report_order); ++k) {
+      const char* impl = report_order[k];
+      if (impl_shown(impl))
+        write_cells(out, find_entry(c, impl), impl, have_time, have_ir, show_sum);
+      if (ratio && strcmp(impl, "tvmffi") == 0) {
+        const entry_t* p = find_entry(c, "packfn");
+        const entry_t* t = find_entry(c, "tvmffi");
+        if (have_ir)
+          print_ratio(out, p ? p->ir_per_op : -1, t ? t->ir_per_op : -1);
+        if (have_time)
+          print_ratio(out, p ? p->ns_median : -1, t ? t->ns_median : -1);
       }
-      if (have_ir) {
-        if (e != NULL && e->ir_per_op >= 0)
-          fprintf(out, " %.1f |", e->ir_per_op);
-        else
-          fprintf(out, " - |");
-      }
-      if (show_sum) {
-        if (e != NULL)
-          fprintf(out, " %llu |", (unsigned long long)e->checksum);
-        else
-          fprintf(out, " - |");
-      }
-    }
-    if (ratio) {
-      const entry_t* p = find_entry(c, "packfn");
-      const entry_t* t = find_entry(c, "tvmffi");
-      if (have_time)
-        print_ratio(out, p ? p->ns_median : -1, t ? t->ns_median : -1);
-      if (have_ir)
-        print_ratio(out, p ? p->ir_per_op : -1, t ? t->ir_per_op : -1);
     }
     fprintf(out, "\n");
   }
@@ -564,7 +613,11 @@ static void write_json(FILE* out, const options_t* opt) {
 #else
   fprintf(out, "null, \"tvmffi_abi\": null");
 #endif
-  fprintf(out, ", \"cpu\": %d},\n  \"results\": [", opt->cpu);
+  fprintf(out, ", \"cpu\": %d, \"available\": {", opt->cpu);
+  for (size_t k = 0; k < ARRAY_SIZE(report_order); ++k)
+    fprintf(out, "%s\"%s\": %s", k ? ", " : "", report_order[k],
+            impl_built(report_order[k]) ? "true" : "false");
+  fprintf(out, "}},\n  \"results\": [");
   for (size_t i = 0; i < num_entries; ++i) {
     const entry_t* e = &entries[i];
     fprintf(out, "%s\n    {\"op\": ", i ? "," : "");
@@ -584,6 +637,23 @@ static void write_json(FILE* out, const options_t* opt) {
     fprintf(out, ", \"ir_per_op\": ");
     json_number(out, e->ir_per_op);
     fprintf(out, ", \"checksum\": %llu}", (unsigned long long)e->checksum);
+  }
+  fprintf(out, "\n  ],\n  \"ratios\": [");
+  /* packfn / TVM-FFI per operation, where both have a figure. */
+  int first = 1;
+  for (size_t c = 0; c < ARRAY_SIZE(catalogue); ++c) {
+    const entry_t* p = find_entry(c, "packfn");
+    const entry_t* t = find_entry(c, "tvmffi");
+    if (p == NULL || t == NULL)
+      continue;
+    fprintf(out, "%s\n    {\"op\": ", first ? "" : ",");
+    json_string(out, catalogue[c].op);
+    fprintf(out, ", \"ir\": ");
+    json_number(out, p->ir_per_op >= 0 && t->ir_per_op > 0 ? p->ir_per_op / t->ir_per_op : -1);
+    fprintf(out, ", \"time\": ");
+    json_number(out, p->ns_median >= 0 && t->ns_median > 0 ? p->ns_median / t->ns_median : -1);
+    fprintf(out, "}");
+    first = 0;
   }
   fprintf(out, "\n  ]\n}\n");
 }

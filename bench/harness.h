@@ -38,15 +38,21 @@ extern "C" {
      call_dltensor          f(DLTensor* view) returns shape[0]        sum = 1024 * iters
      call_tensor            f(tensor object) returns shape[0]        sum = 1024 * iters
      call_typed             typed add(i, 1) called as a packed function; sum of i + 1
+     call_typed_dynamic     the same, the typed function built at run time from a declaration
+     module_call            as call_1int, the function taken from a loaded library
+     add_n_1                add_n(x, out, 1.0) on one float32 element x = 0; + out[0] (1)
      global_get_short/long  look up a registered name, release it    +1 per hit
      function_lifecycle     create (no state) + retain + release + release; + strong count seen
                             after the retain (2)
      closure_lifecycle      the same with a non-NULL self and deleter
+     retain_release         retain + release of a live object; + strong count seen (2)
+     weak_lock              promote a weak reference, release the strong one; + 1 when alive
      string_5 / string_100  create a string value from bytes, release it; + its size read back
      error_roundtrip        raise (kind, message) in this thread, take it, release it;
                             + size of the message read back (11)
      error_roundtrip_nobt   the same with an empty backtrace (no stack walk)
      tensor_empty           1-d float32 CPU tensor of 1024 elements, release; + shape[0]
+     tensor_empty_env       the same through an allocator the host installs
      dlpack_legacy          tensor -> DLManagedTensor -> tensor, release; + shape[0]
      dlpack_versioned       the same with DLManagedTensorVersioned
    A packed callee checks its argument count and argument type indices before using them, as a

@@ -4,7 +4,12 @@
 #include <string.h>
 
 #include "harness.h"
+#include "packfn/module.h"
 #include "packfn/packfn.h"
+#include "packfn/tensor.h"
+#ifdef PF_BENCH_HAVE_KERNELS
+#include "packfn/kernels.h"
+#endif
 
 static const char kImpl[] = "packfn";
 
@@ -337,6 +342,299 @@ static uint64_t run_error(void* state, int64_t iters) {
   return sum;
 }
 
+/* ---- tensors ---- */
+
+static const int64_t kTensorShape[1] = {PF_BENCH_TENSOR_NUMEL};
+
+static pf_object_t* new_tensor(const char* what) {
+  pf_object_t* t;
+  if (pf_tensor_empty(kTensorShape, 1, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &t) != 0)
+    fail_raised(what);
+  return t;
+}
+
+/* call_tensor: the callee is callee_tensor, which takes a tensor object as well as a view. */
+typedef struct {
+  pf_object_t* fn;
+  pf_object_t* tensor;
+} tensor_call_state_t;
+
+static void* setup_call_tensor(void) {
+  tensor_call_state_t* s = malloc(sizeof *s);
+  if (!s)
+    pf_bench_fail(kImpl, "setup", "out of memory");
+  if (pf_function_create_direct(callee_tensor, &s->fn) != 0)
+    fail_raised("call_tensor");
+  s->tensor = new_tensor("call_tensor");
+  return s;
+}
+
+static void teardown_call_tensor(void* state) {
+  tensor_call_state_t* s = state;
+  pf_object_release(s->fn);
+  pf_object_release(s->tensor);
+  free(s);
+}
+
+static uint64_t run_call_tensor(void* state, int64_t iters) {
+  tensor_call_state_t* s = state;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    pf_any_t args[1] = {pf_any_object(s->tensor)};
+    sum += (uint64_t)call_or_fail(s->fn, args, 1, "call_tensor");
+  }
+  return sum;
+}
+
+static uint64_t run_tensor_empty(void* state, int64_t iters) {
+  (void)state;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    pf_object_t* t;
+    if (pf_tensor_empty(kTensorShape, 1, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &t) != 0)
+      fail_raised("tensor_empty");
+    sum += (uint64_t)pf_tensor_dltensor(t)->shape[0];
+    pf_object_release(t);
+  }
+  return sum;
+}
+
+/* tensor_empty_env: a host allocator installed for the CPU (aligned_alloc / free), as TVM-FFI's
+ * TVMFFIEnvTensorAlloc goes through a host DLPack allocator. */
+static int env_alloc(void* ctx, DLDevice device, size_t nbytes, size_t alignment, void** out) {
+  (void)ctx;
+  (void)device;
+  *out = aligned_alloc(alignment, (nbytes + alignment - 1) / alignment * alignment);
+  if (*out == NULL) {
+    pf_error_set(PF_ERR_MEMORY, "bench env allocator: out of memory");
+    return -1;
+  }
+  return 0;
+}
+
+static void env_free(void* ctx, DLDevice device, void* ptr) {
+  (void)ctx;
+  (void)device;
+  free(ptr);
+}
+
+static void* setup_tensor_env(void) {
+  pf_allocator_t a = {NULL, env_alloc, env_free, NULL};
+  if (pf_allocator_set(PF_DEV_CPU, &a) != 0)
+    fail_raised("allocator set");
+  return NULL;
+}
+
+static void teardown_tensor_env(void* state) {
+  (void)state;
+  if (pf_allocator_set(PF_DEV_CPU, NULL) != 0)
+    fail_raised("allocator restore");
+}
+
+/* ---- DLPack exchange: the state is one tensor object ---- */
+
+static void* setup_tensor(void) {
+  return new_tensor("dlpack");
+}
+
+static void teardown_tensor(void* state) {
+  pf_object_release(state);
+}
+
+static uint64_t run_dlpack_legacy(void* state, int64_t iters) {
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    DLManagedTensor* managed;
+    pf_object_t* back;
+    if (pf_tensor_to_dlpack(state, &managed) != 0)
+      fail_raised("to dlpack");
+    if (pf_tensor_from_dlpack(managed, &back) != 0)
+      fail_raised("from dlpack");
+    sum += (uint64_t)pf_tensor_dltensor(back)->shape[0];
+    pf_object_release(back);
+  }
+  return sum;
+}
+
+static uint64_t run_dlpack_versioned(void* state, int64_t iters) {
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    pf_dl_managed_tensor_versioned_t* managed;
+    pf_object_t* back;
+    if (pf_tensor_to_dlpack_versioned(state, &managed) != 0)
+      fail_raised("to dlpack versioned");
+    if (pf_tensor_from_dlpack_versioned(managed, &back) != 0)
+      fail_raised("from dlpack versioned");
+    sum += (uint64_t)pf_tensor_dltensor(back)->shape[0];
+    pf_object_release(back);
+  }
+  return sum;
+}
+
+/* ---- references ---- */
+
+static uint64_t run_retain_release(void* state, int64_t iters) {
+  pf_object_t* fn = ((call_state_t*)state)->fn;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    pf_object_retain(fn);
+    sum += pf_object_strong_count(fn);
+    pf_object_release(fn);
+  }
+  return sum;
+}
+
+/* weak_lock: the state holds a weak reference besides its strong one; each iteration promotes
+ * it (+1 when alive) and drops the strong reference the promotion gave. */
+static void* setup_weak(void) {
+  call_state_t* s = setup_direct(callee1, "weak_lock");
+  pf_object_weak_retain(s->fn);
+  return s;
+}
+
+static void teardown_weak(void* state) {
+  pf_object_weak_release(((call_state_t*)state)->fn);
+  teardown_call(state);
+}
+
+static uint64_t run_weak_lock(void* state, int64_t iters) {
+  pf_object_t* fn = ((call_state_t*)state)->fn;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    int alive = pf_object_weak_lock(fn);
+    sum += (uint64_t)alive;
+    if (alive)
+      pf_object_release(fn);
+  }
+  return sum;
+}
+
+/* ---- typed function built at run time from a declaration (pf_function_create_typed) ---- */
+
+static int typed_dynamic_add(void* self, const pf_arg_t* args, pf_any_t* result) {
+  (void)self;
+  *result = pf_any_int(args[0].i + args[1].i);
+  return 0;
+}
+
+static void* setup_typed_dynamic(void) {
+  static const pf_param_t params[] = {{"a", PF_PARAM_INT}, {"b", PF_PARAM_INT}};
+  static const pf_signature_t sig = {"add", 2, params, PF_PARAM_INT, NULL};
+  pf_object_t* fn;
+  if (pf_function_create_typed(&sig, typed_dynamic_add, NULL, NULL, &fn) != 0)
+    fail_raised("call_typed_dynamic");
+  return new_state(fn);
+}
+
+/* ---- a function from a loaded module (bench/bench_module.c, built next to packfn_bench) ---- */
+
+typedef struct {
+  pf_object_t* module;
+  pf_object_t* fn;
+} module_state_t;
+
+static void* setup_module(void) {
+#ifdef PF_BENCH_MODULE_PATH
+  module_state_t* s = malloc(sizeof *s);
+  if (!s)
+    pf_bench_fail(kImpl, "setup", "out of memory");
+  if (pf_module_load(PF_BENCH_MODULE_PATH, &s->module) != 0)
+    fail_raised("module_call: load");
+  if (pf_module_get_function(s->module, "add1", &s->fn) != 0)
+    fail_raised("module_call: get function");
+  return s;
+#else
+  pf_bench_fail(kImpl, "module_call", "built without PF_BENCH_MODULE_PATH");
+#endif
+}
+
+static void teardown_module(void* state) {
+  module_state_t* s = state;
+  pf_object_release(s->fn);
+  pf_object_release(s->module);
+  free(s);
+}
+
+static uint64_t run_module_call(void* state, int64_t iters) {
+  pf_object_t* fn = ((module_state_t*)state)->fn;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    pf_any_t args[1] = {pf_any_int(i)};
+    sum += (uint64_t)call_or_fail(fn, args, 1, "module_call");
+  }
+  return sum;
+}
+
+#ifdef PF_BENCH_HAVE_KERNELS
+/* ---- add_n on one element: the dispatch cost of a real kernel (libpackfn_kernels) ---- */
+
+typedef struct {
+  pf_object_t* fn; /* packfn.kernels.add_n, NULL for the direct C entry */
+  pf_object_t* x;
+  pf_object_t* out;
+} add_n_state_t;
+
+static const int64_t kOneShape[1] = {1};
+
+static void* setup_add_n_common(int packed) {
+  add_n_state_t* s = calloc(1, sizeof *s);
+  if (!s)
+    pf_bench_fail(kImpl, "setup", "out of memory");
+  if (packed && pf_global_get(PF_KERNELS_PREFIX "add_n", &s->fn) != 0)
+    fail_raised("add_n_1: lookup");
+  if (pf_tensor_empty(kOneShape, 1, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &s->x) != 0 ||
+      pf_tensor_empty(kOneShape, 1, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &s->out) != 0)
+    fail_raised("add_n_1: tensors");
+  *(float*)pf_dltensor_data(pf_tensor_dltensor(s->x)) = 0.0f;
+  return s;
+}
+
+static void* setup_add_n(void) {
+  return setup_add_n_common(1);
+}
+static void* setup_add_n_direct(void) {
+  return setup_add_n_common(0);
+}
+
+static void teardown_add_n(void* state) {
+  add_n_state_t* s = state;
+  pf_object_release(s->fn);
+  pf_object_release(s->x);
+  pf_object_release(s->out);
+  free(s);
+}
+
+/* out = x + 1 with x = 0: +1 per call, read back from out. */
+static uint64_t run_add_n(void* state, int64_t iters) {
+  add_n_state_t* s = state;
+  const float* out = pf_dltensor_data(pf_tensor_dltensor(s->out));
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    pf_any_t args[3] = {pf_any_object(s->x), pf_any_object(s->out), pf_any_float(1.0)};
+    pf_any_t result;
+    if (pf_function_call(s->fn, args, 3, &result) != 0)
+      fail_raised("add_n_1");
+    sum += (uint64_t)out[0];
+  }
+  return sum;
+}
+
+static uint64_t run_add_n_direct(void* state, int64_t iters) {
+  add_n_state_t* s = state;
+  const DLTensor* x = pf_tensor_dltensor(s->x);
+  DLTensor* out = pf_tensor_dltensor(s->out);
+  const float* data = pf_dltensor_data(out);
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    if (pf_kernel_add_n(x, out, 1.0) != 0)
+      fail_raised("add_n_1 direct");
+    sum += (uint64_t)data[0];
+  }
+  return sum;
+}
+
+#endif /* PF_BENCH_HAVE_KERNELS */
+
 static const pf_bench_op_t kOps[] = {
     {"call_0", kImpl, "pf_function_call (pf_function_create_direct)", setup_call0, run_call0,
      teardown_call},
@@ -349,8 +647,20 @@ static const pf_bench_op_t kOps[] = {
     {"call_6int", kImpl, "pf_function_call", setup_call6, run_call6, teardown_call},
     {"call_dltensor", kImpl, "pf_function_call, DLTensor* view", setup_dltensor, run_dltensor,
      teardown_call},
+    {"call_tensor", kImpl, "pf_function_call, tensor object (pf_tensor_empty)", setup_call_tensor,
+     run_call_tensor, teardown_call_tensor},
     {"call_typed", kImpl, "pf_function_call on PF_TYPED_DEFINE (PF_TYPED_CREATE)", setup_typed,
      run_typed, teardown_call},
+    {"call_typed_dynamic", kImpl, "pf_function_call on pf_function_create_typed",
+     setup_typed_dynamic, run_typed, teardown_call},
+    {"module_call", kImpl, "pf_function_call on pf_module_get_function (pf_module_load)",
+     setup_module, run_module_call, teardown_module},
+#ifdef PF_BENCH_HAVE_KERNELS
+    {"add_n_1", kImpl, "pf_function_call on packfn.kernels.add_n, 2 tensor objects + float",
+     setup_add_n, run_add_n, teardown_add_n},
+    {"add_n_1", "direct", "pf_kernel_add_n (the C entry, no packing)", setup_add_n_direct,
+     run_add_n_direct, teardown_add_n},
+#endif
     {"global_get_short", kImpl, "pf_global_get + pf_object_release", setup_global, run_global_short,
      teardown_global},
     {"global_get_long", kImpl, "pf_global_get + pf_object_release", setup_global, run_global_long,
@@ -359,12 +669,26 @@ static const pf_bench_op_t kOps[] = {
      run_function_lifecycle, NULL},
     {"closure_lifecycle", kImpl, "pf_function_create(self, deleter) + retain + release x2", NULL,
      run_closure_lifecycle, NULL},
+    {"retain_release", kImpl, "pf_object_retain + pf_object_release (inline atomics)", setup_call1,
+     run_retain_release, teardown_call},
+    {"weak_lock", kImpl, "pf_object_weak_lock + pf_object_release", setup_weak, run_weak_lock,
+     teardown_weak},
     {"string_5", kImpl, "pf_string_create + pf_any_release", NULL, run_string5, NULL},
     {"string_100", kImpl, "pf_string_create + pf_any_release", NULL, run_string100, NULL},
     {"error_roundtrip", kImpl, "pf_error_set + pf_error_take + pf_object_release", NULL, run_error,
      NULL},
     {"error_roundtrip_nobt", kImpl, "pf_error_set + pf_error_take + pf_object_release", NULL,
      run_error, NULL},
+    {"tensor_empty", kImpl, "pf_tensor_empty (1024 float32 CPU) + pf_object_release", NULL,
+     run_tensor_empty, NULL},
+    {"tensor_empty_env", kImpl,
+     "pf_tensor_empty through a host allocator (pf_allocator_set, aligned_alloc/free)",
+     setup_tensor_env, run_tensor_empty, teardown_tensor_env},
+    {"dlpack_legacy", kImpl, "pf_tensor_to_dlpack + pf_tensor_from_dlpack + pf_object_release",
+     setup_tensor, run_dlpack_legacy, teardown_tensor},
+    {"dlpack_versioned", kImpl,
+     "pf_tensor_to_dlpack_versioned + pf_tensor_from_dlpack_versioned + pf_object_release",
+     setup_tensor, run_dlpack_versioned, teardown_tensor},
 };
 
 const pf_bench_op_t* pf_bench_packfn_ops(size_t* count) {

@@ -9,6 +9,7 @@
 #include <tvm/ffi/c_api.h>
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/extra/c_env_api.h>
+#include <tvm/ffi/extra/module.h>
 #include <tvm/ffi/function.h>
 
 namespace {
@@ -396,6 +397,58 @@ uint64_t RunClosureLifecycle(void*, int64_t iters) {
   return RunLifecycle(&closure_step, ClosureDeleter, iters);
 }
 
+// ---- references ----
+
+uint64_t RunRetainRelease(void* state, int64_t iters) {
+  TVMFFIObjectHandle fn = static_cast<CallState*>(state)->fn;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    TVMFFIObjectIncRef(fn);
+    sum += StrongCount(fn);
+    TVMFFIObjectDecRef(fn);
+  }
+  return sum;
+}
+
+// ---- a function from a loaded module: bench_module.c exports __tvm_ffi_add1 too ----
+
+struct ModuleState {
+  ffi::Module module;
+  TVMFFIObjectHandle fn;
+};
+
+void* SetupModuleCall() {
+#ifdef PF_BENCH_MODULE_PATH
+  try {
+    ffi::Module module = ffi::Module::LoadFromFile(PF_BENCH_MODULE_PATH);
+    ffi::Optional<ffi::Function> f = module->GetFunction("add1");
+    if (!f.has_value())
+      pf_bench_fail(kImpl, "module_call", "add1 not found");
+    return new ModuleState{module, OwnedHandle(*f)};
+  } catch (const ffi::Error& e) {
+    pf_bench_fail(kImpl, "module_call", e.what());
+  }
+#else
+  pf_bench_fail(kImpl, "module_call", "built without PF_BENCH_MODULE_PATH");
+#endif
+}
+
+void TeardownModuleCall(void* state) {
+  ModuleState* s = static_cast<ModuleState*>(state);
+  TVMFFIObjectDecRef(s->fn);
+  delete s;
+}
+
+uint64_t RunModuleCall(void* state, int64_t iters) {
+  TVMFFIObjectHandle fn = static_cast<ModuleState*>(state)->fn;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    TVMFFIAny args[1] = {AnyInt(i)};
+    sum += CallOrFail(fn, args, 1, "module_call");
+  }
+  return sum;
+}
+
 // ---- strings ----
 
 inline size_t StringSize(const TVMFFIAny* v) {
@@ -604,6 +657,11 @@ const pf_bench_op_t kOps[] = {
      TeardownCall},
     {"call_typed", kImpl, "TVMFFIFunctionCall on ffi::Function::FromTyped (C++)", SetupCallTyped,
      RunCallTyped, TeardownCall},
+    {"call_typed_dynamic", kImpl,
+     "TVMFFIFunctionCall on ffi::Function::FromTyped (C++; no run-time declaration form)",
+     SetupCallTyped, RunCallTyped, TeardownCall},
+    {"module_call", kImpl, "TVMFFIFunctionCall on ffi::Module::LoadFromFile + GetFunction",
+     SetupModuleCall, RunModuleCall, TeardownModuleCall},
     {"global_get_short", kImpl, "TVMFFIFunctionGetGlobal + TVMFFIObjectDecRef", SetupGlobal,
      RunGlobalShort, TeardownCall},
     {"global_get_long", kImpl, "TVMFFIFunctionGetGlobal + TVMFFIObjectDecRef", SetupGlobal,
@@ -614,6 +672,8 @@ const pf_bench_op_t kOps[] = {
     {"closure_lifecycle", kImpl,
      "TVMFFIFunctionCreate(self, deleter) + TVMFFIObjectIncRef + TVMFFIObjectDecRef x2", nullptr,
      RunClosureLifecycle, nullptr},
+    {"retain_release", kImpl, "TVMFFIObjectIncRef + TVMFFIObjectDecRef", SetupCall1,
+     RunRetainRelease, TeardownCall},
     {"string_5", kImpl, "TVMFFIStringFromByteArray (+ TVMFFIObjectDecRef if an object)", nullptr,
      RunString5, nullptr},
     {"string_100", kImpl, "TVMFFIStringFromByteArray + TVMFFIObjectDecRef", nullptr, RunString100,

@@ -1,0 +1,485 @@
+/* bench_scaling.c: scaling curves of packfn against TVM-FFI: call cost against argument count,
+   global lookup against table size, calls per second from 1 and 2 threads, tensor allocation. */
+#define _GNU_SOURCE
+#include "scaling.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "packfn/packfn.h"
+#include "packfn/tensor.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define MAX_REPS      101
+#define MAX_THREADS   2
+#define MAX_POINTS    512
+
+static const char kImpl[] = "packfn";
+static volatile uint64_t sink;
+
+void sc_fail(const char* impl, const char* what, const char* detail) {
+  fprintf(stderr, "bench_scaling: %s %s: %s\n", impl, what, detail ? detail : "failed");
+  exit(2);
+}
+
+__attribute__((noreturn)) static void fail_raised(const char* what) {
+  pf_object_t* err = pf_error_take();
+  char msg[512] = "(no error raised)";
+  if (err)
+    pf_error_format(err, msg, sizeof msg);
+  pf_object_release(err);
+  sc_fail(kImpl, what, msg);
+}
+
+/* ---- packfn implementation ---- */
+
+typedef struct {
+  pf_object_t* fn;
+  int nargs;
+  const char* name;
+  int64_t shape;
+  char name_buf[48];
+} pf_state_t;
+
+static pf_state_t* pf_state_new(void) {
+  pf_state_t* s = calloc(1, sizeof *s);
+  if (!s)
+    sc_fail(kImpl, "setup", "out of memory");
+  return s;
+}
+
+/* Reads every argument, as a real callee does: count, each type index, the sum. */
+static int sum_callee(void* self, const pf_any_t* args, int32_t n, pf_any_t* result) {
+  (void)self;
+  int64_t sum = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    if (args[i].type_index != PF_TYPE_INT) {
+      pf_error_set(PF_ERR_TYPE, "sum: argument %d: expected int", (int)i);
+      return -1;
+    }
+    sum += args[i].v_int64;
+  }
+  *result = pf_any_int(sum);
+  return 0;
+}
+
+static void* pf_args_setup(int nargs) {
+  pf_state_t* s = pf_state_new();
+  if (pf_function_create_direct(sum_callee, &s->fn) != 0)
+    fail_raised("args setup");
+  s->nargs = nargs;
+  return s;
+}
+
+static uint64_t pf_args_run(void* state, int64_t iters) {
+  pf_state_t* s = state;
+  pf_any_t args[SC_MAX_ARGS];
+  for (int k = 0; k < s->nargs; ++k)
+    args[k] = pf_any_int(k);
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    pf_any_t result;
+    args[0].v_int64 = i;
+    if (pf_function_call(s->fn, args, s->nargs, &result) != 0)
+      fail_raised("args call");
+    sum += (uint64_t)result.v_int64;
+  }
+  return sum;
+}
+
+static int64_t pf_registered; /* names bench.scale.0 .. pf_registered-1 exist */
+
+static void* pf_lookup_setup(int64_t table_size) {
+  pf_state_t* s = pf_state_new();
+  if (pf_function_create_direct(sum_callee, &s->fn) != 0)
+    fail_raised("lookup setup");
+  char name[48];
+  for (; pf_registered < table_size; ++pf_registered) {
+    snprintf(name, sizeof name, SC_NAME_PREFIX "%lld", (long long)pf_registered);
+    if (pf_global_set(name, s->fn, 1) != 0)
+      fail_raised("global set");
+  }
+  snprintf(s->name_buf, sizeof s->name_buf, SC_NAME_PREFIX "%lld", (long long)(table_size / 2));
+  s->name = s->name_buf;
+  return s;
+}
+
+static uint64_t pf_lookup_run(void* state, int64_t iters) {
+  pf_state_t* s = state;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    pf_object_t* fn;
+    if (pf_global_get(s->name, &fn) != 0)
+      fail_raised("global get");
+    sum += fn != NULL;
+    pf_object_release(fn);
+  }
+  return sum;
+}
+
+static void* pf_alloc_setup(int64_t nbytes) {
+  pf_state_t* s = pf_state_new();
+  s->shape = nbytes;
+  return s;
+}
+
+static uint64_t pf_alloc_run(void* state, int64_t iters) {
+  pf_state_t* s = state;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    pf_object_t* t;
+    if (pf_tensor_empty(&s->shape, 1, PF_DTYPE_UINT8, PF_DEVICE_CPU, &t) != 0)
+      fail_raised("tensor empty");
+    sum += (uint64_t)pf_tensor_dltensor(t)->shape[0];
+    pf_object_release(t);
+  }
+  return sum;
+}
+
+static int add1_callee(void* self, const pf_any_t* args, int32_t n, pf_any_t* result) {
+  (void)self;
+  if (n != 1 || args[0].type_index != PF_TYPE_INT) {
+    pf_error_set(PF_ERR_TYPE, "add1: expected (int)");
+    return -1;
+  }
+  *result = pf_any_int(args[0].v_int64 + 1);
+  return 0;
+}
+
+static void* pf_threads_setup(void) {
+  pf_state_t* s = pf_state_new();
+  if (pf_function_create_direct(add1_callee, &s->fn) != 0)
+    fail_raised("threads setup");
+  return s;
+}
+
+static uint64_t pf_threads_run(void* state, int64_t iters) {
+  pf_object_t* fn = ((pf_state_t*)state)->fn;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    pf_any_t args[1] = {pf_any_int(i)};
+    pf_any_t result;
+    if (pf_function_call(fn, args, 1, &result) != 0)
+      fail_raised("threads call");
+    sum += (uint64_t)result.v_int64;
+  }
+  return sum;
+}
+
+static void pf_teardown(void* state) {
+  pf_state_t* s = state;
+  pf_object_release(s->fn);
+  free(s);
+}
+
+static const sc_impl_t packfn_impl = {
+    kImpl,       pf_args_setup, pf_lookup_setup, pf_alloc_setup, pf_threads_setup,
+    pf_args_run, pf_lookup_run, pf_alloc_run,    pf_threads_run, pf_teardown};
+
+const sc_impl_t* sc_packfn_impl(void) {
+  return &packfn_impl;
+}
+
+/* ---- driver ---- */
+
+typedef struct point {
+  const char* series;
+  const char* impl;
+  int64_t x;
+  int threads;
+  double median, min, max; /* ns per operation, or calls per second for "threads" */
+  uint64_t checksum;
+} point_t;
+
+static point_t points[MAX_POINTS];
+static size_t num_points;
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int compare_doubles(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+static point_t* add_point(const char* series, const char* impl, int64_t x) {
+  if (num_points == MAX_POINTS)
+    sc_fail("driver", "points", "too many");
+  point_t* p = &points[num_points++];
+  memset(p, 0, sizeof *p);
+  p->series = series;
+  p->impl = impl;
+  p->x = x;
+  return p;
+}
+
+static void summarise(point_t* p, double* samples, int reps) {
+  qsort(samples, (size_t)reps, sizeof(double), compare_doubles);
+  p->min = samples[0];
+  p->max = samples[reps - 1];
+  p->median = reps % 2 ? samples[reps / 2] : 0.5 * (samples[reps / 2 - 1] + samples[reps / 2]);
+}
+
+/* Times reps loops (after a warm-up tenth); ns per operation; the checksum must not change. */
+static void time_loop(point_t* p, uint64_t (*run)(void*, int64_t), void* state, int64_t iters,
+                      int reps) {
+  double samples[MAX_REPS];
+  sink = run(state, iters / 10 > 0 ? iters / 10 : 1);
+  for (int r = 0; r < reps; ++r) {
+    double t0 = now_ns();
+    uint64_t sum = run(state, iters);
+    double t1 = now_ns();
+    if (r == 0)
+      p->checksum = sum;
+    else if (sum != p->checksum)
+      sc_fail(p->impl, p->series, "checksum changed between repetitions");
+    sink = sum;
+    samples[r] = (t1 - t0) / (double)iters;
+  }
+  summarise(p, samples, reps);
+}
+
+typedef struct {
+  const sc_impl_t* impl;
+  void* state;
+  int64_t iters;
+  pthread_barrier_t* barrier;
+  uint64_t sum;
+} worker_t;
+
+static void* worker_main(void* arg) {
+  worker_t* w = arg;
+  pthread_barrier_wait(w->barrier);
+  w->sum = w->impl->threads_run(w->state, w->iters);
+  pthread_barrier_wait(w->barrier);
+  return NULL;
+}
+
+/* Calls per second with `n` threads calling one shared function, iters calls each; the clock
+   runs from the start barrier to the end barrier, read by the main thread (one of the n). */
+static void time_threads(point_t* p, const sc_impl_t* impl, void* state, int n, int64_t iters,
+                         int reps) {
+  double samples[MAX_REPS];
+  sink = impl->threads_run(state, iters / 10 > 0 ? iters / 10 : 1);
+  for (int r = 0; r < reps; ++r) {
+    pthread_barrier_t barrier;
+    pthread_t tid[MAX_THREADS];
+    worker_t w[MAX_THREADS];
+    pthread_barrier_init(&barrier, NULL, (unsigned)n);
+    for (int k = 0; k < n; ++k) {
+      w[k] = (worker_t){impl, state, iters, &barrier, 0};
+      if (k > 0 && pthread_create(&tid[k], NULL, worker_main, &w[k]) != 0)
+        sc_fail(impl->name, "threads", strerror(errno));
+    }
+    pthread_barrier_wait(&barrier);
+    double t0 = now_ns();
+    w[0].sum = impl->threads_run(state, iters);
+    pthread_barrier_wait(&barrier);
+    double t1 = now_ns();
+    uint64_t total = 0;
+    for (int k = 0; k < n; ++k) {
+      if (k > 0)
+        pthread_join(tid[k], NULL);
+      total += w[k].sum;
+    }
+    pthread_barrier_destroy(&barrier);
+    p->checksum = total;
+    samples[r] = (double)n * (double)iters / ((t1 - t0) * 1e-9);
+  }
+  summarise(p, samples, reps);
+}
+
+typedef struct options {
+  int quick;
+  int reps;
+  int64_t iters;
+  const char* json_path;
+  const char* csv_path;
+  const char* only_impl;
+} options_t;
+
+static const int kArgsFull[] = {1, 2, 4, 8, 16, 32, 64};
+static const int kArgsQuick[] = {1, 8, 64};
+static const int64_t kLookupFull[] = {10, 100, 1000, 10000, 100000};
+static const int64_t kLookupQuick[] = {10, 1000, 100000};
+static const int64_t kAllocFull[] = {1,       64,      1024,     16384,   262144,
+                                     1048576, 4194304, 16777216, 67108864};
+static const int64_t kAllocQuick[] = {1, 1024, 1048576, 67108864};
+
+/* Fewer iterations for big allocations: large blocks go to mmap, microseconds each. */
+static int64_t alloc_iters(int64_t iters, int64_t nbytes) {
+  if (nbytes >= 1048576)
+    return iters / 100 > 100 ? iters / 100 : 100;
+  if (nbytes >= 65536)
+    return iters / 10 > 100 ? iters / 10 : 100;
+  return iters;
+}
+
+static void run_impl(const sc_impl_t* impl, const options_t* opt) {
+  size_t n;
+  const int* args = opt->quick ? kArgsQuick : kArgsFull;
+  n = opt->quick ? ARRAY_SIZE(kArgsQuick) : ARRAY_SIZE(kArgsFull);
+  for (size_t i = 0; impl->args_setup && i < n; ++i) {
+    point_t* p = add_point("args", impl->name, args[i]);
+    void* st = impl->args_setup(args[i]);
+    time_loop(p, impl->args_run, st, opt->iters, opt->reps);
+    impl->teardown(st);
+    fprintf(stderr, "%-7s args %3d: %8.2f ns\n", impl->name, args[i], p->median);
+  }
+  const int64_t* sizes = opt->quick ? kLookupQuick : kLookupFull;
+  n = opt->quick ? ARRAY_SIZE(kLookupQuick) : ARRAY_SIZE(kLookupFull);
+  for (size_t i = 0; impl->lookup_setup && i < n; ++i) {
+    point_t* p = add_point("lookup", impl->name, sizes[i]);
+    void* st = impl->lookup_setup(sizes[i]);
+    time_loop(p, impl->lookup_run, st, opt->iters, opt->reps);
+    impl->teardown(st);
+    fprintf(stderr, "%-7s lookup %6lld: %8.2f ns\n", impl->name, (long long)sizes[i], p->median);
+  }
+  sizes = opt->quick ? kAllocQuick : kAllocFull;
+  n = opt->quick ? ARRAY_SIZE(kAllocQuick) : ARRAY_SIZE(kAllocFull);
+  for (size_t i = 0; impl->alloc_setup && i < n; ++i) {
+    point_t* p = add_point("alloc", impl->name, sizes[i]);
+    void* st = impl->alloc_setup(sizes[i]);
+    time_loop(p, impl->alloc_run, st, alloc_iters(opt->iters, sizes[i]), opt->reps);
+    impl->teardown(st);
+    fprintf(stderr, "%-7s alloc %9lld B: %8.2f ns\n", impl->name, (long long)sizes[i], p->median);
+  }
+  for (int t = 1; impl->threads_setup && t <= MAX_THREADS; ++t) {
+    point_t* p = add_point("threads", impl->name, t);
+    void* st = impl->threads_setup();
+    time_threads(p, impl, st, t, opt->iters, opt->reps);
+    impl->teardown(st);
+    fprintf(stderr, "%-7s threads %d: %8.3g calls/s\n", impl->name, t, p->median);
+  }
+}
+
+/* Both implementations must agree on each point's checksum. */
+static int check_agreement(void) {
+  int bad = 0;
+  for (size_t i = 0; i < num_points; ++i) {
+    for (size_t j = i + 1; j < num_points; ++j) {
+      const point_t* a = &points[i];
+      const point_t* b = &points[j];
+      if (strcmp(a->series, b->series) == 0 && a->x == b->x && a->checksum != b->checksum) {
+        fprintf(stderr, "bench_scaling: %s %lld: checksum %llu (%s) != %llu (%s)\n", a->series,
+                (long long)a->x, (unsigned long long)a->checksum, a->impl,
+                (unsigned long long)b->checksum, b->impl);
+        bad = 1;
+      }
+    }
+  }
+  return bad;
+}
+
+static FILE* open_out(const char* path) {
+  FILE* f = fopen(path, "w");
+  if (f == NULL)
+    sc_fail("driver", path, strerror(errno));
+  return f;
+}
+
+static const char* unit_of(const char* series) {
+  return strcmp(series, "threads") == 0 ? "calls_per_s" : "ns_per_op";
+}
+
+static void write_csv(FILE* f) {
+  fprintf(f, "series,impl,x,unit,median,min,max\n");
+  for (size_t i = 0; i < num_points; ++i) {
+    const point_t* p = &points[i];
+    fprintf(f, "%s,%s,%lld,%s,%.4f,%.4f,%.4f\n", p->series, p->impl, (long long)p->x,
+            unit_of(p->series), p->median, p->min, p->max);
+  }
+}
+
+static void write_json(FILE* f, const options_t* opt) {
+  fprintf(f, "{\n  \"meta\": {\"iters\": %lld, \"reps\": %d, \"quick\": %s, \"tvmffi\": %s},\n",
+          (long long)opt->iters, opt->reps, opt->quick ? "true" : "false",
+#ifdef PF_BENCH_HAVE_TVMFFI
+          "true"
+#else
+          "false"
+#endif
+  );
+  fprintf(f, "  \"x\": {\"args\": \"number of int arguments\", \"lookup\": \"registered names\", "
+             "\"alloc\": \"tensor bytes\", \"threads\": \"threads\"},\n  \"points\": [");
+  for (size_t i = 0; i < num_points; ++i) {
+    const point_t* p = &points[i];
+    fprintf(f,
+            "%s\n    {\"series\": \"%s\", \"impl\": \"%s\", \"x\": %lld, \"unit\": \"%s\", "
+            "\"median\": %.4f, \"min\": %.4f, \"max\": %.4f, \"checksum\": %llu}",
+            i ? "," : "", p->series, p->impl, (long long)p->x, unit_of(p->series), p->median,
+            p->min, p->max, (unsigned long long)p->checksum);
+  }
+  fprintf(f, "\n  ]\n}\n");
+}
+
+static void usage(FILE* out) {
+  fprintf(out, "usage: bench_scaling [--quick] [--iters N] [--reps R] [--impl packfn|tvmffi]\n"
+               "                     [--json FILE] [--csv FILE]\n"
+               "Series: args (1..64 int arguments), lookup (10..100000 names), alloc (1 B..64 "
+               "MiB),\nthreads (calls/s, 1 and 2 threads, one shared function). CSV to stdout "
+               "unless --csv.\n");
+}
+
+int main(int argc, char** argv) {
+  options_t opt = {0, 7, 200000, NULL, NULL, NULL};
+  int reps_set = 0, iters_set = 0;
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--quick") == 0) {
+      opt.quick = 1;
+    } else if (strcmp(a, "--iters") == 0 && v) {
+      opt.iters = strtoll(v, NULL, 10), ++i, iters_set = 1;
+    } else if (strcmp(a, "--reps") == 0 && v) {
+      opt.reps = atoi(v), ++i, reps_set = 1;
+    } else if (strcmp(a, "--json") == 0 && v) {
+      opt.json_path = v, ++i;
+    } else if (strcmp(a, "--csv") == 0 && v) {
+      opt.csv_path = v, ++i;
+    } else if (strcmp(a, "--impl") == 0 && v) {
+      opt.only_impl = v, ++i;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else {
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (opt.quick && !reps_set)
+    opt.reps = 3;
+  if (opt.quick && !iters_set)
+    opt.iters = 50000;
+  if (opt.reps < 1 || opt.reps > MAX_REPS || opt.iters < 1)
+    sc_fail("driver", "options", "--reps must be 1..101 and --iters positive");
+
+  const sc_impl_t* impls[2];
+  size_t n = 0;
+  impls[n++] = sc_packfn_impl();
+#ifdef PF_BENCH_HAVE_TVMFFI
+  impls[n++] = sc_tvmffi_impl();
+#endif
+  for (size_t i = 0; i < n; ++i) {
+    if (opt.only_impl == NULL || strcmp(opt.only_impl, impls[i]->name) == 0)
+      run_impl(impls[i], &opt);
+  }
+  int bad = check_agreement();
+  FILE* f = opt.csv_path ? open_out(opt.csv_path) : stdout;
+  write_csv(f);
+  if (f != stdout)
+    fclose(f);
+  if (opt.json_path) {
+    f = open_out(opt.json_path);
+    write_json(f, &opt);
+    fclose(f);
+  }
+  return bad;
+}

@@ -1,0 +1,88 @@
+#!/bin/sh
+# run_suite.sh: the whole benchmark suite, what `packfn bench` runs: instruction counts under
+# callgrind, timed runs, scaling curves and their plot, in one results folder.
+#
+# usage: run_suite.sh --bench PATH [--quick] [--out DIR]
+#   --bench PATH   the packfn_bench executable (bench_scaling is looked for beside it)
+#   --quick        a short version (under a minute): fewer iterations and repetitions,
+#                  fewer scaling points, short callgrind loops
+#   --out DIR      results folder (default ./packfn-bench-results)
+# Writes DIR/bench.md (the table, also printed), DIR/bench.json, DIR/scaling.json,
+# DIR/scaling.csv, DIR/scaling.png, and DIR/callgrind/ (one dump per operation).
+# Without valgrind the table has no instruction counts; without TVM-FFI or libffi (not found
+# when packfn_bench was built) their columns read "absent"; without matplotlib (the build's
+# venv, or PF_BENCH_PYTHON) the plot is drawn with gnuplot, and without either it is skipped.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+bench=""
+quick=0
+out=./packfn-bench-results
+while [ $# -gt 0 ]; do
+  case $1 in
+  --bench) bench=$2; shift 2 ;;
+  --quick) quick=1; shift ;;
+  --out) out=$2; shift 2 ;;
+  -h | --help) sed -n '5,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "run_suite.sh: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+[ -n "$bench" ] || { echo "run_suite.sh: --bench PATH is required" >&2; exit 2; }
+[ -x "$bench" ] || { echo "run_suite.sh: $bench is not executable" >&2; exit 2; }
+bench=$(cd "$(dirname "$bench")" && pwd)/$(basename "$bench")
+scaling=$(dirname "$bench")/bench_scaling
+mkdir -p "$out"
+
+if [ "$quick" -eq 1 ]; then
+  cg_iters=2000; iters=100000; reps=3; sc_opts="--quick"
+else
+  cg_iters=20000; iters=1000000; reps=7; sc_opts=""
+fi
+
+log() { echo "run_suite.sh: $*" >&2; }
+
+# 1. instruction counts + timed run (run_callgrind.sh merges both into one table).
+if command -v valgrind >/dev/null 2>&1; then
+  log "callgrind counts ($cg_iters iterations per operation), then timed runs" \
+    "($iters x $reps)"
+  "$here/run_callgrind.sh" "$bench" "$out/callgrind" --cg-iters "$cg_iters" --iters "$iters" \
+    --reps "$reps" >/dev/null
+  cp "$out/callgrind/bench.md" "$out/bench.md"
+  cp "$out/callgrind/bench.json" "$out/bench.json"
+else
+  log "valgrind not found: timed runs only, no instruction counts"
+  "$bench" --iters "$iters" --reps "$reps" --md "$out/bench.md" --json "$out/bench.json"
+fi
+
+# 2. scaling curves.
+if [ -x "$scaling" ]; then
+  log "scaling curves${sc_opts:+ (quick)}"
+  # shellcheck disable=SC2086 # $sc_opts is empty or one option
+  "$scaling" $sc_opts --json "$out/scaling.json" --csv "$out/scaling.csv"
+else
+  log "$scaling not found: no scaling curves"
+fi
+
+# 3. plot: matplotlib when some Python has it, else gnuplot.
+plot_done=0
+if [ -f "$out/scaling.json" ]; then
+  for py in "${PF_BENCH_PYTHON:-}" "$(dirname "$(dirname "$bench")")/venv/bin/python" python3; do
+    [ -n "$py" ] || continue
+    command -v "$py" >/dev/null 2>&1 || continue
+    if "$py" -c 'import matplotlib' 2>/dev/null; then
+      "$py" "$here/plot_scaling.py" "$out/scaling.json" "$out/scaling.png" && plot_done=1
+      break
+    fi
+  done
+  if [ "$plot_done" -eq 0 ] && command -v gnuplot >/dev/null 2>&1; then
+    "$here/plot_scaling.gp.sh" "$out/scaling.csv" "$out/scaling.png" && plot_done=1
+  fi
+  [ "$plot_done" -eq 1 ] || log "neither matplotlib nor gnuplot found: no plot"
+fi
+
+cat "$out/bench.md"
+echo
+files="bench.md bench.json"
+[ -f "$out/scaling.json" ] && files="$files scaling.json scaling.csv"
+[ "$plot_done" -eq 1 ] && files="$files scaling.png"
+log "results in $out: $files"

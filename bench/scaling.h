@@ -1,0 +1,51 @@
+/* scaling.h: the interface between bench_scaling's driver and each implementation (packfn,
+   TVM-FFI): four scaling series, each a setup / measured loop / teardown triple. */
+#ifndef PF_BENCH_SCALING_H
+#define PF_BENCH_SCALING_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Most arguments of the argument-count series. */
+#define SC_MAX_ARGS 64
+/* Names in the lookup series: "bench.scale.<i>", i from 0; the one looked up is i = size / 2. */
+#define SC_NAME_PREFIX "bench.scale."
+
+/* Each run returns a checksum that both implementations agree on:
+     args      f(i, 1, 2, ..., n-1) returns the sum of its n int arguments; sum of results
+     lookup    global lookup of one of `size` registered names + release; +1 per hit
+     alloc     1-d uint8 CPU tensor of `size` bytes + release; + shape[0]
+     threads   f(i) -> i + 1 on one function shared by every thread; sum of results
+   A NULL setup member means the implementation lacks that series. */
+typedef struct sc_impl {
+  const char* name;
+  void* (*args_setup)(int nargs);
+  void* (*lookup_setup)(int64_t table_size); /* registers names up to table_size (kept) */
+  void* (*alloc_setup)(int64_t nbytes);
+  void* (*threads_setup)(void);
+  uint64_t (*args_run)(void* state, int64_t iters);
+  uint64_t (*lookup_run)(void* state, int64_t iters);
+  uint64_t (*alloc_run)(void* state, int64_t iters);
+  uint64_t (*threads_run)(void* state, int64_t iters); /* called from several threads at once */
+  void (*teardown)(void* state);                       /* frees any state above */
+} sc_impl_t;
+
+/* Prints "bench_scaling: <impl> <what>: <detail>" and exits with status 2. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noreturn))
+#endif
+void sc_fail(const char* impl, const char* what, const char* detail);
+
+const sc_impl_t* sc_packfn_impl(void);
+#ifdef PF_BENCH_HAVE_TVMFFI
+const sc_impl_t* sc_tvmffi_impl(void);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PF_BENCH_SCALING_H */
