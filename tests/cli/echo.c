@@ -1,0 +1,76 @@
+/* echo.c: the library tests/test_cli.py loads with --lib: functions that show how packfn call
+ * typed its arguments, and that return containers and tensors for the printer. */
+#include <stdio.h>
+#include <string.h>
+
+#include "packfn/packfn.h"
+
+/* echo(args...) -> Array: the arguments themselves */
+static int echo(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  pf_object_t* array;
+  if (pf_array_create(args, (size_t)num_args, &array) != 0)
+    return -1;
+  *result = pf_any_object(array);
+  return 0;
+}
+PF_EXPORT_DOC(echo, echo, "echo(*args) -> Array", "Returns its arguments as an array.");
+
+/* types(args...) -> str: the type names of the arguments, space-separated */
+static int types(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  char text[1024] = "";
+  for (int32_t i = 0; i < num_args; ++i) {
+    size_t used = strlen(text);
+    snprintf(text + used, sizeof text - used, "%s%s", i > 0 ? " " : "", pf_any_type_name(&args[i]));
+  }
+  return pf_string_from_cstr(text, result);
+}
+PF_EXPORT(types, types);
+
+/* ones(n) -> Tensor: float64 ones of shape (n,) */
+static int ones(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  int64_t n;
+  if (num_args != 1 || pf_any_as_int(&args[0], &n) != 0) {
+    pf_error_clear();
+    pf_error_set(PF_ERR_TYPE, "ones: expected one int");
+    return -1;
+  }
+  pf_object_t* t;
+  if (pf_tensor_empty(&n, 1, PF_DTYPE_FLOAT64, PF_DEVICE_CPU, &t) != 0)
+    return -1;
+  double* data = pf_dltensor_data(pf_tensor_dltensor(t));
+  for (int64_t i = 0; i < n; ++i)
+    data[i] = 1.0;
+  *result = pf_any_object(t);
+  return 0;
+}
+PF_EXPORT(ones, ones);
+
+/* summary() -> Map: {"name": "cli", "shape": (2, 3), "values": [1, 2.5]} */
+static int summary(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  (void)args;
+  (void)num_args;
+  static const int64_t dims[] = {2, 3};
+  pf_object_t *map = NULL, *shape = NULL, *values = NULL;
+  pf_any_t items[2] = {pf_any_int(1), pf_any_float(2.5)};
+  pf_any_t k1 = pf_any_cstr("name"), v1 = pf_any_cstr("cli"), k2 = pf_any_cstr("shape"),
+           k3 = pf_any_cstr("values");
+  int rc = -1;
+  if (pf_map_create(&map) == 0 && pf_shape_create(dims, 2, &shape) == 0 &&
+      pf_array_create(items, 2, &values) == 0 && pf_map_set(map, &k1, &v1) == 0) {
+    pf_any_t v2 = pf_any_object(shape), v3 = pf_any_object(values);
+    rc = pf_map_set(map, &k2, &v2) == 0 && pf_map_set(map, &k3, &v3) == 0 ? 0 : -1;
+  }
+  pf_object_release(shape);
+  pf_object_release(values);
+  if (rc != 0) {
+    pf_object_release(map);
+    return -1;
+  }
+  *result = pf_any_object(map);
+  return 0;
+}
+PF_EXPORT(summary, summary);

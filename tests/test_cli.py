@@ -1,0 +1,318 @@
+# test_cli.py: runs the packfn command line as a process (under a wrapper such as valgrind) and
+# checks its output and exit codes for every command; .npy interop with NumPy when available.
+#
+# usage: test_cli.py --packfn BIN --echo-lib LIB --good-lib LIB --workdir DIR [-- WRAPPER...]
+import argparse
+import concurrent.futures
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+try:
+    import numpy as np
+except ImportError:  # the interop cases are skipped
+    np = None
+
+OK, RAISED, USAGE = 0, 1, 2
+
+
+class Cli:
+    def __init__(self, opts):
+        self.bin = opts.packfn
+        self.wrapper = opts.wrapper
+        self.echo = opts.echo_lib
+        self.good = opts.good_lib
+        self.dir = opts.workdir
+
+    def run(self, *args, wrap=True):
+        """Runs packfn ARGS in the work folder, under the wrapper unless wrap is False (for
+        cases whose code paths others already take under it, to keep valgrind runs short):
+        (exit code, stdout, stderr)."""
+        p = subprocess.run((self.wrapper if wrap else []) + [self.bin] + list(args), cwd=self.dir,
+                           capture_output=True, text=True, timeout=240)
+        return p.returncode, p.stdout, p.stderr
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+
+class Failure(Exception):
+    pass
+
+
+def expect(cli, args, code, stdout=None, stderr=None, stdout_re=None, stderr_re=None, wrap=True):
+    """Runs packfn and checks the exit code and, when given, the exact stdout / stderr or a
+    regular expression they must contain. Returns stdout."""
+    rc, out, err = cli.run(*args, wrap=wrap)
+    problems = []
+    if rc != code:
+        problems.append(f"exit code {rc}, expected {code}")
+    if stdout is not None and out != stdout:
+        problems.append(f"stdout {out!r}, expected {stdout!r}")
+    if stderr is not None and err != stderr:
+        problems.append(f"stderr {err!r}, expected {stderr!r}")
+    if stdout_re is not None and not re.search(stdout_re, out, re.M):
+        problems.append(f"stdout {out!r} does not match {stdout_re!r}")
+    if stderr_re is not None and not re.search(stderr_re, err, re.M):
+        problems.append(f"stderr {err!r} does not match {stderr_re!r}")
+    if problems:
+        raise Failure(f"packfn {' '.join(args)}:\n  " + "\n  ".join(problems) +
+                      f"\n  --- stdout:\n{out}  --- stderr:\n{err}")
+    return out
+
+
+CALL_USAGE = r"usage: packfn call \[--lib LIBRARY\]"
+
+
+def test_version_and_help(cli):
+    expect(cli, ["--version"], OK, stdout_re=r"^packfn \d+\.\d+\.\d+ \(ABI \d+\.\d+\)$")
+    expect(cli, ["--help"], OK, stdout_re=r"^commands:$", stderr="")
+    expect(cli, ["help"], OK, stdout_re=r"^  call NAME ARG\.\.\.", wrap=False)
+    expect(cli, ["help", "call"], OK, stdout_re=CALL_USAGE, wrap=False)
+    expect(cli, ["call", "--help"], OK, stdout_re=r"float32\[2,3\]:1,2,3,4,5,6")
+    expect(cli, ["list", "--help"], OK, stdout_re=r"^usage: packfn list \[LIBRARY\]$", wrap=False)
+    expect(cli, ["info", "-h"], OK, stdout_re=r"^usage: packfn info$", wrap=False)
+    expect(cli, ["bench", "--help"], OK, stdout_re=r"^usage: packfn bench \[--quick\]", wrap=False)
+
+
+def test_usage_errors(cli):
+    expect(cli, [], USAGE, stdout="", stderr_re=r"^packfn: missing COMMAND\nusage: packfn")
+    expect(cli, ["frob"], USAGE, stderr_re=r"^packfn: unknown command frob$")
+    expect(cli, ["--frob"], USAGE, stderr_re=r"^packfn: unknown option --frob$")
+    expect(cli, ["help", "frob"], USAGE, stderr_re=r"unknown command frob", wrap=False)
+    expect(cli, ["info", "extra"], USAGE, stderr_re=r"info takes no arguments", wrap=False)
+    expect(cli, ["list", "a", "b"], USAGE, stderr_re=r"at most one LIBRARY")
+    expect(cli, ["call"], USAGE, stderr_re=r"missing the function NAME\n" + CALL_USAGE)
+    expect(cli, ["call", "--frob", "f"], USAGE, stderr_re=r"unknown option '--frob'")
+    expect(cli, ["call", "f", "--lib"], USAGE, stderr_re=r"option --lib needs a value")
+    expect(cli, ["call", "--device", "gpu7", "f"], USAGE, stderr_re=r"bad --device 'gpu7'")
+
+
+def test_bad_literals(cli):
+    add_n = ["call", "packfn.kernels.add_n"]
+    cases = [
+        ("float32[2]:1,2,3", r"3 values for 2 elements"),
+        ("float32[2]:1,x", r"'x' is not a number"),
+        ("float32[2,]:1", r"bad shape"),
+        ("float32[-1]", r"'-1' is not an extent"),
+        ("float32[2", r"expected DTYPE\[SHAPE\]"),
+        ("int8[2]:1,300", r"300 is out of range"),
+        ("bool[2]:true,2", r"'2' is not a bool"),
+        ("float16[2]:1,2", r"inline values need"),
+        ("int:abc", r"'int:abc': not an integer"),
+        ("float:1e999", r"out of range for float64"),
+        ("bool:yes", r"expected true or false"),
+        ("dtype:float33", r"bad argument 'dtype:float33'"),
+        ("device:gpu", r"bad argument 'device:gpu'"),
+        ("99999999999999999999", r"integer out of range"),
+        ("missing.npy", r"missing\.npy"),
+        ("garbage.npy", r"garbage\.npy"),
+    ]
+    with open(cli.path("garbage.npy"), "wb") as f:
+        f.write(b"not an npy file at all")
+    for i, (literal, message) in enumerate(cases):
+        expect(cli, add_n + [literal], USAGE, stdout="",
+               stderr_re=r"^packfn call: .*" + message + r".*\n" + CALL_USAGE, wrap=i % 3 == 0)
+    # a missing .npy named by --out needs a tensor before it to be created like
+    expect(cli, add_n + ["new.npy", "1", "--out", "new.npy"], USAGE,
+           stderr_re=r"new\.npy does not exist, and no tensor argument comes before it")
+
+
+def test_info(cli):
+    out = expect(cli, ["info"], OK, stderr="")
+    lines = out.splitlines()
+    assert re.fullmatch(r"packfn \d+\.\d+\.\d+", lines[0]), out
+    assert re.fullmatch(r"ABI version: \d+\.\d+", lines[1]), out
+    assert re.fullmatch(r"CUDA devices: (\d+.*|CUDA support not built)", lines[2]), out
+    assert re.fullmatch(r"allocators: cpu( \w+)*", lines[3]), out
+    assert re.fullmatch(r"kernels: 6 \(CPU( and CUDA)? versions\)", lines[4]), out
+    m = re.fullmatch(r"global functions: (\d+)", lines[5])
+    assert m and int(m.group(1)) >= 6, out
+
+
+def test_list(cli):
+    out = expect(cli, ["list"], OK, stderr="")
+    lines = out.splitlines()
+    assert "packfn.kernels.rms_norm(x: Tensor, out: Tensor, eps: float) -> None" in lines, out
+    assert "packfn.kernels.add_n(x: Tensor, out: Tensor, n: float) -> None" in lines, out
+    names = [line.split("(")[0] for line in lines if not line.startswith(" ")]
+    assert names == sorted(names), names
+    out = expect(cli, ["list", cli.good], OK, stderr="")
+    assert "greet(name: str) -> str\n    Says hello to name.\n" in out, out
+    assert "scale(x: float, k: int) -> float\n    Multiplies x by k.\n" in out, out
+    assert "add_ints\n" in out, out
+    expect(cli, ["list", cli.path("nope.so")], RAISED, stdout="", stderr_re=r"^OSError: .*nope\.so")
+
+
+def test_call_inline_tensors(cli):
+    expect(cli, ["call", "packfn.kernels.add_n", "float32[2,3]:1,2,3,4,5,6", "float32[2,3]", "10"],
+           OK, stdout="array([[11., 12., 13.],\n       [14., 15., 16.]], dtype=float32)\n",
+           stderr="")
+    # one value fills the tensor; float64 prints without dtype=, like NumPy
+    expect(cli, ["call", "packfn.kernels.add_n", "float64[3]:0.5", "float64[3]", "-1"], OK,
+           stdout="array([-0.5, -0.5, -0.5])\n")
+    # the output argument can be named anywhere; options may come before NAME
+    expect(cli, ["call", "--device", "cpu", "--", "packfn.kernels.add_n", "float64[2]:1,2",
+                 "float64[2]", "0x10"], OK, stdout="array([17., 18.])\n")
+    # several outputs print in argument order
+    out = expect(cli, ["call", "packfn.kernels.kepler", "float64[2]:0,0", "float64[2]:0,0",
+                       "float64[2]", "float64[2]"], OK)
+    assert out == "array([0., 0.])\narray([1., 1.])\n", out
+    # an output whose contents the call does not change, and no other output: None
+    expect(cli, ["call", "packfn.kernels.add_n", "float32[1]:1", "float32[1]:1", "0"], OK,
+           stdout="None\n")
+
+
+def test_call_errors(cli):
+    expect(cli, ["call", "packfn.kernels.nope", "1"], RAISED, stdout="",
+           stderr="AttributeError: no global function named 'packfn.kernels.nope' "
+                  "(`packfn list` shows them)\n")
+    expect(cli, ["call", "packfn.kernels.add_n", "float32[2]:1,2", "float32[3]", "1"], RAISED,
+           stdout="", stderr_re=r"^ValueError: add_n: argument 1 \(out\): expected shape")
+    expect(cli, ["call", "packfn.kernels.rms_norm", "float32[2]:1,2", "float64[2]", "1e-5"],
+           RAISED, stderr_re=r"^TypeError: rms_norm: argument 1 \(out\)")
+    expect(cli, ["call", "packfn.kernels.add_n", "float32[2]:1,2"], RAISED,
+           stderr_re=r"^TypeError: add_n: expected 3 arguments, got 1$")
+    expect(cli, ["call", "--lib", cli.good, "fail"], RAISED, stdout="",
+           stderr="RuntimeError: fail: this kernel always fails\n")
+    expect(cli, ["call", "--lib", cli.good, "nope"], RAISED, stderr_re=r"^AttributeError: .*nope")
+    expect(cli, ["call", "--lib", cli.path("nope.so"), "f"], RAISED, stderr_re=r"^OSError: ")
+    # more --out files than outputs
+    expect(cli, ["call", "packfn.kernels.add_n", "float32[1]:1", "float32[1]", "1", "--out",
+                 "a.npy", "--out", "b.npy"], USAGE,
+           stderr_re=r"--out b\.npy: no tensor output left to write \(the call produced 1\)")
+
+
+def test_literal_types(cli):
+    expect(cli, ["call", "--lib", cli.echo, "types", "3", "-7", "0x10", "2.5", "1e-5", "nan",
+                 "true", "False", "none", "hello", "str:42", "int:5", "float:3", "bool:true",
+                 "float32", "dtype:int8x4", "cpu", "cuda:1", "device:cuda_host",
+                 "float32[2]:1,2", "--", "--x"], OK,
+           stdout="int int int float float float bool bool None str str int float bool "
+                  "dtype dtype Device Device Device Tensor str\n")
+    expect(cli, ["call", "--lib", cli.echo, "echo", "3", "-2.5", "1e-05", "10.0", "true", "none",
+                 "str:it's", "hello world", "float32", "cuda:1", "int64[3]:1,-2,3"], OK,
+           stdout="[3, -2.5, 1e-05, 10.0, True, None, 'it\\'s', 'hello world', float32, "
+                  "cuda:1, array([ 1, -2,  3])]\n")
+    expect(cli, ["call", "--lib", cli.echo, "echo", "bool[3]:true,false,1", "uint8[2]:255",
+                 "int8[]:-5"], OK,
+           stdout="[array([ True, False,  True]), array([255, 255], dtype=uint8), "
+                  "array(-5, dtype=int8)]\n")
+    expect(cli, ["call", "--lib", cli.echo, "summary"], OK,
+           stdout="{'name': 'cli', 'shape': (2, 3), 'values': [1, 2.5]}\n")
+    expect(cli, ["call", "--lib", cli.good, "greet", "str:world"], OK, stdout="hello, world\n")
+    expect(cli, ["call", "--lib", cli.good, "greet", "world"], OK, stdout="hello, world\n")
+    expect(cli, ["call", "--lib", cli.good, "scale", "2.5", "4"], OK, stdout="10.0\n")
+    expect(cli, ["call", "--lib", cli.good, "add_ints", "1", "2", "0x10", "-7"], OK,
+           stdout="12\n")
+    expect(cli, ["call", "--lib", cli.good, "scale", "str:2", "1"], RAISED,
+           stderr="TypeError: scale: argument 0 (x): expected float, got str\n")
+    # a bare file name in the current folder is loaded as ./NAME
+    shutil.copy(cli.echo, cli.path("libecho_copy.so"))
+    expect(cli, ["call", "--lib", "libecho_copy.so", "types", "1"], OK, stdout="int\n")
+    expect(cli, ["list", "libecho_copy.so"], OK,
+           stdout_re=r"^echo\(\*args\) -> Array\n    Returns its arguments as an array\.\n")
+
+
+def test_tensor_result_and_out(cli):
+    expect(cli, ["call", "--lib", cli.echo, "ones", "3"], OK, stdout="array([1., 1., 1.])\n")
+    expect(cli, ["call", "--lib", cli.echo, "ones", "2", "--out", "ones.npy"], OK,
+           stdout="wrote ones.npy\n")
+    # the file we wrote reads back, as a tensor argument
+    expect(cli, ["call", "--lib", cli.echo, "echo", "ones.npy"], OK,
+           stdout="[array([1., 1.])]\n")
+    if np is not None:
+        assert np.load(cli.path("ones.npy")).tolist() == [1.0, 1.0]
+
+
+def test_npy_interop(cli):
+    if np is None:
+        print("test_cli: numpy not found, .npy interop cases skipped")
+        return
+    rng = np.random.default_rng(7)
+    for dtype, order in (("float32", "C"), ("float64", "F")):
+        x = np.asarray(rng.standard_normal((3, 5)), dtype=dtype, order=order)
+        xs, ys = f"x_{dtype}.npy", f"y_{dtype}.npy"
+        np.save(cli.path(xs), x)
+        if os.path.exists(cli.path(ys)):
+            os.remove(cli.path(ys))
+        ref = x / np.sqrt(np.mean(x.astype(np.float64) ** 2, axis=-1, keepdims=True) + 1e-5)
+        tol = 1e-6 if dtype == "float32" else 1e-12
+        # the issue's example: y.npy does not exist yet, then it does (run twice)
+        for again in (False, True):
+            expect(cli, ["call", "packfn.kernels.rms_norm", xs, ys, "1e-5", "--out", ys], OK,
+                   stdout=f"wrote {ys}\n", stderr="", wrap=not again)
+            y = np.load(cli.path(ys))
+            assert y.dtype == np.dtype(dtype) and y.shape == x.shape, (y.dtype, y.shape)
+            np.testing.assert_allclose(y, ref, rtol=tol, atol=tol)
+    # two outputs to two files, in order; inputs from NumPy files
+    m = np.linspace(-3.0, 3.0, 7)
+    e = np.full(7, 0.3)
+    np.save(cli.path("m.npy"), m)
+    np.save(cli.path("e.npy"), e)
+    expect(cli, ["call", "packfn.kernels.kepler", "m.npy", "e.npy", "float64[7]", "float64[7]",
+                 "--out", "sin.npy", "--out", "cos.npy"], OK, stdout="wrote sin.npy\nwrote cos.npy\n")
+    s, c = np.load(cli.path("sin.npy")), np.load(cli.path("cos.npy"))
+    big_e = np.arctan2(s, c)
+    np.testing.assert_allclose(s * s + c * c, 1.0, atol=1e-12)
+    np.testing.assert_allclose(big_e - e * np.sin(big_e), m, atol=1e-9)
+    # printing matches NumPy's repr
+    x = np.array([[0.25, -1.5], [3.0, 1e-3]])
+    np.save(cli.path("p.npy"), x)
+    expect(cli, ["call", "packfn.kernels.add_n", "p.npy", "float64[2,2]", "0"], OK,
+           stdout=repr(x) + "\n")
+    # a malformed .npy written by hand: truncated data
+    with open(cli.path("p.npy"), "rb") as f:
+        data = f.read()
+    with open(cli.path("short.npy"), "wb") as f:
+        f.write(data[:-8])
+    expect(cli, ["call", "packfn.kernels.add_n", "short.npy", "float64[2,2]", "0"], USAGE,
+           stderr_re=r"^packfn call: short\.npy: .*truncated")
+
+
+def test_bench(cli):
+    # only the plumbing: the suite itself is slow, and bench/ has its own tests
+    suite = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "run_suite.sh")
+    if os.path.exists(suite):
+        return
+    expect(cli, ["bench", "--quick"], USAGE, stdout="",
+           stderr_re=r"^packfn bench: (the benchmarks were not built|.*run_suite\.sh not found)")
+
+
+TESTS = [test_version_and_help, test_usage_errors, test_bad_literals, test_info, test_list,
+         test_call_inline_tensors, test_call_errors, test_literal_types,
+         test_tensor_result_and_out, test_npy_interop, test_bench]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--packfn", required=True)
+    parser.add_argument("--echo-lib", required=True)
+    parser.add_argument("--good-lib", required=True)
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("wrapper", nargs="*")
+    opts = parser.parse_args()
+    shutil.rmtree(opts.workdir, ignore_errors=True)
+    os.makedirs(opts.workdir)
+    cli = Cli(opts)
+    failures = 0
+    # the cases are independent (distinct file names): run them side by side, which matters
+    # under valgrind
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        futures = {pool.submit(t, cli): t.__name__ for t in TESTS}
+        for future in concurrent.futures.as_completed(futures):
+            name = futures[future]
+            try:
+                future.result()
+                print(f"ok   {name}")
+            except (Failure, AssertionError) as e:
+                failures += 1
+                print(f"FAIL {name}: {e}")
+    print(f"test_cli: {len(TESTS) - failures}/{len(TESTS)} passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,423 @@
+/* cli_args.c: the argument literals of `packfn call`: prefixes (str:, int:, ...), booleans, ints,
+ * floats, dtypes, devices, .npy files and inline tensors "float32[2,3]:1,2,3,4,5,6". */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "npy.h"
+
+static int usage(char* msg, size_t size, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static int usage(char* msg, size_t size, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, size, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+/* Turns the raised packfn error into a usage message (the literal was refused). */
+static int usage_from_error(char* msg, size_t size, const char* text) {
+  pf_object_t* err = pf_error_take();
+  snprintf(msg, size, "bad argument '%s': %s", text,
+           err != NULL ? pf_error_message(err) : "unknown error");
+  pf_object_release(err);
+  return -1;
+}
+
+static int starts_with(const char* s, const char* prefix) {
+  return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static int ends_with(const char* s, const char* suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* ---- scalars ---- */
+
+/* 1 with *out set when s is a whole integer: [+-]digits or [+-]0x hexdigits; 0 when s is not
+ * shaped like one; -1 when it is, but out of int64's range. */
+static int parse_int(const char* s, int64_t* out) {
+  const char* p = s + (*s == '+' || *s == '-');
+  int base = (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) ? 16 : 10;
+  const char* digits = base == 16 ? p + 2 : p;
+  if (*digits == '\0')
+    return 0;
+  for (const char* c = digits; *c; ++c)
+    if (!(base == 16 ? (strchr("0123456789abcdefABCDEF", *c) != NULL) : (*c >= '0' && *c <= '9')))
+      return 0;
+  errno = 0;
+  char* end;
+  long long v = strtoll(s, &end, base);
+  if (errno == ERANGE)
+    return -1;
+  *out = (int64_t)v;
+  return 1;
+}
+
+/* 1 with *out set when the whole of s is a float strtod reads ("2.5", "1e-5", "nan", "-inf");
+ * 0 when it is not one; -1 when finite digits overflow to infinity. */
+static int parse_float(const char* s, double* out) {
+  if (*s == '\0' || strchr(" \t\n", *s) != NULL)
+    return 0;
+  errno = 0;
+  char* end;
+  double v = strtod(s, &end);
+  if (*end != '\0' || end == s)
+    return 0;
+  if (errno == ERANGE && isinf(v))
+    return -1;
+  *out = v;
+  return 1;
+}
+
+static int parse_bool(const char* s, int* out) {
+  if (strcmp(s, "true") == 0 || strcmp(s, "True") == 0) {
+    *out = 1;
+    return 1;
+  }
+  if (strcmp(s, "false") == 0 || strcmp(s, "False") == 0) {
+    *out = 0;
+    return 1;
+  }
+  return 0;
+}
+
+/* dtype and device names: pf_dtype_parse / pf_device_parse, without leaving an error raised. */
+static int try_dtype(const char* s, DLDataType* out) {
+  if (pf_dtype_parse(s, out) == 0)
+    return 1;
+  pf_error_clear();
+  return 0;
+}
+
+static int try_device(const char* s, DLDevice* out) {
+  if (pf_device_parse(s, out) == 0)
+    return 1;
+  pf_error_clear();
+  return 0;
+}
+
+/* ---- tensors ---- */
+
+static void free_ctx(void* ctx) {
+  free(ctx);
+}
+
+/* Reads a .npy file into a CPU tensor that owns the file's data. */
+static int tensor_from_npy(const char* path, pf_object_t** out, char* msg, size_t size) {
+  pf_npy_array_t arr;
+  if (pf_npy_read_file(path, &arr, msg, size) != 0)
+    return -1;
+  DLTensor desc;
+  memset(&desc, 0, sizeof desc);
+  desc.data = arr.data;
+  desc.device = PF_DEVICE_CPU;
+  desc.ndim = arr.ndim;
+  desc.dtype = arr.dtype;
+  desc.shape = arr.shape;
+  if (pf_tensor_from_dltensor(&desc, arr.data, free_ctx, out) != 0) {
+    pf_npy_array_free(&arr);
+    return usage_from_error(msg, size, path);
+  }
+  return 0;
+}
+
+/* A zero-filled CPU tensor. */
+static int tensor_zeros(const int64_t* shape, int32_t ndim, DLDataType dtype, pf_object_t** out,
+                        char* msg, size_t size, const char* text) {
+  if (pf_tensor_empty(shape, ndim, dtype, PF_DEVICE_CPU, out) != 0)
+    return usage_from_error(msg, size, text);
+  DLTensor* t = pf_tensor_dltensor(*out);
+  memset(pf_dltensor_data(t), 0, pf_dltensor_nbytes(t));
+  return 0;
+}
+
+/* Stores one inline value (text [s, e)) as element i of a CPU tensor of dtype t. */
+static int store_element(DLTensor* t, int64_t i, const char* s, const char* e, char* msg,
+                         size_t size, const char* text) {
+  char item[128];
+  size_t n = (size_t)(e - s);
+  if (n >= sizeof item)
+    return usage(msg, size, "bad tensor literal '%s': value %zu characters long", text, n);
+  memcpy(item, s, n);
+  item[n] = '\0';
+  char* p = (char*)pf_dltensor_data(t) + (size_t)i * pf_dtype_bytes(t->dtype);
+  DLDataType d = t->dtype;
+  int64_t iv;
+  double fv;
+  int bv;
+  if (d.lanes != 1)
+    return usage(msg, size, "bad tensor literal '%s': inline values need lanes 1", text);
+  if (d.code == PF_DL_BOOL && d.bits == 8) {
+    if (parse_bool(item, &bv))
+      iv = bv;
+    else if (parse_int(item, &iv) != 1 || (iv != 0 && iv != 1))
+      return usage(msg, size, "bad tensor literal '%s': '%s' is not a bool (true, false, 0, 1)",
+                   text, item);
+    *(uint8_t*)p = (uint8_t)iv;
+    return 0;
+  }
+  if ((d.code == PF_DL_INT || d.code == PF_DL_UINT) &&
+      (d.bits == 8 || d.bits == 16 || d.bits == 32 || d.bits == 64)) {
+    if (parse_int(item, &iv) != 1)
+      return usage(msg, size, "bad tensor literal '%s': '%s' is not an integer", text, item);
+    int is_signed = d.code == PF_DL_INT;
+    int64_t lo = !is_signed ? 0 : d.bits == 64 ? INT64_MIN : -((int64_t)1 << (d.bits - 1));
+    int64_t hi = d.bits == 64 ? INT64_MAX : ((int64_t)1 << (d.bits - is_signed)) - 1;
+    if (iv < lo || iv > hi)
+      return usage(msg, size, "bad tensor literal '%s': %s is out of range for its dtype", text,
+                   item);
+    switch (d.bits) {
+    case 8:
+      *(uint8_t*)p = (uint8_t)iv;
+      break;
+    case 16:
+      *(uint16_t*)p = (uint16_t)iv;
+      break;
+    case 32:
+      *(uint32_t*)p = (uint32_t)iv;
+      break;
+    default:
+      *(int64_t*)p = iv;
+      break;
+    }
+    return 0;
+  }
+  if (d.code == PF_DL_FLOAT && (d.bits == 32 || d.bits == 64)) {
+    int r = parse_float(item, &fv);
+    if (r != 1)
+      return usage(msg, size, "bad tensor literal '%s': '%s' is not a %s", text, item,
+                   r == 0 ? "number" : "finite number (too large)");
+    if (d.bits == 32)
+      *(float*)p = (float)fv;
+    else
+      *(double*)p = fv;
+    return 0;
+  }
+  return usage(msg, size,
+               "bad tensor literal '%s': inline values need a bool, int, uint, float32 "
+               "or float64 dtype (use a .npy file, or no values for zeros)",
+               text);
+}
+
+/* Inline tensor "DTYPE[D0,D1,...]" (zeros) or "DTYPE[D0,...]:V0,V1,..." (values, or one value
+ * for every element). Returns 1 when text is one, 0 when text is not shaped like one (no '['
+ * after a dtype name), -1 (message set) when it is but is malformed. */
+static int parse_tensor_literal(const char* text, pf_cli_arg_t* arg, char* msg, size_t size) {
+  const char* open = strchr(text, '[');
+  if (open == NULL || open == text || (size_t)(open - text) >= 32)
+    return 0;
+  char name[32];
+  memcpy(name, text, (size_t)(open - text));
+  name[open - text] = '\0';
+  DLDataType dtype;
+  if (!try_dtype(name, &dtype))
+    return 0;
+  const char* close = strchr(open, ']');
+  if (close == NULL || (close[1] != '\0' && close[1] != ':'))
+    return usage(msg, size,
+                 "bad tensor literal '%s': expected DTYPE[SHAPE] or "
+                 "DTYPE[SHAPE]:VALUES",
+                 text);
+  int64_t shape[PF_NPY_MAX_NDIM];
+  int32_t ndim = 0;
+  for (const char* p = open + 1; p < close;) {
+    const char* comma = memchr(p, ',', (size_t)(close - p));
+    const char* e = comma != NULL ? comma : close;
+    char dim[32];
+    int64_t v;
+    if (e == p || (size_t)(e - p) >= sizeof dim || ndim == PF_NPY_MAX_NDIM)
+      return usage(msg, size, "bad tensor literal '%s': bad shape", text);
+    memcpy(dim, p, (size_t)(e - p));
+    dim[e - p] = '\0';
+    if (parse_int(dim, &v) != 1 || v < 0)
+      return usage(msg, size, "bad tensor literal '%s': '%s' is not an extent (an integer >= 0)",
+                   text, dim);
+    shape[ndim++] = v;
+    p = comma != NULL ? comma + 1 : close;
+    if (comma != NULL && p == close)
+      return usage(msg, size, "bad tensor literal '%s': bad shape", text);
+  }
+  pf_object_t* tensor;
+  if (tensor_zeros(shape, ndim, dtype, &tensor, msg, size, text) != 0)
+    return -1;
+  arg->value = pf_any_object(tensor);
+  if (close[1] == '\0') {
+    arg->created = 1;
+    return 1;
+  }
+  DLTensor* t = pf_tensor_dltensor(tensor);
+  int64_t numel = pf_dltensor_numel(t), count = 0;
+  const char* values = close + 2;
+  for (const char* p = values; *values != '\0'; ++count) {
+    const char* comma = strchr(p, ',');
+    const char* e = comma != NULL ? comma : p + strlen(p);
+    if (count < numel && store_element(t, count, p, e, msg, size, text) != 0)
+      goto fail;
+    if (comma == NULL) {
+      ++count;
+      break;
+    }
+    p = comma + 1;
+  }
+  if (count == 1 && numel > 1) {
+    /* one value fills the tensor */
+    size_t itemsize = pf_dtype_bytes(t->dtype);
+    char* data = pf_dltensor_data(t);
+    for (int64_t i = 1; i < numel; ++i)
+      memcpy(data + (size_t)i * itemsize, data, itemsize);
+  } else if (count != numel) {
+    usage(msg, size,
+          "bad tensor literal '%s': %lld values for %lld elements (give all of them, "
+          "or one to fill)",
+          text, (long long)count, (long long)numel);
+    goto fail;
+  }
+  return 1;
+fail:
+  pf_any_release(&arg->value);
+  return -1;
+}
+
+/* A .npy argument: read it, or create it like `like` when missing and named by an --out. */
+static int parse_npy(const char* text, const char* path, const char* const* outs, int num_outs,
+                     pf_object_t* like, pf_cli_arg_t* arg, char* msg, size_t size) {
+  arg->npy_path = path;
+  for (int i = 0; i < num_outs; ++i)
+    if (strcmp(outs[i], path) == 0)
+      arg->named_by_out = 1;
+  struct stat st;
+  if (stat(path, &st) != 0 && errno == ENOENT && arg->named_by_out) {
+    if (like == NULL)
+      return usage(msg, size,
+                   "%s does not exist, and no tensor argument comes before it to "
+                   "create it like",
+                   path);
+    DLTensor* ref = pf_tensor_dltensor(like);
+    pf_object_t* tensor;
+    if (tensor_zeros(ref->shape, ref->ndim, ref->dtype, &tensor, msg, size, text) != 0)
+      return -1;
+    arg->value = pf_any_object(tensor);
+    arg->created = 1;
+    return 0;
+  }
+  pf_object_t* tensor;
+  if (tensor_from_npy(path, &tensor, msg, size) != 0)
+    return -1;
+  arg->value = pf_any_object(tensor);
+  return 0;
+}
+
+static int make_string(const char* s, pf_cli_arg_t* arg, char* msg, size_t size) {
+  if (pf_string_from_cstr(s, &arg->value) != 0)
+    return usage_from_error(msg, size, s);
+  return 0;
+}
+
+/* A value after an explicit type prefix (int:, float:, bool:, dtype:, device:). */
+static int parse_prefixed(const char* text, pf_cli_arg_t* arg, char* msg, size_t size) {
+  const char* v = strchr(text, ':') + 1;
+  int64_t iv;
+  double fv;
+  int bv;
+  DLDataType dt;
+  DLDevice dev;
+  if (starts_with(text, "int:")) {
+    int r = parse_int(v, &iv);
+    if (r != 1)
+      return usage(msg, size, "bad argument '%s': %s", text,
+                   r == 0 ? "not an integer" : "out of range for int64");
+    arg->value = pf_any_int(iv);
+  } else if (starts_with(text, "float:")) {
+    int r = parse_float(v, &fv);
+    if (r != 1 && parse_int(v, &iv) != 1)
+      return usage(msg, size, "bad argument '%s': %s", text,
+                   r == 0 ? "not a number" : "out of range for float64");
+    arg->value = pf_any_float(r == 1 ? fv : (double)iv);
+  } else if (starts_with(text, "bool:")) {
+    if (!parse_bool(v, &bv))
+      return usage(msg, size, "bad argument '%s': expected true or false", text);
+    arg->value = pf_any_bool(bv);
+  } else if (starts_with(text, "dtype:")) {
+    if (pf_dtype_parse(v, &dt) != 0)
+      return usage_from_error(msg, size, text);
+    arg->value = pf_any_dtype(dt);
+  } else {
+    if (pf_device_parse(v, &dev) != 0)
+      return usage_from_error(msg, size, text);
+    arg->value = pf_any_device(dev);
+  }
+  return 0;
+}
+
+int pf_cli_arg_parse(const char* text, const char* const* outs, int num_outs, pf_object_t* like,
+                     pf_cli_arg_t* arg, char* msg, size_t msg_size) {
+  memset(arg, 0, sizeof *arg);
+  arg->text = text;
+  arg->value = pf_any_none();
+  int64_t iv;
+  double fv;
+  int bv, r;
+  DLDataType dt;
+  DLDevice dev;
+
+  /* explicit prefixes first: they force the type */
+  if (starts_with(text, "str:"))
+    return make_string(text + 4, arg, msg, msg_size);
+  if (starts_with(text, "npy:"))
+    return parse_npy(text, text + 4, outs, num_outs, like, arg, msg, msg_size);
+  if (starts_with(text, "int:") || starts_with(text, "float:") || starts_with(text, "bool:") ||
+      starts_with(text, "dtype:") || starts_with(text, "device:"))
+    return parse_prefixed(text, arg, msg, msg_size);
+
+  /* then bare literals, in this order */
+  if (strcmp(text, "none") == 0 || strcmp(text, "None") == 0)
+    return 0;
+  if (parse_bool(text, &bv)) {
+    arg->value = pf_any_bool(bv);
+    return 0;
+  }
+  if ((r = parse_int(text, &iv)) != 0) {
+    if (r < 0)
+      return usage(msg, msg_size, "bad argument '%s': integer out of range for int64", text);
+    arg->value = pf_any_int(iv);
+    return 0;
+  }
+  if ((r = parse_float(text, &fv)) != 0) {
+    if (r < 0)
+      return usage(msg, msg_size, "bad argument '%s': float out of range for float64", text);
+    arg->value = pf_any_float(fv);
+    return 0;
+  }
+  if ((r = parse_tensor_literal(text, arg, msg, msg_size)) != 0)
+    return r < 0 ? -1 : 0;
+  if (ends_with(text, ".npy"))
+    return parse_npy(text, text, outs, num_outs, like, arg, msg, msg_size);
+  if (try_dtype(text, &dt)) {
+    arg->value = pf_any_dtype(dt);
+    return 0;
+  }
+  if (try_device(text, &dev)) {
+    arg->value = pf_any_device(dev);
+    return 0;
+  }
+  return make_string(text, arg, msg, msg_size);
+}
+
+void pf_cli_arg_clear(pf_cli_arg_t* arg) {
+  pf_any_release(&arg->value);
+  pf_object_release(arg->device_tensor);
+  free(arg->before);
+  memset(arg, 0, sizeof *arg);
+  arg->value = pf_any_none();
+}

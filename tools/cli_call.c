@@ -1,0 +1,354 @@
+/* cli_call.c: `packfn call`: options, argument parsing, the call itself (on --device when given),
+ * which tensors count as outputs, and printing them or writing them with --out. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+static const char call_usage[] =
+    "usage: packfn call [--lib LIBRARY] [--device DEVICE] [--out FILE.npy]... NAME [ARG]...\n";
+
+static const char call_help[] =
+    "Calls the packed function NAME (a global function, or a function of LIBRARY with --lib)\n"
+    "with the given arguments, then prints its result and the tensors it wrote.\n"
+    "\n"
+    "options (anywhere on the line; `--` ends them):\n"
+    "  --lib LIBRARY      look NAME up in this shared library (pf_module_load)\n"
+    "  --out FILE.npy     write a tensor output to FILE.npy instead of printing it; repeat for\n"
+    "                     several outputs (a FILE.npy that is also an argument receives that\n"
+    "                     argument; the others take the remaining outputs in order)\n"
+    "  --device DEVICE    run on DEVICE (e.g. cuda:0): tensor arguments are copied there and\n"
+    "                     back\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "arguments (first rule that matches; docs/cli.md has the details):\n"
+    "  str:TEXT int:N float:X bool:B dtype:T device:D npy:FILE   force a type\n"
+    "  true false                 bool          none          None\n"
+    "  3 -7 0x10                  int           1e-5 2.5 nan  float\n"
+    "  float32[2,3]:1,2,3,4,5,6   tensor from values (or one value for all elements)\n"
+    "  float32[2,3]               zero tensor, an output\n"
+    "  x.npy                      tensor read from a .npy file; a missing one that is also\n"
+    "                             an --out is created like the tensor argument before it\n"
+    "  float32 int8x4             dtype         cpu cuda:0    device\n"
+    "  anything else              string\n"
+    "\n"
+    "outputs: a tensor result, and the tensor arguments that are zero literals, files named by\n"
+    "--out, or whose contents the call changed. With none of them, the result is printed.\n"
+    "\n"
+    "exit status: 0 success, 1 packfn raised (the error is printed), 2 usage error.\n"
+    "example: packfn call packfn.kernels.rms_norm x.npy y.npy 1e-5 --out y.npy\n";
+
+/* The most --out options one call takes: more than any kernel has outputs. */
+#define CALL_MAX_OUTS 64
+
+typedef struct call_opts_s {
+  const char* lib;
+  const char* device;
+  const char* outs[CALL_MAX_OUTS];
+  int num_outs;
+  const char* name;
+  char** args; /* num_args tokens */
+  int num_args;
+} call_opts_t;
+
+/* One tensor the call produced, and where it goes. */
+typedef struct call_output_s {
+  pf_object_t* tensor;  /* borrowed */
+  const char* npy_path; /* the argument's file, else NULL */
+  const char* out_path; /* the --out file it is written to, or NULL: printed */
+} call_output_t;
+
+static int usage_error(const char* fmt, const char* what) {
+  fputs("packfn call: ", stderr);
+  fprintf(stderr, fmt, what);
+  fputc('\n', stderr);
+  fputs(call_usage, stderr);
+  return PF_CLI_EXIT_USAGE;
+}
+
+/* Reads an option's value: "--opt VALUE" or "--opt=VALUE". 1 when argv[*i] is that option. */
+static int option_value(int argc, char** argv, int* i, const char* opt, const char** value,
+                        int* missing) {
+  size_t n = strlen(opt);
+  if (strncmp(argv[*i], opt, n) != 0)
+    return 0;
+  if (argv[*i][n] == '=') {
+    *value = argv[*i] + n + 1;
+    return 1;
+  }
+  if (argv[*i][n] != '\0')
+    return 0;
+  if (*i + 1 >= argc) {
+    *missing = 1;
+    return 1;
+  }
+  *value = argv[++*i];
+  return 1;
+}
+
+/* Splits the command line. Returns -1 to go on, else the exit code (help, usage error). */
+static int parse_options(int argc, char** argv, call_opts_t* o, char** positional) {
+  int n = 0, options_done = 0;
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    const char* value = NULL;
+    int missing = 0;
+    if (options_done || strncmp(a, "--", 2) != 0) {
+      if (strcmp(a, "-h") == 0 && !options_done) {
+        fputs(call_usage, stdout);
+        fputs(call_help, stdout);
+        return PF_CLI_EXIT_OK;
+      }
+      positional[n++] = argv[i];
+      continue;
+    }
+    if (strcmp(a, "--") == 0) {
+      options_done = 1;
+    } else if (strcmp(a, "--help") == 0) {
+      fputs(call_usage, stdout);
+      fputs(call_help, stdout);
+      return PF_CLI_EXIT_OK;
+    } else if (option_value(argc, argv, &i, "--lib", &value, &missing)) {
+      o->lib = value;
+    } else if (option_value(argc, argv, &i, "--device", &value, &missing)) {
+      o->device = value;
+    } else if (option_value(argc, argv, &i, "--out", &value, &missing)) {
+      if (!missing && o->num_outs == CALL_MAX_OUTS)
+        return usage_error("too many --out options (at most %s)", "64");
+      if (!missing)
+        o->outs[o->num_outs++] = value;
+    } else {
+      return usage_error("unknown option '%s'", a);
+    }
+    if (missing)
+      return usage_error("option %s needs a value", a);
+  }
+  if (n == 0)
+    return usage_error("missing the function NAME%s", "");
+  o->name = positional[0];
+  o->args = positional + 1;
+  o->num_args = n - 1;
+  return -1;
+}
+
+int pf_cli_module_load(const char* path, pf_object_t** out) {
+  struct stat st;
+  if (strchr(path, '/') == NULL && stat(path, &st) == 0) {
+    size_t n = strlen(path);
+    char* local = malloc(n + 3);
+    if (local == NULL) {
+      pf_error_set(PF_ERR_MEMORY, "packfn: out of memory");
+      return -1;
+    }
+    memcpy(local, "./", 2);
+    memcpy(local + 2, path, n + 1);
+    int rc = pf_module_load(local, out);
+    free(local);
+    return rc;
+  }
+  return pf_module_load(path, out);
+}
+
+/* The function to call: new reference in *fn (and the module holding it in *module). */
+static int find_function(const call_opts_t* o, pf_object_t** module, pf_object_t** fn) {
+  if (o->lib != NULL) {
+    if (pf_cli_module_load(o->lib, module) != 0)
+      return -1;
+    return pf_module_get_function(*module, o->name, fn);
+  }
+  if (pf_global_get(o->name, fn) != 0)
+    return -1;
+  if (*fn == NULL) {
+    pf_error_set(PF_ERR_ATTRIBUTE, "no global function named '%s' (`packfn list` shows them)",
+                 o->name);
+    return -1;
+  }
+  return 0;
+}
+
+static DLTensor* arg_tensor(const pf_cli_arg_t* a) {
+  return a->value.type_index == PF_TYPE_TENSOR ? pf_tensor_dltensor(a->value.v_obj) : NULL;
+}
+
+/* Before the call: keep each tensor's bytes to see later whether the call wrote it, and copy
+ * it to the --device. */
+static int prepare_tensors(pf_cli_arg_t* args, int n, const DLDevice* device) {
+  for (int i = 0; i < n; ++i) {
+    DLTensor* t = arg_tensor(&args[i]);
+    if (t == NULL)
+      continue;
+    size_t nbytes = pf_dltensor_nbytes(t);
+    args[i].before = malloc(nbytes > 0 ? nbytes : 1);
+    if (args[i].before == NULL) {
+      pf_error_set(PF_ERR_MEMORY, "packfn: out of memory");
+      return -1;
+    }
+    memcpy(args[i].before, pf_dltensor_data(t), nbytes);
+    if (device != NULL && (int32_t)device->device_type != PF_DEV_CPU &&
+        pf_tensor_to_device(args[i].value.v_obj, *device, &args[i].device_tensor) != 0)
+      return -1;
+  }
+  return 0;
+}
+
+/* After the call: bring tensors back from the --device. */
+static int fetch_tensors(pf_cli_arg_t* args, int n) {
+  for (int i = 0; i < n; ++i)
+    if (args[i].device_tensor != NULL &&
+        pf_dltensor_copy(arg_tensor(&args[i]), pf_tensor_dltensor(args[i].device_tensor)) != 0)
+      return -1;
+  return 0;
+}
+
+/* The tensors the call produced: a tensor result, then the output arguments in order. */
+static int collect_outputs(const pf_any_t* result, const pf_cli_arg_t* args, int n,
+                           call_output_t* outs) {
+  int count = 0;
+  if (result->type_index == PF_TYPE_TENSOR)
+    outs[count++] = (call_output_t){result->v_obj, NULL, NULL};
+  for (int i = 0; i < n; ++i) {
+    DLTensor* t = arg_tensor(&args[i]);
+    if (t == NULL)
+      continue;
+    if (args[i].created || args[i].named_by_out ||
+        memcmp(args[i].before, pf_dltensor_data(t), pf_dltensor_nbytes(t)) != 0)
+      outs[count++] = (call_output_t){args[i].value.v_obj, args[i].npy_path, NULL};
+  }
+  return count;
+}
+
+/* Gives every --out file an output: its own argument first, then the rest in order. Returns 0,
+ * or an exit code after a usage message. */
+static int assign_outs(const call_opts_t* o, call_output_t* outs, int count) {
+  int taken[CALL_MAX_OUTS] = {0};
+  for (int k = 0; k < o->num_outs; ++k)
+    for (int j = 0; j < count; ++j)
+      if (outs[j].out_path == NULL && outs[j].npy_path != NULL &&
+          strcmp(outs[j].npy_path, o->outs[k]) == 0) {
+        outs[j].out_path = o->outs[k];
+        taken[k] = 1;
+        break;
+      }
+  for (int k = 0, j = 0; k < o->num_outs; ++k) {
+    if (taken[k])
+      continue;
+    while (j < count && outs[j].out_path != NULL)
+      ++j;
+    if (j == count) {
+      fprintf(stderr,
+              "packfn call: --out %s: no tensor output left to write (the call produced %d)\n",
+              o->outs[k], count);
+      return PF_CLI_EXIT_USAGE;
+    }
+    outs[j].out_path = o->outs[k];
+  }
+  return 0;
+}
+
+/* Prints the result and the outputs, writes those with an --out file. Returns the exit code. */
+static int report(const call_opts_t* o, const pf_any_t* result, const pf_cli_arg_t* args, int n) {
+  call_output_t* outs = malloc(sizeof(call_output_t) * (size_t)(n + 1));
+  if (outs == NULL)
+    return pf_cli_report_raised("out of memory");
+  int count = collect_outputs(result, args, n, outs);
+  int rc = assign_outs(o, outs, count);
+  int printed = 0;
+  if (rc == 0 && result->type_index != PF_TYPE_NONE && result->type_index != PF_TYPE_TENSOR) {
+    if (pf_cli_print_value(result, stdout) != 0)
+      rc = pf_cli_report_raised("cannot print the result");
+    fputc('\n', stdout);
+    printed = 1;
+  }
+  for (int j = 0; rc == 0 && j < count; ++j) {
+    if (outs[j].out_path != NULL) {
+      if (pf_cli_write_npy(outs[j].tensor, outs[j].out_path) != 0) {
+        rc = pf_cli_report_raised("cannot write an output");
+        break;
+      }
+      printf("wrote %s\n", outs[j].out_path);
+    } else {
+      if (pf_cli_print_tensor(outs[j].tensor, stdout) != 0) {
+        rc = pf_cli_report_raised("cannot print an output");
+        break;
+      }
+      fputc('\n', stdout);
+    }
+    printed = 1;
+  }
+  if (rc == 0 && !printed)
+    puts("None");
+  free(outs);
+  return rc;
+}
+
+/* Parses the arguments into args[0..n); each tensor may be created like the one before it. */
+static int parse_args(const call_opts_t* o, pf_cli_arg_t* args) {
+  pf_object_t* like = NULL;
+  for (int i = 0; i < o->num_args; ++i) {
+    char msg[PF_CLI_MSG_MAX];
+    if (pf_cli_arg_parse(o->args[i], o->outs, o->num_outs, like, &args[i], msg, sizeof msg) != 0)
+      return usage_error("%s", msg);
+    if (like == NULL && args[i].value.type_index == PF_TYPE_TENSOR)
+      like = args[i].value.v_obj;
+  }
+  return 0;
+}
+
+static int run_call(const call_opts_t* o, pf_cli_arg_t* args, pf_any_t* packed) {
+  DLDevice device;
+  if (o->device != NULL && pf_device_parse(o->device, &device) != 0) {
+    pf_error_clear();
+    return usage_error("bad --device '%s' (expected cpu, cuda, cuda:1, ...)", o->device);
+  }
+  int rc = parse_args(o, args);
+  if (rc != 0)
+    return rc;
+  pf_object_t *module = NULL, *fn = NULL;
+  pf_any_t result = pf_any_none();
+  if (find_function(o, &module, &fn) != 0 ||
+      prepare_tensors(args, o->num_args, o->device != NULL ? &device : NULL) != 0) {
+    rc = pf_cli_report_raised("cannot find the function");
+    goto done;
+  }
+  for (int i = 0; i < o->num_args; ++i)
+    packed[i] =
+        args[i].device_tensor != NULL ? pf_any_object(args[i].device_tensor) : args[i].value;
+  if (pf_function_call(fn, packed, o->num_args, &result) != 0 ||
+      fetch_tensors(args, o->num_args) != 0) {
+    rc = pf_cli_report_raised("the call failed");
+    goto done;
+  }
+  rc = report(o, &result, args, o->num_args);
+done:
+  pf_any_release(&result);
+  pf_object_release(fn);
+  pf_object_release(module);
+  return rc;
+}
+
+int pf_cli_call_main(int argc, char** argv) {
+  call_opts_t o;
+  memset(&o, 0, sizeof o);
+  char** positional = malloc(sizeof(char*) * (size_t)argc);
+  if (positional == NULL)
+    return pf_cli_report_raised("out of memory");
+  int rc = parse_options(argc, argv, &o, positional);
+  if (rc >= 0) {
+    free(positional);
+    return rc;
+  }
+  size_t n = (size_t)o.num_args + 1;
+  pf_cli_arg_t* args = calloc(n, sizeof(pf_cli_arg_t));
+  pf_any_t* packed = calloc(n, sizeof(pf_any_t));
+  if (args == NULL || packed == NULL)
+    rc = pf_cli_report_raised("out of memory");
+  else
+    rc = run_call(&o, args, packed);
+  for (int i = 0; args != NULL && i < o.num_args; ++i)
+    pf_cli_arg_clear(&args[i]);
+  free(packed);
+  free(args);
+  free(positional);
+  return rc;
+}

@@ -1,0 +1,273 @@
+/* packfn.c: the packfn command line: dispatch, help, and the commands list, info and bench
+ * (call lives in cli_call.c). Linked with packfn_kernels (and packfn_cuda when built). */
+#include <errno.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "cli.h"
+#include "packfn/kernels.h"
+#ifdef PF_CLI_HAVE_CUDA
+#include "packfn/cuda.h"
+#endif
+
+extern char** environ;
+
+static const char main_usage[] =
+    "usage: packfn [--version] [--help] COMMAND [ARGS...]\n"
+    "\n"
+    "commands:\n"
+    "  list [LIBRARY]     the global functions (or a library's) with their signatures\n"
+    "  call NAME ARG...   call a packed function and print what it returns or writes\n"
+    "  info               version, ABI version, CUDA devices, allocators\n"
+    "  bench [--quick]    run the benchmark suite\n"
+    "  help [COMMAND]     help on a command (also: packfn COMMAND --help)\n"
+    "\n"
+    "exit status: 0 success, 1 packfn raised an error, 2 usage error.\n";
+
+static const char list_help[] =
+    "usage: packfn list [LIBRARY]\n"
+    "\n"
+    "Without LIBRARY: every function of the global table, sorted by name, as\n"
+    "NAME(PARAMS) -> RESULT when it carries a signature (the packfn.kernels.* kernels are\n"
+    "linked in). With LIBRARY (a shared library path): the functions it exports, with their\n"
+    "signatures and documentation when it declares them.\n";
+
+static const char info_help[] =
+    "usage: packfn info\n"
+    "\n"
+    "Prints the packfn version, the ABI version, the CUDA devices found, the device types\n"
+    "with a registered allocator, and the number of global functions.\n";
+
+static const char bench_help[] =
+    "usage: packfn bench [--quick] [ARGS...]\n"
+    "\n"
+    "Runs the benchmark suite: sh SOURCE/bench/run_suite.sh --bench PACKFN_BENCH [--quick]\n"
+    "[ARGS...], with the source folder and the packfn_bench executable of this build; exits\n"
+    "with the suite's status (2 when the benchmarks were not built).\n";
+
+static int usage_error(const char* what, const char* arg) {
+  fprintf(stderr, "packfn: %s%s%s\n", what, arg != NULL ? " " : "", arg != NULL ? arg : "");
+  fputs(main_usage, stderr);
+  return PF_CLI_EXIT_USAGE;
+}
+
+static int is_help(const char* a) {
+  return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0;
+}
+
+/* ---- list ---- */
+
+/* "name(params) -> result": the signature with its own (short) name replaced by `name`. */
+static void print_entry(const char* name, const char* signature, const char* doc) {
+  const char* paren = signature != NULL ? strchr(signature, '(') : NULL;
+  printf("%s%s\n", name, paren != NULL ? paren : "");
+  if (doc != NULL && doc[0] != '\0')
+    printf("    %s\n", doc);
+}
+
+static int list_globals(void) {
+  char** names;
+  size_t count;
+  if (pf_global_list(&names, &count) != 0)
+    return pf_cli_report_raised("cannot list the global functions");
+  for (size_t i = 0; i < count; ++i) {
+    pf_object_t* fn = NULL;
+    if (pf_global_get(names[i], &fn) != 0)
+      pf_error_clear();
+    print_entry(names[i], fn != NULL ? pf_function_signature(fn) : NULL,
+                fn != NULL ? pf_function_doc(fn) : NULL);
+    pf_object_release(fn);
+  }
+  pf_global_list_free(names);
+  return PF_CLI_EXIT_OK;
+}
+
+static int list_library(const char* path) {
+  pf_object_t* module;
+  if (pf_cli_module_load(path, &module) != 0)
+    return pf_cli_report_raised("cannot load the library");
+  pf_export_info_t* list;
+  if (pf_module_list(module, &list, NULL) != 0) {
+    pf_object_release(module);
+    return pf_cli_report_raised("cannot list the library");
+  }
+  for (pf_export_info_t* e = list; e->name != NULL; ++e)
+    print_entry(e->name, e->signature, e->doc);
+  pf_module_list_free(list);
+  pf_object_release(module);
+  return PF_CLI_EXIT_OK;
+}
+
+static int cmd_list(int argc, char** argv) {
+  if (argc > 1 && is_help(argv[1])) {
+    fputs(list_help, stdout);
+    return PF_CLI_EXIT_OK;
+  }
+  if (argc > 2)
+    return usage_error("list takes at most one LIBRARY, got also", argv[2]);
+  if (argc == 2 && strncmp(argv[1], "--", 2) == 0)
+    return usage_error("unknown option for list:", argv[1]);
+  return argc == 2 ? list_library(argv[1]) : list_globals();
+}
+
+/* ---- info ---- */
+
+static void print_cuda_devices(void) {
+#ifdef PF_CLI_HAVE_CUDA
+  int32_t n = 0;
+  if (pf_cuda_device_count(&n) != 0) {
+    pf_object_t* err = pf_error_take();
+    printf("CUDA devices: unknown (%s)\n", err != NULL ? pf_error_message(err) : "error");
+    pf_object_release(err);
+  } else if (n == 0) {
+    puts("CUDA devices: 0 (no CUDA device)");
+  } else {
+    printf("CUDA devices: %d\n", (int)n);
+  }
+#else
+  puts("CUDA devices: CUDA support not built");
+#endif
+}
+
+static int cmd_info(int argc, char** argv) {
+  if (argc > 1 && is_help(argv[1])) {
+    fputs(info_help, stdout);
+    return PF_CLI_EXIT_OK;
+  }
+  if (argc > 1)
+    return usage_error("info takes no arguments, got", argv[1]);
+  printf("packfn %s\n", PF_VERSION_STRING);
+  printf("ABI version: %d.%d\n", PF_ABI_VERSION_MAJOR, PF_ABI_VERSION_MINOR);
+  print_cuda_devices();
+  fputs("allocators:", stdout);
+  for (int32_t type = 1; type < PF_ALLOCATOR_MAX_DEVICE_TYPE; ++type) {
+    pf_allocator_t alloc;
+    if (pf_allocator_get(type, &alloc) != 0) {
+      pf_error_clear();
+      continue;
+    }
+    const char* name = pf_device_type_name(type);
+    if (name != NULL)
+      printf(" %s", name);
+    else
+      printf(" device(%d)", (int)type);
+  }
+  fputc('\n', stdout);
+  printf("kernels: %d%s\n", (int)pf_kernels_count(),
+         pf_kernels_have_cuda() ? " (CPU and CUDA versions)" : " (CPU versions)");
+  printf("global functions: %zu\n", pf_global_count());
+  return PF_CLI_EXIT_OK;
+}
+
+/* ---- bench ---- */
+
+#ifndef PF_SOURCE_DIR
+#define PF_SOURCE_DIR "."
+#endif
+
+static int cmd_bench(int argc, char** argv) {
+  if (argc > 1 && is_help(argv[1])) {
+    fputs(bench_help, stdout);
+    return PF_CLI_EXIT_OK;
+  }
+#ifndef PF_BENCH_BIN
+  (void)argv;
+  fputs("packfn bench: the benchmarks were not built (configure with -DPF_BUILD_BENCH=ON)\n",
+        stderr);
+  return PF_CLI_EXIT_USAGE;
+#else
+  static const char script[] = PF_SOURCE_DIR "/bench/run_suite.sh";
+  struct stat st;
+  if (stat(script, &st) != 0) {
+    fprintf(stderr, "packfn bench: %s not found: the benchmark suite is missing\n", script);
+    return PF_CLI_EXIT_USAGE;
+  }
+  /* sh SCRIPT --bench BIN ARGS... NULL */
+  char** child = malloc(sizeof(char*) * (size_t)(argc + 4));
+  if (child == NULL) {
+    fputs("packfn bench: out of memory\n", stderr);
+    return PF_CLI_EXIT_RAISED;
+  }
+  int n = 0;
+  child[n++] = (char*)"sh";
+  child[n++] = (char*)script;
+  child[n++] = (char*)"--bench";
+  child[n++] = (char*)PF_BENCH_BIN;
+  for (int i = 1; i < argc; ++i)
+    child[n++] = argv[i];
+  child[n] = NULL;
+  fflush(NULL);
+  pid_t pid;
+  int err = posix_spawnp(&pid, "sh", NULL, NULL, child, environ);
+  free(child);
+  if (err != 0) {
+    fprintf(stderr, "packfn bench: cannot run sh: %s\n", strerror(err));
+    return PF_CLI_EXIT_RAISED;
+  }
+  int status;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) {
+      fprintf(stderr, "packfn bench: waitpid: %s\n", strerror(errno));
+      return PF_CLI_EXIT_RAISED;
+    }
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+#endif
+}
+
+/* ---- dispatch ---- */
+
+typedef struct command_s {
+  const char* name;
+  int (*run)(int argc, char** argv);
+} command_t;
+
+static const command_t commands[] = {
+    {"list", cmd_list},
+    {"call", pf_cli_call_main},
+    {"info", cmd_info},
+    {"bench", cmd_bench},
+};
+
+static const command_t* find_command(const char* name) {
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
+    if (strcmp(commands[i].name, name) == 0)
+      return &commands[i];
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  /* keeps libpackfn_kernels linked under --as-needed, so its kernels register at load */
+  (void)pf_kernels_count();
+  if (argc < 2)
+    return usage_error("missing COMMAND", NULL);
+  const char* cmd = argv[1];
+  if (is_help(cmd)) {
+    fputs(main_usage, stdout);
+    return PF_CLI_EXIT_OK;
+  }
+  if (strcmp(cmd, "--version") == 0) {
+    printf("packfn %s (ABI %d.%d)\n", PF_VERSION_STRING, PF_ABI_VERSION_MAJOR,
+           PF_ABI_VERSION_MINOR);
+    return PF_CLI_EXIT_OK;
+  }
+  if (strcmp(cmd, "help") == 0) {
+    if (argc < 3) {
+      fputs(main_usage, stdout);
+      return PF_CLI_EXIT_OK;
+    }
+    const command_t* c = find_command(argv[2]);
+    if (c == NULL)
+      return usage_error("unknown command", argv[2]);
+    char* help_argv[] = {argv[2], (char*)"--help", NULL};
+    return c->run(2, help_argv);
+  }
+  const command_t* c = find_command(cmd);
+  if (c == NULL)
+    return usage_error(cmd[0] == '-' ? "unknown option" : "unknown command", cmd);
+  return c->run(argc - 1, argv + 1);
+}
