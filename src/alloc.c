@@ -15,12 +15,15 @@ typedef struct pf__block_s {
   uint64_t reserved;
 } pf__block_t;
 
-/* Classes by total block size. Objects in packfn are 40..400 bytes; larger ones go straight
- * to malloc. A thread keeps at most PF__CACHE_DEPTH blocks per class (64 * 1 KiB at most). */
-#define PF__NCLASS      5
-#define PF__NO_CLASS    255u
-#define PF__CACHE_DEPTH 64
-static const size_t pf__class_size[PF__NCLASS] = {64, 128, 256, 512, 1024};
+/* Classes by total block size, powers of two from 64 B to 64 KiB: objects (40..400 bytes) and
+ * small CPU tensor buffers. Larger blocks go straight to malloc. A thread keeps at most 64
+ * blocks of each class up to 1 KiB and 4 of each larger class: under 600 KiB in all. */
+#define PF__NCLASS         11
+#define PF__NO_CLASS       255u
+#define PF__SMALL_CLASSES  5
+#define PF__CACHE_DEPTH(c) ((c) < PF__SMALL_CLASSES ? 64u : 4u)
+static const size_t pf__class_size[PF__NCLASS] = {64,   128,  256,   512,   1024, 2048,
+                                                  4096, 8192, 16384, 32768, 65536};
 
 typedef struct {
   pf__block_t* head[PF__NCLASS];
@@ -121,7 +124,7 @@ __attribute__((noinline)) static void pf__free_slow(pf__block_t* b, unsigned c) 
       pf__cache.state = -1;
     }
   }
-  if (pf__cache.state == 1 && c != PF__NO_CLASS && pf__cache.count[c] < PF__CACHE_DEPTH) {
+  if (pf__cache.state == 1 && c != PF__NO_CLASS && pf__cache.count[c] < PF__CACHE_DEPTH(c)) {
     b->next = pf__cache.head[c];
     pf__cache.head[c] = b;
     pf__cache.count[c]++;
@@ -135,7 +138,8 @@ void pf__free(void* p) {
     return;
   pf__block_t* b = (pf__block_t*)p - 1;
   unsigned c = (unsigned)b->size_class;
-  if (PF__LIKELY(c < PF__NCLASS && pf__cache.state > 0 && pf__cache.count[c] < PF__CACHE_DEPTH)) {
+  if (PF__LIKELY(c < PF__NCLASS && pf__cache.state > 0 &&
+                 pf__cache.count[c] < PF__CACHE_DEPTH(c))) {
     b->next = pf__cache.head[c];
     pf__cache.head[c] = b;
     pf__cache.count[c]++;

@@ -2,6 +2,7 @@
  * in), each thread's current stream per device, and copies between host and device memory. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,29 +11,37 @@
 
 /* ---- the CPU allocator ---- */
 
+/* CPU memory: a block from pf__alloc (the per-thread cache for buffers up to 64 KiB, malloc
+ * beyond) with room to align by hand, the block's start stored just below the aligned address.
+ * Cheaper than posix_memalign, which splits and frees chunk remainders on every call. */
 static int pf__cpu_alloc(void* ctx, DLDevice device, size_t nbytes, size_t alignment, void** out) {
   (void)ctx;
   (void)device;
-  void* p = NULL;
-  int rc = posix_memalign(&p, alignment, nbytes);
-  if (rc != 0 || !p) {
-    *out = NULL;
-    if (rc == EINVAL) {
-      pf_error_set(PF_ERR_VALUE,
-                   "pf_allocator(cpu): argument alignment: expected a power of two, got %zu",
-                   alignment);
-      return -1;
-    }
-    return pf__raise_oom("pf_allocator(cpu)", nbytes);
+  *out = NULL;
+  if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) {
+    pf_error_set(PF_ERR_VALUE,
+                 "pf_allocator(cpu): argument alignment: expected a power of two >= %zu, got %zu",
+                 sizeof(void*), alignment);
+    return -1;
   }
-  *out = p;
+  size_t total;
+  if (pf__add_size(nbytes, alignment + sizeof(void*), &total) != 0)
+    return pf__raise_oom("pf_allocator(cpu)", nbytes);
+  char* raw = pf__alloc(total);
+  if (!raw)
+    return pf__raise_oom("pf_allocator(cpu)", nbytes);
+  uintptr_t aligned =
+      ((uintptr_t)raw + sizeof(void*) + alignment - 1) & ~(uintptr_t)(alignment - 1);
+  ((void**)aligned)[-1] = raw;
+  *out = (void*)aligned;
   return 0;
 }
 
 static void pf__cpu_free(void* ctx, DLDevice device, void* ptr) {
   (void)ctx;
   (void)device;
-  free(ptr);
+  if (ptr)
+    pf__free(((void**)ptr)[-1]);
 }
 
 static int pf__cpu_copy(void* ctx, void* dst, DLDevice dst_device, const void* src,
@@ -48,12 +57,15 @@ static const pf_allocator_t pf__cpu_allocator = {NULL, pf__cpu_alloc, pf__cpu_fr
 
 /* ---- the allocator table ---- */
 
-/* Entries with alloc == NULL are empty. Readers copy an entry under the lock (a few
- * instructions), so tensors never see a half-written one. */
+/* Entries with alloc == NULL are empty. Writers serialise on the mutex and bump a sequence
+ * number around their update (odd while writing); readers copy the entry field by field with
+ * atomic loads and retry when the sequence moved, so allocating a tensor takes no lock and
+ * never sees a half-written entry. */
 static pf_allocator_t pf__allocators[PF_ALLOCATOR_MAX_DEVICE_TYPE] = {
     [PF_DEV_CPU] = {NULL, pf__cpu_alloc, pf__cpu_free, pf__cpu_copy},
 };
 static pthread_mutex_t pf__allocators_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t pf__allocators_seq;
 
 /* Device type as text for messages: "cuda (2)", or "device(99)". */
 static const char* pf__device_type_label(int32_t type, char* buf, size_t size) {
@@ -90,17 +102,35 @@ int pf_allocator_set(int32_t device_type, const pf_allocator_t* allocator) {
   else
     memset(&entry, 0, sizeof entry);
   pthread_mutex_lock(&pf__allocators_lock);
-  pf__allocators[device_type] = entry;
+  pf_allocator_t* slot = &pf__allocators[device_type];
+  __atomic_fetch_add(&pf__allocators_seq, 1, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  __atomic_store_n(&slot->ctx, entry.ctx, __ATOMIC_RELAXED);
+  __atomic_store_n(&slot->alloc, entry.alloc, __ATOMIC_RELAXED);
+  __atomic_store_n(&slot->free, entry.free, __ATOMIC_RELAXED);
+  __atomic_store_n(&slot->copy, entry.copy, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&pf__allocators_seq, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&pf__allocators_lock);
   return 0;
 }
 
 /* Copies the entry for an in-range device type; 1 when one is installed. */
 static int pf__allocator_load(int32_t device_type, pf_allocator_t* out) {
-  pthread_mutex_lock(&pf__allocators_lock);
-  *out = pf__allocators[device_type];
-  pthread_mutex_unlock(&pf__allocators_lock);
-  return out->alloc != NULL;
+  pf_allocator_t* slot = &pf__allocators[device_type];
+  for (;;) {
+    uint32_t before = __atomic_load_n(&pf__allocators_seq, __ATOMIC_ACQUIRE);
+    if (before & 1u) {
+      sched_yield(); /* a writer is in the middle of an update */
+      continue;
+    }
+    out->ctx = __atomic_load_n(&slot->ctx, __ATOMIC_RELAXED);
+    out->alloc = __atomic_load_n(&slot->alloc, __ATOMIC_RELAXED);
+    out->free = __atomic_load_n(&slot->free, __ATOMIC_RELAXED);
+    out->copy = __atomic_load_n(&slot->copy, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&pf__allocators_seq, __ATOMIC_RELAXED) == before)
+      return out->alloc != NULL;
+  }
 }
 
 int pf__allocator_find(int32_t device_type, const char* func, pf_allocator_t* out) {

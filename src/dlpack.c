@@ -9,12 +9,12 @@
 /* A legacy export: manager_ctx is the tensor object, whose reference the deleter drops. */
 static void pf__dlpack_legacy_deleter(DLManagedTensor* self) {
   pf_object_release((pf_object_t*)self->manager_ctx);
-  free(self);
+  pf__free(self);
 }
 
 static void pf__dlpack_versioned_deleter(pf_dl_managed_tensor_versioned_t* self) {
   pf_object_release((pf_object_t*)self->manager_ctx);
-  free(self);
+  pf__free(self);
 }
 
 int pf_tensor_to_dlpack(pf_object_t* tensor, DLManagedTensor** out) {
@@ -27,7 +27,7 @@ int pf_tensor_to_dlpack(pf_object_t* tensor, DLManagedTensor** out) {
   DLTensor* dl;
   if (pf__tensor_arg(tensor, func, "tensor", &dl) != 0)
     return -1;
-  DLManagedTensor* m = malloc(sizeof *m);
+  DLManagedTensor* m = pf__alloc(sizeof *m);
   if (!m)
     return pf__raise_oom(func, sizeof *m);
   m->dl_tensor = *dl; /* shape and strides point into the tensor, which m keeps alive */
@@ -48,7 +48,7 @@ int pf_tensor_to_dlpack_versioned(pf_object_t* tensor, pf_dl_managed_tensor_vers
   DLTensor* dl;
   if (pf__tensor_arg(tensor, func, "tensor", &dl) != 0)
     return -1;
-  pf_dl_managed_tensor_versioned_t* m = malloc(sizeof *m);
+  pf_dl_managed_tensor_versioned_t* m = pf__alloc(sizeof *m);
   if (!m)
     return pf__raise_oom(func, sizeof *m);
   m->version.major = PF_DLPACK_VERSIONED_MAJOR;
@@ -110,7 +110,7 @@ int pf_tensor_from_dlpack(DLManagedTensor* src, pf_object_t** out) {
   if (src->deleter == pf__dlpack_legacy_deleter &&
       pf__is_unchanged_export(&src->dl_tensor, (pf_object_t*)src->manager_ctx)) {
     *out = (pf_object_t*)src->manager_ctx; /* the export's reference becomes the caller's */
-    free(src);
+    pf__free(src);                         /* our own export block */
     return 0;
   }
   if (pf__dltensor_validate(&src->dl_tensor, func, "src") != 0)
@@ -137,7 +137,7 @@ int pf_tensor_from_dlpack_versioned(pf_dl_managed_tensor_versioned_t* src, pf_ob
   if (src->deleter == pf__dlpack_versioned_deleter &&
       pf__is_unchanged_export(&src->dl_tensor, (pf_object_t*)src->manager_ctx)) {
     *out = (pf_object_t*)src->manager_ctx;
-    free(src);
+    pf__free(src); /* our own export block */
     return 0;
   }
   if (pf__dltensor_validate(&src->dl_tensor, func, "src") != 0)

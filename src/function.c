@@ -18,8 +18,10 @@ static void pf__function_deleter(void* obj, int flags) {
   if (flags & PF_DELETER_STRONG) {
     if (f->deleter)
       f->deleter(f->self);
-    free(f->signature);
-    free(f->doc);
+    if (f->signature)
+      free(f->signature);
+    if (f->doc)
+      free(f->doc);
     /* last: it may hold the library whose code the deleter above ran */
     pf_object_release(f->keepalive);
   }

@@ -42,8 +42,8 @@ int pf__function_is_ours(const pf_object_t* obj);
  * its deleter ran: used so a module's code outlives its functions. -1 with TypeError. */
 int pf__function_set_keepalive(pf_object_t* fn, pf_object_t* owner);
 
-/* Allocates `size` bytes (16-byte aligned, uninitialised) from the per-thread small-object
- * cache or malloc; NULL when out of memory (nothing raised). Free with pf__free only. */
+/* Allocates `size` bytes (16-byte aligned, uninitialised) from the per-thread cache of blocks
+ * up to 64 KiB (src/alloc.c) or malloc; NULL when out of memory (nothing raised). Free with pf__free only. */
 void* pf__alloc(size_t size);
 /* Frees a block from pf__alloc (any thread may free any block); NULL is a no-op. */
 void pf__free(void* p);

@@ -16,7 +16,7 @@ static void pf__tensor_deleter(void* self, int flags) {
       t->owner_release(t->owner);
   }
   if (flags & PF_DELETER_WEAK)
-    free(self);
+    pf__free(self);
 }
 
 int pf__tensor_is_ours(const pf_object_t* obj) {
@@ -141,7 +141,7 @@ int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* ar
 int pf__tensor_new(const DLTensor* desc, uint64_t flags, const char* func, pf__tensor_t** out) {
   size_t ndim = (size_t)desc->ndim;
   size_t size = sizeof(pf__tensor_t) + 2 * ndim * sizeof(int64_t);
-  pf__tensor_t* t = malloc(size);
+  pf__tensor_t* t = pf__alloc(size);
   if (!t) {
     *out = NULL;
     return pf__raise_oom(func, size);
