@@ -17,19 +17,31 @@ static void pf__dlpack_versioned_deleter(pf_dl_managed_tensor_versioned_t* self)
   pf__free(self);
 }
 
-int pf_tensor_to_dlpack(pf_object_t* tensor, DLManagedTensor** out) {
-  static const char func[] = "pf_tensor_to_dlpack";
+/* The part both exports share: checks the arguments, finds the DLTensor and allocates the
+ * managed block of `size` bytes. 0 with *dl and *block set, or -1 with the error raised. */
+static int pf__export_begin(const char* func, pf_object_t* tensor, void* out, size_t size,
+                            DLTensor** dl, void** block) {
   if (!out) {
     pf_error_set(PF_ERR_VALUE, "%s: argument out: expected a pointer, got NULL", func);
     return -1;
   }
-  *out = NULL;
-  DLTensor* dl;
-  if (pf__tensor_arg(tensor, func, "tensor", &dl) != 0)
+  if (pf__tensor_arg(tensor, func, "tensor", dl) != 0)
     return -1;
-  DLManagedTensor* m = pf__alloc(sizeof *m);
-  if (!m)
-    return pf__raise_oom(func, sizeof *m);
+  *block = pf__alloc(size);
+  if (!*block)
+    return pf__raise_oom(func, size);
+  return 0;
+}
+
+int pf_tensor_to_dlpack(pf_object_t* tensor, DLManagedTensor** out) {
+  DLTensor* dl;
+  void* block;
+  if (out)
+    *out = NULL;
+  if (pf__export_begin("pf_tensor_to_dlpack", tensor, out, sizeof(DLManagedTensor), &dl, &block) !=
+      0)
+    return -1;
+  DLManagedTensor* m = block;
   m->dl_tensor = *dl; /* shape and strides point into the tensor, which m keeps alive */
   m->manager_ctx = tensor;
   m->deleter = pf__dlpack_legacy_deleter;
@@ -39,18 +51,13 @@ int pf_tensor_to_dlpack(pf_object_t* tensor, DLManagedTensor** out) {
 }
 
 int pf_tensor_to_dlpack_versioned(pf_object_t* tensor, pf_dl_managed_tensor_versioned_t** out) {
-  static const char func[] = "pf_tensor_to_dlpack_versioned";
-  if (!out) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument out: expected a pointer, got NULL", func);
-    return -1;
-  }
-  *out = NULL;
   DLTensor* dl;
-  if (pf__tensor_arg(tensor, func, "tensor", &dl) != 0)
+  pf_dl_managed_tensor_versioned_t* m;
+  if (out)
+    *out = NULL;
+  if (pf__export_begin("pf_tensor_to_dlpack_versioned", tensor, out, sizeof *m, &dl, (void**)&m) !=
+      0)
     return -1;
-  pf_dl_managed_tensor_versioned_t* m = pf__alloc(sizeof *m);
-  if (!m)
-    return pf__raise_oom(func, sizeof *m);
   m->version.major = PF_DLPACK_VERSIONED_MAJOR;
   m->version.minor = PF_DLPACK_VERSIONED_MINOR;
   m->manager_ctx = tensor;
