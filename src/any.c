@@ -53,10 +53,7 @@ static inline int pf__blob_create(const char* func, int32_t type_index, const ch
   pf_object_t* obj = pf__alloc(total);
   if (!obj)
     return pf__raise_oom(func, total);
-  obj->combined_ref_count = PF_REF_INITIAL;
-  obj->type_index = type_index;
-  obj->padding = 0;
-  obj->deleter = pf__string_deleter;
+  pf__object_init(obj, type_index, pf__string_deleter);
   pf_string_cell_t* cell = (pf_string_cell_t*)(obj + 1);
   char* text = (char*)(cell + 1);
   if (size)

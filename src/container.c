@@ -22,10 +22,7 @@ static void* pf__container_new(const char* func, size_t size, int32_t type_index
     pf__raise_oom(func, size);
     return NULL;
   }
-  obj->combined_ref_count = PF_REF_INITIAL;
-  obj->type_index = type_index;
-  obj->padding = 0;
-  obj->deleter = deleter;
+  pf__object_init(obj, type_index, deleter);
   return obj;
 }
 

@@ -60,10 +60,7 @@ static pf__error_t* pf__error_alloc(size_t kind_len, size_t msg_len, size_t bt_l
   pf__error_t* e = pf__alloc(total);
   if (!e)
     return NULL;
-  e->header.combined_ref_count = PF_REF_INITIAL;
-  e->header.type_index = PF_TYPE_ERROR;
-  e->header.padding = 0;
-  e->header.deleter = pf__error_deleter;
+  pf__object_init(&e->header, PF_TYPE_ERROR, pf__error_deleter);
   char* text = (char*)(e + 1);
   e->cell.kind.data = text;
   e->cell.kind.size = kind_len;

@@ -39,10 +39,7 @@ static pf__function_t* pf__function_new(pf_safe_call_t entry, void* self, pf_saf
   pf__function_t* f = pf__alloc(sizeof *f);
   if (!f)
     return NULL;
-  f->header.combined_ref_count = PF_REF_INITIAL;
-  f->header.type_index = PF_TYPE_FUNCTION;
-  f->header.padding = 0;
-  f->header.deleter = pf__function_deleter;
+  pf__object_init(&f->header, PF_TYPE_FUNCTION, pf__function_deleter);
   f->cell.safe_call = entry;
   f->cell.cpp_call = NULL;
   f->self = self;
@@ -54,35 +51,32 @@ static pf__function_t* pf__function_new(pf_safe_call_t entry, void* self, pf_saf
   return f;
 }
 
-int pf_function_create(void* self, pf_safe_call_t call, void (*deleter)(void* self),
-                       pf_object_t** out) {
+/* Checks and allocation shared by the public constructors: `entry` goes in the cell, `call`
+ * (never NULL) is what the caller passed. */
+static int pf__function_make(const char* func, pf_safe_call_t entry, void* self,
+                             pf_safe_call_t call, void (*deleter)(void*), pf_object_t** out) {
   if (!call || !out) {
-    pf_error_set(PF_ERR_VALUE, "pf_function_create: argument %s: expected %s, got NULL",
-                 out ? "call" : "out", out ? "a function" : "a pointer");
+    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected %s, got NULL", func, out ? "call" : "out",
+                 out ? "a function" : "a pointer");
     return -1;
   }
-  pf__function_t* f = pf__function_new(pf__function_trampoline, self, call, deleter);
+  pf__function_t* f = pf__function_new(entry, self, call, deleter);
   if (!f) {
     *out = NULL;
-    return pf__raise_oom("pf_function_create", sizeof(pf__function_t));
+    return pf__raise_oom(func, sizeof(pf__function_t));
   }
   *out = &f->header;
   return 0;
 }
 
+int pf_function_create(void* self, pf_safe_call_t call, void (*deleter)(void* self),
+                       pf_object_t** out) {
+  return pf__function_make("pf_function_create", pf__function_trampoline, self, call, deleter, out);
+}
+
 int pf_function_create_direct(pf_safe_call_t call, pf_object_t** out) {
-  if (!call || !out) {
-    pf_error_set(PF_ERR_VALUE, "pf_function_create_direct: argument %s: expected %s, got NULL",
-                 out ? "call" : "out", out ? "a function" : "a pointer");
-    return -1;
-  }
-  pf__function_t* f = pf__function_new(call, NULL, NULL, NULL);
-  if (!f) {
-    *out = NULL;
-    return pf__raise_oom("pf_function_create_direct", sizeof(pf__function_t));
-  }
-  *out = &f->header;
-  return 0;
+  /* the cell calls `call` itself; the private part keeps no self, call or deleter */
+  return pf__function_make("pf_function_create_direct", call, NULL, call, NULL, out);
 }
 
 int pf__function_call_invalid(const pf_object_t* fn, const pf_any_t* args, int32_t num_args,

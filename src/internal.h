@@ -28,7 +28,7 @@ typedef struct pf__function_s {
   pf_object_t header;
   pf_function_cell_t cell;
   void* self;                  /* the creator's state */
-  pf_safe_call_t call;         /* the creator's function, NULL in the direct form */
+  pf_safe_call_t call;         /* the creator's function (in the direct form also the cell's) */
   void (*deleter)(void* self); /* the creator's deleter, or NULL */
   pf_object_t* keepalive;      /* owned; released after the deleter (e.g. a module) */
   char* signature;             /* owned, or NULL */
@@ -43,10 +43,21 @@ int pf__function_is_ours(const pf_object_t* obj);
 int pf__function_set_keepalive(pf_object_t* fn, pf_object_t* owner);
 
 /* Allocates `size` bytes (16-byte aligned, uninitialised) from the per-thread cache of blocks
- * up to 64 KiB (src/alloc.c) or malloc; NULL when out of memory (nothing raised). Free with pf__free only. */
+ * up to 64 KiB (src/alloc.c) or malloc; NULL when out of memory (nothing raised). Free with
+ * pf__free only. */
 void* pf__alloc(size_t size);
 /* Frees a block from pf__alloc (any thread may free any block); NULL is a no-op. */
 void pf__free(void* p);
+
+/* Initialises an object header per the ABI: strong 1 / weak 1, the type index, zero padding
+ * and the deleter. For objects whose memory the caller has just allocated. */
+static inline void pf__object_init(pf_object_t* obj, int32_t type_index,
+                                   void (*deleter)(void* self, int flags)) {
+  obj->combined_ref_count = PF_REF_INITIAL;
+  obj->type_index = type_index;
+  obj->padding = 0;
+  obj->deleter = deleter;
+}
 
 /* Duplicates a NUL-terminated string with malloc; NULL on failure (nothing raised). */
 char* pf__strdup(const char* s);

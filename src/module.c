@@ -300,15 +300,9 @@ static int pf__module_open(const char* func, const char* path, void* handle, int
     dlclose(handle);
     return pf__raise_oom(func, sizeof *m + path_len + 1);
   }
-  lib->header.combined_ref_count = PF_REF_INITIAL;
-  lib->header.type_index = PF_TYPE_OBJECT;
-  lib->header.padding = 0;
-  lib->header.deleter = pf__library_deleter;
+  pf__object_init(&lib->header, PF_TYPE_OBJECT, pf__library_deleter);
   lib->handle = handle;
-  m->header.combined_ref_count = PF_REF_INITIAL;
-  m->header.type_index = PF_TYPE_MODULE;
-  m->header.padding = 0;
-  m->header.deleter = pf__module_deleter;
+  pf__object_init(&m->header, PF_TYPE_MODULE, pf__module_deleter);
   m->library = &lib->header; /* from here on, releasing the module closes the handle */
   m->exports = NULL;
   m->num_exports = 0;

@@ -50,9 +50,7 @@ int pf_object_alloc(size_t size, int32_t type_index, void (*deleter)(void* self,
   if (!obj)
     return pf__raise_oom("pf_object_alloc", size);
   memset(obj, 0, size);
-  obj->combined_ref_count = PF_REF_INITIAL;
-  obj->type_index = type_index;
-  obj->deleter = deleter;
+  pf__object_init(obj, type_index, deleter);
   *out = obj;
   return 0;
 }

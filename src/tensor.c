@@ -146,10 +146,7 @@ int pf__tensor_new(const DLTensor* desc, uint64_t flags, const char* func, pf__t
     *out = NULL;
     return pf__raise_oom(func, size);
   }
-  t->header.combined_ref_count = PF_REF_INITIAL;
-  t->header.type_index = PF_TYPE_TENSOR;
-  t->header.padding = 0;
-  t->header.deleter = pf__tensor_deleter;
+  pf__object_init(&t->header, PF_TYPE_TENSOR, pf__tensor_deleter);
   int64_t* shape = t->dims;
   int64_t* strides = t->dims + ndim;
   for (size_t i = 0; i < ndim; ++i)
