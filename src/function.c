@@ -203,78 +203,51 @@ static int pf__typed_entry(void* obj, const pf_any_t* args, int32_t num_args, pf
   pf_arg_t conv[PF_TYPED_MAX_PARAMS];
   for (int32_t i = 0; i < num_args; ++i) {
     const pf_any_t* a = &args[i];
-    int32_t ti = a->type_index;
+    pf_arg_t* c = &conv[i];
+    int ok; /* the same conversions as PF_TYPED_DEFINE's (function.h) */
     switch (t->params[i].kind) {
     case PF_PARAM_INT:
-      if (ti != PF_TYPE_INT && ti != PF_TYPE_BOOL)
-        return pf__typed_arg_error(t, i, a);
-      conv[i].i = a->v_int64;
+      ok = pf__conv_INT(a, &c->i);
       break;
     case PF_PARAM_FLOAT:
-      if (ti == PF_TYPE_FLOAT)
-        conv[i].f = a->v_float64;
-      else if (ti == PF_TYPE_INT || ti == PF_TYPE_BOOL)
-        conv[i].f = (double)a->v_int64;
-      else
-        return pf__typed_arg_error(t, i, a);
+      ok = pf__conv_FLOAT(a, &c->f);
       break;
     case PF_PARAM_BOOL:
-      if (ti != PF_TYPE_INT && ti != PF_TYPE_BOOL)
-        return pf__typed_arg_error(t, i, a);
-      conv[i].b = a->v_int64 != 0;
+      ok = pf__conv_BOOL(a, &c->b);
       break;
     case PF_PARAM_STR:
-      if (ti != PF_TYPE_SMALL_STR && ti != PF_TYPE_STR && ti != PF_TYPE_RAW_STR)
-        return pf__typed_arg_error(t, i, a);
-      (void)pf_any_as_str(a, &conv[i].s.data, &conv[i].s.size);
+      ok = pf__conv_STR(a, &c->s);
       break;
     case PF_PARAM_BYTES:
-      if (ti != PF_TYPE_SMALL_BYTES && ti != PF_TYPE_BYTES && ti != PF_TYPE_BYTE_ARRAY_PTR)
-        return pf__typed_arg_error(t, i, a);
-      (void)pf_any_as_bytes(a, &conv[i].s.data, &conv[i].s.size);
+      ok = pf__conv_BYTES(a, &c->s);
       break;
     case PF_PARAM_TENSOR:
-      if (ti == PF_TYPE_TENSOR)
-        conv[i].tensor = (DLTensor*)(a->v_obj + 1);
-      else if (ti == PF_TYPE_DLTENSOR_PTR)
-        conv[i].tensor = (DLTensor*)a->v_ptr;
-      else
-        return pf__typed_arg_error(t, i, a);
+      ok = pf__conv_TENSOR(a, &c->tensor);
       break;
     case PF_PARAM_OBJECT:
-      if (ti < PF_TYPE_STATIC_OBJECT_BEGIN)
-        return pf__typed_arg_error(t, i, a);
-      conv[i].obj = a->v_obj;
+      ok = pf__conv_OBJECT(a, &c->obj);
       break;
     case PF_PARAM_FUNCTION:
-      if (ti != PF_TYPE_FUNCTION)
-        return pf__typed_arg_error(t, i, a);
-      conv[i].obj = a->v_obj;
+      ok = pf__conv_FUNCTION(a, &c->obj);
       break;
     case PF_PARAM_ANY:
-      conv[i].any = a;
+      ok = pf__conv_ANY(a, &c->any);
       break;
     case PF_PARAM_DTYPE:
-      if (ti != PF_TYPE_DTYPE)
-        return pf__typed_arg_error(t, i, a);
-      conv[i].dtype = a->v_dtype;
+      ok = pf__conv_DTYPE(a, &c->dtype);
       break;
     case PF_PARAM_DEVICE:
-      if (ti != PF_TYPE_DEVICE)
-        return pf__typed_arg_error(t, i, a);
-      conv[i].device = a->v_device;
+      ok = pf__conv_DEVICE(a, &c->device);
       break;
     case PF_PARAM_PTR:
-      if (ti == PF_TYPE_OPAQUE_PTR)
-        conv[i].ptr = a->v_ptr;
-      else if (ti == PF_TYPE_NONE)
-        conv[i].ptr = NULL;
-      else
-        return pf__typed_arg_error(t, i, a);
+      ok = pf__conv_PTR(a, &c->ptr);
       break;
     default:
-      return pf__typed_arg_error(t, i, a);
+      ok = 0;
+      break;
     }
+    if (PF_UNLIKELY(!ok))
+      return pf__typed_arg_error(t, i, a);
   }
   return t->impl(t->self, conv, result);
 }
