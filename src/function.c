@@ -203,51 +203,78 @@ static int pf__typed_entry(void* obj, const pf_any_t* args, int32_t num_args, pf
   pf_arg_t conv[PF_TYPED_MAX_PARAMS];
   for (int32_t i = 0; i < num_args; ++i) {
     const pf_any_t* a = &args[i];
-    pf_arg_t* c = &conv[i];
-    int ok; /* the same conversions as PF_TYPED_DEFINE's (function.h) */
+    int32_t ti = a->type_index;
     switch (t->params[i].kind) {
     case PF_PARAM_INT:
-      ok = pf__conv_INT(a, &c->i);
+      if (ti != PF_TYPE_INT && ti != PF_TYPE_BOOL)
+        return pf__typed_arg_error(t, i, a);
+      conv[i].i = a->v_int64;
       break;
     case PF_PARAM_FLOAT:
-      ok = pf__conv_FLOAT(a, &c->f);
+      if (ti == PF_TYPE_FLOAT)
+        conv[i].f = a->v_float64;
+      else if (ti == PF_TYPE_INT || ti == PF_TYPE_BOOL)
+        conv[i].f = (double)a->v_int64;
+      else
+        return pf__typed_arg_error(t, i, a);
       break;
     case PF_PARAM_BOOL:
-      ok = pf__conv_BOOL(a, &c->b);
+      if (ti != PF_TYPE_INT && ti != PF_TYPE_BOOL)
+        return pf__typed_arg_error(t, i, a);
+      conv[i].b = a->v_int64 != 0;
       break;
     case PF_PARAM_STR:
-      ok = pf__conv_STR(a, &c->s);
+      if (ti != PF_TYPE_SMALL_STR && ti != PF_TYPE_STR && ti != PF_TYPE_RAW_STR)
+        return pf__typed_arg_error(t, i, a);
+      (void)pf_any_as_str(a, &conv[i].s.data, &conv[i].s.size);
       break;
     case PF_PARAM_BYTES:
-      ok = pf__conv_BYTES(a, &c->s);
+      if (ti != PF_TYPE_SMALL_BYTES && ti != PF_TYPE_BYTES && ti != PF_TYPE_BYTE_ARRAY_PTR)
+        return pf__typed_arg_error(t, i, a);
+      (void)pf_any_as_bytes(a, &conv[i].s.data, &conv[i].s.size);
       break;
     case PF_PARAM_TENSOR:
-      ok = pf__conv_TENSOR(a, &c->tensor);
+      if (ti == PF_TYPE_TENSOR)
+        conv[i].tensor = (DLTensor*)(a->v_obj + 1);
+      else if (ti == PF_TYPE_DLTENSOR_PTR)
+        conv[i].tensor = (DLTensor*)a->v_ptr;
+      else
+        return pf__typed_arg_error(t, i, a);
       break;
     case PF_PARAM_OBJECT:
-      ok = pf__conv_OBJECT(a, &c->obj);
+      if (ti < PF_TYPE_STATIC_OBJECT_BEGIN)
+        return pf__typed_arg_error(t, i, a);
+      conv[i].obj = a->v_obj;
       break;
     case PF_PARAM_FUNCTION:
-      ok = pf__conv_FUNCTION(a, &c->obj);
+      if (ti != PF_TYPE_FUNCTION)
+        return pf__typed_arg_error(t, i, a);
+      conv[i].obj = a->v_obj;
       break;
     case PF_PARAM_ANY:
-      ok = pf__conv_ANY(a, &c->any);
+      conv[i].any = a;
       break;
     case PF_PARAM_DTYPE:
-      ok = pf__conv_DTYPE(a, &c->dtype);
+      if (ti != PF_TYPE_DTYPE)
+        return pf__typed_arg_error(t, i, a);
+      conv[i].dtype = a->v_dtype;
       break;
     case PF_PARAM_DEVICE:
-      ok = pf__conv_DEVICE(a, &c->device);
+      if (ti != PF_TYPE_DEVICE)
+        return pf__typed_arg_error(t, i, a);
+      conv[i].device = a->v_device;
       break;
     case PF_PARAM_PTR:
-      ok = pf__conv_PTR(a, &c->ptr);
+      if (ti == PF_TYPE_OPAQUE_PTR)
+        conv[i].ptr = a->v_ptr;
+      else if (ti == PF_TYPE_NONE)
+        conv[i].ptr = NULL;
+      else
+        return pf__typed_arg_error(t, i, a);
       break;
     default:
-      ok = 0;
-      break;
-    }
-    if (PF_UNLIKELY(!ok))
       return pf__typed_arg_error(t, i, a);
+    }
   }
   return t->impl(t->self, conv, result);
 }
