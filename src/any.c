@@ -35,33 +35,63 @@ int pf_any_as_cstr(const pf_any_t* v, const char** out) {
 /* String and bytes objects hold nothing to destroy; their text lives in the same block. */
 static void pf__string_deleter(void* self, int flags) {
   if (flags & PF_DELETER_WEAK)
-    pf__free(self);
+    pf__free_nonnull(self);
 }
 
-static inline int pf__blob_create(const char* func, int32_t type_index, const char* data,
-                                  size_t size, pf_object_t** out) {
+/* Failure path of pf__blob_create, out of line so the success path saves no registers. */
+__attribute__((noinline, cold)) static int pf__blob_bad(const char* func, pf_object_t** out,
+                                                        const char* data, size_t size) {
   if (!out || (!data && size != 0)) {
     pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a pointer, got NULL", func,
                  out ? "data" : "out");
     return -1;
   }
-  size_t total;
-  if (pf__add_size(sizeof(pf_object_t) + sizeof(pf_string_cell_t) + 1, size, &total) != 0) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument size: %zu bytes is too large", func, size);
-    return -1;
-  }
-  pf_object_t* obj = pf__alloc(total);
-  if (!obj)
-    return pf__raise_oom(func, total);
+  *out = NULL;
+  pf_error_set(PF_ERR_VALUE, "%s: argument size: %zu bytes is too large", func, size);
+  return -1;
+}
+
+/* The rest of pf__blob_create once the block is there. */
+static inline __attribute__((always_inline)) void pf__blob_fill(pf_object_t* obj,
+                                                                int32_t type_index,
+                                                                const char* data, size_t size,
+                                                                pf_object_t** out) {
   pf__object_init(obj, type_index, pf__string_deleter);
   pf_string_cell_t* cell = (pf_string_cell_t*)(obj + 1);
   char* text = (char*)(cell + 1);
-  if (size)
-    memcpy(text, data, size);
-  text[size] = '\0';
   cell->data = text;
   cell->size = size;
+  text[size] = '\0';
   *out = obj;
+  if (size) /* last, so nothing needs keeping across the call; data may be NULL when 0 */
+    memcpy(text, data, size);
+}
+
+/* pf__blob_create when this thread's cache has no block of the size: malloc, out of line. */
+__attribute__((noinline)) static int pf__blob_create_uncached(const char* func, int32_t type_index,
+                                                              const char* data, size_t size,
+                                                              pf_object_t** out) {
+  size_t total = sizeof(pf_object_t) + sizeof(pf_string_cell_t) + 1 + size;
+  pf_object_t* obj = pf__alloc(total);
+  if (!obj)
+    return pf__raise_oom(func, total);
+  pf__blob_fill(obj, type_index, data, size, out);
+  return 0;
+}
+
+static inline __attribute__((always_inline)) int pf__blob_create(const char* func,
+                                                                 int32_t type_index,
+                                                                 const char* data, size_t size,
+                                                                 pf_object_t** out) {
+  /* sizes beyond half the address space cannot be allocated anyway; one compare rules out
+   * the overflow of the total below */
+  if (PF_UNLIKELY(!out || (!data && size != 0) || size > SIZE_MAX / 2))
+    return pf__blob_bad(func, out, data, size);
+  size_t total = sizeof(pf_object_t) + sizeof(pf_string_cell_t) + 1 + size;
+  pf_object_t* obj = pf__alloc_cached(total);
+  if (PF_UNLIKELY(!obj))
+    return pf__blob_create_uncached(func, type_index, data, size, out);
+  pf__blob_fill(obj, type_index, data, size, out);
   return 0;
 }
 

@@ -32,7 +32,7 @@ static void pf__error_deleter(void* self, int flags) {
       free(e->heap_backtrace);
   }
   if (flags & PF_DELETER_WEAK)
-    pf__free(self);
+    pf__free_nonnull(self);
 }
 
 /* Raised when even an error cannot be allocated. Immortal: its count never reaches zero. */

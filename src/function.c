@@ -26,7 +26,7 @@ static void pf__function_deleter(void* obj, int flags) {
     pf_object_release(f->keepalive);
   }
   if (flags & PF_DELETER_WEAK)
-    pf__free(obj);
+    pf__free_nonnull(obj);
 }
 
 int pf__function_is_ours(const pf_object_t* obj) {

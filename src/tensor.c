@@ -16,7 +16,7 @@ static void pf__tensor_deleter(void* self, int flags) {
       t->owner_release(t->owner);
   }
   if (flags & PF_DELETER_WEAK)
-    pf__free(self);
+    pf__free_nonnull(self);
 }
 
 int pf__tensor_is_ours(const pf_object_t* obj) {
