@@ -37,7 +37,7 @@ static void pf__cache_flush(void) {
       b = next;
     }
     pf__cache.head[c] = NULL;
-    pf__cache.count[c] = 0;
+    pf__cache.room[c] = 0; /* callers that keep caching on refill it */
   }
 }
 
@@ -81,14 +81,16 @@ void pf__free_slow(pf__block_t* b, unsigned c) {
     if (pf__cache_process_allowed) {
       (void)pthread_setspecific(pf__cache_key, (void*)1);
       pf__cache.state = 1;
+      for (unsigned k = 0; k < PF__NCLASS; ++k)
+        pf__cache.room[k] = (int32_t)PF__CACHE_DEPTH(k);
     } else {
       pf__cache.state = -1;
     }
   }
-  if (pf__cache.state == 1 && c != PF__NO_CLASS && pf__cache.count[c] < PF__CACHE_DEPTH(c)) {
+  if (c < PF__NCLASS && pf__cache.room[c] > 0) {
     b->next = pf__cache.head[c];
     pf__cache.head[c] = b;
-    pf__cache.count[c]++;
+    pf__cache.room[c]--;
     return;
   }
   free(b);

@@ -23,14 +23,19 @@ static PF__TLS pf_object_t* pf__raised;
 
 static void pf__error_update_backtrace(void* self, const pf_byte_array_t* bt, int32_t mode);
 
+/* What an error owns besides its block: its cause, extra context and an updated backtrace. */
+__attribute__((noinline)) static void pf__error_destroy_contents(pf__error_t* e) {
+  pf_object_release((pf_object_t*)e->cell.cause_chain);
+  pf_object_release((pf_object_t*)e->cell.extra_context);
+  free(e->heap_backtrace);
+}
+
 static void pf__error_deleter(void* self, int flags) {
   pf__error_t* e = (pf__error_t*)self;
-  if (flags & PF_DELETER_STRONG) {
-    pf_object_release((pf_object_t*)e->cell.cause_chain);
-    pf_object_release((pf_object_t*)e->cell.extra_context);
-    if (e->heap_backtrace)
-      free(e->heap_backtrace);
-  }
+  /* most errors own nothing but their block: check that first, out of line otherwise */
+  if ((flags & PF_DELETER_STRONG) &&
+      (e->cell.cause_chain || e->cell.extra_context || e->heap_backtrace))
+    pf__error_destroy_contents(e);
   if (flags & PF_DELETER_WEAK)
     pf__free_nonnull(self);
 }
@@ -55,7 +60,8 @@ static int pf__is_error(const pf_object_t* err) {
 
 /* Allocates an error with room for its three texts (lengths given, NUL added) and fills all
  * but the texts' bytes; the caller writes them. NULL when out of memory. */
-static pf__error_t* pf__error_alloc(size_t kind_len, size_t msg_len, size_t bt_len) {
+static inline __attribute__((always_inline)) pf__error_t*
+pf__error_alloc(size_t kind_len, size_t msg_len, size_t bt_len) {
   size_t total = sizeof(pf__error_t) + kind_len + msg_len + bt_len + 3;
   pf__error_t* e = pf__alloc(total);
   if (!e)
@@ -161,7 +167,7 @@ static size_t pf__site_length(const pf__site_t* site) {
 }
 
 static void pf__site_write(const pf__site_t* site, char* out) {
-  memcpy(out, site->where, site->where_len);
+  pf__copy(out, site->where, site->where_len);
   out += site->where_len;
   if (site->ndigits) {
     *out++ = ':';
@@ -170,7 +176,7 @@ static void pf__site_write(const pf__site_t* site, char* out) {
   }
   if (site->func) {
     memcpy(out, " in ", 4);
-    memcpy(out + 4, site->func, site->func_len);
+    pf__copy(out + 4, site->func, site->func_len);
     out += 4 + site->func_len;
   }
   *out = '\n';
@@ -200,10 +206,12 @@ static void pf__attach_native_stack(pf_object_t* err) {
 #endif
 }
 
-/* A thread that raised once gets a key destructor that drops its pending error at exit. */
+/* A thread that raised once gets a key destructor that drops its pending error at exit. Its
+ * mode remembers that, and whether raises capture full stacks: 0 not yet raised, 1 raise
+ * sites only, 2 full stacks too (PACKFN_BACKTRACE), so a raise reads one thread-local int. */
 static pthread_key_t pf__exit_key;
 static pthread_once_t pf__exit_once = PTHREAD_ONCE_INIT;
-static PF__TLS int pf__exit_hooked;
+static PF__TLS int pf__thread_mode;
 
 static void pf__thread_exit(void* unused) {
   (void)unused;
@@ -213,16 +221,22 @@ static void pf__exit_key_init(void) {
   (void)pthread_key_create(&pf__exit_key, pf__thread_exit);
 }
 
-static void pf__hook_thread_exit(void) {
+__attribute__((noinline)) static int pf__thread_setup(void) {
   pthread_once(&pf__exit_once, pf__exit_key_init);
   (void)pthread_setspecific(pf__exit_key, (void*)1);
-  pf__exit_hooked = 1;
+  pf__thread_mode = pf__want_full_backtrace() ? 2 : 1;
+  return pf__thread_mode;
 }
 
-/* Makes `err` (owned) the raised error, chaining a pending one as its cause. */
-static void pf__install(pf_object_t* err) {
-  if (!PF__LIKELY(pf__exit_hooked))
-    pf__hook_thread_exit();
+/* This thread's mode, set up on its first raise. */
+static inline int pf__mode(void) {
+  int mode = pf__thread_mode;
+  return PF__LIKELY(mode != 0) ? mode : pf__thread_setup();
+}
+
+/* Makes `err` (owned) the raised error, chaining a pending one as its cause. The caller has
+ * called pf__mode() in this thread (so the thread-exit hook is in place). */
+static inline __attribute__((always_inline)) void pf__install(pf_object_t* err) {
   pf_object_t* pending = pf__raised;
   if (pending && pending != err) {
     pf_error_cell_t* cell = (pf_error_cell_t*)(err + 1);
@@ -276,8 +290,8 @@ static void pf__raise(const pf__site_t* site, const char* kind, const char* fmt,
   size_t kind_len = strlen(kind);
   pf__error_t* e = pf__error_alloc(kind_len, msg_len, pf__site_length(site));
   if (e) {
-    memcpy((char*)e->cell.kind.data, kind, kind_len);
-    memcpy((char*)e->cell.message.data, msg, msg_len);
+    pf__copy((char*)e->cell.kind.data, kind, kind_len);
+    pf__copy((char*)e->cell.message.data, msg, msg_len);
     pf__site_write(site, (char*)e->cell.backtrace.data);
   }
   if (heap_msg)
@@ -288,7 +302,7 @@ static void pf__raise(const pf__site_t* site, const char* kind, const char* fmt,
     pf__raised = &pf__oom_error.header;
     return;
   }
-  if (pf__want_full_backtrace())
+  if (pf__mode() == 2)
     pf__attach_native_stack(&e->header);
   pf__install(&e->header);
 }
@@ -335,6 +349,7 @@ int pf_error_raise(pf_object_t* err) {
     return -1;
   }
   pf_object_retain(err);
+  (void)pf__mode();
   pf__install(err);
   return 0;
 }

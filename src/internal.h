@@ -64,7 +64,9 @@ typedef struct pf__block_s {
 
 typedef struct {
   pf__block_t* head[PF__NCLASS];
-  uint32_t count[PF__NCLASS];
+  /* blocks of each class this thread may still cache: 0 until the first free decides (and
+   * forever when caching is off), then the depth minus the blocks cached */
+  int32_t room[PF__NCLASS];
   /* 1: caching on and the thread-exit flush registered; 0: not yet decided; -1: off */
   int state;
 } pf__cache_t;
@@ -91,7 +93,7 @@ static inline void* pf__alloc_cached(size_t size) {
     pf__block_t* b = pf__cache.head[c];
     if (PF__LIKELY(b != NULL)) {
       pf__cache.head[c] = b->next;
-      pf__cache.count[c]--;
+      pf__cache.room[c]++;
       b->size_class = c;
       return b + 1;
     }
@@ -107,7 +109,7 @@ static inline void* pf__alloc(size_t size) {
     pf__block_t* b = pf__cache.head[c];
     if (PF__LIKELY(b != NULL)) {
       pf__cache.head[c] = b->next;
-      pf__cache.count[c]--;
+      pf__cache.room[c]++;
       b->size_class = c;
       return b + 1;
     }
@@ -119,11 +121,10 @@ static inline void* pf__alloc(size_t size) {
 static inline void pf__free_nonnull(void* p) {
   pf__block_t* b = (pf__block_t*)p - 1;
   unsigned c = (unsigned)b->size_class;
-  if (PF__LIKELY(c < PF__NCLASS && pf__cache.state > 0 &&
-                 pf__cache.count[c] < PF__CACHE_DEPTH(c))) {
+  if (PF__LIKELY(c < PF__NCLASS && pf__cache.room[c] > 0)) {
     b->next = pf__cache.head[c];
     pf__cache.head[c] = b;
-    pf__cache.count[c]++;
+    pf__cache.room[c]--;
     return;
   }
   pf__free_slow(b, c);
@@ -175,6 +176,36 @@ static inline uint64_t pf__hash_bytes(const char* data, size_t size) {
   h ^= h >> 29;
   h *= k;
   return h ^ (h >> 32);
+}
+
+/* memcpy for runs that are usually short (names, messages): up to 32 bytes with a few
+ * overlapping moves and no call, longer ones through memcpy. */
+static inline void pf__copy(char* dst, const char* src, size_t n) {
+  if (n > 16 && n <= 32) {
+    char a[16], b[16];
+    memcpy(a, src, 16);
+    memcpy(b, src + n - 16, 16);
+    memcpy(dst, a, 16);
+    memcpy(dst + n - 16, b, 16);
+  } else if (n >= 8 && n <= 16) {
+    uint64_t a, b;
+    memcpy(&a, src, 8);
+    memcpy(&b, src + n - 8, 8);
+    memcpy(dst, &a, 8);
+    memcpy(dst + n - 8, &b, 8);
+  } else if (n >= 4 && n < 8) {
+    uint32_t a, b;
+    memcpy(&a, src, 4);
+    memcpy(&b, src + n - 4, 4);
+    memcpy(dst, &a, 4);
+    memcpy(dst + n - 4, &b, 4);
+  } else if (n > 0 && n < 4) {
+    dst[0] = src[0];
+    dst[n / 2] = src[n / 2];
+    dst[n - 1] = src[n - 1];
+  } else if (n > 32) {
+    memcpy(dst, src, n);
+  }
 }
 
 /* Checked size arithmetic: 0 on success, -1 on overflow (nothing raised). */
