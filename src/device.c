@@ -53,7 +53,8 @@ static int pf__cpu_copy(void* ctx, void* dst, DLDevice dst_device, const void* s
   return 0;
 }
 
-static const pf_allocator_t pf__cpu_allocator = {NULL, pf__cpu_alloc, pf__cpu_free, pf__cpu_copy};
+const pf_allocator_t pf__cpu_allocator = {NULL, pf__cpu_alloc, pf__cpu_free, pf__cpu_copy};
+int pf__cpu_allocator_builtin = 1;
 
 /* ---- the allocator table ---- */
 
@@ -110,6 +111,8 @@ int pf_allocator_set(int32_t device_type, const pf_allocator_t* allocator) {
   __atomic_store_n(&slot->free, entry.free, __ATOMIC_RELAXED);
   __atomic_store_n(&slot->copy, entry.copy, __ATOMIC_RELAXED);
   __atomic_fetch_add(&pf__allocators_seq, 1, __ATOMIC_RELEASE);
+  if (device_type == PF_DEV_CPU)
+    __atomic_store_n(&pf__cpu_allocator_builtin, entry.alloc == pf__cpu_alloc, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&pf__allocators_lock);
   return 0;
 }
@@ -164,11 +167,10 @@ int pf_allocator_get(int32_t device_type, pf_allocator_t* out) {
 int pf__allocator_call(const pf_allocator_t* a, DLDevice device, size_t nbytes, const char* func,
                        void** out) {
   *out = NULL;
-  pf_object_t* pending = pf_error_peek();
   void* ptr = NULL;
   if (a->alloc(a->ctx, device, nbytes, PF_TENSOR_ALIGNMENT, &ptr) != 0) {
     /* The hook should have raised; make sure the caller sees an error either way. */
-    if (pf_error_peek() == pending)
+    if (!pf_error_peek())
       pf__raise_oom(func, nbytes);
     return -1;
   }

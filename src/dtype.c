@@ -61,13 +61,24 @@ static const char* pf__family_prefix(uint8_t code) {
   return NULL;
 }
 
+/* Width of the named type with code c (the table above, by code), 0 when c names no type:
+ * lets pf_dtype_is_valid, which every tensor creation calls, look codes up directly. */
+static const uint8_t pf__named_bits[PF_DL_FLOAT4_E2M1FN + 1] = {
+    [PF_DL_OPAQUE_HANDLE] = 64,  [PF_DL_BFLOAT] = 16,         [PF_DL_BOOL] = 8,
+    [PF_DL_FLOAT8_E3M4] = 8,     [PF_DL_FLOAT8_E4M3] = 8,     [PF_DL_FLOAT8_E4M3B11FNUZ] = 8,
+    [PF_DL_FLOAT8_E4M3FN] = 8,   [PF_DL_FLOAT8_E4M3FNUZ] = 8, [PF_DL_FLOAT8_E5M2] = 8,
+    [PF_DL_FLOAT8_E5M2FNUZ] = 8, [PF_DL_FLOAT8_E8M0FNU] = 8,  [PF_DL_FLOAT6_E2M3FN] = 6,
+    [PF_DL_FLOAT6_E3M2FN] = 6,   [PF_DL_FLOAT4_E2M1FN] = 4,
+};
+
 int pf_dtype_is_valid(DLDataType t) {
   if (t.lanes == 0)
     return 0;
-  for (size_t i = 0; i < PF__ARRAY_SIZE(pf__named_dtypes); ++i)
-    if (pf__named_dtypes[i].code == t.code)
-      return pf__named_dtypes[i].bits == t.bits;
-  return pf__family_width_ok(t.code, t.bits);
+  if (t.code == PF_DL_INT || t.code == PF_DL_UINT || t.code == PF_DL_FLOAT ||
+      t.code == PF_DL_COMPLEX)
+    return pf__family_width_ok(t.code, t.bits);
+  return t.code < PF__ARRAY_SIZE(pf__named_bits) && pf__named_bits[t.code] != 0 &&
+         pf__named_bits[t.code] == t.bits;
 }
 
 /* Reads a run of decimal digits at *p (at least one) into *value, capped at `max`; advances

@@ -230,6 +230,11 @@ typedef struct pf__tensor_s {
   int64_t dims[];                     /* shape[ndim], then strides[ndim] */
 } pf__tensor_t;
 
+/* packfn's own CPU allocator, and whether it is the one installed for device type cpu (0 once
+ * pf_allocator_set replaced it): pf_tensor_empty then allocates CPU memory without the table. */
+extern const pf_allocator_t pf__cpu_allocator;
+extern int pf__cpu_allocator_builtin;
+
 /* Validates the description `desc` as argument `arg` of `func` (ndim, shape, dtype, data, size
  * overflow). 0, or -1 with ValueError. */
 int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* arg);

@@ -57,8 +57,10 @@ const char* pf__format_dims(const int64_t* dims, int32_t n, char* buf, size_t si
 
 /* Validates ndim, shape and dtype; on success stores the element count in *numel and the
  * packed byte size in *nbytes. Raises ValueError naming func and arg. */
-static int pf__validate_layout(int32_t ndim, const int64_t* shape, DLDataType dtype,
-                               const char* func, const char* arg, int64_t* numel, size_t* nbytes) {
+/* Raises the error pf__validate_layout found; out of line so the check itself stays cheap. */
+__attribute__((noinline, cold)) static int pf__layout_error(int32_t ndim, const int64_t* shape,
+                                                            DLDataType dtype, const char* func,
+                                                            const char* arg) {
   if (ndim < 0 || ndim > PF_TENSOR_MAX_NDIM) {
     pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected ndim in 0..%d, got %d", func, arg,
                  PF_TENSOR_MAX_NDIM, (int)ndim);
@@ -69,16 +71,12 @@ static int pf__validate_layout(int32_t ndim, const int64_t* shape, DLDataType dt
                  arg, (int)ndim);
     return -1;
   }
-  int64_t n = 1;
-  int overflow = 0;
-  for (int32_t i = 0; i < ndim; ++i) {
+  for (int32_t i = 0; i < ndim; ++i)
     if (shape[i] < 0) {
       pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected extents >= 0, got %lld at axis %d",
                    func, arg, (long long)shape[i], (int)i);
       return -1;
     }
-    overflow |= __builtin_mul_overflow(n, shape[i], &n);
-  }
   if (!pf_dtype_is_valid(dtype)) {
     char name[PF_DTYPE_STR_MAX];
     pf_dtype_format(dtype, name, sizeof name);
@@ -86,16 +84,31 @@ static int pf__validate_layout(int32_t ndim, const int64_t* shape, DLDataType dt
                  name);
     return -1;
   }
+  char dims[128];
+  pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a size that fits in memory, got shape %s",
+               func, arg, pf__format_dims(shape, ndim, dims, sizeof dims));
+  return -1;
+}
+
+/* Checks ndim, shape (extents >= 0) and dtype, and computes the element count and packed byte
+ * size without overflow. 0, or -1 with ValueError (the message from pf__layout_error). */
+static inline __attribute__((always_inline)) int
+pf__validate_layout(int32_t ndim, const int64_t* shape, DLDataType dtype, const char* func,
+                    const char* arg, int64_t* numel, size_t* nbytes) {
+  if (PF_UNLIKELY(ndim < 0 || ndim > PF_TENSOR_MAX_NDIM || (ndim > 0 && !shape)))
+    return pf__layout_error(ndim, shape, dtype, func, arg);
+  int64_t n = 1;
+  int bad = 0;
+  for (int32_t i = 0; i < ndim; ++i) {
+    bad |= shape[i] < 0;
+    bad |= __builtin_mul_overflow(n, shape[i], &n);
+  }
   /* The packed size in bits must fit too, with room for the rounding up to bytes. */
   uint64_t bits;
-  if (overflow || n < 0 ||
-      __builtin_mul_overflow((uint64_t)n, (uint64_t)dtype.bits * dtype.lanes, &bits) ||
-      bits / 8 >= (uint64_t)PTRDIFF_MAX) {
-    char dims[128];
-    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a size that fits in memory, got shape %s",
-                 func, arg, pf__format_dims(shape, ndim, dims, sizeof dims));
-    return -1;
-  }
+  if (PF_UNLIKELY(bad || !pf_dtype_is_valid(dtype) ||
+                  __builtin_mul_overflow((uint64_t)n, (uint64_t)dtype.bits * dtype.lanes, &bits) ||
+                  bits / 8 >= (uint64_t)PTRDIFF_MAX))
+    return pf__layout_error(ndim, shape, dtype, func, arg);
   *numel = n;
   *nbytes = (size_t)((bits + 7) / 8);
   return 0;
@@ -106,8 +119,8 @@ int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* ar
     pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a DLTensor, got NULL", func, arg);
     return -1;
   }
-  int64_t numel;
-  size_t nbytes;
+  int64_t numel = 0;
+  size_t nbytes = 0;
   if (pf__validate_layout(desc->ndim, desc->shape, desc->dtype, func, arg, &numel, &nbytes) != 0)
     return -1;
   if (desc->device.device_id < 0) {
@@ -138,7 +151,10 @@ int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* ar
   return 0;
 }
 
-int pf__tensor_new(const DLTensor* desc, uint64_t flags, const char* func, pf__tensor_t** out) {
+/* pf__tensor_new without the allocator fields, which the caller sets; inlined into
+ * pf_tensor_empty, where the description is known to be compact. */
+static inline __attribute__((always_inline)) int
+pf__tensor_make(const DLTensor* desc, uint64_t flags, const char* func, pf__tensor_t** out) {
   size_t ndim = (size_t)desc->ndim;
   size_t size = sizeof(pf__tensor_t) + 2 * ndim * sizeof(int64_t);
   pf__tensor_t* t = pf__alloc(size);
@@ -171,9 +187,15 @@ int pf__tensor_new(const DLTensor* desc, uint64_t flags, const char* func, pf__t
   t->flags = flags;
   t->owner = NULL;
   t->owner_release = NULL;
-  memset(&t->allocator, 0, sizeof t->allocator);
-  t->alloc_ptr = NULL;
   *out = t;
+  return 0;
+}
+
+int pf__tensor_new(const DLTensor* desc, uint64_t flags, const char* func, pf__tensor_t** out) {
+  if (pf__tensor_make(desc, flags, func, out) != 0)
+    return -1;
+  memset(&(*out)->allocator, 0, sizeof(*out)->allocator);
+  (*out)->alloc_ptr = NULL;
   return 0;
 }
 
@@ -194,8 +216,8 @@ int pf_tensor_empty(const int64_t* shape, int32_t ndim, DLDataType dtype, DLDevi
     return -1;
   }
   *out = NULL;
-  int64_t numel;
-  size_t nbytes;
+  int64_t numel = 0;
+  size_t nbytes = 0;
   if (pf__validate_layout(ndim, shape, dtype, func, "shape", &numel, &nbytes) != 0)
     return -1;
   if (device.device_id < 0) {
@@ -204,15 +226,21 @@ int pf_tensor_empty(const int64_t* shape, int32_t ndim, DLDataType dtype, DLDevi
     return -1;
   }
   pf_allocator_t a;
-  if (pf__allocator_find((int32_t)device.device_type, func, &a) != 0)
-    return -1;
   /* Empty tensors get a real (1-byte) buffer too: consumers may reject a NULL data pointer. */
   void* ptr = NULL;
-  if (pf__allocator_call(&a, device, nbytes ? nbytes : 1, func, &ptr) != 0)
+  if (device.device_type == kDLCPU &&
+      __atomic_load_n(&pf__cpu_allocator_builtin, __ATOMIC_ACQUIRE)) {
+    /* packfn's own CPU allocator, called directly: no table lookup, no indirect call */
+    a = pf__cpu_allocator;
+    if (a.alloc(NULL, device, nbytes ? nbytes : 1, PF_TENSOR_ALIGNMENT, &ptr) != 0)
+      return -1;
+  } else if (pf__allocator_find((int32_t)device.device_type, func, &a) != 0 ||
+             pf__allocator_call(&a, device, nbytes ? nbytes : 1, func, &ptr) != 0) {
     return -1;
+  }
   DLTensor desc = {ptr, device, ndim, dtype, (int64_t*)shape, NULL, 0};
   pf__tensor_t* t;
-  if (pf__tensor_new(&desc, 0, func, &t) != 0) {
+  if (pf__tensor_make(&desc, 0, func, &t) != 0) {
     a.free(a.ctx, device, ptr);
     return -1;
   }
