@@ -90,7 +90,7 @@ static inline __attribute__((always_inline)) pf_object_t* pf__lookup(const char*
       const pf__entry_t* e = &slots[i];
       if (!e->name)
         break;
-      if (e->hash == h && e->len == len && memcmp(e->name, name, len) == 0) {
+      if (e->hash == h && e->len == len && pf__bytes_equal(e->name, name, len)) {
         fn = e->fn;
         pf_object_retain(fn);
         break;

@@ -208,6 +208,38 @@ static inline void pf__copy(char* dst, const char* src, size_t n) {
   }
 }
 
+/* memcmp(a, b, n) == 0 for runs that are usually short (names): up to 32 bytes with a few
+ * overlapping loads and no call. Reads only within [a, a + n) and [b, b + n). */
+static inline int pf__bytes_equal(const char* a, const char* b, size_t n) {
+  if (n > 16 && n <= 32) {
+    uint64_t x[4], y[4];
+    memcpy(x, a, 16);
+    memcpy(x + 2, a + n - 16, 16);
+    memcpy(y, b, 16);
+    memcpy(y + 2, b + n - 16, 16);
+    return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0;
+  }
+  if (n >= 8 && n <= 16) {
+    uint64_t a0, a1, b0, b1;
+    memcpy(&a0, a, 8);
+    memcpy(&b0, b, 8);
+    memcpy(&a1, a + n - 8, 8);
+    memcpy(&b1, b + n - 8, 8);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+  }
+  if (n >= 4 && n < 8) {
+    uint32_t a0, a1, b0, b1;
+    memcpy(&a0, a, 4);
+    memcpy(&b0, b, 4);
+    memcpy(&a1, a + n - 4, 4);
+    memcpy(&b1, b + n - 4, 4);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+  }
+  if (n < 4)
+    return n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
+  return memcmp(a, b, n) == 0;
+}
+
 /* Checked size arithmetic: 0 on success, -1 on overflow (nothing raised). */
 static inline int pf__mul_size(size_t a, size_t b, size_t* out) {
   return __builtin_mul_overflow(a, b, out) ? -1 : 0;
