@@ -9,9 +9,10 @@
 
 typedef struct {
   uint64_t hash;
+  uint64_t tail; /* pf__hash_tail's last word: for names of up to 8 bytes, the name itself */
   size_t len;
   char* name;      /* owned, NUL-terminated; NULL marks an empty slot */
-  pf_object_t* fn; /* owned */
+  pf_object_t* fn; /* owned; NULL exactly in empty slots */
 } pf__entry_t;
 
 typedef struct {
@@ -20,7 +21,10 @@ typedef struct {
   size_t count;
 } pf__table_t;
 
-static pf__table_t pf__table;
+/* An empty table still has one (empty) slot, so lookups need no test for a missing array;
+ * the first insertion replaces it with an allocated one. */
+static pf__entry_t pf__no_slots[1];
+static pf__table_t pf__table = {pf__no_slots, 1, 0};
 
 /* Lock word: number of active readers, plus PF__WRITER while a writer holds the table.
  * Writers first serialise on a mutex (readers never touch it), then set the bit and wait for
@@ -57,8 +61,6 @@ static void pf__write_unlock(void) {
 
 /* Slot holding the name, or NULL. Caller holds a read or write lock (or the writer mutex). */
 static pf__entry_t* pf__find(const pf__table_t* t, const char* name, size_t len, uint64_t h) {
-  if (!t->capacity)
-    return NULL;
   size_t mask = t->capacity - 1;
   for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
     pf__entry_t* e = &t->slots[i];
@@ -67,6 +69,15 @@ static pf__entry_t* pf__find(const pf__table_t* t, const char* name, size_t len,
     if (e->hash == h && e->len == len && memcmp(e->name, name, len) == 0)
       return e;
   }
+}
+
+static __attribute__((noinline, cold)) int pf__global_get_invalid(const char* func,
+                                                                  pf_object_t** out) {
+  if (out)
+    *out = NULL;
+  pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a pointer, got NULL", func,
+               out ? "name" : "out");
+  return -1;
 }
 
 static int pf__check_name(const char* func, const char* name) {
@@ -78,47 +89,66 @@ static int pf__check_name(const char* func, const char* name) {
   return 0;
 }
 
-/* The lookup proper: hash, probe under the read lock, retain what was found. */
-static inline __attribute__((always_inline)) pf_object_t* pf__lookup(const char* name, size_t len) {
-  uint64_t h = pf__hash_bytes(name, len);
-  pf_object_t* fn = NULL;
-  pf__read_lock();
+/* Probes for (name, len, h, tail) and retains what it finds; caller holds the read lock. A
+ * name of up to 8 bytes is identified by its hash, tail word and length (see pf__hash_tail), so
+ * only longer names compare bytes; with `short_names` set the caller guarantees len <= 32, so
+ * the compare needs no call. An empty slot stops the probe: its fn is NULL. */
+static inline __attribute__((always_inline)) pf_object_t*
+pf__probe(const char* name, size_t len, uint64_t h, uint64_t tail, int short_names) {
   const pf__entry_t* slots = pf__table.slots;
-  if (PF__LIKELY(slots != NULL)) {
-    size_t mask = pf__table.capacity - 1;
-    for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
-      const pf__entry_t* e = &slots[i];
-      if (!e->name)
-        break;
-      if (e->hash == h && e->len == len && pf__bytes_equal(e->name, name, len)) {
-        fn = e->fn;
-        pf_object_retain(fn);
-        break;
-      }
+  size_t mask = pf__table.capacity - 1;
+  for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+    const pf__entry_t* e = &slots[i];
+    if (e->hash == h && e->tail == tail && e->len == len &&
+        (len <= 8 || (short_names ? pf__bytes_equal_short(e->name, name, len)
+                                  : pf__bytes_equal(e->name, name, len)))) {
+      pf_object_retain(e->fn);
+      return e->fn;
     }
+    if (!e->name)
+      return NULL;
   }
+}
+
+/* The general lookup: any length, and waits while a writer holds the table. */
+static __attribute__((noinline)) int pf__lookup_slow(const char* name, size_t len,
+                                                     pf_object_t** out) {
+  uint64_t tail;
+  uint64_t h = pf__hash_tail(name, len, &tail);
+  pf__read_lock();
+  *out = pf__probe(name, len, h, tail, 0);
   pf__read_unlock();
-  return fn;
+  return 0;
+}
+
+/* The common lookup, a leaf that makes no call: names of up to 32 bytes and no writer in the
+ * table; anything else goes to pf__lookup_slow as a tail call. */
+static inline __attribute__((always_inline)) int pf__lookup(const char* name, size_t len,
+                                                            pf_object_t** out) {
+  if (PF_UNLIKELY(len > 32))
+    return pf__lookup_slow(name, len, out);
+  uint64_t tail;
+  uint64_t h = pf__hash_tail(name, len, &tail);
+  if (PF_UNLIKELY(__atomic_fetch_add(&pf__lock, 1, __ATOMIC_ACQUIRE) & PF__WRITER)) {
+    __atomic_fetch_sub(&pf__lock, 1, __ATOMIC_RELAXED);
+    return pf__lookup_slow(name, len, out);
+  }
+  pf_object_t* fn = pf__probe(name, len, h, tail, 1);
+  pf__read_unlock();
+  *out = fn;
+  return 0;
 }
 
 int pf_global_get_bytes(const char* name, size_t size, pf_object_t** out) {
-  if (PF_UNLIKELY(!out || (!name && size))) {
-    pf_error_set(PF_ERR_VALUE, "pf_global_get_bytes: argument %s: expected a pointer, got NULL",
-                 out ? "name" : "out");
-    return -1;
-  }
-  *out = pf__lookup(name, size);
-  return 0;
+  if (PF_UNLIKELY(!out || (!name && size)))
+    return pf__global_get_invalid("pf_global_get_bytes", out);
+  return pf__lookup(name, size, out);
 }
 
-int pf_global_get(const char* name, pf_object_t** out) {
-  if (PF_UNLIKELY(!name || !out)) {
-    pf_error_set(PF_ERR_VALUE, "pf_global_get: argument %s: expected a pointer, got NULL",
-                 out ? "name" : "out");
-    return -1;
-  }
-  *out = pf__lookup(name, strlen(name));
-  return 0;
+int(pf_global_get)(const char* name, pf_object_t** out) {
+  if (PF_UNLIKELY(!name || !out))
+    return pf__global_get_invalid("pf_global_get", out);
+  return pf__lookup(name, strlen(name), out);
 }
 
 /* Inserts into a table with room (count < capacity / 2). Caller holds the write lock. */
@@ -140,7 +170,8 @@ int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
     return -1;
   }
   size_t len = strlen(name);
-  uint64_t h = pf__hash_bytes(name, len);
+  uint64_t tail;
+  uint64_t h = pf__hash_tail(name, len, &tail);
   pthread_mutex_lock(&pf__writers);
   pf__entry_t* e = pf__find(&pf__table, name, len, h);
   if (e) {
@@ -165,7 +196,7 @@ int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
   char* copy = malloc(len + 1);
   pf__table_t grown = {NULL, 0, 0};
   if (copy && (pf__table.count + 1) * 2 > pf__table.capacity) {
-    grown.capacity = pf__table.capacity ? pf__table.capacity * 2 : 64;
+    grown.capacity = pf__table.capacity < 64 ? 64 : pf__table.capacity * 2;
     grown.slots = calloc(grown.capacity, sizeof(pf__entry_t));
     if (grown.slots)
       for (size_t i = 0; i < pf__table.capacity; ++i)
@@ -179,7 +210,7 @@ int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
   }
   memcpy(copy, name, len + 1);
   pf_object_retain(fn);
-  pf__entry_t entry = {h, len, copy, fn};
+  pf__entry_t entry = {h, tail, len, copy, fn};
   pf__entry_t* old_slots = NULL;
   pf__write_lock();
   if (grown.slots) {
@@ -189,7 +220,8 @@ int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
   pf__insert(&pf__table, entry);
   pf__write_unlock();
   pthread_mutex_unlock(&pf__writers);
-  free(old_slots);
+  if (old_slots != pf__no_slots)
+    free(old_slots);
   return 0;
 }
 
@@ -216,7 +248,7 @@ static pf_object_t* pf__remove(const char* name, size_t len, uint64_t h, pf_obje
       hole = j;
     }
   }
-  pf__table.slots[hole] = (pf__entry_t){0, 0, NULL, NULL};
+  pf__table.slots[hole] = (pf__entry_t){0, 0, 0, NULL, NULL};
   pf__table.count--;
   pf__write_unlock();
   pthread_mutex_unlock(&pf__writers);

@@ -150,8 +150,11 @@ static inline void pf__object_init(pf_object_t* obj, int32_t type_index,
 char* pf__strdup(const char* s);
 
 /* Word-at-a-time multiplicative hash (pf_hash_bytes): a few instructions per 8 bytes, with a
- * final mix so the low bits (a table index) depend on every byte. Not for adversarial input. */
-static inline uint64_t pf__hash_bytes(const char* data, size_t size) {
+ * final mix so the low bits (a table index) depend on every byte. Not for adversarial input.
+ * *tail receives the last word hashed: for size <= 8 it holds every byte of the input, so two
+ * runs of at most 8 bytes with equal hashes and equal tails are equal (the mix is a bijection
+ * of size ^ tail). */
+static inline uint64_t pf__hash_tail(const char* data, size_t size, uint64_t* tail) {
   const unsigned char* p = (const unsigned char*)data;
   const uint64_t k = 0x9fb21c651e98df25ULL;
   uint64_t h = 0x9e3779b97f4a7c15ULL ^ size;
@@ -172,10 +175,16 @@ static inline uint64_t pf__hash_bytes(const char* data, size_t size) {
   } else {
     w = size ? ((uint64_t)p[0] << 16) | ((uint64_t)p[size >> 1] << 8) | p[size - 1] : 0;
   }
+  *tail = w;
   h = (h ^ w) * k;
   h ^= h >> 29;
   h *= k;
   return h ^ (h >> 32);
+}
+
+static inline uint64_t pf__hash_bytes(const char* data, size_t size) {
+  uint64_t tail;
+  return pf__hash_tail(data, size, &tail);
 }
 
 /* memcpy for runs that are usually short (names, messages): up to 32 bytes with a few
@@ -210,8 +219,9 @@ static inline void pf__copy(char* dst, const char* src, size_t n) {
 
 /* memcmp(a, b, n) == 0 for runs that are usually short (names): up to 32 bytes with a few
  * overlapping loads and no call. Reads only within [a, a + n) and [b, b + n). */
-static inline int pf__bytes_equal(const char* a, const char* b, size_t n) {
-  if (n > 16 && n <= 32) {
+/* pf__bytes_equal for n <= 32: a few overlapping word compares, no call. */
+static inline int pf__bytes_equal_short(const char* a, const char* b, size_t n) {
+  if (n > 16) {
     uint64_t x[4], y[4];
     memcpy(x, a, 16);
     memcpy(x + 2, a + n - 16, 16);
@@ -235,9 +245,12 @@ static inline int pf__bytes_equal(const char* a, const char* b, size_t n) {
     memcpy(&b1, b + n - 4, 4);
     return ((a0 ^ b0) | (a1 ^ b1)) == 0;
   }
-  if (n < 4)
-    return n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
-  return memcmp(a, b, n) == 0;
+  return n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
+}
+
+/* Byte equality of two runs of n bytes: short runs inline, longer ones through memcmp. */
+static inline int pf__bytes_equal(const char* a, const char* b, size_t n) {
+  return n <= 32 ? pf__bytes_equal_short(a, b, n) : memcmp(a, b, n) == 0;
 }
 
 /* Checked size arithmetic: 0 on success, -1 on overflow (nothing raised). */

@@ -192,6 +192,76 @@ START_TEST(test_growth_and_removal_keep_lookups) {
 }
 END_TEST
 
+/* Names of every length from 1 to 48 bytes (the short ones are matched by hash and tail word,
+ * those up to 32 without a call, longer ones through the general path): each is found, and
+ * each one-byte change, each prefix and each extension of it is not. */
+START_TEST(test_name_lengths_and_near_misses) {
+  pf_object_t* fn = make_fn(return_one);
+  char name[64], probe[64];
+  for (size_t len = 1; len <= 48; ++len) {
+    for (size_t i = 0; i < len; ++i)
+      name[i] = (char)('a' + (i * 7 + len) % 26);
+    name[len] = '\0';
+    ck_assert_int_eq(pf_global_set(name, fn, 0), 0);
+  }
+  for (size_t len = 1; len <= 48; ++len) {
+    for (size_t i = 0; i < len; ++i)
+      name[i] = (char)('a' + (i * 7 + len) % 26);
+    name[len] = '\0';
+    pf_object_t* got;
+    ck_assert_int_eq(pf_global_get(name, &got), 0);
+    ck_assert_msg(got == fn, "length %zu: not found", len);
+    pf_object_release(got);
+    ck_assert_int_eq(pf_global_get_bytes(name, len, &got), 0);
+    ck_assert_ptr_eq(got, fn);
+    pf_object_release(got);
+    for (size_t i = 0; i < len; ++i) {
+      memcpy(probe, name, len + 1);
+      probe[i] = (char)(probe[i] == 'Z' ? 'Y' : 'Z');
+      ck_assert_int_eq(pf_global_get(probe, &got), 0);
+      ck_assert_msg(got == NULL, "length %zu: a change at byte %zu matched", len, i);
+      probe[i] = '\0'; /* an embedded NUL where the name has a letter */
+      ck_assert_int_eq(pf_global_get_bytes(probe, len, &got), 0);
+      ck_assert_msg(got == NULL, "length %zu: a NUL at byte %zu matched", len, i);
+    }
+    memcpy(probe, name, len);
+    probe[len] = 'x';
+    ck_assert_int_eq(pf_global_get_bytes(probe, len + 1, &got), 0);
+    ck_assert_msg(got == NULL, "length %zu: an extension matched", len);
+  }
+  for (size_t len = 1; len <= 48; ++len) {
+    for (size_t i = 0; i < len; ++i)
+      name[i] = (char)('a' + (i * 7 + len) % 26);
+    name[len] = '\0';
+    ck_assert_int_eq(pf_global_remove(name), 0);
+  }
+  ck_assert_uint_eq(pf_object_strong_count(fn), 1);
+  pf_object_release(fn);
+}
+END_TEST
+
+/* pf_global_get is also a real exported function (its address can be taken), with the same
+ * behaviour as the inline form that calls by that name compile to. */
+START_TEST(test_global_get_symbol) {
+  int (*get)(const char*, pf_object_t**) = pf_global_get;
+  pf_object_t* fn = make_fn(return_one);
+  ck_assert_int_eq(pf_global_set("test.symbol", fn, 0), 0);
+  pf_object_t* got = NULL;
+  ck_assert_int_eq(get("test.symbol", &got), 0);
+  ck_assert_ptr_eq(got, fn);
+  pf_object_release(got);
+  ck_assert_int_eq(get("test.symbol.absent", &got), 0);
+  ck_assert_ptr_null(got);
+  ck_assert_int_eq(get(NULL, &got), -1);
+  ck_assert_ptr_null(got);
+  PF_ASSERT_RAISED("ValueError", "pf_global_get: argument name");
+  ck_assert_int_eq(get("test.symbol", NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_global_get: argument out");
+  ck_assert_int_eq(pf_global_remove("test.symbol"), 0);
+  pf_object_release(fn);
+}
+END_TEST
+
 typedef struct {
   int id;
   int failures;
@@ -259,6 +329,8 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_list_sorted);
   tcase_add_test(tc, test_static_registration);
   tcase_add_test(tc, test_growth_and_removal_keep_lookups);
+  tcase_add_test(tc, test_name_lengths_and_near_misses);
+  tcase_add_test(tc, test_global_get_symbol);
   tcase_add_test(tc, test_concurrent_set_get_remove);
   suite_add_tcase(s, tc);
   return s;

@@ -6,6 +6,8 @@
 #include "packfn/any.h"
 #include "packfn/error.h"
 
+#include <string.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -307,11 +309,21 @@ static inline int pf__conv_PTR(const pf_any_t* a, void** o) {
 PF_API int pf_global_set(const char* name, pf_object_t* fn, int allow_override);
 
 /* Looks `name` up: 0 with a new reference in *out, or 0 with *out = NULL when absent.
- * -1 with ValueError for a NULL name or out. Allocates nothing. */
+ * -1 with ValueError for a NULL name or out (*out is then NULL when out is not). Allocates
+ * nothing. Calls written pf_global_get(name, out) go through the inline pf__global_get below,
+ * which measures the name at the call site (at compile time for a literal); the exported
+ * function stays for callers that take its address or bind it from another language. */
 PF_API int pf_global_get(const char* name, pf_object_t** out);
 
 /* As pf_global_get, for a name given as (data, size) that need not be NUL-terminated. */
 PF_API int pf_global_get_bytes(const char* name, size_t size, pf_object_t** out);
+
+static inline int pf__global_get(const char* name, pf_object_t** out) {
+  if (PF_UNLIKELY(name == NULL || out == NULL))
+    return (pf_global_get)(name, out); /* raises the ValueError */
+  return pf_global_get_bytes(name, strlen(name), out);
+}
+#define pf_global_get(name, out) pf__global_get((name), (out))
 
 /* Removes `name`, releasing the table's reference. -1 with KeyError naming it when absent,
  * ValueError for NULL or empty. */
