@@ -70,6 +70,15 @@ typedef struct pf_bench_op {
   void (*teardown)(void* state);
 } pf_bench_op_t;
 
+/* Hides a value from the optimiser without emitting an instruction, so a loop whose input is a
+   constant still does the work each iteration (at -O3 GCC would otherwise hoist a string built
+   inline from a literal out of the loop). */
+#if defined(__GNUC__) || defined(__clang__)
+#define PF_BENCH_OPAQUE(x) __asm__ volatile("" : "+r"(x))
+#else
+#define PF_BENCH_OPAQUE(x) ((void)0)
+#endif
+
 /* Prints "packfn_bench: <impl> <what>: <detail>" to stderr and exits with status 2. A benchmark
    that cannot do its operation has no figure to report. */
 #if defined(__GNUC__) || defined(__clang__)

@@ -307,6 +307,7 @@ static uint64_t run_string(const char* data, size_t size, int64_t iters) {
     pf_any_t s;
     const char* d;
     size_t n;
+    PF_BENCH_OPAQUE(data);
     if (pf_string_create(data, size, &s) != 0 || pf_any_as_str(&s, &d, &n) != 0)
       fail_raised("string create");
     sum += n;
@@ -378,10 +379,12 @@ static void teardown_call_tensor(void* state) {
 
 static uint64_t run_call_tensor(void* state, int64_t iters) {
   tensor_call_state_t* s = state;
+  pf_object_t* fn = s->fn;
+  pf_object_t* tensor = s->tensor;
   uint64_t sum = 0;
   for (int64_t i = 0; i < iters; ++i) {
-    pf_any_t args[1] = {pf_any_object(s->tensor)};
-    sum += (uint64_t)call_or_fail(s->fn, args, 1, "call_tensor");
+    pf_any_t args[1] = {pf_any_object(tensor)};
+    sum += (uint64_t)call_or_fail(fn, args, 1, "call_tensor");
   }
   return sum;
 }

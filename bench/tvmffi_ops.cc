@@ -64,6 +64,16 @@ inline TVMFFIAny AnyRawStr(const char* s) {
   return v;
 }
 
+// An object handle as a view, the way TVM-FFI's own AnyView(ObjectRef) and packfn's
+// pf_any_object build it: the type index read from the object header, none for NULL.
+inline TVMFFIAny AnyObject(TVMFFIObjectHandle h) {
+  TVMFFIAny v;
+  v.type_index = h ? static_cast<const TVMFFIObject*>(h)->type_index : kTVMFFINone;
+  v.zero_padding = 0;
+  v.v_obj = static_cast<TVMFFIObject*>(h);
+  return v;
+}
+
 inline TVMFFIAny AnyPtr(int32_t type_index, void* p) {
   TVMFFIAny v;
   v.type_index = type_index;
@@ -325,10 +335,12 @@ uint64_t RunCallDLTensor(void* state, int64_t iters) {
 
 uint64_t RunCallTensor(void* state, int64_t iters) {
   CallState* s = static_cast<CallState*>(state);
+  TVMFFIObjectHandle fn = s->fn;
+  TVMFFIObjectHandle tensor = s->tensor;
   uint64_t sum = 0;
   for (int64_t i = 0; i < iters; ++i) {
-    TVMFFIAny args[1] = {AnyPtr(kTVMFFITensor, s->tensor)};
-    sum += CallOrFail(s->fn, args, 1, "call_tensor");
+    TVMFFIAny args[1] = {AnyObject(tensor)};
+    sum += CallOrFail(fn, args, 1, "call_tensor");
   }
   return sum;
 }
@@ -460,6 +472,7 @@ inline size_t StringSize(const TVMFFIAny* v) {
 uint64_t RunString(const char* data, size_t size, int64_t iters) {
   uint64_t sum = 0;
   for (int64_t i = 0; i < iters; ++i) {
+    PF_BENCH_OPAQUE(data);
     TVMFFIByteArray ba = {data, size};
     TVMFFIAny s = AnyNone();
     if (TVMFFIStringFromByteArray(&ba, &s) != 0)

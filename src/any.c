@@ -11,6 +11,10 @@ int pf_any_type_error(const pf_any_t* v, const char* expected) {
   return -1;
 }
 
+int pf__any_expected(const char* expected, const pf_any_t* v) {
+  return pf_any_type_error(v, expected);
+}
+
 int pf_any_as_cstr(const pf_any_t* v, const char** out) {
   if (!v || !out) {
     pf_error_set(PF_ERR_VALUE, "pf_any_as_cstr: argument %s: expected a pointer, got NULL",

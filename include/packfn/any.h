@@ -149,6 +149,9 @@ static inline pf_any_t pf_any_move(pf_any_t* v) {
 /* Raises TypeError "expected <expected>, got <type of v>" and returns -1: the failure path of
  * the accessors below, available for callers that check types themselves. */
 PF_API int pf_any_type_error(const pf_any_t* v, const char* expected);
+/* pf_any_type_error with its arguments swapped, for the inline accessors below: `v` stays in
+ * the register it arrived in, so a successful access pays no move for the failure path. */
+PF_API int pf__any_expected(const char* expected, const pf_any_t* v);
 
 /* ---- checked accessors: 0 on success, -1 with TypeError naming both types ----
  * On failure the outputs are zeroed (NULL, 0). `v` must not be NULL.
@@ -162,7 +165,7 @@ static inline int pf_any_as_int(const pf_any_t* v, int64_t* out) {
     return 0;
   }
   *out = 0;
-  return pf_any_type_error(v, "int");
+  return pf__any_expected("int", v);
 }
 /* bool or int (non-zero is true) */
 static inline int pf_any_as_bool(const pf_any_t* v, int* out) {
@@ -171,7 +174,7 @@ static inline int pf_any_as_bool(const pf_any_t* v, int* out) {
     return 0;
   }
   *out = 0;
-  return pf_any_type_error(v, "bool");
+  return pf__any_expected("bool", v);
 }
 /* float, int or bool */
 static inline int pf_any_as_float(const pf_any_t* v, double* out) {
@@ -184,7 +187,7 @@ static inline int pf_any_as_float(const pf_any_t* v, double* out) {
     return 0;
   }
   *out = 0.0;
-  return pf_any_type_error(v, "float");
+  return pf__any_expected("float", v);
 }
 /* opaque pointer, or none (NULL) */
 static inline int pf_any_as_ptr(const pf_any_t* v, void** out) {
@@ -193,7 +196,7 @@ static inline int pf_any_as_ptr(const pf_any_t* v, void** out) {
     return 0;
   }
   *out = NULL;
-  return pf_any_type_error(v, "void*");
+  return pf__any_expected("void*", v);
 }
 /* data type */
 static inline int pf_any_as_dtype(const pf_any_t* v, DLDataType* out) {
@@ -202,7 +205,7 @@ static inline int pf_any_as_dtype(const pf_any_t* v, DLDataType* out) {
     return 0;
   }
   memset(out, 0, sizeof *out);
-  return pf_any_type_error(v, "dtype");
+  return pf__any_expected("dtype", v);
 }
 /* device */
 static inline int pf_any_as_device(const pf_any_t* v, DLDevice* out) {
@@ -211,7 +214,7 @@ static inline int pf_any_as_device(const pf_any_t* v, DLDevice* out) {
     return 0;
   }
   memset(out, 0, sizeof *out);
-  return pf_any_type_error(v, "Device");
+  return pf__any_expected("Device", v);
 }
 /* any object (borrowed, no retain) */
 static inline int pf_any_as_object(const pf_any_t* v, pf_object_t** out) {
@@ -220,20 +223,20 @@ static inline int pf_any_as_object(const pf_any_t* v, pf_object_t** out) {
     return 0;
   }
   *out = NULL;
-  return pf_any_type_error(v, "Object");
+  return pf__any_expected("Object", v);
 }
-/* The DLTensor of a tensor object (70, at object + 24) or of a DLTensor pointer (7), borrowed. */
+/* The DLTensor of a DLTensor pointer (7) or of a tensor object (70, at object + 24), borrowed. */
 static inline int pf_any_as_dltensor(const pf_any_t* v, DLTensor** out) {
-  if (v->type_index == PF_TYPE_TENSOR) {
-    *out = (DLTensor*)((char*)v->v_obj + sizeof(pf_object_t));
-    return 0;
-  }
   if (v->type_index == PF_TYPE_DLTENSOR_PTR) {
     *out = (DLTensor*)v->v_ptr;
     return 0;
   }
+  if (v->type_index == PF_TYPE_TENSOR) {
+    *out = (DLTensor*)((char*)v->v_obj + sizeof(pf_object_t));
+    return 0;
+  }
   *out = NULL;
-  return pf_any_type_error(v, "Tensor");
+  return pf__any_expected("Tensor", v);
 }
 /* String contents of a raw string, small string or string object, borrowed: valid while the
  * value lives and, for a small string, while *v stays where it is (data points into it).
@@ -257,7 +260,7 @@ static inline int pf_any_as_str(const pf_any_t* v, const char** data, size_t* si
   default:
     *data = NULL;
     *size = 0;
-    return pf_any_type_error(v, "str");
+    return pf__any_expected("str", v);
   }
 }
 /* Bytes contents of a byte-array pointer, small bytes or bytes object, borrowed as above. */
@@ -282,7 +285,7 @@ static inline int pf_any_as_bytes(const pf_any_t* v, const char** data, size_t* 
   default:
     *data = NULL;
     *size = 0;
-    return pf_any_type_error(v, "bytes");
+    return pf__any_expected("bytes", v);
   }
 }
 /* A string as a C string: as pf_any_as_str, but fails with ValueError when the contents hold
