@@ -9,7 +9,7 @@
 
 typedef struct {
   uint64_t hash;
-  uint64_t tail; /* pf__hash_tail's last word: for names of up to 8 bytes, the name itself */
+  uint64_t tail; /* pf__hash_absorb's last word: for names of up to 8 bytes, the name itself */
   size_t len;
   char* name;      /* owned, NUL-terminated; NULL marks an empty slot */
   pf_object_t* fn; /* owned; NULL exactly in empty slots */
@@ -59,6 +59,14 @@ static void pf__write_unlock(void) {
   __atomic_fetch_and(&pf__lock, ~PF__WRITER, __ATOMIC_RELEASE);
 }
 
+/* The table's hash of a name: the absorbed state folded once, so the low bits (the slot index)
+ * depend on every byte; a bijection of the state, so pf__probe's exactness for short names
+ * holds. *tail as pf__hash_absorb gives it. */
+static inline uint64_t pf__name_hash(const char* name, size_t len, uint64_t* tail) {
+  uint64_t h = pf__hash_absorb(name, len, tail);
+  return h ^ (h >> 32);
+}
+
 /* Slot holding the name, or NULL. Caller holds a read or write lock (or the writer mutex). */
 static pf__entry_t* pf__find(const pf__table_t* t, const char* name, size_t len, uint64_t h) {
   size_t mask = t->capacity - 1;
@@ -90,7 +98,7 @@ static int pf__check_name(const char* func, const char* name) {
 }
 
 /* Probes for (name, len, h, tail) and retains what it finds; caller holds the read lock. A
- * name of up to 8 bytes is identified by its hash, tail word and length (see pf__hash_tail), so
+ * name of up to 8 bytes is identified by its hash, tail word and length (see pf__hash_absorb), so
  * only longer names compare bytes; with `short_names` set the caller guarantees len <= 32, so
  * the compare needs no call. An empty slot stops the probe: its fn is NULL. */
 static inline __attribute__((always_inline)) pf_object_t*
@@ -114,7 +122,7 @@ pf__probe(const char* name, size_t len, uint64_t h, uint64_t tail, int short_nam
 static __attribute__((noinline)) int pf__lookup_slow(const char* name, size_t len,
                                                      pf_object_t** out) {
   uint64_t tail;
-  uint64_t h = pf__hash_tail(name, len, &tail);
+  uint64_t h = pf__name_hash(name, len, &tail);
   pf__read_lock();
   *out = pf__probe(name, len, h, tail, 0);
   pf__read_unlock();
@@ -128,7 +136,7 @@ static inline __attribute__((always_inline)) int pf__lookup(const char* name, si
   if (PF_UNLIKELY(len > 32))
     return pf__lookup_slow(name, len, out);
   uint64_t tail;
-  uint64_t h = pf__hash_tail(name, len, &tail);
+  uint64_t h = pf__name_hash(name, len, &tail);
   if (PF_UNLIKELY(__atomic_fetch_add(&pf__lock, 1, __ATOMIC_ACQUIRE) & PF__WRITER)) {
     __atomic_fetch_sub(&pf__lock, 1, __ATOMIC_RELAXED);
     return pf__lookup_slow(name, len, out);
@@ -171,7 +179,7 @@ int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
   }
   size_t len = strlen(name);
   uint64_t tail;
-  uint64_t h = pf__hash_tail(name, len, &tail);
+  uint64_t h = pf__name_hash(name, len, &tail);
   pthread_mutex_lock(&pf__writers);
   pf__entry_t* e = pf__find(&pf__table, name, len, h);
   if (e) {
@@ -260,7 +268,8 @@ int pf_global_remove(const char* name) {
   if (pf__check_name("pf_global_remove", name) != 0)
     return -1;
   size_t len = strlen(name);
-  pf_object_t* fn = pf__remove(name, len, pf__hash_bytes(name, len), NULL);
+  uint64_t tail;
+  pf_object_t* fn = pf__remove(name, len, pf__name_hash(name, len, &tail), NULL);
   if (!fn) {
     pf_error_set(PF_ERR_KEY, "pf_global_remove: no global function is named '%s'", name);
     return -1;
@@ -367,6 +376,7 @@ void pf__global_unregister_static(const char* name, pf_object_t** slot) {
   if (!fn || !name)
     return;
   size_t len = strlen(name);
-  pf_object_release(pf__remove(name, len, pf__hash_bytes(name, len), fn));
+  uint64_t tail;
+  pf_object_release(pf__remove(name, len, pf__name_hash(name, len, &tail), fn));
   pf_object_release(fn);
 }

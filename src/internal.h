@@ -149,12 +149,12 @@ static inline void pf__object_init(pf_object_t* obj, int32_t type_index,
 /* Duplicates a NUL-terminated string with malloc; NULL on failure (nothing raised). */
 char* pf__strdup(const char* s);
 
-/* Word-at-a-time multiplicative hash (pf_hash_bytes): a few instructions per 8 bytes, with a
- * final mix so the low bits (a table index) depend on every byte. Not for adversarial input.
- * *tail receives the last word hashed: for size <= 8 it holds every byte of the input, so two
- * runs of at most 8 bytes with equal hashes and equal tails are equal (the mix is a bijection
- * of size ^ tail). */
-static inline uint64_t pf__hash_tail(const char* data, size_t size, uint64_t* tail) {
+/* Word-at-a-time multiplicative hashing, not for adversarial input. pf__hash_absorb takes in
+ * the bytes, a few instructions per 8 bytes, and returns the state before the final mix; *tail
+ * receives the last word taken in: for size <= 8 it holds every byte of the input, and the
+ * state is a bijection of size ^ tail, so two runs of at most 8 bytes with equal states (or
+ * equal bijective mixes of them) and equal tails are equal. */
+static inline uint64_t pf__hash_absorb(const char* data, size_t size, uint64_t* tail) {
   const unsigned char* p = (const unsigned char*)data;
   const uint64_t k = 0x9fb21c651e98df25ULL;
   uint64_t h = 0x9e3779b97f4a7c15ULL ^ size;
@@ -176,15 +176,16 @@ static inline uint64_t pf__hash_tail(const char* data, size_t size, uint64_t* ta
     w = size ? ((uint64_t)p[0] << 16) | ((uint64_t)p[size >> 1] << 8) | p[size - 1] : 0;
   }
   *tail = w;
-  h = (h ^ w) * k;
-  h ^= h >> 29;
-  h *= k;
-  return h ^ (h >> 32);
+  return (h ^ w) * k;
 }
 
+/* pf_hash_bytes: the absorbed state with a full mix (every output bit depends on every byte). */
 static inline uint64_t pf__hash_bytes(const char* data, size_t size) {
   uint64_t tail;
-  return pf__hash_tail(data, size, &tail);
+  uint64_t h = pf__hash_absorb(data, size, &tail);
+  h ^= h >> 29;
+  h *= 0x9fb21c651e98df25ULL;
+  return h ^ (h >> 32);
 }
 
 /* memcpy for runs that are usually short (names, messages): up to 32 bytes with a few
