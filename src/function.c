@@ -149,9 +149,33 @@ typedef struct {
   void* self;
   void (*deleter)(void* self);
   const char* name;
+  const uint64_t* same; /* per parameter, see pf__same_payload; in this block, after params */
   int32_t num_params;
-  pf_param_t params[]; /* then the name strings */
+  pf_param_t params[]; /* then `same`, then the name strings */
 } pf__typed_t;
+
+/* The type indices (all below 64) whose 8-byte payload already is the converted argument of a
+ * parameter of kind k: the pf_arg_t member read for k lies at the same offset with the same
+ * representation as the Any's. Other accepted types (bool for an int parameter's peers, strings,
+ * objects, none for a pointer, numbers to convert) take the general path. */
+static uint64_t pf__same_payload(pf_param_kind_t k) {
+  switch (k) {
+  case PF_PARAM_INT:
+    return (1ULL << PF_TYPE_INT) | (1ULL << PF_TYPE_BOOL);
+  case PF_PARAM_FLOAT:
+    return 1ULL << PF_TYPE_FLOAT;
+  case PF_PARAM_TENSOR:
+    return 1ULL << PF_TYPE_DLTENSOR_PTR;
+  case PF_PARAM_DTYPE:
+    return 1ULL << PF_TYPE_DTYPE;
+  case PF_PARAM_DEVICE:
+    return 1ULL << PF_TYPE_DEVICE;
+  case PF_PARAM_PTR:
+    return 1ULL << PF_TYPE_OPAQUE_PTR;
+  default:
+    return 0;
+  }
+}
 
 const char* pf_param_kind_name(pf_param_kind_t kind) {
   switch (kind) {
@@ -192,91 +216,128 @@ static int pf__typed_arg_error(const pf__typed_t* t, int32_t i, const pf_any_t* 
   return -1;
 }
 
-/* Cell entry of a typed function: arity, conversion of every argument, then the impl. */
+/* Converts argument i by its parameter's kind: 0, or -1 with the TypeError raised. */
+static __attribute__((noinline)) int pf__typed_convert(const pf__typed_t* t, int32_t i,
+                                                       const pf_any_t* a, pf_arg_t* out) {
+  int32_t ti = a->type_index;
+  switch (t->params[i].kind) {
+  case PF_PARAM_INT:
+    if (ti != PF_TYPE_INT && ti != PF_TYPE_BOOL)
+      return pf__typed_arg_error(t, i, a);
+    out->i = a->v_int64;
+    return 0;
+  case PF_PARAM_FLOAT:
+    if (ti == PF_TYPE_FLOAT)
+      out->f = a->v_float64;
+    else if (ti == PF_TYPE_INT || ti == PF_TYPE_BOOL)
+      out->f = (double)a->v_int64;
+    else
+      return pf__typed_arg_error(t, i, a);
+    return 0;
+  case PF_PARAM_BOOL:
+    if (ti != PF_TYPE_INT && ti != PF_TYPE_BOOL)
+      return pf__typed_arg_error(t, i, a);
+    out->b = a->v_int64 != 0;
+    return 0;
+  case PF_PARAM_STR:
+    if (ti != PF_TYPE_SMALL_STR && ti != PF_TYPE_STR && ti != PF_TYPE_RAW_STR)
+      return pf__typed_arg_error(t, i, a);
+    (void)pf_any_as_str(a, &out->s.data, &out->s.size);
+    return 0;
+  case PF_PARAM_BYTES:
+    if (ti != PF_TYPE_SMALL_BYTES && ti != PF_TYPE_BYTES && ti != PF_TYPE_BYTE_ARRAY_PTR)
+      return pf__typed_arg_error(t, i, a);
+    (void)pf_any_as_bytes(a, &out->s.data, &out->s.size);
+    return 0;
+  case PF_PARAM_TENSOR:
+    if (ti == PF_TYPE_TENSOR)
+      out->tensor = (DLTensor*)(a->v_obj + 1);
+    else if (ti == PF_TYPE_DLTENSOR_PTR)
+      out->tensor = (DLTensor*)a->v_ptr;
+    else
+      return pf__typed_arg_error(t, i, a);
+    return 0;
+  case PF_PARAM_OBJECT:
+    if (ti < PF_TYPE_STATIC_OBJECT_BEGIN)
+      return pf__typed_arg_error(t, i, a);
+    out->obj = a->v_obj;
+    return 0;
+  case PF_PARAM_FUNCTION:
+    if (ti != PF_TYPE_FUNCTION)
+      return pf__typed_arg_error(t, i, a);
+    out->obj = a->v_obj;
+    return 0;
+  case PF_PARAM_ANY:
+    out->any = a;
+    return 0;
+  case PF_PARAM_DTYPE:
+    if (ti != PF_TYPE_DTYPE)
+      return pf__typed_arg_error(t, i, a);
+    out->dtype = a->v_dtype;
+    return 0;
+  case PF_PARAM_DEVICE:
+    if (ti != PF_TYPE_DEVICE)
+      return pf__typed_arg_error(t, i, a);
+    out->device = a->v_device;
+    return 0;
+  case PF_PARAM_PTR:
+    if (ti == PF_TYPE_OPAQUE_PTR)
+      out->ptr = a->v_ptr;
+    else if (ti == PF_TYPE_NONE)
+      out->ptr = NULL;
+    else
+      return pf__typed_arg_error(t, i, a);
+    return 0;
+  default:
+    return pf__typed_arg_error(t, i, a);
+  }
+}
+
+static __attribute__((noinline, cold)) int pf__typed_arity_error(const pf__typed_t* t,
+                                                                 int32_t num_args) {
+  pf_error_set(PF_ERR_TYPE, "%s: expected %d argument%s, got %d", t->name, (int)t->num_params,
+               t->num_params == 1 ? "" : "s", (int)num_args);
+  return -1;
+}
+
+/* Cell entry of a typed function: arity, conversion of every argument, then the impl. An
+ * argument whose payload already is its converted form (an int for an int parameter, say) is
+ * copied as it is; the others go through pf__typed_convert. */
 static int pf__typed_entry(void* obj, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
   const pf__typed_t* t = (const pf__typed_t*)((pf__function_t*)obj)->self;
-  if (num_args != t->num_params) {
-    pf_error_set(PF_ERR_TYPE, "%s: expected %d argument%s, got %d", t->name, (int)t->num_params,
-                 t->num_params == 1 ? "" : "s", (int)num_args);
-    return -1;
-  }
+  if (PF_UNLIKELY(num_args != t->num_params))
+    return pf__typed_arity_error(t, num_args);
   pf_arg_t conv[PF_TYPED_MAX_PARAMS];
   for (int32_t i = 0; i < num_args; ++i) {
-    const pf_any_t* a = &args[i];
-    int32_t ti = a->type_index;
-    switch (t->params[i].kind) {
-    case PF_PARAM_INT:
-      if (ti != PF_TYPE_INT && ti != PF_TYPE_BOOL)
-        return pf__typed_arg_error(t, i, a);
-      conv[i].i = a->v_int64;
-      break;
-    case PF_PARAM_FLOAT:
-      if (ti == PF_TYPE_FLOAT)
-        conv[i].f = a->v_float64;
-      else if (ti == PF_TYPE_INT || ti == PF_TYPE_BOOL)
-        conv[i].f = (double)a->v_int64;
-      else
-        return pf__typed_arg_error(t, i, a);
-      break;
-    case PF_PARAM_BOOL:
-      if (ti != PF_TYPE_INT && ti != PF_TYPE_BOOL)
-        return pf__typed_arg_error(t, i, a);
-      conv[i].b = a->v_int64 != 0;
-      break;
-    case PF_PARAM_STR:
-      if (ti != PF_TYPE_SMALL_STR && ti != PF_TYPE_STR && ti != PF_TYPE_RAW_STR)
-        return pf__typed_arg_error(t, i, a);
-      (void)pf_any_as_str(a, &conv[i].s.data, &conv[i].s.size);
-      break;
-    case PF_PARAM_BYTES:
-      if (ti != PF_TYPE_SMALL_BYTES && ti != PF_TYPE_BYTES && ti != PF_TYPE_BYTE_ARRAY_PTR)
-        return pf__typed_arg_error(t, i, a);
-      (void)pf_any_as_bytes(a, &conv[i].s.data, &conv[i].s.size);
-      break;
-    case PF_PARAM_TENSOR:
-      if (ti == PF_TYPE_TENSOR)
-        conv[i].tensor = (DLTensor*)(a->v_obj + 1);
-      else if (ti == PF_TYPE_DLTENSOR_PTR)
-        conv[i].tensor = (DLTensor*)a->v_ptr;
-      else
-        return pf__typed_arg_error(t, i, a);
-      break;
-    case PF_PARAM_OBJECT:
-      if (ti < PF_TYPE_STATIC_OBJECT_BEGIN)
-        return pf__typed_arg_error(t, i, a);
-      conv[i].obj = a->v_obj;
-      break;
-    case PF_PARAM_FUNCTION:
-      if (ti != PF_TYPE_FUNCTION)
-        return pf__typed_arg_error(t, i, a);
-      conv[i].obj = a->v_obj;
-      break;
-    case PF_PARAM_ANY:
-      conv[i].any = a;
-      break;
-    case PF_PARAM_DTYPE:
-      if (ti != PF_TYPE_DTYPE)
-        return pf__typed_arg_error(t, i, a);
-      conv[i].dtype = a->v_dtype;
-      break;
-    case PF_PARAM_DEVICE:
-      if (ti != PF_TYPE_DEVICE)
-        return pf__typed_arg_error(t, i, a);
-      conv[i].device = a->v_device;
-      break;
-    case PF_PARAM_PTR:
-      if (ti == PF_TYPE_OPAQUE_PTR)
-        conv[i].ptr = a->v_ptr;
-      else if (ti == PF_TYPE_NONE)
-        conv[i].ptr = NULL;
-      else
-        return pf__typed_arg_error(t, i, a);
-      break;
-    default:
-      return pf__typed_arg_error(t, i, a);
-    }
+    uint32_t ti = (uint32_t)args[i].type_index;
+    if (PF__LIKELY(ti < 64 && ((t->same[i] >> ti) & 1)))
+      memcpy(&conv[i], &args[i].v_int64, sizeof args[i].v_int64);
+    else if (pf__typed_convert(t, i, &args[i], &conv[i]) != 0)
+      return -1;
   }
   return t->impl(t->self, conv, result);
+}
+
+/* Cell entry of a typed function whose every parameter has a payload that can be used as it
+ * is (ints, floats, DLTensor pointers, ...): the same checks with nothing to convert, so it
+ * keeps nothing across a call and saves no registers. Anything else (a bool for a float, a
+ * tensor object, a wrong arity or type) goes to pf__typed_entry, which converts or raises. */
+static int pf__typed_entry_plain(void* obj, const pf_any_t* args, int32_t num_args,
+                                 pf_any_t* result) {
+  const pf__typed_t* t = (const pf__typed_t*)((pf__function_t*)obj)->self;
+  pf_arg_t conv[PF_TYPED_MAX_PARAMS];
+  if (PF__LIKELY(num_args == t->num_params)) {
+    int32_t i = 0;
+    for (; i < num_args; ++i) {
+      uint32_t ti = (uint32_t)args[i].type_index;
+      if (PF_UNLIKELY(ti >= 64 || !((t->same[i] >> ti) & 1)))
+        break;
+      memcpy(&conv[i], &args[i].v_int64, sizeof args[i].v_int64);
+    }
+    if (PF__LIKELY(i == num_args))
+      return t->impl(t->self, conv, result);
+  }
+  return pf__typed_entry(obj, args, num_args, result);
 }
 
 int pf_typed_arity_error(const pf_signature_t* sig, int32_t got) {
@@ -343,8 +404,9 @@ int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, vo
                  (int)sig->result);
     return -1;
   }
-  size_t size =
-      sizeof(pf__typed_t) + sizeof(pf_param_t) * (size_t)sig->num_params + strlen(sig->name) + 1;
+  size_t size = sizeof(pf__typed_t) +
+                (sizeof(pf_param_t) + sizeof(uint64_t)) * (size_t)sig->num_params +
+                strlen(sig->name) + 1;
   for (int32_t i = 0; i < sig->num_params; ++i) {
     const pf_param_t* p = &sig->params[i];
     if (!p->name || !*p->name || !pf__kind_valid(p->kind, 0)) {
@@ -364,19 +426,26 @@ int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, vo
   t->self = self;
   t->deleter = deleter;
   t->num_params = sig->num_params;
-  char* text = (char*)&t->params[sig->num_params];
+  uint64_t* same = (uint64_t*)&t->params[sig->num_params];
+  t->same = same;
+  char* text = (char*)&same[sig->num_params];
   for (int32_t i = 0; i < sig->num_params; ++i) {
     size_t n = strlen(sig->params[i].name) + 1;
     memcpy(text, sig->params[i].name, n);
     t->params[i].name = text;
     t->params[i].kind = sig->params[i].kind;
+    same[i] = pf__same_payload(sig->params[i].kind);
     text += n;
   }
   memcpy(text, sig->name, strlen(sig->name) + 1);
   t->name = text;
   char* signature = pf__signature_text(t->name, t->num_params, t->params, sig->result);
   char* doc = sig->doc ? pf__strdup(sig->doc) : NULL;
-  pf__function_t* f = pf__function_new(pf__typed_entry, t, NULL, pf__typed_deleter);
+  int plain = 1;
+  for (int32_t i = 0; i < t->num_params; ++i)
+    plain &= same[i] != 0;
+  pf__function_t* f =
+      pf__function_new(plain ? pf__typed_entry_plain : pf__typed_entry, t, NULL, pf__typed_deleter);
   if (!signature || (sig->doc && !doc) || !f) {
     free(signature);
     free(doc);

@@ -215,6 +215,70 @@ START_TEST(test_typed_mixed_kinds) {
 }
 END_TEST
 
+static int typed_plain(void* self, const pf_arg_t* args, pf_any_t* result) {
+  (void)self;
+  char buf[128];
+  snprintf(buf, sizeof buf, "%lld|%g|%d|%d:%d|%d:%d|%s", (long long)args[0].i, args[1].f,
+           (int)args[2].tensor->ndim, args[3].dtype.code, args[3].dtype.bits,
+           args[4].device.device_type, args[4].device.device_id, args[5].ptr ? "p" : "null");
+  return pf_string_from_cstr(buf, result);
+}
+
+/* Every parameter of this declaration takes some argument types as they are (the entry copies
+ * those without converting); the other accepted types must still convert, and wrong ones must
+ * still name the right argument, whichever position they are in. */
+START_TEST(test_typed_plain_kinds) {
+  static const pf_param_t params[] = {{"n", PF_PARAM_INT},      {"x", PF_PARAM_FLOAT},
+                                      {"t", PF_PARAM_TENSOR},   {"dt", PF_PARAM_DTYPE},
+                                      {"dev", PF_PARAM_DEVICE}, {"p", PF_PARAM_PTR}};
+  pf_signature_t sig = {"plain", 6, params, PF_PARAM_STR, NULL};
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_function_create_typed(&sig, typed_plain, NULL, NULL, &fn), 0);
+  int64_t shape[2] = {2, 3};
+  pf_object_t* tensor;
+  ck_assert_int_eq(pf_tensor_empty(shape, 2, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &tensor), 0);
+  int cookie = 0;
+  pf_any_t exact[6] = {pf_any_int(7),
+                       pf_any_float(2.5),
+                       pf_any_dltensor(pf_tensor_dltensor(tensor)),
+                       pf_any_dtype(PF_DTYPE_FLOAT32),
+                       pf_any_device(pf_device(PF_DEV_CPU, 3)),
+                       pf_any_ptr(&cookie)};
+  pf_any_t r;
+  const char* s;
+  size_t n;
+  ck_assert_int_eq(pf_function_call(fn, exact, 6, &r), 0);
+  ck_assert_int_eq(pf_any_as_str(&r, &s, &n), 0);
+  ck_assert_str_eq(s, "7|2.5|2|2:32|1:3|p");
+  pf_any_release(&r);
+  /* accepted, but converted: bool for int, int for float, a tensor object, none for a pointer */
+  pf_any_t converted[6] = {pf_any_bool(1), pf_any_int(4), pf_any_object(tensor),
+                           exact[3],       exact[4],      pf_any_none()};
+  ck_assert_int_eq(pf_function_call(fn, converted, 6, &r), 0);
+  ck_assert_int_eq(pf_any_as_str(&r, &s, &n), 0);
+  ck_assert_str_eq(s, "1|4|2|2:32|1:3|null");
+  pf_any_release(&r);
+  static const char* const expected[6] = {"int", "float", "Tensor", "dtype", "Device", "void*"};
+  for (int i = 0; i < 6; ++i) {
+    pf_any_t bad[6];
+    memcpy(bad, exact, sizeof bad);
+    bad[i] = pf_any_cstr("nope");
+    ck_assert_int_eq(pf_function_call(fn, bad, 6, &r), -1);
+    ck_assert_int_eq(r.type_index, PF_TYPE_NONE);
+    char msg[96];
+    snprintf(msg, sizeof msg, "plain: argument %d (%s): expected %s, got str", i, params[i].name,
+             expected[i]);
+    PF_ASSERT_RAISED("TypeError", msg);
+  }
+  ck_assert_int_eq(pf_function_call(fn, exact, 5, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "plain: expected 6 arguments, got 5");
+  ck_assert_int_eq(pf_function_call(fn, NULL, 0, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "plain: expected 6 arguments, got 0");
+  pf_object_release(tensor);
+  pf_object_release(fn);
+}
+END_TEST
+
 START_TEST(test_typed_bad_declarations) {
   pf_object_t* fn;
   ck_assert_int_eq(pf_function_create_typed(NULL, typed_add, NULL, NULL, &fn), -1);
@@ -353,6 +417,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_foreign_function);
   tcase_add_test(tc, test_typed_function);
   tcase_add_test(tc, test_typed_mixed_kinds);
+  tcase_add_test(tc, test_typed_plain_kinds);
   tcase_add_test(tc, test_typed_bad_declarations);
   tcase_add_test(tc, test_typed_define);
   tcase_add_test(tc, test_typed_define_all_kinds);
