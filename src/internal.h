@@ -85,10 +85,9 @@ static inline unsigned pf__class_of(size_t total) {
   return c < PF__NCLASS ? c : PF__NO_CLASS;
 }
 
-/* The cache half of pf__alloc: a block from this thread's cache, or NULL when the class is
- * empty (or the size has no class). Lets a hot constructor keep its miss path out of line. */
-static inline void* pf__alloc_cached(size_t size) {
-  unsigned c = pf__class_of(size + sizeof(pf__block_t));
+/* A block of class c from this thread's cache, or NULL when that class is empty (or c is
+ * PF__NO_CLASS). */
+static inline void* pf__cache_pop(unsigned c) {
   if (PF__LIKELY(c < PF__NCLASS)) {
     pf__block_t* b = pf__cache.head[c];
     if (PF__LIKELY(b != NULL)) {
@@ -101,19 +100,19 @@ static inline void* pf__alloc_cached(size_t size) {
   return NULL;
 }
 
+/* The cache half of pf__alloc: a block from this thread's cache, or NULL when the class is
+ * empty (or the size has no class). Lets a hot constructor keep its miss path out of line. */
+static inline void* pf__alloc_cached(size_t size) {
+  return pf__cache_pop(pf__class_of(size + sizeof(pf__block_t)));
+}
+
 /* Allocates `size` bytes (16-byte aligned, uninitialised) from the per-thread cache or malloc;
  * NULL when out of memory (nothing raised). Free with pf__free only. */
 static inline void* pf__alloc(size_t size) {
   unsigned c = pf__class_of(size + sizeof(pf__block_t));
-  if (PF__LIKELY(c < PF__NCLASS)) {
-    pf__block_t* b = pf__cache.head[c];
-    if (PF__LIKELY(b != NULL)) {
-      pf__cache.head[c] = b->next;
-      pf__cache.room[c]++;
-      b->size_class = c;
-      return b + 1;
-    }
-  }
+  void* p = pf__cache_pop(c);
+  if (PF__LIKELY(p != NULL))
+    return p;
   return pf__alloc_slow(size, c);
 }
 
