@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
 
 #include "kernels/kmath.h"
+#include "timing.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -20,20 +21,11 @@
 /* rms_norm must reach this fraction of memcpy's bandwidth under --check. */
 #define REQUIRED_RATIO 0.70
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int compare_double(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-
+/* The median of v[0..n), sorting v. */
 static double median(double* v, int n) {
-  qsort(v, (size_t)n, sizeof(double), compare_double);
-  return (n % 2) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  double lo, mid, hi;
+  pf_bench_summarise(v, n, &lo, &mid, &hi);
+  return mid;
 }
 
 static void usage(const char* argv0) {
@@ -81,11 +73,11 @@ int main(int argc, char** argv) {
   pf__k_rms_norm_f32(x, out, ROWS, COLS, 1e-5f);
 
   for (int r = 0; r < reps; ++r) {
-    double t0 = now_seconds();
+    double t0 = 1e-9 * pf_bench_now_ns();
     memcpy(copy, x, bytes);
-    double t1 = now_seconds();
+    double t1 = 1e-9 * pf_bench_now_ns();
     pf__k_rms_norm_f32(x, out, ROWS, COLS, 1e-5f);
-    double t2 = now_seconds();
+    double t2 = 1e-9 * pf_bench_now_ns();
     t_memcpy[r] = t1 - t0;
     t_rms[r] = t2 - t1;
   }

@@ -2,6 +2,7 @@
    global lookup against table size, calls per second from 1 and 2 threads, tensor allocation. */
 #define _GNU_SOURCE
 #include "scaling.h"
+#include "timing.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -198,17 +199,6 @@ typedef struct point {
 static point_t points[MAX_POINTS];
 static size_t num_points;
 
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int compare_doubles(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
-
 static point_t* add_point(const char* series, const char* impl, int64_t x) {
   if (num_points == MAX_POINTS)
     sc_fail("driver", "points", "too many");
@@ -221,10 +211,7 @@ static point_t* add_point(const char* series, const char* impl, int64_t x) {
 }
 
 static void summarise(point_t* p, double* samples, int reps) {
-  qsort(samples, (size_t)reps, sizeof(double), compare_doubles);
-  p->min = samples[0];
-  p->max = samples[reps - 1];
-  p->median = reps % 2 ? samples[reps / 2] : 0.5 * (samples[reps / 2 - 1] + samples[reps / 2]);
+  pf_bench_summarise(samples, reps, &p->min, &p->median, &p->max);
 }
 
 /* Times reps loops (after a warm-up tenth); ns per operation; the checksum must not change. */
@@ -233,9 +220,9 @@ static void time_loop(point_t* p, uint64_t (*run)(void*, int64_t), void* state, 
   double samples[MAX_REPS];
   sink = run(state, iters / 10 > 0 ? iters / 10 : 1);
   for (int r = 0; r < reps; ++r) {
-    double t0 = now_ns();
+    double t0 = pf_bench_now_ns();
     uint64_t sum = run(state, iters);
-    double t1 = now_ns();
+    double t1 = pf_bench_now_ns();
     if (r == 0)
       p->checksum = sum;
     else if (sum != p->checksum)
@@ -279,10 +266,10 @@ static void time_threads(point_t* p, const sc_impl_t* impl, void* state, int n, 
         sc_fail(impl->name, "threads", strerror(errno));
     }
     pthread_barrier_wait(&barrier);
-    double t0 = now_ns();
+    double t0 = pf_bench_now_ns();
     w[0].sum = impl->threads_run(state, iters);
     pthread_barrier_wait(&barrier);
-    double t1 = now_ns();
+    double t1 = pf_bench_now_ns();
     uint64_t total = 0;
     for (int k = 0; k < n; ++k) {
       if (k > 0)

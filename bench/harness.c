@@ -2,6 +2,7 @@
    checksum agreement between implementations, markdown and JSON reports, and the direct floor. */
 #define _GNU_SOURCE
 #include "harness.h"
+#include "timing.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -318,17 +319,6 @@ static int compare_entries(const void* a, const void* b) {
 
 /* ---- measurement ---- */
 
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int compare_doubles(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
-
 static void check_rep_checksum(const entry_t* e, uint64_t got) {
   if (got != e->checksum) {
     char detail[128];
@@ -344,19 +334,16 @@ static void measure_time(entry_t* e, void* state, int64_t iters, int reps) {
   int64_t warmup = iters / 10 > 0 ? iters / 10 : 1;
   sink = e->op->run(state, warmup);
   for (int r = 0; r < reps; ++r) {
-    double t0 = now_ns();
+    double t0 = pf_bench_now_ns();
     uint64_t sum = e->op->run(state, iters);
-    double t1 = now_ns();
+    double t1 = pf_bench_now_ns();
     sink = sum;
     if (r == 0)
       e->checksum = sum;
     check_rep_checksum(e, sum);
     samples[r] = (t1 - t0) / (double)iters;
   }
-  qsort(samples, (size_t)reps, sizeof(double), compare_doubles);
-  e->ns_min = samples[0];
-  e->ns_max = samples[reps - 1];
-  e->ns_median = reps % 2 ? samples[reps / 2] : 0.5 * (samples[reps / 2 - 1] + samples[reps / 2]);
+  pf_bench_summarise(samples, reps, &e->ns_min, &e->ns_median, &e->ns_max);
 }
 
 /* Under callgrind (--collect-atstart=no): collect only around one loop, then dump the counts
