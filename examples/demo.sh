@@ -1,11 +1,11 @@
 #!/bin/sh
 # demo.sh: a short tour of the packfn command line (tools/dev demo runs it after building):
 # info, list, kernel calls on inline tensors, an .npy round trip, and a failing call.
-# usage: tools/demo.sh PATH/TO/packfn
+# usage: examples/demo.sh PATH/TO/packfn
 set -eu
 
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then
-  echo "usage: $0 PATH/TO/packfn (the built executable, e.g. build/release/tools/packfn)" >&2
+  echo "usage: $0 PATH/TO/packfn (the built executable, e.g. build/release/bin/packfn)" >&2
   exit 2
 fi
 case "$1" in

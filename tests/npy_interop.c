@@ -15,7 +15,7 @@
  *                                              shape, values and bytes.
  * The values are a formula of each element's C-order index, in value_of here and in values()
  * in the script: the two must stay in step. Exits 1 on any failure. */
-#include "npy.h"
+#include "packfn/npy.h"
 
 #include <stdint.h>
 #include <stdio.h>

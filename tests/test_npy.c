@@ -2,7 +2,7 @@
  * big-endian and malformed files, and the NumPy-style printer against NumPy's own output. */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, rmdir */
 
-#include "npy.h"
+#include "packfn/npy.h"
 
 #include <check.h>
 #include <stdint.h>

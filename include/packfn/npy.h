@@ -1,0 +1,103 @@
+/* packfn/npy.h: reading and writing NumPy .npy files (format versions 1.0, 2.0 and 3.0) and
+ * printing arrays the way NumPy's repr() does. The library libpackfn_npy (pkg-config packfn_npy,
+ * CMake packfn::packfn_npy) needs only the C library and <dlpack/dlpack.h>, not libpackfn: any
+ * C host can use it. Every function is thread-safe (no global state) and reports failure
+ * through its return value and, where it takes one, the caller's `err` buffer: nothing is
+ * raised in packfn's error slot. */
+#ifndef PACKFN_NPY_H_
+#define PACKFN_NPY_H_
+
+#include <dlpack/dlpack.h>
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Symbol visibility of libpackfn_npy (built with hidden visibility by default). */
+#if defined(__GNUC__) || defined(__clang__)
+#define PF_NPY_API __attribute__((visibility("default")))
+#else
+#define PF_NPY_API
+#endif
+
+/* Most dimensions an array may have: NumPy 1.x's NPY_MAXDIMS, and the size of `shape` below. */
+#define PF_NPY_MAX_NDIM 32
+/* Largest header the reader accepts, in bytes. NumPy itself refuses headers over 10000 bytes
+ * unless told otherwise; ten times that leaves room for generous padding while keeping a
+ * corrupt length field from making us allocate gigabytes. */
+#define PF_NPY_MAX_HEADER_LEN 100000
+/* DLPack type code for bool. DLPack 0.6, the version Debian ships, has no kDLBool yet; later
+ * versions and the packfn ABI use 6. Integers are 0, unsigned 1, floats 2, bfloat 4, complex 5. */
+#define PF_NPY_DTYPE_CODE_BOOL 6
+
+/* One array in host memory. The reader fills every field; the writer reads every field. */
+typedef struct pf_npy_array_s {
+  DLDataType dtype;               /* code, bits, lanes (always 1); bool is {6, 8, 1} */
+  int32_t ndim;                   /* 0 (a scalar) to PF_NPY_MAX_NDIM */
+  int64_t shape[PF_NPY_MAX_NDIM]; /* shape[0..ndim-1], each >= 0; the rest unused */
+  int fortran_order;              /* what the file said; the reader converts Fortran-order
+                                     data to C order and then sets this back to 0, and the
+                                     writer requires 0 */
+  void* data;                     /* malloc'ed, owned; C order, host byte order (little-endian
+                                     on every host packfn supports); never NULL after a
+                                     successful read, even when nbytes is 0 */
+  size_t nbytes;                  /* product(shape) * bits / 8 */
+} pf_npy_array_t;
+
+/* Reads the .npy file at `path` into *out, which the caller later frees with
+ * pf_npy_array_free. Returns 0, or -1 with a one-line message that starts with `path` written
+ * into err[0..err_size) (err may be NULL): e.g. "x.npy: unsupported dtype '<U10' (...)",
+ * "x.npy: file is truncated: expected 96 bytes of data, got 40". On failure *out is zeroed and
+ * owns nothing. Big-endian data is byte-swapped and Fortran-order data transposed to C order.
+ * The file must hold exactly one array: bytes after the data are an error. */
+PF_NPY_API int pf_npy_read_file(const char* path, pf_npy_array_t* out, char* err, size_t err_size);
+
+/* Like pf_npy_read_file, from the `size` bytes at `buf` (copied; buf is not kept). Messages
+ * start with "<buffer>". */
+PF_NPY_API int pf_npy_read_buffer(const void* buf, size_t size, pf_npy_array_t* out, char* err,
+                                  size_t err_size);
+
+/* Writes `arr` to `path` as a version 1.0 file (32 dimensions always fit its header), C order,
+ * host byte order, byte for byte what np.save writes for the same array. Returns 0, or -1 with a
+ * message in err; checks that dtype has a .npy equivalent, that shape and nbytes agree and that
+ * fortran_order is 0. Borrows `arr` (the caller keeps owning its data). A partly written file
+ * is removed. */
+PF_NPY_API int pf_npy_write_file(const char* path, const pf_npy_array_t* arr, char* err,
+                                 size_t err_size);
+
+/* Frees arr->data (of an array pf_npy_read_* filled) and zeroes *arr. NULL and an already
+ * freed or zeroed array are no-ops. Cannot fail. */
+PF_NPY_API void pf_npy_array_free(pf_npy_array_t* arr);
+
+/* Writes the NumPy type string of `dtype` ("<f4", "|b1", "<c16", ...) into the caller's buf,
+ * NUL-terminated.
+ * Returns 0, or -1 (buf left empty when size > 0) if dtype has no .npy equivalent (bfloat16,
+ * lanes > 1, odd widths) or buf is too small: 5 bytes hold every answer. */
+PF_NPY_API int pf_npy_dtype_descr(DLDataType dtype, char* buf, size_t size);
+
+/* Prints `arr` as NumPy's repr() does with default print options (NumPy 2.3 and later):
+ * "array([[1., 2., 3.],\n       [4., 5., 6.]], dtype=float32)", lines wrapped at 75
+ * columns, arrays of more than 1000 elements summarised with "..." and their shape shown.
+ * No trailing newline. Borrows `arr` and `out` (neither is kept nor closed). Returns 0, or -1
+ * if the dtype cannot be printed, memory runs out or writing to `out` fails; on failure part of
+ * the text may already be written. */
+PF_NPY_API int pf_npy_format(const pf_npy_array_t* arr, FILE* out);
+
+/* Like pf_npy_format, for any strided array in host memory, without copying it: the element at
+ * index (i0, ..., in-1) lies at (const char*)data + (i0 * strides[0] + ...) * bits / 8.
+ * `strides` counts elements (as in DLTensor), may be negative or 0, and may be NULL for
+ * C order; `shape` may be NULL when ndim is 0. Prints bool, int8-64, uint8-64, float16/32/64,
+ * bfloat16 (like a float, with dtype=bfloat16) and complex64/128, lanes 1. Borrows every
+ * argument. Failure as for pf_npy_format. */
+PF_NPY_API int pf_npy_format_raw(DLDataType dtype, int32_t ndim, const int64_t* shape,
+                                 const int64_t* strides, const void* data, FILE* out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PACKFN_NPY_H_ */

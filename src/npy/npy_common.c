@@ -1,0 +1,106 @@
+/* npy_common.c: the helpers the .npy reader, writer and printer share (error messages, byte
+ * order, shape text, size arithmetic) and the dtype-to-descr mapping. */
+#include "npy_private.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <string.h>
+
+int pf__npy_fail(char* err, size_t err_size, const char* name, const char* fmt, ...) {
+  if (err == NULL || err_size == 0) {
+    return -1;
+  }
+  int n = snprintf(err, err_size, "%s: ", name);
+  if (n >= 0 && (size_t)n < err_size) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err + n, err_size - (size_t)n, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+int pf__npy_host_is_little_endian(void) {
+  const uint16_t one = 1;
+  unsigned char first;
+  memcpy(&first, &one, 1);
+  return first == 1;
+}
+
+void pf__npy_format_shape(char* buf, size_t size, const int64_t* shape, int32_t ndim) {
+  size_t len = (size_t)snprintf(buf, size, "(");
+  for (int32_t i = 0; i < ndim && len < size; i++) {
+    len += (size_t)snprintf(buf + len, size - len, "%s%" PRId64, i > 0 ? ", " : "", shape[i]);
+  }
+  if (len < size) {
+    snprintf(buf + len, size - len, "%s)", ndim == 1 ? "," : "");
+  }
+}
+
+int pf__npy_array_size(const int64_t* shape, int32_t ndim, size_t itemsize, size_t* count,
+                       size_t* nbytes) {
+  const uint64_t limit =
+      (uint64_t)SIZE_MAX < (uint64_t)INT64_MAX ? (uint64_t)SIZE_MAX : (uint64_t)INT64_MAX;
+  uint64_t bytes = itemsize;
+  int has_zero = 0;
+  for (int32_t i = 0; i < ndim; i++) {
+    if (shape[i] < 0) {
+      return -1;
+    }
+    if (shape[i] == 0) {
+      has_zero = 1;
+    } else if ((uint64_t)shape[i] > limit / bytes) {
+      return -1;
+    } else {
+      bytes *= (uint64_t)shape[i];
+    }
+  }
+  *nbytes = has_zero ? 0 : (size_t)bytes;
+  *count = *nbytes / itemsize;
+  return 0;
+}
+
+/* ---- dtypes ------------------------------------------------------------------------------- */
+
+int pf_npy_dtype_descr(DLDataType dtype, char* buf, size_t size) {
+  if (buf != NULL && size > 0) {
+    buf[0] = '\0';
+  }
+  char kind = 0;
+  int bits = dtype.bits;
+  int ok_width = bits == 8 || bits == 16 || bits == 32 || bits == 64;
+  switch (dtype.code) {
+  case kDLInt:
+    kind = 'i';
+    break;
+  case kDLUInt:
+    kind = 'u';
+    break;
+  case kDLFloat:
+    kind = 'f';
+    ok_width = bits == 16 || bits == 32 || bits == 64;
+    break;
+  case kDLComplex:
+    kind = 'c';
+    ok_width = bits == 64 || bits == 128;
+    break;
+  case PF_NPY_DTYPE_CODE_BOOL:
+    kind = 'b';
+    ok_width = bits == 8;
+    break;
+  default:
+    return -1;
+  }
+  if (!ok_width || dtype.lanes != 1 || buf == NULL) {
+    return -1;
+  }
+  char order = bits == 8 ? '|' : pf__npy_host_is_little_endian() ? '<' : '>';
+  int n = snprintf(buf, size, "%c%c%d", order, kind, bits / 8);
+  if (n < 0 || (size_t)n >= size) {
+    if (size > 0) {
+      buf[0] = '\0';
+    }
+    return -1;
+  }
+  return 0;
+}

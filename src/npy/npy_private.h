@@ -1,0 +1,39 @@
+/* npy_private.h: what the .npy reader, writer and printer (the .c files of src/npy/) share; not
+ * installed. */
+#ifndef PACKFN_SRC_NPY_PRIVATE_H_
+#define PACKFN_SRC_NPY_PRIVATE_H_
+
+#include "packfn/npy.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define NPY_PRINTF(fmt_index, args_index) __attribute__((format(printf, fmt_index, args_index)))
+#else
+#define NPY_PRINTF(fmt_index, args_index)
+#endif
+
+/* Every .npy file starts with these 6 bytes, then the major and minor version. */
+#define NPY_MAGIC     "\x93NUMPY"
+#define NPY_MAGIC_LEN 6
+
+/* Writes "name: message" into err (when err is not NULL and err_size > 0) and returns -1, so
+ * that failing reads as `return pf__npy_fail(...)`. */
+NPY_PRINTF(4, 5)
+int pf__npy_fail(char* err, size_t err_size, const char* name, const char* fmt, ...);
+
+/* 1 on a little-endian host, else 0. */
+int pf__npy_host_is_little_endian(void);
+
+/* Python's repr of a tuple of ints into buf: "()", "(3,)", "(2, 3)"; cut short if size is too
+ * small. */
+void pf__npy_format_shape(char* buf, size_t size, const int64_t* shape, int32_t ndim);
+
+/* Sets *count to product(shape) and *nbytes to count * itemsize; -1 if a dimension is negative
+ * or the product of the non-zero dimensions times itemsize exceeds both SIZE_MAX and INT64_MAX,
+ * so that every partial product of the shape fits later index arithmetic too. */
+int pf__npy_array_size(const int64_t* shape, int32_t ndim, size_t itemsize, size_t* count,
+                       size_t* nbytes);
+
+#endif /* PACKFN_SRC_NPY_PRIVATE_H_ */
