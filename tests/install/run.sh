@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# tests/install/run.sh BUILD WORK: the install check of `tools/dev test`.
+#   1. installs the build folder BUILD into WORK/staged, then MOVES it to WORK/moved;
+#   2. builds tests/install (consumer.c as C and as C++) against WORK/moved with find_package
+#      (default compilers) and with pkg-config (clang and clang++ when present), runs each;
+#   3. runs the installed WORK/moved/bin/packfn info, list and call;
+#   4. with CUDA built, checks that libpackfn_kernels does not need libcudart.
+# Nothing runs with LD_LIBRARY_PATH: the installed files find each other through their RPATH.
+# Runs every step, says which failed, and exits 1 if any did.
+set -uo pipefail
+
+[ $# -eq 2 ] || { echo "usage: $0 BUILD WORK" >&2; exit 2; }
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+BUILD="$(cd "$1" && pwd)"
+WORK="$2"
+unset LD_LIBRARY_PATH
+failures=()
+
+step() { # name, command...: runs the command, records a failure under name
+  local name="$1"
+  shift
+  printf -- '-- %s\n' "$name"
+  if ! "$@"; then
+    printf -- '-- FAILED: %s\n' "$name"
+    failures+=("$name")
+  fi
+}
+
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cmake --install "$BUILD" --prefix "$WORK/staged" >"$WORK/install.log" 2>&1 ||
+  { cat "$WORK/install.log"; exit 1; }
+mv "$WORK/staged" "$WORK/moved"
+PREFIX="$WORK/moved"
+LIBDIR="$(dirname "$(find "$PREFIX" -name 'libpackfn.so' | head -n 1)")"
+
+# ---- find_package ----
+configure_consumer() {
+  cmake -S "$HERE" -B "$WORK/consumer" -DCMAKE_PREFIX_PATH="$PREFIX" >"$WORK/consumer.log" 2>&1 ||
+    { cat "$WORK/consumer.log"; return 1; }
+}
+build_and_run() { # target
+  cmake --build "$WORK/consumer" --target "$1" >"$WORK/$1.log" 2>&1 ||
+    { cat "$WORK/$1.log"; return 1; }
+  "$WORK/consumer/$1"
+}
+if step "find_package: configure" configure_consumer; then
+  step "find_package: C consumer" build_and_run consumer_c
+  step "find_package: C++ consumer" build_and_run consumer_cxx
+fi
+
+# ---- pkg-config ----
+export PKG_CONFIG_PATH="$LIBDIR/pkgconfig"
+CC_PC="$(command -v clang || command -v cc)"
+CXX_PC="$(command -v clang++ || command -v c++)"
+pkg_build_and_run() { # compiler, std, source, output
+  local flags
+  flags="$(pkg-config --cflags --libs packfn_kernels)" || return 1
+  # shellcheck disable=SC2086 # $flags is a list of options
+  "$1" "-std=$2" -Wall -Wextra -Wpedantic -Werror -I"$HERE" "$HERE/$3" -o "$WORK/$4" $flags \
+    -Wl,-rpath,"$(pkg-config --variable=libdir packfn_kernels)" -Wl,--export-dynamic &&
+    "$WORK/$4"
+}
+step "pkg-config: C consumer ($CC_PC)" pkg_build_and_run "$CC_PC" c11 consumer.c pc_consumer_c
+step "pkg-config: C++ consumer ($CXX_PC)" pkg_build_and_run "$CXX_PC" c++17 consumer.cc \
+  pc_consumer_cxx
+step "pkg-config: packfn_npy and packfn_cuda resolve" \
+  sh -c 'pkg-config --exists packfn_npy && { [ ! -e "$1/libpackfn_cuda.so" ] ||
+         pkg-config --exists packfn_cuda; }' sh "$LIBDIR"
+
+# ---- the installed command line ----
+run_cli() { # expected output pattern, packfn arguments...
+  local want="$1" out
+  shift
+  out="$("$PREFIX/bin/packfn" "$@" 2>&1)" || { printf '%s\n' "$out"; return 1; }
+  printf '%s\n' "$out"
+  grep -q -- "$want" <<<"$out" || { echo "expected output matching '$want'"; return 1; }
+}
+if [ -x "$PREFIX/bin/packfn" ]; then
+  step "installed packfn info" run_cli "ABI version" info
+  step "installed packfn list" run_cli "packfn.kernels.add_n" list
+  step "installed packfn call" run_cli "array(\[11., 12., 13.\], dtype=float32)" \
+    call packfn.kernels.add_n 'float32[3]:1,2,3' 'float32[3]' 10
+fi
+
+# ---- CPU kernels without the CUDA runtime ----
+no_cudart() {
+  if ldd "$LIBDIR/libpackfn_kernels.so" | grep libcudart; then
+    echo "libpackfn_kernels.so needs libcudart: CPU-only users would need the CUDA runtime"
+    return 1
+  fi
+}
+if [ -e "$LIBDIR/libpackfn_cuda.so" ]; then
+  step "libpackfn_kernels does not link libcudart" no_cudart
+fi
+
+if [ ${#failures[@]} -ne 0 ]; then
+  printf 'install check: %d failed:\n' "${#failures[@]}"
+  printf '  %s\n' "${failures[@]}"
+  exit 1
+fi
+echo "install check: all passed"
