@@ -1,13 +1,15 @@
 /* consumer.c: a program outside this repository, built against an installed (and moved) packfn
  * by tests/install/run.sh, once as C and once as C++ (consumer.cc includes this file), with
  * CMake's find_package and with pkg-config. It exports and registers functions with the public
- * macros, calls them through the global table and the system module, and calls a kernel of
- * libpackfn_kernels both as a packed function and as a C function. Prints "consumer (LANG): ok"
- * and exits 0, or says what failed and exits 1. Written in the common subset of C11 and C++17. */
+ * macros, calls them through the global table and the system module, calls a kernel of
+ * libpackfn_kernels both as a packed function and as a C function, and asks libpackfn_npy for
+ * the .npy type string of float32. Prints "consumer (LANG): ok" and exits 0, or says what
+ * failed and exits 1. Written in the common subset of C11 and C++17. */
 #include <stdio.h>
 #include <string.h>
 
 #include "packfn/kernels.h"
+#include "packfn/npy.h"
 #include "packfn/packfn.h"
 
 #ifdef __cplusplus
@@ -120,6 +122,12 @@ int main(void) {
     return 1;
   }
   pf_object_release(kernel);
+
+  char descr[8];
+  if (pf_npy_dtype_descr(tx.dtype, descr, sizeof descr) != 0 || strcmp(descr, "<f4") != 0) {
+    fprintf(stderr, "consumer (" CONSUMER_LANG "): float32 is not '<f4' to libpackfn_npy\n");
+    return 1;
+  }
 
   printf("consumer (" CONSUMER_LANG "): ok, %d kernels\n", (int)pf_kernels_count());
   return 0;

@@ -12,22 +12,22 @@ set -uo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 BUILD WORK" >&2; exit 2; }
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 BUILD="$(cd "$1" && pwd)"
-WORK="$2"
+rm -rf "$2"
+mkdir -p "$2"
+WORK="$(cd "$2" && pwd)"
 unset LD_LIBRARY_PATH
 failures=()
 
-step() { # name, command...: runs the command, records a failure under name
+step() { # name, command...: runs the command; on failure records name and returns 1
   local name="$1"
   shift
   printf -- '-- %s\n' "$name"
-  if ! "$@"; then
-    printf -- '-- FAILED: %s\n' "$name"
-    failures+=("$name")
-  fi
+  "$@" && return 0
+  printf -- '-- FAILED: %s\n' "$name"
+  failures+=("$name")
+  return 1
 }
 
-rm -rf "$WORK"
-mkdir -p "$WORK"
 cmake --install "$BUILD" --prefix "$WORK/staged" >"$WORK/install.log" 2>&1 ||
   { cat "$WORK/install.log"; exit 1; }
 mv "$WORK/staged" "$WORK/moved"
@@ -55,7 +55,7 @@ CC_PC="$(command -v clang || command -v cc)"
 CXX_PC="$(command -v clang++ || command -v c++)"
 pkg_build_and_run() { # compiler, std, source, output
   local flags
-  flags="$(pkg-config --cflags --libs packfn_kernels)" || return 1
+  flags="$(pkg-config --cflags --libs packfn_kernels packfn_npy)" || return 1
   # shellcheck disable=SC2086 # $flags is a list of options
   "$1" "-std=$2" -Wall -Wextra -Wpedantic -Werror -I"$HERE" "$HERE/$3" -o "$WORK/$4" $flags \
     -Wl,-rpath,"$(pkg-config --variable=libdir packfn_kernels)" -Wl,--export-dynamic &&
@@ -64,9 +64,9 @@ pkg_build_and_run() { # compiler, std, source, output
 step "pkg-config: C consumer ($CC_PC)" pkg_build_and_run "$CC_PC" c11 consumer.c pc_consumer_c
 step "pkg-config: C++ consumer ($CXX_PC)" pkg_build_and_run "$CXX_PC" c++17 consumer.cc \
   pc_consumer_cxx
-step "pkg-config: packfn_npy and packfn_cuda resolve" \
-  sh -c 'pkg-config --exists packfn_npy && { [ ! -e "$1/libpackfn_cuda.so" ] ||
-         pkg-config --exists packfn_cuda; }' sh "$LIBDIR"
+if [ -e "$LIBDIR/libpackfn_cuda.so" ]; then
+  step "pkg-config: packfn_cuda" pkg-config --exists packfn_cuda
+fi
 
 # ---- the installed command line ----
 run_cli() { # expected output pattern, packfn arguments...
