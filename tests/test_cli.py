@@ -136,6 +136,14 @@ def test_info(cli):
     assert re.fullmatch(r"kernels: 6 \(CPU( and CUDA)? versions\)", lines[4]), out
     m = re.fullmatch(r"global functions: (\d+)", lines[5])
     assert m and int(m.group(1)) >= 6, out
+    # a CUDA call without a device says so, as info does (not "driver version is insufficient")
+    call = ["call", "--device", "cuda", "packfn.kernels.cuda.add_n", "float32[2]:1", "float32[2]",
+            "1"]
+    if lines[2] == "CUDA devices: 0 (no CUDA device)":
+        expect(cli, call, RAISED, stdout="", stderr_re=r"failed: no CUDA device \(no GPU, or no "
+               r"CUDA driver for it\) \(cudaError(NoDevice|InsufficientDriver)\)$")
+    elif lines[2] == "CUDA devices: CUDA support not built":
+        print("test_cli: test_info: CUDA cases skipped: CUDA support not built")
 
 
 def test_list(cli):
