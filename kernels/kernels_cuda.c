@@ -1,9 +1,13 @@
-/* kernels/kernels_cuda.c: launches the CUDA kernels of math_cuda.cu for packfn_kernels, on the
- * current stream of the tensors' device, inside a device guard, with CUDA errors raised. */
-#include "kernels/kernels_cuda.h"
-
+/* kernels/kernels_cuda.c: packfn_kernels_cuda, the CUDA library: the kernels of math_cuda.cu as
+ * typed packed functions registered at load under packfn.kernels.cuda.<name> and exported as
+ * cuda_<name>. Each checks its arguments as the CPU version does (kcheck.c), then launches on
+ * the current stream of the tensors' device, inside a device guard, with CUDA errors raised.
+ * libpackfn_kernels's C entries find these through the global table for CUDA tensors. */
+#include "kernels/kdefs.h"
 #include "kernels/math_cuda.h"
 #include "packfn/cuda.h"
+#include "packfn/kernels.h"
+#include "packfn/module.h"
 
 /* Runs `launch` (a cudaError_t expression) with device `dev` current and `stream` its current
  * stream, then restores the previous device. */
@@ -23,17 +27,26 @@ static int is_f64(const DLTensor* t) {
   return t->dtype.bits == 64;
 }
 
-int pf__kcuda_add_n(const char* func, const DLTensor* x, DLTensor* out, double n) {
+int32_t pf_kernels_cuda_count(void) {
+  return PF__K_COUNT;
+}
+
+PF__K_DEFINE(add_n_cuda, PF__K_PARAMS_ADD_N) {
+  (void)result;
+  if (pf__k_check_add_n("add_n_cuda", PF_DEV_CUDA, x, out, n) != 0)
+    return -1;
   int64_t count = pf_dltensor_numel(x);
   PF__KCUDA_RUN(
-      func, "add_n kernel launch", x->device.device_id,
+      "add_n_cuda", "add_n kernel launch", x->device.device_id,
       is_f64(x)
           ? pf__kc_add_n_f64(pf_dltensor_data(x), pf_dltensor_data(out), count, n, stream)
           : pf__kc_add_n_f32(pf_dltensor_data(x), pf_dltensor_data(out), count, (float)n, stream));
 }
 
-int pf__kcuda_rms_norm(const char* func, const DLTensor* x, DLTensor* out, DLTensor* inv_rms,
-                       double eps) {
+static int launch_rms_norm(const char* func, const DLTensor* x, DLTensor* out, DLTensor* inv_rms,
+                           double eps) {
+  if (pf__k_check_rms_norm(func, PF_DEV_CUDA, x, out, inv_rms, eps) != 0)
+    return -1;
   int64_t cols = x->shape[x->ndim - 1];
   int64_t rows = pf__k_rows(x);
   void* xd = pf_dltensor_data(x);
@@ -49,32 +62,66 @@ int pf__kcuda_rms_norm(const char* func, const DLTensor* x, DLTensor* out, DLTen
                           : pf__kc_rms_norm_f32(xd, od, rows, cols, (float)eps, stream));
 }
 
-int pf__kcuda_rms_norm_bwd(const char* func, const DLTensor* x, const DLTensor* inv_rms,
-                           const DLTensor* ct, DLTensor* dx) {
+PF__K_DEFINE(rms_norm_cuda, PF__K_PARAMS_RMS_NORM) {
+  (void)result;
+  return launch_rms_norm("rms_norm_cuda", x, out, NULL, eps);
+}
+
+PF__K_DEFINE(rms_norm_fwd_cuda, PF__K_PARAMS_RMS_NORM_FWD) {
+  (void)result;
+  return launch_rms_norm("rms_norm_fwd_cuda", x, out, inv_rms, eps);
+}
+
+PF__K_DEFINE(rms_norm_bwd_cuda, PF__K_PARAMS_RMS_NORM_BWD) {
+  (void)result;
+  static const char func[] = "rms_norm_bwd_cuda";
+  if (pf__k_check_rms_norm_bwd(func, PF_DEV_CUDA, x, inv_rms, cotangent, dx) != 0)
+    return -1;
   int64_t cols = x->shape[x->ndim - 1];
   int64_t rows = pf__k_rows(x);
   void* xd = pf_dltensor_data(x);
   void* id = pf_dltensor_data(inv_rms);
-  void* cd = pf_dltensor_data(ct);
+  void* cd = pf_dltensor_data(cotangent);
   void* dd = pf_dltensor_data(dx);
   PF__KCUDA_RUN(func, "rms_norm_bwd kernel launch", x->device.device_id,
                 is_f64(x) ? pf__kc_rms_norm_bwd_f64(xd, id, cd, dd, rows, cols, stream)
                           : pf__kc_rms_norm_bwd_f32(xd, id, cd, dd, rows, cols, stream));
 }
 
-int pf__kcuda_kepler(const char* func, const DLTensor* m, const DLTensor* e, DLTensor* sin_e,
-                     DLTensor* cos_e) {
-  int64_t count = pf_dltensor_numel(m);
-  void* md = pf_dltensor_data(m);
-  void* ed = pf_dltensor_data(e);
-  void* sd = pf_dltensor_data(sin_e);
-  void* cd = pf_dltensor_data(cos_e);
-  PF__KCUDA_RUN(func, "kepler kernel launch", m->device.device_id,
-                is_f64(m) ? pf__kc_kepler_f64(md, ed, sd, cd, count, stream)
-                          : pf__kc_kepler_f32(md, ed, sd, cd, count, stream));
+/* The eccentricities are copied to the host (a synchronous copy) and checked there before the
+ * launch, so a bad one raises rather than giving NaN. */
+static int check_eccentricity_on_host(const char* func, const DLTensor* e) {
+  pf_object_t* host;
+  if (pf_tensor_empty(e->shape, e->ndim, e->dtype, PF_DEVICE_CPU, &host) != 0)
+    return -1;
+  int rc = pf_dltensor_copy(pf_tensor_dltensor(host), e);
+  if (rc == 0)
+    rc = pf__k_check_eccentricity(func, pf_tensor_dltensor(host));
+  pf_object_release(host);
+  return rc;
 }
 
-int pf__kcuda_vector_add(const char* func, const DLTensor* b, const DLTensor* c, DLTensor* a) {
+PF__K_DEFINE(kepler_cuda, PF__K_PARAMS_KEPLER) {
+  (void)result;
+  static const char func[] = "kepler_cuda";
+  if (pf__k_check_kepler(func, PF_DEV_CUDA, mean_anomaly, eccentricity, sin_e, cos_e) != 0 ||
+      check_eccentricity_on_host(func, eccentricity) != 0)
+    return -1;
+  int64_t count = pf_dltensor_numel(mean_anomaly);
+  void* md = pf_dltensor_data(mean_anomaly);
+  void* ed = pf_dltensor_data(eccentricity);
+  void* sd = pf_dltensor_data(sin_e);
+  void* cd = pf_dltensor_data(cos_e);
+  PF__KCUDA_RUN(func, "kepler kernel launch", mean_anomaly->device.device_id,
+                is_f64(mean_anomaly) ? pf__kc_kepler_f64(md, ed, sd, cd, count, stream)
+                                     : pf__kc_kepler_f32(md, ed, sd, cd, count, stream));
+}
+
+PF__K_DEFINE(vector_add_cuda, PF__K_PARAMS_VECTOR_ADD) {
+  (void)result;
+  static const char func[] = "vector_add_cuda";
+  if (pf__k_check_vector_add(func, PF_DEV_CUDA, b, c, a) != 0)
+    return -1;
   int64_t count = pf_dltensor_numel(c);
   int64_t nb = b->shape[0];
   void* bd = pf_dltensor_data(b);
@@ -84,3 +131,25 @@ int pf__kcuda_vector_add(const char* func, const DLTensor* b, const DLTensor* c,
                 is_f64(c) ? pf__kc_vector_add_f64(bd, nb, cd, ad, count, stream)
                           : pf__kc_vector_add_f32(bd, nb, cd, ad, count, stream));
 }
+
+PF_TYPED_REGISTER(add_n_cuda, PF_KERNELS_CUDA_PREFIX "add_n");
+PF_TYPED_REGISTER(rms_norm_cuda, PF_KERNELS_CUDA_PREFIX "rms_norm");
+PF_TYPED_REGISTER(rms_norm_fwd_cuda, PF_KERNELS_CUDA_PREFIX "rms_norm_fwd");
+PF_TYPED_REGISTER(rms_norm_bwd_cuda, PF_KERNELS_CUDA_PREFIX "rms_norm_bwd");
+PF_TYPED_REGISTER(kepler_cuda, PF_KERNELS_CUDA_PREFIX "kepler");
+PF_TYPED_REGISTER(vector_add_cuda, PF_KERNELS_CUDA_PREFIX "vector_add");
+
+/* ---- exports for module loading (pf_module_load on libpackfn_kernels_cuda.so) ---- */
+
+PF_EXPORT_DOC(cuda_add_n, add_n_cuda_packed, add_n_cuda_text,
+              "out = x + n, elementwise (CUDA, current stream)");
+PF_EXPORT_DOC(cuda_rms_norm, rms_norm_cuda_packed, rms_norm_cuda_text,
+              "rms_norm over the last axis (CUDA, current stream)");
+PF_EXPORT_DOC(cuda_rms_norm_fwd, rms_norm_fwd_cuda_packed, rms_norm_fwd_cuda_text,
+              "rms_norm with inv_rms (CUDA, current stream)");
+PF_EXPORT_DOC(cuda_rms_norm_bwd, rms_norm_bwd_cuda_packed, rms_norm_bwd_cuda_text,
+              "gradient of rms_norm (CUDA, current stream)");
+PF_EXPORT_DOC(cuda_kepler, kepler_cuda_packed, kepler_cuda_text,
+              "solves M = E - e sin E for 0 <= e < 1 (CUDA, current stream)");
+PF_EXPORT_DOC(cuda_vector_add, vector_add_cuda_packed, vector_add_cuda_text,
+              "a[i] = b[i mod len(b)] + c[i] (CUDA, current stream)");

@@ -1,5 +1,5 @@
 # npy_numpy_check.py: the NumPy side of the .npy interoperability test: writes files with NumPy
-# for tools/npy.c to read, and checks that NumPy reads the files tools/npy.c wrote.
+# for src/npy/ to read, and checks that NumPy reads the files src/npy/ wrote.
 #
 # How the pieces fit (CTest runs the three steps in order, see tests/CMakeLists.npy.txt):
 #   1. python npy_numpy_check.py DIR           NumPy writes DIR/np_*.npy: every supported dtype,

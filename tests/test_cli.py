@@ -34,6 +34,12 @@ class Cli:
                            capture_output=True, text=True, timeout=240)
         return p.returncode, p.stdout, p.stderr
 
+    def run_bin(self, binary, *args):
+        """Runs another copy of packfn (not under the wrapper): (exit code, stdout, stderr)."""
+        p = subprocess.run([binary] + list(args), cwd=self.dir, capture_output=True, text=True,
+                           timeout=240)
+        return p.returncode, p.stdout, p.stderr
+
     def path(self, name):
         return os.path.join(self.dir, name)
 
@@ -130,6 +136,14 @@ def test_info(cli):
     assert re.fullmatch(r"kernels: 6 \(CPU( and CUDA)? versions\)", lines[4]), out
     m = re.fullmatch(r"global functions: (\d+)", lines[5])
     assert m and int(m.group(1)) >= 6, out
+    # a CUDA call without a device says so, as info does (not "driver version is insufficient")
+    call = ["call", "--device", "cuda", "packfn.kernels.cuda.add_n", "float32[2]:1", "float32[2]",
+            "1"]
+    if lines[2] == "CUDA devices: 0 (no CUDA device)":
+        expect(cli, call, RAISED, stdout="", stderr_re=r"failed: no CUDA device \(no GPU, or no "
+               r"CUDA driver for it\) \(cudaError(NoDevice|InsufficientDriver)\)$")
+    elif lines[2] == "CUDA devices: CUDA support not built":
+        print("test_cli: test_info: CUDA cases skipped: CUDA support not built")
 
 
 def test_list(cli):
@@ -166,9 +180,19 @@ def test_call_inline_tensors(cli):
 
 
 def test_call_errors(cli):
+    # a missing function is a KeyError, as pf_global_call's, with near names suggested
     expect(cli, ["call", "packfn.kernels.nope", "1"], RAISED, stdout="",
-           stderr="AttributeError: no global function named 'packfn.kernels.nope' "
+           stderr="KeyError: no global function named 'packfn.kernels.nope' "
                   "(`packfn list` shows them)\n")
+    expect(cli, ["call", "packfn.kernels.keplr", "1"], RAISED, stdout="",
+           stderr="KeyError: no global function named 'packfn.kernels.keplr'; did you mean "
+                  "'packfn.kernels.kepler'? (`packfn list` shows them)\n", wrap=False)
+    expect(cli, ["call", "rms_norm"], RAISED, wrap=False,
+           stderr_re=r"^KeyError: no global function named 'rms_norm'; did you mean "
+                     r"'packfn\.kernels\.rms_norm'( or 'packfn\.kernels\.cuda\.rms_norm')?\? ")
+    expect(cli, ["call", "--lib", cli.echo, "eco"], RAISED, wrap=False,
+           stderr_re=r"^KeyError: no function named 'eco' in " + re.escape(cli.echo) +
+                     r" or the global table; did you mean 'echo'\?")
     expect(cli, ["call", "packfn.kernels.add_n", "float32[2]:1,2", "float32[3]", "1"], RAISED,
            stdout="", stderr_re=r"^ValueError: add_n: argument 1 \(out\): expected shape")
     expect(cli, ["call", "packfn.kernels.rms_norm", "float32[2]:1,2", "float64[2]", "1e-5"],
@@ -177,7 +201,7 @@ def test_call_errors(cli):
            stderr_re=r"^TypeError: add_n: expected 3 arguments, got 1$")
     expect(cli, ["call", "--lib", cli.good, "fail"], RAISED, stdout="",
            stderr="RuntimeError: fail: this kernel always fails\n")
-    expect(cli, ["call", "--lib", cli.good, "nope"], RAISED, stderr_re=r"^AttributeError: .*nope")
+    expect(cli, ["call", "--lib", cli.good, "nope"], RAISED, stderr_re=r"^KeyError: .*'nope'")
     expect(cli, ["call", "--lib", cli.path("nope.so"), "f"], RAISED, stderr_re=r"^OSError: ")
     # more --out files than outputs
     expect(cli, ["call", "packfn.kernels.add_n", "float32[1]:1", "float32[1]", "1", "--out",
@@ -214,6 +238,21 @@ def test_literal_types(cli):
     expect(cli, ["call", "--lib", "libecho_copy.so", "types", "1"], OK, stdout="int\n")
     expect(cli, ["list", "libecho_copy.so"], OK,
            stdout_re=r"^echo\(\*args\) -> Array\n    Returns its arguments as an array\.\n")
+
+
+def test_library_globals_and_function_results(cli):
+    # what a library registers in the global table when it loads is listed and callable
+    out = expect(cli, ["list", cli.echo], OK, stderr="")
+    assert "\nregistered in the global table:\ncli_test.twice(x: int) -> int\n" in out, out
+    assert "get_twice() -> Function\n    Returns the function twice.\n" in out, out
+    expect(cli, ["call", "--lib", cli.echo, "cli_test.twice", "21"], OK, stdout="42\n", stderr="")
+    expect(cli, ["call", "--lib", cli.echo, "cli_test.twice", "x"], RAISED,
+           stderr="TypeError: twice: argument 0 (x): expected int, got str\n", wrap=False)
+    # a function result prints with its signature
+    expect(cli, ["call", "--lib", cli.echo, "get_twice"], OK,
+           stdout="<function twice(x: int) -> int>\n", stderr="")
+    expect(cli, ["call", "--lib", cli.echo, "echo", "--", "--lib"], OK, stdout="['--lib']\n",
+           wrap=False)
 
 
 def test_tensor_result_and_out(cli):
@@ -272,18 +311,67 @@ def test_npy_interop(cli):
            stderr_re=r"^packfn call: short\.npy: .*truncated")
 
 
-def test_bench(cli):
-    # only the plumbing: the suite itself is slow, and bench/ has its own tests
-    suite = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "run_suite.sh")
-    if os.path.exists(suite):
-        return
-    expect(cli, ["bench", "--quick"], USAGE, stdout="",
-           stderr_re=r"^packfn bench: (the benchmarks were not built|.*run_suite\.sh not found)")
+BENCH_RESULT = (r"^measured: pf_function_call with (\d+) arguments? parsed once .*; 3 repetitions "
+                r"of \d+ calls?, after one call not timed\nmedian: [0-9.]+ ns per call "
+                r"\(min [0-9.]+, max [0-9.]+\)$")
+
+
+def test_bench_function(cli):
+    out = expect(cli, ["bench", "--repeat", "3", "packfn.kernels.add_n", "float64[16]:1",
+                       "float64[16]", "1"], OK, stderr="")
+    assert out.startswith("function: packfn.kernels.add_n(x: Tensor, out: Tensor, n: float) "
+                          "-> None\n"), out
+    assert re.search(BENCH_RESULT, out, re.M).group(1) == "3", out
+    # a user's own function: exported, or registered by the library
+    out = expect(cli, ["bench", "--lib", cli.echo, "--repeat", "3", "cli_test.twice", "5"], OK)
+    assert out.startswith("function: cli_test.twice(x: int) -> int from "), out
+    assert re.search(BENCH_RESULT, out, re.M).group(1) == "1", out
+    # failing paths: the first call fails, a missing name, bad options
+    expect(cli, ["bench", "--lib", cli.echo, "cli_test.twice", "x"], RAISED, stdout="",
+           stderr="TypeError: twice: argument 0 (x): expected int, got str\n")
+    expect(cli, ["bench", "packfn.kernels.keplr"], RAISED, stdout="", wrap=False,
+           stderr_re=r"^KeyError: .*did you mean 'packfn\.kernels\.kepler'\?")
+    expect(cli, ["bench", "--repeat", "0", "f"], USAGE, wrap=False,
+           stderr_re=r"^packfn bench: --repeat expects a count from 1 to 1000, got 0$")
+    expect(cli, ["bench", "--lib"], USAGE, wrap=False, stderr_re=r"option --lib needs a value")
+    expect(cli, ["bench", "--lib", cli.echo], USAGE, wrap=False,
+           stderr_re=r"missing the function NAME")
+    expect(cli, ["bench", "add_n", "float32[2]:x"], USAGE, wrap=False,
+           stderr_re=r"^packfn bench: bad tensor literal")
+
+
+def test_bench_suite_lookup(cli):
+    # the suite runs from a build tree only, found relative to the executable (../bench): a copy
+    # of packfn in a bare folder (as an installed one is) says the suite is not there; beside a
+    # bench/ folder it runs what is there (stand-ins here: the real suite is slow, and bench/
+    # has its own tests)
+    bare = cli.path("bare")
+    os.makedirs(bare, exist_ok=True)
+    shutil.copy(cli.bin, os.path.join(bare, "packfn"))
+    rc, out, err = cli.run_bin(os.path.join(bare, "packfn"), "bench", "--quick")
+    assert rc == USAGE and out == "", (rc, out, err)
+    assert re.match(r"^packfn bench: the benchmark suite runs from a build tree only \(configured "
+                    r"with -DPF_BUILD_BENCH=ON: run BUILD/cli/packfn bench\); it needs "
+                    r"run_suite\.sh and packfn_bench in .*/bare/\.\./bench\. ", err), err
+    tree = cli.path("tree")
+    benchdir = os.path.join(tree, "bench")
+    os.makedirs(os.path.join(tree, "cli"), exist_ok=True)
+    os.makedirs(benchdir, exist_ok=True)
+    shutil.copy(cli.bin, os.path.join(tree, "cli", "packfn"))
+    with open(os.path.join(benchdir, "run_suite.sh"), "w") as f:
+        f.write('echo "suite $*"\nexit 3\n')
+    with open(os.path.join(benchdir, "packfn_bench"), "w") as f:
+        f.write("#!/bin/sh\n")
+    os.chmod(os.path.join(benchdir, "packfn_bench"), 0o755)
+    rc, out, err = cli.run_bin(os.path.join(tree, "cli", "packfn"), "bench", "--quick")
+    assert rc == 3 and err == "", (rc, out, err)
+    assert re.fullmatch(r"suite --bench .*/tree/cli/\.\./bench/packfn_bench --quick\n", out), out
 
 
 TESTS = [test_version_and_help, test_usage_errors, test_bad_literals, test_info, test_list,
          test_call_inline_tensors, test_call_errors, test_literal_types,
-         test_tensor_result_and_out, test_npy_interop, test_bench]
+         test_tensor_result_and_out, test_npy_interop, test_library_globals_and_function_results,
+         test_bench_function, test_bench_suite_lookup]
 
 
 def main():

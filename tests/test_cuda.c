@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 
+#include "packfn/cuda.h"
 #include "pf_test.h"
 
 /* Number of CUDA devices, printing the skip notice once when there is none. */
@@ -43,6 +44,13 @@ START_TEST(test_check_statuses) {
                    "rms_norm: cudaMalloc(&p, n) failed: out of memory (cudaErrorMemoryAllocation)");
   ck_assert_int_eq(pf_cuda_check((int)cudaErrorInvalidValue, NULL, NULL), -1);
   PF_ASSERT_RAISED("RuntimeError", "?: CUDA call failed: invalid argument (cudaErrorInvalidValue)");
+  /* the two statuses of a machine with no usable GPU say so, not "driver version" */
+  ck_assert_int_eq(pf_cuda_check((int)cudaErrorNoDevice, "f", "cudaSetDevice"), -1);
+  PF_ASSERT_RAISED("RuntimeError", "f: cudaSetDevice failed: no CUDA device (no GPU, or no CUDA "
+                                   "driver for it) (cudaErrorNoDevice)");
+  ck_assert_int_eq(pf_cuda_check((int)cudaErrorInsufficientDriver, "f", "cudaGetDevice"), -1);
+  PF_ASSERT_RAISED("RuntimeError", "f: cudaGetDevice failed: no CUDA device (no GPU, or no CUDA "
+                                   "driver for it) (cudaErrorInsufficientDriver)");
   int32_t n = 0;
   ck_assert_int_eq(pf_cuda_device_count(&n), 0);
   if (n > 0) {
@@ -99,11 +107,12 @@ START_TEST(test_without_gpu_fails_cleanly) {
   ck_assert_ptr_nonnull(err);
   ck_assert_str_eq(pf_error_kind(err), "RuntimeError");
   ck_assert_ptr_nonnull(strstr(pf_error_message(err), "pf_allocator(cuda): cudaGetDevice failed"));
+  ck_assert_ptr_nonnull(strstr(pf_error_message(err), "no CUDA device"));
   pf_object_release(err);
   int32_t prev = 7;
   ck_assert_int_eq(pf_cuda_device_enter(0, &prev), -1);
   ck_assert_int_eq(prev, -1);
-  PF_ASSERT_RAISED("RuntimeError", "pf_cuda_device_enter: cudaGetDevice failed");
+  PF_ASSERT_RAISED("RuntimeError", "pf_cuda_device_enter: cudaGetDevice failed: no CUDA device");
 }
 END_TEST
 

@@ -56,13 +56,12 @@ START_TEST(test_registered) {
     ck_assert_msg(fn != NULL, "%s is not registered", name);
     ck_assert_ptr_nonnull(strstr(pf_function_signature(fn), "-> None"));
     pf_object_release(fn);
-    if (pf_kernels_have_cuda()) {
-      snprintf(name, sizeof name, PF_KERNELS_CUDA_PREFIX "%s", pf_kernels_name(i));
-      ck_assert_int_eq(pf_global_get(name, &fn), 0);
-      ck_assert_msg(fn != NULL, "%s is not registered", name);
-      pf_object_release(fn);
-    }
+    /* this program links the CPU library alone: no CUDA versions */
+    snprintf(name, sizeof name, PF_KERNELS_CUDA_PREFIX "%s", pf_kernels_name(i));
+    ck_assert_int_eq(pf_global_get(name, &fn), 0);
+    ck_assert_ptr_null(fn);
   }
+  ck_assert_int_eq(pf_kernels_have_cuda(), 0);
   ck_assert_ptr_null(pf_kernels_name(-1));
   ck_assert_ptr_null(pf_kernels_name(99));
   ck_assert_int_eq(pf_global_static_failures(), 0);
@@ -192,6 +191,52 @@ START_TEST(test_kepler) {
 }
 END_TEST
 
+/* Eccentricities outside [0, 1), and NaN, are refused naming the argument, the value and its
+ * index, through the packed version and the C entry, before an output is written. */
+START_TEST(test_kepler_refuses_bad_eccentricity) {
+  const double bad[4] = {1.5, -0.2, NAN, 1.0};
+  const char* const shown[4] = {"1.5", "-0.2", "nan", "1"};
+  const DLDataType dts[2] = {f32, f64};
+  for (int d = 0; d < 2; ++d)
+    for (int b = 0; b < 4; ++b) {
+      int64_t n = 3;
+      pf_object_t* m = tensor(&n, 1, dts[d]);
+      pf_object_t* e = tensor(&n, 1, dts[d]);
+      pf_object_t* s = tensor(&n, 1, dts[d]);
+      pf_object_t* c = tensor(&n, 1, dts[d]);
+      for (int64_t i = 0; i < n; ++i) {
+        set(m, i, 1.0);
+        set(e, i, 0.5);
+        set(s, i, 42.0);
+        set(c, i, 42.0);
+      }
+      set(e, 2, bad[b]);
+      char want[128];
+      snprintf(want, sizeof want,
+               "kepler: argument 1 (eccentricity): expected values in [0, 1), got %s at index 2",
+               shown[b]);
+      pf_any_t a[4] = {pf_any_object(m), pf_any_object(e), pf_any_object(s), pf_any_object(c)};
+      ck_assert_int_eq(call(PF_KERNELS_PREFIX "kepler", a, 4), -1);
+      PF_ASSERT_RAISED("ValueError", want);
+      ck_assert_int_eq(pf_kernel_kepler(pf_tensor_dltensor(m), pf_tensor_dltensor(e),
+                                        pf_tensor_dltensor(s), pf_tensor_dltensor(c)),
+                       -1);
+      PF_ASSERT_RAISED("ValueError", "pf_kernel_kepler: argument 1 (eccentricity)");
+      for (int64_t i = 0; i < n; ++i) {
+        ck_assert_double_eq(get(s, i), 42.0);
+        ck_assert_double_eq(get(c, i), 42.0);
+      }
+      /* just below 1 is accepted */
+      set(e, 2, dts[d].bits == 64 ? 0.999999 : 0.99f);
+      ck_assert_int_eq(call(PF_KERNELS_PREFIX "kepler", a, 4), 0);
+      pf_object_release(m);
+      pf_object_release(e);
+      pf_object_release(s);
+      pf_object_release(c);
+    }
+}
+END_TEST
+
 START_TEST(test_vector_add) {
   const DLDataType dts[2] = {f32, f64};
   for (int d = 0; d < 2; ++d) {
@@ -275,12 +320,15 @@ START_TEST(test_refusals_touch_no_output) {
   PF_ASSERT_RAISED("ValueError", "argument 3 (cos_e)");
   for (int64_t i = 0; i < 6; ++i)
     ck_assert_double_eq(get(out, i), 42.0); /* nothing written by any refused call */
-  if (pf_kernels_have_cuda()) {
-    /* a CPU tensor to the CUDA version: refused before anything reaches the device */
-    a[0] = pf_any_object(x);
-    ck_assert_int_eq(call(PF_KERNELS_CUDA_PREFIX "rms_norm", a, 3), -1);
-    PF_ASSERT_RAISED("TypeError", "rms_norm_cuda: argument 0 (x): expected a tensor on cuda");
-  }
+  /* a CUDA tensor to a C entry, with libpackfn_kernels_cuda not loaded: checked, then refused
+   * naming the library */
+  fake.device = (DLDevice){kDLCUDA, 0};
+  ck_assert_int_eq(pf_kernel_rms_norm(&fake, &fake, 1e-5), -1);
+  PF_ASSERT_RAISED("NotImplementedError",
+                   "pf_kernel_rms_norm: the tensors are on a CUDA device, and the CUDA kernels are "
+                   "in libpackfn_kernels_cuda, which is not loaded");
+  ck_assert_int_eq(pf_kernel_rms_norm(&fake, pf_tensor_dltensor(out), 1e-5), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_kernel_rms_norm: argument 1 (out)");
   ck_assert_int_eq(pf_kernel_rms_norm(NULL, pf_tensor_dltensor(out), 0), -1);
   PF_ASSERT_RAISED("ValueError", "argument 0 (x): expected a tensor, got NULL");
   ck_assert_int_eq(pf_kernel_rms_norm_fwd(pf_tensor_dltensor(x), pf_tensor_dltensor(out), NULL, 0),
@@ -304,14 +352,23 @@ START_TEST(test_module_exports) {
   pf_export_info_t* list;
   size_t n;
   ck_assert_int_eq(pf_module_list(mod, &list, &n), 0);
-  ck_assert_uint_ge(n, 6);
-  int seen = 0;
-  for (size_t i = 0; i < n; ++i)
-    if (strcmp(list[i].name, "rms_norm") == 0) {
-      seen = 1;
+  ck_assert_uint_eq(n, (size_t)pf_kernels_count());
+  /* the export metadata is generated from the typed definitions: each export's signature text
+   * is the one the registered function derives from its pf_signature_t */
+  for (size_t i = 0; i < n; ++i) {
+    char name[96];
+    snprintf(name, sizeof name, PF_KERNELS_PREFIX "%s", list[i].name);
+    pf_object_t* registered;
+    ck_assert_int_eq(pf_global_get(name, &registered), 0);
+    ck_assert_msg(registered != NULL, "export %s is not registered as %s", list[i].name, name);
+    ck_assert_ptr_nonnull(list[i].signature);
+    ck_assert_str_eq(list[i].signature, pf_function_signature(registered));
+    ck_assert_ptr_nonnull(list[i].doc);
+    ck_assert_ptr_nonnull(strstr(list[i].doc, "(CPU)"));
+    pf_object_release(registered);
+    if (strcmp(list[i].name, "rms_norm") == 0)
       ck_assert_str_eq(list[i].signature, "rms_norm(x: Tensor, out: Tensor, eps: float) -> None");
-    }
-  ck_assert_int_eq(seen, 1);
+  }
   pf_module_list_free(list);
   pf_object_t* fn;
   ck_assert_int_eq(pf_module_get_function(mod, "add_n", &fn), 0);
@@ -336,6 +393,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_add_n);
   tcase_add_test(tc, test_rms_norm_family);
   tcase_add_test(tc, test_kepler);
+  tcase_add_test(tc, test_kepler_refuses_bad_eccentricity);
   tcase_add_test(tc, test_vector_add);
   tcase_add_test(tc, test_refusals_touch_no_output);
   tcase_add_test(tc, test_module_exports);

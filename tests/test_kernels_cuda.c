@@ -1,10 +1,24 @@
-/* Tests of the CUDA versions of packfn_kernels on a real device: each kernel's result copied
- * back and compared with the CPU version's. Exits 77 (CTest: skipped) when there is no device. */
+/* Tests of libpackfn_kernels_cuda. Everywhere: its registration and export metadata, and the
+ * CPU library's C entries reaching it for CUDA tensors. On a real device: each kernel's result
+ * copied back and compared with the CPU version's, and refusals; without one those print
+ * "skipped: no CUDA device". */
 #include <math.h>
+#include <stdio.h>
 
 #include "packfn/cuda.h"
 #include "packfn/kernels.h"
+#include "packfn/module.h"
 #include "pf_test.h"
+
+/* Number of CUDA devices, printing the skip notice when there is none. */
+static int32_t gpus(const char* test) {
+  int32_t n = 0;
+  if (pf_cuda_device_count(&n) != 0)
+    pf_error_clear();
+  if (n == 0)
+    printf("test_kernels_cuda: %s: skipped: no CUDA device\n", test);
+  return n;
+}
 
 static const DLDevice cpu = {kDLCPU, 0}, gpu = {kDLCUDA, 0};
 
@@ -76,6 +90,8 @@ static void compare(const char* name, pf_object_t** hosts, int32_t n_tensors, in
 }
 
 START_TEST(test_cuda_matches_cpu) {
+  if (gpus("test_cuda_matches_cpu") == 0)
+    return;
   const DLDataType dts[2] = {{kDLFloat, 32, 1}, {kDLFloat, 64, 1}};
   for (int d = 0; d < 2; ++d) {
     DLDataType dt = dts[d];
@@ -124,6 +140,89 @@ START_TEST(test_cuda_matches_cpu) {
 }
 END_TEST
 
+/* ---- everywhere ---- */
+
+START_TEST(test_cuda_registered_and_exported) {
+  ck_assert_int_eq(pf_kernels_cuda_count(), pf_kernels_count());
+  ck_assert_int_eq(pf_kernels_have_cuda(), 1);
+  ck_assert_int_eq(pf_global_static_failures(), 0);
+  pf_object_t* mod;
+  ck_assert_int_eq(pf_module_load(PF_KERNELS_CUDA_LIBRARY, &mod), 0);
+  pf_export_info_t* list;
+  size_t n;
+  ck_assert_int_eq(pf_module_list(mod, &list, &n), 0);
+  ck_assert_uint_eq(n, (size_t)pf_kernels_count());
+  for (size_t i = 0; i < n; ++i) {
+    /* export cuda_<name>, registered as packfn.kernels.cuda.<name>, same signature text */
+    ck_assert_int_eq(strncmp(list[i].name, "cuda_", 5), 0);
+    char name[96];
+    snprintf(name, sizeof name, PF_KERNELS_CUDA_PREFIX "%s", list[i].name + 5);
+    pf_object_t* registered;
+    ck_assert_int_eq(pf_global_get(name, &registered), 0);
+    ck_assert_msg(registered != NULL, "%s is not registered", name);
+    ck_assert_ptr_nonnull(list[i].signature);
+    ck_assert_str_eq(list[i].signature, pf_function_signature(registered));
+    ck_assert_ptr_nonnull(strstr(list[i].doc, "(CUDA, current stream)"));
+    pf_object_release(registered);
+    if (strcmp(list[i].name, "cuda_kepler") == 0)
+      ck_assert_str_eq(list[i].signature, "kepler_cuda(mean_anomaly: Tensor, eccentricity: Tensor, "
+                                          "sin_e: Tensor, cos_e: Tensor) -> None");
+  }
+  pf_module_list_free(list);
+  pf_object_release(mod);
+}
+END_TEST
+
+/* Without a device, a CUDA tensor given to a C entry of the CPU library reaches the CUDA version,
+ * which says there is no CUDA device. */
+START_TEST(test_c_entry_without_device) {
+  int32_t n = 0;
+  ck_assert_int_eq(pf_cuda_device_count(&n), 0);
+  if (n > 0)
+    return; /* the fake tensors below are for machines without a GPU */
+  float data[4] = {0}, sin_data[4] = {0}, cos_data[4] = {0};
+  int64_t shape[1] = {4};
+  DLTensor fake = {data, {kDLCUDA, 0}, 1, {kDLFloat, 32, 1}, shape, NULL, 0};
+  ck_assert_int_eq(pf_kernel_add_n(&fake, &fake, 1), -1);
+  PF_ASSERT_RAISED("RuntimeError", "no CUDA device");
+  /* kepler fails copying the eccentricities to the host for their check */
+  DLTensor fake_sin = fake, fake_cos = fake;
+  fake_sin.data = sin_data;
+  fake_cos.data = cos_data;
+  ck_assert_int_eq(pf_kernel_kepler(&fake, &fake, &fake_sin, &fake_cos), -1);
+  pf_object_t* err = pf_error_take();
+  ck_assert_ptr_nonnull(err);
+  ck_assert_msg(strstr(pf_error_message(err), "no CUDA device") != NULL, "message: %s",
+                pf_error_message(err));
+  pf_object_release(err);
+}
+END_TEST
+
+/* ---- with a GPU ---- */
+
+START_TEST(test_kepler_cuda_refuses_bad_eccentricity) {
+  if (gpus("test_kepler_cuda_refuses_bad_eccentricity") == 0)
+    return;
+  int64_t n = 3;
+  pf_object_t* m = host(&n, 1, (DLDataType){kDLFloat, 64, 1}, 1, 0);
+  pf_object_t* e = host(&n, 1, (DLDataType){kDLFloat, 64, 1}, 0, 0);
+  ((double*)pf_tensor_dltensor(e)->data)[1] = NAN;
+  pf_object_t *dm = to(m, gpu), *de = to(e, gpu), *ds = to(m, gpu), *dc = to(m, gpu);
+  pf_any_t args[4] = {pf_any_object(dm), pf_any_object(de), pf_any_object(ds), pf_any_object(dc)};
+  pf_any_t r;
+  ck_assert_int_eq(pf_global_call(PF_KERNELS_CUDA_PREFIX "kepler", args, 4, &r), -1);
+  PF_ASSERT_RAISED("ValueError", "kepler_cuda: argument 1 (eccentricity): expected values in "
+                                 "[0, 1), got nan at index 1");
+  ck_assert_int_eq(pf_kernel_kepler(pf_tensor_dltensor(dm), pf_tensor_dltensor(de),
+                                    pf_tensor_dltensor(ds), pf_tensor_dltensor(dc)),
+                   -1);
+  PF_ASSERT_RAISED("ValueError", "argument 1 (eccentricity)");
+  pf_object_t* objs[6] = {m, e, dm, de, ds, dc};
+  for (int i = 0; i < 6; ++i)
+    pf_object_release(objs[i]);
+}
+END_TEST
+
 START_TEST(test_cpu_tensor_refused_by_cuda_version) {
   int64_t shape[1] = {4};
   pf_object_t* x = host(shape, 1, (DLDataType){kDLFloat, 32, 1}, 1, 0);
@@ -138,22 +237,13 @@ END_TEST
 Suite* make_suite(void) {
   Suite* s = suite_create("kernels_cuda");
   TCase* tc = tcase_create("cuda");
-  tcase_add_test(tc, test_cuda_matches_cpu);
+  tcase_add_test(tc, test_cuda_registered_and_exported);
+  tcase_add_test(tc, test_c_entry_without_device);
   tcase_add_test(tc, test_cpu_tensor_refused_by_cuda_version);
+  tcase_add_test(tc, test_cuda_matches_cpu);
+  tcase_add_test(tc, test_kepler_cuda_refuses_bad_eccentricity);
   suite_add_tcase(s, tc);
   return s;
 }
 
-int main(void) {
-  int32_t n = 0;
-  if (pf_cuda_device_count(&n) != 0 || n == 0) {
-    pf_error_clear();
-    printf("test_kernels_cuda: skipped: no CUDA device\n");
-    return 77;
-  }
-  SRunner* sr = srunner_create(make_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+PF_TEST_MAIN()

@@ -1,4 +1,4 @@
-/* test_npy.c: unit tests of tools/npy.c: round trips for every dtype, hand-made Fortran-order,
+/* test_npy.c: unit tests of src/npy/: round trips for every dtype, hand-made Fortran-order,
  * big-endian and malformed files, and the NumPy-style printer against NumPy's own output. */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, rmdir */
 

@@ -26,7 +26,10 @@ PF_API int pf_cuda_device_count(int32_t* out);
 /* Turns a CUDA runtime status into packfn's convention: 0 for cudaSuccess; otherwise raises
  * "<func>: <what> failed: <cudaGetErrorString> (<cudaGetErrorName>)" (MemoryError for
  * cudaErrorMemoryAllocation, RuntimeError for the rest), clears CUDA's last-error state and
- * returns -1. `error` is a cudaError_t; func and what may be NULL. */
+ * returns -1. cudaErrorNoDevice and cudaErrorInsufficientDriver (what a machine without a
+ * usable GPU reports) read "... failed: no CUDA device (no GPU, or no CUDA driver for it)
+ * (cudaErrorNoDevice)" instead of CUDA's text. `error` is a cudaError_t; func and what may be NULL.
+ */
 PF_API int pf_cuda_check(int error, const char* func, const char* what);
 
 /* In a function returning int: `PF_CUDA_CHECK("rms_norm", cudaMemsetAsync(p, 0, n, s));`

@@ -3,10 +3,15 @@
 #ifndef PACKFN_KERNELS_H_
 #define PACKFN_KERNELS_H_
 
-/* Link libpackfn_kernels (CMake target packfn::packfn_kernels). When it loads, every kernel
- * is registered in the global table: the CPU version as "packfn.kernels.<name>" and, when the
- * library was built with CUDA, the CUDA version as "packfn.kernels.cuda.<name>". The same
- * functions are exported for module loading (pf_module_load on libpackfn_kernels.so).
+/* Two libraries. libpackfn_kernels (CMake target packfn::packfn_kernels) holds the CPU
+ * versions and the C entries below, and never needs the CUDA runtime: when it loads, every
+ * kernel is registered in the global table as "packfn.kernels.<name>" and exported for module
+ * loading as <name>. libpackfn_kernels_cuda (packfn::packfn_kernels_cuda, built when CUDA is
+ * found; it links libpackfn_cuda and the CUDA runtime) holds the CUDA versions: when it loads
+ * (linked, or through pf_module_load), each is registered as "packfn.kernels.cuda.<name>" and
+ * exported as cuda_<name>. The C entries run CUDA tensors through those registered versions.
+ * Each export's signature text is generated from the same declaration as the registered
+ * function's, so `pf_module_list` and pf_function_signature agree.
  *
  * Calling convention (destination passing): inputs, then outputs, then scalar parameters; the
  * kernel writes its outputs and returns none. Tensors are float32 or float64, all of one
@@ -26,10 +31,13 @@ extern "C" {
 #define PF_KERNELS_PREFIX      "packfn.kernels."
 #define PF_KERNELS_CUDA_PREFIX "packfn.kernels.cuda."
 
-/* ---- direct C entry points ----
+/* ---- direct C entry points (libpackfn_kernels) ----
  * The same kernels called from C without packing: they dispatch on the device of the first
- * tensor (cpu, or cuda when the library has CUDA support; other devices: NotImplementedError)
- * and check their arguments exactly as the packed versions do. 0, or -1 with an error. */
+ * tensor and check their arguments exactly as the packed versions do. CPU tensors run here;
+ * CUDA tensors run through "packfn.kernels.cuda.<name>", and fail with NotImplementedError
+ * naming libpackfn_kernels_cuda when that library is not loaded (RuntimeError "... no CUDA
+ * device ..." when it is, on a machine without a GPU); other devices: NotImplementedError.
+ * 0, or -1 with an error. */
 
 /* out = x + n, elementwise; out has x's shape (out may be x). */
 PF_API int pf_kernel_add_n(const DLTensor* x, DLTensor* out, double n);
@@ -49,7 +57,10 @@ PF_API int pf_kernel_rms_norm_bwd(const DLTensor* x, const DLTensor* inv_rms,
 
 /* Solves Kepler's equation M = E - e sin E for the eccentric anomaly E, elementwise, to full
  * precision for 0 <= e < 1 and any finite M; writes sin E and cos E. All four tensors have one
- * shape. An e outside [0, 1) or a non-finite M gives NaN in both outputs for that element. */
+ * shape. An eccentricity outside [0, 1), or NaN, fails with ValueError before any output is
+ * written: "kepler: argument 1 (eccentricity): expected values in [0, 1), got 1.5 at index 3"
+ * (the CUDA version copies the eccentricities to the host to check them). A non-finite M gives
+ * NaN in both outputs for that element. */
 PF_API int pf_kernel_kepler(const DLTensor* mean_anomaly, const DLTensor* eccentricity,
                             DLTensor* sin_e, DLTensor* cos_e);
 
@@ -57,13 +68,21 @@ PF_API int pf_kernel_kepler(const DLTensor* mean_anomaly, const DLTensor* eccent
  * not empty unless c is; a has c's shape. */
 PF_API int pf_kernel_vector_add(const DLTensor* b, const DLTensor* c, DLTensor* a);
 
-/* 1 when this build of libpackfn_kernels has the CUDA versions, else 0. */
+/* 1 when the CUDA versions are available to this process (libpackfn_kernels_cuda is loaded and
+ * registered them), else 0. */
 PF_API int pf_kernels_have_cuda(void);
 
 /* Number of kernels (CPU versions) and their short names ("add_n", ...), for listings. */
 PF_API int32_t pf_kernels_count(void);
 /* Short name of kernel i (0 <= i < pf_kernels_count()), or NULL. */
 PF_API const char* pf_kernels_name(int32_t i);
+
+/* ---- libpackfn_kernels_cuda ---- */
+
+/* Number of CUDA kernels libpackfn_kernels_cuda registers (one per name of pf_kernels_name).
+ * Defined in libpackfn_kernels_cuda: a program that links that library for its registrations
+ * alone calls this once, so linkers that drop libraries nothing calls (--as-needed) keep it. */
+PF_API int32_t pf_kernels_cuda_count(void);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,16 @@
 
 /* ---- errors ---- */
 
+/* What a failure means, for people: CUDA's own text, except for the two statuses a machine with
+ * no usable GPU gives, which read like driver trouble ("CUDA driver version is insufficient")
+ * when the cause is that there is no device; `packfn info` reports the same state as
+ * "CUDA devices: 0 (no CUDA device)". */
+static const char* pf__cuda_reason(cudaError_t e) {
+  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver)
+    return "no CUDA device (no GPU, or no CUDA driver for it)";
+  return cudaGetErrorString(e);
+}
+
 int pf_cuda_check(int error, const char* func, const char* what) {
   if (error == (int)cudaSuccess)
     return 0;
@@ -13,7 +23,7 @@ int pf_cuda_check(int error, const char* func, const char* what) {
   (void)cudaGetLastError(); /* clear the last-error state so later checks see their own */
   pf_error_set(e == cudaErrorMemoryAllocation ? PF_ERR_MEMORY : PF_ERR_RUNTIME,
                "%s: %s failed: %s (%s)", func ? func : "?", what ? what : "CUDA call",
-               cudaGetErrorString(e), cudaGetErrorName(e));
+               pf__cuda_reason(e), cudaGetErrorName(e));
   return -1;
 }
 
@@ -22,7 +32,7 @@ int pf_cuda_check_launch(const char* func, const char* kernel) {
   if (e == cudaSuccess)
     return 0;
   pf_error_set(PF_ERR_RUNTIME, "%s: launch of %s failed: %s (%s)", func ? func : "?",
-               kernel ? kernel : "a kernel", cudaGetErrorString(e), cudaGetErrorName(e));
+               kernel ? kernel : "a kernel", pf__cuda_reason(e), cudaGetErrorName(e));
   return -1;
 }
 

@@ -74,3 +74,24 @@ static int summary(void* self, const pf_any_t* args, int32_t num_args, pf_any_t*
   return 0;
 }
 PF_EXPORT(summary, summary);
+
+/* twice(x: int) -> int, registered in the global table as cli_test.twice when the library
+ * loads (not exported): `packfn list LIB` and `packfn call --lib LIB cli_test.twice` find it. */
+PF_TYPED_DEFINE(twice, INT, (INT, x)) {
+  *result = pf_any_int(2 * x);
+  return 0;
+}
+PF_TYPED_REGISTER(twice, "cli_test.twice");
+
+/* get_twice() -> Function: the function twice, for printing a function result */
+static int get_twice(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  (void)args;
+  (void)num_args;
+  pf_object_t* fn;
+  if (PF_TYPED_CREATE(twice, &fn) != 0)
+    return -1;
+  *result = pf_any_object(fn);
+  return 0;
+}
+PF_EXPORT_DOC(get_twice, get_twice, "get_twice() -> Function", "Returns the function twice.");

@@ -67,6 +67,9 @@ step "pkg-config: C++ consumer ($CXX_PC)" pkg_build_and_run "$CXX_PC" c++17 cons
 if [ -e "$LIBDIR/libpackfn_cuda.so" ]; then
   step "pkg-config: packfn_cuda" pkg-config --exists packfn_cuda
 fi
+if [ -e "$LIBDIR/libpackfn_kernels_cuda.so" ]; then
+  step "pkg-config: packfn_kernels_cuda" pkg-config --exists packfn_kernels_cuda
+fi
 
 # ---- the installed command line ----
 run_cli() { # expected output pattern, packfn arguments...
@@ -81,6 +84,15 @@ if [ -x "$PREFIX/bin/packfn" ]; then
   step "installed packfn list" run_cli "packfn.kernels.add_n" list
   step "installed packfn call" run_cli "array(\[11., 12., 13.\], dtype=float32)" \
     call packfn.kernels.add_n 'float32[3]:1,2,3' 'float32[3]' 10
+  step "installed packfn bench NAME" run_cli "ns per call" \
+    bench --repeat 2 packfn.kernels.add_n 'float32[3]:1,2,3' 'float32[3]' 10
+  bench_suite_refused() {
+    local out rc=0
+    out="$("$PREFIX/bin/packfn" bench --quick 2>&1)" || rc=$?
+    printf '%s\n' "$out"
+    [ "$rc" -eq 2 ] && grep -q "runs from a build tree only" <<<"$out"
+  }
+  step "installed packfn bench (suite) says it runs from a build tree" bench_suite_refused
 fi
 
 # ---- CPU kernels without the CUDA runtime ----

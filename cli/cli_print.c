@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "npy.h"
+#include "packfn/npy.h"
 
 int pf_cli_report_raised(const char* fallback) {
   pf_object_t* err = pf_error_take();
@@ -242,6 +242,11 @@ static int print_any(const pf_any_t* v, FILE* out, int nested) {
   case PF_TYPE_ERROR:
     fprintf(out, "%s: %s", pf_error_kind(v->v_obj), pf_error_message(v->v_obj));
     return 0;
+  case PF_TYPE_FUNCTION: {
+    const char* sig = pf_function_signature(v->v_obj);
+    fprintf(out, "<function%s%s>", sig != NULL ? " " : "", sig != NULL ? sig : "");
+    return 0;
+  }
   default:
     fprintf(out, "<%s object>", pf_any_type_name(v));
     return 0;

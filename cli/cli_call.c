@@ -2,7 +2,6 @@
  * which tensors count as outputs, and printing them or writing them with --out. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -132,41 +131,6 @@ static int parse_options(int argc, char** argv, call_opts_t* o, char** positiona
   return -1;
 }
 
-int pf_cli_module_load(const char* path, pf_object_t** out) {
-  struct stat st;
-  if (strchr(path, '/') == NULL && stat(path, &st) == 0) {
-    size_t n = strlen(path);
-    char* local = malloc(n + 3);
-    if (local == NULL) {
-      pf_error_set(PF_ERR_MEMORY, "packfn: out of memory");
-      return -1;
-    }
-    memcpy(local, "./", 2);
-    memcpy(local + 2, path, n + 1);
-    int rc = pf_module_load(local, out);
-    free(local);
-    return rc;
-  }
-  return pf_module_load(path, out);
-}
-
-/* The function to call: new reference in *fn (and the module holding it in *module). */
-static int find_function(const call_opts_t* o, pf_object_t** module, pf_object_t** fn) {
-  if (o->lib != NULL) {
-    if (pf_cli_module_load(o->lib, module) != 0)
-      return -1;
-    return pf_module_get_function(*module, o->name, fn);
-  }
-  if (pf_global_get(o->name, fn) != 0)
-    return -1;
-  if (*fn == NULL) {
-    pf_error_set(PF_ERR_ATTRIBUTE, "no global function named '%s' (`packfn list` shows them)",
-                 o->name);
-    return -1;
-  }
-  return 0;
-}
-
 static DLTensor* arg_tensor(const pf_cli_arg_t* a) {
   return a->value.type_index == PF_TYPE_TENSOR ? pf_tensor_dltensor(a->value.v_obj) : NULL;
 }
@@ -282,16 +246,11 @@ static int report(const call_opts_t* o, const pf_any_t* result, const pf_cli_arg
   return rc;
 }
 
-/* Parses the arguments into args[0..n); each tensor may be created like the one before it. */
+/* Parses the arguments into args[0..n). */
 static int parse_args(const call_opts_t* o, pf_cli_arg_t* args) {
-  pf_object_t* like = NULL;
-  for (int i = 0; i < o->num_args; ++i) {
-    char msg[PF_CLI_MSG_MAX];
-    if (pf_cli_arg_parse(o->args[i], o->outs, o->num_outs, like, &args[i], msg, sizeof msg) != 0)
-      return usage_error("%s", msg);
-    if (like == NULL && args[i].value.type_index == PF_TYPE_TENSOR)
-      like = args[i].value.v_obj;
-  }
+  char msg[PF_CLI_MSG_MAX];
+  if (pf_cli_args_parse(o->args, o->num_args, o->outs, o->num_outs, args, msg, sizeof msg) != 0)
+    return usage_error("%s", msg);
   return 0;
 }
 
@@ -306,7 +265,7 @@ static int run_call(const call_opts_t* o, pf_cli_arg_t* args, pf_any_t* packed) 
     return rc;
   pf_object_t *module = NULL, *fn = NULL;
   pf_any_t result = pf_any_none();
-  if (find_function(o, &module, &fn) != 0 ||
+  if (pf_cli_find_function(o->lib, o->name, &module, &fn) != 0 ||
       prepare_tensors(args, o->num_args, o->device != NULL ? &device : NULL) != 0) {
     rc = pf_cli_report_raised("cannot find the function");
     goto done;

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "npy.h"
+#include "packfn/npy.h"
 
 static int usage(char* msg, size_t size, const char* fmt, ...)
 #if defined(__GNUC__)
@@ -420,4 +420,16 @@ void pf_cli_arg_clear(pf_cli_arg_t* arg) {
   free(arg->before);
   memset(arg, 0, sizeof *arg);
   arg->value = pf_any_none();
+}
+
+int pf_cli_args_parse(char** tokens, int n, const char* const* outs, int num_outs,
+                      pf_cli_arg_t* args, char* msg, size_t msg_size) {
+  pf_object_t* like = NULL;
+  for (int i = 0; i < n; ++i) {
+    if (pf_cli_arg_parse(tokens[i], outs, num_outs, like, &args[i], msg, msg_size) != 0)
+      return -1;
+    if (like == NULL && args[i].value.type_index == PF_TYPE_TENSOR)
+      like = args[i].value.v_obj;
+  }
+  return 0;
 }

@@ -1,19 +1,13 @@
-/* packfn.c: the packfn command line: dispatch, help, and the commands list, info and bench
- * (call lives in cli_call.c). Linked with packfn_kernels (and packfn_cuda when built). */
-#include <errno.h>
-#include <spawn.h>
-#include <stdlib.h>
+/* packfn.c: the packfn command line: dispatch, help, and the commands list and info (call lives
+ * in cli_call.c, bench in cli_bench.c). Linked with packfn_kernels (and packfn_cuda and
+ * packfn_kernels_cuda when built). */
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 
 #include "cli.h"
 #include "packfn/kernels.h"
 #ifdef PF_CLI_HAVE_CUDA
 #include "packfn/cuda.h"
 #endif
-
-extern char** environ;
 
 static const char main_usage[] =
     "usage: packfn [--version] [--help] COMMAND [ARGS...]\n"
@@ -23,6 +17,7 @@ static const char main_usage[] =
     "  call NAME ARG...   call a packed function and print what it returns or writes\n"
     "  info               version, ABI version, CUDA devices, allocators\n"
     "  bench [--quick]    run the benchmark suite\n"
+    "  bench NAME ARG...  time calls of one function (also --lib LIBRARY)\n"
     "  help [COMMAND]     help on a command (also: packfn COMMAND --help)\n"
     "\n"
     "exit status: 0 success, 1 packfn raised an error, 2 usage error.\n";
@@ -40,13 +35,6 @@ static const char info_help[] =
     "\n"
     "Prints the packfn version, the ABI version, the CUDA devices found, the device types\n"
     "with a registered allocator, and the number of global functions.\n";
-
-static const char bench_help[] =
-    "usage: packfn bench [--quick] [ARGS...]\n"
-    "\n"
-    "Runs the benchmark suite: sh SOURCE/bench/run_suite.sh --bench PACKFN_BENCH [--quick]\n"
-    "[ARGS...], with the source folder and the packfn_bench executable of this build; exits\n"
-    "with the suite's status (2 when the benchmarks were not built).\n";
 
 static int usage_error(const char* what, const char* arg) {
   fprintf(stderr, "packfn: %s%s%s\n", what, arg != NULL ? " " : "", arg != NULL ? arg : "");
@@ -68,35 +56,47 @@ static void print_entry(const char* name, const char* signature, const char* doc
     printf("    %s\n", doc);
 }
 
+/* Prints the global function `name` as one entry of a listing. */
+static void print_global(const char* name) {
+  pf_object_t* fn = NULL;
+  if (pf_global_get(name, &fn) != 0)
+    pf_error_clear();
+  print_entry(name, fn != NULL ? pf_function_signature(fn) : NULL,
+              fn != NULL ? pf_function_doc(fn) : NULL);
+  pf_object_release(fn);
+}
+
 static int list_globals(void) {
   char** names;
   size_t count;
   if (pf_global_list(&names, &count) != 0)
     return pf_cli_report_raised("cannot list the global functions");
-  for (size_t i = 0; i < count; ++i) {
-    pf_object_t* fn = NULL;
-    if (pf_global_get(names[i], &fn) != 0)
-      pf_error_clear();
-    print_entry(names[i], fn != NULL ? pf_function_signature(fn) : NULL,
-                fn != NULL ? pf_function_doc(fn) : NULL);
-    pf_object_release(fn);
-  }
+  for (size_t i = 0; i < count; ++i)
+    print_global(names[i]);
   pf_global_list_free(names);
   return PF_CLI_EXIT_OK;
 }
 
 static int list_library(const char* path) {
   pf_object_t* module;
-  if (pf_cli_module_load(path, &module) != 0)
+  char** registered;
+  size_t count;
+  if (pf_cli_library_load(path, &module, &registered, &count) != 0)
     return pf_cli_report_raised("cannot load the library");
   pf_export_info_t* list;
   if (pf_module_list(module, &list, NULL) != 0) {
+    pf_cli_names_free(registered);
     pf_object_release(module);
     return pf_cli_report_raised("cannot list the library");
   }
   for (pf_export_info_t* e = list; e->name != NULL; ++e)
     print_entry(e->name, e->signature, e->doc);
+  if (count > 0)
+    puts("registered in the global table:");
+  for (size_t i = 0; i < count; ++i)
+    print_global(registered[i]);
   pf_module_list_free(list);
+  pf_cli_names_free(registered);
   pf_object_release(module);
   return PF_CLI_EXIT_OK;
 }
@@ -162,63 +162,6 @@ static int cmd_info(int argc, char** argv) {
   return PF_CLI_EXIT_OK;
 }
 
-/* ---- bench ---- */
-
-#ifndef PF_SOURCE_DIR
-#define PF_SOURCE_DIR "."
-#endif
-
-static int cmd_bench(int argc, char** argv) {
-  if (argc > 1 && is_help(argv[1])) {
-    fputs(bench_help, stdout);
-    return PF_CLI_EXIT_OK;
-  }
-#ifndef PF_BENCH_BIN
-  (void)argv;
-  fputs("packfn bench: the benchmarks were not built (configure with -DPF_BUILD_BENCH=ON)\n",
-        stderr);
-  return PF_CLI_EXIT_USAGE;
-#else
-  static const char script[] = PF_SOURCE_DIR "/bench/run_suite.sh";
-  struct stat st;
-  if (stat(script, &st) != 0) {
-    fprintf(stderr, "packfn bench: %s not found: the benchmark suite is missing\n", script);
-    return PF_CLI_EXIT_USAGE;
-  }
-  /* sh SCRIPT --bench BIN ARGS... NULL */
-  char** child = malloc(sizeof(char*) * (size_t)(argc + 4));
-  if (child == NULL) {
-    fputs("packfn bench: out of memory\n", stderr);
-    return PF_CLI_EXIT_RAISED;
-  }
-  int n = 0;
-  child[n++] = (char*)"sh";
-  child[n++] = (char*)script;
-  child[n++] = (char*)"--bench";
-  child[n++] = (char*)PF_BENCH_BIN;
-  for (int i = 1; i < argc; ++i)
-    child[n++] = argv[i];
-  child[n] = NULL;
-  fflush(NULL);
-  pid_t pid;
-  int err = posix_spawnp(&pid, "sh", NULL, NULL, child, environ);
-  free(child);
-  if (err != 0) {
-    fprintf(stderr, "packfn bench: cannot run sh: %s\n", strerror(err));
-    return PF_CLI_EXIT_RAISED;
-  }
-  int status;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) {
-      fprintf(stderr, "packfn bench: waitpid: %s\n", strerror(errno));
-      return PF_CLI_EXIT_RAISED;
-    }
-  if (WIFEXITED(status))
-    return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-#endif
-}
-
 /* ---- dispatch ---- */
 
 typedef struct command_s {
@@ -230,7 +173,7 @@ static const command_t commands[] = {
     {"list", cmd_list},
     {"call", pf_cli_call_main},
     {"info", cmd_info},
-    {"bench", cmd_bench},
+    {"bench", pf_cli_bench_main},
 };
 
 static const command_t* find_command(const char* name) {
@@ -241,8 +184,11 @@ static const command_t* find_command(const char* name) {
 }
 
 int main(int argc, char** argv) {
-  /* keeps libpackfn_kernels linked under --as-needed, so its kernels register at load */
+  /* keeps the kernel libraries linked under --as-needed, so their kernels register at load */
   (void)pf_kernels_count();
+#ifdef PF_CLI_HAVE_CUDA
+  (void)pf_kernels_cuda_count();
+#endif
   if (argc < 2)
     return usage_error("missing COMMAND", NULL);
   const char* cmd = argv[1];

@@ -1,7 +1,8 @@
 /* cli.h: what the files of the packfn command line share: exit codes, parsed `call` arguments
- * (cli_args.c), value printing (cli_print.c) and the `call` command (cli_call.c). */
-#ifndef PACKFN_TOOLS_CLI_H_
-#define PACKFN_TOOLS_CLI_H_
+ * (cli_args.c), value printing (cli_print.c), finding functions (cli_find.c), and the `call`
+ * (cli_call.c) and `bench` (cli_bench.c) commands. */
+#ifndef PACKFN_CLI_CLI_H_
+#define PACKFN_CLI_CLI_H_
 
 #include <stddef.h>
 #include <stdio.h>
@@ -35,6 +36,13 @@ typedef struct pf_cli_arg_s {
 int pf_cli_arg_parse(const char* text, const char* const* outs, int num_outs, pf_object_t* like,
                      pf_cli_arg_t* arg, char* msg, size_t msg_size);
 
+/* Parses tokens[0..n) into args[0..n) (zeroed by the caller) with pf_cli_arg_parse, each
+ * tensor that is created being made like the first tensor argument before it. Returns 0, or -1
+ * with a one-line message in msg (a usage error); the args parsed so far still own their
+ * values (clear them all). */
+int pf_cli_args_parse(char** tokens, int n, const char* const* outs, int num_outs,
+                      pf_cli_arg_t* args, char* msg, size_t msg_size);
+
 /* Releases what arg owns and zeroes it. */
 void pf_cli_arg_clear(pf_cli_arg_t* arg);
 
@@ -44,8 +52,9 @@ int pf_cli_report_raised(const char* fallback);
 
 /* Prints a value for people: none "None", bool "True"/"False", ints, floats as Python's repr,
  * strings raw at the top level (quoted inside containers), tensors as NumPy's repr (copied to
- * the host first when on a device), shapes "(2, 3)", arrays "[...]", maps "{k: v}". No
- * trailing newline. Returns 0, or -1 with an error raised (a device copy failed). */
+ * the host first when on a device), shapes "(2, 3)", arrays "[...]", maps "{k: v}",
+ * functions with their signature "<function twice(x: int) -> int>". No trailing newline. Returns 0,
+ * or -1 with an error raised (a device copy failed). */
 int pf_cli_print_value(const pf_any_t* value, FILE* out);
 
 /* Prints a tensor object as NumPy's repr (or "<Tensor int4 (2, 3) on cpu:0>" when its dtype has
@@ -59,8 +68,30 @@ int pf_cli_write_npy(pf_object_t* tensor, const char* path);
 /* The `call` command: argv[0] is "call". Returns the exit code. */
 int pf_cli_call_main(int argc, char** argv);
 
+/* The `bench` command (cli_bench.c): argv[0] is "bench". Returns the exit code. */
+int pf_cli_bench_main(int argc, char** argv);
+
+/* ---- finding functions (cli_find.c) ---- */
+
 /* Loads a library for --lib and `list LIBRARY`: a bare file name that exists in the current
  * folder is loaded as "./name". New module reference in *out; -1 with an error raised. */
 int pf_cli_module_load(const char* path, pf_object_t** out);
 
-#endif /* PACKFN_TOOLS_CLI_H_ */
+/* pf_cli_module_load, and the names the library's constructors added to the global table
+ * (PF_REGISTER_GLOBAL and the like; none when it was loaded already), sorted, in *registered
+ * (NULL-terminated; free with pf_cli_names_free) and their number in *count. 0, or -1 with an
+ * error raised (*module and *registered NULL). */
+int pf_cli_library_load(const char* path, pf_object_t** module, char*** registered, size_t* count);
+
+/* Frees what pf_cli_library_load returned; NULL is a no-op. */
+void pf_cli_names_free(char** names);
+
+/* The function `name`: with `lib` (not NULL), an export of that library (new module reference
+ * in *module), else a function of the global table, which includes what the library
+ * registered; without `lib`, a global function (*module NULL). New reference in *fn. -1 with
+ * an error raised, KeyError when the name is found nowhere: "no global function named 'x'; did
+ * you mean 'y'? (`packfn list` shows them)" (suggestions: names close to it, or whose last
+ * dotted part it is). *module may hold a reference on failure too: release it. */
+int pf_cli_find_function(const char* lib, const char* name, pf_object_t** module, pf_object_t** fn);
+
+#endif /* PACKFN_CLI_CLI_H_ */

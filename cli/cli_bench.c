@@ -1,0 +1,256 @@
+/* cli_bench.c: `packfn bench`: the benchmark suite, found relative to the packfn executable, or
+ * the timing of one function (global, or of a --lib library) with the arguments `call` takes. */
+#include <errno.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+extern char** environ;
+
+static const char bench_help[] =
+    "usage: packfn bench [--quick] [--out DIR]\n"
+    "       packfn bench [--lib LIBRARY] [--repeat N] NAME [ARG]...\n"
+    "\n"
+    "With no NAME: runs the benchmark suite, sh DIR/run_suite.sh --bench DIR/packfn_bench\n"
+    "[--quick] [--out DIR], DIR being ../bench next to this packfn: the suite runs from a build\n"
+    "tree configured with -DPF_BUILD_BENCH=ON only (it is not installed); exits with the\n"
+    "suite's status, 2 when the suite is not there (an installed packfn).\n"
+    "\n"
+    "With NAME: times calls of that function (a global function, or a function of LIBRARY\n"
+    "with --lib, or one LIBRARY registered globally), its arguments written as for\n"
+    "`packfn call` and parsed once: after one call that must succeed, N repetitions (default\n"
+    "7) of a number of calls chosen so each repetition lasts about 10 ms; prints the median,\n"
+    "the fastest and the slowest repetition in nanoseconds per call.\n";
+
+/* Time one repetition should take, and the most calls it may make. */
+#define BENCH_TARGET_NS 10000000.0
+#define BENCH_MAX_CALLS (1L << 26)
+
+static int usage_error(const char* what, const char* arg) {
+  fprintf(stderr, "packfn bench: %s%s%s\n", what, arg != NULL ? " " : "", arg != NULL ? arg : "");
+  fputs(bench_help, stderr);
+  return PF_CLI_EXIT_USAGE;
+}
+
+/* ---- the suite ---- */
+
+/* The folder of the running executable into buf (no trailing slash). 0, or -1. */
+static int exe_dir(char* buf, size_t size) {
+  ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+  if (n <= 0 || (size_t)n >= size - 1)
+    return -1;
+  buf[n] = '\0';
+  char* slash = strrchr(buf, '/');
+  if (slash == NULL)
+    return -1;
+  *slash = '\0';
+  return 0;
+}
+
+/* 1 when folder `dir` holds run_suite.sh and an executable packfn_bench; their paths then in
+ * script and bin. */
+static int suite_in(const char* dir, char* script, char* bin, size_t size) {
+  struct stat st;
+  snprintf(script, size, "%s/run_suite.sh", dir);
+  snprintf(bin, size, "%s/packfn_bench", dir);
+  return stat(script, &st) == 0 && S_ISREG(st.st_mode) && access(bin, X_OK) == 0;
+}
+
+static int run_suite(int argc, char** argv) {
+  char here[PATH_MAX], built[PATH_MAX + 32];
+  char script[PATH_MAX + 64], bin[PATH_MAX + 64];
+  if (exe_dir(here, sizeof here) != 0) {
+    fputs("packfn bench: cannot tell where this packfn executable is (/proc/self/exe)\n", stderr);
+    return PF_CLI_EXIT_USAGE;
+  }
+  snprintf(built, sizeof built, "%s/../bench", here);
+  if (!suite_in(built, script, bin, sizeof script)) {
+    fprintf(stderr,
+            "packfn bench: the benchmark suite runs from a build tree only (configured with "
+            "-DPF_BUILD_BENCH=ON: run BUILD/cli/packfn bench); it needs run_suite.sh and "
+            "packfn_bench in %s. Timing one function, `packfn bench NAME ARG...`, works "
+            "anywhere.\n",
+            built);
+    return PF_CLI_EXIT_USAGE;
+  }
+  /* sh SCRIPT --bench BIN ARGS... NULL */
+  char** child = malloc(sizeof(char*) * (size_t)(argc + 4));
+  if (child == NULL) {
+    fputs("packfn bench: out of memory\n", stderr);
+    return PF_CLI_EXIT_RAISED;
+  }
+  int n = 0;
+  child[n++] = (char*)"sh";
+  child[n++] = script;
+  child[n++] = (char*)"--bench";
+  child[n++] = bin;
+  for (int i = 1; i < argc; ++i)
+    child[n++] = argv[i];
+  child[n] = NULL;
+  fflush(NULL);
+  pid_t pid;
+  int err = posix_spawnp(&pid, "sh", NULL, NULL, child, environ);
+  free(child);
+  if (err != 0) {
+    fprintf(stderr, "packfn bench: cannot run sh: %s\n", strerror(err));
+    return PF_CLI_EXIT_RAISED;
+  }
+  int status;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) {
+      fprintf(stderr, "packfn bench: waitpid: %s\n", strerror(errno));
+      return PF_CLI_EXIT_RAISED;
+    }
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+/* ---- one function ---- */
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* Calls fn `calls` times; the elapsed nanoseconds in *ns. 0, or -1 with the call's error. */
+static int time_calls(pf_object_t* fn, const pf_any_t* args, int32_t n, long calls, double* ns) {
+  double start = now_ns();
+  for (long i = 0; i < calls; ++i) {
+    pf_any_t result = pf_any_none();
+    int rc = pf_function_call(fn, args, n, &result);
+    pf_any_release(&result);
+    if (rc != 0)
+      return -1;
+  }
+  *ns = now_ns() - start;
+  return 0;
+}
+
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+/* Times fn on the parsed args and prints what it measured. Returns the exit code. */
+static int measure(const char* name, const char* lib, pf_object_t* fn, pf_cli_arg_t* args,
+                   int32_t n, long repeat) {
+  pf_any_t* packed = calloc((size_t)n + 1, sizeof(pf_any_t));
+  double* per_call = calloc((size_t)repeat, sizeof(double));
+  int rc = PF_CLI_EXIT_OK;
+  if (packed == NULL || per_call == NULL) {
+    pf_error_set(PF_ERR_MEMORY, "packfn: out of memory");
+    rc = pf_cli_report_raised("out of memory");
+    goto done;
+  }
+  for (int32_t i = 0; i < n; ++i)
+    packed[i] = args[i].value;
+  double ns;
+  long calls = 1;
+  if (time_calls(fn, packed, n, 1, &ns) != 0) { /* the first call: it must work */
+    rc = pf_cli_report_raised("the call failed");
+    goto done;
+  }
+  while (calls < BENCH_MAX_CALLS) { /* calls per repetition, so one lasts BENCH_TARGET_NS */
+    if (time_calls(fn, packed, n, calls, &ns) != 0) {
+      rc = pf_cli_report_raised("the call failed");
+      goto done;
+    }
+    if (ns >= BENCH_TARGET_NS / 2)
+      break;
+    calls *= 2;
+  }
+  if (ns > 0 && ns < BENCH_TARGET_NS && calls < BENCH_MAX_CALLS)
+    calls = (long)((double)calls * (BENCH_TARGET_NS / ns)) + 1;
+  for (long r = 0; r < repeat; ++r) {
+    if (time_calls(fn, packed, n, calls, &ns) != 0) {
+      rc = pf_cli_report_raised("the call failed");
+      goto done;
+    }
+    per_call[r] = ns / (double)calls;
+  }
+  qsort(per_call, (size_t)repeat, sizeof(double), cmp_double);
+  double median =
+      repeat % 2 ? per_call[repeat / 2] : (per_call[repeat / 2 - 1] + per_call[repeat / 2]) / 2;
+  const char* sig = pf_function_signature(fn);
+  printf("function: %s%s%s%s\n", name, sig != NULL && strchr(sig, '(') ? strchr(sig, '(') : "",
+         lib != NULL ? " from " : "", lib != NULL ? lib : "");
+  printf("measured: pf_function_call with %d argument%s parsed once (on the host), the result "
+         "released after each call; %ld repetition%s of %ld call%s, after one call not timed\n",
+         (int)n, n == 1 ? "" : "s", repeat, repeat == 1 ? "" : "s", calls, calls == 1 ? "" : "s");
+  printf("median: %.1f ns per call (min %.1f, max %.1f)\n", median, per_call[0],
+         per_call[repeat - 1]);
+done:
+  free(per_call);
+  free(packed);
+  return rc;
+}
+
+static int bench_function(int argc, char** argv) {
+  const char* lib = NULL;
+  long repeat = 7;
+  int i = 1;
+  for (; i < argc && strncmp(argv[i], "--", 2) == 0; ++i) {
+    if (strcmp(argv[i], "--") == 0) {
+      ++i;
+      break;
+    }
+    int is_lib = strcmp(argv[i], "--lib") == 0, is_repeat = strcmp(argv[i], "--repeat") == 0;
+    if (!is_lib && !is_repeat)
+      return usage_error("unknown option", argv[i]);
+    if (i + 1 >= argc)
+      return usage_error(is_lib ? "option --lib needs a value" : "option --repeat needs a value",
+                         NULL);
+    if (is_lib) {
+      lib = argv[++i];
+      continue;
+    }
+    char* end;
+    errno = 0;
+    repeat = strtol(argv[++i], &end, 10);
+    if (errno != 0 || *end != '\0' || end == argv[i] || repeat < 1 || repeat > 1000)
+      return usage_error("--repeat expects a count from 1 to 1000, got", argv[i]);
+  }
+  if (i >= argc)
+    return usage_error("missing the function NAME", NULL);
+  const char* name = argv[i++];
+  int n = argc - i;
+  pf_cli_arg_t* args = calloc((size_t)n + 1, sizeof(pf_cli_arg_t));
+  if (args == NULL)
+    return pf_cli_report_raised("out of memory");
+  char msg[PF_CLI_MSG_MAX];
+  int rc;
+  pf_object_t *module = NULL, *fn = NULL;
+  if (pf_cli_args_parse(argv + i, n, NULL, 0, args, msg, sizeof msg) != 0)
+    rc = usage_error(msg, NULL);
+  else if (pf_cli_find_function(lib, name, &module, &fn) != 0)
+    rc = pf_cli_report_raised("cannot find the function");
+  else
+    rc = measure(name, lib, fn, args, (int32_t)n, repeat);
+  for (int k = 0; k < n; ++k)
+    pf_cli_arg_clear(&args[k]);
+  free(args);
+  pf_object_release(fn);
+  pf_object_release(module);
+  return rc;
+}
+
+int pf_cli_bench_main(int argc, char** argv) {
+  if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    fputs(bench_help, stdout);
+    return PF_CLI_EXIT_OK;
+  }
+  /* a NAME, --lib or --repeat first: one function; else (nothing, --quick, --out) the suite */
+  if (argc > 1 && (argv[1][0] != '-' || strcmp(argv[1], "--lib") == 0 ||
+                   strcmp(argv[1], "--repeat") == 0 || strcmp(argv[1], "--") == 0))
+    return bench_function(argc, argv);
+  return run_suite(argc, argv);
+}

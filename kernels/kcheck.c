@@ -1,0 +1,151 @@
+/* kernels/kcheck.c: the argument checks of every kernel (kdefs.h), shared by packfn_kernels and
+ * packfn_kernels_cuda, so a call is refused the same way whichever library runs it. */
+#include <math.h>
+
+#include "kernels/kdefs.h"
+#include "packfn/error.h"
+
+int pf__k_device_of(const char* func, const DLTensor* first, const char* name, int32_t* dev) {
+  if (!first) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument 0 (%s): expected a tensor, got NULL", func, name);
+    return -1;
+  }
+  int32_t t = (int32_t)first->device.device_type;
+  if (t == PF_DEV_CPU || t == PF_DEV_CUDA) {
+    *dev = t;
+    return 0;
+  }
+  char buf[32];
+  pf_device_format(first->device, buf, sizeof buf);
+  pf_error_set(PF_ERR_NOT_IMPLEMENTED, "%s: argument 0 (%s): no %s version for tensors on %s", func,
+               name, func, buf);
+  return -1;
+}
+
+/* Argument `index` must be a compact float32/float64 tensor on device type `dev` with at least
+ * `min_ndim` axes. */
+static int k_input(const char* func, int32_t index, const char* name, const DLTensor* t,
+                   int32_t dev, int32_t min_ndim) {
+  pf_tensor_spec_t spec = {PF_DTYPES(PF_DTYPE_FLOAT32, PF_DTYPE_FLOAT64), .device_type = dev,
+                           .min_ndim = min_ndim, .contiguous = 1};
+  return pf_dltensor_check(t, &spec, func, index, name);
+}
+
+/* Argument `index` must match `ref` (dtype, device, shape) and be compact. */
+static int k_like(const char* func, int32_t index, const char* name, const DLTensor* t,
+                  const DLTensor* ref, const char* ref_name) {
+  pf_tensor_spec_t spec = {.contiguous = 1};
+  if (pf_dltensor_check_like(t, ref, func, index, name, ref_name) != 0)
+    return -1;
+  return pf_dltensor_check(t, &spec, func, index, name);
+}
+
+/* Argument `index` must have ref's dtype and device, `ndim` axes with the given extents. */
+static int k_shaped(const char* func, int32_t index, const char* name, const DLTensor* t,
+                    const DLTensor* ref, const char* ref_name, int32_t ndim, const int64_t* shape) {
+  pf_tensor_spec_t spec = {.dtypes = &ref->dtype,
+                           .num_dtypes = 1,
+                           .device_type = (int32_t)ref->device.device_type,
+                           .ndim = ndim,
+                           .shape = shape,
+                           .contiguous = 1};
+  if (pf_dltensor_check(t, &spec, func, index, name) != 0)
+    return -1;
+  if (t->device.device_id != ref->device.device_id) {
+    char a[32], b[32];
+    pf_device_format(t->device, a, sizeof a);
+    pf_device_format(ref->device, b, sizeof b);
+    pf_error_set(PF_ERR_TYPE, "%s: argument %d (%s): expected a tensor on %s like %s, got %s", func,
+                 (int)index, name, b, ref_name, a);
+    return -1;
+  }
+  return 0;
+}
+
+static int k_scalar(const char* func, int32_t index, const char* name, double v, int nonneg) {
+  if (!isfinite(v) || (nonneg && v < 0)) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument %d (%s): expected a finite%s number, got %g", func,
+                 (int)index, name, nonneg ? " non-negative" : "", v);
+    return -1;
+  }
+  return 0;
+}
+
+int pf__k_check_add_n(const char* func, int32_t dev, const DLTensor* x, const DLTensor* out,
+                      double n) {
+  return k_input(func, 0, "x", x, dev, 0) != 0 || k_like(func, 1, "out", out, x, "x") != 0 ||
+                 k_scalar(func, 2, "n", n, 0) != 0
+             ? -1
+             : 0;
+}
+
+int pf__k_check_rms_norm(const char* func, int32_t dev, const DLTensor* x, const DLTensor* out,
+                         const DLTensor* inv_rms, double eps) {
+  if (k_input(func, 0, "x", x, dev, 1) != 0 || k_like(func, 1, "out", out, x, "x") != 0)
+    return -1;
+  if (inv_rms && k_shaped(func, 2, "inv_rms", inv_rms, x, "x", x->ndim - 1, x->shape) != 0)
+    return -1;
+  return k_scalar(func, inv_rms ? 3 : 2, "eps", eps, 1);
+}
+
+int pf__k_check_rms_norm_bwd(const char* func, int32_t dev, const DLTensor* x,
+                             const DLTensor* inv_rms, const DLTensor* ct, const DLTensor* dx) {
+  return k_input(func, 0, "x", x, dev, 1) != 0 ||
+                 k_shaped(func, 1, "inv_rms", inv_rms, x, "x", x->ndim - 1, x->shape) != 0 ||
+                 k_like(func, 2, "cotangent", ct, x, "x") != 0 ||
+                 k_like(func, 3, "dx", dx, x, "x") != 0
+             ? -1
+             : 0;
+}
+
+int pf__k_check_kepler(const char* func, int32_t dev, const DLTensor* m, const DLTensor* e,
+                       const DLTensor* sin_e, const DLTensor* cos_e) {
+  if (k_input(func, 0, "mean_anomaly", m, dev, 0) != 0 ||
+      k_like(func, 1, "eccentricity", e, m, "mean_anomaly") != 0 ||
+      k_like(func, 2, "sin_e", sin_e, m, "mean_anomaly") != 0 ||
+      k_like(func, 3, "cos_e", cos_e, m, "mean_anomaly") != 0)
+    return -1;
+  if (sin_e->data == cos_e->data && sin_e->byte_offset == cos_e->byte_offset &&
+      pf_dltensor_numel(m) > 0) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument 3 (cos_e): expected a different buffer than sin_e",
+                 func);
+    return -1;
+  }
+  return 0;
+}
+
+int pf__k_check_eccentricity(const char* func, const DLTensor* e) {
+  int64_t count = pf_dltensor_numel(e);
+  const void* data = pf_dltensor_data(e);
+  for (int64_t i = 0; i < count; ++i) {
+    double v = e->dtype.bits == 64 ? ((const double*)data)[i] : (double)((const float*)data)[i];
+    if (!(v >= 0.0 && v < 1.0)) { /* NaN fails both comparisons */
+      pf_error_set(PF_ERR_VALUE,
+                   "%s: argument 1 (eccentricity): expected values in [0, 1), got %g at index "
+                   "%lld",
+                   func, v, (long long)i);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int pf__k_check_vector_add(const char* func, int32_t dev, const DLTensor* b, const DLTensor* c,
+                           const DLTensor* a) {
+  if (k_input(func, 0, "b", b, dev, 1) != 0 || k_input(func, 1, "c", c, dev, 0) != 0 ||
+      k_like(func, 2, "a", a, c, "c") != 0)
+    return -1;
+  if (b->ndim != 1) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument 0 (b): expected 1 dimension, got %d", func,
+                 (int)b->ndim);
+    return -1;
+  }
+  int64_t one = -1;
+  if (k_shaped(func, 0, "b", b, c, "c", 1, &one) != 0)
+    return -1;
+  if (b->shape[0] == 0 && pf_dltensor_numel(c) > 0) {
+    pf_error_set(PF_ERR_VALUE, "%s: argument 0 (b): expected at least 1 element, got 0", func);
+    return -1;
+  }
+  return 0;
+}
