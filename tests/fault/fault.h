@@ -1,0 +1,16 @@
+/* fault.h: the allocation-failure interposer of pf_fault (fault_alloc.c). */
+#ifndef PACKFN_FAULT_H_
+#define PACKFN_FAULT_H_
+
+/* From now on, allocation call number n (1-based) fails once; 0 fails none. Resets counts. */
+void fault_arm(long n);
+/* Stops failing allocations (counting goes on). */
+void fault_disarm(void);
+/* 1 when the armed allocation has failed since fault_arm. */
+int fault_fired(void);
+/* Allocation calls since fault_arm. */
+long fault_calls(void);
+/* Blocks allocated and not yet freed, process-wide. */
+long fault_live_blocks(void);
+
+#endif /* PACKFN_FAULT_H_ */

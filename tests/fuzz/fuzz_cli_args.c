@@ -1,0 +1,66 @@
+/* libFuzzer harness: the `packfn call` argument parser (pf_cli_arg_parse: prefixes, bools,
+ * ints, floats, dtypes, devices, inline tensor literals "float32[2,3]:1,2,3,4,5,6").
+ * Properties: never crashes; success leaves no error raised and an owned value (a tensor
+ * literal gives a CPU tensor of the declared shape); failure writes a usage message and leaves
+ * arg owning nothing. Tokens naming .npy files are skipped (they read the file system), and so
+ * are literals declaring more than 2^20 elements (element-wise filling is slow, issue 10
+ * defect 9, and would only time the fuzzer out). */
+#include <ctype.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "fuzz_util.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
+/* 1 when some bracketed list in s may declare more than 2^20 elements. */
+static int too_many_elements(const char* s) {
+  double product = 1;
+  int in_brackets = 0;
+  for (const char* p = s; *p; ++p) {
+    if (*p == '[') {
+      in_brackets = 1;
+      product = 1;
+    } else if (*p == ']') {
+      in_brackets = 0;
+      if (product > 1048576.0)
+        return 1;
+    } else if (in_brackets && isdigit((unsigned char)*p)) {
+      char* end;
+      double v = (double)strtoull(p, &end, 0); /* decimal, 0x hex or 0 octal, as parsed */
+      p = end - 1;
+      product *= v;
+    }
+  }
+  return in_brackets && product > 1048576.0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  char* text = fuzz_cstr(data, size);
+  if (!text)
+    return 0;
+  size_t n = strlen(text);
+  if (strncmp(text, "npy:", 4) == 0 || (n >= 4 && strcmp(text + n - 4, ".npy") == 0) ||
+      too_many_elements(text)) {
+    free(text);
+    return 0;
+  }
+  pf_cli_arg_t arg;
+  char msg[PF_CLI_MSG_MAX];
+  msg[0] = '\0';
+  if (pf_cli_arg_parse(text, NULL, 0, NULL, &arg, msg, sizeof msg) == 0) {
+    if (arg.value.type_index == PF_TYPE_TENSOR) {
+      DLTensor* t = pf_tensor_dltensor(arg.value.v_obj);
+      FUZZ_CHECK(t != NULL && t->device.device_type == kDLCPU);
+      FUZZ_CHECK(t->ndim >= 0 && t->ndim <= PF_TENSOR_MAX_NDIM);
+    }
+    pf_cli_arg_clear(&arg);
+  } else {
+    FUZZ_CHECK(msg[0] != '\0');
+    FUZZ_CHECK(arg.value.type_index == PF_TYPE_NONE && arg.device_tensor == NULL &&
+               arg.before == NULL);
+  }
+  FUZZ_CHECK(pf_error_peek() == NULL);
+  free(text);
+  return 0;
+}

@@ -1,0 +1,136 @@
+/* libFuzzer harness: DLPack import, legacy (pf_tensor_from_dlpack) and versioned
+ * (pf_tensor_from_dlpack_versioned), of managed tensors whose metadata comes from the fuzz
+ * input: ndim, shape, strides (or NULL), dtype, device, byte_offset, data (a real buffer or
+ * NULL), version and flags. Properties: never crashes, never reports UB; a refusal raises an
+ * error and leaves the managed tensor untouched (its deleter not called); an accepted one is
+ * a consistent tensor whose views, contiguity test and re-export work, and its deleter runs
+ * exactly once when the last reference goes. Data is never read: an import does not prove
+ * the producer's memory bounds. */
+#include "fuzz_util.h"
+#include "packfn/packfn.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
+#define MAX_DIMS 70 /* past PF_TENSOR_MAX_NDIM, so too many dimensions are tried too */
+
+static int legacy_deleted;
+static int versioned_deleted;
+static void legacy_deleter(DLManagedTensor* self) {
+  (void)self;
+  ++legacy_deleted;
+}
+static void versioned_deleter(pf_dl_managed_tensor_versioned_t* self) {
+  (void)self;
+  ++versioned_deleted;
+}
+
+/* Views and exports of an accepted tensor: each may fail, but only with an error raised. */
+static void exercise(pf_object_t* t, fuzz_input_t* in) {
+  DLTensor* d = pf_tensor_dltensor(t);
+  FUZZ_CHECK(d != NULL && d->ndim >= 0 && d->ndim <= PF_TENSOR_MAX_NDIM);
+  for (int32_t i = 0; i < d->ndim; ++i)
+    FUZZ_CHECK(d->shape[i] >= 0);
+  (void)pf_dltensor_is_contiguous(d);
+  pf_object_t* v = NULL;
+  if (d->ndim > 0) {
+    int32_t axis = (int32_t)(fuzz_u8(in) % (d->ndim + 1)) - 1;
+    if (pf_tensor_select(t, axis, fuzz_i64(in), &v) == 0)
+      pf_object_release(v);
+    else
+      pf_error_clear();
+    if (pf_tensor_slice(t, axis, fuzz_i64(in), fuzz_i64(in), fuzz_i64(in), &v) == 0)
+      pf_object_release(v);
+    else
+      pf_error_clear();
+  }
+  int64_t flat = -1;
+  if (pf_tensor_reshape(t, 1, &flat, &v) == 0)
+    pf_object_release(v);
+  else
+    pf_error_clear();
+  DLManagedTensor* back;
+  if (pf_tensor_to_dlpack(t, &back) == 0)
+    back->deleter(back);
+  else
+    pf_error_clear();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static _Alignas(64) uint8_t buffer[4096];
+  static int64_t shape[MAX_DIMS];
+  static int64_t strides[MAX_DIMS];
+  fuzz_input_t in = {data, size};
+  uint8_t mode = fuzz_u8(&in);
+  DLTensor desc;
+  memset(&desc, 0, sizeof desc);
+  uint8_t nd = fuzz_u8(&in);
+  desc.ndim = nd < 200 ? (int32_t)(nd % 8) : nd == 255 ? -1 : (int32_t)(nd - 200 + 20);
+  if (desc.ndim > MAX_DIMS)
+    desc.ndim = MAX_DIMS;
+  for (int32_t i = 0; i < MAX_DIMS; ++i)
+    shape[i] = strides[i] = 0;
+  for (int32_t i = 0; i < desc.ndim; ++i) {
+    uint8_t b = fuzz_u8(&in);
+    shape[i] = b < 200 ? (int64_t)(b % 8) : fuzz_i64(&in);
+  }
+  uint8_t flags = fuzz_u8(&in);
+  desc.shape = (flags & 1) ? NULL : shape;
+  if (flags & 2) {
+    for (int32_t i = 0; i < desc.ndim; ++i) {
+      uint8_t b = fuzz_u8(&in);
+      strides[i] = b < 200 ? (int64_t)(b % 16) - 4 : fuzz_i64(&in);
+    }
+    desc.strides = strides;
+  }
+  desc.data = (flags & 4) ? NULL : buffer;
+  desc.byte_offset = (flags & 8) ? fuzz_u64(&in, 8) : fuzz_u8(&in);
+  static const uint8_t codes[] = {kDLInt, kDLUInt, kDLFloat, kDLBfloat, 5, 6, 7, 3};
+  static const uint8_t bits[] = {8, 16, 32, 64, 1, 4, 6, 128};
+  uint8_t dt = fuzz_u8(&in);
+  desc.dtype.code = (flags & 16) ? fuzz_u8(&in) : codes[dt % 8];
+  desc.dtype.bits = (flags & 16) ? fuzz_u8(&in) : bits[(dt >> 3) % 8];
+  desc.dtype.lanes = (flags & 16) ? (uint16_t)fuzz_u64(&in, 2) : (uint16_t)(1 + (dt >> 6));
+  desc.device.device_type = (flags & 32) ? (DLDeviceType)(int32_t)fuzz_u64(&in, 4) : kDLCPU;
+  desc.device.device_id = (flags & 32) ? (int32_t)fuzz_u64(&in, 4) : 0;
+
+  pf_object_t* t = NULL;
+  int rc;
+  if (mode & 1) {
+    pf_dl_managed_tensor_versioned_t m;
+    memset(&m, 0, sizeof m);
+    m.version.major = (mode & 2) ? fuzz_u8(&in) : PF_DLPACK_VERSIONED_MAJOR;
+    m.version.minor = fuzz_u8(&in);
+    m.flags = (mode & 4) ? fuzz_u64(&in, 8) : (fuzz_u8(&in) & 7);
+    m.deleter = (mode & 8) ? NULL : versioned_deleter;
+    m.dl_tensor = desc;
+    versioned_deleted = 0;
+    rc = pf_tensor_from_dlpack_versioned(&m, &t);
+    FUZZ_CHECK(versioned_deleted == 0);
+    if (rc == 0) {
+      exercise(t, &in);
+      pf_object_release(t);
+      FUZZ_CHECK(versioned_deleted == (m.deleter ? 1 : 0));
+    }
+  } else {
+    DLManagedTensor m;
+    memset(&m, 0, sizeof m);
+    m.deleter = (mode & 8) ? NULL : legacy_deleter;
+    m.dl_tensor = desc;
+    legacy_deleted = 0;
+    rc = pf_tensor_from_dlpack(&m, &t);
+    FUZZ_CHECK(legacy_deleted == 0);
+    if (rc == 0) {
+      exercise(t, &in);
+      pf_object_release(t);
+      FUZZ_CHECK(legacy_deleted == (m.deleter ? 1 : 0));
+    }
+  }
+  if (rc != 0) {
+    FUZZ_CHECK(t == NULL);
+    pf_object_t* err = pf_error_take();
+    FUZZ_CHECK(err != NULL);
+    pf_object_release(err);
+  }
+  FUZZ_CHECK(pf_error_peek() == NULL);
+  return 0;
+}
