@@ -1,0 +1,113 @@
+"""Package, globals, modules, Function objects."""
+import inspect
+import os
+import pydoc
+
+import pytest
+
+import packfn
+
+
+def test_import_loads_kernels():
+    names = packfn.list_globals()
+    assert "packfn.kernels.rms_norm" in names
+    assert names == sorted(names)
+    assert packfn.__version__ == "0.1.0"
+
+
+def test_shared_libraries_in_package_folder():
+    folder = os.path.dirname(packfn.__file__)
+    files = os.listdir(folder)
+    assert "libpackfn.so" in files and "libpackfn_kernels.so" in files
+    assert any(f.startswith("_packfn") and f.endswith(".so") for f in files)
+
+
+def test_get_global_missing_suggests():
+    with pytest.raises(KeyError) as e:
+        packfn.get_global("packfn.kernels.rms_nrom")
+    msg = str(e.value)
+    assert "no global function is named 'packfn.kernels.rms_nrom'" in msg
+    assert "did you mean 'packfn.kernels.rms_norm'" in msg
+    with pytest.raises(KeyError, match="no global function is named 'zzz'"):
+        packfn.get_global("zzz")
+    with pytest.raises(TypeError):
+        packfn.get_global(3)
+
+
+def test_function_repr_signature_doc(rms_norm):
+    assert repr(rms_norm) == "<packfn.Function rms_norm(x: Tensor, out: Tensor, eps: float) -> None>"
+    assert rms_norm.signature == "rms_norm(x: Tensor, out: Tensor, eps: float) -> None"
+    sig = inspect.signature(rms_norm)
+    assert list(sig.parameters) == ["x", "out", "eps"]
+    assert sig.parameters["eps"].annotation == "float"
+    assert sig.parameters["x"].kind is inspect.Parameter.POSITIONAL_ONLY
+    assert sig.return_annotation == "None"
+    assert rms_norm.__name__ == "rms_norm"
+    assert rms_norm.__doc__.startswith("rms_norm(x: Tensor")
+    assert "rms_norm(x: Tensor, out: Tensor, eps: float) -> None" in pydoc.render_doc(rms_norm)
+
+
+def test_function_identity_and_equality(rms_norm):
+    again = packfn.get_global("packfn.kernels.rms_norm")
+    assert again == rms_norm and hash(again) == hash(rms_norm)
+    assert packfn.Function(rms_norm) is rms_norm
+    with pytest.raises(TypeError, match="expected a callable"):
+        packfn.Function(42)
+
+
+def test_register_global_override_and_remove():
+    def twice(x):
+        """Doubles x."""
+        return 2 * x
+
+    f = packfn.register_global("test.twice", twice)
+    try:
+        assert isinstance(f, packfn.Function)
+        assert packfn.get_global("test.twice")(21) == 42
+        assert "Doubles x." in packfn.get_global("test.twice").__doc__
+        with pytest.raises(ValueError):
+            packfn.register_global("test.twice", lambda x: x)
+        packfn.register_global("test.twice", lambda x: 3 * x, override=True)
+        assert packfn.get_global("test.twice")(2) == 6
+        assert "test.twice" in packfn.list_globals()
+    finally:
+        packfn.remove_global("test.twice")
+    assert "test.twice" not in packfn.list_globals()
+    with pytest.raises(KeyError):
+        packfn.remove_global("test.twice")
+
+
+def test_keywords_refused(identity):
+    with pytest.raises(TypeError, match="positional arguments only"):
+        identity(x=1)
+
+
+def test_load_module_attributes():
+    path = os.path.join(os.path.dirname(packfn.__file__), "libpackfn_kernels.so")
+    m = packfn.load_module(path)
+    assert isinstance(m, packfn.Module)
+    assert m.path == path
+    assert "rms_norm" in dir(m)
+    assert m.exports()["rms_norm"] == "rms_norm(x: Tensor, out: Tensor, eps: float) -> None"
+    assert isinstance(m.rms_norm, packfn.Function)
+    with pytest.raises(AttributeError, match="no function 'nothing'"):
+        m.nothing
+    with pytest.raises(AttributeError):
+        m.__wrapped__
+
+
+def test_load_module_missing_file():
+    with pytest.raises(OSError, match="cannot load"):
+        packfn.load_module("/nonexistent/libnothing.so")
+
+
+def test_system_module_sees_globals():
+    m = packfn.system_module()
+    assert m.path == "<system>"
+    assert "packfn.kernels.rms_norm" in m.exports()
+
+
+def test_objects_cannot_be_made_directly():
+    for cls in (packfn.Object, packfn.Array, packfn.Map, packfn.Module):
+        with pytest.raises(TypeError):
+            cls()

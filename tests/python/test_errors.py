@@ -1,0 +1,124 @@
+"""packfn errors as Python exceptions, Python exceptions through packfn, bad input."""
+import numpy as np
+import pytest
+
+import packfn
+from packfn import _packfn
+
+
+@pytest.mark.parametrize(
+    "kind,cls",
+    [("TypeError", TypeError), ("ValueError", ValueError), ("KeyError", KeyError),
+     ("IndexError", IndexError), ("AttributeError", AttributeError),
+     ("MemoryError", MemoryError), ("NotImplementedError", NotImplementedError),
+     ("RuntimeError", RuntimeError), ("OSError", OSError)],
+)
+def test_kinds_map_to_builtins(kind, cls):
+    with pytest.raises(cls) as e:
+        _packfn._raise(kind, "the message")
+    assert type(e.value) is cls
+    assert e.value.args[0] == "the message"
+    assert e.value.kind == kind
+
+
+def test_other_kinds_are_packfn_error_subclasses():
+    with pytest.raises(packfn.Error) as e:
+        _packfn._raise("CudaError", "device lost")
+    assert type(e.value).__name__ == "CudaError"
+    assert type(e.value).__module__ == "packfn"
+    assert str(e.value) == "device lost" and e.value.kind == "CudaError"
+    with pytest.raises(type(e.value)):  # one class per kind
+        _packfn._raise("CudaError", "again")
+    with pytest.raises(packfn.Error):
+        _packfn._raise("not an identifier!", "x")
+
+
+def test_cause_chain_and_backtrace():
+    with pytest.raises(RuntimeError) as e:
+        _packfn._raise("RuntimeError", "outer", "ValueError", "inner")
+    assert isinstance(e.value.__cause__, ValueError)
+    assert str(e.value.__cause__) == "inner"
+    notes = getattr(e.value, "__notes__", [])
+    assert any("packfn backtrace" in n for n in notes)
+
+
+def test_failing_kernel_raises(rms_norm):
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(TypeError, match="rms_norm: expected 3 arguments, got 1"):
+        rms_norm(x)
+    with pytest.raises(TypeError, match="argument 1 \\(out\\)"):
+        rms_norm(x, 5, 1e-5)
+    with pytest.raises(ValueError, match="shape"):
+        rms_norm(x, np.ones((3, 2), np.float32), 1e-5)
+    with pytest.raises(TypeError, match="float32 or float64"):
+        rms_norm(np.ones(3, np.int64), np.ones(3, np.int64), 1e-5)
+
+
+def test_non_contiguous_refused_with_clear_error(rms_norm):
+    x = np.ones((4, 8), np.float32)[:, ::2]
+    with pytest.raises(ValueError, match="expected a contiguous tensor, got strides"):
+        rms_norm(x, np.empty((4, 4), np.float32), 1e-5)
+
+
+def test_read_only_input_accepted(rms_norm):
+    x = np.ones((2, 4), np.float32)
+    x.setflags(write=False)
+    out = np.empty_like(x)
+    rms_norm(x, out, 0.0)
+    np.testing.assert_allclose(out, 1.0)
+
+
+def test_python_exception_crosses_back_as_itself():
+    class MyError(Exception):
+        pass
+
+    err = MyError("from Python")
+
+    def boom(*args):
+        raise err
+
+    f = packfn.Function(boom)
+    with pytest.raises(MyError) as e:
+        f(1, "two")
+    assert e.value is err
+    with pytest.raises(ZeroDivisionError):
+        packfn.Function(lambda: 1 / 0)()
+
+
+def test_exception_through_nested_calls():
+    inner = packfn.Function(lambda: {}["missing"])
+    outer = packfn.Function(lambda g: g())
+    with pytest.raises(KeyError, match="missing"):
+        outer(inner)
+
+
+def test_callback_result_not_convertible():
+    with pytest.raises(TypeError, match="cannot pass a value of type 'object'"):
+        packfn.Function(lambda: object())()
+    with pytest.raises(OverflowError):
+        packfn.Function(lambda: 2**64)()
+
+
+def test_bad_dlpack_producer():
+    class Bad:
+        def __dlpack__(self, **kw):
+            return 42
+
+    with pytest.raises(TypeError, match="no DLPack capsule"):
+        packfn.Tensor(Bad())
+
+    class Raises:
+        def __dlpack__(self, **kw):
+            raise BufferError("nope")
+
+    with pytest.raises(BufferError, match="nope"):
+        packfn.Function(lambda x: x)(Raises())
+
+
+def test_unsupported_buffer_format():
+    class Rec(np.ndarray):
+        pass
+
+    rec = np.zeros(2, dtype=[("a", "i4"), ("b", "f8")])
+    with pytest.raises((TypeError, ValueError)):
+        packfn.Tensor(rec)

@@ -1,0 +1,202 @@
+"""Values both ways, through a Python callback called as a packfn function."""
+import array
+import math
+
+import numpy as np
+import pytest
+
+import packfn
+
+
+@pytest.mark.parametrize(
+    "value",
+    [0, 1, -1, 2**63 - 1, -(2**63), 1.5, -0.0, math.inf, True, False, None, "", "abc",
+     "seven77", "eight888", "a longer string with ünïcödé ✓", "nul\0inside a long string",
+     "nul\0", b"", b"\x00\xff", b"a longer bytes value\x00\x01"],
+)
+def test_scalar_round_trip(identity, value):
+    got = identity(value)
+    assert type(got) is type(value)
+    if isinstance(value, float) and math.isnan(value):
+        assert math.isnan(got)
+    else:
+        assert got == value
+
+
+def test_bool_stays_bool(identity):
+    assert identity(True) is True and identity(False) is False
+
+
+def test_int_subclass_and_float_subclass(identity):
+    import enum
+
+    class Color(enum.IntEnum):
+        RED = 3
+
+    assert identity(Color.RED) == 3 and type(identity(Color.RED)) is int
+
+    class F(float):
+        pass
+
+    assert identity(F(2.5)) == 2.5
+
+
+@pytest.mark.parametrize("big", [2**63, -(2**63) - 1, 10**30])
+def test_huge_int_overflow(identity, big):
+    with pytest.raises(OverflowError, match="argument 0: .*64-bit"):
+        identity(big)
+
+
+def test_unsupported_type(identity):
+    with pytest.raises(TypeError, match="argument 0: .*cannot pass a value of type 'object'"):
+        identity(object())
+    with pytest.raises(TypeError, match="argument 1"):
+        packfn.Function(lambda *a: None)(1, {1, 2})
+
+
+def test_list_tuple_to_array(identity):
+    a = identity([1, "two", 3.0, None, [4, 5], {"k": "v"}])
+    assert isinstance(a, packfn.Array)
+    assert len(a) == 6
+    assert a[0] == 1 and a[1] == "two" and a[2] == 3.0 and a[3] is None
+    assert a[-1]["k"] == "v" and a[-2] == [4, 5]
+    assert list(a[1:3]) == ["two", 3.0]
+    with pytest.raises(IndexError):
+        a[6]
+    with pytest.raises(IndexError):
+        a[-7]
+    assert list(identity((1, 2, 3))) == [1, 2, 3]
+    assert identity(()) == []
+    assert repr(identity([1])) == "packfn.Array([1])"
+    import collections.abc
+
+    assert isinstance(a, collections.abc.Sequence)
+    assert isinstance(identity({}), collections.abc.Mapping)
+    # an Array passes through as the same object
+    assert identity(a) == a and identity(a)._pf_refcount >= 1
+
+
+def test_dict_to_map(identity):
+    m = identity({"a": 1, "b": [2, 3], 7: "seven", b"k": None})
+    assert isinstance(m, packfn.Map)
+    assert len(m) == 4
+    assert m["a"] == 1 and list(m["b"]) == [2, 3] and m[7] == "seven" and m[b"k"] is None
+    assert "a" in m and "zz" not in m and 8 not in m
+    assert list(m) == ["a", "b", 7, b"k"]
+    assert m.keys() == ["a", "b", 7, b"k"]
+    assert m.values()[0] == 1
+    assert m.items()[2] == (7, "seven")
+    assert m.get("zz", 5) == 5 and m.get("a") == 1
+    with pytest.raises(KeyError):
+        m["missing"]
+    with pytest.raises(TypeError):
+        identity({1.5: "float keys are refused"})
+
+
+def test_packfn_objects_pass_through(identity, rms_norm):
+    assert identity(rms_norm) is not None
+    assert identity(rms_norm) == rms_norm
+
+
+def test_callable_argument_becomes_function():
+    apply = packfn.Function(lambda f, x: f(x))
+    assert apply(lambda v: v + 1, 41) == 42
+
+
+def test_many_arguments():
+    f = packfn.Function(lambda *a: list(a))
+    args = list(range(20)) + ["s" * 20, np.zeros(3)]
+    out = f(*args)
+    assert list(out[:20]) == list(range(20)) and out[20] == "s" * 20
+    assert isinstance(out[21], packfn.Tensor)
+
+
+def test_numpy_into_callback_is_zero_copy():
+    x = np.arange(6, dtype=np.float64).reshape(2, 3)
+    seen = []
+
+    def cb(t):
+        seen.append((t.shape, t.dtype, t.device, t.strides, t.read_only))
+        v = np.from_dlpack(t)
+        v[1, 2] = 100.0  # written through the packfn tensor
+        return None
+
+    packfn.Function(cb)(x)
+    assert seen == [((2, 3), "float64", "cpu:0", (3, 1), False)]
+    assert x[1, 2] == 100.0
+
+
+def test_tensor_result_zero_copy(identity):
+    x = np.arange(4, dtype=np.int32)
+    t = identity(x)
+    assert isinstance(t, packfn.Tensor)
+    assert t.data_ptr == x.ctypes.data and t.shape == (4,) and t.dtype == "int32"
+    v = np.from_dlpack(t)
+    v[0] = 42
+    assert x[0] == 42
+    assert t.__dlpack_device__() == (1, 0)
+    del x
+    assert list(np.from_dlpack(t)) == [42, 1, 2, 3]  # the tensor keeps the buffer alive
+
+
+def test_tensor_from_objects():
+    x = np.ones((2, 2), dtype=np.float32)
+    t = packfn.Tensor(x)
+    assert t.data_ptr == x.ctypes.data and packfn.from_dlpack(x).shape == (2, 2)
+    assert packfn.Tensor(t) is t
+    assert packfn.Tensor(memoryview(bytearray(b"abc"))).dtype == "uint8"
+    assert packfn.Tensor(array.array("d", [1.0, 2.0])).dtype == "float64"
+    with pytest.raises(TypeError, match="__dlpack__"):
+        packfn.Tensor(3)
+    # legacy (unversioned) capsule too
+    assert np.from_dlpack(t).shape == (2, 2)
+    cap = t.__dlpack__()
+    assert "dltensor" in repr(cap)
+    del cap  # never consumed: the destructor frees it
+
+
+def test_numpy_dtypes(identity):
+    for dt, name in [(np.int8, "int8"), (np.uint16, "uint16"), (np.float16, "float16"),
+                     (np.float32, "float32"), (np.int64, "int64"), (np.bool_, "bool"),
+                     (np.complex64, "complex64")]:
+        assert identity(np.zeros(2, dtype=dt)).dtype == name
+
+
+def test_many_dimensions_and_scalars(identity):
+    t = identity(np.zeros((1,) * 10 + (2,)))
+    assert t.shape == (1,) * 10 + (2,)
+    assert identity(np.float64(3.5)) == 3.5  # a NumPy scalar that is a float subclass
+    assert identity(np.int32(7)).shape == ()  # other NumPy scalars: 0-d tensors
+    assert identity(np.zeros(())).shape == ()
+
+
+def test_non_contiguous_strides_kept(identity):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]
+    t = identity(x)
+    assert t.strides == (4, 2) and not t.is_contiguous
+    assert np.array_equal(np.from_dlpack(t), x)
+
+
+def test_read_only_flag(identity):
+    x = np.arange(3.0)
+    x.setflags(write=False)
+    t = identity(x)
+    assert t.read_only
+    assert packfn.Tensor(x).read_only
+    assert not packfn.Tensor(np.arange(3.0)).read_only
+
+
+def test_jax_arrays():
+    jnp = pytest.importorskip("jax.numpy")
+    j = jnp.arange(8, dtype=jnp.float32).reshape(2, 4)
+    t = packfn.Tensor(j)
+    assert t.data_ptr == j.unsafe_buffer_pointer()  # no copy
+    assert t.shape == (2, 4) and t.dtype == "float32"
+    out = np.empty((2, 4), np.float32)
+    packfn.get_global("packfn.kernels.rms_norm")(j, out, 1e-5)
+    x = np.asarray(j)
+    np.testing.assert_allclose(out, x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5), rtol=1e-5)
+    import jax
+
+    back = jax.dlpack.from_dlpack(packfn.Tensor(np.arange(3.0)))
+    assert list(np.asarray(back)) == [0.0, 1.0, 2.0]
