@@ -3,7 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "packfn/any.h"
+
+#include "common.h"
+#include "alloc.h"
+#include "bytes.h"
 
 int pf_any_type_error(const pf_any_t* v, const char* expected) {
   pf_error_set(PF_ERR_TYPE, "expected %s, got %s", expected ? expected : "a value",

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "packfn/container.h"
+
+#include "common.h"
 
 /* ---- shared helpers ---- */
 

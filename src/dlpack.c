@@ -2,7 +2,11 @@
  * copying) and managed tensors from tensors (holding a reference), with round trips kept exact. */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "packfn/tensor.h"
+
+#include "common.h"
+#include "alloc.h"
+#include "tensor_private.h"
 
 /* ---- export ---- */
 

@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "packfn/device.h"
+
+#include "common.h"
 
 /* Types written by one fixed name (their width is part of the name). */
 static const struct {

@@ -9,7 +9,12 @@
 
 #include <pthread.h>
 
-#include "internal.h"
+#include "packfn/any.h"
+#include "packfn/error.h"
+
+#include "common.h"
+#include "alloc.h"
+#include "bytes.h"
 
 typedef struct {
   pf_object_t header;
@@ -123,7 +128,7 @@ static int pf__full_backtrace = -1;
 
 static int pf__want_full_backtrace(void) {
   int v = __atomic_load_n(&pf__full_backtrace, __ATOMIC_RELAXED);
-  if (PF__LIKELY(v >= 0))
+  if (PF_LIKELY(v >= 0))
     return v;
   const char* env = getenv(PF_BACKTRACE_ENV);
   v = env && *env && strcmp(env, "0") != 0;
@@ -231,7 +236,7 @@ __attribute__((noinline)) static int pf__thread_setup(void) {
 /* This thread's mode, set up on its first raise. */
 static inline int pf__mode(void) {
   int mode = pf__thread_mode;
-  return PF__LIKELY(mode != 0) ? mode : pf__thread_setup();
+  return PF_LIKELY(mode != 0) ? mode : pf__thread_setup();
 }
 
 /* Makes `err` (owned) the raised error, chaining a pending one as its cause. The caller has

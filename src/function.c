@@ -4,7 +4,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "packfn/typed.h"
+
+#include "common.h"
+#include "alloc.h"
+#include "function_private.h"
+
+/* A packfn function object: header, the ABI cell, then our private part. */
+typedef struct pf__function_s {
+  pf_object_t header;
+  pf_function_cell_t cell;
+  void* self;                  /* the creator's state */
+  pf_safe_call_t call;         /* the creator's function (in the direct form also the cell's) */
+  void (*deleter)(void* self); /* the creator's deleter, or NULL */
+  pf_object_t* keepalive;      /* owned; released after the deleter (e.g. a module) */
+  char* signature;             /* owned, or NULL */
+  char* doc;                   /* owned, or NULL */
+} pf__function_t;
 
 /* Cell entry for functions with a self or a deleter: loads self and calls the creator. */
 static int pf__function_trampoline(void* obj, const pf_any_t* args, int32_t num_args,
@@ -29,7 +45,7 @@ static void pf__function_deleter(void* obj, int flags) {
     pf__free_nonnull(obj);
 }
 
-int pf__function_is_ours(const pf_object_t* obj) {
+static int pf__function_is_ours(const pf_object_t* obj) {
   return obj && obj->type_index == PF_TYPE_FUNCTION && obj->deleter == pf__function_deleter;
 }
 
@@ -310,7 +326,7 @@ static int pf__typed_entry(void* obj, const pf_any_t* args, int32_t num_args, pf
   pf_arg_t conv[PF_TYPED_MAX_PARAMS];
   for (int32_t i = 0; i < num_args; ++i) {
     uint32_t ti = (uint32_t)args[i].type_index;
-    if (PF__LIKELY(ti < 64 && ((t->same[i] >> ti) & 1)))
+    if (PF_LIKELY(ti < 64 && ((t->same[i] >> ti) & 1)))
       memcpy(&conv[i], &args[i].v_int64, sizeof args[i].v_int64);
     else if (pf__typed_convert(t, i, &args[i], &conv[i]) != 0)
       return -1;
@@ -326,7 +342,7 @@ static int pf__typed_entry_plain(void* obj, const pf_any_t* args, int32_t num_ar
                                  pf_any_t* result) {
   const pf__typed_t* t = (const pf__typed_t*)((pf__function_t*)obj)->self;
   pf_arg_t conv[PF_TYPED_MAX_PARAMS];
-  if (PF__LIKELY(num_args == t->num_params)) {
+  if (PF_LIKELY(num_args == t->num_params)) {
     int32_t i = 0;
     for (; i < num_args; ++i) {
       uint32_t ti = (uint32_t)args[i].type_index;
@@ -334,7 +350,7 @@ static int pf__typed_entry_plain(void* obj, const pf_any_t* args, int32_t num_ar
         break;
       memcpy(&conv[i], &args[i].v_int64, sizeof args[i].v_int64);
     }
-    if (PF__LIKELY(i == num_args))
+    if (PF_LIKELY(i == num_args))
       return t->impl(t->self, conv, result);
   }
   return pf__typed_entry(obj, args, num_args, result);

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "packfn/typed.h"
+
+#include "common.h"
+#include "bytes.h"
 
 typedef struct {
   uint64_t hash;
@@ -36,7 +39,7 @@ static pthread_mutex_t pf__writers = PTHREAD_MUTEX_INITIALIZER;
 static inline void pf__read_lock(void) {
   for (;;) {
     uint32_t s = __atomic_fetch_add(&pf__lock, 1, __ATOMIC_ACQUIRE);
-    if (PF__LIKELY(!(s & PF__WRITER)))
+    if (PF_LIKELY(!(s & PF__WRITER)))
       return;
     __atomic_fetch_sub(&pf__lock, 1, __ATOMIC_RELAXED);
     while (__atomic_load_n(&pf__lock, __ATOMIC_RELAXED) & PF__WRITER)
@@ -79,8 +82,7 @@ static pf__entry_t* pf__find(const pf__table_t* t, const char* name, size_t len,
   }
 }
 
-static __attribute__((noinline, cold)) int pf__global_get_invalid(const char* func,
-                                                                  pf_object_t** out) {
+static __attribute__((noinline, cold)) int pf__lookup_invalid(const char* func, pf_object_t** out) {
   if (out)
     *out = NULL;
   pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a pointer, got NULL", func,
@@ -149,14 +151,13 @@ static inline __attribute__((always_inline)) int pf__lookup(const char* name, si
 
 int pf_global_get_bytes(const char* name, size_t size, pf_object_t** out) {
   if (PF_UNLIKELY(!out || (!name && size)))
-    return pf__global_get_invalid("pf_global_get_bytes", out);
+    return pf__lookup_invalid("pf_global_get_bytes", out);
   return pf__lookup(name, size, out);
 }
 
-int(pf_global_get)(const char* name, pf_object_t** out) {
-  if (PF_UNLIKELY(!name || !out))
-    return pf__global_get_invalid("pf_global_get", out);
-  return pf__lookup(name, strlen(name), out);
+int pf__global_get_invalid(const char* name, pf_object_t** out) {
+  (void)name;
+  return pf__lookup_invalid("pf_global_get", out);
 }
 
 /* Inserts into a table with room (count < capacity / 2). Caller holds the write lock. */

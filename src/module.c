@@ -6,7 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "packfn/module.h"
+
+#include "common.h"
+#include "bytes.h"
+#include "function_private.h"
 
 #define PF__EXPORT_PREFIX     "__packfn_"
 #define PF__EXPORT_PREFIX_LEN (sizeof(PF__EXPORT_PREFIX) - 1)
@@ -414,7 +418,7 @@ static int pf__export_function(const pf__module_t* m, const pf__export_t* e, pf_
 /* The cached function of an export, built on first use; borrowed (the module holds it). */
 static pf_object_t* pf__export_cached(const pf__module_t* m, pf__export_t* e) {
   pf_object_t* fn = __atomic_load_n(&e->fn, __ATOMIC_ACQUIRE);
-  if (PF__LIKELY(fn != NULL))
+  if (PF_LIKELY(fn != NULL))
     return fn;
   if (pf__export_function(m, e, &fn) != 0)
     return NULL;

@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "packfn/object.h"
+
+#include "common.h"
+#include "alloc.h"
 
 void pf__object_release_slow(pf_object_t* obj, uint64_t before) {
   __atomic_thread_fence(__ATOMIC_ACQUIRE);

@@ -5,7 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "packfn/tensor.h"
+
+#include "common.h"
+#include "alloc.h"
+#include "device_private.h"
+#include "tensor_private.h"
 
 static void pf__tensor_deleter(void* self, int flags) {
   pf__tensor_t* t = (pf__tensor_t*)self;

@@ -2,7 +2,10 @@
  * reference to it; the general view, reshape, slice, select and permute are built on one helper. */
 #include <string.h>
 
-#include "internal.h"
+#include "packfn/tensor.h"
+
+#include "common.h"
+#include "tensor_private.h"
 
 /* Strides of `t`, computing compact ones into buf when t has none. */
 static const int64_t* pf__strides_of(const DLTensor* t, int64_t* buf) {
