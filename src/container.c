@@ -393,43 +393,6 @@ static int pf__check_key(const char* func, const pf_any_t* key) {
   return -1;
 }
 
-/* Writes a short printable form of a key (checked by pf__check_key) for messages: 'text',
- * b'bytes', 42 or <Type at 0x...>. */
-static void pf__format_key(const pf_any_t* key, char* buf, size_t size) {
-  const char* data;
-  size_t len;
-  const char* prefix = "";
-  switch (key->type_index) {
-  case PF_TYPE_RAW_STR:
-  case PF_TYPE_SMALL_STR:
-  case PF_TYPE_STR:
-    (void)pf_any_as_str(key, &data, &len); /* type checked: cannot fail */
-    break;
-  case PF_TYPE_BYTE_ARRAY_PTR:
-  case PF_TYPE_SMALL_BYTES:
-  case PF_TYPE_BYTES:
-    (void)pf_any_as_bytes(key, &data, &len);
-    prefix = "b";
-    break;
-  case PF_TYPE_INT:
-    snprintf(buf, size, "%lld", (long long)key->v_int64);
-    return;
-  default:
-    snprintf(buf, size, "<%s at %p>", pf_type_name(key->type_index), (void*)key->v_obj);
-    return;
-  }
-  /* quote at most the first 64 bytes, escaping what is not printable ASCII */
-  size_t pos = (size_t)snprintf(buf, size, "%s'", prefix);
-  for (size_t i = 0; i < len && i < 64 && pos + 8 < size; ++i) {
-    unsigned char c = (unsigned char)data[i];
-    if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\')
-      buf[pos++] = (char)c;
-    else
-      pos += (size_t)snprintf(buf + pos, size - pos, "\\x%02x", c);
-  }
-  snprintf(buf + pos, size - pos, "%s'", len > 64 ? "..." : "");
-}
-
 /* Index of the item whose key equals `key` (hash h), or -1. */
 static ptrdiff_t pf__map_lookup(const pf__map_t* m, const pf_any_t* key, uint64_t h) {
   if (!m->count)
@@ -579,15 +542,7 @@ static int pf__map_find(const char* func, const pf_object_t* map, const pf_any_t
 }
 
 int pf_map_get(const pf_object_t* map, const pf_any_t* key, const pf_any_t** out) {
-  if (pf__map_find("pf_map_get", map, key, out) != 0)
-    return -1;
-  if (!*out) {
-    char text[300];
-    pf__format_key(key, text, sizeof text);
-    pf_error_set(PF_ERR_KEY, "pf_map_get: key %s is not in the map", text);
-    return -1;
-  }
-  return 0;
+  return pf__map_find("pf_map_get", map, key, out);
 }
 
 int pf_map_find(const pf_object_t* map, const pf_any_t* key, const pf_any_t** out) {

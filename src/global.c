@@ -9,6 +9,7 @@
 
 #include "common.h"
 #include "bytes.h"
+#include "suggest.h"
 
 typedef struct {
   uint64_t hash;
@@ -330,6 +331,20 @@ void pf_global_list_free(char** names) {
   free(names);
 }
 
+int pf_global_suggest(const char* name, char* buf, size_t size) {
+  if (!name || (!buf && size > 0))
+    return PF__NULL_ARG("pf_global_suggest", name ? "buf" : "name");
+  pf__suggest_t s;
+  pf__suggest_init(&s, name);
+  pf__read_lock();
+  for (size_t i = 0; i < pf__table.capacity; ++i)
+    if (pf__table.slots[i].name)
+      pf__suggest_offer(&s, pf__table.slots[i].name);
+  int found = pf__suggest_result(&s, buf, size); /* copied before the entry may go */
+  pf__read_unlock();
+  return found;
+}
+
 int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
   pf_object_t* fn;
   if (result)
@@ -337,9 +352,10 @@ int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args, pf_
   if (pf__check_name("pf_global_call", name) != 0 || pf_global_get(name, &fn) != 0)
     return -1;
   if (!fn) {
-    if (result)
-      *result = pf_any_none();
-    pf_error_set(PF_ERR_KEY, "pf_global_call: no global function is named '%s'", name);
+    char near[128];
+    int found = pf_global_suggest(name, near, sizeof near) == 1;
+    pf_error_set(PF_ERR_KEY, "pf_global_call: no global function is named '%s'%s%s%s", name,
+                 found ? " (did you mean '" : "", near, found ? "'?)" : "");
     return -1;
   }
   int rc = pf_function_call(fn, args, num_args, result);

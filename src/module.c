@@ -11,6 +11,7 @@
 #include "common.h"
 #include "bytes.h"
 #include "function_private.h"
+#include "suggest.h"
 
 #define PF__EXPORT_PREFIX     "__packfn_"
 #define PF__EXPORT_PREFIX_LEN (sizeof(PF__EXPORT_PREFIX) - 1)
@@ -430,16 +431,20 @@ static pf_object_t* pf__export_cached(const pf__module_t* m, pf__export_t* e) {
   return fn;
 }
 
-int pf_module_get_function(pf_object_t* module, const char* name, pf_object_t** out) {
+/* The lookup of pf_module_get_function for `func`: 0 with a new reference in *out, or 0 with
+ * *out = NULL when the module has no such function; -1 for bad arguments. *m receives the
+ * module when it is one. */
+static int pf__module_lookup(const char* func, pf_object_t* module, const char* name,
+                             pf_object_t** out, pf__module_t** mod) {
   if (!out)
-    return pf__null_arg("pf_module_get_function", "out");
+    return pf__null_arg(func, "out");
   *out = NULL;
-  pf__module_t* m = pf__module_arg("pf_module_get_function", module);
+  pf__module_t* m = pf__module_arg(func, module);
   if (!m)
     return -1;
+  *mod = m;
   if (!name || !*name) {
-    pf_error_set(PF_ERR_VALUE,
-                 "pf_module_get_function: argument name: expected a function name, got %s",
+    pf_error_set(PF_ERR_VALUE, "%s: argument name: expected a function name, got %s", func,
                  name ? "\"\"" : "NULL");
     return -1;
   }
@@ -452,22 +457,43 @@ int pf_module_get_function(pf_object_t* module, const char* name, pf_object_t** 
     *out = fn;
     return 0;
   }
-  if (m->is_system) {
-    if (pf_global_get(name, out) != 0)
-      return -1;
-    if (*out)
-      return 0;
-  }
-  pf_error_set(PF_ERR_ATTRIBUTE, "pf_module_get_function: %s has no function '%s'", m->path, name);
-  return -1;
+  return m->is_system ? pf_global_get(name, out) : 0;
+}
+
+int pf_module_get_function(pf_object_t* module, const char* name, pf_object_t** out) {
+  pf__module_t* m;
+  return pf__module_lookup("pf_module_get_function", module, name, out, &m);
+}
+
+int pf_module_suggest(pf_object_t* module, const char* name, char* buf, size_t size) {
+  pf__module_t* m = pf__module_arg("pf_module_suggest", module);
+  if (!m)
+    return -1;
+  if (!name || (!buf && size > 0))
+    return pf__null_arg("pf_module_suggest", name ? "buf" : "name");
+  pf__suggest_t s;
+  pf__suggest_init(&s, name);
+  for (size_t i = 0; i < m->num_exports; ++i)
+    pf__suggest_offer(&s, m->exports[i].name);
+  char global[128];
+  if (m->is_system && pf_global_suggest(name, global, sizeof global) == 1)
+    pf__suggest_offer(&s, global);
+  return pf__suggest_result(&s, buf, size);
 }
 
 int pf_module_call(pf_object_t* module, const char* name, const pf_any_t* args, int32_t num_args,
                    pf_any_t* result) {
   pf_object_t* fn;
-  if (pf_module_get_function(module, name, &fn) != 0) {
-    if (result)
-      *result = pf_any_none();
+  pf__module_t* m = NULL;
+  if (result)
+    *result = pf_any_none();
+  if (pf__module_lookup("pf_module_call", module, name, &fn, &m) != 0)
+    return -1;
+  if (!fn) {
+    char near[128];
+    int found = pf_module_suggest(module, name, near, sizeof near) == 1;
+    pf_error_set(PF_ERR_KEY, "pf_module_call: %s has no function '%s'%s%s%s", m->path, name,
+                 found ? " (did you mean '" : "", near, found ? "'?)" : "");
     return -1;
   }
   int rc = pf_function_call(fn, args, num_args, result);

@@ -41,15 +41,23 @@ PF_API int pf_module_system(pf_object_t** out);
  * the metadata's signature and doc); later lookups return the same object, cheaply (a binary
  * search and a retain). Thread-safe. Global-table functions of the system module are not
  * cached (the table may change): they come from pf_global_get.
- * -1, *out NULL, with: AttributeError naming the module's path and the function when absent;
- * TypeError when module is not a packfn Module; ValueError for a NULL or empty name or NULL
- * out; MemoryError. */
+ * Follows the lookup rule (see packfn/function.h): 0 with *out = NULL, nothing raised, when
+ * the module has no such function. -1, *out NULL, with: TypeError when module is not a packfn
+ * Module; ValueError for a NULL or empty name or NULL out; MemoryError. */
 PF_API int pf_module_get_function(pf_object_t* module, const char* name, pf_object_t** out);
 
-/* Looks `name` up and calls it: pf_module_get_function then pf_function_call. Fails as
- * they do; *result is none on failure. */
+/* Looks `name` up and calls it: pf_module_get_function then pf_function_call. A missing
+ * function is an error here: -1 with KeyError "pf_module_call: <path> has no function 'x'",
+ * with " (did you mean 'y'?)" when pf_module_suggest finds a near name. Otherwise fails as
+ * the two calls do; *result is none on failure. */
 PF_API int pf_module_call(pf_object_t* module, const char* name, const pf_any_t* args,
                           int32_t num_args, pf_any_t* result);
+
+/* The function of `module` nearest to `name` (its exports and, for the system module, the
+ * global table), chosen and written into buf as pf_global_suggest does. 1 when one was
+ * found, 0 when none is near; -1 with TypeError (not a packfn Module) or ValueError (NULL
+ * name, NULL buf with size > 0). */
+PF_API int pf_module_suggest(pf_object_t* module, const char* name, char* buf, size_t size);
 
 /* One function of a module, as pf_module_list describes it. */
 typedef struct pf_export_info_s {

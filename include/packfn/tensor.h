@@ -180,9 +180,24 @@ typedef struct pf_tensor_spec_s {
 } pf_tensor_spec_t;
 
 /* Fills the dtypes and num_dtypes fields of a pf_tensor_spec_t initialiser (function scope). */
+#if defined(__cplusplus)
+/* C++17 has neither compound literals nor designated initialisers: the list lives in a static
+ * array (so its entries must be constants) and the two members come positionally, first in
+ * the initialiser: pf_tensor_spec_t spec = {PF_DTYPES(PF_DTYPE_FLOAT32), PF_DEV_CPU}; */
+#define PF_DTYPES(...)                                                                             \
+  []() -> const DLDataType* {                                                                      \
+    static const DLDataType pf__dtypes[] = {__VA_ARGS__};                                          \
+    return pf__dtypes;                                                                             \
+  }(),                                                                                             \
+      []() -> int32_t {                                                                            \
+        static const DLDataType pf__dtypes[] = {__VA_ARGS__};                                      \
+        return (int32_t)(sizeof(pf__dtypes) / sizeof(DLDataType));                                 \
+      }()
+#else
 #define PF_DTYPES(...)                                                                             \
   .dtypes = (const DLDataType[]){__VA_ARGS__},                                                     \
   .num_dtypes = (int32_t)(sizeof((const DLDataType[]){__VA_ARGS__}) / sizeof(DLDataType))
+#endif
 
 /* Checks tensor argument `index` (named `name`) of function `func` against `spec`. Returns 0,
  * or -1 with an error whose message follows the project's form, e.g.
