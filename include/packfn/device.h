@@ -146,9 +146,11 @@ typedef struct pf_allocator_s {
  * (device type out of range, alloc or free missing). */
 PF_API int pf_allocator_set(int32_t device_type, const pf_allocator_t* allocator);
 
-/* Copies the allocator installed for `device_type` into *out. Returns 0, or -1 with
- * ValueError (NULL out, device type out of range) or KeyError when none is installed (the
- * message names the device type and, for CUDA types, says to link libpackfn_cuda). */
+/* Copies the allocator installed for `device_type` into *out. Follows the lookup rule (see
+ * packfn/function.h): when none is installed, 0 with *out zeroed (out->alloc NULL) and
+ * nothing raised; what needs one (pf_tensor_empty) raises KeyError naming the device type
+ * (and, for CUDA types, saying to link libpackfn_cuda). -1 with ValueError (NULL out, device
+ * type out of range). */
 PF_API int pf_allocator_get(int32_t device_type, pf_allocator_t* out);
 
 /* One more than the largest device type an allocator may be installed for. */

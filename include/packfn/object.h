@@ -106,8 +106,9 @@ typedef struct pf_type_info_s {
  * an unknown or value-type parent, MemoryError, or RuntimeError when the table is full. */
 PF_API int pf_type_register(const char* key, int32_t parent_index, int32_t* out);
 
-/* Looks up a type key. Returns 0 and the index, or -1 with KeyError naming the key (ValueError
- * for NULL arguments). */
+/* Looks up a type key: 0 with its index in *out. Follows the lookup rule (see
+ * packfn/function.h): an unregistered key gives 0 with *out = -1 and raises nothing. -1 with
+ * ValueError for NULL arguments. */
 PF_API int pf_type_index_of(const char* key, int32_t* out);
 
 /* Borrowed info of an object type index, or NULL when no such type is registered (value
