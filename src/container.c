@@ -28,11 +28,6 @@ static void* pf__container_new(const char* func, size_t size, int32_t type_index
   return obj;
 }
 
-static int pf__null_arg(const char* func, const char* arg) {
-  pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a pointer, got NULL", func, arg);
-  return -1;
-}
-
 /* 0 when obj is an instance of `type`; else TypeError "func: argument arg: expected T, got U". */
 static int pf__expect(const char* func, const char* arg, const pf_object_t* obj, int32_t type) {
   if (pf_object_is_instance(obj, type))
@@ -58,10 +53,10 @@ typedef struct {
 
 int pf_shape_create(const int64_t* dims, size_t ndim, pf_object_t** out) {
   if (!out)
-    return pf__null_arg("pf_shape_create", "out");
+    return PF__NULL_ARG("pf_shape_create", "out");
   *out = NULL;
   if (!dims && ndim)
-    return pf__null_arg("pf_shape_create", "dims");
+    return PF__NULL_ARG("pf_shape_create", "dims");
   size_t bytes, total;
   if (pf__mul_size(ndim, sizeof(int64_t), &bytes) != 0 ||
       pf__add_size(sizeof(pf__shape_t), bytes, &total) != 0) {
@@ -86,7 +81,7 @@ int pf_shape_data(const pf_object_t* shape, const int64_t** dims, size_t* ndim) 
       *dims = NULL;
     if (ndim)
       *ndim = 0;
-    return pf__null_arg("pf_shape_data", dims ? "ndim" : "dims");
+    return PF__NULL_ARG("pf_shape_data", dims ? "ndim" : "dims");
   }
   *dims = NULL;
   *ndim = 0;
@@ -100,7 +95,7 @@ int pf_shape_data(const pf_object_t* shape, const int64_t** dims, size_t* ndim) 
 
 int pf_shape_get(const pf_object_t* shape, int64_t index, int64_t* out) {
   if (!out)
-    return pf__null_arg("pf_shape_get", "out");
+    return PF__NULL_ARG("pf_shape_get", "out");
   *out = 0;
   if (pf__expect("pf_shape_get", "shape", shape, PF_TYPE_SHAPE) != 0)
     return -1;
@@ -233,10 +228,10 @@ static pf__array_t* pf__array_alloc(const char* func, size_t count) {
 static int pf__array_args(const char* func, const pf_any_t* items, size_t count,
                           pf_object_t** out) {
   if (!out)
-    return pf__null_arg(func, "out");
+    return PF__NULL_ARG(func, "out");
   *out = NULL;
   if (!items && count)
-    return pf__null_arg(func, "items");
+    return PF__NULL_ARG(func, "items");
   return 0;
 }
 
@@ -282,7 +277,7 @@ static const pf_seq_cell_t* pf__array_cell(const char* func, const pf_object_t* 
 
 int pf_array_count(const pf_object_t* array, size_t* out) {
   if (!out)
-    return pf__null_arg("pf_array_count", "out");
+    return PF__NULL_ARG("pf_array_count", "out");
   *out = 0;
   const pf_seq_cell_t* cell = pf__array_cell("pf_array_count", array);
   if (!cell)
@@ -293,7 +288,7 @@ int pf_array_count(const pf_object_t* array, size_t* out) {
 
 int pf_array_get(const pf_object_t* array, int64_t index, const pf_any_t** out) {
   if (!out)
-    return pf__null_arg("pf_array_get", "out");
+    return PF__NULL_ARG("pf_array_get", "out");
   *out = NULL;
   const pf_seq_cell_t* cell = pf__array_cell("pf_array_get", array);
   if (!cell)
@@ -310,7 +305,7 @@ int pf_array_items(const pf_object_t* array, const pf_any_t** items, size_t* cou
       *items = NULL;
     if (count)
       *count = 0;
-    return pf__null_arg("pf_array_items", items ? "count" : "items");
+    return PF__NULL_ARG("pf_array_items", items ? "count" : "items");
   }
   *items = NULL;
   *count = 0;
@@ -448,7 +443,7 @@ static int pf__map_grow(pf__map_t* m) {
 
 int pf_map_create(pf_object_t** out) {
   if (!out)
-    return pf__null_arg("pf_map_create", "out");
+    return PF__NULL_ARG("pf_map_create", "out");
   *out = NULL;
   pf__map_t* m =
       pf__container_new("pf_map_create", sizeof(pf__map_t), PF_TYPE_MAP, pf__map_deleter);
@@ -475,7 +470,7 @@ int pf_map_set(pf_object_t* map, const pf_any_t* key, const pf_any_t* value) {
     return -1;
   }
   if (!key || !value)
-    return pf__null_arg("pf_map_set", key ? "value" : "key");
+    return PF__NULL_ARG("pf_map_set", key ? "value" : "key");
   if (pf__check_key("pf_map_set", key) != 0)
     return -1;
   int key_is_map = pf__object_of(key) == map;
@@ -526,13 +521,13 @@ int pf_map_is_frozen(const pf_object_t* map) {
 static int pf__map_find(const char* func, const pf_object_t* map, const pf_any_t* key,
                         const pf_any_t** out) {
   if (!out)
-    return pf__null_arg(func, "out");
+    return PF__NULL_ARG(func, "out");
   *out = NULL;
   const pf__map_t* m = pf__map_arg(func, map);
   if (!m)
     return -1;
   if (!key)
-    return pf__null_arg(func, "key");
+    return PF__NULL_ARG(func, "key");
   if (pf__check_key(func, key) != 0)
     return -1;
   ptrdiff_t i = pf__map_lookup(m, key, pf_any_hash(key));
@@ -558,7 +553,7 @@ int pf_map_contains(const pf_object_t* map, const pf_any_t* key) {
 
 int pf_map_count(const pf_object_t* map, size_t* out) {
   if (!out)
-    return pf__null_arg("pf_map_count", "out");
+    return PF__NULL_ARG("pf_map_count", "out");
   *out = 0;
   const pf__map_t* m = pf__map_arg("pf_map_count", map);
   if (!m)
@@ -574,7 +569,7 @@ int pf_map_items(const pf_object_t* map, const pf_map_item_t** items, size_t* co
       *items = NULL;
     if (count)
       *count = 0;
-    return pf__null_arg("pf_map_items", items ? "count" : "items");
+    return PF__NULL_ARG("pf_map_items", items ? "count" : "items");
   }
   *items = NULL;
   *count = 0;

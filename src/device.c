@@ -155,14 +155,12 @@ int pf__allocator_find(int32_t device_type, const char* func, pf_allocator_t* ou
 }
 
 int pf_allocator_get(int32_t device_type, pf_allocator_t* out) {
-  if (!out || !pf__device_type_in_range(device_type)) {
-    if (out)
-      memset(out, 0, sizeof *out);
-    if (!out)
-      pf_error_set(PF_ERR_VALUE, "pf_allocator_get: argument out: expected a pointer, got NULL");
-    else
-      pf_error_set(PF_ERR_VALUE, "pf_allocator_get: argument device_type: expected 1..%d, got %d",
-                   PF_ALLOCATOR_MAX_DEVICE_TYPE - 1, (int)device_type);
+  if (!out)
+    return PF__NULL_ARG("pf_allocator_get", "out");
+  if (!pf__device_type_in_range(device_type)) {
+    memset(out, 0, sizeof *out);
+    pf_error_set(PF_ERR_VALUE, "pf_allocator_get: argument device_type: expected 1..%d, got %d",
+                 PF_ALLOCATOR_MAX_DEVICE_TYPE - 1, (int)device_type);
     return -1;
   }
   if (!pf__allocator_load(device_type, out))

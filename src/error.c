@@ -378,11 +378,7 @@ void pf_error_clear(void) {
 int pf_error_create(const char* kind, const char* message, const char* backtrace,
                     pf_object_t** out) {
   if (!kind || !message || !out) {
-    pf_error_set(PF_ERR_VALUE, "pf_error_create: argument %s: expected a pointer, got NULL",
-                 !kind      ? "kind"
-                 : !message ? "message"
-                            : "out");
-    return -1;
+    return PF__NULL_ARG("pf_error_create", !kind ? "kind" : !message ? "message" : "out");
   }
   const char* bt = backtrace ? backtrace : "";
   pf_object_t* err = pf__error_new(kind, strlen(kind), message, strlen(message), bt, strlen(bt));

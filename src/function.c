@@ -109,7 +109,7 @@ int pf__function_call_invalid(const pf_object_t* fn, const pf_any_t* args, int32
     pf_error_set(PF_ERR_VALUE, "pf_function_call: argument args: expected %d arguments, got NULL",
                  (int)num_args);
   else
-    pf_error_set(PF_ERR_VALUE, "pf_function_call: argument result: expected a pointer, got NULL");
+    (void)PF__NULL_ARG("pf_function_call", "result");
   if (result)
     *(pf_any_t*)result = pf_any_none();
   return -1;
@@ -401,9 +401,7 @@ int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, vo
                              void (*deleter)(void* self), pf_object_t** out) {
   const char* bad = !out ? "out" : !sig ? "sig" : !impl ? "impl" : !sig->name ? "sig->name" : NULL;
   if (bad) {
-    pf_error_set(PF_ERR_VALUE,
-                 "pf_function_create_typed: argument %s: expected a pointer, got NULL", bad);
-    return -1;
+    return PF__NULL_ARG("pf_function_create_typed", bad);
   }
   *out = NULL;
   if (sig->num_params < 0 || sig->num_params > PF_TYPED_MAX_PARAMS ||
@@ -477,12 +475,7 @@ int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, vo
 
 int pf_function_create_static(const pf_signature_t* sig, pf_safe_call_t packed, pf_object_t** out) {
   if (!sig || !sig->name || !packed || !out || (sig->num_params > 0 && !sig->params)) {
-    pf_error_set(PF_ERR_VALUE,
-                 "pf_function_create_static: argument %s: expected a pointer, got NULL",
-                 !out      ? "out"
-                 : !packed ? "packed"
-                           : "sig");
-    return -1;
+    return PF__NULL_ARG("pf_function_create_static", !out ? "out" : !packed ? "packed" : "sig");
   }
   *out = NULL;
   if (sig->num_params < 0 || sig->num_params > PF_TYPED_MAX_PARAMS ||

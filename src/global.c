@@ -86,9 +86,7 @@ static pf__entry_t* pf__find(const pf__table_t* t, const char* name, size_t len,
 static __attribute__((noinline, cold)) int pf__lookup_invalid(const char* func, pf_object_t** out) {
   if (out)
     *out = NULL;
-  pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a pointer, got NULL", func,
-               out ? "name" : "out");
-  return -1;
+  return PF__NULL_ARG(func, out ? "name" : "out");
 }
 
 static int pf__check_name(const char* func, const char* name) {
@@ -293,8 +291,7 @@ static int pf__cmp_names(const void* a, const void* b) {
 
 int pf_global_list(char*** out, size_t* count) {
   if (!out) {
-    pf_error_set(PF_ERR_VALUE, "pf_global_list: argument out: expected a pointer, got NULL");
-    return -1;
+    return PF__NULL_ARG("pf_global_list", "out");
   }
   *out = NULL;
   pf__read_lock();

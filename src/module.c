@@ -85,11 +85,6 @@ static const char* pf__dlerror(void) {
   return why ? why : "unknown reason";
 }
 
-static int pf__null_arg(const char* func, const char* arg) {
-  pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a pointer, got NULL", func, arg);
-  return -1;
-}
-
 /* ---- reading the dynamic symbol table ---- */
 
 typedef struct {
@@ -348,7 +343,7 @@ fail:
 
 int pf_module_load(const char* path, pf_object_t** out) {
   if (!out)
-    return pf__null_arg("pf_module_load", "out");
+    return PF__NULL_ARG("pf_module_load", "out");
   *out = NULL;
   if (!path || !*path) {
     pf_error_set(PF_ERR_VALUE,
@@ -379,7 +374,7 @@ int pf_module_load(const char* path, pf_object_t** out) {
 
 int pf_module_system(pf_object_t** out) {
   if (!out)
-    return pf__null_arg("pf_module_system", "out");
+    return PF__NULL_ARG("pf_module_system", "out");
   *out = NULL;
   void* handle = dlopen(NULL, RTLD_NOW);
   if (!handle) {
@@ -437,7 +432,7 @@ static pf_object_t* pf__export_cached(const pf__module_t* m, pf__export_t* e) {
 static int pf__module_lookup(const char* func, pf_object_t* module, const char* name,
                              pf_object_t** out, pf__module_t** mod) {
   if (!out)
-    return pf__null_arg(func, "out");
+    return PF__NULL_ARG(func, "out");
   *out = NULL;
   pf__module_t* m = pf__module_arg(func, module);
   if (!m)
@@ -470,7 +465,7 @@ int pf_module_suggest(pf_object_t* module, const char* name, char* buf, size_t s
   if (!m)
     return -1;
   if (!name || (!buf && size > 0))
-    return pf__null_arg("pf_module_suggest", name ? "buf" : "name");
+    return PF__NULL_ARG("pf_module_suggest", name ? "buf" : "name");
   pf__suggest_t s;
   pf__suggest_init(&s, name);
   for (size_t i = 0; i < m->num_exports; ++i)
@@ -581,7 +576,7 @@ static pf_export_info_t* pf__info_block(const pf__listed_t* items, size_t n) {
 
 int pf_module_list(pf_object_t* module, pf_export_info_t** out, size_t* count) {
   if (!out)
-    return pf__null_arg("pf_module_list", "out");
+    return PF__NULL_ARG("pf_module_list", "out");
   *out = NULL;
   if (count)
     *count = 0;

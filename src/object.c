@@ -28,8 +28,7 @@ void pf__object_release_slow(pf_object_t* obj, uint64_t before) {
 int pf_object_alloc(size_t size, int32_t type_index, void (*deleter)(void* self, int flags),
                     pf_object_t** out) {
   if (!out) {
-    pf_error_set(PF_ERR_VALUE, "pf_object_alloc: argument out: expected a pointer, got NULL");
-    return -1;
+    return PF__NULL_ARG("pf_object_alloc", "out");
   }
   *out = NULL;
   if (size < sizeof(pf_object_t)) {
@@ -180,9 +179,7 @@ static pf__type_entry_t* pf__type_find_key(const char* key) {
 
 int pf_type_index_of(const char* key, int32_t* out) {
   if (!key || !out) {
-    pf_error_set(PF_ERR_VALUE, "pf_type_index_of: argument %s: expected a pointer, got NULL",
-                 key ? "out" : "key");
-    return -1;
+    return PF__NULL_ARG("pf_type_index_of", key ? "out" : "key");
   }
   pthread_once(&pf__types_once, pf__types_init);
   pthread_mutex_lock(&pf__types_lock);

@@ -86,8 +86,7 @@ int pf_dltensor_copy(DLTensor* dst, const DLTensor* src) {
 int pf_tensor_to_device(pf_object_t* tensor, DLDevice device, pf_object_t** out) {
   static const char func[] = "pf_tensor_to_device";
   if (!out) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument out: expected a pointer, got NULL", func);
-    return -1;
+    return PF__NULL_ARG(func, "out");
   }
   *out = NULL;
   DLTensor* src;
