@@ -141,7 +141,9 @@ typedef DLDataType pf__ctype_DTYPE;
 typedef DLDevice pf__ctype_DEVICE;
 typedef void* pf__ctype_PTR;
 
-/* Inline conversions: 1 and *o set, or 0 when the argument's type does not fit. */
+/* The conversion of each parameter kind, the one definition of the typed rules above: both
+ * PF_TYPED_DEFINE's inline entries and pf_function_create_typed's run-time path use them.
+ * 1 and *o set, or 0 when the argument's type does not fit (nothing raised). */
 static inline int pf__conv_INT(const pf_any_t* a, int64_t* o) {
   *o = a->v_int64;
   return (uint32_t)(a->type_index - PF_TYPE_INT) <= (uint32_t)(PF_TYPE_BOOL - PF_TYPE_INT);
