@@ -45,13 +45,17 @@ static void pf__error_deleter(void* self, int flags) {
     pf__free_nonnull(self);
 }
 
-/* Raised when even an error cannot be allocated. Immortal: its count never reaches zero. */
+/* The strong count of a statically allocated object: so far above any count real references
+ * reach that releases never bring it to zero, so its (no-op) deleter never runs. */
+#define PF__IMMORTAL_COUNT ((uint64_t)1 << 30)
+
+/* Raised when even an error cannot be allocated. Immortal, see PF__IMMORTAL_COUNT. */
 static void pf__static_error_deleter(void* self, int flags) {
   (void)self;
   (void)flags;
 }
 static pf__error_t pf__oom_error = {
-    {(uint64_t)1 << 30, PF_TYPE_ERROR, 0, {pf__static_error_deleter}},
+    {PF__IMMORTAL_COUNT, PF_TYPE_ERROR, 0, {pf__static_error_deleter}},
     {{"MemoryError", 11}, {"out of memory while raising an error", 36}, {"", 0}, NULL, NULL, NULL},
     NULL};
 
@@ -142,7 +146,7 @@ typedef struct {
   size_t where_len;
   const char* func;
   size_t func_len;
-  char digits[12]; /* ":line" still to write, most significant first */
+  char digits[12]; /* the line number's digits (no NUL counted in ndigits) */
   size_t ndigits;
 } pf__site_t;
 
@@ -152,18 +156,9 @@ static void pf__site_measure(pf__site_t* site, const char* file, int line, const
   site->func = func;
   site->func_len = func ? strlen(func) : 0;
   site->ndigits = 0;
-  if (file) {
-    char rev[12];
-    unsigned u = line > 0 ? (unsigned)line : 0u;
-    size_t n = 0;
-    do {
-      rev[n++] = (char)('0' + u % 10);
-      u /= 10;
-    } while (u);
-    for (size_t i = 0; i < n; ++i)
-      site->digits[i] = rev[n - 1 - i];
-    site->ndigits = n;
-  }
+  if (file) /* at most 10 digits and the NUL: always fits */
+    site->ndigits =
+        (size_t)snprintf(site->digits, sizeof site->digits, "%u", line > 0 ? (unsigned)line : 0u);
 }
 
 static size_t pf__site_length(const pf__site_t* site) {

@@ -9,7 +9,6 @@
 #include "packfn/module.h"
 
 #include "common.h"
-#include "bytes.h"
 #include "function_private.h"
 #include "suggest.h"
 
