@@ -63,13 +63,21 @@ typedef struct pf_signature_s {
 /* Builds a pf_signature_t for a function with at least one parameter:
  * PF_SIGNATURE("add", PF_PARAM_INT, {"a", PF_PARAM_INT}, {"b", PF_PARAM_INT}). */
 #if defined(__cplusplus)
-/* C++ has no compound literals: the parameters live in a static array of a lambda, so they
- * must be constants (the first evaluation fixes them). */
+/* C++ has no compound literals: the parameters live in a static array of a lambda (so they
+ * must be constants), handed with their count to pf__signature_of. Usable at namespace scope. */
+typedef struct pf__param_list_s {
+  const pf_param_t* params;
+  int32_t count;
+} pf__param_list_t;
+static inline pf_signature_t pf__signature_of(const char* name, pf_param_kind_t result,
+                                              pf__param_list_t list) {
+  pf_signature_t sig = {name, list.count, list.params, result, NULL};
+  return sig;
+}
 #define PF_SIGNATURE(fname, result_kind, ...)                                                      \
-  ([&]() -> pf_signature_t {                                                                       \
+  pf__signature_of((fname), (result_kind), []() -> pf__param_list_t {                              \
     static const pf_param_t pf__params[] = {__VA_ARGS__};                                          \
-    return pf_signature_t{(fname), (int32_t)(sizeof(pf__params) / sizeof(pf_param_t)), pf__params, \
-                          (result_kind), NULL};                                                    \
+    return pf__param_list_t{pf__params, (int32_t)(sizeof(pf__params) / sizeof(pf_param_t))};       \
   }())
 #else
 #define PF_SIGNATURE(fname, result_kind, ...)                                                      \

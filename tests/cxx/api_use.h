@@ -77,6 +77,10 @@ PF_TYPED_DEFINE(cxx_tensor, INT, (TENSOR, t), (BYTES, b), (FUNCTION, f)) {
 
 static const pf_abi_stamp_t cxx_stamp = PF_ABI_STAMP_INIT;
 
+/* PF_SIGNATURE at namespace scope, and below with a name held in a variable */
+static const pf_signature_t cxx_file_sig =
+    PF_SIGNATURE("cxx.file", PF_PARAM_INT, {"a", PF_PARAM_INT}, {"b", PF_PARAM_STR});
+
 #define CXX_CHECK(cond)                                                                            \
   do {                                                                                             \
     if (!(cond)) {                                                                                 \
@@ -170,8 +174,10 @@ static int pf_cxx_check(void) {
   pf_object_release(t);
 
   /* PF_SIGNATURE and pf_function_create_typed */
+  CXX_CHECK(cxx_file_sig.num_params == 2 && cxx_file_sig.params[1].kind == PF_PARAM_STR);
+  const char* cxx_scale2_name = "cxx.scale2";
   pf_signature_t s =
-      PF_SIGNATURE("cxx.scale2", PF_PARAM_FLOAT, {"x", PF_PARAM_FLOAT}, {"k", PF_PARAM_INT});
+      PF_SIGNATURE(cxx_scale2_name, PF_PARAM_FLOAT, {"x", PF_PARAM_FLOAT}, {"k", PF_PARAM_INT});
   CXX_CHECK(s.num_params == 2);
   CXX_CHECK(pf_function_create_typed(&s, cxx_scale_impl, NULL, NULL, &fn) == 0);
   CXX_CHECK(std::strcmp(pf_function_signature(fn), "cxx.scale2(x: float, k: int) -> float") == 0);
