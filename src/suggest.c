@@ -11,7 +11,7 @@
 void pf__suggest_init(pf__suggest_t* s, const char* name) {
   s->name = name;
   s->len = strlen(name);
-  s->limit = s->len / 3 > 1 ? s->len / 3 : 1;
+  s->limit = s->len / 3 < 1 ? 1 : s->len / 3 > 3 ? 3 : s->len / 3;
   s->best = NULL;
   s->best_distance = (size_t)-1;
 }

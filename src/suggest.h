@@ -6,7 +6,7 @@
 
 /* The search for the candidate nearest to `name`: feed every candidate to pf__suggest_offer,
  * then read `best` (NULL when none was near enough). A candidate is near when it differs from
- * name by at least 1 and at most max(1, strlen(name) / 3) single-character insertions,
+ * name by at least 1 and at most strlen(name) / 3 (clamped to 1..3) single-character insertions,
  * deletions or substitutions; of several, the nearest wins, then the first in strcmp order. */
 typedef struct pf__suggest_s {
   const char* name; /* what was asked for */

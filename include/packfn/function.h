@@ -106,8 +106,8 @@ PF_API void pf_global_list_free(char** names);
 PF_API int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args,
                           pf_any_t* result);
 
-/* The registered name nearest to `name` (fewest single-character edits, at most a third of
- * the name's length and at least 1; ties go to the first in strcmp order), written into buf
+/* The registered name nearest to `name` (fewest single-character edits: at most a third of
+ * the name's length, at least 1 and at most 3; ties go to the first in strcmp order), into buf
  * (NUL-terminated, truncated to size - 1). Returns 1 when one was found, 0 when none is near
  * (buf then holds ""; an exact match is not a suggestion), -1 with ValueError for a NULL name,
  * or a NULL buf with size > 0. For "did you mean" messages: packfn's own KeyErrors use it. */
