@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
   CHECK(global_remove("inline.add") == 0);
   CHECK(strong(fn) == 1);
   release(fn);
-  dlclose(lib);
+  /* no dlclose: the table's storage stays reachable through the loaded library */
   if (failures == 0)
     printf("inline symbols: %zu exported, all checks passed\n", count);
   return failures == 0 ? 0 : 1;
