@@ -145,7 +145,7 @@ static int cmd_info(int argc, char** argv) {
   fputs("allocators:", stdout);
   for (int32_t type = 1; type < PF_ALLOCATOR_MAX_DEVICE_TYPE; ++type) {
     pf_allocator_t alloc;
-    if (pf_allocator_get(type, &alloc) != 0) {
+    if (pf_allocator_get(type, &alloc) != 0 || alloc.alloc == NULL) {
       pf_error_clear();
       continue;
     }

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "packfn/error.h"
+
+#include "alloc.h"
 
 static const size_t pf__class_size[PF__NCLASS] = {64,   128,  256,   512,   1024, 2048,
                                                   4096, 8192, 16384, 32768, 65536};

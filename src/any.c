@@ -3,7 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "packfn/any.h"
+
+#include "common.h"
+#include "alloc.h"
+#include "bytes.h"
 
 int pf_any_type_error(const pf_any_t* v, const char* expected) {
   pf_error_set(PF_ERR_TYPE, "expected %s, got %s", expected ? expected : "a value",
@@ -17,9 +21,7 @@ int pf__any_expected(const char* expected, const pf_any_t* v) {
 
 int pf_any_as_cstr(const pf_any_t* v, const char** out) {
   if (!v || !out) {
-    pf_error_set(PF_ERR_VALUE, "pf_any_as_cstr: argument %s: expected a pointer, got NULL",
-                 v ? "out" : "v");
-    return -1;
+    return PF__NULL_ARG("pf_any_as_cstr", v ? "out" : "v");
   }
   const char* data;
   size_t size;
@@ -46,9 +48,7 @@ static void pf__string_deleter(void* self, int flags) {
 __attribute__((noinline, cold)) static int pf__blob_bad(const char* func, pf_object_t** out,
                                                         const char* data, size_t size) {
   if (!out || (!data && size != 0)) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a pointer, got NULL", func,
-                 out ? "data" : "out");
-    return -1;
+    return PF__NULL_ARG(func, out ? "data" : "out");
   }
   *out = NULL;
   pf_error_set(PF_ERR_VALUE, "%s: argument size: %zu bytes is too large", func, size);
@@ -109,18 +109,14 @@ int pf_bytes_object_create(const char* data, size_t size, pf_object_t** out) {
 
 int pf_string_from_cstr(const char* s, pf_any_t* out) {
   if (!s || !out) {
-    pf_error_set(PF_ERR_VALUE, "pf_string_from_cstr: argument %s: expected a pointer, got NULL",
-                 s ? "out" : "s");
-    return -1;
+    return PF__NULL_ARG("pf_string_from_cstr", s ? "out" : "s");
   }
   return pf_string_create(s, strlen(s), out);
 }
 
 int pf_bytes_create(const char* data, size_t size, pf_any_t* out) {
   if (!out || (!data && size != 0)) {
-    pf_error_set(PF_ERR_VALUE, "pf_bytes_create: argument %s: expected a pointer, got NULL",
-                 out ? "data" : "out");
-    return -1;
+    return PF__NULL_ARG("pf_bytes_create", out ? "data" : "out");
   }
   if (size <= PF_SMALL_STR_MAX) {
     pf__any_small(PF_TYPE_SMALL_BYTES, data, size, out);
@@ -137,9 +133,7 @@ int pf_bytes_create(const char* data, size_t size, pf_any_t* out) {
 
 int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
   if (!view || !out) {
-    pf_error_set(PF_ERR_VALUE, "pf_any_to_owned: argument %s: expected a pointer, got NULL",
-                 view ? "out" : "view");
-    return -1;
+    return PF__NULL_ARG("pf_any_to_owned", view ? "out" : "view");
   }
   *out = pf_any_none();
   switch (view->type_index) {

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "packfn/container.h"
+
+#include "common.h"
 
 /* ---- shared helpers ---- */
 
@@ -24,11 +26,6 @@ static void* pf__container_new(const char* func, size_t size, int32_t type_index
   }
   pf__object_init(obj, type_index, deleter);
   return obj;
-}
-
-static int pf__null_arg(const char* func, const char* arg) {
-  pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a pointer, got NULL", func, arg);
-  return -1;
 }
 
 /* 0 when obj is an instance of `type`; else TypeError "func: argument arg: expected T, got U". */
@@ -56,10 +53,10 @@ typedef struct {
 
 int pf_shape_create(const int64_t* dims, size_t ndim, pf_object_t** out) {
   if (!out)
-    return pf__null_arg("pf_shape_create", "out");
+    return PF__NULL_ARG("pf_shape_create", "out");
   *out = NULL;
   if (!dims && ndim)
-    return pf__null_arg("pf_shape_create", "dims");
+    return PF__NULL_ARG("pf_shape_create", "dims");
   size_t bytes, total;
   if (pf__mul_size(ndim, sizeof(int64_t), &bytes) != 0 ||
       pf__add_size(sizeof(pf__shape_t), bytes, &total) != 0) {
@@ -84,7 +81,7 @@ int pf_shape_data(const pf_object_t* shape, const int64_t** dims, size_t* ndim) 
       *dims = NULL;
     if (ndim)
       *ndim = 0;
-    return pf__null_arg("pf_shape_data", dims ? "ndim" : "dims");
+    return PF__NULL_ARG("pf_shape_data", dims ? "ndim" : "dims");
   }
   *dims = NULL;
   *ndim = 0;
@@ -98,7 +95,7 @@ int pf_shape_data(const pf_object_t* shape, const int64_t** dims, size_t* ndim) 
 
 int pf_shape_get(const pf_object_t* shape, int64_t index, int64_t* out) {
   if (!out)
-    return pf__null_arg("pf_shape_get", "out");
+    return PF__NULL_ARG("pf_shape_get", "out");
   *out = 0;
   if (pf__expect("pf_shape_get", "shape", shape, PF_TYPE_SHAPE) != 0)
     return -1;
@@ -231,10 +228,10 @@ static pf__array_t* pf__array_alloc(const char* func, size_t count) {
 static int pf__array_args(const char* func, const pf_any_t* items, size_t count,
                           pf_object_t** out) {
   if (!out)
-    return pf__null_arg(func, "out");
+    return PF__NULL_ARG(func, "out");
   *out = NULL;
   if (!items && count)
-    return pf__null_arg(func, "items");
+    return PF__NULL_ARG(func, "items");
   return 0;
 }
 
@@ -280,7 +277,7 @@ static const pf_seq_cell_t* pf__array_cell(const char* func, const pf_object_t* 
 
 int pf_array_count(const pf_object_t* array, size_t* out) {
   if (!out)
-    return pf__null_arg("pf_array_count", "out");
+    return PF__NULL_ARG("pf_array_count", "out");
   *out = 0;
   const pf_seq_cell_t* cell = pf__array_cell("pf_array_count", array);
   if (!cell)
@@ -291,7 +288,7 @@ int pf_array_count(const pf_object_t* array, size_t* out) {
 
 int pf_array_get(const pf_object_t* array, int64_t index, const pf_any_t** out) {
   if (!out)
-    return pf__null_arg("pf_array_get", "out");
+    return PF__NULL_ARG("pf_array_get", "out");
   *out = NULL;
   const pf_seq_cell_t* cell = pf__array_cell("pf_array_get", array);
   if (!cell)
@@ -308,7 +305,7 @@ int pf_array_items(const pf_object_t* array, const pf_any_t** items, size_t* cou
       *items = NULL;
     if (count)
       *count = 0;
-    return pf__null_arg("pf_array_items", items ? "count" : "items");
+    return PF__NULL_ARG("pf_array_items", items ? "count" : "items");
   }
   *items = NULL;
   *count = 0;
@@ -391,43 +388,6 @@ static int pf__check_key(const char* func, const pf_any_t* key) {
   return -1;
 }
 
-/* Writes a short printable form of a key (checked by pf__check_key) for messages: 'text',
- * b'bytes', 42 or <Type at 0x...>. */
-static void pf__format_key(const pf_any_t* key, char* buf, size_t size) {
-  const char* data;
-  size_t len;
-  const char* prefix = "";
-  switch (key->type_index) {
-  case PF_TYPE_RAW_STR:
-  case PF_TYPE_SMALL_STR:
-  case PF_TYPE_STR:
-    (void)pf_any_as_str(key, &data, &len); /* type checked: cannot fail */
-    break;
-  case PF_TYPE_BYTE_ARRAY_PTR:
-  case PF_TYPE_SMALL_BYTES:
-  case PF_TYPE_BYTES:
-    (void)pf_any_as_bytes(key, &data, &len);
-    prefix = "b";
-    break;
-  case PF_TYPE_INT:
-    snprintf(buf, size, "%lld", (long long)key->v_int64);
-    return;
-  default:
-    snprintf(buf, size, "<%s at %p>", pf_type_name(key->type_index), (void*)key->v_obj);
-    return;
-  }
-  /* quote at most the first 64 bytes, escaping what is not printable ASCII */
-  size_t pos = (size_t)snprintf(buf, size, "%s'", prefix);
-  for (size_t i = 0; i < len && i < 64 && pos + 8 < size; ++i) {
-    unsigned char c = (unsigned char)data[i];
-    if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\')
-      buf[pos++] = (char)c;
-    else
-      pos += (size_t)snprintf(buf + pos, size - pos, "\\x%02x", c);
-  }
-  snprintf(buf + pos, size - pos, "%s'", len > 64 ? "..." : "");
-}
-
 /* Index of the item whose key equals `key` (hash h), or -1. */
 static ptrdiff_t pf__map_lookup(const pf__map_t* m, const pf_any_t* key, uint64_t h) {
   if (!m->count)
@@ -483,7 +443,7 @@ static int pf__map_grow(pf__map_t* m) {
 
 int pf_map_create(pf_object_t** out) {
   if (!out)
-    return pf__null_arg("pf_map_create", "out");
+    return PF__NULL_ARG("pf_map_create", "out");
   *out = NULL;
   pf__map_t* m =
       pf__container_new("pf_map_create", sizeof(pf__map_t), PF_TYPE_MAP, pf__map_deleter);
@@ -510,7 +470,7 @@ int pf_map_set(pf_object_t* map, const pf_any_t* key, const pf_any_t* value) {
     return -1;
   }
   if (!key || !value)
-    return pf__null_arg("pf_map_set", key ? "value" : "key");
+    return PF__NULL_ARG("pf_map_set", key ? "value" : "key");
   if (pf__check_key("pf_map_set", key) != 0)
     return -1;
   int key_is_map = pf__object_of(key) == map;
@@ -561,13 +521,13 @@ int pf_map_is_frozen(const pf_object_t* map) {
 static int pf__map_find(const char* func, const pf_object_t* map, const pf_any_t* key,
                         const pf_any_t** out) {
   if (!out)
-    return pf__null_arg(func, "out");
+    return PF__NULL_ARG(func, "out");
   *out = NULL;
   const pf__map_t* m = pf__map_arg(func, map);
   if (!m)
     return -1;
   if (!key)
-    return pf__null_arg(func, "key");
+    return PF__NULL_ARG(func, "key");
   if (pf__check_key(func, key) != 0)
     return -1;
   ptrdiff_t i = pf__map_lookup(m, key, pf_any_hash(key));
@@ -577,15 +537,7 @@ static int pf__map_find(const char* func, const pf_object_t* map, const pf_any_t
 }
 
 int pf_map_get(const pf_object_t* map, const pf_any_t* key, const pf_any_t** out) {
-  if (pf__map_find("pf_map_get", map, key, out) != 0)
-    return -1;
-  if (!*out) {
-    char text[300];
-    pf__format_key(key, text, sizeof text);
-    pf_error_set(PF_ERR_KEY, "pf_map_get: key %s is not in the map", text);
-    return -1;
-  }
-  return 0;
+  return pf__map_find("pf_map_get", map, key, out);
 }
 
 int pf_map_find(const pf_object_t* map, const pf_any_t* key, const pf_any_t** out) {
@@ -601,7 +553,7 @@ int pf_map_contains(const pf_object_t* map, const pf_any_t* key) {
 
 int pf_map_count(const pf_object_t* map, size_t* out) {
   if (!out)
-    return pf__null_arg("pf_map_count", "out");
+    return PF__NULL_ARG("pf_map_count", "out");
   *out = 0;
   const pf__map_t* m = pf__map_arg("pf_map_count", map);
   if (!m)
@@ -617,7 +569,7 @@ int pf_map_items(const pf_object_t* map, const pf_map_item_t** items, size_t* co
       *items = NULL;
     if (count)
       *count = 0;
-    return pf__null_arg("pf_map_items", items ? "count" : "items");
+    return PF__NULL_ARG("pf_map_items", items ? "count" : "items");
   }
   *items = NULL;
   *count = 0;

@@ -2,7 +2,11 @@
  * copying) and managed tensors from tensors (holding a reference), with round trips kept exact. */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "packfn/tensor.h"
+
+#include "common.h"
+#include "alloc.h"
+#include "tensor_private.h"
 
 /* ---- export ---- */
 
@@ -22,8 +26,7 @@ static void pf__dlpack_versioned_deleter(pf_dl_managed_tensor_versioned_t* self)
 static int pf__export_begin(const char* func, pf_object_t* tensor, void* out, size_t size,
                             DLTensor** dl, void** block) {
   if (!out) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument out: expected a pointer, got NULL", func);
-    return -1;
+    return PF__NULL_ARG(func, "out");
   }
   if (pf__tensor_arg(tensor, func, "tensor", dl) != 0)
     return -1;
@@ -109,9 +112,7 @@ int pf_tensor_from_dlpack(DLManagedTensor* src, pf_object_t** out) {
   if (!out || !src) {
     if (out)
       *out = NULL;
-    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a pointer, got NULL", func,
-                 out ? "src" : "out");
-    return -1;
+    return PF__NULL_ARG(func, out ? "src" : "out");
   }
   *out = NULL;
   if (src->deleter == pf__dlpack_legacy_deleter &&
@@ -130,9 +131,7 @@ int pf_tensor_from_dlpack_versioned(pf_dl_managed_tensor_versioned_t* src, pf_ob
   if (!out || !src) {
     if (out)
       *out = NULL;
-    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a pointer, got NULL", func,
-                 out ? "src" : "out");
-    return -1;
+    return PF__NULL_ARG(func, out ? "src" : "out");
   }
   *out = NULL;
   if (src->version.major != PF_DLPACK_VERSIONED_MAJOR) {

@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "packfn/device.h"
+
+#include "common.h"
 
 /* Types written by one fixed name (their width is part of the name). */
 static const struct {
@@ -149,9 +151,7 @@ int pf_dtype_parse(const char* s, DLDataType* out) {
   if (out)
     memset(out, 0, sizeof *out);
   if (!s || !out) {
-    pf_error_set(PF_ERR_VALUE, "pf_dtype_parse: argument %s: expected a pointer, got NULL",
-                 s ? "out" : "s");
-    return -1;
+    return PF__NULL_ARG("pf_dtype_parse", s ? "out" : "s");
   }
   uint8_t code = 0, bits = 0;
   uint16_t lanes = 0;
@@ -179,8 +179,7 @@ static int pf__check_formatted(const char* func, int n, size_t size) {
 
 int pf_dtype_format(DLDataType t, char* buf, size_t size) {
   if (!buf) {
-    pf_error_set(PF_ERR_VALUE, "pf_dtype_format: argument buf: expected a pointer, got NULL");
-    return -1;
+    return PF__NULL_ARG("pf_dtype_format", "buf");
   }
   int n;
   if (!pf_dtype_is_valid(t)) {
@@ -236,9 +235,7 @@ int pf_device_parse(const char* s, DLDevice* out) {
   if (out)
     memset(out, 0, sizeof *out);
   if (!s || !out) {
-    pf_error_set(PF_ERR_VALUE, "pf_device_parse: argument %s: expected a pointer, got NULL",
-                 s ? "out" : "s");
-    return -1;
+    return PF__NULL_ARG("pf_device_parse", s ? "out" : "s");
   }
   const char* colon = strchr(s, ':');
   size_t len = colon ? (size_t)(colon - s) : strlen(s);
@@ -264,8 +261,7 @@ int pf_device_parse(const char* s, DLDevice* out) {
 
 int pf_device_format(DLDevice device, char* buf, size_t size) {
   if (!buf) {
-    pf_error_set(PF_ERR_VALUE, "pf_device_format: argument buf: expected a pointer, got NULL");
-    return -1;
+    return PF__NULL_ARG("pf_device_format", "buf");
   }
   const char* name = pf_device_type_name((int32_t)device.device_type);
   int n =

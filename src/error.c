@@ -9,7 +9,12 @@
 
 #include <pthread.h>
 
-#include "internal.h"
+#include "packfn/any.h"
+#include "packfn/error.h"
+
+#include "common.h"
+#include "alloc.h"
+#include "bytes.h"
 
 typedef struct {
   pf_object_t header;
@@ -40,13 +45,17 @@ static void pf__error_deleter(void* self, int flags) {
     pf__free_nonnull(self);
 }
 
-/* Raised when even an error cannot be allocated. Immortal: its count never reaches zero. */
+/* The strong count of a statically allocated object: so far above any count real references
+ * reach that releases never bring it to zero, so its (no-op) deleter never runs. */
+#define PF__IMMORTAL_COUNT ((uint64_t)1 << 30)
+
+/* Raised when even an error cannot be allocated. Immortal, see PF__IMMORTAL_COUNT. */
 static void pf__static_error_deleter(void* self, int flags) {
   (void)self;
   (void)flags;
 }
 static pf__error_t pf__oom_error = {
-    {(uint64_t)1 << 30, PF_TYPE_ERROR, 0, {pf__static_error_deleter}},
+    {PF__IMMORTAL_COUNT, PF_TYPE_ERROR, 0, {pf__static_error_deleter}},
     {{"MemoryError", 11}, {"out of memory while raising an error", 36}, {"", 0}, NULL, NULL, NULL},
     NULL};
 
@@ -123,7 +132,7 @@ static int pf__full_backtrace = -1;
 
 static int pf__want_full_backtrace(void) {
   int v = __atomic_load_n(&pf__full_backtrace, __ATOMIC_RELAXED);
-  if (PF__LIKELY(v >= 0))
+  if (PF_LIKELY(v >= 0))
     return v;
   const char* env = getenv(PF_BACKTRACE_ENV);
   v = env && *env && strcmp(env, "0") != 0;
@@ -137,7 +146,7 @@ typedef struct {
   size_t where_len;
   const char* func;
   size_t func_len;
-  char digits[12]; /* ":line" still to write, most significant first */
+  char digits[12]; /* the line number's digits (no NUL counted in ndigits) */
   size_t ndigits;
 } pf__site_t;
 
@@ -147,18 +156,9 @@ static void pf__site_measure(pf__site_t* site, const char* file, int line, const
   site->func = func;
   site->func_len = func ? strlen(func) : 0;
   site->ndigits = 0;
-  if (file) {
-    char rev[12];
-    unsigned u = line > 0 ? (unsigned)line : 0u;
-    size_t n = 0;
-    do {
-      rev[n++] = (char)('0' + u % 10);
-      u /= 10;
-    } while (u);
-    for (size_t i = 0; i < n; ++i)
-      site->digits[i] = rev[n - 1 - i];
-    site->ndigits = n;
-  }
+  if (file) /* at most 10 digits and the NUL: always fits */
+    site->ndigits =
+        (size_t)snprintf(site->digits, sizeof site->digits, "%u", line > 0 ? (unsigned)line : 0u);
 }
 
 static size_t pf__site_length(const pf__site_t* site) {
@@ -231,7 +231,7 @@ __attribute__((noinline)) static int pf__thread_setup(void) {
 /* This thread's mode, set up on its first raise. */
 static inline int pf__mode(void) {
   int mode = pf__thread_mode;
-  return PF__LIKELY(mode != 0) ? mode : pf__thread_setup();
+  return PF_LIKELY(mode != 0) ? mode : pf__thread_setup();
 }
 
 /* Makes `err` (owned) the raised error, chaining a pending one as its cause. The caller has
@@ -373,11 +373,7 @@ void pf_error_clear(void) {
 int pf_error_create(const char* kind, const char* message, const char* backtrace,
                     pf_object_t** out) {
   if (!kind || !message || !out) {
-    pf_error_set(PF_ERR_VALUE, "pf_error_create: argument %s: expected a pointer, got NULL",
-                 !kind      ? "kind"
-                 : !message ? "message"
-                            : "out");
-    return -1;
+    return PF__NULL_ARG("pf_error_create", !kind ? "kind" : !message ? "message" : "out");
   }
   const char* bt = backtrace ? backtrace : "";
   pf_object_t* err = pf__error_new(kind, strlen(kind), message, strlen(message), bt, strlen(bt));

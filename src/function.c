@@ -4,7 +4,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "packfn/typed.h"
+
+#include "common.h"
+#include "alloc.h"
+#include "function_private.h"
+
+/* A packfn function object: header, the ABI cell, then our private part. */
+typedef struct pf__function_s {
+  pf_object_t header;
+  pf_function_cell_t cell;
+  void* self;                  /* the creator's state */
+  pf_safe_call_t call;         /* the creator's function (in the direct form also the cell's) */
+  void (*deleter)(void* self); /* the creator's deleter, or NULL */
+  pf_object_t* keepalive;      /* owned; released after the deleter (e.g. a module) */
+  char* signature;             /* owned, or NULL */
+  char* doc;                   /* owned, or NULL */
+} pf__function_t;
 
 /* Cell entry for functions with a self or a deleter: loads self and calls the creator. */
 static int pf__function_trampoline(void* obj, const pf_any_t* args, int32_t num_args,
@@ -29,7 +45,7 @@ static void pf__function_deleter(void* obj, int flags) {
     pf__free_nonnull(obj);
 }
 
-int pf__function_is_ours(const pf_object_t* obj) {
+static int pf__function_is_ours(const pf_object_t* obj) {
   return obj && obj->type_index == PF_TYPE_FUNCTION && obj->deleter == pf__function_deleter;
 }
 
@@ -93,7 +109,7 @@ int pf__function_call_invalid(const pf_object_t* fn, const pf_any_t* args, int32
     pf_error_set(PF_ERR_VALUE, "pf_function_call: argument args: expected %d arguments, got NULL",
                  (int)num_args);
   else
-    pf_error_set(PF_ERR_VALUE, "pf_function_call: argument result: expected a pointer, got NULL");
+    (void)PF__NULL_ARG("pf_function_call", "result");
   if (result)
     *(pf_any_t*)result = pf_any_none();
   return -1;
@@ -216,81 +232,33 @@ static int pf__typed_arg_error(const pf__typed_t* t, int32_t i, const pf_any_t* 
   return -1;
 }
 
-/* Converts argument i by its parameter's kind: 0, or -1 with the TypeError raised. */
+/* Converts argument i by its parameter's kind: 0, or -1 with the TypeError raised. The
+ * conversions are typed.h's pf__conv_<KIND>, the same PF_TYPED_DEFINE's entries inline. */
 static __attribute__((noinline)) int pf__typed_convert(const pf__typed_t* t, int32_t i,
                                                        const pf_any_t* a, pf_arg_t* out) {
-  int32_t ti = a->type_index;
+  int ok;
   switch (t->params[i].kind) {
-  case PF_PARAM_INT:
-    if (ti != PF_TYPE_INT && ti != PF_TYPE_BOOL)
-      return pf__typed_arg_error(t, i, a);
-    out->i = a->v_int64;
-    return 0;
-  case PF_PARAM_FLOAT:
-    if (ti == PF_TYPE_FLOAT)
-      out->f = a->v_float64;
-    else if (ti == PF_TYPE_INT || ti == PF_TYPE_BOOL)
-      out->f = (double)a->v_int64;
-    else
-      return pf__typed_arg_error(t, i, a);
-    return 0;
-  case PF_PARAM_BOOL:
-    if (ti != PF_TYPE_INT && ti != PF_TYPE_BOOL)
-      return pf__typed_arg_error(t, i, a);
-    out->b = a->v_int64 != 0;
-    return 0;
-  case PF_PARAM_STR:
-    if (ti != PF_TYPE_SMALL_STR && ti != PF_TYPE_STR && ti != PF_TYPE_RAW_STR)
-      return pf__typed_arg_error(t, i, a);
-    (void)pf_any_as_str(a, &out->s.data, &out->s.size);
-    return 0;
-  case PF_PARAM_BYTES:
-    if (ti != PF_TYPE_SMALL_BYTES && ti != PF_TYPE_BYTES && ti != PF_TYPE_BYTE_ARRAY_PTR)
-      return pf__typed_arg_error(t, i, a);
-    (void)pf_any_as_bytes(a, &out->s.data, &out->s.size);
-    return 0;
-  case PF_PARAM_TENSOR:
-    if (ti == PF_TYPE_TENSOR)
-      out->tensor = (DLTensor*)(a->v_obj + 1);
-    else if (ti == PF_TYPE_DLTENSOR_PTR)
-      out->tensor = (DLTensor*)a->v_ptr;
-    else
-      return pf__typed_arg_error(t, i, a);
-    return 0;
-  case PF_PARAM_OBJECT:
-    if (ti < PF_TYPE_STATIC_OBJECT_BEGIN)
-      return pf__typed_arg_error(t, i, a);
-    out->obj = a->v_obj;
-    return 0;
-  case PF_PARAM_FUNCTION:
-    if (ti != PF_TYPE_FUNCTION)
-      return pf__typed_arg_error(t, i, a);
-    out->obj = a->v_obj;
-    return 0;
-  case PF_PARAM_ANY:
-    out->any = a;
-    return 0;
-  case PF_PARAM_DTYPE:
-    if (ti != PF_TYPE_DTYPE)
-      return pf__typed_arg_error(t, i, a);
-    out->dtype = a->v_dtype;
-    return 0;
-  case PF_PARAM_DEVICE:
-    if (ti != PF_TYPE_DEVICE)
-      return pf__typed_arg_error(t, i, a);
-    out->device = a->v_device;
-    return 0;
-  case PF_PARAM_PTR:
-    if (ti == PF_TYPE_OPAQUE_PTR)
-      out->ptr = a->v_ptr;
-    else if (ti == PF_TYPE_NONE)
-      out->ptr = NULL;
-    else
-      return pf__typed_arg_error(t, i, a);
-    return 0;
+#define PF__CONVERT_CASE(K, member)                                                                \
+  case PF_PARAM_##K:                                                                               \
+    ok = pf__conv_##K(a, &out->member);                                                            \
+    break;
+    PF__CONVERT_CASE(INT, i)
+    PF__CONVERT_CASE(FLOAT, f)
+    PF__CONVERT_CASE(BOOL, b)
+    PF__CONVERT_CASE(STR, s)
+    PF__CONVERT_CASE(BYTES, s)
+    PF__CONVERT_CASE(TENSOR, tensor)
+    PF__CONVERT_CASE(OBJECT, obj)
+    PF__CONVERT_CASE(FUNCTION, obj)
+    PF__CONVERT_CASE(ANY, any)
+    PF__CONVERT_CASE(DTYPE, dtype)
+    PF__CONVERT_CASE(DEVICE, device)
+    PF__CONVERT_CASE(PTR, ptr)
+#undef PF__CONVERT_CASE
   default:
-    return pf__typed_arg_error(t, i, a);
+    ok = 0;
   }
+  return ok ? 0 : pf__typed_arg_error(t, i, a);
 }
 
 static __attribute__((noinline, cold)) int pf__typed_arity_error(const pf__typed_t* t,
@@ -310,7 +278,7 @@ static int pf__typed_entry(void* obj, const pf_any_t* args, int32_t num_args, pf
   pf_arg_t conv[PF_TYPED_MAX_PARAMS];
   for (int32_t i = 0; i < num_args; ++i) {
     uint32_t ti = (uint32_t)args[i].type_index;
-    if (PF__LIKELY(ti < 64 && ((t->same[i] >> ti) & 1)))
+    if (PF_LIKELY(ti < 64 && ((t->same[i] >> ti) & 1)))
       memcpy(&conv[i], &args[i].v_int64, sizeof args[i].v_int64);
     else if (pf__typed_convert(t, i, &args[i], &conv[i]) != 0)
       return -1;
@@ -326,7 +294,7 @@ static int pf__typed_entry_plain(void* obj, const pf_any_t* args, int32_t num_ar
                                  pf_any_t* result) {
   const pf__typed_t* t = (const pf__typed_t*)((pf__function_t*)obj)->self;
   pf_arg_t conv[PF_TYPED_MAX_PARAMS];
-  if (PF__LIKELY(num_args == t->num_params)) {
+  if (PF_LIKELY(num_args == t->num_params)) {
     int32_t i = 0;
     for (; i < num_args; ++i) {
       uint32_t ti = (uint32_t)args[i].type_index;
@@ -334,7 +302,7 @@ static int pf__typed_entry_plain(void* obj, const pf_any_t* args, int32_t num_ar
         break;
       memcpy(&conv[i], &args[i].v_int64, sizeof args[i].v_int64);
     }
-    if (PF__LIKELY(i == num_args))
+    if (PF_LIKELY(i == num_args))
       return t->impl(t->self, conv, result);
   }
   return pf__typed_entry(obj, args, num_args, result);
@@ -364,6 +332,32 @@ static int pf__kind_valid(pf_param_kind_t k, int allow_none) {
   return (k == PF_PARAM_NONE && allow_none) || (k >= PF_PARAM_INT && k <= PF_PARAM_FUNCTION);
 }
 
+/* The one check of a declaration (sig and sig->name not NULL): parameter count and array, the
+ * result kind, each parameter's name and kind. 0, or -1 with ValueError naming `func`. */
+static int pf__signature_check(const char* func, const pf_signature_t* sig) {
+  if (sig->num_params < 0 || sig->num_params > PF_TYPED_MAX_PARAMS ||
+      (sig->num_params > 0 && !sig->params)) {
+    pf_error_set(PF_ERR_VALUE, "%s: %s: expected 0..%d parameters with a params array, got %d%s",
+                 func, sig->name, PF_TYPED_MAX_PARAMS, (int)sig->num_params,
+                 sig->params ? "" : " and params NULL");
+    return -1;
+  }
+  if (!pf__kind_valid(sig->result, 1)) {
+    pf_error_set(PF_ERR_VALUE, "%s: %s: unknown result kind %d", func, sig->name, (int)sig->result);
+    return -1;
+  }
+  for (int32_t i = 0; i < sig->num_params; ++i) {
+    const pf_param_t* p = &sig->params[i];
+    if (!p->name || !*p->name || !pf__kind_valid(p->kind, 0)) {
+      pf_error_set(
+          PF_ERR_VALUE, "%s: %s: parameter %d: expected a name and a kind, got %s and kind %d",
+          func, sig->name, (int)i, p->name ? (*p->name ? p->name : "\"\"") : "NULL", (int)p->kind);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 /* Builds "name(a: int, b: int) -> int" into a new string; NULL when out of memory. */
 static char* pf__signature_text(const char* name, int32_t n, const pf_param_t* params,
                                 pf_param_kind_t result) {
@@ -384,41 +378,16 @@ static char* pf__signature_text(const char* name, int32_t n, const pf_param_t* p
 int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, void* self,
                              void (*deleter)(void* self), pf_object_t** out) {
   const char* bad = !out ? "out" : !sig ? "sig" : !impl ? "impl" : !sig->name ? "sig->name" : NULL;
-  if (bad) {
-    pf_error_set(PF_ERR_VALUE,
-                 "pf_function_create_typed: argument %s: expected a pointer, got NULL", bad);
-    return -1;
-  }
+  if (bad)
+    return PF__NULL_ARG("pf_function_create_typed", bad);
   *out = NULL;
-  if (sig->num_params < 0 || sig->num_params > PF_TYPED_MAX_PARAMS ||
-      (sig->num_params > 0 && !sig->params)) {
-    pf_error_set(PF_ERR_VALUE,
-                 "pf_function_create_typed: %s: expected 0..%d parameters with a params array, "
-                 "got %d%s",
-                 sig->name, PF_TYPED_MAX_PARAMS, (int)sig->num_params,
-                 sig->params ? "" : " and params NULL");
+  if (pf__signature_check("pf_function_create_typed", sig) != 0)
     return -1;
-  }
-  if (!pf__kind_valid(sig->result, 1)) {
-    pf_error_set(PF_ERR_VALUE, "pf_function_create_typed: %s: unknown result kind %d", sig->name,
-                 (int)sig->result);
-    return -1;
-  }
   size_t size = sizeof(pf__typed_t) +
                 (sizeof(pf_param_t) + sizeof(uint64_t)) * (size_t)sig->num_params +
                 strlen(sig->name) + 1;
-  for (int32_t i = 0; i < sig->num_params; ++i) {
-    const pf_param_t* p = &sig->params[i];
-    if (!p->name || !*p->name || !pf__kind_valid(p->kind, 0)) {
-      pf_error_set(PF_ERR_VALUE,
-                   "pf_function_create_typed: %s: parameter %d: expected a name and a kind, got "
-                   "%s and kind %d",
-                   sig->name, (int)i, p->name ? (*p->name ? p->name : "\"\"") : "NULL",
-                   (int)p->kind);
-      return -1;
-    }
-    size += strlen(p->name) + 1;
-  }
+  for (int32_t i = 0; i < sig->num_params; ++i)
+    size += strlen(sig->params[i].name) + 1;
   pf__typed_t* t = malloc(size);
   if (!t)
     return pf__raise_oom("pf_function_create_typed", size);
@@ -460,30 +429,14 @@ int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, vo
 }
 
 int pf_function_create_static(const pf_signature_t* sig, pf_safe_call_t packed, pf_object_t** out) {
-  if (!sig || !sig->name || !packed || !out || (sig->num_params > 0 && !sig->params)) {
-    pf_error_set(PF_ERR_VALUE,
-                 "pf_function_create_static: argument %s: expected a pointer, got NULL",
-                 !out      ? "out"
-                 : !packed ? "packed"
-                           : "sig");
-    return -1;
-  }
+  if (!sig || !sig->name || !packed || !out)
+    return PF__NULL_ARG("pf_function_create_static", !out      ? "out"
+                                                     : !packed ? "packed"
+                                                     : !sig    ? "sig"
+                                                               : "sig->name");
   *out = NULL;
-  if (sig->num_params < 0 || sig->num_params > PF_TYPED_MAX_PARAMS ||
-      !pf__kind_valid(sig->result, 1)) {
-    pf_error_set(PF_ERR_VALUE,
-                 "pf_function_create_static: %s: expected 0..%d parameters and a known result "
-                 "kind, got %d and kind %d",
-                 sig->name, PF_TYPED_MAX_PARAMS, (int)sig->num_params, (int)sig->result);
+  if (pf__signature_check("pf_function_create_static", sig) != 0)
     return -1;
-  }
-  for (int32_t i = 0; i < sig->num_params; ++i)
-    if (!sig->params[i].name || !*sig->params[i].name || !pf__kind_valid(sig->params[i].kind, 0)) {
-      pf_error_set(PF_ERR_VALUE,
-                   "pf_function_create_static: %s: parameter %d: expected a name and a kind",
-                   sig->name, (int)i);
-      return -1;
-    }
   char* signature = pf__signature_text(sig->name, sig->num_params, sig->params, sig->result);
   char* doc = sig->doc ? pf__strdup(sig->doc) : NULL;
   pf__function_t* f = pf__function_new(packed, NULL, NULL, NULL);

@@ -5,7 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "packfn/typed.h"
+
+#include "common.h"
+#include "bytes.h"
+#include "suggest.h"
 
 typedef struct {
   uint64_t hash;
@@ -36,7 +40,7 @@ static pthread_mutex_t pf__writers = PTHREAD_MUTEX_INITIALIZER;
 static inline void pf__read_lock(void) {
   for (;;) {
     uint32_t s = __atomic_fetch_add(&pf__lock, 1, __ATOMIC_ACQUIRE);
-    if (PF__LIKELY(!(s & PF__WRITER)))
+    if (PF_LIKELY(!(s & PF__WRITER)))
       return;
     __atomic_fetch_sub(&pf__lock, 1, __ATOMIC_RELAXED);
     while (__atomic_load_n(&pf__lock, __ATOMIC_RELAXED) & PF__WRITER)
@@ -79,13 +83,10 @@ static pf__entry_t* pf__find(const pf__table_t* t, const char* name, size_t len,
   }
 }
 
-static __attribute__((noinline, cold)) int pf__global_get_invalid(const char* func,
-                                                                  pf_object_t** out) {
+static __attribute__((noinline, cold)) int pf__lookup_invalid(const char* func, pf_object_t** out) {
   if (out)
     *out = NULL;
-  pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a pointer, got NULL", func,
-               out ? "name" : "out");
-  return -1;
+  return PF__NULL_ARG(func, out ? "name" : "out");
 }
 
 static int pf__check_name(const char* func, const char* name) {
@@ -149,14 +150,13 @@ static inline __attribute__((always_inline)) int pf__lookup(const char* name, si
 
 int pf_global_get_bytes(const char* name, size_t size, pf_object_t** out) {
   if (PF_UNLIKELY(!out || (!name && size)))
-    return pf__global_get_invalid("pf_global_get_bytes", out);
+    return pf__lookup_invalid("pf_global_get_bytes", out);
   return pf__lookup(name, size, out);
 }
 
-int(pf_global_get)(const char* name, pf_object_t** out) {
-  if (PF_UNLIKELY(!name || !out))
-    return pf__global_get_invalid("pf_global_get", out);
-  return pf__lookup(name, strlen(name), out);
+int pf__global_get_invalid(const char* name, pf_object_t** out) {
+  (void)name;
+  return pf__lookup_invalid("pf_global_get", out);
 }
 
 /* Inserts into a table with room (count < capacity / 2). Caller holds the write lock. */
@@ -291,8 +291,7 @@ static int pf__cmp_names(const void* a, const void* b) {
 
 int pf_global_list(char*** out, size_t* count) {
   if (!out) {
-    pf_error_set(PF_ERR_VALUE, "pf_global_list: argument out: expected a pointer, got NULL");
-    return -1;
+    return PF__NULL_ARG("pf_global_list", "out");
   }
   *out = NULL;
   pf__read_lock();
@@ -329,6 +328,20 @@ void pf_global_list_free(char** names) {
   free(names);
 }
 
+int pf_global_suggest(const char* name, char* buf, size_t size) {
+  if (!name || (!buf && size > 0))
+    return PF__NULL_ARG("pf_global_suggest", name ? "buf" : "name");
+  pf__suggest_t s;
+  pf__suggest_init(&s, name);
+  pf__read_lock();
+  for (size_t i = 0; i < pf__table.capacity; ++i)
+    if (pf__table.slots[i].name)
+      pf__suggest_offer(&s, pf__table.slots[i].name);
+  int found = pf__suggest_result(&s, buf, size); /* copied before the entry may go */
+  pf__read_unlock();
+  return found;
+}
+
 int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
   pf_object_t* fn;
   if (result)
@@ -336,9 +349,10 @@ int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args, pf_
   if (pf__check_name("pf_global_call", name) != 0 || pf_global_get(name, &fn) != 0)
     return -1;
   if (!fn) {
-    if (result)
-      *result = pf_any_none();
-    pf_error_set(PF_ERR_KEY, "pf_global_call: no global function is named '%s'", name);
+    char near[128];
+    int found = pf_global_suggest(name, near, sizeof near) == 1;
+    pf_error_set(PF_ERR_KEY, "pf_global_call: no global function is named '%s'%s%s%s", name,
+                 found ? " (did you mean '" : "", near, found ? "'?)" : "");
     return -1;
   }
   int rc = pf_function_call(fn, args, num_args, result);

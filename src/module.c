@@ -6,7 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "packfn/module.h"
+
+#include "common.h"
+#include "function_private.h"
+#include "suggest.h"
 
 #define PF__EXPORT_PREFIX     "__packfn_"
 #define PF__EXPORT_PREFIX_LEN (sizeof(PF__EXPORT_PREFIX) - 1)
@@ -78,11 +82,6 @@ static pf__module_t* pf__module_arg(const char* func, pf_object_t* module) {
 static const char* pf__dlerror(void) {
   const char* why = dlerror();
   return why ? why : "unknown reason";
-}
-
-static int pf__null_arg(const char* func, const char* arg) {
-  pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a pointer, got NULL", func, arg);
-  return -1;
 }
 
 /* ---- reading the dynamic symbol table ---- */
@@ -343,7 +342,7 @@ fail:
 
 int pf_module_load(const char* path, pf_object_t** out) {
   if (!out)
-    return pf__null_arg("pf_module_load", "out");
+    return PF__NULL_ARG("pf_module_load", "out");
   *out = NULL;
   if (!path || !*path) {
     pf_error_set(PF_ERR_VALUE,
@@ -374,7 +373,7 @@ int pf_module_load(const char* path, pf_object_t** out) {
 
 int pf_module_system(pf_object_t** out) {
   if (!out)
-    return pf__null_arg("pf_module_system", "out");
+    return PF__NULL_ARG("pf_module_system", "out");
   *out = NULL;
   void* handle = dlopen(NULL, RTLD_NOW);
   if (!handle) {
@@ -414,7 +413,7 @@ static int pf__export_function(const pf__module_t* m, const pf__export_t* e, pf_
 /* The cached function of an export, built on first use; borrowed (the module holds it). */
 static pf_object_t* pf__export_cached(const pf__module_t* m, pf__export_t* e) {
   pf_object_t* fn = __atomic_load_n(&e->fn, __ATOMIC_ACQUIRE);
-  if (PF__LIKELY(fn != NULL))
+  if (PF_LIKELY(fn != NULL))
     return fn;
   if (pf__export_function(m, e, &fn) != 0)
     return NULL;
@@ -426,16 +425,20 @@ static pf_object_t* pf__export_cached(const pf__module_t* m, pf__export_t* e) {
   return fn;
 }
 
-int pf_module_get_function(pf_object_t* module, const char* name, pf_object_t** out) {
+/* The lookup of pf_module_get_function for `func`: 0 with a new reference in *out, or 0 with
+ * *out = NULL when the module has no such function; -1 for bad arguments. *m receives the
+ * module when it is one. */
+static int pf__module_lookup(const char* func, pf_object_t* module, const char* name,
+                             pf_object_t** out, pf__module_t** mod) {
   if (!out)
-    return pf__null_arg("pf_module_get_function", "out");
+    return PF__NULL_ARG(func, "out");
   *out = NULL;
-  pf__module_t* m = pf__module_arg("pf_module_get_function", module);
+  pf__module_t* m = pf__module_arg(func, module);
   if (!m)
     return -1;
+  *mod = m;
   if (!name || !*name) {
-    pf_error_set(PF_ERR_VALUE,
-                 "pf_module_get_function: argument name: expected a function name, got %s",
+    pf_error_set(PF_ERR_VALUE, "%s: argument name: expected a function name, got %s", func,
                  name ? "\"\"" : "NULL");
     return -1;
   }
@@ -448,22 +451,43 @@ int pf_module_get_function(pf_object_t* module, const char* name, pf_object_t** 
     *out = fn;
     return 0;
   }
-  if (m->is_system) {
-    if (pf_global_get(name, out) != 0)
-      return -1;
-    if (*out)
-      return 0;
-  }
-  pf_error_set(PF_ERR_ATTRIBUTE, "pf_module_get_function: %s has no function '%s'", m->path, name);
-  return -1;
+  return m->is_system ? pf_global_get(name, out) : 0;
+}
+
+int pf_module_get_function(pf_object_t* module, const char* name, pf_object_t** out) {
+  pf__module_t* m;
+  return pf__module_lookup("pf_module_get_function", module, name, out, &m);
+}
+
+int pf_module_suggest(pf_object_t* module, const char* name, char* buf, size_t size) {
+  pf__module_t* m = pf__module_arg("pf_module_suggest", module);
+  if (!m)
+    return -1;
+  if (!name || (!buf && size > 0))
+    return PF__NULL_ARG("pf_module_suggest", name ? "buf" : "name");
+  pf__suggest_t s;
+  pf__suggest_init(&s, name);
+  for (size_t i = 0; i < m->num_exports; ++i)
+    pf__suggest_offer(&s, m->exports[i].name);
+  char global[128];
+  if (m->is_system && pf_global_suggest(name, global, sizeof global) == 1)
+    pf__suggest_offer(&s, global);
+  return pf__suggest_result(&s, buf, size);
 }
 
 int pf_module_call(pf_object_t* module, const char* name, const pf_any_t* args, int32_t num_args,
                    pf_any_t* result) {
   pf_object_t* fn;
-  if (pf_module_get_function(module, name, &fn) != 0) {
-    if (result)
-      *result = pf_any_none();
+  pf__module_t* m = NULL;
+  if (result)
+    *result = pf_any_none();
+  if (pf__module_lookup("pf_module_call", module, name, &fn, &m) != 0)
+    return -1;
+  if (!fn) {
+    char near[128];
+    int found = pf_module_suggest(module, name, near, sizeof near) == 1;
+    pf_error_set(PF_ERR_KEY, "pf_module_call: %s has no function '%s'%s%s%s", m->path, name,
+                 found ? " (did you mean '" : "", near, found ? "'?)" : "");
     return -1;
   }
   int rc = pf_function_call(fn, args, num_args, result);
@@ -551,7 +575,7 @@ static pf_export_info_t* pf__info_block(const pf__listed_t* items, size_t n) {
 
 int pf_module_list(pf_object_t* module, pf_export_info_t** out, size_t* count) {
   if (!out)
-    return pf__null_arg("pf_module_list", "out");
+    return PF__NULL_ARG("pf_module_list", "out");
   *out = NULL;
   if (count)
     *count = 0;

@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "packfn/object.h"
+
+#include "common.h"
+#include "alloc.h"
 
 void pf__object_release_slow(pf_object_t* obj, uint64_t before) {
   __atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -25,8 +28,7 @@ void pf__object_release_slow(pf_object_t* obj, uint64_t before) {
 int pf_object_alloc(size_t size, int32_t type_index, void (*deleter)(void* self, int flags),
                     pf_object_t** out) {
   if (!out) {
-    pf_error_set(PF_ERR_VALUE, "pf_object_alloc: argument out: expected a pointer, got NULL");
-    return -1;
+    return PF__NULL_ARG("pf_object_alloc", "out");
   }
   *out = NULL;
   if (size < sizeof(pf_object_t)) {
@@ -177,19 +179,13 @@ static pf__type_entry_t* pf__type_find_key(const char* key) {
 
 int pf_type_index_of(const char* key, int32_t* out) {
   if (!key || !out) {
-    pf_error_set(PF_ERR_VALUE, "pf_type_index_of: argument %s: expected a pointer, got NULL",
-                 key ? "out" : "key");
-    return -1;
+    return PF__NULL_ARG("pf_type_index_of", key ? "out" : "key");
   }
   pthread_once(&pf__types_once, pf__types_init);
   pthread_mutex_lock(&pf__types_lock);
   pf__type_entry_t* e = pf__type_find_key(key);
   pthread_mutex_unlock(&pf__types_lock);
-  if (!e) {
-    pf_error_set(PF_ERR_KEY, "pf_type_index_of: no type is registered under the key '%s'", key);
-    return -1;
-  }
-  *out = e->info.type_index;
+  *out = e ? e->info.type_index : -1; /* the lookup rule: absent is no error */
   return 0;
 }
 

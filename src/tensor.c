@@ -5,7 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "packfn/tensor.h"
+
+#include "common.h"
+#include "alloc.h"
+#include "device_private.h"
+#include "tensor_private.h"
 
 static void pf__tensor_deleter(void* self, int flags) {
   pf__tensor_t* t = (pf__tensor_t*)self;
@@ -212,8 +217,7 @@ int pf_tensor_empty(const int64_t* shape, int32_t ndim, DLDataType dtype, DLDevi
                     pf_object_t** out) {
   static const char func[] = "pf_tensor_empty";
   if (!out) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument out: expected a pointer, got NULL", func);
-    return -1;
+    return PF__NULL_ARG(func, "out");
   }
   *out = NULL;
   int64_t numel = 0;
@@ -254,8 +258,7 @@ int pf_tensor_from_dltensor(const DLTensor* desc, void* ctx, void (*deleter)(voi
                             pf_object_t** out) {
   static const char func[] = "pf_tensor_from_dltensor";
   if (!out) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument out: expected a pointer, got NULL", func);
-    return -1;
+    return PF__NULL_ARG(func, "out");
   }
   *out = NULL;
   pf__tensor_t* t;
@@ -325,8 +328,7 @@ static const char* pf__device_type_text(int32_t type, char* buf, size_t size) {
 int pf_dltensor_check(const DLTensor* t, const pf_tensor_spec_t* spec, const char* func,
                       int32_t index, const char* name) {
   if (!spec) {
-    pf_error_set(PF_ERR_VALUE, "pf_dltensor_check: argument spec: expected a pointer, got NULL");
-    return -1;
+    return PF__NULL_ARG("pf_dltensor_check", "spec");
   }
   if (!t)
     return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected a tensor, got NULL");

@@ -2,7 +2,10 @@
  * reference to it; the general view, reshape, slice, select and permute are built on one helper. */
 #include <string.h>
 
-#include "internal.h"
+#include "packfn/tensor.h"
+
+#include "common.h"
+#include "tensor_private.h"
 
 /* Strides of `t`, computing compact ones into buf when t has none. */
 static const int64_t* pf__strides_of(const DLTensor* t, int64_t* buf) {
@@ -126,8 +129,7 @@ static int pf__make_view(pf_object_t* base, const DLTensor* src, int32_t ndim, c
 /* Common entry of the view functions: checks out and tensor. */
 static int pf__view_args(pf_object_t* tensor, pf_object_t** out, const char* func, DLTensor** src) {
   if (!out) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument out: expected a pointer, got NULL", func);
-    return -1;
+    return PF__NULL_ARG(func, "out");
   }
   *out = NULL;
   return pf__tensor_arg(tensor, func, "tensor", src);

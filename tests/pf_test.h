@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "packfn/packfn.h"
+/* packfn.h leaves out the CUDA helpers; the CUDA suites use them (declarations only). */
+#include "packfn/cuda.h"
 
 /* Asserts that an error of `kind` is raised whose message contains `needle`, then clears it. */
 #define PF_ASSERT_RAISED(kind, needle)                                                             \

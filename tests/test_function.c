@@ -300,6 +300,16 @@ START_TEST(test_typed_bad_declarations) {
   bad[0].kind = (pf_param_kind_t)99;
   ck_assert_int_eq(pf_function_create_typed(&sig2, typed_add, NULL, NULL, &fn), -1);
   PF_ASSERT_RAISED("ValueError", "kind 99");
+  /* the compile-time path checks declarations with the same validator */
+  ck_assert_int_eq(pf_function_create_static(&sig2, direct_call, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_function_create_static: g: parameter 0: expected a name and "
+                                 "a kind, got x and kind 99");
+  sig2.num_params = 1;
+  sig2.params = NULL;
+  ck_assert_int_eq(pf_function_create_static(&sig2, direct_call, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_function_create_static: g: expected 0..32 parameters with a "
+                                 "params array, got 1 and params NULL");
+  sig2.params = bad;
   sig2.result = (pf_param_kind_t)77;
   bad[0].kind = PF_PARAM_INT;
   ck_assert_int_eq(pf_function_create_typed(&sig2, typed_add, NULL, NULL, &fn), -1);

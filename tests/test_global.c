@@ -1,5 +1,6 @@
 /* Tests of the global function table: set/get/remove with their failure paths, override,
  * sorted listing, static registration, and concurrent readers and writers. */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 
@@ -123,6 +124,55 @@ START_TEST(test_bad_input) {
 }
 END_TEST
 
+/* A missing function called by name is a KeyError, with the nearest registered name
+ * suggested; pf_global_suggest is that choice. */
+START_TEST(test_missing_and_suggest) {
+  pf_object_t* fn = make_fn(return_one);
+  ck_assert_int_eq(pf_global_set("test.suggest.alpha", fn, 0), 0);
+  ck_assert_int_eq(pf_global_set("test.suggest.alpine", fn, 0), 0);
+  pf_any_t res = pf_any_int(5);
+  ck_assert_int_eq(pf_global_call("test.suggest.alpa", NULL, 0, &res), -1);
+  PF_ASSERT_RAISED("KeyError", "pf_global_call: no global function is named "
+                               "'test.suggest.alpa' (did you mean 'test.suggest.alpha'?)");
+  ck_assert_int_eq(res.type_index, PF_TYPE_NONE);
+  ck_assert_int_eq(pf_global_call("zzz.nothing.near.at.all", NULL, 0, &res), -1);
+  pf_object_t* err = pf_error_take();
+  ck_assert_str_eq(pf_error_kind(err), "KeyError");
+  ck_assert_str_eq(pf_error_message(err),
+                   "pf_global_call: no global function is named 'zzz.nothing.near.at.all'");
+  pf_object_release(err);
+
+  char buf[64];
+  ck_assert_int_eq(pf_global_suggest("test.suggest.alpin", buf, sizeof buf), 1);
+  ck_assert_str_eq(buf, "test.suggest.alpine");
+  ck_assert_int_eq(pf_global_suggest("test.suggest.alph", buf, sizeof buf), 1);
+  ck_assert_str_eq(buf, "test.suggest.alpha");
+  /* two edits from both: the tie goes to the first in strcmp order */
+  ck_assert_int_eq(pf_global_suggest("test.suggest.alpi", buf, sizeof buf), 1);
+  ck_assert_str_eq(buf, "test.suggest.alpha");
+  /* the name itself is never its own suggestion */
+  ck_assert_int_eq(pf_global_suggest("test.suggest.alpha", buf, sizeof buf), 1);
+  ck_assert_str_eq(buf, "test.suggest.alpine");
+  ck_assert_int_eq(pf_global_suggest("qqqqqqqqqqqqqqqqqqqqqq", buf, sizeof buf), 0);
+  ck_assert_str_eq(buf, "");
+  /* a name without dots that is the last dotted part of a registered name */
+  ck_assert_int_eq(pf_global_suggest("alpine", buf, sizeof buf), 1);
+  ck_assert_str_eq(buf, "test.suggest.alpine");
+  ck_assert_int_eq(pf_global_suggest("suggest.alpine.x", buf, sizeof buf), 0);
+  /* truncated, NUL-terminated; size 0 writes nothing */
+  ck_assert_int_eq(pf_global_suggest("test.suggest.alpx", buf, 5), 1);
+  ck_assert_str_eq(buf, "test");
+  ck_assert_int_eq(pf_global_suggest("test.suggest.alpx", NULL, 0), 1);
+  ck_assert_int_eq(pf_global_suggest(NULL, buf, sizeof buf), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_global_suggest: argument name");
+  ck_assert_int_eq(pf_global_suggest("x", NULL, 3), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_global_suggest: argument buf");
+  ck_assert_int_eq(pf_global_remove("test.suggest.alpha"), 0);
+  ck_assert_int_eq(pf_global_remove("test.suggest.alpine"), 0);
+  pf_object_release(fn);
+}
+END_TEST
+
 START_TEST(test_list_sorted) {
   pf_object_t* fn = make_fn(return_one);
   const char* names[] = {"test.list.c", "test.list.a", "test.list.b"};
@@ -240,10 +290,12 @@ START_TEST(test_name_lengths_and_near_misses) {
 }
 END_TEST
 
-/* pf_global_get is also a real exported function (its address can be taken), with the same
- * behaviour as the inline form that calls by that name compile to. */
+/* pf_global_get is also a real exported function of libpackfn (what dlsym and other
+ * languages' FFIs find), with the same behaviour as the inline form calls compile to. */
 START_TEST(test_global_get_symbol) {
-  int (*get)(const char*, pf_object_t**) = pf_global_get;
+  int (*get)(const char*, pf_object_t**);
+  *(void**)&get = dlsym(RTLD_DEFAULT, "pf_global_get");
+  ck_assert_ptr_nonnull(*(void**)&get);
   pf_object_t* fn = make_fn(return_one);
   ck_assert_int_eq(pf_global_set("test.symbol", fn, 0), 0);
   pf_object_t* got = NULL;
@@ -331,6 +383,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_growth_and_removal_keep_lookups);
   tcase_add_test(tc, test_name_lengths_and_near_misses);
   tcase_add_test(tc, test_global_get_symbol);
+  tcase_add_test(tc, test_missing_and_suggest);
   tcase_add_test(tc, test_concurrent_set_get_remove);
   suite_add_tcase(s, tc);
   return s;

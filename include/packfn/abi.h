@@ -8,6 +8,8 @@
 
 #include <dlpack/dlpack.h>
 
+#include "packfn/config.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -21,13 +23,6 @@ extern "C" {
 #define PF_VERSION_MINOR  1
 #define PF_VERSION_PATCH  0
 #define PF_VERSION_STRING "0.1.0"
-
-/* Symbol visibility for the packfn libraries. */
-#if defined(__GNUC__)
-#define PF_API __attribute__((visibility("default")))
-#else
-#define PF_API
-#endif
 
 /* Type indices. Below PF_TYPE_STATIC_OBJECT_BEGIN the value lives inside the Any; from it on
  * the Any holds an object pointer (v_obj). Values are the ABI's, written out explicitly. */
@@ -218,11 +213,6 @@ enum {
 };
 
 /* ---- the binary contract, pinned ---- */
-#if defined(__cplusplus)
-#define PF__STATIC_ASSERT static_assert
-#else
-#define PF__STATIC_ASSERT _Static_assert
-#endif
 PF__STATIC_ASSERT(sizeof(pf_any_t) == 16, "Any is 16 bytes");
 PF__STATIC_ASSERT(offsetof(pf_any_t, type_index) == 0, "Any.type_index at 0");
 PF__STATIC_ASSERT(offsetof(pf_any_t, zero_padding) == 4, "Any.zero_padding at 4");

@@ -24,7 +24,7 @@ extern "C" {
 /* ---- constructors: never fail, never allocate ---- */
 
 /* none */
-static inline pf_any_t pf_any_none(void) {
+PF_INLINE pf_any_t pf_any_none(void) {
   pf_any_t v;
   v.type_index = PF_TYPE_NONE;
   v.zero_padding = 0;
@@ -32,7 +32,7 @@ static inline pf_any_t pf_any_none(void) {
   return v;
 }
 /* int */
-static inline pf_any_t pf_any_int(int64_t x) {
+PF_INLINE pf_any_t pf_any_int(int64_t x) {
   pf_any_t v;
   v.type_index = PF_TYPE_INT;
   v.zero_padding = 0;
@@ -40,7 +40,7 @@ static inline pf_any_t pf_any_int(int64_t x) {
   return v;
 }
 /* bool: any non-zero `x` is true (stored as 1) */
-static inline pf_any_t pf_any_bool(int x) {
+PF_INLINE pf_any_t pf_any_bool(int x) {
   pf_any_t v;
   v.type_index = PF_TYPE_BOOL;
   v.zero_padding = 0;
@@ -48,7 +48,7 @@ static inline pf_any_t pf_any_bool(int x) {
   return v;
 }
 /* float */
-static inline pf_any_t pf_any_float(double x) {
+PF_INLINE pf_any_t pf_any_float(double x) {
   pf_any_t v;
   v.type_index = PF_TYPE_FLOAT;
   v.zero_padding = 0;
@@ -56,7 +56,7 @@ static inline pf_any_t pf_any_float(double x) {
   return v;
 }
 /* opaque pointer; NULL gives none, as the ABI's producers do */
-static inline pf_any_t pf_any_ptr(void* p) {
+PF_INLINE pf_any_t pf_any_ptr(void* p) {
   pf_any_t v;
   v.type_index = p ? PF_TYPE_OPAQUE_PTR : PF_TYPE_NONE;
   v.zero_padding = 0;
@@ -65,7 +65,7 @@ static inline pf_any_t pf_any_ptr(void* p) {
   return v;
 }
 /* data type; the unused payload bytes are zero */
-static inline pf_any_t pf_any_dtype(DLDataType t) {
+PF_INLINE pf_any_t pf_any_dtype(DLDataType t) {
   pf_any_t v;
   v.type_index = PF_TYPE_DTYPE;
   v.zero_padding = 0;
@@ -74,7 +74,7 @@ static inline pf_any_t pf_any_dtype(DLDataType t) {
   return v;
 }
 /* device */
-static inline pf_any_t pf_any_device(DLDevice d) {
+PF_INLINE pf_any_t pf_any_device(DLDevice d) {
   pf_any_t v;
   v.type_index = PF_TYPE_DEVICE;
   v.zero_padding = 0;
@@ -83,7 +83,7 @@ static inline pf_any_t pf_any_device(DLDevice d) {
   return v;
 }
 /* view of a NUL-terminated string, borrowed; NULL gives none */
-static inline pf_any_t pf_any_cstr(const char* s) {
+PF_INLINE pf_any_t pf_any_cstr(const char* s) {
   pf_any_t v;
   v.type_index = s ? PF_TYPE_RAW_STR : PF_TYPE_NONE;
   v.zero_padding = 0;
@@ -92,7 +92,7 @@ static inline pf_any_t pf_any_cstr(const char* s) {
   return v;
 }
 /* view of a byte array, borrowed (both the struct and its data); NULL gives none */
-static inline pf_any_t pf_any_byte_array(const pf_byte_array_t* b) {
+PF_INLINE pf_any_t pf_any_byte_array(const pf_byte_array_t* b) {
   pf_any_t v;
   v.type_index = b ? PF_TYPE_BYTE_ARRAY_PTR : PF_TYPE_NONE;
   v.zero_padding = 0;
@@ -101,7 +101,7 @@ static inline pf_any_t pf_any_byte_array(const pf_byte_array_t* b) {
   return v;
 }
 /* view of an object: no retain; NULL gives none */
-static inline pf_any_t pf_any_object(pf_object_t* obj) {
+PF_INLINE pf_any_t pf_any_object(pf_object_t* obj) {
   pf_any_t v;
   v.type_index = obj ? obj->type_index : PF_TYPE_NONE;
   v.zero_padding = 0;
@@ -110,7 +110,7 @@ static inline pf_any_t pf_any_object(pf_object_t* obj) {
   return v;
 }
 /* view of a DLTensor, borrowed; NULL gives none */
-static inline pf_any_t pf_any_dltensor(DLTensor* t) {
+PF_INLINE pf_any_t pf_any_dltensor(DLTensor* t) {
   pf_any_t v;
   v.type_index = t ? PF_TYPE_DLTENSOR_PTR : PF_TYPE_NONE;
   v.zero_padding = 0;
@@ -122,17 +122,17 @@ static inline pf_any_t pf_any_dltensor(DLTensor* t) {
 /* ---- ownership helpers (inline; no allocation) ---- */
 
 /* 1 when the Any holds an object pointer (type index >= 64). */
-static inline int pf_any_is_object(const pf_any_t* v) {
+PF_INLINE int pf_any_is_object(const pf_any_t* v) {
   return v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN;
 }
 /* Adds a reference for the caller when `v` holds an object (turning a view into an owned
  * value for object types); no-op otherwise. See pf_any_to_owned for views of other kinds. */
-static inline void pf_any_retain(const pf_any_t* v) {
+PF_INLINE void pf_any_retain(const pf_any_t* v) {
   if (v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN)
     pf_object_retain(v->v_obj);
 }
 /* Releases an owned value and leaves none in *v. NULL is a no-op. */
-static inline void pf_any_release(pf_any_t* v) {
+PF_INLINE void pf_any_release(pf_any_t* v) {
   if (!v)
     return;
   if (v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN)
@@ -140,7 +140,7 @@ static inline void pf_any_release(pf_any_t* v) {
   *v = pf_any_none();
 }
 /* Moves the value out of *v (leaving none) and returns it; ownership goes with it. */
-static inline pf_any_t pf_any_move(pf_any_t* v) {
+PF_INLINE pf_any_t pf_any_move(pf_any_t* v) {
   pf_any_t out = *v;
   *v = pf_any_none();
   return out;
@@ -159,7 +159,7 @@ PF_API int pf__any_expected(const char* expected, const pf_any_t* v);
  * and bool convert to float; nothing converts to int from float or str. */
 
 /* int or bool */
-static inline int pf_any_as_int(const pf_any_t* v, int64_t* out) {
+PF_INLINE int pf_any_as_int(const pf_any_t* v, int64_t* out) {
   if (v->type_index == PF_TYPE_INT || v->type_index == PF_TYPE_BOOL) {
     *out = v->v_int64;
     return 0;
@@ -168,7 +168,7 @@ static inline int pf_any_as_int(const pf_any_t* v, int64_t* out) {
   return pf__any_expected("int", v);
 }
 /* bool or int (non-zero is true) */
-static inline int pf_any_as_bool(const pf_any_t* v, int* out) {
+PF_INLINE int pf_any_as_bool(const pf_any_t* v, int* out) {
   if (v->type_index == PF_TYPE_BOOL || v->type_index == PF_TYPE_INT) {
     *out = v->v_int64 != 0;
     return 0;
@@ -177,7 +177,7 @@ static inline int pf_any_as_bool(const pf_any_t* v, int* out) {
   return pf__any_expected("bool", v);
 }
 /* float, int or bool */
-static inline int pf_any_as_float(const pf_any_t* v, double* out) {
+PF_INLINE int pf_any_as_float(const pf_any_t* v, double* out) {
   if (v->type_index == PF_TYPE_FLOAT) {
     *out = v->v_float64;
     return 0;
@@ -190,7 +190,7 @@ static inline int pf_any_as_float(const pf_any_t* v, double* out) {
   return pf__any_expected("float", v);
 }
 /* opaque pointer, or none (NULL) */
-static inline int pf_any_as_ptr(const pf_any_t* v, void** out) {
+PF_INLINE int pf_any_as_ptr(const pf_any_t* v, void** out) {
   if (v->type_index == PF_TYPE_OPAQUE_PTR || v->type_index == PF_TYPE_NONE) {
     *out = v->type_index == PF_TYPE_NONE ? NULL : v->v_ptr;
     return 0;
@@ -199,7 +199,7 @@ static inline int pf_any_as_ptr(const pf_any_t* v, void** out) {
   return pf__any_expected("void*", v);
 }
 /* data type */
-static inline int pf_any_as_dtype(const pf_any_t* v, DLDataType* out) {
+PF_INLINE int pf_any_as_dtype(const pf_any_t* v, DLDataType* out) {
   if (v->type_index == PF_TYPE_DTYPE) {
     *out = v->v_dtype;
     return 0;
@@ -208,7 +208,7 @@ static inline int pf_any_as_dtype(const pf_any_t* v, DLDataType* out) {
   return pf__any_expected("dtype", v);
 }
 /* device */
-static inline int pf_any_as_device(const pf_any_t* v, DLDevice* out) {
+PF_INLINE int pf_any_as_device(const pf_any_t* v, DLDevice* out) {
   if (v->type_index == PF_TYPE_DEVICE) {
     *out = v->v_device;
     return 0;
@@ -217,7 +217,7 @@ static inline int pf_any_as_device(const pf_any_t* v, DLDevice* out) {
   return pf__any_expected("Device", v);
 }
 /* any object (borrowed, no retain) */
-static inline int pf_any_as_object(const pf_any_t* v, pf_object_t** out) {
+PF_INLINE int pf_any_as_object(const pf_any_t* v, pf_object_t** out) {
   if (v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN) {
     *out = v->v_obj;
     return 0;
@@ -226,7 +226,7 @@ static inline int pf_any_as_object(const pf_any_t* v, pf_object_t** out) {
   return pf__any_expected("Object", v);
 }
 /* The DLTensor of a DLTensor pointer (7) or of a tensor object (70, at object + 24), borrowed. */
-static inline int pf_any_as_dltensor(const pf_any_t* v, DLTensor** out) {
+PF_INLINE int pf_any_as_dltensor(const pf_any_t* v, DLTensor** out) {
   if (v->type_index == PF_TYPE_DLTENSOR_PTR) {
     *out = (DLTensor*)v->v_ptr;
     return 0;
@@ -241,7 +241,7 @@ static inline int pf_any_as_dltensor(const pf_any_t* v, DLTensor** out) {
 /* String contents of a raw string, small string or string object, borrowed: valid while the
  * value lives and, for a small string, while *v stays where it is (data points into it).
  * data is NUL-terminated; size excludes the NUL. */
-static inline int pf_any_as_str(const pf_any_t* v, const char** data, size_t* size) {
+PF_INLINE int pf_any_as_str(const pf_any_t* v, const char** data, size_t* size) {
   switch (v->type_index) {
   case PF_TYPE_SMALL_STR:
     *data = v->v_bytes;
@@ -264,7 +264,7 @@ static inline int pf_any_as_str(const pf_any_t* v, const char** data, size_t* si
   }
 }
 /* Bytes contents of a byte-array pointer, small bytes or bytes object, borrowed as above. */
-static inline int pf_any_as_bytes(const pf_any_t* v, const char** data, size_t* size) {
+PF_INLINE int pf_any_as_bytes(const pf_any_t* v, const char** data, size_t* size) {
   switch (v->type_index) {
   case PF_TYPE_SMALL_BYTES:
     *data = v->v_bytes;
@@ -311,7 +311,7 @@ static inline void pf__any_small(int32_t type_index, const char* data, size_t si
 
 /* Owned string value with a copy of data[0..size): a small string when size <= 7, else a
  * string object. -1 with ValueError (NULL out, NULL data with size > 0) or MemoryError. */
-static inline int pf_string_create(const char* data, size_t size, pf_any_t* out) {
+PF_INLINE int pf_string_create(const char* data, size_t size, pf_any_t* out) {
   if (size <= PF_SMALL_STR_MAX && out && (data || size == 0)) {
     pf__any_small(PF_TYPE_SMALL_STR, data, size, out);
     return 0;
@@ -350,7 +350,7 @@ PF_API uint64_t pf_any_hash(const pf_any_t* v);
 PF_API uint64_t pf_hash_bytes(const char* data, size_t size);
 
 /* Type name of the value, for messages ("int", "str", "Tensor", a registered key). */
-static inline const char* pf_any_type_name(const pf_any_t* v) {
+PF_INLINE const char* pf_any_type_name(const pf_any_t* v) {
   return pf_type_name(v->type_index);
 }
 

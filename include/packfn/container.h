@@ -103,12 +103,13 @@ PF_API int pf_map_freeze(pf_object_t* map);
 /* 1 when the map is frozen, 0 when it is still open or `map` is not a packfn Map. */
 PF_API int pf_map_is_frozen(const pf_object_t* map);
 
-/* The value stored under key, borrowed, into *out. -1 with KeyError naming the key when absent,
+/* The value stored under key, borrowed, into *out. Follows the lookup rule (see
+ * packfn/function.h): an absent key gives 0 with *out = NULL and raises nothing. -1 with
  * TypeError (not a packfn Map; key of an unsupported type) or ValueError (NULL key or out);
  * *out is then NULL. */
 PF_API int pf_map_get(const pf_object_t* map, const pf_any_t* key, const pf_any_t** out);
 
-/* As pf_map_get, but an absent key is not an error: 0 with *out = NULL. */
+/* The older name of pf_map_get, kept for existing code: same behaviour. */
 PF_API int pf_map_find(const pf_object_t* map, const pf_any_t* key, const pf_any_t** out);
 
 /* 1 when key is in the map, 0 when not; -1 with an error raised as pf_map_find. */

@@ -15,7 +15,7 @@ extern "C" {
 #define PF_REF_INITIAL    (PF_REF_WEAK_ONE | PF_REF_STRONG_ONE)
 
 /* Adds a strong reference. `obj` must be alive (strong count > 0); NULL is a no-op. */
-static inline void pf_object_retain(pf_object_t* obj) {
+PF_INLINE void pf_object_retain(pf_object_t* obj) {
   if (obj)
     __atomic_fetch_add(&obj->combined_ref_count, PF_REF_STRONG_ONE, __ATOMIC_RELAXED);
 }
@@ -25,7 +25,7 @@ PF_API void pf__object_release_slow(pf_object_t* obj, uint64_t before);
 
 /* Drops a strong reference; the last one destroys the contents (deleter flag 1) and, when no
  * weak reference remains, frees the memory (flag 2, or 3 at once). NULL is a no-op. */
-static inline void pf_object_release(pf_object_t* obj) {
+PF_INLINE void pf_object_release(pf_object_t* obj) {
   if (obj) {
     uint64_t before =
         __atomic_fetch_sub(&obj->combined_ref_count, PF_REF_STRONG_ONE, __ATOMIC_RELEASE);
@@ -35,13 +35,13 @@ static inline void pf_object_release(pf_object_t* obj) {
 }
 
 /* Adds a weak reference: keeps the memory (not the contents) alive. NULL is a no-op. */
-static inline void pf_object_weak_retain(pf_object_t* obj) {
+PF_INLINE void pf_object_weak_retain(pf_object_t* obj) {
   if (obj)
     __atomic_fetch_add(&obj->combined_ref_count, PF_REF_WEAK_ONE, __ATOMIC_RELAXED);
 }
 
 /* Drops a weak reference; the last one frees the memory (deleter flag 2). NULL is a no-op. */
-static inline void pf_object_weak_release(pf_object_t* obj) {
+PF_INLINE void pf_object_weak_release(pf_object_t* obj) {
   if (obj) {
     uint64_t before =
         __atomic_fetch_sub(&obj->combined_ref_count, PF_REF_WEAK_ONE, __ATOMIC_RELEASE);
@@ -55,7 +55,7 @@ static inline void pf_object_weak_release(pf_object_t* obj) {
 /* Promotes a weak reference: returns 1 having added a strong reference when the object is
  * still alive, 0 when its contents are already destroyed (or obj is NULL). The weak
  * reference the caller holds is untouched either way. Safe against a concurrent last release. */
-static inline int pf_object_weak_lock(pf_object_t* obj) {
+PF_INLINE int pf_object_weak_lock(pf_object_t* obj) {
   if (!obj)
     return 0;
   uint64_t cur = __atomic_load_n(&obj->combined_ref_count, __ATOMIC_RELAXED);
@@ -68,12 +68,12 @@ static inline int pf_object_weak_lock(pf_object_t* obj) {
 }
 
 /* Strong count of `obj` (a snapshot; for tests and diagnostics). 0 for NULL. */
-static inline uint32_t pf_object_strong_count(const pf_object_t* obj) {
+PF_INLINE uint32_t pf_object_strong_count(const pf_object_t* obj) {
   return obj ? (uint32_t)__atomic_load_n(&obj->combined_ref_count, __ATOMIC_ACQUIRE) : 0;
 }
 
 /* Weak count of `obj` (a snapshot, including the one the strong references hold). */
-static inline uint32_t pf_object_weak_count(const pf_object_t* obj) {
+PF_INLINE uint32_t pf_object_weak_count(const pf_object_t* obj) {
   return obj ? (uint32_t)(__atomic_load_n(&obj->combined_ref_count, __ATOMIC_ACQUIRE) >> 32) : 0;
 }
 
@@ -106,8 +106,9 @@ typedef struct pf_type_info_s {
  * an unknown or value-type parent, MemoryError, or RuntimeError when the table is full. */
 PF_API int pf_type_register(const char* key, int32_t parent_index, int32_t* out);
 
-/* Looks up a type key. Returns 0 and the index, or -1 with KeyError naming the key (ValueError
- * for NULL arguments). */
+/* Looks up a type key: 0 with its index in *out. Follows the lookup rule (see
+ * packfn/function.h): an unregistered key gives 0 with *out = -1 and raises nothing. -1 with
+ * ValueError for NULL arguments. */
 PF_API int pf_type_index_of(const char* key, int32_t* out);
 
 /* Borrowed info of an object type index, or NULL when no such type is registered (value
@@ -122,7 +123,7 @@ PF_API const char* pf_type_name(int32_t type_index);
 PF_API int pf_type_is_instance(int32_t type_index, int32_t target);
 
 /* 1 when `obj` is non-NULL and an instance of `target`, else 0. */
-static inline int pf_object_is_instance(const pf_object_t* obj, int32_t target) {
+PF_INLINE int pf_object_is_instance(const pf_object_t* obj, int32_t target) {
   return obj != NULL && (obj->type_index == target || pf_type_is_instance(obj->type_index, target));
 }
 

@@ -1,177 +1,16 @@
-/* packfn tensors: data types and devices (parse, print, compare), tensor objects (type 70) over
- * per-device allocators, views, DLPack exchange, argument checks for kernels, current streams. */
+/* packfn tensors: tensor objects (type 70) over per-device allocators, views, DLPack exchange
+ * and argument checks for kernels. Data types, devices, allocators and streams are in
+ * packfn/device.h, included here. */
 #ifndef PACKFN_TENSOR_H_
 #define PACKFN_TENSOR_H_
 
 #include "packfn/any.h"
+#include "packfn/device.h"
 #include "packfn/error.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ======================================================================================
- * Data types
- * ====================================================================================== */
-
-/* Data types as expressions (compound literals; usable in function scope, not as constant
- * initialisers of static data). Bool is DLPack's {6, 8, 1}: one byte per element. */
-#define PF_DTYPE_BOOL       ((DLDataType){PF_DL_BOOL, 8, 1})
-#define PF_DTYPE_INT8       ((DLDataType){PF_DL_INT, 8, 1})
-#define PF_DTYPE_INT16      ((DLDataType){PF_DL_INT, 16, 1})
-#define PF_DTYPE_INT32      ((DLDataType){PF_DL_INT, 32, 1})
-#define PF_DTYPE_INT64      ((DLDataType){PF_DL_INT, 64, 1})
-#define PF_DTYPE_UINT8      ((DLDataType){PF_DL_UINT, 8, 1})
-#define PF_DTYPE_UINT16     ((DLDataType){PF_DL_UINT, 16, 1})
-#define PF_DTYPE_UINT32     ((DLDataType){PF_DL_UINT, 32, 1})
-#define PF_DTYPE_UINT64     ((DLDataType){PF_DL_UINT, 64, 1})
-#define PF_DTYPE_FLOAT16    ((DLDataType){PF_DL_FLOAT, 16, 1})
-#define PF_DTYPE_FLOAT32    ((DLDataType){PF_DL_FLOAT, 32, 1})
-#define PF_DTYPE_FLOAT64    ((DLDataType){PF_DL_FLOAT, 64, 1})
-#define PF_DTYPE_BFLOAT16   ((DLDataType){PF_DL_BFLOAT, 16, 1})
-#define PF_DTYPE_COMPLEX64  ((DLDataType){PF_DL_COMPLEX, 64, 1})
-#define PF_DTYPE_COMPLEX128 ((DLDataType){PF_DL_COMPLEX, 128, 1})
-
-/* Buffer size that holds every text pf_dtype_format writes, NUL included: the longest is the
- * fallback "dtype(code=255, bits=255, lanes=65535)" (38 characters). */
-#define PF_DTYPE_STR_MAX 48
-
-/* A data type from its three fields. Never fails. */
-static inline DLDataType pf_dtype(uint8_t code, uint8_t bits, uint16_t lanes) {
-  DLDataType t;
-  t.code = code;
-  t.bits = bits;
-  t.lanes = lanes;
-  return t;
-}
-
-/* 1 when a and b are the same data type (all three fields), else 0. */
-static inline int pf_dtype_equal(DLDataType a, DLDataType b) {
-  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
-}
-
-/* Bytes one element occupies when whole (bits * lanes a multiple of 8), else 0 (sub-byte types
- * such as int4 or float4_e2m1fn, which DLPack packs). */
-static inline size_t pf_dtype_bytes(DLDataType t) {
-  size_t bits = (size_t)t.bits * t.lanes;
-  return bits % 8 == 0 ? bits / 8 : 0;
-}
-
-/* 1 when `t` is a data type packfn knows: a known code with a width it allows (int/uint 1-64
- * bits, float 16/32/64, bfloat 16, complex 32/64/128, bool 8, handle 64, the float8/6/4
- * formats at their widths) and lanes >= 1. Never raises. */
-PF_API int pf_dtype_is_valid(DLDataType t);
-
-/* Parses a data type name: "bool", "int8".."int64" (any width 1-64: "int4"), "uint8",
- * "float16"/"float32"/"float64", "bfloat16", "complex64"/"complex128", "handle", the ml_dtypes
- * names "float8_e4m3fn", "float8_e5m2", ..., "float4_e2m1fn", each optionally followed by
- * "x<lanes>" for vectors ("int8x4", "float32x2"). Returns 0 with the type in *out, or -1 with
- * ValueError (NULL s or out, unknown name, width or lanes out of range; the message quotes s);
- * *out is zeroed on failure. */
-PF_API int pf_dtype_parse(const char* s, DLDataType* out);
-
-/* Writes the name of `dtype` ("float32", "int8x4", "bool") into buf, NUL-terminated; a type
- * pf_dtype_is_valid rejects is written "dtype(code=C, bits=B, lanes=L)". Valid types round-trip
- * through pf_dtype_parse. Returns 0, or -1 with ValueError when buf is NULL or `size` is too
- * small (buf then holds as much as fits, NUL-terminated, when size > 0). PF_DTYPE_STR_MAX
- * bytes always suffice. */
-PF_API int pf_dtype_format(DLDataType dtype, char* buf, size_t size);
-
-/* ======================================================================================
- * Devices
- * ====================================================================================== */
-
-/* Buffer size that holds every text pf_device_format writes, NUL included. */
-#define PF_DEVICE_STR_MAX 32
-
-/* A device from its type (PF_DEV_*) and index. Never fails. */
-static inline DLDevice pf_device(int32_t device_type, int32_t device_id) {
-  DLDevice d;
-  d.device_type = (DLDeviceType)device_type;
-  d.device_id = device_id;
-  return d;
-}
-
-/* The host: {cpu, 0}. */
-#define PF_DEVICE_CPU pf_device(PF_DEV_CPU, 0)
-
-/* 1 when a and b are the same device (type and index), else 0. */
-static inline int pf_device_equal(DLDevice a, DLDevice b) {
-  return a.device_type == b.device_type && a.device_id == b.device_id;
-}
-
-/* Name of a device type ("cpu", "cuda", "cuda_host", "cuda_managed", "rocm", ...), or NULL
- * for a type packfn does not know. Never raises. */
-PF_API const char* pf_device_type_name(int32_t device_type);
-
-/* Parses "cpu", "cuda", "cuda:1", "cuda_host", "rocm:0", ... (a device type name from
- * pf_device_type_name, optionally ":" and a decimal index; the index defaults to 0). Returns 0
- * with the device in *out, or -1 with ValueError (NULL s or out, unknown name, bad or
- * out-of-range index; the message quotes s); *out is zeroed on failure. */
-PF_API int pf_device_parse(const char* s, DLDevice* out);
-
-/* Writes "<type>:<index>" ("cpu:0", "cuda:1") into buf, NUL-terminated; an unknown type is
- * written "device(<type>):<index>". Known types round-trip through pf_device_parse. Returns 0,
- * or -1 with ValueError when buf is NULL or too small (buf then holds what fits). */
-PF_API int pf_device_format(DLDevice device, char* buf, size_t size);
-
-/* ======================================================================================
- * Per-device allocators
- * ====================================================================================== */
-
-/* Alignment, in bytes, of every buffer pf_tensor_empty asks an allocator for: DLPack asks
- * that data pointers be aligned to 256 bytes, as CUDA's are. */
-#define PF_TENSOR_ALIGNMENT 256
-
-/* How tensors get memory on one device type. A host installs one per device type with
- * pf_allocator_set; packfn installs the CPU one itself and libpackfn_cuda those for cuda,
- * cuda_host and cuda_managed. The hooks may be called from any thread. */
-typedef struct pf_allocator_s {
-  void* ctx; /* handed to every hook; must outlive every buffer the allocator handed out */
-  /* Allocates `nbytes` (> 0) aligned to `alignment` on `device`: 0 with the buffer in *out,
-   * or -1 with an error raised (MemoryError for lack of memory). Required. */
-  int (*alloc)(void* ctx, DLDevice device, size_t nbytes, size_t alignment, void** out);
-  /* Frees a buffer `alloc` returned for `device`. Must not fail. Required. */
-  void (*free)(void* ctx, DLDevice device, void* ptr);
-  /* Copies `nbytes` between the host and this device type (or within it), ordered on the
-   * current stream of the device side (pf_stream_get) and complete when it returns: 0, or -1
-   * with an error raised. Optional (NULL: pf_dltensor_copy refuses such copies). */
-  int (*copy)(void* ctx, void* dst, DLDevice dst_device, const void* src, DLDevice src_device,
-              size_t nbytes);
-} pf_allocator_t;
-
-/* Installs a copy of `allocator` for `device_type` (1..PF_ALLOCATOR_MAX_DEVICE_TYPE - 1),
- * replacing the one there. Tensors keep the hooks they were allocated with, so replacing is
- * safe while they live (the old ctx must stay valid until they die). NULL removes the entry;
- * for the CPU it restores packfn's own allocator. Thread-safe. Returns 0, or -1 with ValueError
- * (device type out of range, alloc or free missing). */
-PF_API int pf_allocator_set(int32_t device_type, const pf_allocator_t* allocator);
-
-/* Copies the allocator installed for `device_type` into *out. Returns 0, or -1 with
- * ValueError (NULL out, device type out of range) or KeyError when none is installed (the
- * message names the device type and, for CUDA types, says to link libpackfn_cuda). */
-PF_API int pf_allocator_get(int32_t device_type, pf_allocator_t* out);
-
-/* One more than the largest device type an allocator may be installed for. */
-#define PF_ALLOCATOR_MAX_DEVICE_TYPE 64
-
-/* ======================================================================================
- * Current streams
- * ====================================================================================== */
-
-/* The stream the calling thread has made current for `device` (a cudaStream_t for CUDA), or
- * NULL for the device's default stream. Kernels launch on it. Never raises. */
-PF_API void* pf_stream_get(DLDevice device);
-
-/* Makes `stream` current for `device` in the calling thread (NULL returns to the default
- * stream). When `prev` is not NULL it receives the stream current before, to restore later.
- * Returns 0, or -1 with RuntimeError when the thread already holds PF_STREAM_MAX_DEVICES
- * non-default streams for other devices (*prev is then NULL). */
-PF_API int pf_stream_set(DLDevice device, void* stream, void** prev);
-
-/* Devices per thread that may hold a non-default current stream at once: 8 GPUs of a few
- * device types each, with room to spare, in a fixed thread-local table (no allocation). */
-#define PF_STREAM_MAX_DEVICES 32
 
 /* ======================================================================================
  * Tensor objects
@@ -183,7 +22,7 @@ PF_API int pf_stream_set(DLDevice device, void* stream, void** prev);
 /* The DLTensor of a tensor object (at object + 24, per the ABI), borrowed for the object's
  * lifetime; NULL when `tensor` is NULL or not a tensor (never raises). Works on tensor objects
  * of any runtime that follows the ABI. */
-static inline DLTensor* pf_tensor_dltensor(pf_object_t* tensor) {
+PF_INLINE DLTensor* pf_tensor_dltensor(pf_object_t* tensor) {
   return pf_object_is_instance(tensor, PF_TYPE_TENSOR) ? (DLTensor*)((char*)tensor + 24) : NULL;
 }
 
@@ -291,7 +130,7 @@ PF_API int pf_tensor_to_dlpack_versioned(pf_object_t* tensor,
 
 /* Number of elements: the product of the extents (1 for ndim 0). The description must be
  * valid (as every tensor packfn makes or accepts is). */
-static inline int64_t pf_dltensor_numel(const DLTensor* t) {
+PF_INLINE int64_t pf_dltensor_numel(const DLTensor* t) {
   int64_t n = 1;
   for (int32_t i = 0; i < t->ndim; ++i)
     n *= t->shape[i];
@@ -299,19 +138,19 @@ static inline int64_t pf_dltensor_numel(const DLTensor* t) {
 }
 
 /* Bytes the elements occupy when packed: ceil(numel * bits * lanes / 8), as DLPack counts. */
-static inline size_t pf_dltensor_nbytes(const DLTensor* t) {
+PF_INLINE size_t pf_dltensor_nbytes(const DLTensor* t) {
   return ((size_t)pf_dltensor_numel(t) * t->dtype.bits * t->dtype.lanes + 7) / 8;
 }
 
 /* Address of the first element: data + byte_offset (meaningful on devices whose data is an
  * address: cpu, cuda, cuda_host, cuda_managed, rocm...). */
-static inline void* pf_dltensor_data(const DLTensor* t) {
+PF_INLINE void* pf_dltensor_data(const DLTensor* t) {
   return (char*)t->data + t->byte_offset;
 }
 
 /* 1 when the elements lie in compact row-major order (strides NULL, or equal to the compact
  * strides wherever the extent exceeds 1; an empty tensor is contiguous), else 0. */
-static inline int pf_dltensor_is_contiguous(const DLTensor* t) {
+PF_INLINE int pf_dltensor_is_contiguous(const DLTensor* t) {
   if (t->strides == NULL)
     return 1;
   int64_t expected = 1;
@@ -341,9 +180,24 @@ typedef struct pf_tensor_spec_s {
 } pf_tensor_spec_t;
 
 /* Fills the dtypes and num_dtypes fields of a pf_tensor_spec_t initialiser (function scope). */
+#if defined(__cplusplus)
+/* C++17 has neither compound literals nor designated initialisers: the list lives in a static
+ * array (so its entries must be constants) and the two members come positionally, first in
+ * the initialiser: pf_tensor_spec_t spec = {PF_DTYPES(PF_DTYPE_FLOAT32), PF_DEV_CPU}; */
+#define PF_DTYPES(...)                                                                             \
+  []() -> const DLDataType* {                                                                      \
+    static const DLDataType pf__dtypes[] = {__VA_ARGS__};                                          \
+    return pf__dtypes;                                                                             \
+  }(),                                                                                             \
+      []() -> int32_t {                                                                            \
+        static const DLDataType pf__dtypes[] = {__VA_ARGS__};                                      \
+        return (int32_t)(sizeof(pf__dtypes) / sizeof(DLDataType));                                 \
+      }()
+#else
 #define PF_DTYPES(...)                                                                             \
   .dtypes = (const DLDataType[]){__VA_ARGS__},                                                     \
   .num_dtypes = (int32_t)(sizeof((const DLDataType[]){__VA_ARGS__}) / sizeof(DLDataType))
+#endif
 
 /* Checks tensor argument `index` (named `name`) of function `func` against `spec`. Returns 0,
  * or -1 with an error whose message follows the project's form, e.g.

@@ -9,7 +9,6 @@ Importing the package loads libpackfn and libpackfn_kernels (registered as packf
 from __future__ import annotations
 
 import collections.abc as _abc
-import difflib as _difflib
 
 from ._packfn import (  # noqa: F401  (re-exported)
     Array,
@@ -55,15 +54,9 @@ _abc.Mapping.register(Map)
 def get_global(name: str) -> Function:
     """The global function `name`, a packfn.Function.
 
-    A missing name raises KeyError with the C runtime's message and the closest names."""
-    try:
-        return _get_global(name)
-    except KeyError as e:
-        close = _difflib.get_close_matches(name, list_globals(), n=3, cutoff=0.6)
-        if not close:
-            raise
-        msg = f"{e.args[0] if e.args else name}; did you mean {', '.join(map(repr, close))}?"
-        raise KeyError(msg) from None
+    A missing name raises KeyError worded as the C runtime's pf_global_call, with the closest
+    registered name (pf_global_suggest)."""
+    return _get_global(name)
 
 
 def from_dlpack(obj) -> Tensor:

@@ -1678,8 +1678,14 @@ static PyObject* m_get_global(PyObject* m, PyObject* name) {
   pf_object_t* fn;
   if (pf_global_get_bytes(s, (size_t)n, &fn) != 0)
     return raise_pf_error();
-  if (!fn) { /* the runtime's wording, as pf_global_call says it */
-    PyObject* msg = PyUnicode_FromFormat("no global function is named '%U'", name);
+  if (!fn) { /* the runtime's wording and suggestion, as pf_global_call says it */
+    char near[256];
+    int found = pf_global_suggest(s, near, sizeof near) == 1;
+    pf_error_clear(); /* a failed search only costs the suggestion */
+    PyObject* msg = found ? PyUnicode_FromFormat("no global function is named '%U' (did you mean "
+                                                 "'%s'?)",
+                                                 name, near)
+                          : PyUnicode_FromFormat("no global function is named '%U'", name);
     if (msg) {
       PyErr_SetObject(PyExc_KeyError, msg);
       Py_DECREF(msg);

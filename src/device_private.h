@@ -1,0 +1,25 @@
+/* Private: the device layer's allocator table as the tensor layer uses it. */
+#ifndef PACKFN_SRC_DEVICE_PRIVATE_H_
+#define PACKFN_SRC_DEVICE_PRIVATE_H_
+
+#include "packfn/device.h"
+
+/* packfn's own CPU allocator, and whether it is the one installed for device type cpu (0 once
+ * pf_allocator_set replaced it): pf_tensor_empty then allocates CPU memory without the table. */
+extern const pf_allocator_t pf__cpu_allocator;
+extern int pf__cpu_allocator_builtin;
+
+/* Copies the allocator installed for `device_type` into *out: 0, or -1 with KeyError naming
+ * `func` and the device type when none is installed. */
+int pf__allocator_find(int32_t device_type, const char* func, pf_allocator_t* out);
+
+/* Calls a->alloc for nbytes (> 0) at PF_TENSOR_ALIGNMENT: 0 with the buffer in *out, or -1
+ * with the hook's error (MemoryError naming func when the hook raised none). */
+int pf__allocator_call(const pf_allocator_t* a, DLDevice device, size_t nbytes, const char* func,
+                       void** out);
+
+/* Device type as text for messages, "cuda (2)" or "device(99)", written into buf; returns
+ * buf. */
+const char* pf__device_type_label(int32_t type, char* buf, size_t size);
+
+#endif /* PACKFN_SRC_DEVICE_PRIVATE_H_ */

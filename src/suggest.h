@@ -1,0 +1,28 @@
+/* Private: "did you mean" suggestions, the nearest of a set of names by edit distance. */
+#ifndef PACKFN_SRC_SUGGEST_H_
+#define PACKFN_SRC_SUGGEST_H_
+
+#include <stddef.h>
+
+/* The search for the candidate nearest to `name`: feed every candidate to pf__suggest_offer,
+ * then read `best` (NULL when none was near enough). A candidate is near when it differs from
+ * name by at least 1 and at most strlen(name) / 3 (clamped to 1..3) single-character insertions,
+ * deletions or substitutions, or when name has no dot and is the candidate's last dotted part
+ * ("rms_norm" for "packfn.kernels.rms_norm", counted as one edit); of several, the nearest
+ * wins, then the first in strcmp order. */
+typedef struct pf__suggest_s {
+  const char* name; /* what was asked for */
+  size_t len;       /* strlen(name) */
+  size_t limit;     /* largest distance suggested */
+  const char* best; /* borrowed candidate, or NULL */
+  size_t best_distance;
+} pf__suggest_t;
+
+void pf__suggest_init(pf__suggest_t* s, const char* name);
+void pf__suggest_offer(pf__suggest_t* s, const char* candidate);
+
+/* Copies s->best into buf (truncated, NUL-terminated; "" when none) and returns 1 when there
+ * is a suggestion, else 0. size 0 copies nothing. */
+int pf__suggest_result(const pf__suggest_t* s, char* buf, size_t size);
+
+#endif /* PACKFN_SRC_SUGGEST_H_ */
