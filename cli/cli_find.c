@@ -106,9 +106,8 @@ static int raise_not_found(const char* lib, pf_object_t* module, const char* nam
                  "shows them",
                  lib, name, open, near, close, lib);
   else
-    pf_error_set(PF_ERR_KEY,
-                 "no global function is named '%s'%s%s%s; `packfn list` shows them", name, open,
-                 near, close);
+    pf_error_set(PF_ERR_KEY, "no global function is named '%s'%s%s%s; `packfn list` shows them",
+                 name, open, near, close);
   return -1;
 }
 
