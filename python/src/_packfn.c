@@ -1589,9 +1589,19 @@ static PyObject* module_getattro(PyObject* self, PyObject* name) {
   if (s[0] == '_' && s[1] == '_')
     return NULL; /* dunder lookups keep Python's AttributeError */
   PyErr_Clear();
+  pf_object_t* module = ((PfObject*)self)->obj;
   pf_object_t* fn;
-  if (pf_module_get_function(((PfObject*)self)->obj, s, &fn) != 0)
+  if (pf_module_get_function(module, s, &fn) != 0)
     return raise_pf_error();
+  if (fn == NULL) { /* Python's attribute protocol: absent is AttributeError */
+    char near[256];
+    int found = pf_module_suggest(module, s, near, sizeof near) == 1;
+    pf_error_clear(); /* a failed search only costs the suggestion */
+    if (found)
+      return PyErr_Format(PyExc_AttributeError, "%s has no function '%s' (did you mean '%s'?)",
+                          pf_module_path(module), s, near);
+    return PyErr_Format(PyExc_AttributeError, "%s has no function '%s'", pf_module_path(module), s);
+  }
   return wrap_steal(fn);
 }
 

@@ -90,8 +90,10 @@ def test_load_module_attributes():
     assert "rms_norm" in dir(m)
     assert m.exports()["rms_norm"] == "rms_norm(x: Tensor, out: Tensor, eps: float) -> None"
     assert isinstance(m.rms_norm, packfn.Function)
-    with pytest.raises(AttributeError, match="no function 'nothing'"):
+    with pytest.raises(AttributeError, match="no function 'nothing'$"):
         m.nothing
+    with pytest.raises(AttributeError, match=r"no function 'rms_nrom' \(did you mean 'rms_norm'\?\)"):
+        m.rms_nrom
     with pytest.raises(AttributeError):
         m.__wrapped__
 
