@@ -25,6 +25,25 @@
 #define PF__NULL_ARG(func, arg)                                                                    \
   (pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a pointer, got NULL", (func), (arg)), -1)
 
+/* The indefinite article for `word` in generated messages: "an" before a written vowel other
+ * than u ("an int64 tensor", "an object"), "a" otherwise ("a float32 tensor", "a uint8 tensor",
+ * whose u is said "you"). */
+static inline const char* pf__article(const char* word) {
+  switch (word[0]) {
+  case 'a':
+  case 'e':
+  case 'i':
+  case 'o':
+  case 'A':
+  case 'E':
+  case 'I':
+  case 'O':
+    return "an";
+  default:
+    return "a";
+  }
+}
+
 /* Raises MemoryError naming the function and the size asked for; returns -1. */
 int pf__raise_oom(const char* func, size_t size);
 

@@ -337,10 +337,11 @@ int pf_dltensor_check(const DLTensor* t, const pf_tensor_spec_t* spec, const cha
     int found = 0;
     for (int32_t i = 0; i < spec->num_dtypes && !found; ++i)
       found = pf_dtype_equal(t->dtype, spec->dtypes[i]);
-    if (!found)
-      return pf__arg_error(PF_ERR_TYPE, func, index, name, "expected a %s tensor, got %s",
-                           pf__dtype_list_text(spec->dtypes, spec->num_dtypes, b, sizeof b),
-                           pf__dtype_text(t->dtype, a));
+    if (!found) {
+      const char* want = pf__dtype_list_text(spec->dtypes, spec->num_dtypes, b, sizeof b);
+      return pf__arg_error(PF_ERR_TYPE, func, index, name, "expected %s %s tensor, got %s",
+                           pf__article(want), want, pf__dtype_text(t->dtype, a));
+    }
   }
   if (spec->device_type != 0 && (int32_t)t->device.device_type != spec->device_type) {
     pf_device_format(t->device, c, sizeof c);
@@ -384,9 +385,11 @@ int pf_dltensor_check_like(const DLTensor* t, const DLTensor* ref, const char* f
     return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected a tensor, got NULL");
   const char* like = ref_name ? ref_name : "the reference tensor";
   char a[PF_DTYPE_STR_MAX], b[256], c[256];
-  if (!pf_dtype_equal(t->dtype, ref->dtype))
-    return pf__arg_error(PF_ERR_TYPE, func, index, name, "expected a %s tensor like %s, got %s",
-                         pf__dtype_text(ref->dtype, a), like, pf__dtype_text(t->dtype, c));
+  if (!pf_dtype_equal(t->dtype, ref->dtype)) {
+    const char* want = pf__dtype_text(ref->dtype, a);
+    return pf__arg_error(PF_ERR_TYPE, func, index, name, "expected %s %s tensor like %s, got %s",
+                         pf__article(want), want, like, pf__dtype_text(t->dtype, c));
+  }
   if (!pf_device_equal(t->device, ref->device)) {
     pf_device_format(ref->device, b, sizeof b);
     pf_device_format(t->device, c, sizeof c);

@@ -744,6 +744,13 @@ START_TEST(test_check_spec) {
   pf_tensor_spec_t s3 = {PF_DTYPES(PF_DTYPE_FLOAT16, PF_DTYPE_BFLOAT16, PF_DTYPE_FLOAT32)};
   ck_assert_int_eq(pf_dltensor_check(dl, &s3, "rms_norm", 0, "x"), -1);
   PF_ASSERT_RAISED("TypeError", "expected a float16, bfloat16 or float32 tensor, got float64");
+  /* the article follows the dtype's spelling */
+  pf_tensor_spec_t s_int = {PF_DTYPES(PF_DTYPE_INT64)};
+  ck_assert_int_eq(pf_dltensor_check(dl, &s_int, "f", 0, "x"), -1);
+  PF_ASSERT_RAISED("TypeError", "f: argument 0 (x): expected an int64 tensor, got float64");
+  pf_tensor_spec_t s_uint = {PF_DTYPES(PF_DTYPE_UINT8)};
+  ck_assert_int_eq(pf_dltensor_check(dl, &s_uint, "f", 0, "x"), -1);
+  PF_ASSERT_RAISED("TypeError", "f: argument 0 (x): expected a uint8 tensor, got float64");
   pf_tensor_spec_t dev = {.device_type = PF_DEV_CUDA};
   ck_assert_int_eq(pf_dltensor_check(dl, &dev, "rms_norm", 1, NULL), -1);
   PF_ASSERT_RAISED("TypeError", "rms_norm: argument 1: expected a tensor on cuda, got cpu:0");
@@ -803,6 +810,9 @@ START_TEST(test_check_like) {
   ck_assert_int_eq(pf_dltensor_check_like(pf_tensor_dltensor(i), dx, "add_n", 1, "out", "x"), -1);
   PF_ASSERT_RAISED("TypeError",
                    "add_n: argument 1 (out): expected a float64 tensor like x, got int64");
+  ck_assert_int_eq(pf_dltensor_check_like(dx, pf_tensor_dltensor(i), "add_n", 0, "x", "out"), -1);
+  PF_ASSERT_RAISED("TypeError",
+                   "add_n: argument 0 (x): expected an int64 tensor like out, got float64");
   DLTensor moved = *dy;
   moved.device = pf_device(PF_DEV_CUDA, 1);
   ck_assert_int_eq(pf_dltensor_check_like(&moved, dx, "add_n", 1, "out", NULL), -1);
