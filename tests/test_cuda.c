@@ -1,7 +1,9 @@
 /* Tests of libpackfn_cuda: allocator registration, CUDA statuses as errors, and (on a machine
  * with a GPU) tensors, copies, streams and devices; without one those say they were skipped. */
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "packfn/cuda.h"
 #include "pf_test.h"
@@ -33,6 +35,22 @@ START_TEST(test_allocators_registered) {
   PF_ASSERT_NO_ERROR();
   ck_assert_int_eq(pf_cuda_register_allocators(), 0);
   ck_assert_int_eq(pf_allocator_get(PF_DEV_CUDA, &a), 0);
+}
+END_TEST
+
+/* packfn/cuda.h's inline functions also exist as symbols of libpackfn_cuda (for FFIs that bind
+ * by name), doing what the inline copies do. */
+START_TEST(test_inline_symbols) {
+  void* sym = dlsym(RTLD_DEFAULT, "pf_cuda_stream_get");
+  ck_assert_ptr_nonnull(sym);
+  void* (*stream_get)(int32_t);
+  memcpy(&stream_get, &sym, sizeof sym); /* ISO C has no object-to-function pointer cast */
+  int marker;
+  ck_assert_int_eq(pf_stream_set(pf_device(PF_DEV_CUDA, 3), &marker, NULL), 0);
+  ck_assert_ptr_eq(stream_get(3), &marker);
+  ck_assert_ptr_eq(stream_get(3), pf_cuda_stream_get(3));
+  ck_assert_int_eq(pf_stream_set(pf_device(PF_DEV_CUDA, 3), NULL, NULL), 0);
+  ck_assert_ptr_null(stream_get(3));
 }
 END_TEST
 
@@ -204,6 +222,7 @@ Suite* make_suite(void) {
   Suite* s = suite_create("cuda");
   TCase* tc = tcase_create("everywhere");
   tcase_add_test(tc, test_allocators_registered);
+  tcase_add_test(tc, test_inline_symbols);
   tcase_add_test(tc, test_check_statuses);
   tcase_add_test(tc, test_check_macro);
   tcase_add_test(tc, test_argument_errors);

@@ -11,6 +11,14 @@
 extern "C" {
 #endif
 
+/* As PF_INLINE (packfn/config.h) for this library: static inline for every includer, and an
+ * exported symbol of libpackfn_cuda (src/cuda/inline.c defines PF_CUDA_INLINE_EXPORT). */
+#if defined(PF_CUDA_INLINE_EXPORT)
+#define PF_CUDA_INLINE PF_API
+#else
+#define PF_CUDA_INLINE static inline
+#endif
+
 /* Installs packfn's CUDA allocators for device types cuda (cudaMalloc), cuda_host
  * (cudaMallocHost, page-locked) and cuda_managed (cudaMallocManaged), each with a copy hook
  * (cudaMemcpyAsync on the device's current stream, then synchronised). Runs by itself when
@@ -54,7 +62,7 @@ PF_API int pf_cuda_device_exit(int32_t prev);
 
 /* The stream kernels on cuda:device_id launch on: the calling thread's current stream for
  * that device (pf_stream_get), a cudaStream_t, or NULL for the default stream. */
-static inline void* pf_cuda_stream_get(int32_t device_id) {
+PF_CUDA_INLINE void* pf_cuda_stream_get(int32_t device_id) {
   return pf_stream_get(pf_device(PF_DEV_CUDA, device_id));
 }
 
