@@ -4,7 +4,9 @@
 #   2. builds tests/install (consumer.c as C and as C++) against WORK/moved with find_package
 #      (default compilers) and with pkg-config (clang and clang++ when present), runs each;
 #   3. runs the installed WORK/moved/bin/packfn info, list and call;
-#   4. with CUDA built, checks that libpackfn_kernels does not need libcudart.
+#   4. builds tests/install/subproject, which takes this source tree in with add_subdirectory
+#      and with FetchContent, and runs its consumer;
+#   5. with CUDA built, checks that libpackfn_kernels does not need libcudart.
 # Nothing runs with LD_LIBRARY_PATH: the installed files find each other through their RPATH.
 # Runs every step, says which failed, and exits 1 if any did.
 set -uo pipefail
@@ -94,6 +96,25 @@ if [ -x "$PREFIX/bin/packfn" ]; then
   }
   step "installed packfn bench (suite) says it runs from a build tree" bench_suite_refused
 fi
+
+# ---- packfn as a subproject: add_subdirectory and FetchContent ----
+SOURCE="$(cd "$HERE/../.." && pwd)"
+subproject() { # mode, extra cmake arguments...
+  local mode="$1" dir="$WORK/sub_$1"
+  shift
+  cmake -S "$HERE/subproject" -B "$dir" -DPF_SOURCE="$SOURCE" -DPF_MODE="$mode" \
+    -DPF_WITH_CUDA=OFF "$@" >"$dir.log" 2>&1 || { cat "$dir.log"; return 1; }
+  cmake --build "$dir" -j "${PF_JOBS:-2}" >>"$dir.log" 2>&1 || { cat "$dir.log"; return 1; }
+  # packfn's own tests and benchmarks are off in someone else's build
+  if [ -e "$dir/packfn/tests" ] || [ -e "$dir/_deps/packfn-build/tests" ] ||
+    [ -e "$dir/packfn/bench" ] || [ -e "$dir/_deps/packfn-build/bench" ]; then
+    echo "packfn built its tests or benchmarks as a subproject"
+    return 1
+  fi
+  "$dir/sub_consumer"
+}
+step "subproject: add_subdirectory" subproject add_subdirectory
+step "subproject: FetchContent (no command line)" subproject FetchContent -DPF_BUILD_TOOLS=OFF
 
 # ---- CPU kernels without the CUDA runtime ----
 no_cudart() {
