@@ -1,0 +1,20 @@
+from typing import Any, Callable, Sequence
+
+class Target:
+    name: str
+    target: str
+    slot: int
+    signature: str
+    tensors: tuple[str, ...]
+    scalars: dict[str, str]
+    platforms: tuple[str, ...]
+
+def library_path() -> str: ...
+def register(name: str, *, platforms: Sequence[str] | None = None) -> Target: ...
+def ffi_call(
+    name: str,
+    result_shape_dtypes: Any,
+    *,
+    vmap_method: str | None = None,
+    platforms: Sequence[str] | None = None,
+) -> Callable[..., Any]: ...

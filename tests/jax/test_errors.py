@@ -1,0 +1,102 @@
+"""Bad input raises Python exceptions: at trace time where the signature tells, from the
+kernel at run time otherwise, never a crash."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import packfn
+import packfn.jax as pj
+
+RuntimeErr = getattr(jax.errors, "JaxRuntimeError", RuntimeError)
+
+
+def spec(x, dtype=None):
+    return jax.ShapeDtypeStruct(x.shape, dtype or x.dtype)
+
+
+def test_wrong_dtype_raises_the_kernels_type_error():
+    x = jnp.arange(8, dtype=jnp.int32).reshape(2, 4)
+    f = pj.ffi_call("packfn.kernels.rms_norm", spec(x))
+    with pytest.raises(RuntimeErr, match=r"INVALID_ARGUMENT: TypeError: rms_norm: argument 0 "
+                                         r"\(x\): expected a float32 or float64 tensor, got int32"):
+        jax.block_until_ready(jax.jit(lambda x: f(x, eps=1e-5))(x))
+
+
+def test_wrong_rank_raises():
+    x = jnp.float32(3.0)  # rms_norm needs at least one axis
+    f = pj.ffi_call("packfn.kernels.rms_norm", spec(x))
+    with pytest.raises(RuntimeErr, match=r"rms_norm: argument 0 \(x\)"):
+        jax.block_until_ready(f(x, eps=1e-5))
+
+
+def test_mismatched_result_shape_raises():
+    x = jnp.ones((2, 4), jnp.float32)
+    f = pj.ffi_call("packfn.kernels.rms_norm", jax.ShapeDtypeStruct((2, 5), jnp.float32))
+    with pytest.raises(RuntimeErr, match=r"rms_norm: argument 1 \(out\)"):
+        jax.block_until_ready(f(x, eps=1e-5))
+
+
+def test_failing_kernel_raises_its_value_error():
+    m = jnp.zeros(4)
+    e = jnp.asarray([0.1, 0.2, 1.5, 0.3])
+    f = pj.ffi_call("packfn.kernels.kepler", (spec(m), spec(m)))
+    with pytest.raises(RuntimeErr, match=r"ValueError: kepler: argument 1 \(eccentricity\): "
+                                         r"expected values in \[0, 1\), got 1.5 at index 2"):
+        jax.block_until_ready(jax.jit(f)(m, e))
+    # the process goes on: the next call works
+    s, c = f(m, jnp.full(4, 0.5))
+    np.testing.assert_allclose(s, 0, atol=1e-15)
+    # a negative eps is refused by the kernel too
+    x = jnp.ones((2, 4))
+    with pytest.raises(RuntimeErr, match="eps"):
+        jax.block_until_ready(pj.ffi_call("packfn.kernels.rms_norm", spec(x))(x, eps=-1.0))
+
+
+def test_trace_time_checks():
+    x = jnp.ones((2, 4), jnp.float32)
+    f = pj.ffi_call("packfn.kernels.rms_norm", spec(x))
+    with pytest.raises(TypeError, match=r"missing eps \(float\)"):
+        jax.jit(lambda x: f(x))(x)
+    with pytest.raises(TypeError, match="unexpected epsilon"):
+        f(x, eps=1e-5, epsilon=1)
+    with pytest.raises(TypeError, match="expected float, got str"):
+        f(x, eps="small")
+    with pytest.raises(TypeError, match="static Python value"):
+        jax.jit(lambda x, e: f(x, eps=e))(x, 1e-5)
+    with pytest.raises(TypeError, match="2 tensor parameters"):
+        f(x, x, eps=1e-5)
+    g = pj.ffi_call("packfn.kernels.rms_norm", (spec(x), spec(x)))
+    with pytest.raises(TypeError, match="1 operands and 2 results"):
+        g(x, eps=1e-5)
+    h = pj.ffi_call("packfn.kernels.add_n", jax.ShapeDtypeStruct((2,), jnp.float8_e4m3fn))
+    with pytest.raises(TypeError, match="no DLPack equivalent"):
+        h(jnp.ones(2, jnp.float8_e4m3fn), n=1.0)
+
+
+def test_unknown_or_unfit_functions():
+    with pytest.raises(KeyError, match="packfn.kernels.rms_norm"):
+        pj.register("packfn.kernels.rms_nrom")
+    packfn.register_global("test.jax.callback", lambda x: x, override=True)
+    try:
+        # a Python callable's signature is (*args): nothing XLA can fill
+        with pytest.raises(TypeError, match=r"parameter 0 '\*args' cannot come from XLA"):
+            pj.register("test.jax.callback")
+    finally:
+        packfn.remove_global("test.jax.callback")
+    with pytest.raises(ValueError, match="unknown platform"):
+        pj.register("packfn.kernels.vector_add", platforms=["tpu"])
+
+
+def test_call_without_the_function_name_attribute():
+    t = pj.register("packfn.kernels.add_n")
+    x = jnp.ones(3)
+    raw = jax.ffi.ffi_call(t.target, spec(x))
+    with pytest.raises(RuntimeErr, match="no string attribute packfn_name"):
+        jax.block_until_ready(raw(x, n=np.float64(1)))
+    with pytest.raises(RuntimeErr, match="no global function 'nope'"):
+        jax.block_until_ready(raw(x, packfn_name="nope", packfn_slot=np.int64(0),
+                                  n=np.float64(1)))
+    with pytest.raises(RuntimeErr, match=r"argument 2 \(n\): expected a float attribute"):
+        jax.block_until_ready(raw(x, packfn_name="packfn.kernels.add_n",
+                                  packfn_slot=np.int64(t.slot), n="one"))

@@ -1,0 +1,500 @@
+/* xla/packfn_xla.c: XLA FFI handlers calling packfn functions (see packfn_xla.h). C only: the
+ * XLA side is xla/ffi/api/c_api.h, nothing of XLA's C++ ffi.h. */
+#include "packfn_xla.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "packfn/packfn.h"
+
+/* ---- bound functions ---- */
+
+enum { P_TENSOR, P_INT, P_FLOAT, P_BOOL };
+
+typedef struct {
+  uint8_t kind;
+  char name[55]; /* parameter names are identifiers; longer ones are refused at bind time */
+} xparam_t;
+
+typedef struct {
+  pf_object_t* fn; /* strong reference, held until the process ends */
+  char* name;      /* the global name, NUL-terminated */
+  size_t name_len;
+  int32_t num_params, num_tensors;
+  xparam_t params[]; /* num_params */
+} plan_t;
+
+/* Slots live in chunks that never move: chunk c holds 64 << c slots, starting at slot
+ * 64 * (2^c - 1). Readers take a slot without a lock; writers append under `bind_lock` and
+ * publish the new count with release order. */
+#define CHUNKS 40
+static plan_t** _Atomic chunks[CHUNKS];
+static _Atomic int64_t num_slots;
+static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int chunk_of(int64_t slot, int64_t* index) {
+  uint64_t q = (uint64_t)slot / 64 + 1;
+  int c = 63 - __builtin_clzll(q);
+  *index = slot - 64 * (((int64_t)1 << c) - 1);
+  return c;
+}
+
+static plan_t* slot_get(int64_t slot) {
+  if (slot < 0 || slot >= atomic_load_explicit(&num_slots, memory_order_acquire))
+    return NULL;
+  int64_t i;
+  int c = chunk_of(slot, &i);
+  return atomic_load_explicit(&chunks[c], memory_order_acquire)[i];
+}
+
+static int param_kind(const char* type, size_t len) {
+  static const struct {
+    const char* text;
+    int kind;
+  } kinds[] = {{"Tensor", P_TENSOR},
+               {"tensor", P_TENSOR},
+               {"int", P_INT},
+               {"float", P_FLOAT},
+               {"bool", P_BOOL}};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; ++i)
+    if (strlen(kinds[i].text) == len && memcmp(kinds[i].text, type, len) == 0)
+      return kinds[i].kind;
+  return -1;
+}
+
+static const char* skip_space(const char* s, const char* end) {
+  while (s < end && (*s == ' ' || *s == '\t'))
+    ++s;
+  return s;
+}
+
+/* Parses "name(a: Tensor, b: float) -> None" into a new plan (fn not yet set). NULL with the
+ * reason in err. */
+static plan_t* plan_parse(const char* name, const char* sig, char* err, size_t err_size) {
+  const char* open = strchr(sig, '(');
+  const char* close = strrchr(sig, ')');
+  if (!open || !close || close < open) {
+    snprintf(err, err_size, "TypeError: %s: signature '%s' has no parameter list", name, sig);
+    return NULL;
+  }
+  int32_t n = 0;
+  for (const char* p = open + 1; p < close; ++p)
+    n += *p == ',';
+  if (skip_space(open + 1, close) < close)
+    ++n;
+  size_t name_len = strlen(name);
+  plan_t* plan = calloc(1, sizeof *plan + (size_t)n * sizeof(xparam_t) + name_len + 1);
+  if (!plan) {
+    snprintf(err, err_size, "MemoryError: binding %s", name);
+    return NULL;
+  }
+  plan->name = (char*)(plan->params + n);
+  memcpy(plan->name, name, name_len + 1);
+  plan->name_len = name_len;
+  const char* p = open + 1;
+  for (int32_t i = 0; i < n; ++i) {
+    const char* end = memchr(p, ',', (size_t)(close - p));
+    if (!end)
+      end = close;
+    const char* colon = memchr(p, ':', (size_t)(end - p));
+    const char* pname = skip_space(p, end);
+    const char* pname_end = colon ? colon : end;
+    while (pname_end > pname && (pname_end[-1] == ' ' || pname_end[-1] == '\t'))
+      --pname_end;
+    const char* type = colon ? skip_space(colon + 1, end) : end;
+    const char* type_end = end;
+    while (type_end > type && (type_end[-1] == ' ' || type_end[-1] == '\t'))
+      --type_end;
+    int kind = param_kind(type, (size_t)(type_end - type));
+    size_t plen = (size_t)(pname_end - pname);
+    if (kind < 0 || plen == 0 || plen >= sizeof plan->params[i].name) {
+      snprintf(err, err_size,
+               "TypeError: %s: parameter %d '%.*s' cannot come from XLA (tensors, int, float and "
+               "bool parameters can)",
+               name, (int)i, (int)(end - p), p);
+      free(plan);
+      return NULL;
+    }
+    plan->params[i].kind = (uint8_t)kind;
+    memcpy(plan->params[i].name, pname, plen);
+    plan->num_tensors += kind == P_TENSOR;
+    p = end + 1;
+  }
+  plan->num_params = n;
+  return plan;
+}
+
+/* The slot holding `name` (len bytes), or -1. Call with bind_lock held. */
+static int64_t slot_find(const char* name, size_t len) {
+  int64_t n = atomic_load_explicit(&num_slots, memory_order_relaxed);
+  for (int64_t s = 0; s < n; ++s) {
+    plan_t* plan = slot_get(s);
+    if (plan->name_len == len && memcmp(plan->name, name, len) == 0)
+      return s;
+  }
+  return -1;
+}
+
+static int64_t bind_locked(const char* name, char* err, size_t err_size) {
+  int64_t slot = slot_find(name, strlen(name));
+  if (slot >= 0)
+    return slot;
+  pf_object_t* fn;
+  if (pf_global_get(name, &fn) != 0) {
+    pf_object_t* e = pf_error_take();
+    pf_error_format(e, err, err_size);
+    pf_object_release(e);
+    return -1;
+  }
+  if (!fn) {
+    char near[256];
+    if (pf_global_suggest(name, near, sizeof near) == 1)
+      snprintf(err, err_size, "KeyError: no global function '%s' (did you mean '%s'?)", name, near);
+    else
+      snprintf(err, err_size, "KeyError: no global function '%s'", name);
+    return -1;
+  }
+  const char* sig = pf_function_signature(fn);
+  if (!sig) {
+    snprintf(err, err_size,
+             "TypeError: %s has no signature: XLA cannot tell its tensor and scalar parameters",
+             name);
+    pf_object_release(fn);
+    return -1;
+  }
+  plan_t* plan = plan_parse(name, sig, err, err_size);
+  if (!plan) {
+    pf_object_release(fn);
+    return -1;
+  }
+  plan->fn = fn;
+  slot = atomic_load_explicit(&num_slots, memory_order_relaxed);
+  int64_t i;
+  int c = chunk_of(slot, &i);
+  plan_t** chunk = atomic_load_explicit(&chunks[c], memory_order_relaxed);
+  if (!chunk) {
+    chunk = calloc((size_t)64 << c, sizeof *chunk);
+    if (!chunk) {
+      snprintf(err, err_size, "MemoryError: binding %s", name);
+      pf_object_release(fn);
+      free(plan);
+      return -1;
+    }
+    atomic_store_explicit(&chunks[c], chunk, memory_order_release);
+  }
+  chunk[i] = plan;
+  atomic_store_explicit(&num_slots, slot + 1, memory_order_release);
+  return slot;
+}
+
+int64_t pf_xla_bind(const char* name, char* err, size_t err_size) {
+  char dummy[1];
+  if (!err || err_size == 0) {
+    err = dummy;
+    err_size = sizeof dummy;
+  }
+  err[0] = '\0';
+  if (!name || !*name) {
+    snprintf(err, err_size, "ValueError: pf_xla_bind: expected a function name");
+    return -1;
+  }
+  pthread_mutex_lock(&bind_lock);
+  int64_t slot = bind_locked(name, err, err_size);
+  pthread_mutex_unlock(&bind_lock);
+  return slot;
+}
+
+int32_t pf_xla_num_tensors(int64_t slot) {
+  plan_t* plan = slot_get(slot);
+  return plan ? plan->num_tensors : -1;
+}
+
+/* ---- XLA side ---- */
+
+static XLA_FFI_Error* xla_error(const XLA_FFI_Api* api, XLA_FFI_Error_Code code, const char* fmt,
+                                ...) __attribute__((format(printf, 3, 4)));
+
+static XLA_FFI_Error* xla_error(const XLA_FFI_Api* api, XLA_FFI_Error_Code code, const char* fmt,
+                                ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  XLA_FFI_Error_Create_Args args = {.struct_size = XLA_FFI_Error_Create_Args_STRUCT_SIZE,
+                                    .extension_start = NULL,
+                                    .message = msg,
+                                    .errc = code};
+  return api->XLA_FFI_Error_Create(&args);
+}
+
+/* The raised packfn error as an XLA error. */
+static XLA_FFI_Error* xla_error_from_packfn(const XLA_FFI_Api* api) {
+  pf_object_t* e = pf_error_take();
+  const char* kind = e ? pf_error_kind(e) : "RuntimeError";
+  const char* msg = e ? pf_error_message(e) : "failed without raising an error";
+  XLA_FFI_Error_Code code = XLA_FFI_Error_Code_INTERNAL;
+  if (!strcmp(kind, PF_ERR_TYPE) || !strcmp(kind, PF_ERR_VALUE))
+    code = XLA_FFI_Error_Code_INVALID_ARGUMENT;
+  else if (!strcmp(kind, PF_ERR_NOT_IMPLEMENTED))
+    code = XLA_FFI_Error_Code_UNIMPLEMENTED;
+  else if (!strcmp(kind, PF_ERR_MEMORY))
+    code = XLA_FFI_Error_Code_RESOURCE_EXHAUSTED;
+  else if (!strcmp(kind, PF_ERR_KEY))
+    code = XLA_FFI_Error_Code_NOT_FOUND;
+  XLA_FFI_Error* out = xla_error(api, code, "%s: %s", kind, msg);
+  pf_object_release(e);
+  return out;
+}
+
+/* Answers XLA's metadata query: the API version this file was compiled against. */
+static XLA_FFI_Error* metadata(XLA_FFI_CallFrame* frame) {
+  XLA_FFI_Metadata_Extension* ext = (XLA_FFI_Metadata_Extension*)frame->extension_start;
+  if (ext->extension_base.struct_size < XLA_FFI_Metadata_Extension_STRUCT_SIZE ||
+      ext->metadata->struct_size < XLA_FFI_Metadata_STRUCT_SIZE)
+    return xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                     "packfn_xla: metadata structs smaller than the header's");
+  ext->metadata->api_version = (XLA_FFI_Api_Version){
+      .struct_size = XLA_FFI_Api_Version_STRUCT_SIZE,
+      .extension_start = NULL,
+      .major_version = XLA_FFI_API_MAJOR,
+      .minor_version = XLA_FFI_API_MINOR,
+  };
+  ext->metadata->traits = 0;
+  ext->metadata->state_type_id = (XLA_FFI_TypeId){0};
+  return NULL;
+}
+
+static int dtype_of(XLA_FFI_DataType t, DLDataType* out) {
+  static const struct {
+    XLA_FFI_DataType xla;
+    uint8_t code, bits;
+  } map[] = {
+      {XLA_FFI_DataType_F32, PF_DL_FLOAT, 32},     {XLA_FFI_DataType_F64, PF_DL_FLOAT, 64},
+      {XLA_FFI_DataType_F16, PF_DL_FLOAT, 16},     {XLA_FFI_DataType_BF16, PF_DL_BFLOAT, 16},
+      {XLA_FFI_DataType_S8, PF_DL_INT, 8},         {XLA_FFI_DataType_S16, PF_DL_INT, 16},
+      {XLA_FFI_DataType_S32, PF_DL_INT, 32},       {XLA_FFI_DataType_S64, PF_DL_INT, 64},
+      {XLA_FFI_DataType_U8, PF_DL_UINT, 8},        {XLA_FFI_DataType_U16, PF_DL_UINT, 16},
+      {XLA_FFI_DataType_U32, PF_DL_UINT, 32},      {XLA_FFI_DataType_U64, PF_DL_UINT, 64},
+      {XLA_FFI_DataType_PRED, PF_DL_BOOL, 8},      {XLA_FFI_DataType_C64, PF_DL_COMPLEX, 64},
+      {XLA_FFI_DataType_C128, PF_DL_COMPLEX, 128},
+  };
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; ++i)
+    if (map[i].xla == t) {
+      *out = (DLDataType){.code = map[i].code, .bits = map[i].bits, .lanes = 1};
+      return 0;
+    }
+  return -1;
+}
+
+/* The scalar attribute as a packfn value of the parameter's kind; -1 when its type does not
+ * fit. */
+static int scalar_of(const XLA_FFI_Scalar* s, int kind, pf_any_t* out) {
+  double f;
+  int64_t i;
+  switch (s->dtype) {
+  case XLA_FFI_DataType_F64:
+    f = *(const double*)s->value;
+    i = (int64_t)f;
+    break;
+  case XLA_FFI_DataType_F32:
+    f = *(const float*)s->value;
+    i = (int64_t)f;
+    break;
+  case XLA_FFI_DataType_S64:
+    i = *(const int64_t*)s->value;
+    f = (double)i;
+    break;
+  case XLA_FFI_DataType_S32:
+    i = *(const int32_t*)s->value;
+    f = (double)i;
+    break;
+  case XLA_FFI_DataType_PRED:
+  case XLA_FFI_DataType_U8:
+    i = *(const uint8_t*)s->value;
+    f = (double)i;
+    break;
+  default:
+    return -1;
+  }
+  int is_float = s->dtype == XLA_FFI_DataType_F64 || s->dtype == XLA_FFI_DataType_F32;
+  if (kind == P_FLOAT)
+    *out = pf_any_float(f);
+  else if (kind == P_INT && !is_float)
+    *out = pf_any_int(i);
+  else if (kind == P_BOOL && s->dtype == XLA_FFI_DataType_PRED)
+    *out = pf_any_bool(i != 0);
+  else
+    return -1;
+  return 0;
+}
+
+static const char* kind_name(int kind) {
+  return kind == P_TENSOR ? "Tensor" : kind == P_INT ? "int" : kind == P_FLOAT ? "float" : "bool";
+}
+
+static int span_is(const XLA_FFI_ByteSpan* s, const char* text, size_t len) {
+  return s->len == len && memcmp(s->ptr, text, len) == 0;
+}
+
+/* The plan named by the attributes packfn_name and packfn_slot. */
+static XLA_FFI_Error* plan_of(XLA_FFI_CallFrame* frame, plan_t** out) {
+  const XLA_FFI_Attrs* attrs = &frame->attrs;
+  const XLA_FFI_ByteSpan* name = NULL;
+  int64_t slot = -1;
+  for (int64_t a = 0; a < attrs->size; ++a) {
+    if (span_is(attrs->names[a], "packfn_name", 11) && attrs->types[a] == XLA_FFI_AttrType_STRING)
+      name = attrs->attrs[a];
+    else if (span_is(attrs->names[a], "packfn_slot", 11) &&
+             attrs->types[a] == XLA_FFI_AttrType_SCALAR &&
+             ((const XLA_FFI_Scalar*)attrs->attrs[a])->dtype == XLA_FFI_DataType_S64)
+      slot = *(const int64_t*)((const XLA_FFI_Scalar*)attrs->attrs[a])->value;
+  }
+  if (!name)
+    return xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                     "packfn_xla: the custom call has no string attribute packfn_name naming "
+                     "the packfn function");
+  plan_t* plan = slot_get(slot);
+  if (PF_LIKELY(plan && plan->name_len == name->len &&
+                memcmp(plan->name, name->ptr, name->len) == 0)) {
+    *out = plan;
+    return NULL;
+  }
+  char buf[256], err[1024];
+  if (name->len >= sizeof buf)
+    return xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                     "packfn_xla: function name of %zu bytes is too long", name->len);
+  memcpy(buf, name->ptr, name->len);
+  buf[name->len] = '\0';
+  slot = pf_xla_bind(buf, err, sizeof err);
+  if (slot < 0)
+    return xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "%s", err);
+  *out = slot_get(slot);
+  return NULL;
+}
+
+enum { STACK_PARAMS = 16 };
+
+static XLA_FFI_Error* call(XLA_FFI_CallFrame* frame, DLDevice device) {
+  if (PF_UNLIKELY(frame->extension_start &&
+                  frame->extension_start->type == XLA_FFI_Extension_Metadata))
+    return metadata(frame);
+  if (PF_UNLIKELY(frame->struct_size < XLA_FFI_CallFrame_STRUCT_SIZE))
+    return xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                     "packfn_xla: call frame of %zu bytes, expected at least %zu",
+                     frame->struct_size, (size_t)XLA_FFI_CallFrame_STRUCT_SIZE);
+  if (frame->stage != XLA_FFI_ExecutionStage_EXECUTE)
+    return NULL;
+  plan_t* plan = NULL;
+  XLA_FFI_Error* xerr = plan_of(frame, &plan);
+  if (xerr)
+    return xerr;
+  int64_t nargs = frame->args.size, nrets = frame->rets.size;
+  if (PF_UNLIKELY(nargs + nrets != plan->num_tensors))
+    return xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                     "%s: %d tensor parameters, but the call has %lld operands and %lld results",
+                     plan->name, (int)plan->num_tensors, (long long)nargs, (long long)nrets);
+  if (PF_UNLIKELY(frame->attrs.size != plan->num_params - plan->num_tensors + 2))
+    return xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                     "%s: %d scalar parameters, but the call has %lld attributes besides "
+                     "packfn_name and packfn_slot",
+                     plan->name, (int)(plan->num_params - plan->num_tensors),
+                     (long long)frame->attrs.size - 2);
+
+  pf_any_t args_stack[STACK_PARAMS];
+  DLTensor views_stack[STACK_PARAMS];
+  pf_any_t* args = args_stack;
+  DLTensor* views = views_stack;
+  if (PF_UNLIKELY(plan->num_params > STACK_PARAMS)) {
+    args = malloc((size_t)plan->num_params * (sizeof *args + sizeof *views));
+    if (!args)
+      return xla_error(frame->api, XLA_FFI_Error_Code_RESOURCE_EXHAUSTED,
+                       "%s: out of memory for %d arguments", plan->name, (int)plan->num_params);
+    views = (DLTensor*)(args + plan->num_params);
+  }
+
+  int32_t t = 0;
+  for (int32_t p = 0; p < plan->num_params && !xerr; ++p) {
+    const xparam_t* param = &plan->params[p];
+    if (param->kind == P_TENSOR) {
+      XLA_FFI_Buffer* b = t < nargs ? frame->args.args[t] : frame->rets.rets[t - nargs];
+      DLTensor* v = &views[t];
+      if (PF_UNLIKELY(dtype_of(b->dtype, &v->dtype) != 0)) {
+        xerr = xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                         "%s: argument %d (%s): XLA type %d has no DLPack equivalent", plan->name,
+                         (int)p, param->name, (int)b->dtype);
+        break;
+      }
+      v->data = b->data;
+      v->device = device;
+      v->ndim = (int32_t)b->rank;
+      v->shape = b->dims;
+      v->strides = NULL;
+      v->byte_offset = 0;
+      args[p] = pf_any_dltensor(v);
+      ++t;
+      continue;
+    }
+    size_t len = strlen(param->name);
+    const XLA_FFI_Attrs* attrs = &frame->attrs;
+    int64_t a = 0;
+    while (a < attrs->size && !span_is(attrs->names[a], param->name, len))
+      ++a;
+    if (a == attrs->size)
+      xerr = xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                       "%s: argument %d (%s): no attribute %s (%s) in the call", plan->name, (int)p,
+                       param->name, param->name, kind_name(param->kind));
+    else if (attrs->types[a] != XLA_FFI_AttrType_SCALAR ||
+             scalar_of(attrs->attrs[a], param->kind, &args[p]) != 0)
+      xerr = xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                       "%s: argument %d (%s): expected a %s attribute", plan->name, (int)p,
+                       param->name, kind_name(param->kind));
+  }
+
+  if (!xerr) {
+    void* prev = NULL;
+    int set_stream = device.device_type == kDLCUDA;
+    if (set_stream) {
+      XLA_FFI_Stream_Get_Args sargs = {.struct_size = XLA_FFI_Stream_Get_Args_STRUCT_SIZE,
+                                       .extension_start = NULL,
+                                       .ctx = frame->ctx,
+                                       .stream = NULL};
+      xerr = frame->api->XLA_FFI_Stream_Get(&sargs);
+      if (!xerr && pf_stream_set(device, sargs.stream, &prev) != 0)
+        xerr = xla_error_from_packfn(frame->api);
+    }
+    if (!xerr) {
+      pf_any_t result;
+      if (pf_function_call(plan->fn, args, plan->num_params, &result) != 0)
+        xerr = xla_error_from_packfn(frame->api);
+      else
+        pf_any_release(&result);
+      if (set_stream)
+        pf_stream_set(device, prev, NULL);
+    }
+  }
+  if (args != args_stack)
+    free(args);
+  return xerr;
+}
+
+XLA_FFI_Error* pf_xla_call_cpu(XLA_FFI_CallFrame* frame) {
+  return call(frame, (DLDevice){kDLCPU, 0});
+}
+
+XLA_FFI_Error* pf_xla_call_cuda(XLA_FFI_CallFrame* frame) {
+  if (frame->extension_start && frame->extension_start->type == XLA_FFI_Extension_Metadata)
+    return metadata(frame);
+  XLA_FFI_DeviceOrdinal_Get_Args oargs = {.struct_size = XLA_FFI_DeviceOrdinal_Get_Args_STRUCT_SIZE,
+                                          .extension_start = NULL,
+                                          .ctx = frame->ctx,
+                                          .device_ordinal = 0};
+  XLA_FFI_Error* xerr = frame->api->XLA_FFI_DeviceOrdinal_Get(&oargs);
+  if (xerr)
+    return xerr;
+  return call(frame, (DLDevice){kDLCUDA, oargs.device_ordinal});
+}
