@@ -8,7 +8,9 @@
 #                  fewer scaling points, short callgrind loops
 #   --out DIR      results folder (default ./packfn-bench-results)
 # Writes DIR/bench.md (the table, also printed), DIR/bench.json, DIR/scaling.json,
-# DIR/scaling.csv, DIR/scaling.png, and DIR/callgrind/ (one dump per operation).
+# DIR/scaling.csv, DIR/scaling.png, DIR/callgrind/ (one dump per operation), and, when the
+# build's venv has the Python package installed, DIR/python.txt and DIR/jax.txt (calls from
+# Python against TVM-FFI, ctypes and plain Python; jitted calls through the XLA adapter).
 # Without valgrind the table has no instruction counts; without TVM-FFI or libffi (not found
 # when packfn_bench was built) their columns read "absent"; without matplotlib (the build's
 # venv, or PF_BENCH_PYTHON) the plot is drawn with gnuplot, and without either it is skipped.
@@ -80,9 +82,37 @@ if [ -f "$out/scaling.json" ]; then
   [ "$plot_done" -eq 1 ] || log "neither matplotlib nor gnuplot found: no plot"
 fi
 
+# 4. calls from Python and jitted JAX calls, when a Python with the packfn package installed is
+#    found (the build's venv after `pip install .`, or PF_BENCH_PYTHON).
+py_done=0
+jax_done=0
+# (tools/dev keeps the venv beside its build folders: BUILD/venv next to BUILD/werror)
+build=$(dirname "$(dirname "$bench")")
+for py in "${PF_BENCH_PYTHON:-}" "$build/venv/bin/python" "$(dirname "$build")/venv/bin/python"; do
+  [ -n "$py" ] || continue
+  command -v "$py" >/dev/null 2>&1 || continue
+  "$py" -c 'import packfn, numpy' 2>/dev/null || continue
+  quick_opt=""
+  [ "$quick" -eq 1 ] && quick_opt="--quick"
+  log "calls from Python ($py)"
+  # shellcheck disable=SC2086 # $quick_opt is empty or one option
+  "$py" "$here/python/bench_calls.py" $quick_opt >"$out/python.txt" && py_done=1
+  if "$py" -c 'import jax, packfn.jax' 2>/dev/null; then
+    log "jitted calls through packfn's XLA adapter"
+    # shellcheck disable=SC2086
+    "$py" "$here/jax/bench_ffi.py" $quick_opt >"$out/jax.txt" && jax_done=1
+  fi
+  break
+done
+[ "$py_done" -eq 1 ] || log "no Python with the packfn package (pip install .): no Python rows"
+
 cat "$out/bench.md"
 echo
+[ "$py_done" -eq 1 ] && { cat "$out/python.txt"; echo; }
+[ "$jax_done" -eq 1 ] && { cat "$out/jax.txt"; echo; }
 files="bench.md bench.json"
+[ "$py_done" -eq 1 ] && files="$files python.txt"
+[ "$jax_done" -eq 1 ] && files="$files jax.txt"
 [ -f "$out/scaling.json" ] && files="$files scaling.json scaling.csv"
 [ "$plot_done" -eq 1 ] && files="$files scaling.png"
 log "results in $out: $files"
