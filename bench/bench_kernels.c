@@ -1,8 +1,9 @@
 /* bench/bench_kernels.c: bandwidth of the CPU kernels (kernels/kmath.h) at every instruction set
  * level the CPU has, against memcpy of the same bytes in the same run.
  *
- *   rms_norm float32, in cache (16, 64, 256 KiB; shape rows x 1024): time of memcpy of the
- *     same bytes / time of rms_norm (both read the input once and write the output once).
+ *   rms_norm float32, in cache (16, 64, 256 KiB; rows of 1024, rows of 4096, one row): time of
+ *     memcpy of the same bytes / time of rms_norm (both read the input once and write the
+ *     output once; rms_norm also reads it a second time, from cache).
  *   rms_norm float32, 1-D, 64 MiB: against the two-pass limit, the time of one read-only pass
  *     over the input plus one memcpy of it (rms_norm must read a row once to sum it before it
  *     can scale it, and a 64 MiB row does not stay in cache between the passes).
@@ -180,20 +181,25 @@ static void fill(float* x, size_t n) {
   }
 }
 
+/* In cache: each size as rows of 1024 and of 4096 floats (a row's scaling shares its pass
+ * with the next row's sum) and as one row (two passes over the data). */
 static void in_cache(float* x, float* y) {
   static const size_t KIB[] = {16, 64, 256};
+  static const int64_t COLS[] = {1024, 4096, 0}; /* 0: one row */
   for (int s = 0; s < 3; ++s) {
-    int64_t cols = 1024;
-    int64_t rows = (int64_t)(KIB[s] * 1024 / sizeof(float)) / cols;
-    job_t cp = {.op = OP_MEMCPY, .x = x, .y = y, .rows = rows, .cols = cols};
-    job_t rms = cp;
-    rms.op = OP_RMS;
-    job_t jobs[2] = {cp, rms};
-    double t[2];
-    time_jobs(jobs, 2, t);
-    double gbs = 2.0 * (double)(rows * cols * 4) / 1e9;
-    printf("  rms_norm %4zu KiB (%lldx%lld)  memcpy %6.1f GB/s  rms_norm %6.1f GB/s  ratio %.2f\n",
-           KIB[s], (long long)rows, (long long)cols, gbs / t[0], gbs / t[1], t[0] / t[1]);
+    int64_t n = (int64_t)(KIB[s] * 1024 / sizeof(float));
+    job_t jobs[4] = {{.op = OP_MEMCPY, .x = x, .y = y, .rows = 1, .cols = n}};
+    for (int k = 0; k < 3; ++k) {
+      int64_t cols = COLS[k] == 0 ? n : COLS[k];
+      jobs[k + 1] = (job_t){.op = OP_RMS, .x = x, .y = y, .rows = n / cols, .cols = cols};
+    }
+    double t[4];
+    time_jobs(jobs, 4, t);
+    double gb = 2.0 * (double)(n * 4) / 1e9;
+    printf("  %3zu KiB: memcpy %6.1f GB/s; rms_norm x1024 %6.1f GB/s (%.2fx), x4096 %6.1f GB/s "
+           "(%.2fx), one row %6.1f GB/s (%.2fx)\n",
+           KIB[s], gb / t[0], gb / t[1], t[0] / t[1], gb / t[2], t[0] / t[2], gb / t[3],
+           t[0] / t[3]);
   }
 }
 
