@@ -10,7 +10,10 @@
  *
  * Aliasing: an output may be the very same array as an input where a comment says so, never a
  * partial overlap. Sums accumulate in double precision (float32 ones in float partial sums of
- * at most 16 terms first), so float32 results are accurate to a few ulp. */
+ * at most 16 terms first), so float32 results are accurate to a few ulp. A row is summed in
+ * segments whose bounds depend on its length only, and the segment sums are added in order, so
+ * that the thread count never changes a result; the instruction set level may change the last
+ * bits of a reduction (lane count, fused multiply-adds), never more than those few ulp. */
 
 #include <float.h>
 #include <math.h>
@@ -19,6 +22,33 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---- Instruction set and threads ----
+ * The kernels below pick their inner loops at run time from the instruction sets the CPU has
+ * (x86-64: SSE2, AVX2 with FMA, AVX-512 F/VL/BW/DQ; elsewhere the compiler's baseline), and may
+ * split large arrays over threads. Both settings are process-wide and thread-safe to change; a
+ * kernel already running finishes with the settings it started with. */
+
+/* Instruction set levels. A level above what the CPU has is lowered to the best it has. */
+enum { PF__K_ISA_AUTO = -1, PF__K_ISA_BASE = 0, PF__K_ISA_AVX2 = 1, PF__K_ISA_AVX512 = 2 };
+
+/* Selects a level (PF__K_ISA_AUTO, the default: the best the CPU has). Returns the level now in
+ * effect. For tests and benchmarks: every level gives results within the tolerances above. */
+int pf__k_isa_set(int level);
+/* The level in effect, and the name of its loops ("sse2", "avx2", "avx512", or "base" off x86). */
+int pf__k_isa_get(void);
+const char* pf__k_isa_name(void);
+
+/* The most threads one kernel call uses, 1..PF__K_MAX_THREADS; n <= 0 restores the default:
+ * the environment variable PACKFN_KERNEL_THREADS when it holds a number >= 1 (read once, at
+ * the first kernel call), else 1. Returns the count now in effect. A call uses fewer threads
+ * than this when its arrays are small (below PF__K_PAR_MIN_BYTES per thread), and runs its
+ * share on the calling thread when a thread cannot be started; results are bit-identical for
+ * every thread count. */
+#define PF__K_MAX_THREADS   64
+#define PF__K_PAR_MIN_BYTES ((int64_t)1 << 20)
+int pf__k_threads_set(int n);
+int pf__k_threads_get(void);
 
 /* add_n: out[i] = x[i] + n for i < count. out may equal x. */
 void pf__k_add_n_f32(const float* x, float* out, int64_t count, float n);

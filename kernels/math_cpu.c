@@ -1,461 +1,581 @@
-/* kernels/math_cpu.c: the CPU implementations of the raw kernels declared in math.h, single
- * threaded, written so that gcc and clang vectorise them at -O2/-O3 without -ffast-math. */
+/* kernels/math_cpu.c: the CPU kernels of kmath.h: the choice of inner loops for the CPU
+ * (math_simd.h), the split of large arrays over threads, and the row logic of rms_norm. */
 #include "kmath.h"
+#include "math_simd.h"
 
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* Non-temporal stores: SSE2 is part of every x86-64 CPU. Prefetches: SSE, or the builtin of
- * gcc and clang on other targets. Elsewhere the plain loops run alone. */
-#if defined(__SSE2__) && (defined(__x86_64__) || defined(__i386__))
-#include <emmintrin.h>
-#define PF__K_HAVE_STREAM 1
-#define PF__K_PREFETCH(p) _mm_prefetch((const char*)(p), _MM_HINT_T1)
-#elif defined(__GNUC__)
-#define PF__K_HAVE_STREAM 0
-#define PF__K_PREFETCH(p) __builtin_prefetch((p), 0, 2)
-#else
-#define PF__K_HAVE_STREAM 0
-#define PF__K_PREFETCH(p) ((void)(p))
-#endif
+#include <stdlib.h>
 
 /* A result this large cannot stay in a core's private caches until its consumer runs. It is
  * written with non-temporal stores where there are any, which skip the read-for-ownership of
  * each line that plain stores pay: that read is a third of rms_norm's memory traffic. */
 #define PF__K_BIG_BYTES ((int64_t)4 << 20)
 /* While such a result is written one row at a time, the next input row is prefetched into L2,
- * so that reading row r + 1 overlaps writing row r as in a memcpy, instead of the two
- * alternating. Rows longer than this would crowd each other out of L2 (and the hardware
- * prefetcher streams them well once it has locked on). */
+ * so that reading row r + 1 overlaps writing row r as in a memcpy. Rows longer than this would
+ * crowd each other out of L2 (and the hardware prefetcher streams them well by itself). */
 #define PF__K_PREFETCH_MAX_ROW_BYTES ((int64_t)256 << 10)
-/* Elements scaled per prefetch: one 64-byte cache line of float32. */
-#define PF__K_LINE_F32 16
-#define PF__K_LINE_F64 8
+/* A row is summed in segments of at least this many elements and at most PF__K_MAX_SEGS of
+ * them; threads split a long row at segment bounds. */
+#define PF__K_SEG_MIN  ((int64_t)16384)
+#define PF__K_MAX_SEGS 64
+/* Threads split element ranges at multiples of this many elements (256 bytes of float32), so
+ * that each element takes the same (vector or scalar) path whatever the split. */
+#define PF__K_SPLIT_ALIGN ((int64_t)64)
 
-/* Sum reductions keep this many independent float lanes (half as many double lanes), which
- * the compiler maps onto SIMD registers (four SSE or two AVX registers), hiding the latency of
- * the adds. No reassociation is needed, so this vectorises without -ffast-math. */
-#define PF__K_LANES 16
-/* Lanes are folded into a double total every this many elements: a float lane then adds only
- * 16 terms in float precision, and the fold costs one add per 16 loads. */
-#define PF__K_FOLD 256
+/* ---- instruction set ---- */
 
-/* ---- add_n ---- */
+static const pf__k_simd_t* level_table(int level) {
+#if PF__K_HAVE_X86_LEVELS
+  if (level == PF__K_ISA_AVX512) {
+    return &pf__k_simd_avx512;
+  }
+  if (level == PF__K_ISA_AVX2) {
+    return &pf__k_simd_avx2;
+  }
+#endif
+  (void)level;
+  return &pf__k_simd_base;
+}
+
+/* The best level this CPU (and its operating system, which must save the registers) has. */
+static int best_level(void) {
+#if PF__K_HAVE_X86_LEVELS
+  __builtin_cpu_init();
+  int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
+    return PF__K_ISA_AVX512;
+  }
+  return avx2 ? PF__K_ISA_AVX2 : PF__K_ISA_BASE;
+#else
+  return PF__K_ISA_BASE;
+#endif
+}
+
+/* The level in effect, + 1 (0: not chosen yet). */
+static atomic_int isa_level = 0;
+
+int pf__k_isa_set(int level) {
+  int best = best_level();
+  int chosen = (level < 0 || level > best) ? best : level;
+  atomic_store(&isa_level, chosen + 1);
+  return chosen;
+}
+
+int pf__k_isa_get(void) {
+  int level = atomic_load(&isa_level);
+  return level > 0 ? level - 1 : pf__k_isa_set(PF__K_ISA_AUTO);
+}
+
+const char* pf__k_isa_name(void) {
+  return level_table(pf__k_isa_get())->name;
+}
+
+static const pf__k_simd_t* ops(void) {
+  return level_table(pf__k_isa_get());
+}
+
+/* ---- threads ---- */
+
+/* The thread count in effect (0: not chosen yet). */
+static atomic_int thread_count = 0;
+
+static int default_threads(void) {
+  const char* env = getenv("PACKFN_KERNEL_THREADS");
+  if (env == NULL) {
+    return 1;
+  }
+  char* end;
+  long n = strtol(env, &end, 10);
+  if (end == env || *end != '\0' || n < 1) {
+    return 1;
+  }
+  return n > PF__K_MAX_THREADS ? PF__K_MAX_THREADS : (int)n;
+}
+
+int pf__k_threads_set(int n) {
+  int chosen = n <= 0 ? default_threads() : (n > PF__K_MAX_THREADS ? PF__K_MAX_THREADS : n);
+  atomic_store(&thread_count, chosen);
+  return chosen;
+}
+
+int pf__k_threads_get(void) {
+  int n = atomic_load(&thread_count);
+  return n > 0 ? n : pf__k_threads_set(0);
+}
+
+/* Threads for work over bytes bytes: at most one per PF__K_PAR_MIN_BYTES, at least 1. */
+static int parts_for(int64_t bytes) {
+  int64_t by_size = bytes / PF__K_PAR_MIN_BYTES;
+  int n = pf__k_threads_get();
+  return by_size < 2 ? 1 : (by_size < n ? (int)by_size : n);
+}
+
+typedef void (*part_fn)(void* ctx, int part, int parts);
+
+typedef struct {
+  part_fn fn;
+  void* ctx;
+  int part;
+  int parts;
+} worker_t;
+
+static void* worker_main(void* arg) {
+  worker_t* w = arg;
+  w->fn(w->ctx, w->part, w->parts);
+  return NULL;
+}
+
+/* Runs fn(ctx, p, parts) for p < parts, part 0 on the calling thread, and returns when all
+ * are done. A part whose thread cannot be started runs on the calling thread afterwards. */
+static void run_parts(int parts, part_fn fn, void* ctx) {
+  if (parts <= 1) {
+    fn(ctx, 0, 1);
+    return;
+  }
+  worker_t w[PF__K_MAX_THREADS];
+  pthread_t th[PF__K_MAX_THREADS];
+  int started[PF__K_MAX_THREADS];
+  for (int p = 1; p < parts; ++p) {
+    w[p] = (worker_t){fn, ctx, p, parts};
+    started[p] = pthread_create(&th[p], NULL, worker_main, &w[p]) == 0;
+  }
+  fn(ctx, 0, parts);
+  for (int p = 1; p < parts; ++p) {
+    if (started[p]) {
+      pthread_join(th[p], NULL);
+    } else {
+      fn(ctx, p, parts);
+    }
+  }
+}
+
+/* Part p's share [*lo, *hi) of n items, split at multiples of align. */
+static void split(int64_t n, int p, int parts, int64_t align, int64_t* lo, int64_t* hi) {
+  int64_t units = (n + align - 1) / align;
+  int64_t a = units * p / parts * align;
+  int64_t b = units * (p + 1) / parts * align;
+  *lo = a < n ? a : n;
+  *hi = b < n ? b : n;
+}
+
+/* ---- elementwise kernels ---- */
+
+/* One job for every elementwise kernel: kind picks the loop. */
+typedef enum { EW_ADD_N, EW_VADD, EW_KEPLER } ew_kind_t;
+
+typedef struct {
+  const pf__k_simd_t* ops;
+  ew_kind_t kind;
+  int f64;
+  const void* in0; /* x, b or mean_anomaly */
+  const void* in1; /* c or ecc */
+  void* out0;      /* out, a or sin_e */
+  void* out1;      /* cos_e */
+  int64_t count;
+  int64_t nb;
+  double scalar;
+} ew_job_t;
+
+/* vector_add over [lo, hi): one pass per repetition of b avoids a division per element. */
+static void vadd_range(const ew_job_t* j, int64_t lo, int64_t hi) {
+  size_t elem = j->f64 ? sizeof(double) : sizeof(float);
+  int64_t start = lo;
+  while (start < hi) {
+    int64_t off = j->nb == 1 ? 0 : start % j->nb;
+    int64_t len = j->nb == 1 ? hi - start : j->nb - off;
+    len = len < hi - start ? len : hi - start;
+    const char* b = (const char*)j->in0 + (size_t)off * elem;
+    const char* c = (const char*)j->in1 + (size_t)start * elem;
+    char* a = (char*)j->out0 + (size_t)start * elem;
+    if (j->nb == 1 && j->f64) {
+      j->ops->add_scalar_f64((const double*)c, (double*)a, len, *(const double*)b);
+    } else if (j->nb == 1) {
+      j->ops->add_scalar_f32((const float*)c, (float*)a, len, *(const float*)b);
+    } else if (j->f64) {
+      j->ops->add_f64((const double*)b, (const double*)c, (double*)a, len);
+    } else {
+      j->ops->add_f32((const float*)b, (const float*)c, (float*)a, len);
+    }
+    start += len;
+  }
+}
+
+static void ew_part(void* ctx, int part, int parts) {
+  const ew_job_t* j = ctx;
+  int64_t lo, hi;
+  split(j->count, part, parts, PF__K_SPLIT_ALIGN, &lo, &hi);
+  int64_t n = hi - lo;
+  if (n <= 0) {
+    return;
+  }
+  if (j->kind == EW_VADD) {
+    vadd_range(j, lo, hi);
+  } else if (j->kind == EW_ADD_N && j->f64) {
+    j->ops->add_scalar_f64((const double*)j->in0 + lo, (double*)j->out0 + lo, n, j->scalar);
+  } else if (j->kind == EW_ADD_N) {
+    j->ops->add_scalar_f32((const float*)j->in0 + lo, (float*)j->out0 + lo, n, (float)j->scalar);
+  } else if (j->f64) {
+    j->ops->kepler_f64((const double*)j->in0 + lo, (const double*)j->in1 + lo,
+                       (double*)j->out0 + lo, (double*)j->out1 + lo, n);
+  } else {
+    j->ops->kepler_f32((const float*)j->in0 + lo, (const float*)j->in1 + lo, (float*)j->out0 + lo,
+                       (float*)j->out1 + lo, n);
+  }
+}
+
+/* Runs j over its count, on threads when its arrays are large; bytes_per is the memory one
+ * element moves (Kepler, bound by arithmetic, passes a larger figure: its work per byte). */
+static void ew_run(ew_job_t* j, int64_t bytes_per) {
+  if (j->count <= 0) {
+    return;
+  }
+  j->ops = ops();
+  int64_t bytes = j->count > INT64_MAX / bytes_per ? INT64_MAX : j->count * bytes_per;
+  run_parts(parts_for(bytes), ew_part, j);
+}
 
 void pf__k_add_n_f32(const float* x, float* out, int64_t count, float n) {
-  for (int64_t i = 0; i < count; ++i) {
-    out[i] = x[i] + n;
-  }
+  ew_job_t j = {NULL, EW_ADD_N, 0, x, NULL, out, NULL, count, 0, n};
+  ew_run(&j, 2 * (int64_t)sizeof(float));
 }
 
 void pf__k_add_n_f64(const double* x, double* out, int64_t count, double n) {
-  for (int64_t i = 0; i < count; ++i) {
-    out[i] = x[i] + n;
-  }
+  ew_job_t j = {NULL, EW_ADD_N, 1, x, NULL, out, NULL, count, 0, n};
+  ew_run(&j, 2 * (int64_t)sizeof(double));
 }
-
-/* ---- reductions ---- */
-
-/* sum_i a[i] * b[i] over n floats, in double. Each block of up to PF__K_FOLD elements is
- * summed in float lanes, then added in double. (The block's pointers and length are computed
- * before its loop: gcc 12 leaves a loop that advances the outer index itself unvectorised.) */
-static double dot_f32_lanes(const float* a, const float* b, int64_t n) {
-  double total = 0.0;
-  int64_t i = 0;
-  while (n - i >= PF__K_LANES) {
-    int64_t len = (n - i >= PF__K_FOLD) ? PF__K_FOLD : (n - i) & ~(int64_t)(PF__K_LANES - 1);
-    const float* pa = a + i;
-    const float* pb = b + i;
-    float lane[PF__K_LANES] = {0};
-    for (int64_t k = 0; k < len; k += PF__K_LANES) {
-      for (int j = 0; j < PF__K_LANES; ++j) {
-        lane[j] += pa[k + j] * pb[k + j];
-      }
-    }
-    double block = 0.0;
-    for (int j = 0; j < PF__K_LANES; ++j) {
-      block += lane[j];
-    }
-    total += block;
-    i += len;
-  }
-  for (; i < n; ++i) {
-    total += (double)a[i] * b[i];
-  }
-  return total;
-}
-
-/* The same sum with every product in double: half the speed, no float overflow or underflow. */
-static double dot_f32_wide(const float* a, const float* b, int64_t n) {
-  enum { LANES = PF__K_LANES / 2 };
-  double lane[LANES] = {0};
-  int64_t i = 0;
-  for (; n - i >= LANES; i += LANES) {
-    for (int j = 0; j < LANES; ++j) {
-      lane[j] += (double)a[i + j] * b[i + j];
-    }
-  }
-  double total = 0.0;
-  for (int j = 0; j < LANES; ++j) {
-    total += lane[j];
-  }
-  for (; i < n; ++i) {
-    total += (double)a[i] * b[i];
-  }
-  return total;
-}
-
-/* sum_i a[i] * b[i] over n floats, in double. Float products overflow beyond 3e38 and lose
- * bits below 1e-38; a float-lane sum outside [2^-60, DBL_MAX] may have done either (or met a
- * NaN), and only then is the row summed again with double products. Underflow cannot matter
- * above 2^-60: what it loses is at most 2^-149 per product. */
-static double dot_f32(const float* a, const float* b, int64_t n) {
-  double total = dot_f32_lanes(a, b, n);
-  if (fabs(total) >= 0x1p-60 && fabs(total) <= DBL_MAX) {
-    return total;
-  }
-  return dot_f32_wide(a, b, n);
-}
-
-/* sum_i a[i] * b[i] over n doubles, blocked like dot_f32. Block totals are added with
- * Neumaier's compensation, so the error stays that of one block however long the row is. */
-static double dot_f64(const double* a, const double* b, int64_t n) {
-  enum { LANES = PF__K_LANES / 2 };
-  double total = 0.0;
-  double comp = 0.0;
-  int64_t i = 0;
-  while (n - i >= LANES) {
-    int64_t len = (n - i >= PF__K_FOLD) ? PF__K_FOLD : (n - i) & ~(int64_t)(LANES - 1);
-    const double* pa = a + i;
-    const double* pb = b + i;
-    double lane[LANES] = {0};
-    for (int64_t k = 0; k < len; k += LANES) {
-      for (int j = 0; j < LANES; ++j) {
-        lane[j] += pa[k + j] * pb[k + j];
-      }
-    }
-    double block = 0.0;
-    for (int j = 0; j < LANES; ++j) {
-      block += lane[j];
-    }
-    double sum = total + block;
-    comp += (fabs(total) >= fabs(block)) ? (total - sum) + block : (block - sum) + total;
-    total = sum;
-    i += len;
-  }
-  for (; i < n; ++i) {
-    total += a[i] * b[i];
-  }
-  return total + comp;
-}
-
-/* ---- row scaling: out[i] = x[i] * s ---- */
-
-static void scale_f32(const float* x, float* out, int64_t n, float s) {
-  for (int64_t i = 0; i < n; ++i) {
-    out[i] = x[i] * s;
-  }
-}
-
-static void scale_f64(const double* x, double* out, int64_t n, double s) {
-  for (int64_t i = 0; i < n; ++i) {
-    out[i] = x[i] * s;
-  }
-}
-
-/* scale_f32 that also prefetches the same offsets of next, one line per line written. */
-static void scale_prefetch_f32(const float* x, float* out, int64_t n, float s, const float* next) {
-  int64_t i = 0;
-  for (; n - i >= PF__K_LINE_F32; i += PF__K_LINE_F32) {
-    PF__K_PREFETCH(next + i);
-    for (int j = 0; j < PF__K_LINE_F32; ++j) {
-      out[i + j] = x[i + j] * s;
-    }
-  }
-  scale_f32(x + i, out + i, n - i, s);
-}
-
-static void scale_prefetch_f64(const double* x, double* out, int64_t n, double s,
-                               const double* next) {
-  int64_t i = 0;
-  for (; n - i >= PF__K_LINE_F64; i += PF__K_LINE_F64) {
-    PF__K_PREFETCH(next + i);
-    for (int j = 0; j < PF__K_LINE_F64; ++j) {
-      out[i + j] = x[i + j] * s;
-    }
-  }
-  scale_f64(x + i, out + i, n - i, s);
-}
-
-#if PF__K_HAVE_STREAM
-/* scale_prefetch_f32 with non-temporal stores once out is 16-byte aligned; out must not overlap
- * x, next may be NULL. */
-static void scale_stream_f32(const float* x, float* out, int64_t n, float s, const float* next) {
-  int64_t i = 0;
-  for (; i < n && ((uintptr_t)(out + i) & 15) != 0; ++i) {
-    out[i] = x[i] * s;
-  }
-  __m128 vs = _mm_set1_ps(s);
-  for (; n - i >= PF__K_LINE_F32; i += PF__K_LINE_F32) {
-    if (next != NULL) {
-      PF__K_PREFETCH(next + i);
-    }
-    _mm_stream_ps(out + i, _mm_mul_ps(_mm_loadu_ps(x + i), vs));
-    _mm_stream_ps(out + i + 4, _mm_mul_ps(_mm_loadu_ps(x + i + 4), vs));
-    _mm_stream_ps(out + i + 8, _mm_mul_ps(_mm_loadu_ps(x + i + 8), vs));
-    _mm_stream_ps(out + i + 12, _mm_mul_ps(_mm_loadu_ps(x + i + 12), vs));
-  }
-  scale_f32(x + i, out + i, n - i, s);
-}
-
-static void scale_stream_f64(const double* x, double* out, int64_t n, double s,
-                             const double* next) {
-  int64_t i = 0;
-  for (; i < n && ((uintptr_t)(out + i) & 15) != 0; ++i) {
-    out[i] = x[i] * s;
-  }
-  __m128d vs = _mm_set1_pd(s);
-  for (; n - i >= PF__K_LINE_F64; i += PF__K_LINE_F64) {
-    if (next != NULL) {
-      PF__K_PREFETCH(next + i);
-    }
-    _mm_stream_pd(out + i, _mm_mul_pd(_mm_loadu_pd(x + i), vs));
-    _mm_stream_pd(out + i + 2, _mm_mul_pd(_mm_loadu_pd(x + i + 2), vs));
-    _mm_stream_pd(out + i + 4, _mm_mul_pd(_mm_loadu_pd(x + i + 4), vs));
-    _mm_stream_pd(out + i + 6, _mm_mul_pd(_mm_loadu_pd(x + i + 6), vs));
-  }
-  scale_f64(x + i, out + i, n - i, s);
-}
-#endif
-
-/* How rms_norm writes its rows. */
-typedef struct {
-  int stream;   /* non-temporal stores (x86 only, never in place: x's lines are cached) */
-  int prefetch; /* prefetch the next row while writing one */
-} write_plan_t;
-
-static write_plan_t plan_writes(const void* x, const void* out, int64_t rows, int64_t cols,
-                                size_t elem) {
-  write_plan_t plan = {0, 0};
-  if (rows <= 0 || cols <= 0) {
-    return plan;
-  }
-  /* rows * cols * elem could overflow for absurd shapes; dividing keeps the test exact. */
-  int64_t limit = PF__K_BIG_BYTES / (int64_t)elem;
-  int big = cols >= limit || rows >= (limit + cols - 1) / cols;
-  plan.stream = big && PF__K_HAVE_STREAM && x != out;
-  plan.prefetch = big && rows > 1 && cols <= PF__K_PREFETCH_MAX_ROW_BYTES / (int64_t)elem;
-  return plan;
-}
-
-/* Makes non-temporal stores visible to other threads in program order before returning. */
-static void end_writes(write_plan_t plan) {
-#if PF__K_HAVE_STREAM
-  if (plan.stream) {
-    _mm_sfence();
-  }
-#else
-  (void)plan;
-#endif
-}
-
-/* out[0..n) = x[0..n) * s as planned; next is the row after x, or NULL for the last one. */
-static void scale_row_f32(const float* x, float* out, int64_t n, float s, const float* next,
-                          write_plan_t plan) {
-  next = plan.prefetch ? next : NULL;
-#if PF__K_HAVE_STREAM
-  if (plan.stream) {
-    scale_stream_f32(x, out, n, s, next);
-    return;
-  }
-#endif
-  if (next != NULL) {
-    scale_prefetch_f32(x, out, n, s, next);
-  } else {
-    scale_f32(x, out, n, s);
-  }
-}
-
-static void scale_row_f64(const double* x, double* out, int64_t n, double s, const double* next,
-                          write_plan_t plan) {
-  next = plan.prefetch ? next : NULL;
-#if PF__K_HAVE_STREAM
-  if (plan.stream) {
-    scale_stream_f64(x, out, n, s, next);
-    return;
-  }
-#endif
-  if (next != NULL) {
-    scale_prefetch_f64(x, out, n, s, next);
-  } else {
-    scale_f64(x, out, n, s);
-  }
-}
-
-/* ---- rms_norm ---- */
-
-/* 1 / sqrt(sum_sq / cols + eps) in double; a row of zero columns has mean square 0. */
-static double inv_rms_of(double sum_sq, int64_t cols, double eps) {
-  double mean_sq = (cols > 0) ? sum_sq / (double)cols : 0.0;
-  return 1.0 / sqrt(mean_sq + eps);
-}
-
-/* rms_norm over rows, storing the per-row scale in inv_rms unless it is NULL. Each row is read
- * twice, but the second pass finds it in L1 or L2 for any row of up to a few hundred KiB. */
-static void rms_norm_rows_f32(const float* x, float* out, float* inv_rms, int64_t rows,
-                              int64_t cols, float eps) {
-  write_plan_t plan = plan_writes(x, out, rows, cols, sizeof(float));
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * cols;
-    double inv = inv_rms_of(cols > 0 ? dot_f32(xr, xr, cols) : 0.0, cols, eps);
-    if (inv_rms != NULL) {
-      inv_rms[r] = (float)inv;
-    }
-    float* yr = out + r * cols;
-    if (inv > FLT_MAX) {
-      /* A row of subnormals with eps ~ 0: the scale exceeds float, the results need not. */
-      for (int64_t c = 0; c < cols; ++c) {
-        yr[c] = (float)(xr[c] * inv);
-      }
-      continue;
-    }
-    scale_row_f32(xr, yr, cols, (float)inv, r + 1 < rows ? xr + cols : NULL, plan);
-  }
-  end_writes(plan);
-}
-
-static void rms_norm_rows_f64(const double* x, double* out, double* inv_rms, int64_t rows,
-                              int64_t cols, double eps) {
-  write_plan_t plan = plan_writes(x, out, rows, cols, sizeof(double));
-  for (int64_t r = 0; r < rows; ++r) {
-    const double* xr = x + r * cols;
-    double inv = inv_rms_of(cols > 0 ? dot_f64(xr, xr, cols) : 0.0, cols, eps);
-    if (inv_rms != NULL) {
-      inv_rms[r] = inv;
-    }
-    scale_row_f64(xr, out + r * cols, cols, inv, r + 1 < rows ? xr + cols : NULL, plan);
-  }
-  end_writes(plan);
-}
-
-void pf__k_rms_norm_f32(const float* x, float* out, int64_t rows, int64_t cols, float eps) {
-  rms_norm_rows_f32(x, out, NULL, rows, cols, eps);
-}
-
-void pf__k_rms_norm_f64(const double* x, double* out, int64_t rows, int64_t cols, double eps) {
-  rms_norm_rows_f64(x, out, NULL, rows, cols, eps);
-}
-
-void pf__k_rms_norm_fwd_f32(const float* x, float* out, float* inv_rms, int64_t rows, int64_t cols,
-                            float eps) {
-  rms_norm_rows_f32(x, out, inv_rms, rows, cols, eps);
-}
-
-void pf__k_rms_norm_fwd_f64(const double* x, double* out, double* inv_rms, int64_t rows,
-                            int64_t cols, double eps) {
-  rms_norm_rows_f64(x, out, inv_rms, rows, cols, eps);
-}
-
-/* ---- rms_norm_bwd ---- */
-
-void pf__k_rms_norm_bwd_f32(const float* x, const float* inv_rms, const float* cotangent, float* dx,
-                            int64_t rows, int64_t cols) {
-  if (cols <= 0) {
-    return;
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * cols;
-    const float* ct = cotangent + r * cols;
-    float* dr = dx + r * cols;
-    double inv = inv_rms[r];
-    double mean_ct_x = dot_f32(ct, xr, cols) / (double)cols;
-    float a = inv_rms[r];
-    float b = (float)(inv * inv * inv * mean_ct_x);
-    for (int64_t c = 0; c < cols; ++c) {
-      dr[c] = a * ct[c] - b * xr[c];
-    }
-  }
-}
-
-void pf__k_rms_norm_bwd_f64(const double* x, const double* inv_rms, const double* cotangent,
-                            double* dx, int64_t rows, int64_t cols) {
-  if (cols <= 0) {
-    return;
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    const double* xr = x + r * cols;
-    const double* ct = cotangent + r * cols;
-    double* dr = dx + r * cols;
-    double a = inv_rms[r];
-    double b = a * a * a * (dot_f64(ct, xr, cols) / (double)cols);
-    for (int64_t c = 0; c < cols; ++c) {
-      dr[c] = a * ct[c] - b * xr[c];
-    }
-  }
-}
-
-/* ---- kepler ---- */
-
-void pf__k_kepler_f32(const float* mean_anomaly, const float* ecc, float* sin_e, float* cos_e,
-                      int64_t count) {
-  for (int64_t i = 0; i < count; ++i) {
-    double s, c;
-    pf__k_kepler_solve(mean_anomaly[i], ecc[i], &s, &c);
-    sin_e[i] = (float)s;
-    cos_e[i] = (float)c;
-  }
-}
-
-void pf__k_kepler_f64(const double* mean_anomaly, const double* ecc, double* sin_e, double* cos_e,
-                      int64_t count) {
-  for (int64_t i = 0; i < count; ++i) {
-    pf__k_kepler_solve(mean_anomaly[i], ecc[i], &sin_e[i], &cos_e[i]);
-  }
-}
-
-/* ---- vector_add ---- */
 
 void pf__k_vector_add_f32(const float* b, int64_t nb, const float* c, float* a, int64_t count) {
   if (nb <= 0) {
     return;
   }
-  if (nb == 1) {
-    float b0 = b[0];
-    for (int64_t i = 0; i < count; ++i) {
-      a[i] = b0 + c[i];
-    }
-    return;
-  }
-  /* One pass per repetition of b avoids a 64-bit division per element. */
-  for (int64_t start = 0; start < count; start += nb) {
-    int64_t len = (count - start < nb) ? count - start : nb;
-    const float* cs = c + start;
-    float* as = a + start;
-    for (int64_t j = 0; j < len; ++j) {
-      as[j] = b[j] + cs[j];
-    }
-  }
+  ew_job_t j = {NULL, EW_VADD, 0, b, c, a, NULL, count, nb, 0.0};
+  ew_run(&j, 3 * (int64_t)sizeof(float));
 }
 
 void pf__k_vector_add_f64(const double* b, int64_t nb, const double* c, double* a, int64_t count) {
   if (nb <= 0) {
     return;
   }
-  if (nb == 1) {
-    double b0 = b[0];
-    for (int64_t i = 0; i < count; ++i) {
-      a[i] = b0 + c[i];
+  ew_job_t j = {NULL, EW_VADD, 1, b, c, a, NULL, count, nb, 0.0};
+  ew_run(&j, 3 * (int64_t)sizeof(double));
+}
+
+/* One Kepler solve costs about as much time as moving this many bytes. */
+#define PF__K_KEPLER_BYTES_PER 4096
+
+void pf__k_kepler_f32(const float* mean_anomaly, const float* ecc, float* sin_e, float* cos_e,
+                      int64_t count) {
+  ew_job_t j = {NULL, EW_KEPLER, 0, mean_anomaly, ecc, sin_e, cos_e, count, 0, 0.0};
+  ew_run(&j, PF__K_KEPLER_BYTES_PER);
+}
+
+void pf__k_kepler_f64(const double* mean_anomaly, const double* ecc, double* sin_e, double* cos_e,
+                      int64_t count) {
+  ew_job_t j = {NULL, EW_KEPLER, 1, mean_anomaly, ecc, sin_e, cos_e, count, 0, 0.0};
+  ew_run(&j, PF__K_KEPLER_BYTES_PER);
+}
+
+/* ---- rms_norm, rms_norm_fwd, rms_norm_bwd ---- */
+
+typedef struct {
+  const pf__k_simd_t* ops;
+  int f64;
+  int bwd;
+  const void* x;
+  const void* ct;     /* bwd: the cotangent */
+  void* out;          /* out, or dx */
+  void* inv_store;    /* fwd: inv_rms to store, or NULL */
+  const void* inv_in; /* bwd: inv_rms given */
+  int64_t rows, cols;
+  double eps;
+  int stream;      /* non-temporal stores (large, not in place) */
+  int prefetch;    /* prefetch the next row while writing one */
+  int64_t seg_len; /* elements per segment of a row */
+  int64_t segs;    /* segments per row */
+  /* The row being split over threads (rows fewer than threads). */
+  int64_t row;
+  double seg_sum[PF__K_MAX_SEGS];
+  double coef_a, coef_b; /* fwd: the scale in coef_a; bwd: dx = a ct - b x */
+} rms_job_t;
+
+static size_t elem_of(const rms_job_t* j) {
+  return j->f64 ? sizeof(double) : sizeof(float);
+}
+
+static const void* row_in(const rms_job_t* j, const void* base, int64_t r) {
+  return (const char*)base + (size_t)(r * j->cols) * elem_of(j);
+}
+
+/* Segment s of row r: sum x^2 (fwd) or ct x (bwd) over it. */
+static double seg_dot(const rms_job_t* j, int64_t r, int64_t s) {
+  int64_t lo = s * j->seg_len;
+  int64_t len = (j->cols - lo < j->seg_len) ? j->cols - lo : j->seg_len;
+  const void* x = row_in(j, j->x, r);
+  const void* a = j->bwd ? row_in(j, j->ct, r) : x;
+  if (j->f64) {
+    return j->ops->dot_f64((const double*)a + lo, (const double*)x + lo, len);
+  }
+  return j->ops->dot_f32((const float*)a + lo, (const float*)x + lo, len);
+}
+
+/* sum a[i] * b[i] over n floats with every product in double: the fallback for a float-lane
+ * sum that may have overflowed or underflowed. */
+static double dot_f32_wide(const float* a, const float* b, int64_t n) {
+  double lane[8] = {0};
+  int64_t i = 0;
+  for (; n - i >= 8; i += 8) {
+    for (int k = 0; k < 8; ++k) {
+      lane[k] += (double)a[i + k] * b[i + k];
     }
+  }
+  double total = 0.0;
+  for (int k = 0; k < 8; ++k) {
+    total += lane[k];
+  }
+  for (; i < n; ++i) {
+    total += (double)a[i] * b[i];
+  }
+  return total;
+}
+
+/* The row's total from its segment sums (added in order, with Neumaier's compensation). Float
+ * products overflow beyond 3e38 and lose bits below 1e-38; a float-lane total outside
+ * [2^-60, DBL_MAX] may have done either (or met a NaN), and only then is the row summed again
+ * with double products. Underflow cannot matter above 2^-60: it loses at most 2^-149 per
+ * product. */
+static double row_total(const rms_job_t* j, int64_t r, const double* seg_sum) {
+  double total = 0.0;
+  double comp = 0.0;
+  for (int64_t s = 0; s < j->segs; ++s) {
+    double t = total + seg_sum[s];
+    comp += (fabs(total) >= fabs(seg_sum[s])) ? (total - t) + seg_sum[s] : (seg_sum[s] - t) + total;
+    total = t;
+  }
+  total += comp;
+  if (j->f64 || (fabs(total) >= 0x1p-60 && fabs(total) <= DBL_MAX)) {
+    return total;
+  }
+  const float* x = row_in(j, j->x, r);
+  const float* a = j->bwd ? row_in(j, j->ct, r) : x;
+  return dot_f32_wide(a, x, j->cols);
+}
+
+/* Sets the row's coefficients from its total; returns 0 when the row was written here (a
+ * float32 scale beyond FLT_MAX: a row of subnormals with eps ~ 0, whose results fit float). */
+static int row_coefs(rms_job_t* j, int64_t r, double total, double* a, double* b) {
+  if (j->bwd) {
+    double inv = j->f64 ? ((const double*)j->inv_in)[r] : ((const float*)j->inv_in)[r];
+    double mean = total / (double)j->cols;
+    *a = inv;
+    *b = j->f64 ? inv * inv * inv * mean : (double)(float)(inv * inv * inv * mean);
+    return 1;
+  }
+  double mean_sq = j->cols > 0 ? total / (double)j->cols : 0.0;
+  double inv = 1.0 / sqrt(mean_sq + j->eps);
+  if (j->inv_store != NULL) {
+    if (j->f64) {
+      ((double*)j->inv_store)[r] = inv;
+    } else {
+      ((float*)j->inv_store)[r] = (float)inv;
+    }
+  }
+  *a = inv;
+  *b = 0.0;
+  if (!j->f64 && inv > FLT_MAX) {
+    const float* x = row_in(j, j->x, r);
+    float* y = (float*)j->out + r * j->cols;
+    for (int64_t c = 0; c < j->cols; ++c) {
+      y[c] = (float)(x[c] * inv);
+    }
+    return 0;
+  }
+  return 1;
+}
+
+/* Writes elements [lo, hi) of row r from its coefficients. */
+static void row_write(const rms_job_t* j, int64_t r, int64_t lo, int64_t hi, double a, double b) {
+  int64_t n = hi - lo;
+  size_t off = (size_t)(r * j->cols + lo);
+  const void* next = (j->prefetch && r + 1 < j->rows) ? row_in(j, j->x, r + 1) : NULL;
+  if (j->f64) {
+    const double* x = (const double*)j->x + off;
+    double* y = (double*)j->out + off;
+    if (j->bwd) {
+      j->ops->axpby_f64((const double*)j->ct + off, x, y, n, a, b);
+    } else {
+      j->ops->scale_f64(x, y, n, a, next ? (const double*)next + lo : NULL, j->stream);
+    }
+  } else {
+    const float* x = (const float*)j->x + off;
+    float* y = (float*)j->out + off;
+    if (j->bwd) {
+      j->ops->axpby_f32((const float*)j->ct + off, x, y, n, (float)a, (float)b);
+    } else {
+      j->ops->scale_f32(x, y, n, (float)a, next ? (const float*)next + lo : NULL, j->stream);
+    }
+  }
+}
+
+/* Rows [r0, r1) on one thread. A row of one segment is scaled in the same pass that sums the
+ * next row (scale_dot) unless its output is streamed (then the prefetch does that overlap). */
+static void rows_serial(rms_job_t* j, int64_t r0, int64_t r1) {
+  double seg_sum[PF__K_MAX_SEGS];
+  int fuse = j->segs == 1 && !j->bwd && !j->stream;
+  int have_next = 0; /* seg_sum[0] already holds row r's sum */
+  for (int64_t r = r0; r < r1; ++r) {
+    if (!have_next) {
+      for (int64_t s = 0; s < j->segs; ++s) {
+        seg_sum[s] = seg_dot(j, r, s);
+      }
+    }
+    have_next = 0;
+    double a, b;
+    if (!row_coefs(j, r, row_total(j, r, seg_sum), &a, &b)) {
+      continue;
+    }
+    if (fuse && r + 1 < r1) {
+      size_t off = (size_t)(r * j->cols);
+      size_t next = off + (size_t)j->cols;
+      if (j->f64) {
+        const double* x = j->x;
+        seg_sum[0] = j->ops->scale_dot_f64(x + off, (double*)j->out + off, j->cols, a, x + next);
+      } else {
+        const float* x = j->x;
+        seg_sum[0] =
+            j->ops->scale_dot_f32(x + off, (float*)j->out + off, j->cols, (float)a, x + next);
+      }
+      have_next = 1;
+    } else {
+      row_write(j, r, 0, j->cols, a, b);
+    }
+  }
+}
+
+/* Orders this thread's non-temporal stores before what follows (the join, or the return). */
+static void end_stream(const rms_job_t* j) {
+#if defined(__x86_64__) && defined(__SSE2__)
+  if (j->stream) {
+    __builtin_ia32_sfence();
+  }
+#else
+  (void)j;
+#endif
+}
+
+static void rows_part(void* ctx, int part, int parts) {
+  rms_job_t* j = ctx;
+  int64_t r0, r1;
+  split(j->rows, part, parts, 1, &r0, &r1);
+  rows_serial(j, r0, r1);
+  end_stream(j);
+}
+
+/* Within j->row: this part's segment sums (segs_part), then its share of the writes. */
+static void segs_part(void* ctx, int part, int parts) {
+  rms_job_t* j = ctx;
+  int64_t s0, s1;
+  split(j->segs, part, parts, 1, &s0, &s1);
+  for (int64_t s = s0; s < s1; ++s) {
+    j->seg_sum[s] = seg_dot(j, j->row, s);
+  }
+}
+
+static void write_part(void* ctx, int part, int parts) {
+  rms_job_t* j = ctx;
+  int64_t lo, hi;
+  split(j->cols, part, parts, PF__K_SPLIT_ALIGN, &lo, &hi);
+  if (hi > lo) {
+    row_write(j, j->row, lo, hi, j->coef_a, j->coef_b);
+  }
+  end_stream(j);
+}
+
+static void rms_run(rms_job_t* j) {
+  if (j->rows <= 0 || (j->bwd && j->cols <= 0)) {
     return;
   }
-  for (int64_t start = 0; start < count; start += nb) {
-    int64_t len = (count - start < nb) ? count - start : nb;
-    const double* cs = c + start;
-    double* as = a + start;
-    for (int64_t j = 0; j < len; ++j) {
-      as[j] = b[j] + cs[j];
+  j->ops = ops();
+  int64_t cols = j->cols > 0 ? j->cols : 0;
+  j->seg_len = PF__K_SEG_MIN;
+  if (cols > PF__K_SEG_MIN * PF__K_MAX_SEGS) {
+    int64_t per = (cols + PF__K_MAX_SEGS - 1) / PF__K_MAX_SEGS;
+    j->seg_len = (per + PF__K_SPLIT_ALIGN - 1) / PF__K_SPLIT_ALIGN * PF__K_SPLIT_ALIGN;
+  }
+  j->segs = (cols + j->seg_len - 1) / j->seg_len;
+  /* rows * cols * elem could overflow for absurd shapes; dividing keeps the test exact. */
+  int64_t elem = (int64_t)elem_of(j);
+  int64_t limit = PF__K_BIG_BYTES / elem;
+  int big = cols >= limit || (cols > 0 && j->rows >= (limit + cols - 1) / cols);
+  j->stream = big && !j->bwd && j->x != j->out;
+  j->prefetch = big && !j->bwd && j->rows > 1 && cols <= PF__K_PREFETCH_MAX_ROW_BYTES / elem;
+  int64_t bytes =
+      (cols > 0 && j->rows > INT64_MAX / cols / elem) ? INT64_MAX : j->rows * cols * elem;
+  int parts = parts_for(bytes);
+  if (parts <= 1 || (int64_t)parts <= j->rows) {
+    run_parts(parts, rows_part, j);
+  } else {
+    /* Fewer rows than threads: each row's reduction and writes are split over the threads. */
+    for (int64_t r = 0; r < j->rows; ++r) {
+      j->row = r;
+      run_parts(parts < j->segs ? parts : (int)j->segs, segs_part, j);
+      if (row_coefs(j, r, row_total(j, r, j->seg_sum), &j->coef_a, &j->coef_b)) {
+        run_parts(parts, write_part, j);
+      }
     }
   }
+}
+
+/* rms_norm, rms_norm_fwd (inv_rms not NULL) and rms_norm_bwd of either element type. */
+static void fwd_run(int f64, const void* x, void* out, void* inv_rms, int64_t rows, int64_t cols,
+                    double eps) {
+  rms_job_t j = {
+      .f64 = f64, .x = x, .out = out, .inv_store = inv_rms, .rows = rows, .cols = cols, .eps = eps};
+  rms_run(&j);
+}
+
+static void bwd_run(int f64, const void* x, const void* inv_rms, const void* ct, void* dx,
+                    int64_t rows, int64_t cols) {
+  rms_job_t j = {.f64 = f64,
+                 .bwd = 1,
+                 .x = x,
+                 .ct = ct,
+                 .out = dx,
+                 .inv_in = inv_rms,
+                 .rows = rows,
+                 .cols = cols};
+  rms_run(&j);
+}
+
+void pf__k_rms_norm_f32(const float* x, float* out, int64_t rows, int64_t cols, float eps) {
+  fwd_run(0, x, out, NULL, rows, cols, eps);
+}
+
+void pf__k_rms_norm_f64(const double* x, double* out, int64_t rows, int64_t cols, double eps) {
+  fwd_run(1, x, out, NULL, rows, cols, eps);
+}
+
+void pf__k_rms_norm_fwd_f32(const float* x, float* out, float* inv_rms, int64_t rows, int64_t cols,
+                            float eps) {
+  fwd_run(0, x, out, inv_rms, rows, cols, eps);
+}
+
+void pf__k_rms_norm_fwd_f64(const double* x, double* out, double* inv_rms, int64_t rows,
+                            int64_t cols, double eps) {
+  fwd_run(1, x, out, inv_rms, rows, cols, eps);
+}
+
+void pf__k_rms_norm_bwd_f32(const float* x, const float* inv_rms, const float* cotangent, float* dx,
+                            int64_t rows, int64_t cols) {
+  bwd_run(0, x, inv_rms, cotangent, dx, rows, cols);
+}
+
+void pf__k_rms_norm_bwd_f64(const double* x, const double* inv_rms, const double* cotangent,
+                            double* dx, int64_t rows, int64_t cols) {
+  bwd_run(1, x, inv_rms, cotangent, dx, rows, cols);
 }

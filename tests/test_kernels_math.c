@@ -774,11 +774,187 @@ START_TEST(test_vector_add_f64) {
 }
 END_TEST
 
+/* ---- instruction set levels and threads ---- */
+
+START_TEST(test_isa_and_threads_settings) {
+  int best = pf__k_isa_set(PF__K_ISA_AUTO);
+  ck_assert_int_ge(best, PF__K_ISA_BASE);
+  ck_assert_int_le(best, PF__K_ISA_AVX512);
+  ck_assert_int_eq(pf__k_isa_get(), best);
+  ck_assert_int_eq(pf__k_isa_set(PF__K_ISA_AVX512 + 1), best); /* above the CPU: lowered */
+  ck_assert_int_eq(pf__k_isa_set(PF__K_ISA_BASE), PF__K_ISA_BASE);
+#if defined(__x86_64__)
+  ck_assert_str_eq(pf__k_isa_name(), "sse2");
+#endif
+  if (best >= PF__K_ISA_AVX2) {
+    ck_assert_int_eq(pf__k_isa_set(PF__K_ISA_AVX2), PF__K_ISA_AVX2);
+    ck_assert_str_eq(pf__k_isa_name(), "avx2");
+  }
+  pf__k_isa_set(PF__K_ISA_AUTO);
+  ck_assert_int_eq(pf__k_threads_set(3), 3);
+  ck_assert_int_eq(pf__k_threads_get(), 3);
+  ck_assert_int_eq(pf__k_threads_set(100000), PF__K_MAX_THREADS);
+  ck_assert_int_ge(pf__k_threads_set(0), 1); /* the default (PACKFN_KERNEL_THREADS, or 1) */
+  ck_assert_int_eq(pf__k_threads_set(1), 1);
+}
+END_TEST
+
+/* Runs every kernel on arrays large enough to be split over threads (over 2 MiB: several
+ * times PF__K_PAR_MIN_BYTES) into out, in the order: rms_norm f32 as one long row, rms_norm f32
+ * over rows (in place), rms_norm_fwd f64 and its inv_rms, rms_norm_bwd f32, add_n f32,
+ * vector_add f64, kepler f64. Returns the number of floats/doubles written to each array. */
+enum {
+  THR_ROW = (1 << 20) + 13,
+  THR_ROWS = 257,
+  THR_COLS = 4099,
+  THR_VADD = (1 << 19) + 7,
+  THR_KEPLER = 3001
+};
+
+typedef struct {
+  float* row_out;   /* THR_ROW */
+  float* rows_io;   /* THR_ROWS * THR_COLS, in place */
+  double* fwd_out;  /* THR_ROWS * THR_COLS */
+  double* fwd_inv;  /* THR_ROWS */
+  float* bwd_out;   /* THR_ROWS * THR_COLS */
+  float* addn_out;  /* THR_ROW */
+  double* vadd_out; /* THR_VADD */
+  double* kep_s;    /* THR_KEPLER */
+  double* kep_c;
+} thr_out_t;
+
+static void thr_run(thr_out_t* o, const float* xf, const double* xd, const float* ct,
+                    const float* inv, const double* m, const double* e) {
+  int64_t grid = (int64_t)THR_ROWS * THR_COLS;
+  pf__k_rms_norm_f32(xf, o->row_out, 1, THR_ROW, 1e-5f);
+  memcpy(o->rows_io, xf, (size_t)grid * sizeof(float));
+  pf__k_rms_norm_f32(o->rows_io, o->rows_io, THR_ROWS, THR_COLS, 1e-5f);
+  pf__k_rms_norm_fwd_f64(xd, o->fwd_out, o->fwd_inv, THR_ROWS, THR_COLS, 1e-9);
+  pf__k_rms_norm_bwd_f32(xf, inv, ct, o->bwd_out, THR_ROWS, THR_COLS);
+  pf__k_add_n_f32(xf, o->addn_out, THR_ROW, 0.25f);
+  pf__k_vector_add_f64(xd, 1000, xd + 5, o->vadd_out, THR_VADD);
+  pf__k_kepler_f64(m, e, o->kep_s, o->kep_c, THR_KEPLER);
+}
+
+static thr_out_t thr_alloc(void) {
+  int64_t grid = (int64_t)THR_ROWS * THR_COLS;
+  thr_out_t o = {xmalloc(THR_ROW * sizeof(float)),       xmalloc((size_t)grid * sizeof(float)),
+                 xmalloc((size_t)grid * sizeof(double)), xmalloc(THR_ROWS * sizeof(double)),
+                 xmalloc((size_t)grid * sizeof(float)),  xmalloc(THR_ROW * sizeof(float)),
+                 xmalloc(THR_VADD * sizeof(double)),     xmalloc(THR_KEPLER * sizeof(double)),
+                 xmalloc(THR_KEPLER * sizeof(double))};
+  return o;
+}
+
+static void thr_free(thr_out_t* o) {
+  free(o->row_out);
+  free(o->rows_io);
+  free(o->fwd_out);
+  free(o->fwd_inv);
+  free(o->bwd_out);
+  free(o->addn_out);
+  free(o->vadd_out);
+  free(o->kep_s);
+  free(o->kep_c);
+}
+
+/* Which array of thr_out_t differs between a and b, or NULL. */
+static const char* thr_diff(const thr_out_t* a, const thr_out_t* b) {
+  size_t grid = (size_t)THR_ROWS * THR_COLS;
+  if (memcmp(a->row_out, b->row_out, THR_ROW * sizeof(float)) != 0) {
+    return "rms_norm f32, one long row";
+  }
+  if (memcmp(a->rows_io, b->rows_io, grid * sizeof(float)) != 0) {
+    return "rms_norm f32 over rows, in place";
+  }
+  if (memcmp(a->fwd_out, b->fwd_out, grid * sizeof(double)) != 0 ||
+      memcmp(a->fwd_inv, b->fwd_inv, THR_ROWS * sizeof(double)) != 0) {
+    return "rms_norm_fwd f64";
+  }
+  if (memcmp(a->bwd_out, b->bwd_out, grid * sizeof(float)) != 0) {
+    return "rms_norm_bwd f32";
+  }
+  if (memcmp(a->addn_out, b->addn_out, THR_ROW * sizeof(float)) != 0) {
+    return "add_n f32";
+  }
+  if (memcmp(a->vadd_out, b->vadd_out, THR_VADD * sizeof(double)) != 0) {
+    return "vector_add f64";
+  }
+  if (memcmp(a->kep_s, b->kep_s, THR_KEPLER * sizeof(double)) != 0 ||
+      memcmp(a->kep_c, b->kep_c, THR_KEPLER * sizeof(double)) != 0) {
+    return "kepler f64";
+  }
+  return NULL;
+}
+
+/* Every thread count gives the very same bits as one thread, at every level; and the results
+ * of the long row and of the rows still match the reference (the split writes every element). */
+START_TEST(test_threads_bit_identical) {
+  int64_t grid = (int64_t)THR_ROWS * THR_COLS;
+  float* xf = rand_f32(THR_ROW > grid ? THR_ROW : grid, -3, 3);
+  double* xd = rand_f64(grid, -3, 3);
+  float* ct = rand_f32(grid, -1, 1);
+  float* inv = rand_f32(THR_ROWS, 0.5, 2);
+  double* m = rand_f64(THR_KEPLER, -10, 10);
+  double* e = rand_f64(THR_KEPLER, 0, 0.99);
+  thr_out_t one = thr_alloc();
+  thr_out_t many = thr_alloc();
+  int best = pf__k_isa_set(PF__K_ISA_AUTO);
+  for (int level = PF__K_ISA_BASE; level <= best; ++level) {
+    pf__k_isa_set(level);
+    pf__k_threads_set(1);
+    thr_run(&one, xf, xd, ct, inv, m, e);
+    /* The single-thread results against the reference (rms_norm only; the other kernels'
+     * values are checked by their own tests at every level). */
+    double* wide = widen(xf, THR_ROW);
+    double* ref = xmalloc(THR_ROW * sizeof(double));
+    ref_rms_norm(wide, ref, NULL, 1, THR_ROW, 1e-5);
+    double err = max_rel_err_f32(one.row_out, ref, THR_ROW, 1e-30);
+    ck_assert_msg(err < 4 * FLT_EPSILON, "%s: long row error %g", pf__k_isa_name(), err);
+    free(wide);
+    free(ref);
+    for (int t = 2; t <= 4; ++t) {
+      pf__k_threads_set(t);
+      thr_run(&many, xf, xd, ct, inv, m, e);
+      const char* diff = thr_diff(&one, &many);
+      ck_assert_msg(diff == NULL, "%s, %d threads: %s differs from 1 thread", pf__k_isa_name(), t,
+                    diff);
+    }
+  }
+  pf__k_threads_set(1);
+  pf__k_isa_set(PF__K_ISA_AUTO);
+  thr_free(&one);
+  thr_free(&many);
+  free(xf);
+  free(xd);
+  free(ct);
+  free(inv);
+  free(m);
+  free(e);
+}
+END_TEST
+
 /* ---- suite ---- */
 
-static void add_case(Suite* s, const char* name, const TTest* const* tests, int n) {
+/* The level the cases of a TCase run at: its unchecked fixture sets it (CK_FORK=no, so the
+ * setting holds for the tests that follow), and the last TCase restores the default. */
+static void at_base(void) {
+  pf__k_isa_set(PF__K_ISA_BASE);
+}
+static void at_avx2(void) {
+  pf__k_isa_set(PF__K_ISA_AVX2);
+}
+static void at_avx512(void) {
+  pf__k_isa_set(PF__K_ISA_AVX512);
+}
+static void at_auto(void) {
+  pf__k_isa_set(PF__K_ISA_AUTO);
+}
+
+static void add_case(Suite* s, const char* name, const TTest* const* tests, int n, SFun setup) {
   TCase* tc = tcase_create(name);
   tcase_set_timeout(tc, TEST_TIMEOUT);
+  tcase_add_unchecked_fixture(tc, setup, NULL);
   for (int i = 0; i < n; ++i) {
     tcase_add_test(tc, tests[i]);
   }
@@ -795,15 +971,29 @@ static Suite* kernels_math_suite(void) {
   const TTest* kepler[] = {test_kepler_grid_f64, test_kepler_grid_f32, test_kepler_near_parabolic,
                            test_kepler_large_mean_anomaly, test_kepler_special_values};
   const TTest* vadd[] = {test_vector_add_f32, test_vector_add_f64};
-  add_case(s, "add_n", add_n, 2);
-  add_case(s, "rms_norm", rms, 4);
-  add_case(s, "rms_norm_bwd", bwd, 3);
-  add_case(s, "kepler", kepler, 5);
-  add_case(s, "vector_add", vadd, 2);
+  /* Every case at every level, forced (a level the CPU lacks is lowered to the best it has,
+   * which the output of test_threads_bit_identical's levels then repeats). */
+  static const char* const NAMES[3][5] = {
+      {"add_n sse2", "rms_norm sse2", "rms_norm_bwd sse2", "kepler sse2", "vector_add sse2"},
+      {"add_n avx2", "rms_norm avx2", "rms_norm_bwd avx2", "kepler avx2", "vector_add avx2"},
+      {"add_n avx512", "rms_norm avx512", "rms_norm_bwd avx512", "kepler avx512",
+       "vector_add avx512"}};
+  SFun setups[3] = {at_base, at_avx2, at_avx512};
+  for (int level = 0; level < 3; ++level) {
+    add_case(s, NAMES[level][0], add_n, 2, setups[level]);
+    add_case(s, NAMES[level][1], rms, 4, setups[level]);
+    add_case(s, NAMES[level][2], bwd, 3, setups[level]);
+    add_case(s, NAMES[level][3], kepler, 5, setups[level]);
+    add_case(s, NAMES[level][4], vadd, 2, setups[level]);
+  }
+  const TTest* settings[] = {test_isa_and_threads_settings, test_threads_bit_identical};
+  add_case(s, "levels and threads", settings, 2, at_auto);
   return s;
 }
 
 int main(void) {
+  printf("kernel levels: this CPU has up to %s\n",
+         (pf__k_isa_set(PF__K_ISA_AUTO), pf__k_isa_name()));
   SRunner* sr = srunner_create(kernels_math_suite());
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);

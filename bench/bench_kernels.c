@@ -1,0 +1,320 @@
+/* bench/bench_kernels.c: bandwidth of the CPU kernels (kernels/kmath.h) at every instruction set
+ * level the CPU has, against memcpy of the same bytes in the same run.
+ *
+ *   rms_norm float32, in cache (16, 64, 256 KiB; rows of 1024, rows of 4096, one row): time of
+ *     memcpy of the same bytes / time of rms_norm (both read the input once and write the
+ *     output once; rms_norm also reads it a second time, from cache).
+ *   rms_norm float32, 1-D, 64 MiB: against the two-pass limit, the time of one read-only pass
+ *     over the input plus one memcpy of it (rms_norm must read a row once to sum it before it
+ *     can scale it, and a 64 MiB row does not stay in cache between the passes).
+ *   rms_norm float32, 4096 x 4096 (64 MiB): against memcpy (each row stays in cache between
+ *     its passes).
+ *   With --threads T (default: the CPUs online), the last two again with T kernel threads
+ *     against T threads each copying a 1/T share.
+ *   add_n and vector_add float32 (256 KiB, 64 MiB) against memcpy of the bytes they move;
+ *     kepler float64: nanoseconds per element.
+ * Every figure is the median of --reps samples (default 15; 5 with --quick); memcpy and the
+ * kernel alternate within each sample so that drift hits both. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, sysconf */
+
+#include "kernels/kmath.h"
+#include "timing.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BIG_BYTES ((size_t)64 << 20)
+#define MAX_T     PF__K_MAX_THREADS
+
+static int reps = 15;
+static int quick = 0;
+
+static double median(double* v, int n) {
+  double lo, mid, hi;
+  pf_bench_summarise(v, n, &lo, &mid, &hi);
+  return mid;
+}
+
+static void* xalloc(size_t bytes) {
+  void* p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (p == NULL) {
+    fprintf(stderr, "bench_kernels: out of memory\n");
+    exit(1);
+  }
+  memset(p, 0, bytes); /* faults every page in before timing */
+  return p;
+}
+
+/* ---- what is timed ---- */
+
+typedef struct {
+  int op; /* OP_* below */
+  float* x;
+  float* y;
+  float* z;
+  double* m;
+  double* e;
+  double* s;
+  double* c;
+  int64_t rows, cols;
+  int threads; /* for OP_MEMCPY_T */
+} job_t;
+
+enum { OP_MEMCPY, OP_MEMCPY_T, OP_READ, OP_RMS, OP_ADD_N, OP_VADD, OP_KEPLER };
+
+static volatile double sink;
+
+/* A read-only pass: the sum of the input in 8 independent lanes (vectorised at -O2/-O3). */
+static double read_pass(const float* x, size_t n) {
+  float lane[16] = {0};
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int k = 0; k < 16; ++k) {
+      lane[k] += x[i + k];
+    }
+  }
+  double t = 0.0;
+  for (int k = 0; k < 16; ++k) {
+    t += lane[k];
+  }
+  return t;
+}
+
+typedef struct {
+  float* dst;
+  const float* src;
+  size_t n;
+} copy_part_t;
+
+static void* copy_main(void* arg) {
+  copy_part_t* p = arg;
+  memcpy(p->dst, p->src, p->n * sizeof(float));
+  return NULL;
+}
+
+/* memcpy of n floats split over threads threads (thread creation included, as in the kernels). */
+static void memcpy_threads(float* dst, const float* src, size_t n, int threads) {
+  pthread_t th[MAX_T];
+  copy_part_t part[MAX_T];
+  for (int t = 0; t < threads; ++t) {
+    size_t lo = n * (size_t)t / (size_t)threads;
+    size_t hi = n * (size_t)(t + 1) / (size_t)threads;
+    part[t] = (copy_part_t){dst + lo, src + lo, hi - lo};
+  }
+  for (int t = 1; t < threads; ++t) {
+    if (pthread_create(&th[t], NULL, copy_main, &part[t]) != 0) {
+      fprintf(stderr, "bench_kernels: pthread_create failed\n");
+      exit(1);
+    }
+  }
+  copy_main(&part[0]);
+  for (int t = 1; t < threads; ++t) {
+    pthread_join(th[t], NULL);
+  }
+}
+
+static void run(const job_t* j) {
+  size_t n = (size_t)(j->rows * j->cols);
+  switch (j->op) {
+  case OP_MEMCPY:
+    memcpy(j->y, j->x, n * sizeof(float));
+    break;
+  case OP_MEMCPY_T:
+    memcpy_threads(j->y, j->x, n, j->threads);
+    break;
+  case OP_READ:
+    sink = read_pass(j->x, n);
+    break;
+  case OP_RMS:
+    pf__k_rms_norm_f32(j->x, j->y, j->rows, j->cols, 1e-5f);
+    break;
+  case OP_ADD_N:
+    pf__k_add_n_f32(j->x, j->y, (int64_t)n, 1.5f);
+    break;
+  case OP_VADD:
+    pf__k_vector_add_f32(j->z, 1000, j->x, j->y, (int64_t)n);
+    break;
+  default:
+    pf__k_kepler_f64(j->m, j->e, j->s, j->c, j->rows * j->cols);
+    break;
+  }
+}
+
+/* Seconds per call of each of k jobs: median over reps samples, the jobs alternating within a
+ * sample; each sample repeats a job iters times (enough to last about a millisecond). */
+static void time_jobs(const job_t* jobs, int k, double* out) {
+  double t0 = pf_bench_now_ns();
+  run(&jobs[0]);
+  double once = (pf_bench_now_ns() - t0) * 1e-9;
+  int iters = once > 1e-3 ? 1 : (int)(1e-3 / (once > 1e-7 ? once : 1e-7)) + 1;
+  double* samples = malloc((size_t)(reps * k) * sizeof(double));
+  if (samples == NULL) {
+    exit(1);
+  }
+  for (int q = 0; q < k; ++q) {
+    run(&jobs[q]); /* warm up */
+  }
+  for (int r = 0; r < reps; ++r) {
+    for (int q = 0; q < k; ++q) {
+      double a = pf_bench_now_ns();
+      for (int i = 0; i < iters; ++i) {
+        run(&jobs[q]);
+      }
+      samples[q * reps + r] = (pf_bench_now_ns() - a) * 1e-9 / iters;
+    }
+  }
+  for (int q = 0; q < k; ++q) {
+    out[q] = median(samples + q * reps, reps);
+  }
+  free(samples);
+}
+
+/* ---- sections ---- */
+
+static void fill(float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    x[i] = (float)((int)(i % 251) - 125) * 0.01f;
+  }
+}
+
+/* In cache: each size as rows of 1024 and of 4096 floats (a row's scaling shares its pass
+ * with the next row's sum) and as one row (two passes over the data). */
+static void in_cache(float* x, float* y) {
+  static const size_t KIB[] = {16, 64, 256};
+  static const int64_t COLS[] = {1024, 4096, 0}; /* 0: one row */
+  for (int s = 0; s < 3; ++s) {
+    int64_t n = (int64_t)(KIB[s] * 1024 / sizeof(float));
+    job_t jobs[4] = {{.op = OP_MEMCPY, .x = x, .y = y, .rows = 1, .cols = n}};
+    for (int k = 0; k < 3; ++k) {
+      int64_t cols = COLS[k] == 0 ? n : COLS[k];
+      jobs[k + 1] = (job_t){.op = OP_RMS, .x = x, .y = y, .rows = n / cols, .cols = cols};
+    }
+    double t[4];
+    time_jobs(jobs, 4, t);
+    double gb = 2.0 * (double)(n * 4) / 1e9;
+    printf("  %3zu KiB: memcpy %6.1f GB/s; rms_norm x1024 %6.1f GB/s (%.2fx), x4096 %6.1f GB/s "
+           "(%.2fx), one row %6.1f GB/s (%.2fx)\n",
+           KIB[s], gb / t[0], gb / t[1], t[0] / t[1], gb / t[2], t[0] / t[2], gb / t[3],
+           t[0] / t[3]);
+  }
+}
+
+static void dram(float* x, float* y, int threads) {
+  int64_t n = (int64_t)(BIG_BYTES / sizeof(float));
+  double gb = 2.0 * (double)BIG_BYTES / 1e9;
+  job_t cp = {.op = threads > 1 ? OP_MEMCPY_T : OP_MEMCPY,
+              .x = x,
+              .y = y,
+              .rows = 1,
+              .cols = n,
+              .threads = threads};
+  job_t rd = {.op = OP_READ, .x = x, .rows = 1, .cols = n};
+  job_t r1 = {.op = OP_RMS, .x = x, .y = y, .rows = 1, .cols = n};
+  job_t r2 = {.op = OP_RMS, .x = x, .y = y, .rows = 4096, .cols = n / 4096};
+  if (threads > 1) {
+    /* The two-pass limit with threads: T threads read and copy. Reading is not split here,
+     * so the 1-D row is compared with memcpy alone below. */
+    job_t jobs[3] = {cp, r1, r2};
+    double t[3];
+    time_jobs(jobs, 3, t);
+    printf("  %d threads: memcpy %6.1f GB/s  rms_norm 1-D 64 MiB %6.1f GB/s (%.2fx memcpy)  "
+           "4096x4096 %6.1f GB/s (%.2fx memcpy)\n",
+           threads, gb / t[0], gb / t[1], t[0] / t[1], gb / t[2], t[0] / t[2]);
+    return;
+  }
+  job_t jobs[4] = {cp, rd, r1, r2};
+  double t[4];
+  time_jobs(jobs, 4, t);
+  double limit = t[0] + t[1];
+  printf("  memcpy 64 MiB %6.1f GB/s, read pass %6.1f GB/s\n", gb / t[0], gb / 2 / t[1]);
+  printf("  rms_norm 1-D 64 MiB %6.2f ms: %.2fx the two-pass limit (read + memcpy, %.2f ms)\n",
+         t[2] * 1e3, limit / t[2], limit * 1e3);
+  printf("  rms_norm 4096x4096  %6.1f GB/s: %.2fx memcpy\n", gb / t[3], t[0] / t[3]);
+}
+
+static void others(float* x, float* y, float* z, double* m, double* e, double* s, double* c) {
+  static const size_t BYTES[] = {(size_t)256 << 10, BIG_BYTES};
+  for (int q = 0; q < (quick ? 1 : 2); ++q) {
+    int64_t n = (int64_t)(BYTES[q] / sizeof(float));
+    job_t cp = {.op = OP_MEMCPY, .x = x, .y = y, .z = z, .rows = 1, .cols = n};
+    job_t ad = cp;
+    ad.op = OP_ADD_N;
+    job_t va = cp;
+    va.op = OP_VADD;
+    job_t jobs[3] = {cp, ad, va};
+    double t[3];
+    time_jobs(jobs, 3, t);
+    printf("  %6zu KiB: add_n %.2fx memcpy, vector_add (b of 1000) %.2fx memcpy\n", BYTES[q] >> 10,
+           t[0] / t[1], t[0] / t[2]);
+  }
+  job_t kp = {.op = OP_KEPLER, .m = m, .e = e, .s = s, .c = c, .rows = 1, .cols = 20000};
+  double t;
+  time_jobs(&kp, 1, &t);
+  printf("  kepler float64: %.1f ns per element\n", t / 20000 * 1e9);
+}
+
+int main(int argc, char** argv) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int threads = cpus > 1 ? (int)(cpus < MAX_T ? cpus : MAX_T) : 1;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--quick") == 0) {
+      quick = 1;
+      reps = 5;
+    } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+      reps = atoi(argv[++i]);
+    } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      threads = atoi(argv[++i]);
+    } else {
+      fprintf(stderr, "usage: %s [--quick] [--reps N] [--threads T]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (reps < 1 || threads < 1 || threads > MAX_T) {
+    fprintf(stderr, "bench_kernels: bad --reps or --threads\n");
+    return 2;
+  }
+  size_t n = BIG_BYTES / sizeof(float);
+  float* x = xalloc(BIG_BYTES);
+  float* y = xalloc(BIG_BYTES);
+  float* z = xalloc(1000 * sizeof(float));
+  double* m = xalloc(20000 * sizeof(double));
+  double* e = xalloc(20000 * sizeof(double));
+  double* s = xalloc(20000 * sizeof(double));
+  double* c = xalloc(20000 * sizeof(double));
+  fill(x, n);
+  fill(z, 1000);
+  for (int i = 0; i < 20000; ++i) {
+    m[i] = -10.0 + 20.0 * i / 20000.0;
+    e[i] = (i % 100) / 101.0;
+  }
+  int best = pf__k_isa_set(PF__K_ISA_AUTO);
+  printf("float32, median of %d samples; ratios > 1 are faster than what they compare with\n",
+         reps);
+  for (int level = quick ? best : 0; level <= best; ++level) {
+    pf__k_isa_set(level);
+    pf__k_threads_set(1);
+    printf("[%s, 1 thread]\n", pf__k_isa_name());
+    in_cache(x, y);
+    dram(x, y, 1);
+    others(x, y, z, m, e, s, c);
+  }
+  pf__k_isa_set(PF__K_ISA_AUTO);
+  if (threads > 1) {
+    pf__k_threads_set(threads);
+    printf("[%s, %d threads]\n", pf__k_isa_name(), threads);
+    dram(x, y, threads);
+    others(x, y, z, m, e, s, c);
+  }
+  free(x);
+  free(y);
+  free(z);
+  free(m);
+  free(e);
+  free(s);
+  free(c);
+  return 0;
+}

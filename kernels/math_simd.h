@@ -1,0 +1,53 @@
+/* kernels/math_simd.h: the inner loops of the CPU kernels, one table of them per instruction
+ * set, and the choice among the tables (run-time dispatch). Private to kernels/math_cpu*.c. */
+#ifndef PACKFN_KERNELS_MATH_SIMD_H
+#define PACKFN_KERNELS_MATH_SIMD_H
+
+#include <stdint.h>
+
+/* Every loop works on contiguous arrays of n >= 0 elements; an output may equal an input where
+ * the kernel it serves allows that (kmath.h), never overlap it partially. */
+typedef struct {
+  const char* name; /* "sse2", "avx2", "avx512" or "base" (not x86) */
+  /* sum_i a[i] * b[i] in float lanes of at most 16 terms each, folded into double lanes; a
+   * and b may be the same array. The float32 sum may have overflowed or lost bits below
+   * FLT_MIN: the caller checks the total and falls back on double products. */
+  double (*dot_f32)(const float* a, const float* b, int64_t n);
+  /* The same in double lanes, lane totals added with Neumaier's compensation. */
+  double (*dot_f64)(const double* a, const double* b, int64_t n);
+  /* out = x * s. stream: non-temporal stores (out overlaps no input); next, when not NULL, is
+   * prefetched at the same offsets as x is read. */
+  void (*scale_f32)(const float* x, float* out, int64_t n, float s, const float* next, int stream);
+  void (*scale_f64)(const double* x, double* out, int64_t n, double s, const double* next,
+                    int stream);
+  /* scale (without stream or prefetch) that also returns dot(next, next, n), bit for bit as
+   * dot_f32 / dot_f64 would, next being another array of n elements. */
+  double (*scale_dot_f32)(const float* x, float* out, int64_t n, float s, const float* next);
+  double (*scale_dot_f64)(const double* x, double* out, int64_t n, double s, const double* next);
+  /* out = a * p - b * q */
+  void (*axpby_f32)(const float* p, const float* q, float* out, int64_t n, float a, float b);
+  void (*axpby_f64)(const double* p, const double* q, double* out, int64_t n, double a, double b);
+  /* out = x + s */
+  void (*add_scalar_f32)(const float* x, float* out, int64_t n, float s);
+  void (*add_scalar_f64)(const double* x, double* out, int64_t n, double s);
+  /* a = b + c */
+  void (*add_f32)(const float* b, const float* c, float* a, int64_t n);
+  void (*add_f64)(const double* b, const double* c, double* a, int64_t n);
+  /* pf__k_kepler_solve over n elements, compiled for the level (fma() becomes one instruction
+   * where the level has FMA; the results are the same). */
+  void (*kepler_f32)(const float* m, const float* e, float* s, float* c, int64_t n);
+  void (*kepler_f64)(const double* m, const double* e, double* s, double* c, int64_t n);
+} pf__k_simd_t;
+
+/* The tables: pf__k_simd_base is built for the compiler's baseline target (SSE2 on x86-64);
+ * the others exist on x86 only and must be used only where the CPU has the instructions. */
+extern const pf__k_simd_t pf__k_simd_base;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define PF__K_HAVE_X86_LEVELS 1
+extern const pf__k_simd_t pf__k_simd_avx2;
+extern const pf__k_simd_t pf__k_simd_avx512;
+#else
+#define PF__K_HAVE_X86_LEVELS 0
+#endif
+
+#endif /* PACKFN_KERNELS_MATH_SIMD_H */
