@@ -109,26 +109,34 @@ static int try_device(const char* s, DLDevice* out) {
 
 /* ---- tensors ---- */
 
-static void free_ctx(void* ctx) {
+static void release_map(void* ctx) {
+  pf_npy_map_release(ctx);
   free(ctx);
 }
 
-/* Reads a .npy file into a CPU tensor that owns the file's data. */
-static int tensor_from_npy(const char* path, pf_object_t** out, char* msg, size_t size) {
-  pf_npy_array_t arr;
-  if (pf_npy_read_file(path, &arr, msg, size) != 0)
+/* A CPU tensor over a .npy file's data: mapped without a copy when the file allows it
+ * (pf_npy_map_file), else read. The tensor owns the map; *map borrows it. */
+static int tensor_from_npy(const char* path, pf_object_t** out, const pf_npy_map_t** map, char* msg,
+                           size_t size) {
+  pf_npy_map_t* m = malloc(sizeof *m);
+  if (m == NULL)
+    return usage(msg, size, "%s: out of memory", path);
+  if (pf_npy_map_file(path, m, msg, size) != 0) {
+    free(m);
     return -1;
+  }
   DLTensor desc;
   memset(&desc, 0, sizeof desc);
-  desc.data = arr.data;
+  desc.data = m->array.data;
   desc.device = PF_DEVICE_CPU;
-  desc.ndim = arr.ndim;
-  desc.dtype = arr.dtype;
-  desc.shape = arr.shape;
-  if (pf_tensor_from_dltensor(&desc, arr.data, free_ctx, out) != 0) {
-    pf_npy_array_free(&arr);
+  desc.ndim = m->array.ndim;
+  desc.dtype = m->array.dtype;
+  desc.shape = m->array.shape;
+  if (pf_tensor_from_dltensor(&desc, m, release_map, out) != 0) {
+    release_map(m);
     return usage_from_error(msg, size, path);
   }
+  *map = m;
   return 0;
 }
 
@@ -270,12 +278,14 @@ static int parse_tensor_literal(const char* text, pf_cli_arg_t* arg, char* msg, 
     }
     p = comma + 1;
   }
-  if (count == 1 && numel > 1) {
-    /* one value fills the tensor */
-    size_t itemsize = pf_dtype_bytes(t->dtype);
+  if (count == 1 && numel > 0) {
+    /* one value fills the tensor: copy the part filled so far after itself, doubling it */
+    size_t itemsize = pf_dtype_bytes(t->dtype), total = (size_t)numel * itemsize;
     char* data = pf_dltensor_data(t);
-    for (int64_t i = 1; i < numel; ++i)
-      memcpy(data + (size_t)i * itemsize, data, itemsize);
+    for (size_t done = itemsize; done < total; done *= 2)
+      memcpy(data + done, data, done < total - done ? done : total - done);
+    arg->filled = 1;
+    memcpy(arg->fill, data, itemsize);
   } else if (count != numel) {
     usage(msg, size,
           "bad tensor literal '%s': %lld values for %lld elements (give all of them, "
@@ -312,7 +322,7 @@ static int parse_npy(const char* text, const char* path, const char* const* outs
     return 0;
   }
   pf_object_t* tensor;
-  if (tensor_from_npy(path, &tensor, msg, size) != 0)
+  if (tensor_from_npy(path, &tensor, &arg->map, msg, size) != 0)
     return -1;
   arg->value = pf_any_object(tensor);
   return 0;
@@ -412,6 +422,28 @@ int pf_cli_arg_parse(const char* text, const char* const* outs, int num_outs, pf
     return 0;
   }
   return make_string(text, arg, msg, msg_size);
+}
+
+int pf_cli_arg_changed(const pf_cli_arg_t* arg) {
+  DLTensor* t = pf_tensor_dltensor(arg->value.v_obj);
+  const unsigned char* data = pf_dltensor_data(t);
+  size_t nbytes = pf_dltensor_nbytes(t);
+  if (arg->before != NULL)
+    return memcmp(arg->before, data, nbytes) != 0;
+  if (arg->filled) {
+    size_t itemsize = pf_dtype_bytes(t->dtype);
+    for (size_t i = 0; i < nbytes; i += itemsize)
+      if (memcmp(data + i, arg->fill, itemsize) != 0)
+        return 1;
+    return 0;
+  }
+  int changed = 0;
+  char err[PF_CLI_MSG_MAX];
+  if (arg->map != NULL && pf_npy_map_changed(arg->map, &changed, err, sizeof err) != 0) {
+    pf_error_set(PF_ERR_OS, "%s", err);
+    return -1;
+  }
+  return changed;
 }
 
 void pf_cli_arg_clear(pf_cli_arg_t* arg) {
