@@ -257,13 +257,17 @@ static int parse_tensor_literal(const char* text, pf_cli_arg_t* arg, char* msg, 
       return usage(msg, size, "bad tensor literal '%s': bad shape", text);
   }
   pf_object_t* tensor;
-  if (tensor_zeros(shape, ndim, dtype, &tensor, msg, size, text) != 0)
-    return -1;
-  arg->value = pf_any_object(tensor);
   if (close[1] == '\0') {
+    if (tensor_zeros(shape, ndim, dtype, &tensor, msg, size, text) != 0)
+      return -1;
+    arg->value = pf_any_object(tensor);
     arg->created = 1;
     return 1;
   }
+  /* values follow: every element is stored below (or the literal is refused) */
+  if (pf_tensor_empty(shape, ndim, dtype, PF_DEVICE_CPU, &tensor) != 0)
+    return usage_from_error(msg, size, text);
+  arg->value = pf_any_object(tensor);
   DLTensor* t = pf_tensor_dltensor(tensor);
   int64_t numel = pf_dltensor_numel(t), count = 0;
   const char* values = close + 2;
@@ -431,11 +435,11 @@ int pf_cli_arg_changed(const pf_cli_arg_t* arg) {
   if (arg->before != NULL)
     return memcmp(arg->before, data, nbytes) != 0;
   if (arg->filled) {
+    /* every element equals the fill value when the first does and each equals the next:
+     * the bytes equal themselves shifted by one element (one memcmp over the buffer) */
     size_t itemsize = pf_dtype_bytes(t->dtype);
-    for (size_t i = 0; i < nbytes; i += itemsize)
-      if (memcmp(data + i, arg->fill, itemsize) != 0)
-        return 1;
-    return 0;
+    return nbytes > 0 && (memcmp(data, arg->fill, itemsize) != 0 ||
+                          memcmp(data, data + itemsize, nbytes - itemsize) != 0);
   }
   int changed = 0;
   char err[PF_CLI_MSG_MAX];
