@@ -329,8 +329,9 @@ def read_bytes(cli, name):
 
 
 def temporaries(cli):
-    """The temporary files an --out left in the work folder (there should be none)."""
-    return [n for n in os.listdir(cli.dir) if n.endswith(".tmp")]
+    """The temporary files an --out of ax.npy or ay.npy left in the work folder (there should be
+    none; other cases, running meanwhile, have their own)."""
+    return [n for n in os.listdir(cli.dir) if re.fullmatch(r"\.a[xy]\.npy\..*\.tmp", n)]
 
 
 def test_atomic_out(cli):
