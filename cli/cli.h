@@ -38,17 +38,22 @@ typedef struct pf_cli_arg_s {
 /* Parses one token into arg->value (grammar in docs/cli.md). `outs` (num_outs paths given
  * with --out) decides whether a missing .npy file is created for the call: it is when named by
  * an --out, then with the dtype and shape of `like` (the first tensor argument before it; NULL:
- * no such argument, an error). Returns 0, or -1 with a one-line message in msg (a usage error:
- * exit 2); arg then owns nothing. */
-int pf_cli_arg_parse(const char* text, const char* const* outs, int num_outs, pf_object_t* like,
-                     pf_cli_arg_t* arg, char* msg, size_t msg_size);
+ * no such argument, an error). With `files` (the --out files prepared, parallel to outs; may
+ * be NULL), a .npy argument named by an --out is a tensor over the shared map of that output's
+ * temporary file (pf_npy_output_map: zeros, or the existing file's data), so the function
+ * writes the file directly. Returns 0; -1 with a one-line message in msg (a usage error: exit
+ * 2); or -2 with an error raised (the output's file could not be laid out: exit 1); arg then
+ * owns nothing. */
+int pf_cli_arg_parse(const char* text, const char* const* outs, int num_outs,
+                     pf_npy_output_t* files, pf_object_t* like, pf_cli_arg_t* arg, char* msg,
+                     size_t msg_size);
 
 /* Parses tokens[0..n) into args[0..n) (zeroed by the caller) with pf_cli_arg_parse, each
- * tensor that is created being made like the first tensor argument before it. Returns 0, or -1
- * with a one-line message in msg (a usage error); the args parsed so far still own their
- * values (clear them all). */
+ * tensor that is created being made like the first tensor argument before it. Returns 0, or
+ * pf_cli_arg_parse's -1 or -2; the args parsed so far still own their values (clear them
+ * all). */
 int pf_cli_args_parse(char** tokens, int n, const char* const* outs, int num_outs,
-                      pf_cli_arg_t* args, char* msg, size_t msg_size);
+                      pf_npy_output_t* files, pf_cli_arg_t* args, char* msg, size_t msg_size);
 
 /* Releases what arg owns and zeroes it. */
 void pf_cli_arg_clear(pf_cli_arg_t* arg);

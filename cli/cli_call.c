@@ -301,12 +301,15 @@ static int prepare_outputs(const call_opts_t* o, pf_npy_output_t* files) {
   return 0;
 }
 
-/* Parses the arguments into args[0..n). */
-static int parse_args(const call_opts_t* o, pf_cli_arg_t* args) {
+/* Parses the arguments into args[0..n), those named by an --out in their prepared files. 0, or
+ * the exit code after a message. */
+static int parse_args(const call_opts_t* o, pf_cli_arg_t* args, pf_npy_output_t* files) {
   char msg[PF_CLI_MSG_MAX];
-  if (pf_cli_args_parse(o->args, o->num_args, o->outs, o->num_outs, args, msg, sizeof msg) != 0)
-    return usage_error("%s", msg);
-  return 0;
+  int rc =
+      pf_cli_args_parse(o->args, o->num_args, o->outs, o->num_outs, files, args, msg, sizeof msg);
+  if (rc == -2)
+    return pf_cli_report_raised("cannot prepare an output");
+  return rc != 0 ? usage_error("%s", msg) : 0;
 }
 
 static int run_call(const call_opts_t* o, pf_cli_arg_t* args, pf_any_t* packed) {
@@ -315,18 +318,21 @@ static int run_call(const call_opts_t* o, pf_cli_arg_t* args, pf_any_t* packed) 
     pf_error_clear();
     return usage_error("bad --device '%s' (expected cpu, cuda, cuda:1, ...)", o->device);
   }
-  int rc = parse_args(o, args);
+  pf_npy_output_t files[CALL_MAX_OUTS];
+  int rc = prepare_outputs(o, files);
   if (rc != 0)
     return rc;
   pf_object_t *module = NULL, *fn = NULL;
   pf_any_t result = pf_any_none();
-  pf_npy_output_t files[CALL_MAX_OUTS];
+  if ((rc = parse_args(o, args, files)) != 0) {
+    pf_npy_output_abort(files, (size_t)o->num_outs);
+    return rc;
+  }
   if (pf_cli_find_function(o->lib, o->name, &module, &fn) != 0) {
+    pf_npy_output_abort(files, (size_t)o->num_outs);
     rc = pf_cli_report_raised("cannot find the function");
     goto done;
   }
-  if ((rc = prepare_outputs(o, files)) != 0)
-    goto done;
   if (prepare_tensors(args, o->num_args, o->device != NULL ? &device : NULL) != 0) {
     pf_npy_output_abort(files, (size_t)o->num_outs);
     rc = pf_cli_report_raised("cannot prepare the arguments");

@@ -1043,6 +1043,44 @@ START_TEST(test_failed_write_keeps_the_old_file) {
 }
 END_TEST
 
+START_TEST(test_output_map_writes_the_file_in_place) {
+  char a[128], b[128], err[ERR_SIZE];
+  temp_path(a, sizeof a, "src.npy");
+  temp_path(b, sizeof b, "dst.npy");
+  write_floats(a, 3000, 1.0f);
+  pf_npy_array_t desc = {dtype(kDLFloat, 32), 1, {3000}, 0, NULL, 0};
+  /* zeros: a new file like src */
+  pf_npy_output_t out;
+  void* data = NULL;
+  ck_assert_int_eq(pf_npy_output_open(b, &out, err, sizeof err), 0);
+  ck_assert_msg(pf_npy_output_map(&out, &desc, NULL, &data, err, sizeof err) == 0, "%s", err);
+  float* y = data;
+  ck_assert(y[0] == 0.0f && y[2999] == 0.0f);
+  for (int i = 0; i < 3000; i++)
+    y[i] = 5.0f + (float)i;
+  pf_npy_array_t arr = {dtype(kDLFloat, 32), 1, {3000}, 0, data, 3000 * sizeof(float)};
+  ck_assert_int_eq(pf_npy_output_write(&out, &arr, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_commit(&out, 1, err, sizeof err), 0);
+  ck_assert(holds_floats(b, 3000, 5.0f));
+  /* initial data from an existing file, aborted: the target keeps its contents */
+  ck_assert_int_eq(pf_npy_output_open(b, &out, err, sizeof err), 0);
+  ck_assert_msg(pf_npy_output_map(&out, &desc, a, &data, err, sizeof err) == 0, "%s", err);
+  ck_assert(((float*)data)[0] == 1.0f && ((float*)data)[2999] == 3000.0f);
+  ((float*)data)[7] = -1.0f;
+  pf_npy_output_abort(&out, 1);
+  ck_assert(holds_floats(b, 3000, 5.0f));
+  /* an initial file of another shape is refused */
+  pf_npy_array_t other = {dtype(kDLFloat, 32), 1, {10}, 0, NULL, 0};
+  ck_assert_int_eq(pf_npy_output_open(b, &out, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_map(&out, &other, a, &data, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "cannot be mapped as the output's initial data"));
+  pf_npy_output_abort(&out, 1);
+  ck_assert_int_eq(dir_entries(), 2);
+  unlink(a);
+  unlink(b);
+}
+END_TEST
+
 START_TEST(test_output_refuses_non_regular_targets) {
   char fifo[128], err[ERR_SIZE];
   temp_path(fifo, sizeof fifo, "fifo.npy");
@@ -1084,6 +1122,7 @@ static Suite* npy_suite(void) {
   tcase_add_test(tc, test_map_falls_back_to_reading);
   tcase_add_test(tc, test_failed_write_keeps_the_old_file);
   tcase_add_test(tc, test_output_refuses_non_regular_targets);
+  tcase_add_test(tc, test_output_map_writes_the_file_in_place);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("read");

@@ -110,6 +110,9 @@ typedef struct pf_npy_output_s {
   char* path;     /* malloc'ed: the file replaced (a symbolic link's target) */
   char* tmp_path; /* malloc'ed: the temporary file beside it, or NULL once renamed/removed */
   int fd;         /* the temporary file, open until written; else -1 */
+  void* map;      /* pf_npy_output_map's shared map of the temporary file, or NULL */
+  size_t map_length;
+  size_t nbytes; /* the mapped array's data size */
 } pf_npy_output_t;
 
 /* Prepares to replace `path`: refuses a target that exists and is not a regular file ("x: not
@@ -120,9 +123,20 @@ typedef struct pf_npy_output_s {
 PF_NPY_API int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* err,
                                   size_t err_size);
 
+/* Lays out the temporary file for an array of `desc`'s dtype and shape (desc->data and nbytes
+ * are not read): header, then the data, zeros (a sparse file: nothing written), or the data of
+ * the .npy file `init` when not NULL (which must have the same dtype, shape and a data layout
+ * pf_npy_map_file maps; it is copied in the kernel, copy_file_range). Maps the file shared and
+ * sets *data to its data: what is written there is the file's content, written once (no copy
+ * at pf_npy_output_write). The map stays valid until commit or abort unmaps it. 0, or -1 with a
+ * message in err (no room on the disk, a file size limit, an init file that differs). */
+PF_NPY_API int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* desc, const char* init,
+                                 void** data, char* err, size_t err_size);
+
 /* Writes `arr` (as pf_npy_write_file does) into the temporary file, flushes it to disk (fsync)
- * and closes it. 0, or -1 with a message naming the target in err (disk full, file size
- * limit, a bad array); the target is untouched either way. */
+ * and closes it; for a mapped output, arr->data is the map's data (nothing to copy) or data of
+ * the same size copied into it, then flushed. 0, or -1 with a message naming the target in err
+ * (disk full, file size limit, a bad array); the target is untouched either way. */
 PF_NPY_API int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* err,
                                    size_t err_size);
 

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -130,8 +131,7 @@ int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* err, size_t
   if (out == NULL || path == NULL || path[0] == '\0') {
     return pf__npy_fail(err, err_size, "pf_npy_output_open", "path or output is NULL or empty");
   }
-  out->path = NULL;
-  out->tmp_path = NULL;
+  memset(out, 0, sizeof *out);
   out->fd = -1;
   struct stat st;
   int exists = lstat(path, &st) == 0;
@@ -170,7 +170,7 @@ int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* err, size_t
   for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
     snprintf(tmp, tmp_size, "%.*s.%s.%ld.%lx.tmp", (int)dir_len, target, base, (long)getpid(),
              salt + (unsigned long)attempt);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, exists ? st.st_mode & 07777 : 0666);
+    fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, exists ? st.st_mode & 07777 : 0666);
     if (fd < 0 && errno != EEXIST) {
       break;
     }
@@ -203,6 +203,24 @@ int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* e
   if (check_array(arr, descr, sizeof descr, name, err, err_size) != 0) {
     return -1;
   }
+  if (out->map != NULL) {
+    char* data = (char*)out->map + (out->map_length - out->nbytes);
+    if (arr->nbytes != out->nbytes) {
+      return pf__npy_fail(err, err_size, name, "%zu bytes of data for a file mapped for %zu",
+                          arr->nbytes, out->nbytes);
+    }
+    if (arr->data != data && arr->nbytes > 0) {
+      memcpy(data, arr->data, arr->nbytes);
+    }
+    int ok = fsync(out->fd) == 0; /* writes back the pages dirtied through the map */
+    int saved_errno = errno;
+    if (close(out->fd) != 0 && ok) {
+      ok = 0;
+      saved_errno = errno;
+    }
+    out->fd = -1;
+    return ok ? 0 : pf__npy_fail(err, err_size, name, "write error: %s", strerror(saved_errno));
+  }
   char header[2048];
   size_t header_len = build_header(header, sizeof header, descr, arr->shape, arr->ndim);
   if (header_len == 0) {
@@ -224,8 +242,79 @@ int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* e
   return 0;
 }
 
+int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* desc, const char* init,
+                      void** data, char* err, size_t err_size) {
+  if (out == NULL || out->fd < 0 || out->map != NULL || desc == NULL || data == NULL) {
+    return pf__npy_fail(err, err_size, "pf_npy_output_map",
+                        "output not open or already mapped, or NULL argument");
+  }
+  const char* name = out->path;
+  pf_npy_array_t shape = *desc;
+  size_t count = 0;
+  if (pf__npy_array_size(shape.shape, shape.ndim, shape.dtype.bits / 8u, &count, &shape.nbytes) !=
+      0) {
+    return pf__npy_fail(err, err_size, name, "shape is negative or too large");
+  }
+  shape.data = &count; /* not read: check_array only wants it non-NULL */
+  shape.fortran_order = 0;
+  char descr[8];
+  if (check_array(&shape, descr, sizeof descr, name, err, err_size) != 0) {
+    return -1;
+  }
+  char header[2048];
+  size_t header_len = build_header(header, sizeof header, descr, shape.shape, shape.ndim);
+  size_t length = header_len + shape.nbytes;
+  if (header_len == 0 || write_all(out->fd, header, header_len) != 0 ||
+      ftruncate(out->fd, (off_t)length) != 0) {
+    return pf__npy_fail(err, err_size, name, "write error: %s", strerror(errno));
+  }
+  if (init != NULL) {
+    pf_npy_map_t src;
+    if (pf_npy_map_file(init, &src, err, err_size) != 0) {
+      return -1;
+    }
+    int same = src.base != NULL && src.array.nbytes == shape.nbytes &&
+               src.array.ndim == shape.ndim && src.array.dtype.code == shape.dtype.code &&
+               src.array.dtype.bits == shape.dtype.bits &&
+               memcmp(src.array.shape, shape.shape, sizeof(int64_t) * (size_t)shape.ndim) == 0;
+    loff_t from = (loff_t)src.offset, to = (loff_t)header_len;
+    size_t left = shape.nbytes;
+    while (same && left > 0) {
+      ssize_t n = copy_file_range(src.fd, &from, out->fd, &to, left, 0);
+      if (n <= 0) {
+        /* no kernel copy here (an old kernel, across file systems): copy from the map */
+        n = pwrite(out->fd, (char*)src.array.data + (shape.nbytes - left), left, to);
+        if (n <= 0) {
+          int e = n == 0 ? EIO : errno;
+          pf_npy_map_release(&src);
+          return pf__npy_fail(err, err_size, name, "write error: %s", strerror(e));
+        }
+        to += n;
+      }
+      left -= (size_t)n;
+    }
+    pf_npy_map_release(&src);
+    if (!same) {
+      return pf__npy_fail(err, err_size, init, "cannot be mapped as the output's initial data");
+    }
+  }
+  void* map = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, out->fd, 0);
+  if (map == MAP_FAILED) {
+    return pf__npy_fail(err, err_size, name, "cannot map: %s", strerror(errno));
+  }
+  out->map = map;
+  out->map_length = length;
+  out->nbytes = shape.nbytes;
+  *data = (char*)map + header_len;
+  return 0;
+}
+
 /* Frees what one output owns, removing its temporary file when it is still there. */
 static void output_drop(pf_npy_output_t* out) {
+  if (out->map != NULL) {
+    munmap(out->map, out->map_length);
+    out->map = NULL;
+  }
   if (out->fd >= 0) {
     close(out->fd);
   }
