@@ -71,7 +71,7 @@ rows = [
     measure("packfn call rms_norm x.npy y.npy 1e-5 --out y.npy (y.npy exists)",
             [packfn, "call", "packfn.kernels.rms_norm", x, y, "1e-5", "--out", y]),
 ]
-print(f"input: float32 ({tensor // cols}, {cols}), {tensor / 2**20:.0f} MiB of data, in {d}")
+print(f"input: float32 ({tensor // 4 // cols}, {cols}), {tensor / 2**20:.0f} MiB of data, in {d}")
 print("| command | median wall [ms] | / cp | / cp+sync | peak RSS [MiB] | / tensor |")
 print("|---|---|---|---|---|---|")
 for name, wall, rss in rows:

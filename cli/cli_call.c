@@ -139,9 +139,9 @@ static DLTensor* arg_tensor(const pf_cli_arg_t* a) {
 }
 
 /* 1 when nothing but a copy tells whether the call changed the tensor of `a`: inline values,
- * or a .npy file that was read rather than mapped. */
+ * or a .npy file that was read rather than mapped (and not an output anyway). */
 static int needs_copy(const pf_cli_arg_t* a) {
-  return !a->created && !a->filled && (a->map == NULL || a->map->base == NULL);
+  return !a->created && !a->named_by_out && !a->filled && (a->map == NULL || a->map->base == NULL);
 }
 
 /* Before the call: keep a copy of the tensors that need one to see later whether the call
