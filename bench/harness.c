@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef PF_BENCH_HAVE_VALGRIND
 #include <valgrind/callgrind.h>
@@ -645,14 +647,80 @@ static void write_json(FILE* out, const options_t* opt) {
   fprintf(out, "\n  ]\n}\n");
 }
 
-static void write_to(const char* path, void (*writer)(FILE*, const options_t*),
-                     const options_t* opt) {
-  FILE* f = fopen(path, "w");
-  if (f == NULL)
-    pf_bench_fail("harness", path, strerror(errno));
-  writer(f, opt);
-  if (fclose(f) != 0)
-    pf_bench_fail("harness", path, strerror(errno));
+/* ---- result files: written beside their targets, renamed over them when all are complete ---- */
+
+/* A result file being written. */
+typedef struct result_file_s {
+  const char* path; /* the target */
+  char* tmp;        /* the temporary file beside it (malloc'ed), or NULL */
+  int device;       /* 1: the target is a character device, written in place at the end */
+} result_file_t;
+
+/* Removes every temporary file of files[0..n) and fails with `detail` about `path`. */
+static void results_fail(result_file_t* files, size_t n, const char* path, const char* detail) {
+  for (size_t i = 0; i < n; ++i)
+    if (files[i].tmp != NULL)
+      unlink(files[i].tmp);
+  pf_bench_fail("harness", path, detail);
+}
+
+/* Writes files[i] with writers[i] into a temporary file beside each, flushed to disk; then,
+ * only when every one is complete, renames them over their targets: a failure leaves every
+ * existing target as it was. A target that exists and is not a regular file is refused, except
+ * a character device (/dev/null, a terminal), which cannot be replaced and holds nothing to
+ * lose: it is written in place, last. */
+static void write_results(result_file_t* files, void (*const* writers)(FILE*, const options_t*),
+                          size_t n, const options_t* opt) {
+  mode_t mask = umask(0);
+  umask(mask);
+  for (size_t i = 0; i < n; ++i) {
+    struct stat st;
+    files[i].device = stat(files[i].path, &st) == 0 && S_ISCHR(st.st_mode);
+    if (files[i].device)
+      continue;
+    if (stat(files[i].path, &st) == 0 && !S_ISREG(st.st_mode))
+      results_fail(files, i, files[i].path, "not a regular file: refusing to replace it");
+    size_t len = strlen(files[i].path) + 8;
+    files[i].tmp = malloc(len);
+    if (files[i].tmp == NULL)
+      results_fail(files, i, files[i].path, "out of memory");
+    snprintf(files[i].tmp, len, "%s.XXXXXX", files[i].path);
+    int fd = mkstemp(files[i].tmp);
+    if (fd < 0) {
+      free(files[i].tmp);
+      files[i].tmp = NULL;
+      results_fail(files, i, files[i].path, strerror(errno));
+    }
+    FILE* f = fdopen(fd, "w");
+    if (f == NULL) {
+      close(fd);
+      results_fail(files, i + 1, files[i].path, strerror(errno));
+    }
+    writers[i](f, opt);
+    int ok = fchmod(fd, 0666 & ~mask) == 0 && fflush(f) == 0 && !ferror(f) && fsync(fd) == 0;
+    int saved = errno;
+    if (fclose(f) != 0 && ok) {
+      ok = 0;
+      saved = errno;
+    }
+    if (!ok)
+      results_fail(files, i + 1, files[i].path, strerror(saved));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (files[i].device) {
+      FILE* f = fopen(files[i].path, "w");
+      if (f == NULL)
+        results_fail(files + i, n - i, files[i].path, strerror(errno));
+      writers[i](f, opt);
+      if (fclose(f) != 0)
+        results_fail(files + i, n - i, files[i].path, strerror(errno));
+      continue;
+    }
+    if (rename(files[i].tmp, files[i].path) != 0)
+      results_fail(files + i, n - i, files[i].path, strerror(errno));
+    free(files[i].tmp);
+    files[i].tmp = NULL;
+  }
 }
 
 /* ---- command line ---- */
@@ -776,11 +844,19 @@ int main(int argc, char** argv) {
   if (opt.ir_path != NULL)
     read_ir_file(opt.ir_path);
 
-  if (opt.md_path != NULL)
-    write_to(opt.md_path, write_markdown, &opt);
-  else
+  result_file_t files[2];
+  void (*writers[2])(FILE*, const options_t*);
+  size_t num_files = 0;
+  if (opt.md_path != NULL) {
+    files[num_files] = (result_file_t){opt.md_path, NULL, 0};
+    writers[num_files++] = write_markdown;
+  } else {
     write_markdown(stdout, &opt);
-  if (opt.json_path != NULL)
-    write_to(opt.json_path, write_json, &opt);
+  }
+  if (opt.json_path != NULL) {
+    files[num_files] = (result_file_t){opt.json_path, NULL, 0};
+    writers[num_files++] = write_json;
+  }
+  write_results(files, writers, num_files, &opt);
   return bad;
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "packfn/npy.h"
 #include "packfn/packfn.h"
 
 /* Exit codes of every command (docs/cli.md). */
@@ -19,29 +20,40 @@
 
 /* One argument of `packfn call`, parsed from its command-line token. */
 typedef struct pf_cli_arg_s {
-  const char* text;     /* the token, borrowed from argv */
-  pf_any_t value;       /* owned; a tensor is a CPU tensor object */
-  const char* npy_path; /* the .npy file a tensor came from (or is created for), else NULL */
-  int created;          /* 1: a tensor made for the call to write (zeros), an output by rule */
-  int named_by_out;     /* 1: npy_path is also given as --out, so the tensor is an output */
+  const char* text;        /* the token, borrowed from argv */
+  pf_any_t value;          /* owned; a tensor is a CPU tensor object */
+  const char* npy_path;    /* the .npy file a tensor came from (or is created for), else NULL */
+  int created;             /* 1: a tensor made for the call to write (zeros), an output by rule */
+  int named_by_out;        /* 1: npy_path is also given as --out, so the tensor is an output */
+  const pf_npy_map_t* map; /* a .npy tensor's map (owned by the tensor), or NULL: whether the
+                              call wrote it is asked of the map, no copy needed */
+  int filled;              /* 1: an inline tensor of one repeated value, the bytes of `fill` */
+  unsigned char fill[8];
   pf_object_t* device_tensor; /* owned copy on the --device, or NULL when the tensor is on cpu */
-  void* before;               /* owned copy of the tensor's bytes before the call, or NULL */
+  void* before; /* owned copy of the bytes before the call, only when neither map nor fill
+                   tells whether the call wrote the tensor (inline values, a .npy file read
+                   rather than mapped), else NULL */
 } pf_cli_arg_t;
 
 /* Parses one token into arg->value (grammar in docs/cli.md). `outs` (num_outs paths given
  * with --out) decides whether a missing .npy file is created for the call: it is when named by
  * an --out, then with the dtype and shape of `like` (the first tensor argument before it; NULL:
- * no such argument, an error). Returns 0, or -1 with a one-line message in msg (a usage error:
- * exit 2); arg then owns nothing. */
-int pf_cli_arg_parse(const char* text, const char* const* outs, int num_outs, pf_object_t* like,
-                     pf_cli_arg_t* arg, char* msg, size_t msg_size);
+ * no such argument, an error). With `files` (the --out files prepared, parallel to outs; may
+ * be NULL), a .npy argument named by an --out is a tensor over the shared map of that output's
+ * temporary file (pf_npy_output_map: zeros, or the existing file's data), so the function
+ * writes the file directly. Returns 0; -1 with a one-line message in msg (a usage error: exit
+ * 2); or -2 with an error raised (the output's file could not be laid out: exit 1); arg then
+ * owns nothing. */
+int pf_cli_arg_parse(const char* text, const char* const* outs, int num_outs,
+                     pf_npy_output_t* files, pf_object_t* like, pf_cli_arg_t* arg, char* msg,
+                     size_t msg_size);
 
 /* Parses tokens[0..n) into args[0..n) (zeroed by the caller) with pf_cli_arg_parse, each
- * tensor that is created being made like the first tensor argument before it. Returns 0, or -1
- * with a one-line message in msg (a usage error); the args parsed so far still own their
- * values (clear them all). */
+ * tensor that is created being made like the first tensor argument before it. Returns 0, or
+ * pf_cli_arg_parse's -1 or -2; the args parsed so far still own their values (clear them
+ * all). */
 int pf_cli_args_parse(char** tokens, int n, const char* const* outs, int num_outs,
-                      pf_cli_arg_t* args, char* msg, size_t msg_size);
+                      pf_npy_output_t* files, pf_cli_arg_t* args, char* msg, size_t msg_size);
 
 /* Releases what arg owns and zeroes it. */
 void pf_cli_arg_clear(pf_cli_arg_t* arg);
@@ -61,9 +73,18 @@ int pf_cli_print_value(const pf_any_t* value, FILE* out);
  * no NumPy form), copying it to the host first when needed. 0, or -1 with an error raised. */
 int pf_cli_print_tensor(pf_object_t* tensor, FILE* out);
 
-/* Writes a tensor object to a .npy file (copied to the host first when needed). Returns 0, or
+/* Prepares the --out file `path` (pf_npy_output_open: the target checked, a temporary file
+ * created beside it). 0, or -1 with OSError raised. */
+int pf_cli_output_open(const char* path, pf_npy_output_t* out);
+
+/* Writes a tensor object (copied to the host first when needed) into the prepared output's
+ * temporary file, flushed to disk; the target is replaced only by pf_npy_output_commit. 0, or
  * -1 with OSError (cannot write) or ValueError (no .npy form of its dtype) raised. */
-int pf_cli_write_npy(pf_object_t* tensor, const char* path);
+int pf_cli_output_write(pf_npy_output_t* out, pf_object_t* tensor);
+
+/* 1 when the call changed the tensor of `arg` (from its map, its fill value or its copy), 0
+ * when not, -1 with OSError raised (a map could not be compared with its file). */
+int pf_cli_arg_changed(const pf_cli_arg_t* arg);
 
 /* The `call` command: argv[0] is "call". Returns the exit code. */
 int pf_cli_call_main(int argc, char** argv);

@@ -109,26 +109,34 @@ static int try_device(const char* s, DLDevice* out) {
 
 /* ---- tensors ---- */
 
-static void free_ctx(void* ctx) {
+static void release_map(void* ctx) {
+  pf_npy_map_release(ctx);
   free(ctx);
 }
 
-/* Reads a .npy file into a CPU tensor that owns the file's data. */
-static int tensor_from_npy(const char* path, pf_object_t** out, char* msg, size_t size) {
-  pf_npy_array_t arr;
-  if (pf_npy_read_file(path, &arr, msg, size) != 0)
+/* A CPU tensor over a .npy file's data: mapped without a copy when the file allows it
+ * (pf_npy_map_file), else read. The tensor owns the map; *map borrows it. */
+static int tensor_from_npy(const char* path, pf_object_t** out, const pf_npy_map_t** map, char* msg,
+                           size_t size) {
+  pf_npy_map_t* m = malloc(sizeof *m);
+  if (m == NULL)
+    return usage(msg, size, "%s: out of memory", path);
+  if (pf_npy_map_file(path, m, msg, size) != 0) {
+    free(m);
     return -1;
+  }
   DLTensor desc;
   memset(&desc, 0, sizeof desc);
-  desc.data = arr.data;
+  desc.data = m->array.data;
   desc.device = PF_DEVICE_CPU;
-  desc.ndim = arr.ndim;
-  desc.dtype = arr.dtype;
-  desc.shape = arr.shape;
-  if (pf_tensor_from_dltensor(&desc, arr.data, free_ctx, out) != 0) {
-    pf_npy_array_free(&arr);
+  desc.ndim = m->array.ndim;
+  desc.dtype = m->array.dtype;
+  desc.shape = m->array.shape;
+  if (pf_tensor_from_dltensor(&desc, m, release_map, out) != 0) {
+    release_map(m);
     return usage_from_error(msg, size, path);
   }
+  *map = m;
   return 0;
 }
 
@@ -249,13 +257,17 @@ static int parse_tensor_literal(const char* text, pf_cli_arg_t* arg, char* msg, 
       return usage(msg, size, "bad tensor literal '%s': bad shape", text);
   }
   pf_object_t* tensor;
-  if (tensor_zeros(shape, ndim, dtype, &tensor, msg, size, text) != 0)
-    return -1;
-  arg->value = pf_any_object(tensor);
   if (close[1] == '\0') {
+    if (tensor_zeros(shape, ndim, dtype, &tensor, msg, size, text) != 0)
+      return -1;
+    arg->value = pf_any_object(tensor);
     arg->created = 1;
     return 1;
   }
+  /* values follow: every element is stored below (or the literal is refused) */
+  if (pf_tensor_empty(shape, ndim, dtype, PF_DEVICE_CPU, &tensor) != 0)
+    return usage_from_error(msg, size, text);
+  arg->value = pf_any_object(tensor);
   DLTensor* t = pf_tensor_dltensor(tensor);
   int64_t numel = pf_dltensor_numel(t), count = 0;
   const char* values = close + 2;
@@ -270,12 +282,14 @@ static int parse_tensor_literal(const char* text, pf_cli_arg_t* arg, char* msg, 
     }
     p = comma + 1;
   }
-  if (count == 1 && numel > 1) {
-    /* one value fills the tensor */
-    size_t itemsize = pf_dtype_bytes(t->dtype);
+  if (count == 1 && numel > 0) {
+    /* one value fills the tensor: copy the part filled so far after itself, doubling it */
+    size_t itemsize = pf_dtype_bytes(t->dtype), total = (size_t)numel * itemsize;
     char* data = pf_dltensor_data(t);
-    for (int64_t i = 1; i < numel; ++i)
-      memcpy(data + (size_t)i * itemsize, data, itemsize);
+    for (size_t done = itemsize; done < total; done *= 2)
+      memcpy(data + done, data, done < total - done ? done : total - done);
+    arg->filled = 1;
+    memcpy(arg->fill, data, itemsize);
   } else if (count != numel) {
     usage(msg, size,
           "bad tensor literal '%s': %lld values for %lld elements (give all of them, "
@@ -290,29 +304,88 @@ fail:
 }
 
 /* A .npy argument: read it, or create it like `like` when missing and named by an --out. */
+/* A tensor written straight into the temporary file of its --out (pf_npy_output_map): like
+ * `like` (path missing) or like the file at `path` with its data (path exists, and maps).
+ * 0; 1 when this way does not apply (the file needs reading, or the output is mapped already
+ * by an argument before): take the ordinary one; -2 with OSError raised. */
+static int npy_into_output(const char* path, int exists, pf_object_t* like, pf_npy_output_t* file,
+                           pf_cli_arg_t* arg) {
+  pf_npy_array_t desc;
+  memset(&desc, 0, sizeof desc);
+  char err[PF_CLI_MSG_MAX];
+  if (file->map != NULL)
+    return 1;
+  if (exists) {
+    pf_npy_map_t m;
+    if (pf_npy_map_file(path, &m, err, sizeof err) != 0)
+      return 1; /* the ordinary way reports it */
+    int maps = m.base != NULL;
+    desc = m.array;
+    pf_npy_map_release(&m);
+    if (!maps)
+      return 1;
+  } else {
+    DLTensor* ref = pf_tensor_dltensor(like);
+    if (ref->ndim > PF_NPY_MAX_NDIM || pf_npy_dtype_descr(ref->dtype, err, sizeof err) != 0)
+      return 1;
+    desc.dtype = ref->dtype;
+    desc.ndim = ref->ndim;
+    memcpy(desc.shape, ref->shape, sizeof(int64_t) * (size_t)ref->ndim);
+  }
+  void* data;
+  if (pf_npy_output_map(file, &desc, exists ? path : NULL, &data, err, sizeof err) != 0) {
+    pf_error_set(PF_ERR_OS, "%s", err);
+    return -2;
+  }
+  DLTensor t;
+  memset(&t, 0, sizeof t);
+  t.data = data;
+  t.device = PF_DEVICE_CPU;
+  t.ndim = desc.ndim;
+  t.dtype = desc.dtype;
+  t.shape = desc.shape;
+  pf_object_t* tensor;
+  if (pf_tensor_from_dltensor(&t, NULL, NULL, &tensor) != 0) /* the map is the output's */
+    return -2;
+  arg->value = pf_any_object(tensor);
+  arg->created = !exists;
+  return 0;
+}
+
+/* A .npy argument: read it, or create it like `like` when missing and named by an --out; with
+ * `files` (prepared --out files, parallel to outs), an argument named by an --out lives in the
+ * temporary file of that output (npy_into_output). */
 static int parse_npy(const char* text, const char* path, const char* const* outs, int num_outs,
-                     pf_object_t* like, pf_cli_arg_t* arg, char* msg, size_t size) {
+                     pf_npy_output_t* files, pf_object_t* like, pf_cli_arg_t* arg, char* msg,
+                     size_t size) {
   arg->npy_path = path;
+  int out = -1;
   for (int i = 0; i < num_outs; ++i)
     if (strcmp(outs[i], path) == 0)
-      arg->named_by_out = 1;
+      out = i;
+  arg->named_by_out = out >= 0;
   struct stat st;
-  if (stat(path, &st) != 0 && errno == ENOENT && arg->named_by_out) {
-    if (like == NULL)
-      return usage(msg, size,
-                   "%s does not exist, and no tensor argument comes before it to "
-                   "create it like",
-                   path);
+  int missing = stat(path, &st) != 0 && errno == ENOENT;
+  if (missing && arg->named_by_out && like == NULL)
+    return usage(msg, size,
+                 "%s does not exist, and no tensor argument comes before it to "
+                 "create it like",
+                 path);
+  if (files != NULL && out >= 0) {
+    int r = npy_into_output(path, !missing, like, &files[out], arg);
+    if (r != 1)
+      return r;
+  }
+  pf_object_t* tensor;
+  if (missing && arg->named_by_out) {
     DLTensor* ref = pf_tensor_dltensor(like);
-    pf_object_t* tensor;
     if (tensor_zeros(ref->shape, ref->ndim, ref->dtype, &tensor, msg, size, text) != 0)
       return -1;
     arg->value = pf_any_object(tensor);
     arg->created = 1;
     return 0;
   }
-  pf_object_t* tensor;
-  if (tensor_from_npy(path, &tensor, msg, size) != 0)
+  if (tensor_from_npy(path, &tensor, &arg->map, msg, size) != 0)
     return -1;
   arg->value = pf_any_object(tensor);
   return 0;
@@ -360,8 +433,9 @@ static int parse_prefixed(const char* text, pf_cli_arg_t* arg, char* msg, size_t
   return 0;
 }
 
-int pf_cli_arg_parse(const char* text, const char* const* outs, int num_outs, pf_object_t* like,
-                     pf_cli_arg_t* arg, char* msg, size_t msg_size) {
+int pf_cli_arg_parse(const char* text, const char* const* outs, int num_outs,
+                     pf_npy_output_t* files, pf_object_t* like, pf_cli_arg_t* arg, char* msg,
+                     size_t msg_size) {
   memset(arg, 0, sizeof *arg);
   arg->text = text;
   arg->value = pf_any_none();
@@ -375,7 +449,7 @@ int pf_cli_arg_parse(const char* text, const char* const* outs, int num_outs, pf
   if (starts_with(text, "str:"))
     return make_string(text + 4, arg, msg, msg_size);
   if (starts_with(text, "npy:"))
-    return parse_npy(text, text + 4, outs, num_outs, like, arg, msg, msg_size);
+    return parse_npy(text, text + 4, outs, num_outs, files, like, arg, msg, msg_size);
   if (starts_with(text, "int:") || starts_with(text, "float:") || starts_with(text, "bool:") ||
       starts_with(text, "dtype:") || starts_with(text, "device:"))
     return parse_prefixed(text, arg, msg, msg_size);
@@ -402,7 +476,7 @@ int pf_cli_arg_parse(const char* text, const char* const* outs, int num_outs, pf
   if ((r = parse_tensor_literal(text, arg, msg, msg_size)) != 0)
     return r < 0 ? -1 : 0;
   if (ends_with(text, ".npy"))
-    return parse_npy(text, text, outs, num_outs, like, arg, msg, msg_size);
+    return parse_npy(text, text, outs, num_outs, files, like, arg, msg, msg_size);
   if (try_dtype(text, &dt)) {
     arg->value = pf_any_dtype(dt);
     return 0;
@@ -414,6 +488,28 @@ int pf_cli_arg_parse(const char* text, const char* const* outs, int num_outs, pf
   return make_string(text, arg, msg, msg_size);
 }
 
+int pf_cli_arg_changed(const pf_cli_arg_t* arg) {
+  DLTensor* t = pf_tensor_dltensor(arg->value.v_obj);
+  const unsigned char* data = pf_dltensor_data(t);
+  size_t nbytes = pf_dltensor_nbytes(t);
+  if (arg->before != NULL)
+    return memcmp(arg->before, data, nbytes) != 0;
+  if (arg->filled) {
+    /* every element equals the fill value when the first does and each equals the next:
+     * the bytes equal themselves shifted by one element (one memcmp over the buffer) */
+    size_t itemsize = pf_dtype_bytes(t->dtype);
+    return nbytes > 0 && (memcmp(data, arg->fill, itemsize) != 0 ||
+                          memcmp(data, data + itemsize, nbytes - itemsize) != 0);
+  }
+  int changed = 0;
+  char err[PF_CLI_MSG_MAX];
+  if (arg->map != NULL && pf_npy_map_changed(arg->map, &changed, err, sizeof err) != 0) {
+    pf_error_set(PF_ERR_OS, "%s", err);
+    return -1;
+  }
+  return changed;
+}
+
 void pf_cli_arg_clear(pf_cli_arg_t* arg) {
   pf_any_release(&arg->value);
   pf_object_release(arg->device_tensor);
@@ -423,11 +519,12 @@ void pf_cli_arg_clear(pf_cli_arg_t* arg) {
 }
 
 int pf_cli_args_parse(char** tokens, int n, const char* const* outs, int num_outs,
-                      pf_cli_arg_t* args, char* msg, size_t msg_size) {
+                      pf_npy_output_t* files, pf_cli_arg_t* args, char* msg, size_t msg_size) {
   pf_object_t* like = NULL;
   for (int i = 0; i < n; ++i) {
-    if (pf_cli_arg_parse(tokens[i], outs, num_outs, like, &args[i], msg, msg_size) != 0)
-      return -1;
+    int rc = pf_cli_arg_parse(tokens[i], outs, num_outs, files, like, &args[i], msg, msg_size);
+    if (rc != 0)
+      return rc;
     if (like == NULL && args[i].value.type_index == PF_TYPE_TENSOR)
       like = args[i].value.v_obj;
   }

@@ -229,7 +229,7 @@ static int bench_function(int argc, char** argv) {
   char msg[PF_CLI_MSG_MAX];
   int rc;
   pf_object_t *module = NULL, *fn = NULL;
-  if (pf_cli_args_parse(argv + i, n, NULL, 0, args, msg, sizeof msg) != 0)
+  if (pf_cli_args_parse(argv + i, n, NULL, 0, NULL, args, msg, sizeof msg) != 0)
     rc = usage_error(msg, NULL);
   else if (pf_cli_find_function(lib, name, &module, &fn) != 0)
     rc = pf_cli_report_raised("cannot find the function");

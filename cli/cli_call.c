@@ -2,6 +2,7 @@
  * which tensors count as outputs, and printing them or writing them with --out. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -34,6 +35,8 @@ static const char call_help[] =
     "\n"
     "outputs: a tensor result, and the tensor arguments that are zero literals, files named by\n"
     "--out, or whose contents the call changed. With none of them, the result is printed.\n"
+    ".npy inputs are mapped, not copied; a write into one lands in a private copy, never the\n"
+    "file. --out files are checked before the call and replaced only when all are written.\n"
     "\n"
     "exit status: 0 success, 1 packfn raised (the error is printed), 2 usage error.\n"
     "example: packfn call packfn.kernels.rms_norm x.npy y.npy 1e-5 --out y.npy\n";
@@ -55,7 +58,7 @@ typedef struct call_opts_s {
 typedef struct call_output_s {
   pf_object_t* tensor;  /* borrowed */
   const char* npy_path; /* the argument's file, else NULL */
-  const char* out_path; /* the --out file it is written to, or NULL: printed */
+  int out;              /* index of the --out file it is written to, or -1: printed */
 } call_output_t;
 
 static int usage_error(const char* fmt, const char* what) {
@@ -135,20 +138,28 @@ static DLTensor* arg_tensor(const pf_cli_arg_t* a) {
   return a->value.type_index == PF_TYPE_TENSOR ? pf_tensor_dltensor(a->value.v_obj) : NULL;
 }
 
-/* Before the call: keep each tensor's bytes to see later whether the call wrote it, and copy
- * it to the --device. */
+/* 1 when nothing but a copy tells whether the call changed the tensor of `a`: inline values,
+ * or a .npy file that was read rather than mapped (and not an output anyway). */
+static int needs_copy(const pf_cli_arg_t* a) {
+  return !a->created && !a->named_by_out && !a->filled && (a->map == NULL || a->map->base == NULL);
+}
+
+/* Before the call: keep a copy of the tensors that need one to see later whether the call
+ * wrote them (needs_copy), and copy tensors to the --device. */
 static int prepare_tensors(pf_cli_arg_t* args, int n, const DLDevice* device) {
   for (int i = 0; i < n; ++i) {
     DLTensor* t = arg_tensor(&args[i]);
     if (t == NULL)
       continue;
-    size_t nbytes = pf_dltensor_nbytes(t);
-    args[i].before = malloc(nbytes > 0 ? nbytes : 1);
-    if (args[i].before == NULL) {
-      pf_error_set(PF_ERR_MEMORY, "packfn: out of memory");
-      return -1;
+    if (needs_copy(&args[i])) {
+      size_t nbytes = pf_dltensor_nbytes(t);
+      args[i].before = malloc(nbytes > 0 ? nbytes : 1);
+      if (args[i].before == NULL) {
+        pf_error_set(PF_ERR_MEMORY, "packfn: out of memory");
+        return -1;
+      }
+      memcpy(args[i].before, pf_dltensor_data(t), nbytes);
     }
-    memcpy(args[i].before, pf_dltensor_data(t), nbytes);
     if (device != NULL && (int32_t)device->device_type != PF_DEV_CPU &&
         pf_tensor_to_device(args[i].value.v_obj, *device, &args[i].device_tensor) != 0)
       return -1;
@@ -165,19 +176,21 @@ static int fetch_tensors(pf_cli_arg_t* args, int n) {
   return 0;
 }
 
-/* The tensors the call produced: a tensor result, then the output arguments in order. */
+/* The tensors the call produced: a tensor result, then the output arguments in order. Their
+ * number, or -1 with an error raised. */
 static int collect_outputs(const pf_any_t* result, const pf_cli_arg_t* args, int n,
                            call_output_t* outs) {
   int count = 0;
   if (result->type_index == PF_TYPE_TENSOR)
-    outs[count++] = (call_output_t){result->v_obj, NULL, NULL};
+    outs[count++] = (call_output_t){result->v_obj, NULL, -1};
   for (int i = 0; i < n; ++i) {
-    DLTensor* t = arg_tensor(&args[i]);
-    if (t == NULL)
+    if (arg_tensor(&args[i]) == NULL)
       continue;
-    if (args[i].created || args[i].named_by_out ||
-        memcmp(args[i].before, pf_dltensor_data(t), pf_dltensor_nbytes(t)) != 0)
-      outs[count++] = (call_output_t){args[i].value.v_obj, args[i].npy_path, NULL};
+    int changed = args[i].created || args[i].named_by_out ? 1 : pf_cli_arg_changed(&args[i]);
+    if (changed < 0)
+      return -1;
+    if (changed)
+      outs[count++] = (call_output_t){args[i].value.v_obj, args[i].npy_path, -1};
   }
   return count;
 }
@@ -188,16 +201,16 @@ static int assign_outs(const call_opts_t* o, call_output_t* outs, int count) {
   int taken[CALL_MAX_OUTS] = {0};
   for (int k = 0; k < o->num_outs; ++k)
     for (int j = 0; j < count; ++j)
-      if (outs[j].out_path == NULL && outs[j].npy_path != NULL &&
+      if (outs[j].out < 0 && outs[j].npy_path != NULL &&
           strcmp(outs[j].npy_path, o->outs[k]) == 0) {
-        outs[j].out_path = o->outs[k];
+        outs[j].out = k;
         taken[k] = 1;
         break;
       }
   for (int k = 0, j = 0; k < o->num_outs; ++k) {
     if (taken[k])
       continue;
-    while (j < count && outs[j].out_path != NULL)
+    while (j < count && outs[j].out >= 0)
       ++j;
     if (j == count) {
       fprintf(stderr,
@@ -205,18 +218,40 @@ static int assign_outs(const call_opts_t* o, call_output_t* outs, int count) {
               o->outs[k], count);
       return PF_CLI_EXIT_USAGE;
     }
-    outs[j].out_path = o->outs[k];
+    outs[j].out = k;
   }
   return 0;
 }
 
-/* Prints the result and the outputs, writes those with an --out file. Returns the exit code. */
-static int report(const call_opts_t* o, const pf_any_t* result, const pf_cli_arg_t* args, int n) {
+/* Writes every output that has an --out file into its temporary file, then renames them all
+ * over their targets: no target changes unless every write succeeded. 0, or -1 with an error
+ * raised (the temporaries removed). */
+static int write_outputs(pf_npy_output_t* files, int num_files, const call_output_t* outs,
+                         int count) {
+  for (int j = 0; j < count; ++j)
+    if (outs[j].out >= 0 && pf_cli_output_write(&files[outs[j].out], outs[j].tensor) != 0)
+      return -1;
+  char err[PF_CLI_MSG_MAX];
+  if (pf_npy_output_commit(files, (size_t)num_files, err, sizeof err) != 0) {
+    pf_error_set(PF_ERR_OS, "%s", err);
+    return -1;
+  }
+  return 0;
+}
+
+/* Prints the result and the outputs, writes those with an --out file (files[k] prepared for
+ * o->outs[k]; committed or aborted here). Returns the exit code. */
+static int report(const call_opts_t* o, const pf_any_t* result, const pf_cli_arg_t* args, int n,
+                  pf_npy_output_t* files) {
   call_output_t* outs = malloc(sizeof(call_output_t) * (size_t)(n + 1));
   if (outs == NULL)
     return pf_cli_report_raised("out of memory");
   int count = collect_outputs(result, args, n, outs);
-  int rc = assign_outs(o, outs, count);
+  int rc = count < 0 ? pf_cli_report_raised("cannot compare an argument with its file")
+                     : assign_outs(o, outs, count);
+  if (rc == 0 && write_outputs(files, o->num_outs, outs, count) != 0)
+    rc = pf_cli_report_raised("cannot write an output");
+  pf_npy_output_abort(files, (size_t)o->num_outs); /* after a commit: nothing left to do */
   int printed = 0;
   if (rc == 0 && result->type_index != PF_TYPE_NONE && result->type_index != PF_TYPE_TENSOR) {
     if (pf_cli_print_value(result, stdout) != 0)
@@ -225,12 +260,8 @@ static int report(const call_opts_t* o, const pf_any_t* result, const pf_cli_arg
     printed = 1;
   }
   for (int j = 0; rc == 0 && j < count; ++j) {
-    if (outs[j].out_path != NULL) {
-      if (pf_cli_write_npy(outs[j].tensor, outs[j].out_path) != 0) {
-        rc = pf_cli_report_raised("cannot write an output");
-        break;
-      }
-      printf("wrote %s\n", outs[j].out_path);
+    if (outs[j].out >= 0) {
+      printf("wrote %s\n", o->outs[outs[j].out]);
     } else {
       if (pf_cli_print_tensor(outs[j].tensor, stdout) != 0) {
         rc = pf_cli_report_raised("cannot print an output");
@@ -246,12 +277,39 @@ static int report(const call_opts_t* o, const pf_any_t* result, const pf_cli_arg
   return rc;
 }
 
-/* Parses the arguments into args[0..n). */
-static int parse_args(const call_opts_t* o, pf_cli_arg_t* args) {
-  char msg[PF_CLI_MSG_MAX];
-  if (pf_cli_args_parse(o->args, o->num_args, o->outs, o->num_outs, args, msg, sizeof msg) != 0)
-    return usage_error("%s", msg);
+/* Before the call: no --out file named twice, and each prepared (pf_cli_output_open: the
+ * target a regular file or missing, its folder writable). 0, or the exit code after a message
+ * (the outputs prepared so far aborted). */
+static int prepare_outputs(const call_opts_t* o, pf_npy_output_t* files) {
+  for (int k = 0; k < o->num_outs; ++k) {
+    for (int m = 0; m < k; ++m) {
+      struct stat a, b;
+      if (strcmp(o->outs[k], o->outs[m]) == 0 ||
+          (stat(o->outs[k], &a) == 0 && stat(o->outs[m], &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino)) {
+        pf_npy_output_abort(files, (size_t)k);
+        fprintf(stderr, "packfn call: --out %s: the same file as --out %s\n%s", o->outs[k],
+                o->outs[m], call_usage);
+        return PF_CLI_EXIT_USAGE;
+      }
+    }
+    if (pf_cli_output_open(o->outs[k], &files[k]) != 0) {
+      pf_npy_output_abort(files, (size_t)k);
+      return pf_cli_report_raised("cannot prepare an output");
+    }
+  }
   return 0;
+}
+
+/* Parses the arguments into args[0..n), those named by an --out in their prepared files. 0, or
+ * the exit code after a message. */
+static int parse_args(const call_opts_t* o, pf_cli_arg_t* args, pf_npy_output_t* files) {
+  char msg[PF_CLI_MSG_MAX];
+  int rc =
+      pf_cli_args_parse(o->args, o->num_args, o->outs, o->num_outs, files, args, msg, sizeof msg);
+  if (rc == -2)
+    return pf_cli_report_raised("cannot prepare an output");
+  return rc != 0 ? usage_error("%s", msg) : 0;
 }
 
 static int run_call(const call_opts_t* o, pf_cli_arg_t* args, pf_any_t* packed) {
@@ -260,14 +318,24 @@ static int run_call(const call_opts_t* o, pf_cli_arg_t* args, pf_any_t* packed) 
     pf_error_clear();
     return usage_error("bad --device '%s' (expected cpu, cuda, cuda:1, ...)", o->device);
   }
-  int rc = parse_args(o, args);
+  pf_npy_output_t files[CALL_MAX_OUTS];
+  int rc = prepare_outputs(o, files);
   if (rc != 0)
     return rc;
   pf_object_t *module = NULL, *fn = NULL;
   pf_any_t result = pf_any_none();
-  if (pf_cli_find_function(o->lib, o->name, &module, &fn) != 0 ||
-      prepare_tensors(args, o->num_args, o->device != NULL ? &device : NULL) != 0) {
+  if ((rc = parse_args(o, args, files)) != 0) {
+    pf_npy_output_abort(files, (size_t)o->num_outs);
+    return rc;
+  }
+  if (pf_cli_find_function(o->lib, o->name, &module, &fn) != 0) {
+    pf_npy_output_abort(files, (size_t)o->num_outs);
     rc = pf_cli_report_raised("cannot find the function");
+    goto done;
+  }
+  if (prepare_tensors(args, o->num_args, o->device != NULL ? &device : NULL) != 0) {
+    pf_npy_output_abort(files, (size_t)o->num_outs);
+    rc = pf_cli_report_raised("cannot prepare the arguments");
     goto done;
   }
   for (int i = 0; i < o->num_args; ++i)
@@ -275,10 +343,11 @@ static int run_call(const call_opts_t* o, pf_cli_arg_t* args, pf_any_t* packed) 
         args[i].device_tensor != NULL ? pf_any_object(args[i].device_tensor) : args[i].value;
   if (pf_function_call(fn, packed, o->num_args, &result) != 0 ||
       fetch_tensors(args, o->num_args) != 0) {
+    pf_npy_output_abort(files, (size_t)o->num_outs);
     rc = pf_cli_report_raised("the call failed");
     goto done;
   }
-  rc = report(o, &result, args, o->num_args);
+  rc = report(o, &result, args, o->num_args, files);
 done:
   pf_any_release(&result);
   pf_object_release(fn);

@@ -70,7 +70,16 @@ int pf_cli_print_tensor(pf_object_t* tensor, FILE* out) {
   return rc;
 }
 
-int pf_cli_write_npy(pf_object_t* tensor, const char* path) {
+int pf_cli_output_open(const char* path, pf_npy_output_t* out) {
+  char err[PF_CLI_MSG_MAX];
+  if (pf_npy_output_open(path, out, err, sizeof err) != 0) {
+    pf_error_set(PF_ERR_OS, "%s", err);
+    return -1;
+  }
+  return 0;
+}
+
+int pf_cli_output_write(pf_npy_output_t* out, pf_object_t* tensor) {
   pf_object_t* host;
   if (host_tensor(tensor, &host) != 0)
     return -1;
@@ -78,7 +87,7 @@ int pf_cli_write_npy(pf_object_t* tensor, const char* path) {
   int rc = -1;
   if (!pf_dltensor_is_contiguous(t) || t->ndim > PF_NPY_MAX_NDIM) {
     pf_error_set(PF_ERR_VALUE, "%s: cannot write a non-contiguous tensor or one of %d dimensions",
-                 path, (int)t->ndim);
+                 out->path, (int)t->ndim);
   } else {
     pf_npy_array_t arr;
     memset(&arr, 0, sizeof arr);
@@ -88,7 +97,7 @@ int pf_cli_write_npy(pf_object_t* tensor, const char* path) {
     arr.data = pf_dltensor_data(t);
     arr.nbytes = pf_dltensor_nbytes(t);
     char err[PF_CLI_MSG_MAX];
-    rc = pf_npy_write_file(path, &arr, err, sizeof err);
+    rc = pf_npy_output_write(out, &arr, err, sizeof err);
     if (rc != 0)
       pf_error_set(PF_ERR_OS, "%s", err);
   }

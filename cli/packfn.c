@@ -28,13 +28,16 @@ static const char list_help[] =
     "Without LIBRARY: every function of the global table, sorted by name, as\n"
     "NAME(PARAMS) -> RESULT when it carries a signature (the packfn.kernels.* kernels are\n"
     "linked in). With LIBRARY (a shared library path): the functions it exports, with their\n"
-    "signatures and documentation when it declares them.\n";
+    "signatures and documentation when it declares them.\n"
+    "Exits with 1 (after the listing) when a function could not be registered as its library\n"
+    "loaded (a name taken twice, out of memory): it is missing from the list.\n";
 
 static const char info_help[] =
     "usage: packfn info\n"
     "\n"
     "Prints the packfn version, the ABI version, the CUDA devices found, the device types\n"
-    "with a registered allocator, and the number of global functions.\n";
+    "with a registered allocator, and the number of global functions; exits with 1 when a\n"
+    "function could not be registered as its library loaded.\n";
 
 static int usage_error(const char* what, const char* arg) {
   fprintf(stderr, "packfn: %s%s%s\n", what, arg != NULL ? " " : "", arg != NULL ? arg : "");
@@ -44,6 +47,27 @@ static int usage_error(const char* what, const char* arg) {
 
 static int is_help(const char* a) {
   return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0;
+}
+
+/* Reports the functions whose registration at load failed since `before` (a count of
+ * pf_global_static_failures): "packfn: 2 functions could not be registered when their library
+ * loaded (KeyError: ...); they are missing" on stderr, with the last failure's error when it is
+ * still raised. Returns PF_CLI_EXIT_RAISED when there were any, else `rc`. */
+static pf_object_t* startup_error; /* raised by a registration before main, or NULL */
+
+static int check_static_failures(int before, int rc) {
+  int n = pf_global_static_failures() - before;
+  if (n <= 0)
+    return rc;
+  pf_object_t* err = before == 0 && startup_error != NULL ? startup_error : pf_error_take();
+  startup_error = NULL;
+  fprintf(stderr, "packfn: %d function%s could not be registered when %s library loaded", n,
+          n == 1 ? "" : "s", n == 1 ? "its" : "their");
+  if (err != NULL)
+    fprintf(stderr, " (%s: %s)", pf_error_kind(err), pf_error_message(err));
+  fprintf(stderr, "; %s missing from the global table\n", n == 1 ? "it is" : "they are");
+  pf_object_release(err);
+  return PF_CLI_EXIT_RAISED;
 }
 
 /* ---- list ---- */
@@ -74,13 +98,14 @@ static int list_globals(void) {
   for (size_t i = 0; i < count; ++i)
     print_global(names[i]);
   pf_global_list_free(names);
-  return PF_CLI_EXIT_OK;
+  return check_static_failures(0, PF_CLI_EXIT_OK);
 }
 
 static int list_library(const char* path) {
   pf_object_t* module;
   char** registered;
   size_t count;
+  int failures = pf_global_static_failures();
   if (pf_cli_library_load(path, &module, &registered, &count) != 0)
     return pf_cli_report_raised("cannot load the library");
   pf_export_info_t* list;
@@ -98,7 +123,7 @@ static int list_library(const char* path) {
   pf_module_list_free(list);
   pf_cli_names_free(registered);
   pf_object_release(module);
-  return PF_CLI_EXIT_OK;
+  return check_static_failures(failures, PF_CLI_EXIT_OK);
 }
 
 static int cmd_list(int argc, char** argv) {
@@ -159,7 +184,7 @@ static int cmd_info(int argc, char** argv) {
   printf("kernels: %d%s\n", (int)pf_kernels_count(),
          pf_kernels_have_cuda() ? " (CPU and CUDA versions)" : " (CPU versions)");
   printf("global functions: %zu\n", pf_global_count());
-  return PF_CLI_EXIT_OK;
+  return check_static_failures(0, PF_CLI_EXIT_OK);
 }
 
 /* ---- dispatch ---- */
@@ -189,6 +214,8 @@ int main(int argc, char** argv) {
 #ifdef PF_CLI_HAVE_CUDA
   (void)pf_kernels_cuda_count();
 #endif
+  if (pf_global_static_failures() > 0)
+    startup_error = pf_error_take(); /* kept for list and info to report */
   if (argc < 2)
     return usage_error("missing COMMAND", NULL);
   const char* cmd = argv[1];

@@ -71,6 +71,21 @@ static int k_scalar(const char* func, int32_t index, const char* name, double v,
   return 0;
 }
 
+int pf__k_check_writable(const pf_signature_t* sig, const pf_any_t* args, int32_t num_args,
+                         uint32_t outs) {
+  if (num_args != sig->num_params)
+    return 0;
+  for (int32_t i = 0; i < num_args && i < 32; ++i)
+    if (((outs >> i) & 1u) && args[i].type_index == PF_TYPE_TENSOR &&
+        pf_tensor_is_read_only(args[i].v_obj)) {
+      pf_error_set(PF_ERR_VALUE,
+                   "%s: argument %d (%s): expected a writable tensor, got a read-only one",
+                   sig->name, (int)i, sig->params[i].name);
+      return -1;
+    }
+  return 0;
+}
+
 int pf__k_check_add_n(const char* func, int32_t dev, const DLTensor* x, const DLTensor* out,
                       double n) {
   return k_input(func, 0, "x", x, dev, 0) != 0 || k_like(func, 1, "out", out, x, "x") != 0 ||

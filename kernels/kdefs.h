@@ -46,6 +46,27 @@
   static const char fname##_text[] = PF__K_SIGNATURE_TEXT(fname, __VA_ARGS__);                     \
   PF_TYPED_DEFINE(fname, NONE, __VA_ARGS__)
 
+/* The arguments each kernel writes (bit i: argument i); the others it only reads. */
+#define PF__K_OUTS_ADD_N        (1u << 1)
+#define PF__K_OUTS_RMS_NORM     (1u << 1)
+#define PF__K_OUTS_RMS_NORM_FWD ((1u << 1) | (1u << 2))
+#define PF__K_OUTS_RMS_NORM_BWD (1u << 3)
+#define PF__K_OUTS_KEPLER       ((1u << 2) | (1u << 3))
+#define PF__K_OUTS_VECTOR_ADD   (1u << 2)
+
+/* PF__K_ENTRY(fname, PF__K_OUTS_X): after PF__K_DEFINE(fname, ...), defines fname##_checked, the
+ * packed entry to register and export: it refuses a read-only tensor object (an argument with
+ * pf_tensor_is_read_only, e.g. a read-only NumPy array) as any argument of the mask, then runs
+ * fname##_packed (arity, conversions, the body). */
+#define PF__K_ENTRY(fname, outs)                                                                   \
+  static int fname##_checked(void* self, const pf_any_t* args, int32_t num_args,                   \
+                             pf_any_t* result) {                                                   \
+    if (pf__k_check_writable(&fname##_signature, args, num_args, (outs)) != 0)                     \
+      return -1;                                                                                   \
+    return fname##_packed(self, args, num_args, result);                                           \
+  }                                                                                                \
+  PF__STATIC_ASSERT(1, "kernel entry")
+
 /* ---- argument checks (kcheck.c) ----
  * Each checks every argument of one kernel for a run on device type `dev` (PF_DEV_CPU or
  * PF_DEV_CUDA) and returns 0, or -1 with TypeError or ValueError naming `func` and the argument.
@@ -54,6 +75,13 @@
 /* The device type a C entry runs on: that of `first` (argument 0, named `name`) when it is cpu
  * or cuda. -1 with ValueError (NULL) or NotImplementedError (another device). */
 int pf__k_device_of(const char* func, const DLTensor* first, const char* name, int32_t* dev);
+
+/* With num_args matching sig: each argument in the mask `outs` that is a read-only tensor
+ * object is refused with ValueError "rms_norm: argument 1 (out): expected a writable tensor,
+ * got a read-only one" (sig's name and parameter names). A wrong arity passes (the typed entry
+ * reports it). 0 or -1. */
+int pf__k_check_writable(const pf_signature_t* sig, const pf_any_t* args, int32_t num_args,
+                         uint32_t outs);
 
 int pf__k_check_add_n(const char* func, int32_t dev, const DLTensor* x, const DLTensor* out,
                       double n);

@@ -246,22 +246,32 @@ PF__K_DEFINE(vector_add, PF__K_PARAMS_VECTOR_ADD) {
   return 0;
 }
 
-PF_TYPED_REGISTER(add_n, PF_KERNELS_PREFIX "add_n");
-PF_TYPED_REGISTER(rms_norm, PF_KERNELS_PREFIX "rms_norm");
-PF_TYPED_REGISTER(rms_norm_fwd, PF_KERNELS_PREFIX "rms_norm_fwd");
-PF_TYPED_REGISTER(rms_norm_bwd, PF_KERNELS_PREFIX "rms_norm_bwd");
-PF_TYPED_REGISTER(kepler, PF_KERNELS_PREFIX "kepler");
-PF_TYPED_REGISTER(vector_add, PF_KERNELS_PREFIX "vector_add");
+PF__K_ENTRY(add_n, PF__K_OUTS_ADD_N);
+PF__K_ENTRY(rms_norm, PF__K_OUTS_RMS_NORM);
+PF__K_ENTRY(rms_norm_fwd, PF__K_OUTS_RMS_NORM_FWD);
+PF__K_ENTRY(rms_norm_bwd, PF__K_OUTS_RMS_NORM_BWD);
+PF__K_ENTRY(kepler, PF__K_OUTS_KEPLER);
+PF__K_ENTRY(vector_add, PF__K_OUTS_VECTOR_ADD);
+
+PF__REGISTER_STATIC(PF_KERNELS_PREFIX "add_n", add_n_checked, &add_n_signature, NULL);
+PF__REGISTER_STATIC(PF_KERNELS_PREFIX "rms_norm", rms_norm_checked, &rms_norm_signature, NULL);
+PF__REGISTER_STATIC(PF_KERNELS_PREFIX "rms_norm_fwd", rms_norm_fwd_checked, &rms_norm_fwd_signature,
+                    NULL);
+PF__REGISTER_STATIC(PF_KERNELS_PREFIX "rms_norm_bwd", rms_norm_bwd_checked, &rms_norm_bwd_signature,
+                    NULL);
+PF__REGISTER_STATIC(PF_KERNELS_PREFIX "kepler", kepler_checked, &kepler_signature, NULL);
+PF__REGISTER_STATIC(PF_KERNELS_PREFIX "vector_add", vector_add_checked, &vector_add_signature,
+                    NULL);
 
 /* ---- exports for module loading (pf_module_load on libpackfn_kernels.so) ---- */
 
-PF_EXPORT_DOC(add_n, add_n_packed, add_n_text, "out = x + n, elementwise (CPU)");
-PF_EXPORT_DOC(rms_norm, rms_norm_packed, rms_norm_text,
+PF_EXPORT_DOC(add_n, add_n_checked, add_n_text, "out = x + n, elementwise (CPU)");
+PF_EXPORT_DOC(rms_norm, rms_norm_checked, rms_norm_text,
               "out = x / sqrt(mean(x^2, last axis) + eps) (CPU)");
-PF_EXPORT_DOC(rms_norm_fwd, rms_norm_fwd_packed, rms_norm_fwd_text,
+PF_EXPORT_DOC(rms_norm_fwd, rms_norm_fwd_checked, rms_norm_fwd_text,
               "rms_norm that also writes inv_rms for the backward pass (CPU)");
-PF_EXPORT_DOC(rms_norm_bwd, rms_norm_bwd_packed, rms_norm_bwd_text, "gradient of rms_norm (CPU)");
-PF_EXPORT_DOC(kepler, kepler_packed, kepler_text,
+PF_EXPORT_DOC(rms_norm_bwd, rms_norm_bwd_checked, rms_norm_bwd_text, "gradient of rms_norm (CPU)");
+PF_EXPORT_DOC(kepler, kepler_checked, kepler_text,
               "solves M = E - e sin E for 0 <= e < 1; writes sin E and cos E (CPU)");
-PF_EXPORT_DOC(vector_add, vector_add_packed, vector_add_text,
+PF_EXPORT_DOC(vector_add, vector_add_checked, vector_add_text,
               "a[i] = b[i mod len(b)] + c[i] (CPU)");

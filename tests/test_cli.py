@@ -1,12 +1,16 @@
 # test_cli.py: runs the packfn command line as a process (under a wrapper such as valgrind) and
 # checks its output and exit codes for every command; .npy interop with NumPy when available.
 #
-# usage: test_cli.py --packfn BIN --echo-lib LIB --good-lib LIB --workdir DIR [-- WRAPPER...]
+# usage: test_cli.py --packfn BIN --echo-lib LIB --good-lib LIB --collide-lib LIB --workdir DIR
+#                    [-- WRAPPER...]
 import argparse
 import concurrent.futures
 import os
 import re
+import resource
 import shutil
+import signal
+import stat
 import subprocess
 import sys
 
@@ -24,14 +28,21 @@ class Cli:
         self.wrapper = opts.wrapper
         self.echo = opts.echo_lib
         self.good = opts.good_lib
+        self.collide = opts.collide_lib
         self.dir = opts.workdir
 
-    def run(self, *args, wrap=True):
+    def run(self, *args, wrap=True, env=None, fsize=None):
         """Runs packfn ARGS in the work folder, under the wrapper unless wrap is False (for
-        cases whose code paths others already take under it, to keep valgrind runs short):
+        cases whose code paths others already take under it, to keep valgrind runs short), with
+        `env` added to the environment and a file size limit of `fsize` bytes when given:
         (exit code, stdout, stderr)."""
+        def limit():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past it fails with EFBIG
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         p = subprocess.run((self.wrapper if wrap else []) + [self.bin] + list(args), cwd=self.dir,
-                           capture_output=True, text=True, timeout=240)
+                           capture_output=True, text=True, timeout=240,
+                           env=dict(os.environ, **env) if env else None,
+                           preexec_fn=limit if fsize is not None else None)
         return p.returncode, p.stdout, p.stderr
 
     def run_bin(self, binary, *args):
@@ -48,10 +59,11 @@ class Failure(Exception):
     pass
 
 
-def expect(cli, args, code, stdout=None, stderr=None, stdout_re=None, stderr_re=None, wrap=True):
+def expect(cli, args, code, stdout=None, stderr=None, stdout_re=None, stderr_re=None, wrap=True,
+           env=None, fsize=None):
     """Runs packfn and checks the exit code and, when given, the exact stdout / stderr or a
     regular expression they must contain. Returns stdout."""
-    rc, out, err = cli.run(*args, wrap=wrap)
+    rc, out, err = cli.run(*args, wrap=wrap, env=env, fsize=fsize)
     problems = []
     if rc != code:
         problems.append(f"exit code {rc}, expected {code}")
@@ -311,6 +323,102 @@ def test_npy_interop(cli):
            stderr_re=r"^packfn call: short\.npy: .*truncated")
 
 
+def read_bytes(cli, name):
+    with open(cli.path(name), "rb") as f:
+        return f.read()
+
+
+def temporaries(cli):
+    """The temporary files an --out of ax.npy or ay.npy left in the work folder (there should be
+    none; other cases, running meanwhile, have their own)."""
+    return [n for n in os.listdir(cli.dir) if re.fullmatch(r"\.a[xy]\.npy\..*\.tmp", n)]
+
+
+def test_atomic_out(cli):
+    # the documented idiom: y.npy is an input and the output; a write that fails (file size
+    # limit) keeps the old y.npy whole, and leaves no temporary file
+    expect(cli, ["call", "packfn.kernels.add_n", "float32[64,64]:0.5", "float32[64,64]", "0",
+                 "--out", "ax.npy"], OK, stdout="wrote ax.npy\n", wrap=False)
+    expect(cli, ["call", "packfn.kernels.add_n", "float32[64,64]:2", "float32[64,64]", "0",
+                 "--out", "ay.npy"], OK, stdout="wrote ay.npy\n", wrap=False)
+    old = read_bytes(cli, "ay.npy")
+    expect(cli, ["call", "packfn.kernels.rms_norm", "ax.npy", "ay.npy", "1e-5", "--out", "ay.npy"],
+           RAISED, stdout="", fsize=8192, wrap=False,
+           stderr_re=r"^OSError: .*ay\.npy: write error: File too large$")
+    assert read_bytes(cli, "ay.npy") == old, "ay.npy changed by a failed write"
+    assert temporaries(cli) == [], temporaries(cli)
+    # without the limit the same call replaces it
+    expect(cli, ["call", "packfn.kernels.rms_norm", "ax.npy", "ay.npy", "1e-5", "--out", "ay.npy"],
+           OK, stdout="wrote ay.npy\n")
+    assert read_bytes(cli, "ay.npy") != old
+    # several outputs, the last failing: none of the existing files changes
+    expect(cli, ["call", "--lib", cli.echo, "fill_ones", "float32[4]", "float32[8192]", "--out",
+                 "ay.npy", "--out", "ax.npy"], RAISED, stdout="", fsize=8192, wrap=False,
+           stderr_re=r"^OSError: .*ax\.npy: write error")
+    assert read_bytes(cli, "ax.npy")[128:] == bytes.fromhex("0000003f") * 4096, "ax.npy changed"
+    assert len(read_bytes(cli, "ay.npy")) == 128 + 4 * 4096, "ay.npy changed"
+    assert temporaries(cli) == [], temporaries(cli)
+    # a device node is refused before the call, and left as it is
+    expect(cli, ["call", "packfn.kernels.add_n", "float32[2]:1", "float32[2]", "1", "--out",
+                 "/dev/null"], RAISED, stdout="",
+           stderr="OSError: /dev/null: not a regular file (a character device): refusing to "
+                  "replace it\n")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode), "/dev/null is no longer a device"
+    # a folder as target, a missing folder, the same file twice: refused before the call (the
+    # call itself would fail with a TypeError: 1 argument for 3)
+    expect(cli, ["call", "packfn.kernels.add_n", "float32[2]:1", "--out", "."], RAISED,
+           stderr_re=r"^OSError: \.: not a regular file \(a directory\)", wrap=False)
+    expect(cli, ["call", "packfn.kernels.add_n", "float32[2]:1", "--out", "nodir/y.npy"], RAISED,
+           stderr_re=r"^OSError: nodir/y\.npy: cannot create a file in 'nodir': No such file",
+           wrap=False)
+    expect(cli, ["call", "packfn.kernels.add_n", "float32[2]:1", "--out", "ay.npy", "--out",
+                 "./ay.npy"], USAGE, stderr_re=r"^packfn call: --out \./ay\.npy: the same file as "
+                 r"--out ay\.npy$", wrap=False)
+    assert temporaries(cli) == [], temporaries(cli)
+
+
+def test_mapped_inputs(cli):
+    # a .npy input the call writes into (not named by --out): the write stays in a private copy,
+    # the argument is printed as an output, and the file keeps its contents
+    expect(cli, ["call", "packfn.kernels.add_n", "float64[3]:1,2,3", "float64[3]", "0", "--out",
+                 "mx.npy"], OK, stdout="wrote mx.npy\n", wrap=False)
+    before = read_bytes(cli, "mx.npy")
+    expect(cli, ["call", "packfn.kernels.add_n", "mx.npy", "mx.npy", "10"], OK,
+           stdout="array([11., 12., 13.])\n")
+    assert read_bytes(cli, "mx.npy") == before, "a mapped input was written through"
+    # an input that is only read is not an output; writing the same values is no change
+    expect(cli, ["call", "packfn.kernels.add_n", "mx.npy", "float64[3]", "0"], OK,
+           stdout="array([1., 2., 3.])\n")
+    expect(cli, ["call", "packfn.kernels.add_n", "mx.npy", "mx.npy", "0"], OK, stdout="None\n",
+           wrap=False)
+    # one value fills a tensor (in bulk); an output filled with one value and left so is none
+    expect(cli, ["call", "--lib", cli.echo, "echo", "int16[2,3]:-7"], OK,
+           stdout="[array([[-7, -7, -7],\n       [-7, -7, -7]], dtype=int16)]\n")
+    expect(cli, ["call", "--lib", cli.echo, "types", "bool[882,1,3076,1]:01"], OK,
+           stdout="Tensor\n", wrap=False)
+    expect(cli, ["call", "packfn.kernels.add_n", "float32[5]:1", "float32[5]:2", "1"], OK,
+           stdout="None\n")
+    expect(cli, ["call", "packfn.kernels.add_n", "float32[5]:1", "float32[5]:1", "1"], OK,
+           stdout="array([2., 2., 2., 2., 2.], dtype=float32)\n")
+
+
+def test_registration_failures(cli):
+    # a library whose registration fails as it loads: pf_module_load refuses it
+    expect(cli, ["list", cli.collide], RAISED, stdout="",
+           stderr_re=r"raised an error while initialising.*\n.*'cli_test\.collide' is already "
+                     r"registered")
+    # preloaded (a failure before main): list and info say a function is missing, exit 1
+    env = {"LD_PRELOAD": cli.collide}
+    expect(cli, ["list"], RAISED, wrap=False, env=env,
+           stdout_re=r"^packfn\.kernels\.add_n\(",
+           stderr="packfn: 1 function could not be registered when its library loaded "
+                  "(ValueError: pf_global_set: function 'cli_test.collide' is already "
+                  "registered (pass allow_override=1 to replace it)); it is missing from the "
+                  "global table\n")
+    expect(cli, ["info"], RAISED, wrap=False, env=env, stdout_re=r"^global functions: \d+$",
+           stderr_re=r"^packfn: 1 function could not be registered")
+
+
 BENCH_RESULT = (r"^measured: pf_function_call with (\d+) arguments? parsed once .*; 3 repetitions "
                 r"of \d+ calls?, after one call not timed\nmedian: [0-9.]+ ns per call "
                 r"\(min [0-9.]+, max [0-9.]+\)$")
@@ -371,7 +479,8 @@ def test_bench_suite_lookup(cli):
 TESTS = [test_version_and_help, test_usage_errors, test_bad_literals, test_info, test_list,
          test_call_inline_tensors, test_call_errors, test_literal_types,
          test_tensor_result_and_out, test_npy_interop, test_library_globals_and_function_results,
-         test_bench_function, test_bench_suite_lookup]
+         test_bench_function, test_bench_suite_lookup, test_atomic_out, test_mapped_inputs,
+         test_registration_failures]
 
 
 def main():
@@ -379,6 +488,7 @@ def main():
     parser.add_argument("--packfn", required=True)
     parser.add_argument("--echo-lib", required=True)
     parser.add_argument("--good-lib", required=True)
+    parser.add_argument("--collide-lib", required=True)
     parser.add_argument("--workdir", required=True)
     parser.add_argument("wrapper", nargs="*")
     opts = parser.parse_args()

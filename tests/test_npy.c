@@ -1,14 +1,18 @@
 /* test_npy.c: unit tests of src/npy/: round trips for every dtype, hand-made Fortran-order,
  * big-endian and malformed files, and the NumPy-style printer against NumPy's own output. */
-#define _POSIX_C_SOURCE 200809L /* mkdtemp, rmdir */
+#define _DEFAULT_SOURCE /* mkdtemp, rmdir, mkfifo, setrlimit, opendir */
 
 #include "packfn/npy.h"
 
 #include <check.h>
+#include <dirent.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define ERR_SIZE 256
@@ -707,7 +711,7 @@ START_TEST(test_write_unwritable_path) {
   pf_npy_array_t arr = {dtype(kDLUInt, 8), 1, {2}, 0, data, sizeof data};
   ck_assert_int_eq(pf_npy_write_file(path, &arr, err, sizeof err), -1);
   ck_assert_ptr_nonnull(strstr(err, path));
-  ck_assert_ptr_nonnull(strstr(err, "cannot open for writing"));
+  ck_assert_ptr_nonnull(strstr(err, "cannot create a file in"));
 }
 END_TEST
 
@@ -902,6 +906,202 @@ START_TEST(test_format_failures) {
 }
 END_TEST
 
+/* ---- mapped reading and atomic writes ------------------------------------------------------ */
+
+/* Number of entries in the test folder (temporary files left behind show up here). */
+static int dir_entries(void) {
+  DIR* d = opendir(g_dir);
+  ck_assert_ptr_nonnull(d);
+  int n = 0;
+  for (struct dirent* e; (e = readdir(d)) != NULL;)
+    n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+  closedir(d);
+  return n;
+}
+
+/* Writes n float32 values v, v+1, ... to path with pf_npy_write_file. */
+static void write_floats(const char* path, size_t n, float v) {
+  float* data = malloc(n * sizeof(float));
+  ck_assert_ptr_nonnull(data);
+  for (size_t i = 0; i < n; i++)
+    data[i] = v + (float)i;
+  pf_npy_array_t arr = {dtype(kDLFloat, 32), 1, {(int64_t)n}, 0, data, n * sizeof(float)};
+  char err[ERR_SIZE];
+  ck_assert_msg(pf_npy_write_file(path, &arr, err, sizeof err) == 0, "%s", err);
+  free(data);
+}
+
+/* 1 when path holds n float32 values v, v+1, ... */
+static int holds_floats(const char* path, size_t n, float v) {
+  pf_npy_array_t arr;
+  char err[ERR_SIZE];
+  if (pf_npy_read_file(path, &arr, err, sizeof err) != 0)
+    return 0;
+  int ok = arr.nbytes == n * sizeof(float);
+  for (size_t i = 0; ok && i < n; i++)
+    ok = ((float*)arr.data)[i] == v + (float)i;
+  pf_npy_array_free(&arr);
+  return ok;
+}
+
+START_TEST(test_map_without_copy_and_changes) {
+  char path[128], err[ERR_SIZE];
+  temp_path(path, sizeof path, "map.npy");
+  write_floats(path, 5000, 1.0f); /* several pages */
+  pf_npy_map_t m;
+  ck_assert_msg(pf_npy_map_file(path, &m, err, sizeof err) == 0, "%s", err);
+  ck_assert_ptr_nonnull(m.base);
+  ck_assert_uint_eq(m.offset, 128);
+  ck_assert_ptr_eq(m.array.data, (char*)m.base + 128);
+  ck_assert_int_eq(m.array.ndim, 1);
+  ck_assert_int_eq(m.array.shape[0], 5000);
+  float* x = m.array.data;
+  ck_assert(x[0] == 1.0f && x[4999] == 5000.0f);
+  int changed = -1;
+  ck_assert_int_eq(pf_npy_map_changed(&m, &changed, err, sizeof err), 0);
+  ck_assert_int_eq(changed, 0);
+  x[3000] = x[3000]; /* a page copied, the same bytes: not a change */
+  ck_assert_int_eq(pf_npy_map_changed(&m, &changed, err, sizeof err), 0);
+  ck_assert_int_eq(changed, 0);
+  x[4000] = -1.0f;
+  ck_assert_int_eq(pf_npy_map_changed(&m, &changed, err, sizeof err), 0);
+  ck_assert_int_eq(changed, 1);
+  pf_npy_map_release(&m);
+  ck_assert_int_eq(m.fd, -1);
+  ck_assert(holds_floats(path, 5000, 1.0f)); /* the write stayed private */
+  pf_npy_map_release(&m);                    /* released twice: a no-op */
+  unlink(path);
+}
+END_TEST
+
+START_TEST(test_map_falls_back_to_reading) {
+  char path[128], err[ERR_SIZE];
+  unsigned char buf[BUF_SIZE];
+  const unsigned char be[8] = {0x3f, 0x80, 0, 0, 0x40, 0, 0, 0}; /* 1.0f, 2.0f big-endian */
+  size_t len =
+      make_npy(buf, 1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", be, sizeof be);
+  temp_path(path, sizeof path, "big.npy");
+  FILE* fp = fopen(path, "wb");
+  ck_assert_ptr_nonnull(fp);
+  ck_assert_uint_eq(fwrite(buf, 1, len, fp), len);
+  fclose(fp);
+  pf_npy_map_t m;
+  ck_assert_msg(pf_npy_map_file(path, &m, err, sizeof err) == 0, "%s", err);
+  ck_assert_ptr_null(m.base);
+  ck_assert(((float*)m.array.data)[0] == 1.0f && ((float*)m.array.data)[1] == 2.0f);
+  int changed;
+  ck_assert_int_eq(pf_npy_map_changed(&m, &changed, err, sizeof err), -1);
+  pf_npy_map_release(&m);
+  temp_path(path, sizeof path, "missing.npy");
+  ck_assert_int_eq(pf_npy_map_file(path, &m, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "cannot open"));
+  ck_assert_int_eq(m.fd, -1);
+  temp_path(path, sizeof path, "big.npy");
+  unlink(path);
+}
+END_TEST
+
+START_TEST(test_failed_write_keeps_the_old_file) {
+  char a[128], b[128], err[ERR_SIZE];
+  temp_path(a, sizeof a, "a.npy");
+  temp_path(b, sizeof b, "b.npy");
+  write_floats(a, 4, 1.0f);
+  write_floats(b, 4, 1.0f);
+  /* a file size limit of 4 KiB: the second output (64 KiB) cannot be written */
+  signal(SIGXFSZ, SIG_IGN);
+  struct rlimit lim = {4096, 4096};
+  ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+  pf_npy_output_t outs[2];
+  ck_assert_int_eq(pf_npy_output_open(a, &outs[0], err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_open(b, &outs[1], err, sizeof err), 0);
+  ck_assert_int_eq(dir_entries(), 4);
+  float small[8] = {7, 8, 9, 10, 11, 12, 13, 14};
+  pf_npy_array_t s = {dtype(kDLFloat, 32), 1, {8}, 0, small, sizeof small};
+  ck_assert_int_eq(pf_npy_output_write(&outs[0], &s, err, sizeof err), 0);
+  float* big = calloc(16384, sizeof(float));
+  pf_npy_array_t l = {dtype(kDLFloat, 32), 1, {16384}, 0, big, 16384 * sizeof(float)};
+  ck_assert_int_eq(pf_npy_output_write(&outs[1], &l, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "write error: File too large") != NULL, "%s", err);
+  pf_npy_output_abort(outs, 2);
+  ck_assert(holds_floats(a, 4, 1.0f) && holds_floats(b, 4, 1.0f)); /* neither changed */
+  ck_assert_int_eq(dir_entries(), 2);                              /* no temporary left */
+  /* the one-file writer the same way: the old file stays */
+  ck_assert_int_eq(pf_npy_write_file(b, &l, err, sizeof err), -1);
+  ck_assert(holds_floats(b, 4, 1.0f));
+  ck_assert_int_eq(dir_entries(), 2);
+  /* and both outputs committed together when both fit */
+  ck_assert_int_eq(pf_npy_output_open(a, &outs[0], err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_open(b, &outs[1], err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_write(&outs[0], &s, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_write(&outs[1], &s, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_commit(outs, 2, err, sizeof err), 0);
+  ck_assert(holds_floats(a, 8, 7.0f) && holds_floats(b, 8, 7.0f));
+  ck_assert_int_eq(dir_entries(), 2);
+  free(big);
+  unlink(a);
+  unlink(b);
+}
+END_TEST
+
+START_TEST(test_output_map_writes_the_file_in_place) {
+  char a[128], b[128], err[ERR_SIZE];
+  temp_path(a, sizeof a, "src.npy");
+  temp_path(b, sizeof b, "dst.npy");
+  write_floats(a, 3000, 1.0f);
+  pf_npy_array_t desc = {dtype(kDLFloat, 32), 1, {3000}, 0, NULL, 0};
+  /* zeros: a new file like src */
+  pf_npy_output_t out;
+  void* data = NULL;
+  ck_assert_int_eq(pf_npy_output_open(b, &out, err, sizeof err), 0);
+  ck_assert_msg(pf_npy_output_map(&out, &desc, NULL, &data, err, sizeof err) == 0, "%s", err);
+  float* y = data;
+  ck_assert(y[0] == 0.0f && y[2999] == 0.0f);
+  for (int i = 0; i < 3000; i++)
+    y[i] = 5.0f + (float)i;
+  pf_npy_array_t arr = {dtype(kDLFloat, 32), 1, {3000}, 0, data, 3000 * sizeof(float)};
+  ck_assert_int_eq(pf_npy_output_write(&out, &arr, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_commit(&out, 1, err, sizeof err), 0);
+  ck_assert(holds_floats(b, 3000, 5.0f));
+  /* initial data from an existing file, aborted: the target keeps its contents */
+  ck_assert_int_eq(pf_npy_output_open(b, &out, err, sizeof err), 0);
+  ck_assert_msg(pf_npy_output_map(&out, &desc, a, &data, err, sizeof err) == 0, "%s", err);
+  ck_assert(((float*)data)[0] == 1.0f && ((float*)data)[2999] == 3000.0f);
+  ((float*)data)[7] = -1.0f;
+  pf_npy_output_abort(&out, 1);
+  ck_assert(holds_floats(b, 3000, 5.0f));
+  /* an initial file of another shape is refused */
+  pf_npy_array_t other = {dtype(kDLFloat, 32), 1, {10}, 0, NULL, 0};
+  ck_assert_int_eq(pf_npy_output_open(b, &out, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_map(&out, &other, a, &data, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "cannot be mapped as the output's initial data"));
+  pf_npy_output_abort(&out, 1);
+  ck_assert_int_eq(dir_entries(), 2);
+  unlink(a);
+  unlink(b);
+}
+END_TEST
+
+START_TEST(test_output_refuses_non_regular_targets) {
+  char fifo[128], err[ERR_SIZE];
+  temp_path(fifo, sizeof fifo, "fifo.npy");
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  pf_npy_output_t out;
+  ck_assert_int_eq(pf_npy_output_open(fifo, &out, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "not a regular file (a FIFO): refusing to replace it") != NULL, "%s",
+                err);
+  ck_assert_int_eq(pf_npy_output_open(g_dir, &out, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "(a directory)"));
+  float v = 1;
+  pf_npy_array_t arr = {dtype(kDLFloat, 32), 1, {1}, 0, &v, sizeof v};
+  ck_assert_int_eq(pf_npy_write_file(fifo, &arr, err, sizeof err), -1);
+  struct stat st;
+  ck_assert_int_eq(stat(fifo, &st), 0);
+  ck_assert(S_ISFIFO(st.st_mode)); /* still there, still a FIFO */
+  ck_assert_int_eq(dir_entries(), 1);
+  unlink(fifo);
+}
+END_TEST
+
 /* ---- suite -------------------------------------------------------------------------------- */
 
 static Suite* npy_suite(void) {
@@ -918,6 +1118,11 @@ static Suite* npy_suite(void) {
   tcase_add_test(tc, test_write_refuses_bad_arrays);
   tcase_add_test(tc, test_write_unwritable_path);
   tcase_add_test(tc, test_free_is_idempotent);
+  tcase_add_test(tc, test_map_without_copy_and_changes);
+  tcase_add_test(tc, test_map_falls_back_to_reading);
+  tcase_add_test(tc, test_failed_write_keeps_the_old_file);
+  tcase_add_test(tc, test_output_refuses_non_regular_targets);
+  tcase_add_test(tc, test_output_map_writes_the_file_in_place);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("read");

@@ -61,13 +61,94 @@ PF_NPY_API int pf_npy_read_file(const char* path, pf_npy_array_t* out, char* err
 PF_NPY_API int pf_npy_read_buffer(const void* buf, size_t size, pf_npy_array_t* out, char* err,
                                   size_t err_size);
 
+/* An array whose data lies in a private, copy-on-write memory map of its .npy file (or, when
+ * the file's data cannot be mapped as it is, in memory read from it). */
+typedef struct pf_npy_map_s {
+  pf_npy_array_t array; /* the array; array.data points into the map (or is malloc'ed) */
+  void* base;           /* start of the map, or NULL when the data was read instead */
+  size_t length;        /* bytes mapped (the whole file) */
+  size_t offset;        /* where the data starts in the file */
+  int fd;               /* the file, kept open while mapped (for pf_npy_map_changed); else -1 */
+} pf_npy_map_t;
+
+/* Opens the .npy file at `path` without copying its data when it can: when the data is in this
+ * host's byte order, in C order (or has at most one axis longer than 1) and starts at an
+ * offset that is a multiple of its element size (np.save aligns to 64 bytes), the file is
+ * mapped MAP_PRIVATE with read and write access: reading touches the page cache only, and a
+ * write lands in a private copy of the page written (copy on write), never in the file.
+ * Otherwise the data is read as pf_npy_read_file does (out->base NULL). The same checks and
+ * messages as pf_npy_read_file; 0, or -1 with *out zeroed (fd -1). Release with
+ * pf_npy_map_release. */
+PF_NPY_API int pf_npy_map_file(const char* path, pf_npy_map_t* out, char* err, size_t err_size);
+
+/* Sets *changed to 1 when the data of `map` differs from what the file holds, else 0: only the
+ * pages written since the mapping (those /proc/self/pagemap shows as private copies; every page
+ * when that file cannot be read) are compared with the file. For data that was read rather
+ * than mapped (base NULL) returns -1 ("not mapped"): keep a copy to compare with instead.
+ * 0, or -1 with a message in err (a read error). Borrows map. */
+PF_NPY_API int pf_npy_map_changed(const pf_npy_map_t* map, int* changed, char* err,
+                                  size_t err_size);
+
+/* Unmaps (or frees) the data, closes the file and zeroes *map (fd -1). NULL and a zeroed map
+ * are no-ops. Cannot fail. */
+PF_NPY_API void pf_npy_map_release(pf_npy_map_t* map);
+
 /* Writes `arr` to `path` as a version 1.0 file (32 dimensions always fit its header), C order,
  * host byte order, byte for byte what np.save writes for the same array. Returns 0, or -1 with a
  * message in err; checks that dtype has a .npy equivalent, that shape and nbytes agree and that
- * fortran_order is 0. Borrows `arr` (the caller keeps owning its data). A partly written file
- * is removed. */
+ * fortran_order is 0. Borrows `arr` (the caller keeps owning its data). The write is atomic, as
+ * pf_npy_output_open .. pf_npy_output_commit below: on failure `path` is as it was. */
 PF_NPY_API int pf_npy_write_file(const char* path, const pf_npy_array_t* arr, char* err,
                                  size_t err_size);
+
+/* ---- atomic writes: several files replaced all together or not at all ----
+ * pf_npy_output_open checks the target and creates a temporary file beside it; write each
+ * array with pf_npy_output_write; then pf_npy_output_commit renames every temporary over its
+ * target (or pf_npy_output_abort removes them all when anything failed): no existing file is
+ * changed before every output is complete on disk. */
+typedef struct pf_npy_output_s {
+  char* path;     /* malloc'ed: the file replaced (a symbolic link's target) */
+  char* tmp_path; /* malloc'ed: the temporary file beside it, or NULL once renamed/removed */
+  int fd;         /* the temporary file, open until written; else -1 */
+  void* map;      /* pf_npy_output_map's shared map of the temporary file, or NULL */
+  size_t map_length;
+  size_t nbytes; /* the mapped array's data size */
+} pf_npy_output_t;
+
+/* Prepares to replace `path`: refuses a target that exists and is not a regular file ("x: not
+ * a regular file (a character device): refusing to replace it"), a missing folder or one we
+ * cannot write ("cannot create a file in 'dir': ..."), then creates the temporary file
+ * "DIR/.NAME.PID.N.tmp" (mode 0666 less the umask, or the target's mode). 0, or -1 with a
+ * message in err (*out then owns nothing). Release with pf_npy_output_abort or commit. */
+PF_NPY_API int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* err,
+                                  size_t err_size);
+
+/* Lays out the temporary file for an array of `desc`'s dtype and shape (desc->data and nbytes
+ * are not read): header, then the data, zeros (a sparse file: nothing written), or the data of
+ * the .npy file `init` when not NULL (which must have the same dtype, shape and a data layout
+ * pf_npy_map_file maps; it is copied in the kernel, copy_file_range). Maps the file shared and
+ * sets *data to its data: what is written there is the file's content, written once (no copy
+ * at pf_npy_output_write). The map stays valid until commit or abort unmaps it. 0, or -1 with a
+ * message in err (no room on the disk, a file size limit, an init file that differs). */
+PF_NPY_API int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* desc, const char* init,
+                                 void** data, char* err, size_t err_size);
+
+/* Writes `arr` (as pf_npy_write_file does) into the temporary file, flushes it to disk (fsync)
+ * and closes it; for a mapped output, arr->data is the map's data (nothing to copy) or data of
+ * the same size copied into it, then flushed. 0, or -1 with a message naming the target in err
+ * (disk full, file size limit, a bad array); the target is untouched either way. */
+PF_NPY_API int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* err,
+                                   size_t err_size);
+
+/* Renames the written temporary files of outs[0..n) over their targets, in order, and frees
+ * them. 0, or -1 with a message in err when a rename fails: the outputs before it are in
+ * place, that one and those after it are removed (a rename within one folder fails only in
+ * rare cases: the folder removed or made read-only meanwhile). */
+PF_NPY_API int pf_npy_output_commit(pf_npy_output_t* outs, size_t n, char* err, size_t err_size);
+
+/* Removes the temporary files of outs[0..n) (closing those still open) and frees them; targets
+ * are untouched. Zeroed entries are skipped. Cannot fail. */
+PF_NPY_API void pf_npy_output_abort(pf_npy_output_t* outs, size_t n);
 
 /* Frees arr->data (of an array pf_npy_read_* filled) and zeroes *arr. NULL and an already
  * freed or zeroed array are no-ops. Cannot fail. */

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #if defined(__GNUC__) || defined(__clang__)
 #define NPY_PRINTF(fmt_index, args_index) __attribute__((format(printf, fmt_index, args_index)))
@@ -35,5 +36,20 @@ void pf__npy_format_shape(char* buf, size_t size, const int64_t* shape, int32_t 
  * so that every partial product of the shape fits later index arithmetic too. */
 int pf__npy_array_size(const int64_t* shape, int32_t ndim, size_t itemsize, size_t* count,
                        size_t* nbytes);
+
+/* A parsed .npy header: what the dict said, validated. */
+typedef struct {
+  DLDataType dtype;
+  int swap;          /* the data is in the other byte order than the host's */
+  int fortran_order; /* the data is in Fortran order */
+  int32_t ndim;
+  int64_t shape[PF_NPY_MAX_NDIM];
+} pf__npy_header_t;
+
+/* Reads the preamble and header of the .npy file open as fp (named `name` in messages), leaving
+ * fp at the first byte of data: *h the header, *nbytes the size of the data. 0, or -1 with a
+ * message in err. */
+int pf__npy_read_header_file(FILE* fp, const char* name, pf__npy_header_t* h, size_t* nbytes,
+                             char* err, size_t err_size);
 
 #endif /* PACKFN_SRC_NPY_PRIVATE_H_ */

@@ -77,15 +77,6 @@ static int parse_descr(const char* descr, DLDataType* dtype, int* swap, const ch
 
 /* ---- header dict -------------------------------------------------------------------------- */
 
-/* The parsed header: what the dict said, validated. */
-typedef struct {
-  DLDataType dtype;
-  int swap;          /* the data is in the other byte order than the host's */
-  int fortran_order; /* the data is in Fortran order */
-  int32_t ndim;
-  int64_t shape[PF_NPY_MAX_NDIM];
-} npy_header_t;
-
 /* A cursor over the header text (not NUL-terminated) and where to report errors. */
 typedef struct {
   const char* p;
@@ -179,7 +170,7 @@ static int cursor_read_bool(header_cursor_t* c, int* out) {
 }
 
 /* Reads a shape tuple: "()", "(3,)", "(2, 3)", "(2, 3,)"; Python 2's "3L" is accepted too. */
-static int cursor_read_shape(header_cursor_t* c, npy_header_t* h) {
+static int cursor_read_shape(header_cursor_t* c, pf__npy_header_t* h) {
   char got[24];
   if (cursor_peek(c) != '(') {
     return pf__npy_fail(c->err, c->err_size, c->name,
@@ -244,7 +235,7 @@ static int cursor_read_shape(header_cursor_t* c, npy_header_t* h) {
   return 0;
 }
 
-static int cursor_read_descr(header_cursor_t* c, npy_header_t* h) {
+static int cursor_read_descr(header_cursor_t* c, pf__npy_header_t* h) {
   char descr[NPY_TOKEN_MAX];
   char got[24];
   if (cursor_peek(c) == '[') {
@@ -261,8 +252,8 @@ static int cursor_read_descr(header_cursor_t* c, npy_header_t* h) {
 /* Parses the header dict, e.g. "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
  * with the keys in any order, any whitespace, and an optional trailing comma. Like NumPy, it
  * requires exactly the three keys. */
-static int parse_header(const char* text, size_t len, npy_header_t* h, const char* name, char* err,
-                        size_t err_size) {
+static int parse_header(const char* text, size_t len, pf__npy_header_t* h, const char* name,
+                        char* err, size_t err_size) {
   header_cursor_t c = {text, text + len, name, err, err_size};
   int seen[3] = {0, 0, 0}; /* descr, fortran_order, shape */
   static const char* const keys[3] = {"descr", "fortran_order", "shape"};
@@ -421,8 +412,10 @@ static void fortran_to_c(const unsigned char* src, unsigned char* dst, const int
   }
 }
 
-static int read_npy(npy_source_t* src, const char* name, pf_npy_array_t* out, char* err,
-                    size_t err_size) {
+/* Reads the preamble and the header dict, leaving src at the first byte of data; *h the
+ * header, *count and *nbytes the data's size. */
+static int read_header(npy_source_t* src, const char* name, pf__npy_header_t* h, size_t* count,
+                       size_t* nbytes, char* err, size_t err_size) {
   unsigned char pre[12];
   size_t got = source_read(src, pre, 10);
   if (got == 0 && !(src->fp != NULL && ferror(src->fp))) {
@@ -462,23 +455,37 @@ static int read_npy(npy_source_t* src, const char* name, pf_npy_array_t* out, ch
     return pf__npy_fail(err, err_size, name, "out of memory reading the header");
   }
   got = source_read(src, text, header_len);
-  npy_header_t h;
   int rc = got < header_len ? short_read(src, "header", header_len, got, name, err, err_size)
-                            : parse_header(text, header_len, &h, name, err, err_size);
+                            : parse_header(text, header_len, h, name, err, err_size);
   free(text);
   if (rc != 0) {
     return -1;
   }
-
-  size_t itemsize = h.dtype.bits / 8u;
-  size_t count = 0;
-  size_t nbytes = 0;
-  if (pf__npy_array_size(h.shape, h.ndim, itemsize, &count, &nbytes) != 0) {
+  if (pf__npy_array_size(h->shape, h->ndim, h->dtype.bits / 8u, count, nbytes) != 0) {
     char shape[PF_NPY_MAX_NDIM * 22 + 4];
-    pf__npy_format_shape(shape, sizeof shape, h.shape, h.ndim);
+    pf__npy_format_shape(shape, sizeof shape, h->shape, h->ndim);
     return pf__npy_fail(err, err_size, name, "shape %s is too large: its size in bytes overflows",
                         shape);
   }
+  return 0;
+}
+
+int pf__npy_read_header_file(FILE* fp, const char* name, pf__npy_header_t* h, size_t* nbytes,
+                             char* err, size_t err_size) {
+  npy_source_t src = {fp, NULL, 0, 0};
+  size_t count;
+  return read_header(&src, name, h, &count, nbytes, err, err_size);
+}
+
+static int read_npy(npy_source_t* src, const char* name, pf_npy_array_t* out, char* err,
+                    size_t err_size) {
+  pf__npy_header_t h;
+  size_t count = 0;
+  size_t nbytes = 0;
+  if (read_header(src, name, &h, &count, &nbytes, err, err_size) != 0) {
+    return -1;
+  }
+  size_t itemsize = h.dtype.bits / 8u;
   uint64_t left = 0;
   int left_known = source_left(src, &left) == 0;
   if (left_known && left < nbytes) {
@@ -496,7 +503,7 @@ static int read_npy(npy_source_t* src, const char* name, pf_npy_array_t* out, ch
     return pf__npy_fail(err, err_size, name, "out of memory: cannot allocate %zu bytes of data",
                         nbytes);
   }
-  got = source_read(src, data, nbytes);
+  size_t got = source_read(src, data, nbytes);
   unsigned char extra;
   if (got < nbytes) {
     free(data);

@@ -1,9 +1,16 @@
-/* npy_write.c: the .npy writer: version 1.0 files, byte for byte what np.save writes. */
+/* npy_write.c: the .npy writer: version 1.0 files, byte for byte what np.save writes, replacing
+ * their targets atomically (a temporary file beside the target, fsync, rename). */
 #include "npy_private.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 /* NumPy pads the header so that the data starts on a multiple of 64 bytes (for mmap). */
 #define NPY_ALIGN 64
@@ -80,6 +87,271 @@ static size_t build_header(char* buf, size_t size, const char* descr, const int6
   return total;
 }
 
+/* A malloc'ed copy of s[0..n). */
+static char* dup_n(const char* s, size_t n) {
+  char* d = malloc(n + 1);
+  if (d != NULL) {
+    memcpy(d, s, n);
+    d[n] = '\0';
+  }
+  return d;
+}
+
+/* What a file of mode `mode` is, for messages. */
+static const char* file_kind(mode_t mode) {
+  return S_ISDIR(mode)    ? "a directory"
+         : S_ISCHR(mode)  ? "a character device"
+         : S_ISBLK(mode)  ? "a block device"
+         : S_ISFIFO(mode) ? "a FIFO"
+         : S_ISSOCK(mode) ? "a socket"
+                          : "not a regular file";
+}
+
+/* Writes all of buf to fd. 0, or -1 with errno set. */
+static int write_all(int fd, const void* buf, size_t n) {
+  const char* p = buf;
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) {
+      continue;
+    }
+    if (w <= 0) {
+      if (w == 0) {
+        errno = EIO;
+      }
+      return -1;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* err, size_t err_size) {
+  if (out == NULL || path == NULL || path[0] == '\0') {
+    return pf__npy_fail(err, err_size, "pf_npy_output_open", "path or output is NULL or empty");
+  }
+  memset(out, 0, sizeof *out);
+  out->fd = -1;
+  struct stat st;
+  int exists = lstat(path, &st) == 0;
+  char* target = exists && S_ISLNK(st.st_mode) ? realpath(path, NULL) : dup_n(path, strlen(path));
+  if (exists && S_ISLNK(st.st_mode) && target == NULL && errno == ENOENT) {
+    return pf__npy_fail(err, err_size, path, "a symbolic link to a missing file: refusing it");
+  }
+  if (target == NULL) {
+    return pf__npy_fail(err, err_size, path, "cannot resolve the path: %s", strerror(errno));
+  }
+  exists = stat(target, &st) == 0;
+  if (exists && !S_ISREG(st.st_mode)) {
+    pf__npy_fail(err, err_size, path, "not a regular file (%s): refusing to replace it",
+                 file_kind(st.st_mode));
+    free(target);
+    return -1;
+  }
+  const char* slash = strrchr(target, '/');
+  size_t dir_len = slash == NULL ? 0 : (size_t)(slash - target) + 1;
+  const char* base = target + dir_len;
+  if (base[0] == '\0') {
+    pf__npy_fail(err, err_size, path, "names a folder, not a file");
+    free(target);
+    return -1;
+  }
+  size_t tmp_size = strlen(target) + 64;
+  char* tmp = malloc(tmp_size);
+  if (tmp == NULL) {
+    free(target);
+    return pf__npy_fail(err, err_size, path, "out of memory");
+  }
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  unsigned long salt = (unsigned long)now.tv_nsec ^ (unsigned long)(uintptr_t)out;
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
+    snprintf(tmp, tmp_size, "%.*s.%s.%ld.%lx.tmp", (int)dir_len, target, base, (long)getpid(),
+             salt + (unsigned long)attempt);
+    fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, exists ? st.st_mode & 07777 : 0666);
+    if (fd < 0 && errno != EEXIST) {
+      break;
+    }
+  }
+  if (fd < 0) {
+    int e = errno;
+    pf__npy_fail(err, err_size, path, "cannot create a file in '%.*s': %s",
+                 dir_len > 1 ? (int)dir_len - 1 : (int)dir_len, dir_len > 0 ? target : ".",
+                 strerror(e));
+    free(tmp);
+    free(target);
+    return -1;
+  }
+  if (exists) {
+    (void)fchmod(fd, st.st_mode & 07777); /* open's mode was reduced by the umask */
+  }
+  out->path = target;
+  out->tmp_path = tmp;
+  out->fd = fd;
+  return 0;
+}
+
+int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* err,
+                        size_t err_size) {
+  if (out == NULL || out->fd < 0 || arr == NULL) {
+    return pf__npy_fail(err, err_size, "pf_npy_output_write", "output not open, or array is NULL");
+  }
+  const char* name = out->path;
+  char descr[8];
+  if (check_array(arr, descr, sizeof descr, name, err, err_size) != 0) {
+    return -1;
+  }
+  if (out->map != NULL) {
+    char* data = (char*)out->map + (out->map_length - out->nbytes);
+    if (arr->nbytes != out->nbytes) {
+      return pf__npy_fail(err, err_size, name, "%zu bytes of data for a file mapped for %zu",
+                          arr->nbytes, out->nbytes);
+    }
+    if (arr->data != data && arr->nbytes > 0) {
+      memcpy(data, arr->data, arr->nbytes);
+    }
+    int ok = fsync(out->fd) == 0; /* writes back the pages dirtied through the map */
+    int saved_errno = errno;
+    if (close(out->fd) != 0 && ok) {
+      ok = 0;
+      saved_errno = errno;
+    }
+    out->fd = -1;
+    return ok ? 0 : pf__npy_fail(err, err_size, name, "write error: %s", strerror(saved_errno));
+  }
+  char header[2048];
+  size_t header_len = build_header(header, sizeof header, descr, arr->shape, arr->ndim);
+  if (header_len == 0) {
+    return pf__npy_fail(err, err_size, name,
+                        "header does not fit"); /* unreachable: see build_header */
+  }
+  int ok = write_all(out->fd, header, header_len) == 0 &&
+           (arr->nbytes == 0 || write_all(out->fd, arr->data, arr->nbytes) == 0) &&
+           fsync(out->fd) == 0;
+  int saved_errno = errno;
+  if (close(out->fd) != 0 && ok) {
+    ok = 0;
+    saved_errno = errno;
+  }
+  out->fd = -1;
+  if (!ok) {
+    return pf__npy_fail(err, err_size, name, "write error: %s", strerror(saved_errno));
+  }
+  return 0;
+}
+
+int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* desc, const char* init,
+                      void** data, char* err, size_t err_size) {
+  if (out == NULL || out->fd < 0 || out->map != NULL || desc == NULL || data == NULL) {
+    return pf__npy_fail(err, err_size, "pf_npy_output_map",
+                        "output not open or already mapped, or NULL argument");
+  }
+  const char* name = out->path;
+  pf_npy_array_t shape = *desc;
+  size_t count = 0;
+  if (pf__npy_array_size(shape.shape, shape.ndim, shape.dtype.bits / 8u, &count, &shape.nbytes) !=
+      0) {
+    return pf__npy_fail(err, err_size, name, "shape is negative or too large");
+  }
+  shape.data = &count; /* not read: check_array only wants it non-NULL */
+  shape.fortran_order = 0;
+  char descr[8];
+  if (check_array(&shape, descr, sizeof descr, name, err, err_size) != 0) {
+    return -1;
+  }
+  char header[2048];
+  size_t header_len = build_header(header, sizeof header, descr, shape.shape, shape.ndim);
+  size_t length = header_len + shape.nbytes;
+  if (header_len == 0 || write_all(out->fd, header, header_len) != 0 ||
+      ftruncate(out->fd, (off_t)length) != 0) {
+    return pf__npy_fail(err, err_size, name, "write error: %s", strerror(errno));
+  }
+  if (init != NULL) {
+    pf_npy_map_t src;
+    if (pf_npy_map_file(init, &src, err, err_size) != 0) {
+      return -1;
+    }
+    int same = src.base != NULL && src.array.nbytes == shape.nbytes &&
+               src.array.ndim == shape.ndim && src.array.dtype.code == shape.dtype.code &&
+               src.array.dtype.bits == shape.dtype.bits &&
+               memcmp(src.array.shape, shape.shape, sizeof(int64_t) * (size_t)shape.ndim) == 0;
+    loff_t from = (loff_t)src.offset, to = (loff_t)header_len;
+    size_t left = shape.nbytes;
+    while (same && left > 0) {
+      ssize_t n = copy_file_range(src.fd, &from, out->fd, &to, left, 0);
+      if (n <= 0) {
+        /* no kernel copy here (an old kernel, across file systems): copy from the map */
+        n = pwrite(out->fd, (char*)src.array.data + (shape.nbytes - left), left, to);
+        if (n <= 0) {
+          int e = n == 0 ? EIO : errno;
+          pf_npy_map_release(&src);
+          return pf__npy_fail(err, err_size, name, "write error: %s", strerror(e));
+        }
+        to += n;
+      }
+      left -= (size_t)n;
+    }
+    pf_npy_map_release(&src);
+    if (!same) {
+      return pf__npy_fail(err, err_size, init, "cannot be mapped as the output's initial data");
+    }
+  }
+  void* map = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, out->fd, 0);
+  if (map == MAP_FAILED) {
+    return pf__npy_fail(err, err_size, name, "cannot map: %s", strerror(errno));
+  }
+  out->map = map;
+  out->map_length = length;
+  out->nbytes = shape.nbytes;
+  *data = (char*)map + header_len;
+  return 0;
+}
+
+/* Frees what one output owns, removing its temporary file when it is still there. */
+static void output_drop(pf_npy_output_t* out) {
+  if (out->map != NULL) {
+    munmap(out->map, out->map_length);
+    out->map = NULL;
+  }
+  if (out->fd >= 0) {
+    close(out->fd);
+  }
+  if (out->tmp_path != NULL) {
+    unlink(out->tmp_path);
+  }
+  free(out->tmp_path);
+  free(out->path);
+  out->path = NULL;
+  out->tmp_path = NULL;
+  out->fd = -1;
+}
+
+int pf_npy_output_commit(pf_npy_output_t* outs, size_t n, char* err, size_t err_size) {
+  int rc = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (rc == 0 && outs[i].fd >= 0) {
+      rc = pf__npy_fail(err, err_size, outs[i].path, "not written before commit");
+    } else if (rc == 0 && outs[i].tmp_path != NULL) {
+      if (rename(outs[i].tmp_path, outs[i].path) != 0) {
+        rc = pf__npy_fail(err, err_size, outs[i].path, "cannot replace: %s", strerror(errno));
+      } else {
+        free(outs[i].tmp_path);
+        outs[i].tmp_path = NULL;
+      }
+    }
+    output_drop(&outs[i]);
+  }
+  return rc;
+}
+
+void pf_npy_output_abort(pf_npy_output_t* outs, size_t n) {
+  for (size_t i = 0; outs != NULL && i < n; ++i) {
+    output_drop(&outs[i]);
+  }
+}
+
 int pf_npy_write_file(const char* path, const pf_npy_array_t* arr, char* err, size_t err_size) {
   if (path == NULL) {
     return pf__npy_fail(err, err_size, "pf_npy_write_file", "path is NULL");
@@ -89,28 +361,15 @@ int pf_npy_write_file(const char* path, const pf_npy_array_t* arr, char* err, si
   }
   char descr[8];
   if (check_array(arr, descr, sizeof descr, path, err, err_size) != 0) {
+    return -1; /* before creating anything */
+  }
+  pf_npy_output_t out;
+  if (pf_npy_output_open(path, &out, err, err_size) != 0) {
     return -1;
   }
-  char header[2048];
-  size_t header_len = build_header(header, sizeof header, descr, arr->shape, arr->ndim);
-  if (header_len == 0) {
-    return pf__npy_fail(err, err_size, path,
-                        "header does not fit"); /* unreachable: see build_header */
+  if (pf_npy_output_write(&out, arr, err, err_size) != 0) {
+    pf_npy_output_abort(&out, 1);
+    return -1;
   }
-  FILE* fp = fopen(path, "wb");
-  if (fp == NULL) {
-    return pf__npy_fail(err, err_size, path, "cannot open for writing: %s", strerror(errno));
-  }
-  int ok = fwrite(header, 1, header_len, fp) == header_len &&
-           (arr->nbytes == 0 || fwrite(arr->data, 1, arr->nbytes, fp) == arr->nbytes);
-  int saved_errno = errno;
-  if (fclose(fp) != 0 && ok) {
-    ok = 0;
-    saved_errno = errno;
-  }
-  if (!ok) {
-    remove(path);
-    return pf__npy_fail(err, err_size, path, "write error: %s", strerror(saved_errno));
-  }
-  return 0;
+  return pf_npy_output_commit(&out, 1, err, err_size);
 }

@@ -95,3 +95,22 @@ static int get_twice(void* self, const pf_any_t* args, int32_t num_args, pf_any_
   return 0;
 }
 PF_EXPORT_DOC(get_twice, get_twice, "get_twice() -> Function", "Returns the function twice.");
+
+/* fill_ones(tensors...) -> None: sets every element of each float32 tensor argument to 1, for
+ * calls with several outputs of different sizes */
+static int fill_ones(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  (void)result;
+  for (int32_t i = 0; i < num_args; ++i) {
+    DLTensor* t = args[i].type_index == PF_TYPE_TENSOR ? pf_tensor_dltensor(args[i].v_obj) : NULL;
+    if (t == NULL || !pf_dtype_equal(t->dtype, PF_DTYPE_FLOAT32)) {
+      pf_error_set(PF_ERR_TYPE, "fill_ones: argument %d: expected a float32 tensor", (int)i);
+      return -1;
+    }
+    float* data = pf_dltensor_data(t);
+    for (int64_t k = 0, n = pf_dltensor_numel(t); k < n; ++k)
+      data[k] = 1.0f;
+  }
+  return 0;
+}
+PF_EXPORT(fill_ones, fill_ones);

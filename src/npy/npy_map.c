@@ -1,0 +1,171 @@
+/* npy_map.c: .npy files mapped into memory without a copy (private, copy-on-write maps), and
+ * finding out afterwards whether the mapped data was changed. */
+#include "npy_private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* 1 when data of this header can be used in place: host byte order, and C order or a layout
+ * where both orders agree (at most one axis longer than 1). */
+static int usable_in_place(const pf__npy_header_t* h) {
+  if (h->swap) {
+    return 0;
+  }
+  int long_axes = 0;
+  for (int32_t k = 0; k < h->ndim; k++) {
+    long_axes += h->shape[k] > 1;
+  }
+  return !h->fortran_order || long_axes <= 1;
+}
+
+int pf_npy_map_file(const char* path, pf_npy_map_t* out, char* err, size_t err_size) {
+  if (out != NULL) {
+    memset(out, 0, sizeof *out);
+    out->fd = -1;
+  }
+  if (path == NULL || out == NULL) {
+    return pf__npy_fail(err, err_size, "pf_npy_map_file", "path or output is NULL");
+  }
+  FILE* fp = fopen(path, "rb");
+  if (fp == NULL) {
+    return pf__npy_fail(err, err_size, path, "cannot open: %s", strerror(errno));
+  }
+  pf__npy_header_t h;
+  size_t nbytes = 0;
+  struct stat st;
+  long offset = -1;
+  if (pf__npy_read_header_file(fp, path, &h, &nbytes, err, err_size) != 0) {
+    fclose(fp);
+    return -1;
+  }
+  offset = ftell(fp);
+  size_t itemsize = h.dtype.bits / 8u;
+  if (offset < 0 || fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode) || !usable_in_place(&h) ||
+      (size_t)offset % itemsize != 0 || (uint64_t)st.st_size != (uint64_t)offset + nbytes) {
+    /* read it instead: a pipe, another layout, or a size the reader reports precisely */
+    fclose(fp);
+    return pf_npy_read_file(path, &out->array, err, err_size);
+  }
+  size_t length = (size_t)st.st_size;
+  void* base = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, fileno(fp), 0);
+  if (base == MAP_FAILED) {
+    fclose(fp);
+    return pf_npy_read_file(path, &out->array, err, err_size);
+  }
+  out->fd = dup(fileno(fp));
+  fclose(fp);
+  if (out->fd < 0) {
+    munmap(base, length);
+    return pf__npy_fail(err, err_size, path, "cannot keep the file open: %s", strerror(errno));
+  }
+  out->array.dtype = h.dtype;
+  out->array.ndim = h.ndim;
+  memcpy(out->array.shape, h.shape, sizeof h.shape);
+  out->array.fortran_order = 0;
+  out->array.data = (char*)base + offset;
+  out->array.nbytes = nbytes;
+  out->base = base;
+  out->length = length;
+  out->offset = (size_t)offset;
+  return 0;
+}
+
+/* Compares the mapped bytes [from, to) of the map with the file. 1 differs, 0 same, -1 error. */
+static int differs(const pf_npy_map_t* map, size_t from, size_t to, char* buf, size_t buf_size) {
+  while (from < to) {
+    size_t n = to - from < buf_size ? to - from : buf_size;
+    ssize_t got = pread(map->fd, buf, n, (off_t)from);
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got <= 0) {
+      return got == 0 ? 1 : -1; /* the file shrank: it differs */
+    }
+    if (memcmp(buf, (const char*)map->base + from, (size_t)got) != 0) {
+      return 1;
+    }
+    from += (size_t)got;
+  }
+  return 0;
+}
+
+int pf_npy_map_changed(const pf_npy_map_t* map, int* changed, char* err, size_t err_size) {
+  if (map == NULL || changed == NULL || map->base == NULL) {
+    return pf__npy_fail(err, err_size, "pf_npy_map_changed", "not mapped");
+  }
+  *changed = 0;
+  if (map->array.nbytes == 0) {
+    return 0;
+  }
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t first = map->offset / page, last = (map->offset + map->array.nbytes - 1) / page;
+  char* buf = malloc(1u << 20);
+  if (buf == NULL) {
+    return pf__npy_fail(err, err_size, "pf_npy_map_changed", "out of memory");
+  }
+  /* /proc/self/pagemap: one 64-bit entry per virtual page; bit 63 present, 62 swapped, 61 a
+   * page of a file (or shared). A page of our private map that is present and not a file page,
+   * or swapped out, is a private copy: it was written. */
+  int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  uintptr_t vfirst = (uintptr_t)map->base / page;
+  int rc = 0;
+  for (size_t p = first; p <= last && rc == 0 && !*changed;) {
+    size_t batch = last - p + 1 < 4096 ? last - p + 1 : 4096;
+    uint64_t entries[4096];
+    ssize_t got = pm >= 0 ? pread(pm, entries, batch * 8, (off_t)((vfirst + p) * 8)) : -1;
+    if (got != (ssize_t)(batch * 8)) {
+      size_t from = p * page, to = (last + 1) * page;
+      from = from < map->offset ? map->offset : from;
+      to = to > map->offset + map->array.nbytes ? map->offset + map->array.nbytes : to;
+      rc = differs(map, from, to, buf, 1u << 20); /* no page map: compare everything left */
+      *changed = rc == 1;
+      rc = rc < 0 ? -1 : 0;
+      break;
+    }
+    for (size_t k = 0; k < batch && !*changed; ++k) {
+      uint64_t e = entries[k];
+      int copied = (((e >> 63) & 1) && !((e >> 61) & 1)) || ((e >> 62) & 1);
+      if (!copied) {
+        continue;
+      }
+      size_t from = (p + k) * page, to = from + page;
+      from = from < map->offset ? map->offset : from;
+      to = to > map->offset + map->array.nbytes ? map->offset + map->array.nbytes : to;
+      int d = differs(map, from, to, buf, 1u << 20);
+      if (d < 0) {
+        rc = -1;
+      }
+      *changed = d == 1;
+    }
+    p += batch;
+  }
+  if (pm >= 0) {
+    close(pm);
+  }
+  free(buf);
+  if (rc != 0) {
+    return pf__npy_fail(err, err_size, "pf_npy_map_changed", "read error: %s", strerror(errno));
+  }
+  return 0;
+}
+
+void pf_npy_map_release(pf_npy_map_t* map) {
+  if (map == NULL) {
+    return;
+  }
+  if (map->base != NULL) {
+    munmap(map->base, map->length);
+  } else {
+    pf_npy_array_free(&map->array);
+  }
+  if (map->fd >= 0) {
+    close(map->fd);
+  }
+  memset(map, 0, sizeof *map);
+  map->fd = -1;
+}
