@@ -132,24 +132,38 @@ PF__K_DEFINE(vector_add_cuda, PF__K_PARAMS_VECTOR_ADD) {
                           : pf__kc_vector_add_f32(bd, nb, cd, ad, count, stream));
 }
 
-PF_TYPED_REGISTER(add_n_cuda, PF_KERNELS_CUDA_PREFIX "add_n");
-PF_TYPED_REGISTER(rms_norm_cuda, PF_KERNELS_CUDA_PREFIX "rms_norm");
-PF_TYPED_REGISTER(rms_norm_fwd_cuda, PF_KERNELS_CUDA_PREFIX "rms_norm_fwd");
-PF_TYPED_REGISTER(rms_norm_bwd_cuda, PF_KERNELS_CUDA_PREFIX "rms_norm_bwd");
-PF_TYPED_REGISTER(kepler_cuda, PF_KERNELS_CUDA_PREFIX "kepler");
-PF_TYPED_REGISTER(vector_add_cuda, PF_KERNELS_CUDA_PREFIX "vector_add");
+/* Each kernel's packed entry refuses read-only outputs, as the CPU ones do (kdefs.h). */
+PF__K_ENTRY(add_n_cuda, PF__K_OUTS_ADD_N);
+PF__K_ENTRY(rms_norm_cuda, PF__K_OUTS_RMS_NORM);
+PF__K_ENTRY(rms_norm_fwd_cuda, PF__K_OUTS_RMS_NORM_FWD);
+PF__K_ENTRY(rms_norm_bwd_cuda, PF__K_OUTS_RMS_NORM_BWD);
+PF__K_ENTRY(kepler_cuda, PF__K_OUTS_KEPLER);
+PF__K_ENTRY(vector_add_cuda, PF__K_OUTS_VECTOR_ADD);
+
+PF__REGISTER_STATIC(PF_KERNELS_CUDA_PREFIX "add_n", add_n_cuda_checked, &add_n_cuda_signature,
+                    NULL);
+PF__REGISTER_STATIC(PF_KERNELS_CUDA_PREFIX "rms_norm", rms_norm_cuda_checked,
+                    &rms_norm_cuda_signature, NULL);
+PF__REGISTER_STATIC(PF_KERNELS_CUDA_PREFIX "rms_norm_fwd", rms_norm_fwd_cuda_checked,
+                    &rms_norm_fwd_cuda_signature, NULL);
+PF__REGISTER_STATIC(PF_KERNELS_CUDA_PREFIX "rms_norm_bwd", rms_norm_bwd_cuda_checked,
+                    &rms_norm_bwd_cuda_signature, NULL);
+PF__REGISTER_STATIC(PF_KERNELS_CUDA_PREFIX "kepler", kepler_cuda_checked, &kepler_cuda_signature,
+                    NULL);
+PF__REGISTER_STATIC(PF_KERNELS_CUDA_PREFIX "vector_add", vector_add_cuda_checked,
+                    &vector_add_cuda_signature, NULL);
 
 /* ---- exports for module loading (pf_module_load on libpackfn_kernels_cuda.so) ---- */
 
-PF_EXPORT_DOC(cuda_add_n, add_n_cuda_packed, add_n_cuda_text,
+PF_EXPORT_DOC(cuda_add_n, add_n_cuda_checked, add_n_cuda_text,
               "out = x + n, elementwise (CUDA, current stream)");
-PF_EXPORT_DOC(cuda_rms_norm, rms_norm_cuda_packed, rms_norm_cuda_text,
+PF_EXPORT_DOC(cuda_rms_norm, rms_norm_cuda_checked, rms_norm_cuda_text,
               "rms_norm over the last axis (CUDA, current stream)");
-PF_EXPORT_DOC(cuda_rms_norm_fwd, rms_norm_fwd_cuda_packed, rms_norm_fwd_cuda_text,
+PF_EXPORT_DOC(cuda_rms_norm_fwd, rms_norm_fwd_cuda_checked, rms_norm_fwd_cuda_text,
               "rms_norm with inv_rms (CUDA, current stream)");
-PF_EXPORT_DOC(cuda_rms_norm_bwd, rms_norm_bwd_cuda_packed, rms_norm_bwd_cuda_text,
+PF_EXPORT_DOC(cuda_rms_norm_bwd, rms_norm_bwd_cuda_checked, rms_norm_bwd_cuda_text,
               "gradient of rms_norm (CUDA, current stream)");
-PF_EXPORT_DOC(cuda_kepler, kepler_cuda_packed, kepler_cuda_text,
+PF_EXPORT_DOC(cuda_kepler, kepler_cuda_checked, kepler_cuda_text,
               "solves M = E - e sin E for 0 <= e < 1 (CUDA, current stream)");
-PF_EXPORT_DOC(cuda_vector_add, vector_add_cuda_packed, vector_add_cuda_text,
+PF_EXPORT_DOC(cuda_vector_add, vector_add_cuda_checked, vector_add_cuda_text,
               "a[i] = b[i mod len(b)] + c[i] (CUDA, current stream)");

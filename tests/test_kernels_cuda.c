@@ -4,6 +4,7 @@
  * "skipped: no CUDA device". */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "packfn/cuda.h"
 #include "packfn/kernels.h"
@@ -234,12 +235,46 @@ START_TEST(test_cpu_tensor_refused_by_cuda_version) {
 }
 END_TEST
 
+/* The CUDA versions refuse a read-only tensor (a read-only DLPack producer's) as an output, as
+ * the CPU ones do, before they look at its device: no GPU needed. */
+static void free_versioned(pf_dl_managed_tensor_versioned_t* m) {
+  free(m);
+}
+
+START_TEST(test_cuda_read_only_output_refused) {
+  static float data[4] = {1, 2, 3, 4};
+  static int64_t shape[1] = {4};
+  pf_dl_managed_tensor_versioned_t* m = calloc(1, sizeof *m);
+  ck_assert_ptr_nonnull(m);
+  m->version.major = PF_DLPACK_VERSIONED_MAJOR;
+  m->version.minor = PF_DLPACK_VERSIONED_MINOR;
+  m->deleter = free_versioned;
+  m->flags = PF_DLPACK_FLAG_READ_ONLY;
+  m->dl_tensor.data = data;
+  m->dl_tensor.device = cpu;
+  m->dl_tensor.ndim = 1;
+  m->dl_tensor.dtype = (DLDataType){kDLFloat, 32, 1};
+  m->dl_tensor.shape = shape;
+  pf_object_t* ro;
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(m, &ro), 0);
+  pf_object_t* x = host(shape, 1, (DLDataType){kDLFloat, 32, 1}, 1, 0);
+  pf_any_t args[3] = {pf_any_object(x), pf_any_object(ro), pf_any_float(1e-5)};
+  pf_any_t r;
+  ck_assert_int_eq(pf_global_call(PF_KERNELS_CUDA_PREFIX "rms_norm", args, 3, &r), -1);
+  PF_ASSERT_RAISED("ValueError", "rms_norm_cuda: argument 1 (out): expected a writable tensor");
+  ck_assert(data[0] == 1 && data[3] == 4);
+  pf_object_release(x);
+  pf_object_release(ro);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("kernels_cuda");
   TCase* tc = tcase_create("cuda");
   tcase_add_test(tc, test_cuda_registered_and_exported);
   tcase_add_test(tc, test_c_entry_without_device);
   tcase_add_test(tc, test_cpu_tensor_refused_by_cuda_version);
+  tcase_add_test(tc, test_cuda_read_only_output_refused);
   tcase_add_test(tc, test_cuda_matches_cpu);
   tcase_add_test(tc, test_kepler_cuda_refuses_bad_eccentricity);
   suite_add_tcase(s, tc);
