@@ -181,8 +181,9 @@ static int cmd_info(int argc, char** argv) {
       printf(" device(%d)", (int)type);
   }
   fputc('\n', stdout);
-  printf("kernels: %d%s\n", (int)pf_kernels_count(),
-         pf_kernels_have_cuda() ? " (CPU and CUDA versions)" : " (CPU versions)");
+  printf("kernels: %d%s; CPU loops: %s, threads per call: %d\n", (int)pf_kernels_count(),
+         pf_kernels_have_cuda() ? " (CPU and CUDA versions)" : " (CPU versions)", pf_kernels_isa(),
+         pf_kernels_threads());
   printf("global functions: %zu\n", pf_global_count());
   return check_static_failures(0, PF_CLI_EXIT_OK);
 }

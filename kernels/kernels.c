@@ -29,6 +29,16 @@ static pf_object_t* cuda_version(const char* name) {
   return fn;
 }
 
+int pf_kernels_set_threads(int n) {
+  return pf__k_threads_set(n);
+}
+int pf_kernels_threads(void) {
+  return pf__k_threads_get();
+}
+const char* pf_kernels_isa(void) {
+  return pf__k_isa_name();
+}
+
 int pf_kernels_have_cuda(void) {
   pf_object_t* fn = cuda_version(pf__kernel_names[0]);
   pf_object_release(fn);

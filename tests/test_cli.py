@@ -145,7 +145,8 @@ def test_info(cli):
     assert re.fullmatch(r"ABI version: \d+\.\d+", lines[1]), out
     assert re.fullmatch(r"CUDA devices: (\d+.*|CUDA support not built)", lines[2]), out
     assert re.fullmatch(r"allocators: cpu( \w+)*", lines[3]), out
-    assert re.fullmatch(r"kernels: 6 \(CPU( and CUDA)? versions\)", lines[4]), out
+    assert re.fullmatch(r"kernels: 6 \(CPU( and CUDA)? versions\); CPU loops: (avx512|avx2|sse2|base), "
+                        r"threads per call: [0-9]+", lines[4]), out
     m = re.fullmatch(r"global functions: (\d+)", lines[5])
     assert m and int(m.group(1)) >= 6, out
     # a CUDA call without a device says so, as info does (not "driver version is insufficient")

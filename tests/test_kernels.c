@@ -1,6 +1,7 @@
 /* Tests of packfn_kernels: every kernel through the global table (as a program linked with the
  * library finds them) and through its C entry, against reference code, and every refusal. */
 #include <math.h>
+#include <string.h>
 
 #include "packfn/kernels.h"
 #include "packfn/module.h"
@@ -386,6 +387,39 @@ START_TEST(test_module_exports) {
 }
 END_TEST
 
+/* The public thread knob: set, read back, clamped, restored; results do not depend on it. */
+START_TEST(test_threads_and_isa) {
+  const char* isa = pf_kernels_isa();
+  ck_assert_ptr_nonnull(isa);
+  ck_assert(strcmp(isa, "avx512") == 0 || strcmp(isa, "avx2") == 0 || strcmp(isa, "sse2") == 0 ||
+            strcmp(isa, "base") == 0);
+  int before = pf_kernels_threads();
+  ck_assert_int_ge(before, 1);
+  ck_assert_int_eq(pf_kernels_set_threads(2), 2);
+  ck_assert_int_eq(pf_kernels_threads(), 2);
+  ck_assert_int_eq(pf_kernels_set_threads(1000), 64);
+  /* 4 MiB: several threads' worth, so the split is exercised; same bits as one thread */
+  int64_t shape[2] = {256, 4096};
+  pf_object_t* x = tensor(shape, 2, (DLDataType){kDLFloat, 32, 1});
+  pf_object_t* y1 = tensor(shape, 2, (DLDataType){kDLFloat, 32, 1});
+  pf_object_t* y4 = tensor(shape, 2, (DLDataType){kDLFloat, 32, 1});
+  float* xd = pf_tensor_dltensor(x)->data;
+  for (int64_t i = 0; i < shape[0] * shape[1]; ++i)
+    xd[i] = (float)((i * 7919) % 1000) / 250.0f - 2.0f;
+  ck_assert_int_eq(pf_kernels_set_threads(1), 1);
+  ck_assert_int_eq(pf_kernel_rms_norm(pf_tensor_dltensor(x), pf_tensor_dltensor(y1), 1e-5), 0);
+  ck_assert_int_eq(pf_kernels_set_threads(4), 4);
+  ck_assert_int_eq(pf_kernel_rms_norm(pf_tensor_dltensor(x), pf_tensor_dltensor(y4), 1e-5), 0);
+  ck_assert(memcmp(pf_tensor_dltensor(y1)->data, pf_tensor_dltensor(y4)->data,
+                   (size_t)(shape[0] * shape[1]) * sizeof(float)) == 0);
+  ck_assert_int_ge(pf_kernels_set_threads(0), 1); /* the default again */
+  pf_kernels_set_threads(before);
+  pf_object_release(x);
+  pf_object_release(y1);
+  pf_object_release(y4);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("kernels");
   TCase* tc = tcase_create("cpu");
@@ -397,6 +431,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_vector_add);
   tcase_add_test(tc, test_refusals_touch_no_output);
   tcase_add_test(tc, test_module_exports);
+  tcase_add_test(tc, test_threads_and_isa);
   suite_add_tcase(s, tc);
   return s;
 }

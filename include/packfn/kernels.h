@@ -77,6 +77,19 @@ PF_API int32_t pf_kernels_count(void);
 /* Short name of kernel i (0 <= i < pf_kernels_count()), or NULL. */
 PF_API const char* pf_kernels_name(int32_t i);
 
+/* CPU kernels: the most threads one kernel call may use, 1..64. n <= 0 restores the default:
+ * the environment variable PACKFN_KERNEL_THREADS when it holds a number >= 1 (read at the
+ * first kernel call), else 1. A call uses fewer threads when its arrays are small (under 1 MiB
+ * per thread), and results are bit-identical for every thread count. Process-wide; a call
+ * already running keeps the count it started with. Returns the count now in effect; never
+ * fails. */
+PF_API int pf_kernels_set_threads(int n);
+/* The thread count pf_kernels_set_threads set (or the default). */
+PF_API int pf_kernels_threads(void);
+/* The instruction set the CPU kernels' loops were chosen for at run time: "avx512", "avx2" or
+ * "sse2" on x86-64, "base" elsewhere. A static string; never NULL. */
+PF_API const char* pf_kernels_isa(void);
+
 /* ---- libpackfn_kernels_cuda ---- */
 
 /* Number of CUDA kernels libpackfn_kernels_cuda registers (one per name of pf_kernels_name).
