@@ -68,6 +68,16 @@ def test_read_only_input_accepted(rms_norm):
     np.testing.assert_allclose(out, 1.0)
 
 
+def test_read_only_output_refused(rms_norm):
+    x = np.ones((2, 4), np.float32)
+    out = np.zeros_like(x)
+    out.setflags(write=False)
+    with pytest.raises(ValueError, match=r"argument 1 \(out\): expected a writable tensor, got a "
+                                         r"read-only one"):
+        rms_norm(x, out, 1e-5)
+    assert not out.any()  # untouched
+
+
 def test_python_exception_crosses_back_as_itself():
     class MyError(Exception):
         pass
