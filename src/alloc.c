@@ -44,6 +44,7 @@ static void pf__cache_flush(void) {
 }
 
 static pthread_key_t pf__cache_key;
+static int pf__cache_key_made; /* 1 once pf__cache_key exists, until the library unloads */
 static pthread_once_t pf__cache_once = PTHREAD_ONCE_INIT;
 static int pf__cache_process_allowed;
 
@@ -54,22 +55,30 @@ static void pf__cache_thread_exit(void* unused) {
 }
 static void pf__cache_init_once(void) {
   pf__cache_process_allowed = pf__cache_allowed();
-  (void)pthread_key_create(&pf__cache_key, pf__cache_thread_exit);
+  pf__cache_key_made = pthread_key_create(&pf__cache_key, pf__cache_thread_exit) == 0;
 }
 
-/* The main thread's cache is flushed at exit so leak checkers see a clean heap. */
+/* The main thread's cache is flushed at exit so leak checkers see a clean heap. The key is
+ * deleted so that, when a host dlclose()s libpackfn while other threads that used it still
+ * run, their thread-exit flush (code of this library) is not called after the unmapping
+ * (issue 10, defect 3); those threads' cached blocks are then never freed. */
 __attribute__((destructor)) static void pf__cache_fini(void) {
   pf__cache_flush();
   pf__cache.state = -1;
+  if (pf__cache_key_made) {
+    (void)pthread_key_delete(pf__cache_key);
+    pf__cache_key_made = 0;
+  }
 }
 
 void* pf__alloc_slow(size_t size, unsigned c) {
-  size_t total = size + sizeof(pf__block_t);
   pf__block_t* b;
+  if (size > PF__ALLOC_MAX) /* callers check; kept so the sum below can never wrap */
+    return NULL;
   if (c != PF__NO_CLASS)
     b = malloc(pf__class_size[c]); /* the class's cache is empty */
   else
-    b = total > size ? malloc(total) : NULL;
+    b = malloc(size + sizeof(pf__block_t));
   if (!b)
     return NULL;
   b->size_class = c;

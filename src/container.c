@@ -583,47 +583,123 @@ int pf_map_items(const pf_object_t* map, const pf_map_item_t** items, size_t* co
 
 /* ---- equality ---- */
 
-static int pf__seq_equal(const pf_seq_cell_t* a, const pf_seq_cell_t* b) {
-  if (a->size != b->size)
-    return 0;
-  const pf_any_t* x = (const pf_any_t*)a->data;
-  const pf_any_t* y = (const pf_any_t*)b->data;
-  for (int64_t i = 0; i < a->size; ++i)
-    if (!pf_container_equal(&x[i], &y[i]))
-      return 0;
-  return 1;
-}
+/* Equality walks nested containers with an explicit stack of frames, not recursion, so
+ * arbitrarily deep nesting uses bounded C stack (issue 10, defect 8). A frame compares the
+ * items of two arrays, or the entries of two maps, of the same size, from item `i` on. */
+typedef struct {
+  const pf_object_t* x;
+  const pf_object_t* y;
+  size_t i;
+  size_t size;
+  int is_map;
+} pf__eq_frame_t;
+
+/* Frames kept on the C stack before the walk asks malloc for more. */
+#define PF__EQ_LOCAL_FRAMES 32
 
 static int pf__shape_equal(const pf_shape_cell_t* a, const pf_shape_cell_t* b) {
   return a->size == b->size &&
          (a->size == 0 || memcmp(a->data, b->data, a->size * sizeof(int64_t)) == 0);
 }
 
-static int pf__map_equal(const pf__map_t* a, const pf__map_t* b) {
-  if (a->count != b->count)
-    return 0;
-  for (size_t i = 0; i < a->count; ++i) {
-    ptrdiff_t j = pf__map_lookup(b, &a->items[i].key, a->hashes[i]);
-    if (j < 0 || !pf_container_equal(&a->items[i].value, &b->items[j].value))
+/* Compares a and b as far as it can without descending: 1 or 0 when decided, 2 when both are
+ * arrays (or both maps) of the same non-zero size, with *f set up to compare their items. */
+static int pf__equal_enter(const pf_any_t* a, const pf_any_t* b, pf__eq_frame_t* f) {
+  if (a->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN &&
+      b->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN && a->v_obj && b->v_obj &&
+      a->v_obj != b->v_obj) {
+    const pf_object_t* x = a->v_obj;
+    const pf_object_t* y = b->v_obj;
+    size_t nx, ny;
+    int is_map;
+    if (pf_object_is_instance(x, PF_TYPE_ARRAY) && pf_object_is_instance(y, PF_TYPE_ARRAY)) {
+      nx = (size_t)((const pf_seq_cell_t*)(x + 1))->size;
+      ny = (size_t)((const pf_seq_cell_t*)(y + 1))->size;
+      is_map = 0;
+    } else if (pf_object_is_instance(x, PF_TYPE_SHAPE) && pf_object_is_instance(y, PF_TYPE_SHAPE)) {
+      return pf__shape_equal((const pf_shape_cell_t*)(x + 1), (const pf_shape_cell_t*)(y + 1));
+    } else if (pf__map_is_ours(x) && pf__map_is_ours(y)) {
+      nx = ((const pf__map_t*)x)->count;
+      ny = ((const pf__map_t*)y)->count;
+      is_map = 1;
+    } else {
+      return pf_any_equal(a, b);
+    }
+    if (nx != ny)
       return 0;
+    if (nx == 0)
+      return 1;
+    *f = (pf__eq_frame_t){x, y, 0, nx, is_map};
+    return 2;
   }
+  return pf_any_equal(a, b);
+}
+
+/* The next pair of items frame f compares (and advances it); 0 when b has no entry for a's
+ * key (the maps differ). */
+static int pf__equal_next(pf__eq_frame_t* f, const pf_any_t** a, const pf_any_t** b) {
+  size_t i = f->i++;
+  if (!f->is_map) {
+    *a = (const pf_any_t*)((const pf_seq_cell_t*)(f->x + 1))->data + i;
+    *b = (const pf_any_t*)((const pf_seq_cell_t*)(f->y + 1))->data + i;
+    return 1;
+  }
+  const pf__map_t* mx = (const pf__map_t*)f->x;
+  const pf__map_t* my = (const pf__map_t*)f->y;
+  ptrdiff_t j = pf__map_lookup(my, &mx->items[i].key, mx->hashes[i]);
+  if (j < 0)
+    return 0;
+  *a = &mx->items[i].value;
+  *b = &my->items[j].value;
   return 1;
 }
 
 int pf_container_equal(const pf_any_t* a, const pf_any_t* b) {
   if (!a || !b)
     return a == b;
-  if (a->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN &&
-      b->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN && a->v_obj && b->v_obj &&
-      a->v_obj != b->v_obj) {
-    const pf_object_t* x = a->v_obj;
-    const pf_object_t* y = b->v_obj;
-    if (pf_object_is_instance(x, PF_TYPE_ARRAY) && pf_object_is_instance(y, PF_TYPE_ARRAY))
-      return pf__seq_equal((const pf_seq_cell_t*)(x + 1), (const pf_seq_cell_t*)(y + 1));
-    if (pf_object_is_instance(x, PF_TYPE_SHAPE) && pf_object_is_instance(y, PF_TYPE_SHAPE))
-      return pf__shape_equal((const pf_shape_cell_t*)(x + 1), (const pf_shape_cell_t*)(y + 1));
-    if (pf__map_is_ours(x) && pf__map_is_ours(y))
-      return pf__map_equal((const pf__map_t*)x, (const pf__map_t*)y);
+  pf__eq_frame_t local[PF__EQ_LOCAL_FRAMES];
+  pf__eq_frame_t* stack = local;
+  size_t depth = 0, capacity = PF__EQ_LOCAL_FRAMES;
+  int eq = pf__equal_enter(a, b, &stack[0]);
+  if (eq == 2) {
+    depth = 1;
+    eq = 1;
   }
-  return pf_any_equal(a, b);
+  while (depth > 0 && eq) {
+    pf__eq_frame_t* top = &stack[depth - 1];
+    if (top->i == top->size) {
+      --depth; /* these two are equal; back to their parents */
+      continue;
+    }
+    const pf_any_t *x, *y;
+    if (!pf__equal_next(top, &x, &y)) {
+      eq = 0;
+      break;
+    }
+    pf__eq_frame_t f;
+    int r = pf__equal_enter(x, y, &f);
+    if (r != 2) {
+      eq = r;
+      continue;
+    }
+    if (depth == capacity) {
+      size_t cap = 2 * capacity;
+      pf__eq_frame_t* grown =
+          stack == local ? malloc(cap * sizeof *grown) : realloc(stack, cap * sizeof *grown);
+      if (!grown) {
+        /* out of memory: compare this pair with a nested walk (recursion, one level per
+         * PF__EQ_LOCAL_FRAMES of nesting) rather than fail, since equality never raises */
+        eq = pf_container_equal(x, y);
+        continue;
+      }
+      if (stack == local)
+        memcpy(grown, local, sizeof local);
+      stack = grown;
+      capacity = cap;
+    }
+    stack[depth++] = f;
+  }
+  if (stack != local)
+    free(stack);
+  return eq;
 }

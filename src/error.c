@@ -210,6 +210,7 @@ static void pf__attach_native_stack(pf_object_t* err) {
  * mode remembers that, and whether raises capture full stacks: 0 not yet raised, 1 raise
  * sites only, 2 full stacks too (PACKFN_BACKTRACE), so a raise reads one thread-local int. */
 static pthread_key_t pf__exit_key;
+static int pf__exit_key_made; /* 1 once pf__exit_key exists, until the library unloads */
 static pthread_once_t pf__exit_once = PTHREAD_ONCE_INIT;
 static PF__TLS int pf__thread_mode;
 
@@ -218,7 +219,7 @@ static void pf__thread_exit(void* unused) {
   pf_error_clear();
 }
 static void pf__exit_key_init(void) {
-  (void)pthread_key_create(&pf__exit_key, pf__thread_exit);
+  pf__exit_key_made = pthread_key_create(&pf__exit_key, pf__thread_exit) == 0;
 }
 
 __attribute__((noinline)) static int pf__thread_setup(void) {
@@ -364,6 +365,13 @@ pf_object_t* pf_error_peek(void) {
   return pf__raised;
 }
 
+int pf_error_ensure(const char* callee, int rc) {
+  if (!pf__raised)
+    pf_error_set(PF_ERR_RUNTIME, "%s returned %d without raising an error",
+                 callee ? callee : "a function", rc);
+  return -1;
+}
+
 void pf_error_clear(void) {
   pf_object_t* err = pf__raised;
   pf__raised = NULL;
@@ -481,7 +489,14 @@ char* pf__strdup(const char* s) {
   return d;
 }
 
-/* Free this thread's pending error when the thread exits, so nothing leaks. */
+/* Free this thread's pending error when the library unloads (or the process exits), so
+ * nothing leaks, and delete the thread-exit key: a thread still running after a dlclose() of
+ * libpackfn must not call pf__thread_exit in unmapped code (issue 10, defect 3). Such a
+ * thread's pending error, if any, is leaked. */
 __attribute__((destructor)) static void pf__error_fini(void) {
   pf_error_clear();
+  if (pf__exit_key_made) {
+    (void)pthread_key_delete(pf__exit_key);
+    pf__exit_key_made = 0;
+  }
 }

@@ -451,3 +451,35 @@ int pf_function_create_static(const pf_signature_t* sig, pf_safe_call_t packed, 
   *out = &f->header;
   return 0;
 }
+
+/* ---- what a function's code depends on (for unloading) ---- */
+
+/* A function pointer as an address, for dladdr; POSIX guarantees the conversion. */
+#define PF__CODE_ADDR(fp, out)                                                                     \
+  do {                                                                                             \
+    const void* addr_ = NULL;                                                                      \
+    memcpy(&addr_, &(fp), sizeof addr_);                                                           \
+    (out) = addr_;                                                                                 \
+  } while (0)
+
+size_t pf__function_code(const pf_object_t* fn, const void** addrs) {
+  size_t n = 0;
+  if (!fn || fn->type_index != PF_TYPE_FUNCTION)
+    return 0;
+  const pf_function_cell_t* cell = (const pf_function_cell_t*)(fn + 1);
+  PF__CODE_ADDR(fn->deleter, addrs[n++]);
+  PF__CODE_ADDR(cell->safe_call, addrs[n++]);
+  if (!pf__function_is_ours(fn))
+    return n;
+  const pf__function_t* f = (const pf__function_t*)fn;
+  PF__CODE_ADDR(f->call, addrs[n++]);
+  PF__CODE_ADDR(f->deleter, addrs[n++]);
+  addrs[n++] = f->self;
+  if (f->deleter == pf__typed_deleter) {
+    const pf__typed_t* t = (const pf__typed_t*)f->self;
+    PF__CODE_ADDR(t->impl, addrs[n++]);
+    PF__CODE_ADDR(t->deleter, addrs[n++]);
+    addrs[n++] = t->self;
+  }
+  return n;
+}

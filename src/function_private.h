@@ -8,4 +8,14 @@
  * its deleter ran: used so a module's code outlives its functions. -1 with TypeError. */
 int pf__function_set_keepalive(pf_object_t* fn, pf_object_t* owner);
 
+/* Most addresses pf__function_code reports. */
+#define PF__FUNCTION_CODE_MAX 8
+
+/* The code and data addresses a function object's behaviour depends on (its entry and object
+ * deleter; for a packfn function also the creator's call, deleter and self, and a typed
+ * function's implementation, deleter and self), NULL entries included: writes at most
+ * PF__FUNCTION_CODE_MAX into addrs and returns the count (0 for a non-function). Used to find
+ * the functions whose code lies in a library about to be unmapped. Never raises. */
+size_t pf__function_code(const pf_object_t* fn, const void** addrs);
+
 #endif /* PACKFN_SRC_FUNCTION_PRIVATE_H_ */

@@ -357,7 +357,7 @@ int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args, pf_
   }
   int rc = pf_function_call(fn, args, num_args, result);
   pf_object_release(fn);
-  return rc;
+  return rc == 0 ? 0 : pf_error_ensure(name, rc);
 }
 
 /* ---- static registration ---- */

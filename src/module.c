@@ -286,16 +286,67 @@ static int pf__check_stamp(const char* func, const char* path, const pf__scan_t*
   return 0;
 }
 
+/* ---- refusing a library its constructors registered globals from ---- */
+
+/* Whether `addr` lies in the library whose link map is `lm`. */
+static int pf__addr_in(const void* addr, const struct link_map* lm) {
+  Dl_info info;
+  struct link_map* owner = NULL;
+  return addr && dladdr1(addr, &info, (void**)&owner, RTLD_DL_LINKMAP) && owner == lm;
+}
+
+/* Removes every global function whose code or state lies in the library `handle`, which is
+ * about to be unmapped (issue 10, defect 2): its constructors may have registered some before
+ * it was refused. The raised error (the refusal) stays raised. When the globals cannot be
+ * listed (out of memory), pins the library instead, so no table entry ever points into
+ * unmapped memory. */
+static void pf__forget_library(void* handle, const char* path) {
+  pf_object_t* reason = pf_error_take();
+  struct link_map* lm = NULL;
+  char** names = NULL;
+  size_t count = 0;
+  int ok = dlinfo(handle, RTLD_DI_LINKMAP, &lm) == 0 && lm && pf_global_list(&names, &count) == 0;
+  for (size_t i = 0; ok && i < count; ++i) {
+    pf_object_t* fn = NULL;
+    const void* addrs[PF__FUNCTION_CODE_MAX];
+    if (pf_global_get(names[i], &fn) != 0) {
+      ok = 0;
+      break;
+    }
+    size_t n = pf__function_code(fn, addrs);
+    for (size_t k = 0; k < n; ++k)
+      if (pf__addr_in(addrs[k], lm)) {
+        (void)pf_global_remove(names[i]);
+        break;
+      }
+    pf_object_release(fn);
+  }
+  pf_global_list_free(names);
+  if (!ok) {
+    pf_error_clear();
+    void* pin = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD | RTLD_NODELETE);
+    if (pin)
+      dlclose(pin);
+  }
+  if (reason) {
+    (void)pf_error_raise(reason);
+    pf_object_release(reason);
+  }
+}
+
 /* Builds a module over an open `handle` (taken: closed on failure). For a library (not the
- * system), checks its stamp and pins it. */
+ * system), checks its stamp and pins it. `fresh`: the library was not mapped
+ * before this load, so refusing it unmaps it. */
 static int pf__module_open(const char* func, const char* path, void* handle, int is_system,
-                           pf_object_t** out) {
+                           int fresh, pf_object_t** out) {
   size_t path_len = strlen(path);
   pf__module_t* m = malloc(sizeof *m + path_len + 1);
   pf__library_t* lib = malloc(sizeof *lib);
   if (!m || !lib) {
     free(m);
     free(lib);
+    if (fresh)
+      pf__forget_library(handle, path);
     dlclose(handle);
     return pf__raise_oom(func, sizeof *m + path_len + 1);
   }
@@ -336,6 +387,8 @@ static int pf__module_open(const char* func, const char* path, void* handle, int
   *out = &m->header;
   return 0;
 fail:
+  if (fresh)
+    pf__forget_library(handle, path);
   pf_object_release(&m->header);
   return -1;
 }
@@ -353,6 +406,10 @@ int pf_module_load(const char* path, pf_object_t** out) {
   }
   (void)dlerror(); /* clear a stale message */
   pf_object_t* pending = pf_error_peek();
+  void* mapped = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  if (mapped)
+    dlclose(mapped); /* already loaded (accepted before, or linked): a refusal unmaps nothing */
+  (void)dlerror();
   void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     pf_error_set(PF_ERR_OS, "pf_module_load: cannot load %s: %s", path, pf__dlerror());
@@ -360,15 +417,18 @@ int pf_module_load(const char* path, pf_object_t** out) {
   }
   if (pf_error_peek() != pending) {
     /* a constructor of the library raised (a PF_REGISTER_GLOBAL name already taken...): refuse
-     * it; closing it runs its destructors, which undo what it registered */
+     * it; closing it runs its destructors, which undo what they registered, and anything
+     * else of its code left in the global table is removed first */
     pf_error_set(PF_ERR_RUNTIME,
                  "pf_module_load: %s raised an error while initialising (the "
                  "cause)",
                  path);
+    if (!mapped)
+      pf__forget_library(handle, path);
     dlclose(handle);
     return -1;
   }
-  return pf__module_open("pf_module_load", path, handle, 0, out);
+  return pf__module_open("pf_module_load", path, handle, 0, mapped == NULL, out);
 }
 
 int pf_module_system(pf_object_t** out) {
@@ -380,7 +440,7 @@ int pf_module_system(pf_object_t** out) {
     pf_error_set(PF_ERR_OS, "pf_module_system: cannot open the program: %s", pf__dlerror());
     return -1;
   }
-  return pf__module_open("pf_module_system", PF__SYSTEM_PATH, handle, 1, out);
+  return pf__module_open("pf_module_system", PF__SYSTEM_PATH, handle, 1, 0, out);
 }
 
 /* ---- functions ---- */
@@ -492,7 +552,7 @@ int pf_module_call(pf_object_t* module, const char* name, const pf_any_t* args, 
   }
   int rc = pf_function_call(fn, args, num_args, result);
   pf_object_release(fn);
-  return rc;
+  return rc == 0 ? 0 : pf_error_ensure(name, rc);
 }
 
 /* ---- listing ---- */

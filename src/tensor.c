@@ -90,7 +90,9 @@ __attribute__((noinline, cold)) static int pf__layout_error(int32_t ndim, const 
     return -1;
   }
   char dims[128];
-  pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a size that fits in memory, got shape %s",
+  pf_error_set(PF_ERR_VALUE,
+               "%s: argument %s: expected a size that fits in memory (a zero extent counted as "
+               "1), got shape %s",
                func, arg, pf__format_dims(shape, ndim, dims, sizeof dims));
   return -1;
 }
@@ -102,11 +104,15 @@ pf__validate_layout(int32_t ndim, const int64_t* shape, DLDataType dtype, const 
                     const char* arg, int64_t* numel, size_t* nbytes) {
   if (PF_UNLIKELY(ndim < 0 || ndim > PF_TENSOR_MAX_NDIM || (ndim > 0 && !shape)))
     return pf__layout_error(ndim, shape, dtype, func, arg);
+  /* The extents' product counting a zero extent as 1 must fit too, as if the tensor were not
+   * empty: compact strides, views and offsets of an empty tensor are computed from the other
+   * extents (issue 10, defect 5: int8[0, 2^62, 4] must not pass). */
   int64_t n = 1;
-  int bad = 0;
+  int bad = 0, empty = 0;
   for (int32_t i = 0; i < ndim; ++i) {
     bad |= shape[i] < 0;
-    bad |= __builtin_mul_overflow(n, shape[i], &n);
+    empty |= shape[i] == 0;
+    bad |= __builtin_mul_overflow(n, shape[i] != 0 ? shape[i] : 1, &n);
   }
   /* The packed size in bits must fit too, with room for the rounding up to bytes. */
   uint64_t bits;
@@ -114,6 +120,10 @@ pf__validate_layout(int32_t ndim, const int64_t* shape, DLDataType dtype, const 
                   __builtin_mul_overflow((uint64_t)n, (uint64_t)dtype.bits * dtype.lanes, &bits) ||
                   bits / 8 >= (uint64_t)PTRDIFF_MAX))
     return pf__layout_error(ndim, shape, dtype, func, arg);
+  if (empty) {
+    n = 0;
+    bits = 0;
+  }
   *numel = n;
   *nbytes = (size_t)((bits + 7) / 8);
   return 0;
@@ -138,12 +148,15 @@ int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* ar
                  arg, (long long)numel);
     return -1;
   }
-  /* Every element offset must be representable: sum |stride| * (extent - 1) fits in int64. */
-  if (desc->strides && numel > 0) {
+  /* Every element offset must be representable: sum |stride| * (extent - 1) fits in int64,
+   * counting a zero extent as 1 and checking empty tensors too, whose views, selections and
+   * slices still compute offsets from the other axes (issue 10, defect 5). */
+  if (desc->strides) {
     int64_t span = 0, term;
     for (int32_t i = 0; i < desc->ndim; ++i) {
       int64_t s = desc->strides[i];
-      if (s == INT64_MIN || __builtin_mul_overflow(s < 0 ? -s : s, desc->shape[i] - 1, &term) ||
+      int64_t reach = desc->shape[i] > 0 ? desc->shape[i] - 1 : 0;
+      if (s == INT64_MIN || __builtin_mul_overflow(s < 0 ? -s : s, reach, &term) ||
           __builtin_add_overflow(span, term, &span)) {
         pf_error_set(PF_ERR_VALUE,
                      "%s: argument %s: expected strides whose offsets fit in int64, got %lld at "

@@ -97,7 +97,9 @@ static int pf__make_view(pf_object_t* base, const DLTensor* src, int32_t ndim, c
     if (byte_offset >= 0) {
       desc.byte_offset = (uint64_t)byte_offset;
     } else if (pf__is_addressable(src->device)) {
-      desc.data = (char*)src->data + byte_offset;
+      /* address arithmetic in integers: a foreign description may claim elements at
+       * addresses its pointer's object does not cover (found by fuzz_dlpack) */
+      desc.data = (void*)((uintptr_t)src->data - (uintptr_t)(0 - (uint64_t)byte_offset));
       desc.byte_offset = 0;
     } else {
       pf_error_set(PF_ERR_NOT_IMPLEMENTED,

@@ -95,6 +95,15 @@ PF_API pf_object_t* pf_error_peek(void);
 /* Drops the raised error, if any. */
 PF_API void pf_error_clear(void);
 
+/* Enforces the calling convention after a call of `callee` returned `rc` != 0: a function that
+ * fails must raise an error first. When none is raised on this thread, raises RuntimeError
+ * "<callee> returned <rc> without raising an error" (callee NULL: "a function"). Returns -1
+ * either way, so a caller writes
+ *   if (rc != 0) return pf_error_ensure("my.fn", rc);
+ * pf_global_call and pf_module_call do this for you; pf_function_call does not (its cost is
+ * kept to the call itself). An error left raised from before the call hides the violation. */
+PF_API int pf_error_ensure(const char* callee, int rc);
+
 /* Creates an error object without raising it: copies `kind` and `message`; `backtrace` may be
  * NULL. New reference in *out. -1 with ValueError (NULL kind, message or out) or MemoryError. */
 PF_API int pf_error_create(const char* kind, const char* message, const char* backtrace,

@@ -153,13 +153,15 @@ PF_INLINE void* pf_dltensor_data(const DLTensor* t) {
 PF_INLINE int pf_dltensor_is_contiguous(const DLTensor* t) {
   if (t->strides == NULL)
     return 1;
-  int64_t expected = 1;
+  /* unsigned: the running product cannot overflow into undefined behaviour whatever the
+   * description; for a valid one (packfn's validation bounds it) it never wraps */
+  uint64_t expected = 1;
   for (int32_t i = t->ndim - 1; i >= 0; --i) {
     if (t->shape[i] == 0)
       return 1;
-    if (t->shape[i] != 1 && t->strides[i] != expected)
+    if (t->shape[i] != 1 && (uint64_t)t->strides[i] != expected)
       return 0;
-    expected *= t->shape[i];
+    expected *= (uint64_t)t->shape[i];
   }
   return 1;
 }

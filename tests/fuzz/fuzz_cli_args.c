@@ -26,10 +26,14 @@ static int too_many_elements(const char* s) {
       if (product > 1048576.0)
         return 1;
     } else if (in_brackets && isdigit((unsigned char)*p)) {
-      char* end;
-      double v = (double)strtoull(p, &end, 0); /* decimal, 0x hex or 0 octal, as parsed */
-      p = end - 1;
-      product *= v;
+      /* the larger of the decimal and the C-prefixed (0x hex, 0 octal) readings: "0999" is
+       * 999 to the literal parser but 0 to strtoull base 0 (an 8 GB "float32[2,0999999999]"
+       * once slipped through) */
+      char *end10, *end0;
+      double v10 = (double)strtoull(p, &end10, 10);
+      double v0 = (double)strtoull(p, &end0, 0);
+      p = (end10 > end0 ? end10 : end0) - 1;
+      product *= v10 > v0 ? v10 : v0;
     }
   }
   return in_brackets && product > 1048576.0;

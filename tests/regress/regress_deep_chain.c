@@ -51,12 +51,35 @@ int main(int argc, char** argv) {
   pf_any_t va = pf_any_object(a);
   pf_any_t vb = pf_any_object(b);
   int eq = pf_container_equal(&va, &vb);
-  /* releasing them recurses too (defect 8, first half): leak them on purpose here so this
-   * mode shows the equality alone */
-  if (eq != 1) {
-    fprintf(stderr, "FAIL: equal chains compared unequal (%d)\n", eq);
+  /* the same chain with a different innermost item compares unequal */
+  pf_object_t* c = chain(300000 - 1);
+  pf_object_t* d = NULL;
+  pf_any_t one = pf_any_int(1);
+  pf_object_t* leaf = NULL;
+  int ne = -1;
+  if (c && pf_array_create(&one, 1, &leaf) == 0) {
+    /* wrap the leaf so both chains are 300,000 deep: [[...[[1]]...]] vs [[...[[]]...]] */
+    d = leaf;
+    for (size_t i = 1; i < 300000 && d; ++i) {
+      pf_any_t item = pf_any_object(d);
+      pf_object_t* next = NULL;
+      if (pf_array_create(&item, 1, &next) != 0)
+        next = NULL;
+      pf_object_release(d);
+      d = next;
+    }
+    pf_any_t vd = pf_any_object(d);
+    ne = d ? pf_container_equal(&va, &vd) : -1;
+  }
+  pf_object_release(a); /* deep releases: iterative too */
+  pf_object_release(b);
+  pf_object_release(c);
+  pf_object_release(d);
+  if (eq != 1 || ne != 0) {
+    fprintf(stderr, "FAIL: equal chains compared %d (expected 1), different ones %d (expected 0)\n",
+            eq, ne);
     return 1;
   }
-  printf("ok: compared two 300,000-deep chains\n");
+  printf("ok: compared 300,000-deep chains (equal and different)\n");
   return 0;
 }
