@@ -5,7 +5,7 @@
 static int add1(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
   (void)self;
   if (num_args != 1 || args[0].type_index != PF_TYPE_INT) {
-    pf_error_set(PF_ERR_TYPE, "add1: expected (int)");
+    PF_ERROR_SET(PF_ERR_TYPE, "add1: expected (int)");
     return -1;
   }
   *result = pf_any_int(args[0].v_int64 + 1);

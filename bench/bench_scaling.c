@@ -59,7 +59,7 @@ static int sum_callee(void* self, const pf_any_t* args, int32_t n, pf_any_t* res
   int64_t sum = 0;
   for (int32_t i = 0; i < n; ++i) {
     if (args[i].type_index != PF_TYPE_INT) {
-      pf_error_set(PF_ERR_TYPE, "sum: argument %d: expected int", (int)i);
+      PF_ERROR_SET(PF_ERR_TYPE, "sum: argument %d: expected int", (int)i);
       return -1;
     }
     sum += args[i].v_int64;
@@ -144,7 +144,7 @@ static uint64_t pf_alloc_run(void* state, int64_t iters) {
 static int add1_callee(void* self, const pf_any_t* args, int32_t n, pf_any_t* result) {
   (void)self;
   if (n != 1 || args[0].type_index != PF_TYPE_INT) {
-    pf_error_set(PF_ERR_TYPE, "add1: expected (int)");
+    PF_ERROR_SET(PF_ERR_TYPE, "add1: expected (int)");
     return -1;
   }
   *result = pf_any_int(args[0].v_int64 + 1);

@@ -27,7 +27,7 @@ __attribute__((noreturn)) static void fail_raised(const char* what) {
 /* ---- callees: check their arguments as a real callee does ---- */
 
 static int arg_error(const char* message) {
-  pf_error_set(PF_ERR_TYPE, "%s", message);
+  PF_ERROR_SET(PF_ERR_TYPE, "%s", message);
   return -1;
 }
 
@@ -333,7 +333,7 @@ static uint64_t run_error(void* state, int64_t iters) {
   (void)state;
   uint64_t sum = 0;
   for (int64_t i = 0; i < iters; ++i) {
-    pf_error_set(PF_BENCH_ERROR_KIND, PF_BENCH_ERROR_MESSAGE);
+    PF_ERROR_SET(PF_BENCH_ERROR_KIND, PF_BENCH_ERROR_MESSAGE);
     pf_object_t* err = pf_error_take();
     if (!err)
       pf_bench_fail(kImpl, "error_roundtrip", "no error was raised");
@@ -409,7 +409,7 @@ static int env_alloc(void* ctx, DLDevice device, size_t nbytes, size_t alignment
   (void)device;
   *out = aligned_alloc(alignment, (nbytes + alignment - 1) / alignment * alignment);
   if (*out == NULL) {
-    pf_error_set(PF_ERR_MEMORY, "bench env allocator: out of memory");
+    PF_ERROR_SET(PF_ERR_MEMORY, "bench env allocator: out of memory");
     return -1;
   }
   return 0;

@@ -334,7 +334,7 @@ static int npy_into_output(const char* path, int exists, pf_object_t* like, pf_n
   }
   void* data;
   if (pf_npy_output_map(file, &desc, exists ? path : NULL, &data, err, sizeof err) != 0) {
-    pf_error_set(PF_ERR_OS, "%s", err);
+    PF_ERROR_SET(PF_ERR_OS, "%s", err);
     return -2;
   }
   DLTensor t;
@@ -504,7 +504,7 @@ int pf_cli_arg_changed(const pf_cli_arg_t* arg) {
   int changed = 0;
   char err[PF_CLI_MSG_MAX];
   if (arg->map != NULL && pf_npy_map_changed(arg->map, &changed, err, sizeof err) != 0) {
-    pf_error_set(PF_ERR_OS, "%s", err);
+    PF_ERROR_SET(PF_ERR_OS, "%s", err);
     return -1;
   }
   return changed;

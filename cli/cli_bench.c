@@ -147,7 +147,7 @@ static int measure(const char* name, const char* lib, pf_object_t* fn, pf_cli_ar
   double* per_call = calloc((size_t)repeat, sizeof(double));
   int rc = PF_CLI_EXIT_OK;
   if (packed == NULL || per_call == NULL) {
-    pf_error_set(PF_ERR_MEMORY, "packfn: out of memory");
+    PF_ERROR_SET(PF_ERR_MEMORY, "packfn: out of memory");
     rc = pf_cli_report_raised("out of memory");
     goto done;
   }

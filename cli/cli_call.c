@@ -155,7 +155,7 @@ static int prepare_tensors(pf_cli_arg_t* args, int n, const DLDevice* device) {
       size_t nbytes = pf_dltensor_nbytes(t);
       args[i].before = malloc(nbytes > 0 ? nbytes : 1);
       if (args[i].before == NULL) {
-        pf_error_set(PF_ERR_MEMORY, "packfn: out of memory");
+        PF_ERROR_SET(PF_ERR_MEMORY, "packfn: out of memory");
         return -1;
       }
       memcpy(args[i].before, pf_dltensor_data(t), nbytes);
@@ -233,7 +233,7 @@ static int write_outputs(pf_npy_output_t* files, int num_files, const call_outpu
       return -1;
   char err[PF_CLI_MSG_MAX];
   if (pf_npy_output_commit(files, (size_t)num_files, err, sizeof err) != 0) {
-    pf_error_set(PF_ERR_OS, "%s", err);
+    PF_ERROR_SET(PF_ERR_OS, "%s", err);
     return -1;
   }
   return 0;

@@ -13,7 +13,7 @@ int pf_cli_module_load(const char* path, pf_object_t** out) {
     size_t n = strlen(path);
     char* local = malloc(n + 3);
     if (local == NULL) {
-      pf_error_set(PF_ERR_MEMORY, "packfn: out of memory");
+      PF_ERROR_SET(PF_ERR_MEMORY, "packfn: out of memory");
       return -1;
     }
     memcpy(local, "./", 2);
@@ -54,7 +54,7 @@ int pf_cli_library_load(const char* path, pf_object_t** module, char*** register
     rc = pf_global_list(&after, &num_after);
   char** added = rc == 0 ? calloc(num_after + 1, sizeof(char*)) : NULL;
   if (rc == 0 && added == NULL) {
-    pf_error_set(PF_ERR_MEMORY, "packfn: out of memory");
+    PF_ERROR_SET(PF_ERR_MEMORY, "packfn: out of memory");
     rc = -1;
   }
   for (size_t i = 0; rc == 0 && i < num_after; ++i) {
@@ -62,7 +62,7 @@ int pf_cli_library_load(const char* path, pf_object_t** module, char*** register
       continue;
     added[*count] = strdup(after[i]);
     if (added[*count] == NULL) {
-      pf_error_set(PF_ERR_MEMORY, "packfn: out of memory");
+      PF_ERROR_SET(PF_ERR_MEMORY, "packfn: out of memory");
       rc = -1;
       break;
     }
@@ -101,12 +101,12 @@ static int raise_not_found(const char* lib, pf_object_t* module, const char* nam
   if (!found)
     near[0] = '\0';
   if (lib != NULL)
-    pf_error_set(PF_ERR_KEY,
+    PF_ERROR_SET(PF_ERR_KEY,
                  "%s has no function '%s', nor has the global table%s%s%s; `packfn list %s` "
                  "shows them",
                  lib, name, open, near, close, lib);
   else
-    pf_error_set(PF_ERR_KEY, "no global function is named '%s'%s%s%s; `packfn list` shows them",
+    PF_ERROR_SET(PF_ERR_KEY, "no global function is named '%s'%s%s%s; `packfn list` shows them",
                  name, open, near, close);
   return -1;
 }

@@ -66,14 +66,14 @@ int pf_cli_print_tensor(pf_object_t* tensor, FILE* out) {
   }
   pf_object_release(host);
   if (rc != 0)
-    pf_error_set(PF_ERR_OS, "packfn: cannot print a tensor");
+    PF_ERROR_SET(PF_ERR_OS, "packfn: cannot print a tensor");
   return rc;
 }
 
 int pf_cli_output_open(const char* path, pf_npy_output_t* out) {
   char err[PF_CLI_MSG_MAX];
   if (pf_npy_output_open(path, out, err, sizeof err) != 0) {
-    pf_error_set(PF_ERR_OS, "%s", err);
+    PF_ERROR_SET(PF_ERR_OS, "%s", err);
     return -1;
   }
   return 0;
@@ -86,7 +86,7 @@ int pf_cli_output_write(pf_npy_output_t* out, pf_object_t* tensor) {
   DLTensor* t = pf_tensor_dltensor(host);
   int rc = -1;
   if (!pf_dltensor_is_contiguous(t) || t->ndim > PF_NPY_MAX_NDIM) {
-    pf_error_set(PF_ERR_VALUE, "%s: cannot write a non-contiguous tensor or one of %d dimensions",
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: cannot write a non-contiguous tensor or one of %d dimensions",
                  out->path, (int)t->ndim);
   } else {
     pf_npy_array_t arr;
@@ -99,7 +99,7 @@ int pf_cli_output_write(pf_npy_output_t* out, pf_object_t* tensor) {
     char err[PF_CLI_MSG_MAX];
     rc = pf_npy_output_write(out, &arr, err, sizeof err);
     if (rc != 0)
-      pf_error_set(PF_ERR_OS, "%s", err);
+      PF_ERROR_SET(PF_ERR_OS, "%s", err);
   }
   pf_object_release(host);
   return rc;

@@ -7,7 +7,7 @@
 
 int pf__k_device_of(const char* func, const DLTensor* first, const char* name, int32_t* dev) {
   if (!first) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument 0 (%s): expected a tensor, got NULL", func, name);
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument 0 (%s): expected a tensor, got NULL", func, name);
     return -1;
   }
   int32_t t = (int32_t)first->device.device_type;
@@ -17,7 +17,7 @@ int pf__k_device_of(const char* func, const DLTensor* first, const char* name, i
   }
   char buf[32];
   pf_device_format(first->device, buf, sizeof buf);
-  pf_error_set(PF_ERR_NOT_IMPLEMENTED, "%s: argument 0 (%s): no %s version for tensors on %s", func,
+  PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED, "%s: argument 0 (%s): no %s version for tensors on %s", func,
                name, func, buf);
   return -1;
 }
@@ -55,7 +55,7 @@ static int k_shaped(const char* func, int32_t index, const char* name, const DLT
     char a[32], b[32];
     pf_device_format(t->device, a, sizeof a);
     pf_device_format(ref->device, b, sizeof b);
-    pf_error_set(PF_ERR_TYPE, "%s: argument %d (%s): expected a tensor on %s like %s, got %s", func,
+    PF_ERROR_SET(PF_ERR_TYPE, "%s: argument %d (%s): expected a tensor on %s like %s, got %s", func,
                  (int)index, name, b, ref_name, a);
     return -1;
   }
@@ -64,7 +64,7 @@ static int k_shaped(const char* func, int32_t index, const char* name, const DLT
 
 static int k_scalar(const char* func, int32_t index, const char* name, double v, int nonneg) {
   if (!isfinite(v) || (nonneg && v < 0)) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument %d (%s): expected a finite%s number, got %g", func,
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %d (%s): expected a finite%s number, got %g", func,
                  (int)index, name, nonneg ? " non-negative" : "", v);
     return -1;
   }
@@ -78,7 +78,7 @@ int pf__k_check_writable(const pf_signature_t* sig, const pf_any_t* args, int32_
   for (int32_t i = 0; i < num_args && i < 32; ++i)
     if (((outs >> i) & 1u) && args[i].type_index == PF_TYPE_TENSOR &&
         pf_tensor_is_read_only(args[i].v_obj)) {
-      pf_error_set(PF_ERR_VALUE,
+      PF_ERROR_SET(PF_ERR_VALUE,
                    "%s: argument %d (%s): expected a writable tensor, got a read-only one",
                    sig->name, (int)i, sig->params[i].name);
       return -1;
@@ -122,7 +122,7 @@ int pf__k_check_kepler(const char* func, int32_t dev, const DLTensor* m, const D
     return -1;
   if (sin_e->data == cos_e->data && sin_e->byte_offset == cos_e->byte_offset &&
       pf_dltensor_numel(m) > 0) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument 3 (cos_e): expected a different buffer than sin_e",
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument 3 (cos_e): expected a different buffer than sin_e",
                  func);
     return -1;
   }
@@ -135,7 +135,7 @@ int pf__k_check_eccentricity(const char* func, const DLTensor* e) {
   for (int64_t i = 0; i < count; ++i) {
     double v = e->dtype.bits == 64 ? ((const double*)data)[i] : (double)((const float*)data)[i];
     if (!(v >= 0.0 && v < 1.0)) { /* NaN fails both comparisons */
-      pf_error_set(PF_ERR_VALUE,
+      PF_ERROR_SET(PF_ERR_VALUE,
                    "%s: argument 1 (eccentricity): expected values in [0, 1), got %g at index "
                    "%lld",
                    func, v, (long long)i);
@@ -151,7 +151,7 @@ int pf__k_check_vector_add(const char* func, int32_t dev, const DLTensor* b, con
       k_like(func, 2, "a", a, c, "c") != 0)
     return -1;
   if (b->ndim != 1) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument 0 (b): expected 1 dimension, got %d", func,
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument 0 (b): expected 1 dimension, got %d", func,
                  (int)b->ndim);
     return -1;
   }
@@ -159,7 +159,7 @@ int pf__k_check_vector_add(const char* func, int32_t dev, const DLTensor* b, con
   if (k_shaped(func, 0, "b", b, c, "c", 1, &one) != 0)
     return -1;
   if (b->shape[0] == 0 && pf_dltensor_numel(c) > 0) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument 0 (b): expected at least 1 element, got 0", func);
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument 0 (b): expected at least 1 element, got 0", func);
     return -1;
   }
   return 0;

@@ -49,7 +49,7 @@ int pf_kernels_have_cuda(void) {
 static int run_cuda(const char* func, const char* name, const pf_any_t* args, int32_t num_args) {
   pf_object_t* fn = cuda_version(name);
   if (fn == NULL) {
-    pf_error_set(PF_ERR_NOT_IMPLEMENTED,
+    PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED,
                  "%s: the tensors are on a CUDA device, and the CUDA kernels are in "
                  "libpackfn_kernels_cuda, which is not loaded (link packfn::packfn_kernels_cuda, "
                  "or load it with pf_module_load)",
@@ -154,7 +154,7 @@ int pf_kernel_rms_norm(const DLTensor* x, DLTensor* out, double eps) {
 
 int pf_kernel_rms_norm_fwd(const DLTensor* x, DLTensor* out, DLTensor* inv_rms, double eps) {
   if (!inv_rms) {
-    pf_error_set(PF_ERR_VALUE,
+    PF_ERROR_SET(PF_ERR_VALUE,
                  "pf_kernel_rms_norm_fwd: argument 2 (inv_rms): expected a tensor, got NULL");
     return -1;
   }

@@ -10,7 +10,7 @@
 #include "bytes.h"
 
 int pf_any_type_error(const pf_any_t* v, const char* expected) {
-  pf_error_set(PF_ERR_TYPE, "expected %s, got %s", expected ? expected : "a value",
+  PF_ERROR_SET(PF_ERR_TYPE, "expected %s, got %s", expected ? expected : "a value",
                v ? pf_type_name(v->type_index) : "NULL");
   return -1;
 }
@@ -28,7 +28,7 @@ int pf_any_as_cstr(const pf_any_t* v, const char** out) {
   if (pf_any_as_str(v, &data, &size) != 0)
     return -1;
   if (memchr(data, '\0', size) != NULL) {
-    pf_error_set(PF_ERR_VALUE,
+    PF_ERROR_SET(PF_ERR_VALUE,
                  "pf_any_as_cstr: expected a string without NUL bytes, got one with a NUL at "
                  "offset %zu of %zu",
                  (size_t)((const char*)memchr(data, '\0', size) - data), size);
@@ -51,7 +51,7 @@ __attribute__((noinline, cold)) static int pf__blob_bad(const char* func, pf_obj
     return PF__NULL_ARG(func, out ? "data" : "out");
   }
   *out = NULL;
-  pf_error_set(PF_ERR_VALUE, "%s: argument size: %zu bytes is too large", func, size);
+  PF_ERROR_SET(PF_ERR_VALUE, "%s: argument size: %zu bytes is too large", func, size);
   return -1;
 }
 
@@ -157,7 +157,7 @@ int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
   case PF_TYPE_OBJECT_RVALUE_REF: {
     pf_object_t** handle = (pf_object_t**)view->v_ptr;
     if (!handle || !*handle) {
-      pf_error_set(PF_ERR_VALUE, "pf_any_to_owned: object rvalue reference to a NULL handle");
+      PF_ERROR_SET(PF_ERR_VALUE, "pf_any_to_owned: object rvalue reference to a NULL handle");
       return -1;
     }
     pf_object_t* obj = *handle;
@@ -167,13 +167,13 @@ int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
     return 0;
   }
   case PF_TYPE_DLTENSOR_PTR:
-    pf_error_set(PF_ERR_TYPE, "pf_any_to_owned: a DLTensor* view has no owned form; wrap it "
+    PF_ERROR_SET(PF_ERR_TYPE, "pf_any_to_owned: a DLTensor* view has no owned form; wrap it "
                               "in a tensor object first");
     return -1;
   default:
     if (view->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN) {
       if (!view->v_obj) {
-        pf_error_set(PF_ERR_VALUE, "pf_any_to_owned: object value (%s) with a NULL pointer",
+        PF_ERROR_SET(PF_ERR_VALUE, "pf_any_to_owned: object value (%s) with a NULL pointer",
                      pf_type_name(view->type_index));
         return -1;
       }
@@ -181,7 +181,7 @@ int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
       *out = *view;
       return 0;
     }
-    pf_error_set(PF_ERR_TYPE, "pf_any_to_owned: unknown type index %d", (int)view->type_index);
+    PF_ERROR_SET(PF_ERR_TYPE, "pf_any_to_owned: unknown type index %d", (int)view->type_index);
     return -1;
   }
 }

@@ -32,13 +32,13 @@ static void* pf__container_new(const char* func, size_t size, int32_t type_index
 static int pf__expect(const char* func, const char* arg, const pf_object_t* obj, int32_t type) {
   if (pf_object_is_instance(obj, type))
     return 0;
-  pf_error_set(PF_ERR_TYPE, "%s: argument %s: expected %s, got %s", func, arg, pf_type_name(type),
+  PF_ERROR_SET(PF_ERR_TYPE, "%s: argument %s: expected %s, got %s", func, arg, pf_type_name(type),
                obj ? pf_type_name(obj->type_index) : "NULL");
   return -1;
 }
 
 static int pf__index_error(const char* func, int64_t index, size_t size, const char* what) {
-  pf_error_set(PF_ERR_INDEX, "%s: index %lld is out of range for %s %zu", func, (long long)index,
+  PF_ERROR_SET(PF_ERR_INDEX, "%s: index %lld is out of range for %s %zu", func, (long long)index,
                what, size);
   return -1;
 }
@@ -60,7 +60,7 @@ int pf_shape_create(const int64_t* dims, size_t ndim, pf_object_t** out) {
   size_t bytes, total;
   if (pf__mul_size(ndim, sizeof(int64_t), &bytes) != 0 ||
       pf__add_size(sizeof(pf__shape_t), bytes, &total) != 0) {
-    pf_error_set(PF_ERR_VALUE, "pf_shape_create: argument ndim: %zu extents is too many", ndim);
+    PF_ERROR_SET(PF_ERR_VALUE, "pf_shape_create: argument ndim: %zu extents is too many", ndim);
     return -1;
   }
   pf__shape_t* s = pf__container_new("pf_shape_create", total, PF_TYPE_SHAPE, pf__block_deleter);
@@ -132,13 +132,13 @@ static int pf__check_ownable(const char* func, const char* item, const pf_any_t*
     const void* p = t == PF_TYPE_OBJECT_RVALUE_REF && v->v_ptr ? *(void* const*)v->v_ptr : v->v_ptr;
     if (p)
       return 0;
-    pf_error_set(PF_ERR_VALUE, "%s: argument %s: %s value with a NULL pointer", func, item,
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: %s value with a NULL pointer", func, item,
                  pf_type_name(t));
     return -1;
   }
   if (t >= PF_TYPE_NONE && t <= PF_TYPE_SMALL_BYTES && !is_view)
     return 0;
-  pf_error_set(PF_ERR_TYPE, "%s: argument %s: expected %s, got %s%s (type index %d)", func, item,
+  PF_ERROR_SET(PF_ERR_TYPE, "%s: argument %s: expected %s, got %s%s (type index %d)", func, item,
                owned_only ? "an owned value" : "a value with an owned form", pf_type_name(t),
                is_view ? " view" : "", (int)t);
   return -1;
@@ -211,7 +211,7 @@ static pf__array_t* pf__array_alloc(const char* func, size_t count) {
   size_t bytes, total;
   if (pf__mul_size(count, sizeof(pf_any_t), &bytes) != 0 ||
       pf__add_size(sizeof(pf__array_t), bytes, &total) != 0) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument count: %zu items is too many", func, count);
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument count: %zu items is too many", func, count);
     return NULL;
   }
   pf__array_t* a = pf__container_new(func, total, PF_TYPE_ARRAY, pf__array_deleter);
@@ -360,7 +360,7 @@ static void pf__map_mark_frozen(pf_object_t* map) {
 static pf__map_t* pf__map_arg(const char* func, const pf_object_t* map) {
   if (pf__map_is_ours(map))
     return (pf__map_t*)map;
-  pf_error_set(PF_ERR_TYPE, "%s: argument map: expected a Map made by packfn, got %s", func,
+  PF_ERROR_SET(PF_ERR_TYPE, "%s: argument map: expected a Map made by packfn, got %s", func,
                map ? pf_type_name(map->type_index) : "NULL");
   return NULL;
 }
@@ -382,7 +382,7 @@ static int pf__check_key(const char* func, const pf_any_t* key) {
       return 0;
     break;
   }
-  pf_error_set(PF_ERR_TYPE, "%s: argument key: expected str, bytes, int or Object, got %s", func,
+  PF_ERROR_SET(PF_ERR_TYPE, "%s: argument key: expected str, bytes, int or Object, got %s", func,
                key->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN ? "an object with a NULL pointer"
                                                               : pf_type_name(key->type_index));
   return -1;
@@ -418,7 +418,7 @@ static int pf__map_grow(pf__map_t* m) {
   const size_t per_item = sizeof(pf_map_item_t) + sizeof(uint64_t) + 2 * sizeof(size_t);
   size_t total;
   if (cap < m->capacity || pf__mul_size(cap, per_item, &total) != 0) {
-    pf_error_set(PF_ERR_VALUE, "pf_map_set: a map cannot grow beyond %zu entries", m->capacity);
+    PF_ERROR_SET(PF_ERR_VALUE, "pf_map_set: a map cannot grow beyond %zu entries", m->capacity);
     return -1;
   }
   pf_map_item_t* items = malloc(total);
@@ -465,7 +465,7 @@ int pf_map_set(pf_object_t* map, const pf_any_t* key, const pf_any_t* value) {
   if (!m)
     return -1;
   if (__atomic_load_n(&m->frozen, __ATOMIC_ACQUIRE)) {
-    pf_error_set(PF_ERR_TYPE, "pf_map_set: argument map: the map is frozen (maps are immutable "
+    PF_ERROR_SET(PF_ERR_TYPE, "pf_map_set: argument map: the map is frozen (maps are immutable "
                               "once frozen or stored in a container)");
     return -1;
   }
@@ -475,7 +475,7 @@ int pf_map_set(pf_object_t* map, const pf_any_t* key, const pf_any_t* value) {
     return -1;
   int key_is_map = pf__object_of(key) == map;
   if (key_is_map || pf__object_of(value) == map) {
-    pf_error_set(PF_ERR_VALUE, "pf_map_set: argument %s: a map cannot contain itself",
+    PF_ERROR_SET(PF_ERR_VALUE, "pf_map_set: argument %s: a map cannot contain itself",
                  key_is_map ? "key" : "value");
     return -1;
   }

@@ -23,7 +23,7 @@ static int pf__cpu_alloc(void* ctx, DLDevice device, size_t nbytes, size_t align
   (void)device;
   *out = NULL;
   if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) {
-    pf_error_set(PF_ERR_VALUE,
+    PF_ERROR_SET(PF_ERR_VALUE,
                  "pf_allocator(cpu): argument alignment: expected a power of two >= %zu, got %zu",
                  sizeof(void*), alignment);
     return -1;
@@ -88,12 +88,12 @@ static int pf__device_type_in_range(int32_t type) {
 
 int pf_allocator_set(int32_t device_type, const pf_allocator_t* allocator) {
   if (!pf__device_type_in_range(device_type)) {
-    pf_error_set(PF_ERR_VALUE, "pf_allocator_set: argument device_type: expected 1..%d, got %d",
+    PF_ERROR_SET(PF_ERR_VALUE, "pf_allocator_set: argument device_type: expected 1..%d, got %d",
                  PF_ALLOCATOR_MAX_DEVICE_TYPE - 1, (int)device_type);
     return -1;
   }
   if (allocator && (!allocator->alloc || !allocator->free)) {
-    pf_error_set(PF_ERR_VALUE,
+    PF_ERROR_SET(PF_ERR_VALUE,
                  "pf_allocator_set: argument allocator: expected alloc and free hooks, got NULL "
                  "%s",
                  allocator->alloc ? "free" : "alloc");
@@ -147,7 +147,7 @@ int pf__allocator_find(int32_t device_type, const char* func, pf_allocator_t* ou
   char label[48];
   int cuda = device_type == PF_DEV_CUDA || device_type == PF_DEV_CUDA_HOST ||
              device_type == PF_DEV_CUDA_MANAGED;
-  pf_error_set(PF_ERR_KEY, "%s: no allocator for device type %s%s", func,
+  PF_ERROR_SET(PF_ERR_KEY, "%s: no allocator for device type %s%s", func,
                pf__device_type_label(device_type, label, sizeof label),
                cuda ? "; link libpackfn_cuda (or install one with pf_allocator_set)"
                     : "; install one with pf_allocator_set");
@@ -159,7 +159,7 @@ int pf_allocator_get(int32_t device_type, pf_allocator_t* out) {
     return PF__NULL_ARG("pf_allocator_get", "out");
   if (!pf__device_type_in_range(device_type)) {
     memset(out, 0, sizeof *out);
-    pf_error_set(PF_ERR_VALUE, "pf_allocator_get: argument device_type: expected 1..%d, got %d",
+    PF_ERROR_SET(PF_ERR_VALUE, "pf_allocator_get: argument device_type: expected 1..%d, got %d",
                  PF_ALLOCATOR_MAX_DEVICE_TYPE - 1, (int)device_type);
     return -1;
   }
@@ -179,7 +179,7 @@ int pf__allocator_call(const pf_allocator_t* a, DLDevice device, size_t nbytes, 
     return -1;
   }
   if (!ptr) {
-    pf_error_set(PF_ERR_RUNTIME, "%s: the allocator returned no memory for %zu bytes", func,
+    PF_ERROR_SET(PF_ERR_RUNTIME, "%s: the allocator returned no memory for %zu bytes", func,
                  nbytes);
     return -1;
   }
@@ -228,7 +228,7 @@ int pf_stream_set(DLDevice device, void* stream, void** prev) {
   if (pf__num_streams == PF_STREAM_MAX_DEVICES) {
     char dev[PF_DEVICE_STR_MAX];
     pf_device_format(device, dev, sizeof dev);
-    pf_error_set(PF_ERR_RUNTIME,
+    PF_ERROR_SET(PF_ERR_RUNTIME,
                  "pf_stream_set: cannot make a stream current on %s: this thread already holds "
                  "non-default streams for %d devices",
                  dev, PF_STREAM_MAX_DEVICES);

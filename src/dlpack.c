@@ -135,7 +135,7 @@ int pf_tensor_from_dlpack_versioned(pf_dl_managed_tensor_versioned_t* src, pf_ob
   }
   *out = NULL;
   if (src->version.major != PF_DLPACK_VERSIONED_MAJOR) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument src: expected DLPack major version %d, got %u.%u",
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument src: expected DLPack major version %d, got %u.%u",
                  func, PF_DLPACK_VERSIONED_MAJOR, (unsigned)src->version.major,
                  (unsigned)src->version.minor);
     return -1;
@@ -152,7 +152,7 @@ int pf_tensor_from_dlpack_versioned(pf_dl_managed_tensor_versioned_t* src, pf_ob
   if ((src->flags & PF_DLPACK_FLAG_SUBBYTE_TYPE_PADDED) && (unsigned)dt.bits * dt.lanes < 8) {
     char name[PF_DTYPE_STR_MAX];
     pf_dtype_format(dt, name, sizeof name);
-    pf_error_set(PF_ERR_NOT_IMPLEMENTED,
+    PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED,
                  "%s: argument src: sub-byte elements padded to bytes are not supported, got %s",
                  func, name);
     return -1;

@@ -157,7 +157,7 @@ int pf_dtype_parse(const char* s, DLDataType* out) {
   uint16_t lanes = 0;
   size_t len = pf__parse_dtype_base(s, &code, &bits);
   if (len == 0 || pf__parse_lanes(s + len, &lanes) != 0) {
-    pf_error_set(PF_ERR_VALUE,
+    PF_ERROR_SET(PF_ERR_VALUE,
                  "pf_dtype_parse: argument s: expected a data type such as \"float32\", "
                  "\"bfloat16\", \"int8x4\" or \"bool\", got \"%.80s\"",
                  s);
@@ -170,7 +170,7 @@ int pf_dtype_parse(const char* s, DLDataType* out) {
 /* Common tail of the formatters: raises when snprintf's result `n` did not fit. */
 static int pf__check_formatted(const char* func, int n, size_t size) {
   if (n < 0 || (size_t)n >= size) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument size: expected at least %d bytes, got %zu", func,
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument size: expected at least %d bytes, got %zu", func,
                  n < 0 ? 1 : n + 1, size);
     return -1;
   }
@@ -252,7 +252,7 @@ int pf_device_parse(const char* s, DLDevice* out) {
     *out = pf_device((int32_t)type, (int32_t)id);
     return 0;
   }
-  pf_error_set(PF_ERR_VALUE,
+  PF_ERROR_SET(PF_ERR_VALUE,
                "pf_device_parse: argument s: expected a device such as \"cpu\", \"cuda\" or "
                "\"cuda:1\", got \"%.80s\"",
                s);

@@ -336,7 +336,7 @@ void pf_error_set_at(const char* file, int line, const char* func, const char* k
   va_end(ap);
 }
 
-void(pf_error_set)(const char* kind, const char* fmt, ...) {
+void pf_error_set(const char* kind, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   pf_error_vset_at(NULL, 0, NULL, kind, fmt, ap);
@@ -345,7 +345,7 @@ void(pf_error_set)(const char* kind, const char* fmt, ...) {
 
 int pf_error_raise(pf_object_t* err) {
   if (!pf__is_error(err)) {
-    pf_error_set(PF_ERR_TYPE, "pf_error_raise: argument err: expected Error, got %s",
+    PF_ERROR_SET(PF_ERR_TYPE, "pf_error_raise: argument err: expected Error, got %s",
                  err ? pf_type_name(err->type_index) : "NULL");
     return -1;
   }
@@ -367,7 +367,7 @@ pf_object_t* pf_error_peek(void) {
 
 int pf_error_ensure(const char* callee, int rc) {
   if (!pf__raised)
-    pf_error_set(PF_ERR_RUNTIME, "%s returned %d without raising an error",
+    PF_ERROR_SET(PF_ERR_RUNTIME, "%s returned %d without raising an error",
                  callee ? callee : "a function", rc);
   return -1;
 }
@@ -417,19 +417,19 @@ pf_object_t* pf_error_cause(const pf_object_t* err) {
 
 int pf_error_set_cause(pf_object_t* err, pf_object_t* cause) {
   if (!pf__is_error(err) || !pf__is_ours(err) || err == &pf__oom_error.header) {
-    pf_error_set(PF_ERR_TYPE,
+    PF_ERROR_SET(PF_ERR_TYPE,
                  "pf_error_set_cause: argument err: expected an Error made by packfn, got %s",
                  err ? pf_type_name(err->type_index) : "NULL");
     return -1;
   }
   if (cause && !pf__is_error(cause)) {
-    pf_error_set(PF_ERR_TYPE, "pf_error_set_cause: argument cause: expected Error, got %s",
+    PF_ERROR_SET(PF_ERR_TYPE, "pf_error_set_cause: argument cause: expected Error, got %s",
                  pf_type_name(cause->type_index));
     return -1;
   }
   for (pf_object_t* c = cause; c; c = pf_error_cause(c)) {
     if (c == err) {
-      pf_error_set(PF_ERR_VALUE, "pf_error_set_cause: the cause chain would loop back to err");
+      PF_ERROR_SET(PF_ERR_VALUE, "pf_error_set_cause: the cause chain would loop back to err");
       return -1;
     }
   }
@@ -442,12 +442,12 @@ int pf_error_set_cause(pf_object_t* err, pf_object_t* cause) {
 
 int pf_error_append_backtrace(pf_object_t* err, const char* text) {
   if (!pf__is_error(err)) {
-    pf_error_set(PF_ERR_TYPE, "pf_error_append_backtrace: argument err: expected Error, got %s",
+    PF_ERROR_SET(PF_ERR_TYPE, "pf_error_append_backtrace: argument err: expected Error, got %s",
                  err ? pf_type_name(err->type_index) : "NULL");
     return -1;
   }
   if (!text) {
-    pf_error_set(PF_ERR_VALUE,
+    PF_ERROR_SET(PF_ERR_VALUE,
                  "pf_error_append_backtrace: argument text: expected a string, got NULL");
     return -1;
   }
@@ -477,7 +477,7 @@ size_t pf_error_format(const pf_object_t* err, char* buf, size_t size) {
 }
 
 int pf__raise_oom(const char* func, size_t size) {
-  pf_error_set(PF_ERR_MEMORY, "%s: out of memory allocating %zu bytes", func, size);
+  PF_ERROR_SET(PF_ERR_MEMORY, "%s: out of memory allocating %zu bytes", func, size);
   return -1;
 }
 

@@ -72,7 +72,7 @@ static pf__function_t* pf__function_new(pf_safe_call_t entry, void* self, pf_saf
 static int pf__function_make(const char* func, pf_safe_call_t entry, void* self,
                              pf_safe_call_t call, void (*deleter)(void*), pf_object_t** out) {
   if (!call || !out) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected %s, got NULL", func, out ? "call" : "out",
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected %s, got NULL", func, out ? "call" : "out",
                  out ? "a function" : "a pointer");
     return -1;
   }
@@ -98,15 +98,15 @@ int pf_function_create_direct(pf_safe_call_t call, pf_object_t** out) {
 int pf__function_call_invalid(const pf_object_t* fn, const pf_any_t* args, int32_t num_args,
                               const pf_any_t* result) {
   if (!fn)
-    pf_error_set(PF_ERR_TYPE, "pf_function_call: argument fn: expected Function, got NULL");
+    PF_ERROR_SET(PF_ERR_TYPE, "pf_function_call: argument fn: expected Function, got NULL");
   else if (fn->type_index != PF_TYPE_FUNCTION)
-    pf_error_set(PF_ERR_TYPE, "pf_function_call: argument fn: expected Function, got %s",
+    PF_ERROR_SET(PF_ERR_TYPE, "pf_function_call: argument fn: expected Function, got %s",
                  pf_type_name(fn->type_index));
   else if (num_args < 0)
-    pf_error_set(PF_ERR_VALUE, "pf_function_call: argument num_args: expected a count >= 0, got %d",
+    PF_ERROR_SET(PF_ERR_VALUE, "pf_function_call: argument num_args: expected a count >= 0, got %d",
                  (int)num_args);
   else if (!args)
-    pf_error_set(PF_ERR_VALUE, "pf_function_call: argument args: expected %d arguments, got NULL",
+    PF_ERROR_SET(PF_ERR_VALUE, "pf_function_call: argument args: expected %d arguments, got NULL",
                  (int)num_args);
   else
     (void)PF__NULL_ARG("pf_function_call", "result");
@@ -125,7 +125,7 @@ const char* pf_function_doc(const pf_object_t* fn) {
 
 int pf_function_set_info(pf_object_t* fn, const char* signature, const char* doc) {
   if (!pf__function_is_ours(fn)) {
-    pf_error_set(PF_ERR_TYPE,
+    PF_ERROR_SET(PF_ERR_TYPE,
                  "pf_function_set_info: argument fn: expected a Function made by packfn, got %s",
                  fn ? pf_type_name(fn->type_index) : "NULL");
     return -1;
@@ -147,7 +147,7 @@ int pf_function_set_info(pf_object_t* fn, const char* signature, const char* doc
 
 int pf__function_set_keepalive(pf_object_t* fn, pf_object_t* owner) {
   if (!pf__function_is_ours(fn)) {
-    pf_error_set(PF_ERR_TYPE, "expected a Function made by packfn, got %s",
+    PF_ERROR_SET(PF_ERR_TYPE, "expected a Function made by packfn, got %s",
                  fn ? pf_type_name(fn->type_index) : "NULL");
     return -1;
   }
@@ -226,7 +226,7 @@ const char* pf_param_kind_name(pf_param_kind_t kind) {
 }
 
 static int pf__typed_arg_error(const pf__typed_t* t, int32_t i, const pf_any_t* arg) {
-  pf_error_set(PF_ERR_TYPE, "%s: argument %d (%s): expected %s, got %s", t->name, (int)i,
+  PF_ERROR_SET(PF_ERR_TYPE, "%s: argument %d (%s): expected %s, got %s", t->name, (int)i,
                t->params[i].name, pf_param_kind_name(t->params[i].kind),
                pf_type_name(arg->type_index));
   return -1;
@@ -263,7 +263,7 @@ static __attribute__((noinline)) int pf__typed_convert(const pf__typed_t* t, int
 
 static __attribute__((noinline, cold)) int pf__typed_arity_error(const pf__typed_t* t,
                                                                  int32_t num_args) {
-  pf_error_set(PF_ERR_TYPE, "%s: expected %d argument%s, got %d", t->name, (int)t->num_params,
+  PF_ERROR_SET(PF_ERR_TYPE, "%s: expected %d argument%s, got %d", t->name, (int)t->num_params,
                t->num_params == 1 ? "" : "s", (int)num_args);
   return -1;
 }
@@ -309,13 +309,13 @@ static int pf__typed_entry_plain(void* obj, const pf_any_t* args, int32_t num_ar
 }
 
 int pf_typed_arity_error(const pf_signature_t* sig, int32_t got) {
-  pf_error_set(PF_ERR_TYPE, "%s: expected %d argument%s, got %d", sig->name, (int)sig->num_params,
+  PF_ERROR_SET(PF_ERR_TYPE, "%s: expected %d argument%s, got %d", sig->name, (int)sig->num_params,
                sig->num_params == 1 ? "" : "s", (int)got);
   return -1;
 }
 
 int pf_typed_arg_error(const pf_signature_t* sig, int32_t index, const pf_any_t* arg) {
-  pf_error_set(PF_ERR_TYPE, "%s: argument %d (%s): expected %s, got %s", sig->name, (int)index,
+  PF_ERROR_SET(PF_ERR_TYPE, "%s: argument %d (%s): expected %s, got %s", sig->name, (int)index,
                sig->params[index].name, pf_param_kind_name(sig->params[index].kind),
                pf_type_name(arg->type_index));
   return -1;
@@ -337,19 +337,19 @@ static int pf__kind_valid(pf_param_kind_t k, int allow_none) {
 static int pf__signature_check(const char* func, const pf_signature_t* sig) {
   if (sig->num_params < 0 || sig->num_params > PF_TYPED_MAX_PARAMS ||
       (sig->num_params > 0 && !sig->params)) {
-    pf_error_set(PF_ERR_VALUE, "%s: %s: expected 0..%d parameters with a params array, got %d%s",
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: %s: expected 0..%d parameters with a params array, got %d%s",
                  func, sig->name, PF_TYPED_MAX_PARAMS, (int)sig->num_params,
                  sig->params ? "" : " and params NULL");
     return -1;
   }
   if (!pf__kind_valid(sig->result, 1)) {
-    pf_error_set(PF_ERR_VALUE, "%s: %s: unknown result kind %d", func, sig->name, (int)sig->result);
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: %s: unknown result kind %d", func, sig->name, (int)sig->result);
     return -1;
   }
   for (int32_t i = 0; i < sig->num_params; ++i) {
     const pf_param_t* p = &sig->params[i];
     if (!p->name || !*p->name || !pf__kind_valid(p->kind, 0)) {
-      pf_error_set(
+      PF_ERROR_SET(
           PF_ERR_VALUE, "%s: %s: parameter %d: expected a name and a kind, got %s and kind %d",
           func, sig->name, (int)i, p->name ? (*p->name ? p->name : "\"\"") : "NULL", (int)p->kind);
       return -1;

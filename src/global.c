@@ -91,7 +91,7 @@ static __attribute__((noinline, cold)) int pf__lookup_invalid(const char* func, 
 
 static int pf__check_name(const char* func, const char* name) {
   if (!name || !*name) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument name: expected a non-empty string, got %s", func,
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument name: expected a non-empty string, got %s", func,
                  name ? "\"\"" : "NULL");
     return -1;
   }
@@ -173,7 +173,7 @@ int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
   if (pf__check_name("pf_global_set", name) != 0)
     return -1;
   if (!fn || fn->type_index != PF_TYPE_FUNCTION) {
-    pf_error_set(PF_ERR_TYPE, "pf_global_set: argument fn (for '%s'): expected Function, got %s",
+    PF_ERROR_SET(PF_ERR_TYPE, "pf_global_set: argument fn (for '%s'): expected Function, got %s",
                  name, fn ? pf_type_name(fn->type_index) : "NULL");
     return -1;
   }
@@ -185,7 +185,7 @@ int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
   if (e) {
     if (!allow_override) {
       pthread_mutex_unlock(&pf__writers);
-      pf_error_set(PF_ERR_VALUE,
+      PF_ERROR_SET(PF_ERR_VALUE,
                    "pf_global_set: function '%s' is already registered (pass allow_override=1 "
                    "to replace it)",
                    name);
@@ -271,7 +271,7 @@ int pf_global_remove(const char* name) {
   uint64_t tail;
   pf_object_t* fn = pf__remove(name, len, pf__name_hash(name, len, &tail), NULL);
   if (!fn) {
-    pf_error_set(PF_ERR_KEY, "pf_global_remove: no global function is named '%s'", name);
+    PF_ERROR_SET(PF_ERR_KEY, "pf_global_remove: no global function is named '%s'", name);
     return -1;
   }
   pf_object_release(fn);
@@ -351,7 +351,7 @@ int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args, pf_
   if (!fn) {
     char near[128];
     int found = pf_global_suggest(name, near, sizeof near) == 1;
-    pf_error_set(PF_ERR_KEY, "pf_global_call: no global function is named '%s'%s%s%s", name,
+    PF_ERROR_SET(PF_ERR_KEY, "pf_global_call: no global function is named '%s'%s%s%s", name,
                  found ? " (did you mean '" : "", near, found ? "'?)" : "");
     return -1;
   }

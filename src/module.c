@@ -73,7 +73,7 @@ static int pf__module_is_ours(const pf_object_t* obj) {
 static pf__module_t* pf__module_arg(const char* func, pf_object_t* module) {
   if (pf__module_is_ours(module))
     return (pf__module_t*)module;
-  pf_error_set(PF_ERR_TYPE, "%s: argument module: expected a Module made by packfn, got %s", func,
+  PF_ERROR_SET(PF_ERR_TYPE, "%s: argument module: expected a Module made by packfn, got %s", func,
                module ? pf_type_name(module->type_index) : "NULL");
   return NULL;
 }
@@ -142,7 +142,7 @@ static int pf__read_symtab(const char* func, const char* path, const struct link
     }
   }
   if (!symtab || !strtab || (!hash && !gnu_hash)) {
-    pf_error_set(PF_ERR_NOT_IMPLEMENTED,
+    PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED,
                  "%s: cannot read the dynamic symbol table of %s (no DT_SYMTAB, DT_STRTAB or "
                  "symbol hash table)",
                  func, path);
@@ -249,7 +249,7 @@ static int pf__scan_exports(const char* func, pf__module_t* m, void* handle, con
     const pf_export_meta_t* meta = dlsym(handle, name - PF__EXPORT_PREFIX_LEN);
     if (!meta || size < sizeof(pf_export_meta_t) || meta->magic != PF_EXPORT_META_MAGIC ||
         meta->version < 1 || (meta->typed_sig != NULL) != (meta->typed_impl != NULL)) {
-      pf_error_set(PF_ERR_VALUE,
+      PF_ERROR_SET(PF_ERR_VALUE,
                    "%s: %s: %s%s is not packfn export metadata (expected a pf_export_meta_t "
                    "with magic 0x%08x, version >= 1 and a typed declaration with its "
                    "implementation, or neither)",
@@ -264,21 +264,21 @@ static int pf__scan_exports(const char* func, pf__module_t* m, void* handle, con
 /* Checks the stamp of a library being loaded. */
 static int pf__check_stamp(const char* func, const char* path, const pf__scan_t* scan) {
   if (!scan->stamp) {
-    pf_error_set(PF_ERR_VALUE,
+    PF_ERROR_SET(PF_ERR_VALUE,
                  "%s: %s is not a packfn library: it exports no __packfn_abi stamp (compile it "
                  "against packfn's headers)",
                  func, path);
     return -1;
   }
   if (scan->stamp_size < sizeof(pf_abi_stamp_t) || scan->stamp->magic != PF_ABI_MAGIC) {
-    pf_error_set(PF_ERR_VALUE,
+    PF_ERROR_SET(PF_ERR_VALUE,
                  "%s: %s: its __packfn_abi symbol is not a packfn ABI stamp (%zu bytes, expected "
                  "at least %zu starting with magic 0x%08x)",
                  func, path, scan->stamp_size, sizeof(pf_abi_stamp_t), PF_ABI_MAGIC);
     return -1;
   }
   if (scan->stamp->major != PF_ABI_VERSION_MAJOR) {
-    pf_error_set(PF_ERR_VALUE, "%s: %s was built for packfn ABI %u.%u, this runtime is ABI %d.%d",
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: %s was built for packfn ABI %u.%u, this runtime is ABI %d.%d",
                  func, path, (unsigned)scan->stamp->major, (unsigned)scan->stamp->minor,
                  PF_ABI_VERSION_MAJOR, PF_ABI_VERSION_MINOR);
     return -1;
@@ -365,7 +365,7 @@ static int pf__module_open(const char* func, const char* path, void* handle, int
   pf__symtab_t st;
   pf__scan_t scan = {NULL, 0};
   if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm) {
-    pf_error_set(PF_ERR_NOT_IMPLEMENTED, "%s: cannot find the link map of %s: %s", func, path,
+    PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED, "%s: cannot find the link map of %s: %s", func, path,
                  pf__dlerror());
     goto fail;
   }
@@ -379,7 +379,7 @@ static int pf__module_open(const char* func, const char* path, void* handle, int
     /* pin it: code and data of the library must outlive every object its code made */
     void* pin = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD | RTLD_NODELETE);
     if (!pin) {
-      pf_error_set(PF_ERR_OS, "%s: cannot pin %s in memory: %s", func, path, pf__dlerror());
+      PF_ERROR_SET(PF_ERR_OS, "%s: cannot pin %s in memory: %s", func, path, pf__dlerror());
       goto fail;
     }
     dlclose(pin);
@@ -398,7 +398,7 @@ int pf_module_load(const char* path, pf_object_t** out) {
     return PF__NULL_ARG("pf_module_load", "out");
   *out = NULL;
   if (!path || !*path) {
-    pf_error_set(PF_ERR_VALUE,
+    PF_ERROR_SET(PF_ERR_VALUE,
                  "pf_module_load: argument path: expected a library path, got %s (the program "
                  "itself is pf_module_system)",
                  path ? "\"\"" : "NULL");
@@ -412,14 +412,14 @@ int pf_module_load(const char* path, pf_object_t** out) {
   (void)dlerror();
   void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
-    pf_error_set(PF_ERR_OS, "pf_module_load: cannot load %s: %s", path, pf__dlerror());
+    PF_ERROR_SET(PF_ERR_OS, "pf_module_load: cannot load %s: %s", path, pf__dlerror());
     return -1;
   }
   if (pf_error_peek() != pending) {
     /* a constructor of the library raised (a PF_REGISTER_GLOBAL name already taken...): refuse
      * it; closing it runs its destructors, which undo what they registered, and anything
      * else of its code left in the global table is removed first */
-    pf_error_set(PF_ERR_RUNTIME,
+    PF_ERROR_SET(PF_ERR_RUNTIME,
                  "pf_module_load: %s raised an error while initialising (the "
                  "cause)",
                  path);
@@ -437,7 +437,7 @@ int pf_module_system(pf_object_t** out) {
   *out = NULL;
   void* handle = dlopen(NULL, RTLD_NOW);
   if (!handle) {
-    pf_error_set(PF_ERR_OS, "pf_module_system: cannot open the program: %s", pf__dlerror());
+    PF_ERROR_SET(PF_ERR_OS, "pf_module_system: cannot open the program: %s", pf__dlerror());
     return -1;
   }
   return pf__module_open("pf_module_system", PF__SYSTEM_PATH, handle, 1, 0, out);
@@ -452,7 +452,7 @@ static int pf__export_function(const pf__module_t* m, const pf__export_t* e, pf_
   if (meta && meta->typed_sig) {
     rc = pf_function_create_typed(meta->typed_sig, meta->typed_impl, NULL, NULL, out);
     if (rc != 0) /* the declaration's error stays as the cause */
-      pf_error_set(PF_ERR_VALUE,
+      PF_ERROR_SET(PF_ERR_VALUE,
                    "pf_module_get_function: %s: typed export '%s' has a bad "
                    "declaration",
                    m->path, e->name);
@@ -498,7 +498,7 @@ static int pf__module_lookup(const char* func, pf_object_t* module, const char* 
     return -1;
   *mod = m;
   if (!name || !*name) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument name: expected a function name, got %s", func,
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument name: expected a function name, got %s", func,
                  name ? "\"\"" : "NULL");
     return -1;
   }
@@ -546,7 +546,7 @@ int pf_module_call(pf_object_t* module, const char* name, const pf_any_t* args, 
   if (!fn) {
     char near[128];
     int found = pf_module_suggest(module, name, near, sizeof near) == 1;
-    pf_error_set(PF_ERR_KEY, "pf_module_call: %s has no function '%s'%s%s%s", m->path, name,
+    PF_ERROR_SET(PF_ERR_KEY, "pf_module_call: %s has no function '%s'%s%s%s", m->path, name,
                  found ? " (did you mean '" : "", near, found ? "'?)" : "");
     return -1;
   }
@@ -696,7 +696,7 @@ int pf__export_typed_call(pf_object_t** slot, const pf_signature_t* sig, pf_type
     if (result)
       *result = pf_any_none();
     if (!slot) {
-      pf_error_set(PF_ERR_VALUE, "pf__export_typed_call: argument slot: expected a pointer, got "
+      PF_ERROR_SET(PF_ERR_VALUE, "pf__export_typed_call: argument slot: expected a pointer, got "
                                  "NULL");
       return -1;
     }

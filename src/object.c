@@ -19,20 +19,20 @@ int pf_object_alloc(size_t size, int32_t type_index, void (*deleter)(void* self,
   }
   *out = NULL;
   if (size < sizeof(pf_object_t)) {
-    pf_error_set(PF_ERR_VALUE,
+    PF_ERROR_SET(PF_ERR_VALUE,
                  "pf_object_alloc: argument size: expected at least %zu bytes, got %zu",
                  sizeof(pf_object_t), size);
     return -1;
   }
   if (type_index < PF_TYPE_STATIC_OBJECT_BEGIN) {
-    pf_error_set(PF_ERR_VALUE,
+    PF_ERROR_SET(PF_ERR_VALUE,
                  "pf_object_alloc: argument type_index: expected an object type index (>= 64), "
                  "got %d",
                  (int)type_index);
     return -1;
   }
   if (!deleter) {
-    pf_error_set(PF_ERR_VALUE, "pf_object_alloc: argument deleter: expected a function, got NULL");
+    PF_ERROR_SET(PF_ERR_VALUE, "pf_object_alloc: argument deleter: expected a function, got NULL");
     return -1;
   }
   pf_object_t* obj = pf__alloc(size);
@@ -72,7 +72,7 @@ int pf_type_index_of(const char* key, int32_t* out) {
 
 int pf_type_register(const char* key, int32_t parent_index, int32_t* out) {
   if (!key || !*key || !out) {
-    pf_error_set(PF_ERR_VALUE, "pf_type_register: argument %s: expected %s, got %s",
+    PF_ERROR_SET(PF_ERR_VALUE, "pf_type_register: argument %s: expected %s, got %s",
                  !out ? "out" : "key", !out ? "a pointer" : "a non-empty string",
                  !out ? "NULL" : (key ? "\"\"" : "NULL"));
     return -1;
@@ -80,7 +80,7 @@ int pf_type_register(const char* key, int32_t parent_index, int32_t* out) {
   pf__types_ensure();
   const pf__type_entry_t* parent = pf__type_entry(parent_index);
   if (!parent) {
-    pf_error_set(PF_ERR_TYPE,
+    PF_ERROR_SET(PF_ERR_TYPE,
                  "pf_type_register: argument parent_index: expected a registered object type, "
                  "got %d (%s)",
                  (int)parent_index, pf_type_name(parent_index));
@@ -94,14 +94,14 @@ int pf_type_register(const char* key, int32_t parent_index, int32_t* out) {
       *out = existing->info.type_index;
       rc = 0;
     } else {
-      pf_error_set(PF_ERR_KEY,
+      PF_ERROR_SET(PF_ERR_KEY,
                    "pf_type_register: type '%s' is already registered with parent %s, not %s", key,
                    pf_type_name(existing->info.parent_index), pf_type_name(parent_index));
     }
     goto done;
   }
   if (pf__next_type >= PF__MAX_TYPES) {
-    pf_error_set(PF_ERR_RUNTIME, "pf_type_register: the type table is full (%d types)",
+    PF_ERROR_SET(PF_ERR_RUNTIME, "pf_type_register: the type table is full (%d types)",
                  PF__MAX_TYPES);
     goto done;
   }

@@ -67,30 +67,30 @@ __attribute__((noinline, cold)) static int pf__layout_error(int32_t ndim, const 
                                                             DLDataType dtype, const char* func,
                                                             const char* arg) {
   if (ndim < 0 || ndim > PF_TENSOR_MAX_NDIM) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected ndim in 0..%d, got %d", func, arg,
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected ndim in 0..%d, got %d", func, arg,
                  PF_TENSOR_MAX_NDIM, (int)ndim);
     return -1;
   }
   if (ndim > 0 && !shape) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a shape of %d extents, got NULL", func,
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a shape of %d extents, got NULL", func,
                  arg, (int)ndim);
     return -1;
   }
   for (int32_t i = 0; i < ndim; ++i)
     if (shape[i] < 0) {
-      pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected extents >= 0, got %lld at axis %d",
+      PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected extents >= 0, got %lld at axis %d",
                    func, arg, (long long)shape[i], (int)i);
       return -1;
     }
   if (!pf_dtype_is_valid(dtype)) {
     char name[PF_DTYPE_STR_MAX];
     pf_dtype_format(dtype, name, sizeof name);
-    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a valid data type, got %s", func, arg,
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a valid data type, got %s", func, arg,
                  name);
     return -1;
   }
   char dims[128];
-  pf_error_set(PF_ERR_VALUE,
+  PF_ERROR_SET(PF_ERR_VALUE,
                "%s: argument %s: expected a size that fits in memory (a zero extent counted as "
                "1), got shape %s",
                func, arg, pf__format_dims(shape, ndim, dims, sizeof dims));
@@ -131,7 +131,7 @@ pf__validate_layout(int32_t ndim, const int64_t* shape, DLDataType dtype, const 
 
 int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* arg) {
   if (!desc) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a DLTensor, got NULL", func, arg);
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a DLTensor, got NULL", func, arg);
     return -1;
   }
   int64_t numel = 0;
@@ -139,12 +139,12 @@ int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* ar
   if (pf__validate_layout(desc->ndim, desc->shape, desc->dtype, func, arg, &numel, &nbytes) != 0)
     return -1;
   if (desc->device.device_id < 0) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a device index >= 0, got %d", func, arg,
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a device index >= 0, got %d", func, arg,
                  (int)desc->device.device_id);
     return -1;
   }
   if (numel > 0 && !desc->data) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected data for %lld elements, got NULL", func,
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected data for %lld elements, got NULL", func,
                  arg, (long long)numel);
     return -1;
   }
@@ -158,7 +158,7 @@ int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* ar
       int64_t reach = desc->shape[i] > 0 ? desc->shape[i] - 1 : 0;
       if (s == INT64_MIN || __builtin_mul_overflow(s < 0 ? -s : s, reach, &term) ||
           __builtin_add_overflow(span, term, &span)) {
-        pf_error_set(PF_ERR_VALUE,
+        PF_ERROR_SET(PF_ERR_VALUE,
                      "%s: argument %s: expected strides whose offsets fit in int64, got %lld at "
                      "axis %d",
                      func, arg, (long long)s, (int)i);
@@ -221,7 +221,7 @@ int pf__tensor_arg(pf_object_t* tensor, const char* func, const char* arg, DLTen
   *out = pf_tensor_dltensor(tensor);
   if (*out)
     return 0;
-  pf_error_set(PF_ERR_TYPE, "%s: argument %s: expected a Tensor, got %s", func, arg,
+  PF_ERROR_SET(PF_ERR_TYPE, "%s: argument %s: expected a Tensor, got %s", func, arg,
                tensor ? pf_type_name(tensor->type_index) : "NULL");
   return -1;
 }
@@ -238,7 +238,7 @@ int pf_tensor_empty(const int64_t* shape, int32_t ndim, DLDataType dtype, DLDevi
   if (pf__validate_layout(ndim, shape, dtype, func, "shape", &numel, &nbytes) != 0)
     return -1;
   if (device.device_id < 0) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument device: expected a device index >= 0, got %d", func,
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument device: expected a device index >= 0, got %d", func,
                  (int)device.device_id);
     return -1;
   }
@@ -305,7 +305,7 @@ static int pf__arg_error(const char* kind, const char* func, int32_t index, cons
   va_start(ap, fmt);
   vsnprintf(detail, sizeof detail, fmt, ap);
   va_end(ap);
-  pf_error_set(kind, "%s: argument %d%s%s%s: %s", func ? func : "?", (int)index, name ? " (" : "",
+  PF_ERROR_SET(kind, "%s: argument %d%s%s%s: %s", func ? func : "?", (int)index, name ? " (" : "",
                name ? name : "", name ? ")" : "", detail);
   return -1;
 }
@@ -390,7 +390,7 @@ int pf_dltensor_check(const DLTensor* t, const pf_tensor_spec_t* spec, const cha
 int pf_dltensor_check_like(const DLTensor* t, const DLTensor* ref, const char* func, int32_t index,
                            const char* name, const char* ref_name) {
   if (!ref) {
-    pf_error_set(PF_ERR_VALUE,
+    PF_ERROR_SET(PF_ERR_VALUE,
                  "pf_dltensor_check_like: argument ref: expected a DLTensor, got NULL");
     return -1;
   }

@@ -17,7 +17,7 @@ static int pf__is_host(DLDevice d) {
 int pf_dltensor_copy(DLTensor* dst, const DLTensor* src) {
   static const char func[] = "pf_dltensor_copy";
   if (!dst || !src) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a DLTensor, got NULL", func,
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a DLTensor, got NULL", func,
                  dst ? "src" : "dst");
     return -1;
   }
@@ -25,7 +25,7 @@ int pf_dltensor_copy(DLTensor* dst, const DLTensor* src) {
   if (!pf_dtype_equal(dst->dtype, src->dtype)) {
     pf_dtype_format(dst->dtype, a, sizeof a);
     pf_dtype_format(src->dtype, b, sizeof b);
-    pf_error_set(PF_ERR_VALUE, "%s: argument src: expected dtype %s like dst, got %s", func, a, b);
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument src: expected dtype %s like dst, got %s", func, a, b);
     return -1;
   }
   int same = dst->ndim == src->ndim;
@@ -33,14 +33,14 @@ int pf_dltensor_copy(DLTensor* dst, const DLTensor* src) {
     same = dst->shape[i] == src->shape[i];
   if (!same) {
     char c[128];
-    pf_error_set(PF_ERR_VALUE, "%s: argument src: expected shape %s like dst, got %s", func,
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument src: expected shape %s like dst, got %s", func,
                  pf__format_dims(dst->shape, dst->ndim, b, sizeof b),
                  pf__format_dims(src->shape, src->ndim, c, sizeof c));
     return -1;
   }
   if (!pf_dltensor_is_contiguous(dst) || !pf_dltensor_is_contiguous(src)) {
     const DLTensor* bad = pf_dltensor_is_contiguous(dst) ? src : dst;
-    pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a contiguous tensor, got strides %s",
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a contiguous tensor, got strides %s",
                  func, bad == dst ? "dst" : "src",
                  pf__format_dims(bad->strides, bad->ndim, b, sizeof b));
     return -1;
@@ -61,7 +61,7 @@ int pf_dltensor_copy(DLTensor* dst, const DLTensor* src) {
     char d1[PF_DEVICE_STR_MAX], d2[PF_DEVICE_STR_MAX];
     pf_device_format(dst->device, d1, sizeof d1);
     pf_device_format(src->device, d2, sizeof d2);
-    pf_error_set(PF_ERR_NOT_IMPLEMENTED, "%s: cannot copy from %s to %s (different device types)",
+    PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED, "%s: cannot copy from %s to %s (different device types)",
                  func, d2, d1);
     return -1;
   }
@@ -70,14 +70,14 @@ int pf_dltensor_copy(DLTensor* dst, const DLTensor* src) {
     return -1;
   if (!hooks.copy) {
     char label[48];
-    pf_error_set(PF_ERR_NOT_IMPLEMENTED, "%s: the allocator of device type %s has no copy hook",
+    PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED, "%s: the allocator of device type %s has no copy hook",
                  func, pf__device_type_label((int32_t)side.device_type, label, sizeof label));
     return -1;
   }
   pf_object_t* pending = pf_error_peek();
   if (hooks.copy(hooks.ctx, to, dst->device, from, src->device, nbytes) != 0) {
     if (pf_error_peek() == pending)
-      pf_error_set(PF_ERR_RUNTIME, "%s: the copy hook failed without an error", func);
+      PF_ERROR_SET(PF_ERR_RUNTIME, "%s: the copy hook failed without an error", func);
     return -1;
   }
   return 0;

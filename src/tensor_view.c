@@ -67,7 +67,7 @@ static int pf__make_view(pf_object_t* base, const DLTensor* src, int32_t ndim, c
     int overflow = __builtin_add_overflow(offset, vlo, &first);
     overflow += __builtin_add_overflow(offset, vhi, &last);
     if (overflow || first < slo || last > shi) {
-      pf_error_set(PF_ERR_INDEX,
+      PF_ERROR_SET(PF_ERR_INDEX,
                    "%s: the view reaches elements %lld..%lld, outside the tensor's %lld..%lld",
                    func, overflow ? (long long)offset : (long long)first,
                    overflow ? (long long)offset : (long long)last, (long long)slo, (long long)shi);
@@ -81,7 +81,7 @@ static int pf__make_view(pf_object_t* base, const DLTensor* src, int32_t ndim, c
     if (esize == 0) {
       char name[PF_DTYPE_STR_MAX];
       pf_dtype_format(src->dtype, name, sizeof name);
-      pf_error_set(PF_ERR_NOT_IMPLEMENTED,
+      PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED,
                    "%s: cannot offset a view by %lld elements of the sub-byte type %s", func,
                    (long long)offset, name);
       return -1;
@@ -90,7 +90,7 @@ static int pf__make_view(pf_object_t* base, const DLTensor* src, int32_t ndim, c
     if (src->byte_offset > (uint64_t)INT64_MAX ||
         __builtin_mul_overflow(offset, (int64_t)esize, &byte_offset) ||
         __builtin_add_overflow(byte_offset, (int64_t)src->byte_offset, &byte_offset)) {
-      pf_error_set(PF_ERR_VALUE, "%s: the view's byte offset overflows (%lld elements)", func,
+      PF_ERROR_SET(PF_ERR_VALUE, "%s: the view's byte offset overflows (%lld elements)", func,
                    (long long)offset);
       return -1;
     }
@@ -102,7 +102,7 @@ static int pf__make_view(pf_object_t* base, const DLTensor* src, int32_t ndim, c
       desc.data = (void*)((uintptr_t)src->data - (uintptr_t)(0 - (uint64_t)byte_offset));
       desc.byte_offset = 0;
     } else {
-      pf_error_set(PF_ERR_NOT_IMPLEMENTED,
+      PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED,
                    "%s: the view would start %lld bytes before the data handle of a tensor on a "
                    "device whose data is not an address",
                    func, (long long)-byte_offset);
@@ -141,7 +141,7 @@ static int pf__view_args(pf_object_t* tensor, pf_object_t** out, const char* fun
 static int pf__axis(int64_t axis, int32_t ndim, const char* func, int32_t* out) {
   int64_t a = axis < 0 ? axis + ndim : axis;
   if (a < 0 || a >= ndim) {
-    pf_error_set(PF_ERR_INDEX, "%s: argument axis: expected -%d..%d, got %lld", func, (int)ndim,
+    PF_ERROR_SET(PF_ERR_INDEX, "%s: argument axis: expected -%d..%d, got %lld", func, (int)ndim,
                  (int)ndim - 1, (long long)axis);
     return -1;
   }
@@ -165,7 +165,7 @@ int pf_tensor_reshape(pf_object_t* tensor, int32_t ndim, const int64_t* shape, p
     return -1;
   char a[256], b[256];
   if (!pf_dltensor_is_contiguous(src)) {
-    pf_error_set(PF_ERR_VALUE,
+    PF_ERROR_SET(PF_ERR_VALUE,
                  "%s: argument tensor: expected a contiguous tensor, got strides %s; copy it "
                  "first",
                  func, pf__format_dims(src->strides, src->ndim, a, sizeof a));
@@ -183,7 +183,7 @@ int pf_tensor_reshape(pf_object_t* tensor, int32_t ndim, const int64_t* shape, p
     if (shape[i] == -1 && infer < 0) {
       infer = i;
     } else if (shape[i] < 0) {
-      pf_error_set(PF_ERR_VALUE,
+      PF_ERROR_SET(PF_ERR_VALUE,
                    "%s: argument shape: expected extents >= 0 and at most one -1, got %lld at "
                    "axis %d",
                    func, (long long)shape[i], (int)i);
@@ -203,7 +203,7 @@ int pf_tensor_reshape(pf_object_t* tensor, int32_t ndim, const int64_t* shape, p
     fits = known == numel;
   }
   if (!fits) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument shape: cannot view %lld elements of shape %s as %s",
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument shape: cannot view %lld elements of shape %s as %s",
                  func, (long long)numel, pf__format_dims(src->shape, src->ndim, a, sizeof a),
                  pf__format_dims(shape, ndim, b, sizeof b));
     return -1;
@@ -219,7 +219,7 @@ int pf_tensor_slice(pf_object_t* tensor, int32_t axis, int64_t start, int64_t st
   if (pf__view_args(tensor, out, func, &src) != 0 || pf__axis(axis, src->ndim, func, &ax) != 0)
     return -1;
   if (step == 0) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument step: expected a non-zero step, got 0", func);
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument step: expected a non-zero step, got 0", func);
     return -1;
   }
   /* Python's slice.indices(): clamp into [lower, upper] after counting negatives from the end. */
@@ -259,7 +259,7 @@ int pf_tensor_select(pf_object_t* tensor, int32_t axis, int64_t index, pf_object
   int64_t n = src->shape[ax];
   int64_t i = index < 0 ? index + n : index;
   if (i < 0 || i >= n) {
-    pf_error_set(PF_ERR_INDEX, "%s: argument index: expected -%lld..%lld along axis %d, got %lld",
+    PF_ERROR_SET(PF_ERR_INDEX, "%s: argument index: expected -%lld..%lld along axis %d, got %lld",
                  func, (long long)n, (long long)n - 1, (int)ax, (long long)index);
     return -1;
   }
@@ -282,7 +282,7 @@ int pf_tensor_permute(pf_object_t* tensor, const int32_t* axes, pf_object_t** ou
   if (pf__view_args(tensor, out, func, &src) != 0)
     return -1;
   if (!axes && src->ndim > 0) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument axes: expected %d axes, got NULL", func,
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument axes: expected %d axes, got NULL", func,
                  (int)src->ndim);
     return -1;
   }
@@ -292,7 +292,7 @@ int pf_tensor_permute(pf_object_t* tensor, const int32_t* axes, pf_object_t** ou
   for (int32_t i = 0; i < src->ndim; ++i) {
     int64_t a = axes[i] < 0 ? (int64_t)axes[i] + src->ndim : axes[i];
     if (a < 0 || a >= src->ndim || seen[a]) {
-      pf_error_set(PF_ERR_VALUE,
+      PF_ERROR_SET(PF_ERR_VALUE,
                    "%s: argument axes: expected a permutation of 0..%d, got %d at position %d",
                    func, (int)src->ndim - 1, (int)axes[i], (int)i);
       return -1;

@@ -19,7 +19,7 @@ static int counting_alloc(void* ctx, DLDevice device, size_t nbytes, size_t alig
   counter_t* c = ctx;
   *out = NULL;
   if (c->fail == 1) {
-    pf_error_set(PF_ERR_MEMORY, "counting_alloc: no memory for %zu bytes", nbytes);
+    PF_ERROR_SET(PF_ERR_MEMORY, "counting_alloc: no memory for %zu bytes", nbytes);
     return -1;
   }
   if (c->fail == 2)
@@ -45,7 +45,7 @@ static int counting_copy(void* ctx, void* dst, DLDevice dst_device, const void* 
   c->last_dst = dst_device;
   c->last_src = src_device;
   if (c->copy_fail == 1) {
-    pf_error_set(PF_ERR_RUNTIME, "counting_copy: device lost");
+    PF_ERROR_SET(PF_ERR_RUNTIME, "counting_copy: device lost");
     return -1;
   }
   if (c->copy_fail == 2)

@@ -6,7 +6,7 @@
 
 START_TEST(test_set_take) {
   ck_assert_ptr_null(pf_error_peek());
-  pf_error_set("ValueError", "bad value %d for %s", 7, "x");
+  PF_ERROR_SET("ValueError", "bad value %d for %s", 7, "x");
   pf_object_t* err = pf_error_peek();
   ck_assert_ptr_nonnull(err);
   ck_assert_int_eq(err->type_index, PF_TYPE_ERROR);
@@ -29,14 +29,22 @@ START_TEST(test_set_take) {
 }
 END_TEST
 
+/* pf_error_set is a plain function (no macro of that name): called directly or through a
+ * pointer, it raises with no recorded site; PF_ERROR_SET records the site. */
 START_TEST(test_plain_function_form) {
-  void (*fp)(const char*, const char*, ...) = &(pf_error_set);
+  void (*fp)(const char*, const char*, ...) = &pf_error_set;
   fp("KeyError", "no %s", "key");
   pf_object_t* err = pf_error_take();
   ck_assert_str_eq(pf_error_kind(err), "KeyError");
   ck_assert_str_eq(pf_error_message(err), "no key");
+  ck_assert_ptr_nonnull(strstr(pf_error_backtrace(err), "<unknown>"));
   pf_object_release(err);
-  pf_error_set(NULL, NULL);
+  pf_error_set(PF_ERR_VALUE, "direct %d", 7);
+  err = pf_error_take();
+  ck_assert_str_eq(pf_error_message(err), "direct 7");
+  ck_assert_ptr_null(strstr(pf_error_backtrace(err), "test_error.c"));
+  pf_object_release(err);
+  PF_ERROR_SET(NULL, NULL);
   err = pf_error_take();
   ck_assert_str_eq(pf_error_kind(err), "RuntimeError");
   ck_assert_str_eq(pf_error_message(err), "");
@@ -48,7 +56,7 @@ START_TEST(test_long_message) {
   char big[2000];
   memset(big, 'z', sizeof big - 1);
   big[sizeof big - 1] = '\0';
-  pf_error_set("ValueError", "<%s>", big);
+  PF_ERROR_SET("ValueError", "<%s>", big);
   pf_object_t* err = pf_error_take();
   ck_assert_uint_eq(strlen(pf_error_message(err)), sizeof big + 1);
   pf_object_release(err);
@@ -56,8 +64,8 @@ START_TEST(test_long_message) {
 END_TEST
 
 START_TEST(test_cause_chain) {
-  pf_error_set("KeyError", "inner");
-  pf_error_set("RuntimeError", "outer");
+  PF_ERROR_SET("KeyError", "inner");
+  PF_ERROR_SET("RuntimeError", "outer");
   pf_object_t* err = pf_error_take();
   ck_assert_str_eq(pf_error_message(err), "outer");
   pf_object_t* cause = pf_error_cause(err);
@@ -99,7 +107,7 @@ START_TEST(test_reraise_does_not_loop) {
   pf_object_t* a;
   ck_assert_int_eq(pf_error_create("KeyError", "a", NULL, &a), 0);
   ck_assert_int_eq(pf_error_raise(a), 0);
-  pf_error_set("ValueError", "b");        /* a becomes b's cause */
+  PF_ERROR_SET("ValueError", "b");        /* a becomes b's cause */
   ck_assert_int_eq(pf_error_raise(a), 0); /* raising a again must not make a's cause b */
   ck_assert_ptr_null(pf_error_cause(a));
   pf_object_t* err = pf_error_take();
@@ -153,18 +161,18 @@ static void* raise_in_thread(void* arg) {
   if (pf_error_peek() != NULL)
     return (void*)1;
   for (int i = 0; i < 1000; ++i) {
-    pf_error_set(kind, "from thread %d", i);
+    PF_ERROR_SET(kind, "from thread %d", i);
     pf_object_t* err = pf_error_take();
     if (!err || strcmp(pf_error_kind(err), kind) != 0)
       return (void*)2;
     pf_object_release(err);
   }
-  pf_error_set(kind, "left pending at thread exit"); /* freed by the thread-exit hook */
+  PF_ERROR_SET(kind, "left pending at thread exit"); /* freed by the thread-exit hook */
   return NULL;
 }
 
 START_TEST(test_thread_isolation) {
-  pf_error_set("ValueError", "main thread's");
+  PF_ERROR_SET("ValueError", "main thread's");
   pthread_t a, b;
   void *ra, *rb;
   pthread_create(&a, NULL, raise_in_thread, "KeyError");
@@ -205,7 +213,7 @@ START_TEST(test_foreign_error) {
   e->cell.backtrace = (pf_byte_array_t){"", 0};
   e->cell.update_backtrace = foreign_update;
   g_foreign_freed = 0;
-  pf_error_set("KeyError", "pending");
+  PF_ERROR_SET("KeyError", "pending");
   ck_assert_int_eq(pf_error_raise(&e->header), 0);
   pf_object_release(&e->header); /* the slot holds it now */
   pf_object_t* err = pf_error_take();

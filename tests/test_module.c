@@ -12,7 +12,7 @@ static int sys_twice(void* self, const pf_any_t* args, int32_t num_args, pf_any_
   int64_t x;
   if (num_args != 1 || pf_any_as_int(&args[0], &x) != 0) {
     pf_error_clear();
-    pf_error_set(PF_ERR_TYPE, "sys_twice: expected one int");
+    PF_ERROR_SET(PF_ERR_TYPE, "sys_twice: expected one int");
     return -1;
   }
   *result = pf_any_int(2 * x);

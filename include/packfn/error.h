@@ -30,9 +30,9 @@ extern "C" {
  * thread. An error already pending in this thread becomes the new error's cause. Never fails:
  * when memory runs out, a preallocated MemoryError is raised instead. NULL kind gives
  * "RuntimeError"; NULL fmt an empty message.
- * Called through the macro of the same name below, it records the caller's file:line and
- * function in the backtrace; (pf_error_set)(...) or a pointer to it records "<unknown>". */
-PF_API void(pf_error_set)(const char* kind, const char* fmt, ...)
+ * A plain function: its backtrace entry reads "<unknown>". PF_ERROR_SET (below) raises the
+ * same way and also records the caller's file:line and function. */
+PF_API void pf_error_set(const char* kind, const char* fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
@@ -58,8 +58,8 @@ typedef struct pf_error_site_s {
   size_t func_len;
 } pf_error_site_t;
 
-/* pf_error_set with a compile-time site (what the pf_error_set macro uses: no strlen, no
- * number formatting at raise time). `site` must not be NULL. */
+/* pf_error_set with a compile-time site (what PF_ERROR_SET uses: no strlen, no number
+ * formatting at raise time). `site` must not be NULL. */
 PF_API void pf_error_set_site(const pf_error_site_t* site, const char* kind, const char* fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -68,15 +68,17 @@ PF_API void pf_error_set_site(const pf_error_site_t* site, const char* kind, con
 
 #define PF__STR2(x) #x
 #define PF__STR(x)  PF__STR2(x)
+/* PF_ERROR_SET(kind, fmt, ...): pf_error_set that records the raise site (this file:line and
+ * function) in the error's backtrace, the way packfn's own errors are raised. */
 #if defined(__cplusplus)
-#define pf_error_set(...) pf_error_set_at(__FILE__, __LINE__, __func__, __VA_ARGS__)
+#define PF_ERROR_SET(...) pf_error_set_at(__FILE__, __LINE__, __func__, __VA_ARGS__)
 #else
 /* The site of the expansion, as a compound literal. */
 #define PF_ERROR_SITE                                                                              \
   ((const pf_error_site_t){__FILE__ ":" PF__STR(__LINE__),                                         \
                            sizeof(__FILE__ ":" PF__STR(__LINE__)) - 1, __func__,                   \
                            sizeof(__func__) - 1})
-#define pf_error_set(...) pf_error_set_site(&PF_ERROR_SITE, __VA_ARGS__)
+#define PF_ERROR_SET(...) pf_error_set_site(&PF_ERROR_SITE, __VA_ARGS__)
 #endif
 
 /* Raises an existing error object in this thread; the slot takes its own reference (the

@@ -155,7 +155,7 @@ static int pyerr_to_pf(void) {
   Py_XDECREF(type);
   Py_XDECREF(tb);
   if (!value) {
-    pf_error_set(PF_ERR_RUNTIME, "Python callback failed without an exception");
+    PF_ERROR_SET(PF_ERR_RUNTIME, "Python callback failed without an exception");
     return -1;
   }
   const char* kind = exc_kind(value);
@@ -176,7 +176,7 @@ static int pyerr_to_pf(void) {
     Py_DECREF(value);
     if (text)
       return -1; /* pf_object_alloc raised MemoryError */
-    pf_error_set(PF_ERR_MEMORY, "out of memory converting a Python exception");
+    PF_ERROR_SET(PF_ERR_MEMORY, "out of memory converting a Python exception");
     return -1;
   }
   memcpy(text, kind, kl + 1);
@@ -888,7 +888,7 @@ typedef struct {
 
 static int callback_call(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
   if (!Py_IsInitialized()) {
-    pf_error_set(PF_ERR_RUNTIME, "packfn: Python callback called after Python finalized");
+    PF_ERROR_SET(PF_ERR_RUNTIME, "packfn: Python callback called after Python finalized");
     return -1;
   }
   PyGILState_STATE g = PyGILState_Ensure();
@@ -1790,8 +1790,8 @@ static PyObject* m_raise(PyObject* m, PyObject* args) {
   if (!PyArg_ParseTuple(args, "ss|ss:_raise", &kind, &msg, &ckind, &cmsg))
     return NULL;
   if (ckind)
-    pf_error_set(ckind, "%s", cmsg ? cmsg : "");
-  pf_error_set(kind, "%s", msg);
+    PF_ERROR_SET(ckind, "%s", cmsg ? cmsg : "");
+  PF_ERROR_SET(kind, "%s", msg);
   return raise_pf_error();
 }
 

@@ -21,7 +21,7 @@ int pf_cuda_check(int error, const char* func, const char* what) {
     return 0;
   cudaError_t e = (cudaError_t)error;
   (void)cudaGetLastError(); /* clear the last-error state so later checks see their own */
-  pf_error_set(e == cudaErrorMemoryAllocation ? PF_ERR_MEMORY : PF_ERR_RUNTIME,
+  PF_ERROR_SET(e == cudaErrorMemoryAllocation ? PF_ERR_MEMORY : PF_ERR_RUNTIME,
                "%s: %s failed: %s (%s)", func ? func : "?", what ? what : "CUDA call",
                pf__cuda_reason(e), cudaGetErrorName(e));
   return -1;
@@ -31,7 +31,7 @@ int pf_cuda_check_launch(const char* func, const char* kernel) {
   cudaError_t e = cudaGetLastError();
   if (e == cudaSuccess)
     return 0;
-  pf_error_set(PF_ERR_RUNTIME, "%s: launch of %s failed: %s (%s)", func ? func : "?",
+  PF_ERROR_SET(PF_ERR_RUNTIME, "%s: launch of %s failed: %s (%s)", func ? func : "?",
                kernel ? kernel : "a kernel", pf__cuda_reason(e), cudaGetErrorName(e));
   return -1;
 }
@@ -40,7 +40,7 @@ int pf_cuda_check_launch(const char* func, const char* kernel) {
 
 int pf_cuda_device_count(int32_t* out) {
   if (!out) {
-    pf_error_set(PF_ERR_VALUE, "pf_cuda_device_count: argument out: expected a pointer, got NULL");
+    PF_ERROR_SET(PF_ERR_VALUE, "pf_cuda_device_count: argument out: expected a pointer, got NULL");
     return -1;
   }
   int n = 0;
@@ -61,7 +61,7 @@ static int pf__cuda_enter(int32_t device_id, const char* func, int32_t* prev) {
   if (prev)
     *prev = -1;
   if (device_id < 0) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument device_id: expected >= 0, got %d", func,
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument device_id: expected >= 0, got %d", func,
                  (int)device_id);
     return -1;
   }
@@ -96,7 +96,7 @@ static void pf__cuda_device_restore(int32_t prev) {
 
 int pf_cuda_stream_create(int32_t device_id, void** out) {
   if (!out) {
-    pf_error_set(PF_ERR_VALUE, "pf_cuda_stream_create: argument out: expected a pointer, got NULL");
+    PF_ERROR_SET(PF_ERR_VALUE, "pf_cuda_stream_create: argument out: expected a pointer, got NULL");
     return -1;
   }
   *out = NULL;
@@ -140,7 +140,7 @@ static int pf__cuda_alloc_common(DLDevice device, size_t nbytes, size_t alignmen
                                  const char* func) {
   *out = NULL;
   if (alignment > PF__CUDA_ALIGNMENT || (PF__CUDA_ALIGNMENT % alignment) != 0) {
-    pf_error_set(PF_ERR_VALUE, "%s: argument alignment: expected a divisor of %d, got %zu", func,
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument alignment: expected a divisor of %d, got %zu", func,
                  PF__CUDA_ALIGNMENT, alignment);
     return -1;
   }

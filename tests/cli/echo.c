@@ -34,7 +34,7 @@ static int ones(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* re
   int64_t n;
   if (num_args != 1 || pf_any_as_int(&args[0], &n) != 0) {
     pf_error_clear();
-    pf_error_set(PF_ERR_TYPE, "ones: expected one int");
+    PF_ERROR_SET(PF_ERR_TYPE, "ones: expected one int");
     return -1;
   }
   pf_object_t* t;
@@ -104,7 +104,7 @@ static int fill_ones(void* self, const pf_any_t* args, int32_t num_args, pf_any_
   for (int32_t i = 0; i < num_args; ++i) {
     DLTensor* t = args[i].type_index == PF_TYPE_TENSOR ? pf_tensor_dltensor(args[i].v_obj) : NULL;
     if (t == NULL || !pf_dtype_equal(t->dtype, PF_DTYPE_FLOAT32)) {
-      pf_error_set(PF_ERR_TYPE, "fill_ones: argument %d: expected a float32 tensor", (int)i);
+      PF_ERROR_SET(PF_ERR_TYPE, "fill_ones: argument %d: expected a float32 tensor", (int)i);
       return -1;
     }
     float* data = pf_dltensor_data(t);

@@ -29,7 +29,7 @@ static int cxx_add_impl(void* self, const pf_any_t* args, int32_t num_args, pf_a
   (void)self;
   int64_t a, b;
   if (num_args != 2) {
-    pf_error_set(PF_ERR_TYPE, "cxx_add: expected 2 arguments, got %d", (int)num_args);
+    PF_ERROR_SET(PF_ERR_TYPE, "cxx_add: expected 2 arguments, got %d", (int)num_args);
     return -1;
   }
   if (pf_any_as_int(&args[0], &a) != 0 || pf_any_as_int(&args[1], &b) != 0)

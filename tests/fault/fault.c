@@ -24,7 +24,7 @@ static long objects_alive; /* counted objects and closures not yet destroyed */
 /* Returns -1 (for `return fail_if(...)` chains) after checking a condition that only a wrong
  * result makes false: such a result is reported as RuntimeError so the sweep counts it. */
 static int wrong(const char* what) {
-  pf_error_set(PF_ERR_RUNTIME, "pf_fault: wrong result: %s", what);
+  PF_ERROR_SET(PF_ERR_RUNTIME, "pf_fault: wrong result: %s", what);
   return -1;
 }
 
@@ -94,7 +94,7 @@ static int closure_call(void* self, const pf_any_t* args, int32_t num_args, pf_a
   int64_t x;
   if (num_args != 1 || pf_any_as_int(&args[0], &x) != 0) {
     if (num_args != 1)
-      pf_error_set(PF_ERR_TYPE, "closure: expected 1 argument, got %d", (int)num_args);
+      PF_ERROR_SET(PF_ERR_TYPE, "closure: expected 1 argument, got %d", (int)num_args);
     return -1;
   }
   *result = pf_any_int(x + ((closure_t*)self)->k);
@@ -110,7 +110,7 @@ static void closure_free(void* self) {
 static int closure_new(int64_t k, pf_object_t** out) {
   closure_t* c = malloc(sizeof *c);
   if (!c) {
-    pf_error_set(PF_ERR_MEMORY, "pf_fault: out of memory");
+    PF_ERROR_SET(PF_ERR_MEMORY, "pf_fault: out of memory");
     return -1;
   }
   c->k = k;
@@ -251,7 +251,7 @@ static int prog_errors(void) {
   if (rc != 0)
     return -1;
   /* raising never fails: on no memory the preallocated MemoryError comes instead */
-  pf_error_set(PF_ERR_INDEX, "index %d out of range for a list of %d", 7, 3);
+  PF_ERROR_SET(PF_ERR_INDEX, "index %d out of range for a list of %d", 7, 3);
   pf_object_t* err = pf_error_take();
   if (!err)
     return wrong("pf_error_set raised nothing");

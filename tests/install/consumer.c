@@ -23,7 +23,7 @@ static int twice(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* r
   int64_t x;
   (void)self;
   if (num_args != 1) {
-    pf_error_set(PF_ERR_TYPE, "twice: expected 1 argument, got %d", (int)num_args);
+    PF_ERROR_SET(PF_ERR_TYPE, "twice: expected 1 argument, got %d", (int)num_args);
     return -1;
   }
   if (pf_any_as_int(&args[0], &x) != 0)

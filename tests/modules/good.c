@@ -22,7 +22,7 @@ static int greet(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* r
   (void)self;
   const char* name;
   if (num_args != 1) {
-    pf_error_set(PF_ERR_TYPE, "greet: expected 1 argument, got %d", (int)num_args);
+    PF_ERROR_SET(PF_ERR_TYPE, "greet: expected 1 argument, got %d", (int)num_args);
     return -1;
   }
   if (pf_any_as_cstr(&args[0], &name) != 0)
@@ -38,7 +38,7 @@ static int always_fails(void* self, const pf_any_t* args, int32_t num_args, pf_a
   (void)args;
   (void)num_args;
   (void)result;
-  pf_error_set(PF_ERR_RUNTIME, "fail: this kernel always fails");
+  PF_ERROR_SET(PF_ERR_RUNTIME, "fail: this kernel always fails");
   return -1;
 }
 PF_EXPORT(fail, always_fails);

@@ -25,7 +25,7 @@ static int make_box(void* self, const pf_any_t* args, int32_t num_args, pf_any_t
     return -1;
   box_t* b = malloc(sizeof *b);
   if (!b) {
-    pf_error_set(PF_ERR_MEMORY, "make_box: out of memory");
+    PF_ERROR_SET(PF_ERR_MEMORY, "make_box: out of memory");
     return -1;
   }
   b->header.combined_ref_count = PF_REF_INITIAL;
@@ -43,7 +43,7 @@ static int box_value(void* self, const pf_any_t* args, int32_t num_args, pf_any_
   (void)self;
   if (num_args != 1 || args[0].type_index < PF_TYPE_STATIC_OBJECT_BEGIN ||
       args[0].v_obj->deleter != box_deleter) {
-    pf_error_set(PF_ERR_TYPE, "box_value: expected one box");
+    PF_ERROR_SET(PF_ERR_TYPE, "box_value: expected one box");
     return -1;
   }
   const pf_object_t* obj = args[0].v_obj;
@@ -69,7 +69,7 @@ static int make_adder(void* self, const pf_any_t* args, int32_t num_args, pf_any
   (void)self;
   int64_t* n = malloc(sizeof *n);
   if (!n) {
-    pf_error_set(PF_ERR_MEMORY, "make_adder: out of memory");
+    PF_ERROR_SET(PF_ERR_MEMORY, "make_adder: out of memory");
     return -1;
   }
   *n = 0;

@@ -139,7 +139,7 @@ typedef struct closure_s {
 static int closure_call(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
   int64_t x;
   if (num_args != 1) {
-    pf_error_set(PF_ERR_TYPE, "closure: expected 1 argument, got %d", (int)num_args);
+    PF_ERROR_SET(PF_ERR_TYPE, "closure: expected 1 argument, got %d", (int)num_args);
     return -1;
   }
   if (pf_any_as_int(&args[0], &x) != 0)
@@ -326,7 +326,7 @@ static void error_step(uint64_t* rng, int tid) {
   unsigned long n = (unsigned long)(next_random(rng) % 100000);
   switch (n % 3) {
   case 0: {
-    pf_error_set(PF_ERR_INDEX, "stress %d %lu", tid, n);
+    PF_ERROR_SET(PF_ERR_INDEX, "stress %d %lu", tid, n);
     char want[64];
     snprintf(want, sizeof want, "stress %d %lu", tid, n);
     pf_object_t* err = pf_error_take();
@@ -338,8 +338,8 @@ static void error_step(uint64_t* rng, int tid) {
     break;
   }
   case 1: { /* a cause chain */
-    pf_error_set(PF_ERR_KEY, "inner %lu", n);
-    pf_error_set(PF_ERR_RUNTIME, "outer %lu", n);
+    PF_ERROR_SET(PF_ERR_KEY, "inner %lu", n);
+    PF_ERROR_SET(PF_ERR_RUNTIME, "outer %lu", n);
     pf_object_t* err = pf_error_take();
     pf_object_t* cause = err ? pf_error_cause(err) : NULL;
     if (!cause || strcmp(pf_error_kind(cause), PF_ERR_KEY) != 0 ||
