@@ -55,8 +55,10 @@ typedef union {
 /* An empty table still has two (empty) slots, so lookups need no test for a missing array. */
 static pf__cell_t pf__empty[3] = {{.head = {1, 63, 0}}};
 static pf__cell_t* pf__cells = pf__empty + 1; /* replaced (not written in place) by rebuilds */
-static size_t pf__live;                       /* names with a function */
-static size_t pf__rebuilds;                   /* for pf__global_stats; under pf__writers */
+static pf__cell_t* volatile pf__block =
+    pf__empty;              /* pf__cells - 1: the allocation, for leak checkers */
+static size_t pf__live;     /* names with a function */
+static size_t pf__rebuilds; /* for pf__global_stats; under pf__writers */
 static pthread_mutex_t pf__writers = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- readers' records and grace periods ---- */
@@ -369,6 +371,7 @@ int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
   }
   pf_object_retain(fn);
   __atomic_store_n(&pf__cells, grown, __ATOMIC_SEQ_CST);
+  pf__block = grown - 1;
   pf__rebuilds++;
   __atomic_fetch_add(&pf__live, 1, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&pf__writers);

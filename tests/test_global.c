@@ -497,7 +497,8 @@ END_TEST
 #define RW_STABLE  64 /* names never removed; each always holds a function tagged 0..RW_STABLE-1 */
 #define RW_FLIP    16 /* names overwritten: their tag is i or i + 1000 */
 #define RW_READERS 3
-#define RW_FILL    3000 /* names added and removed per round: 6 rounds rebuild the table */
+#define RW_FILL    3000 /* names added per round (removed at the end): the table grows */
+#define RW_ROUNDS  6
 
 typedef struct {
   int stop;
@@ -542,7 +543,7 @@ static void* rw_reader(void* arg) {
 }
 
 /* Readers look names up while a writer overwrites, removes and re-registers some and adds
- * and removes enough others to rebuild the table many times: the stable names are always
+ * enough others to rebuild the table several times: the stable names are always
  * found with their own function, the others with one of theirs or none, and no function is
  * freed while a reader holds it (AddressSanitizer and the reference counts check). */
 START_TEST(test_readers_during_overwrite_remove_and_resize) {
@@ -567,7 +568,7 @@ START_TEST(test_readers_during_overwrite_remove_and_resize) {
   for (int k = 0; k < RW_READERS; ++k)
     ck_assert_int_eq(pthread_create(&t[k], NULL, rw_reader, &sh), 0);
   pf_object_t* filler = make_fn(return_one);
-  for (int round = 0; round < 6; ++round) {
+  for (int round = 0; round < RW_ROUNDS; ++round) {
     for (int i = 0; i < RW_FILL; ++i) {
       snprintf(name, sizeof name, "test.rw.fill.%d.%d", round, i);
       ck_assert_int_eq(pf_global_set(name, filler, 0), 0);
@@ -582,14 +583,16 @@ START_TEST(test_readers_during_overwrite_remove_and_resize) {
         }
       }
     }
+  }
+  __atomic_store_n(&sh.stop, 1, __ATOMIC_RELEASE);
+  for (int k = 0; k < RW_READERS; ++k)
+    pthread_join(t[k], NULL);
+  for (int round = 0; round < RW_ROUNDS; ++round) {
     for (int i = 0; i < RW_FILL; ++i) {
       snprintf(name, sizeof name, "test.rw.fill.%d.%d", round, i);
       ck_assert_int_eq(pf_global_remove(name), 0);
     }
   }
-  __atomic_store_n(&sh.stop, 1, __ATOMIC_RELEASE);
-  for (int k = 0; k < RW_READERS; ++k)
-    pthread_join(t[k], NULL);
   ck_assert_int_eq(sh.failures, 0);
   ck_assert_int_gt(sh.lookups, 0);
   pf__global_stats(&st);
