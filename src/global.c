@@ -222,16 +222,28 @@ static __attribute__((noinline)) int pf__lookup_slow(const char* name, size_t le
   return 0;
 }
 
+/* A lookup whose exchange found the mark set: `old` is 1 in a lookup inside a lookup (a signal
+ * handler), which the outer mark covers; PF__UNREGISTERED on the thread's first lookup. */
+static __attribute__((noinline)) int pf__lookup_marked(unsigned old, const char* name, size_t len,
+                                                       pf_object_t** out) {
+  if (old != 1)
+    __atomic_store_n(&pf__me.mark, old, __ATOMIC_RELAXED); /* undo: not in pf__readers yet */
+  return pf__lookup_slow(name, len, out);
+}
+
 /* The common lookup, a leaf that makes no call: names of 1 to 32 bytes from a registered
- * thread; anything else goes to pf__lookup_slow as a tail call. The thread's mark is its own
- * (no shared write); the exchange orders it before the probe's loads. */
+ * thread; anything else goes out of line as a tail call. The thread's mark is its own (no
+ * shared write); the exchange orders it before the probe's loads, and what it returns tells
+ * whether the thread is registered and not already in a lookup. */
 static inline __attribute__((always_inline)) int pf__lookup(const char* name, size_t len,
                                                             pf_object_t** out) {
-  if (PF_UNLIKELY(len - 1 > 31 || pf__me.mark))
+  if (PF_UNLIKELY(len - 1 > 31))
     return pf__lookup_slow(name, len, out);
+  unsigned old = __atomic_exchange_n(&pf__me.mark, 1, __ATOMIC_SEQ_CST);
+  if (PF_UNLIKELY(old))
+    return pf__lookup_marked(old, name, len, out);
   uint64_t tail;
   uint64_t h = pf__name_hash(name, len, &tail);
-  __atomic_exchange_n(&pf__me.mark, 1, __ATOMIC_SEQ_CST);
   pf_object_t* fn = pf__probe(name, len, h, tail, 1);
   __atomic_store_n(&pf__me.mark, 0, __ATOMIC_RELEASE);
   *out = fn;
