@@ -12,8 +12,11 @@
  * and only its own thread writes it. A writer that takes something out of readers' reach (a
  * replaced or removed function, an old array, the names of dropped tombstones) first makes the
  * change visible, then waits until it has seen every record's mark at 0 once (a lookup that
- * began later sees the change), and only then releases or frees it. The mark is an exchange
- * (a full barrier)
+ * began later sees the change), and only then releases or frees it. The ordering between a
+ * lookup's mark and its loads is the writer's cost where it can be: on Linux with
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), the mark is a plain store and the writer makes
+ * every running thread execute a full barrier before it reads the marks (as liburcu's
+ * membarrier flavour does); elsewhere the mark is an exchange (a full barrier)
  * and the writer's stores and loads are sequentially consistent, so either the writer sees the
  * lookup in flight or the lookup sees the change. A lookup never calls out while marked, so
  * the wait is short and cannot deadlock. A thread's record leaves the list at thread exit
@@ -23,6 +26,11 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "packfn/typed.h"
 
@@ -64,18 +72,39 @@ static pthread_mutex_t pf__writers = PTHREAD_MUTEX_INITIALIZER;
 /* ---- readers' records and grace periods ---- */
 
 typedef struct pf__reader {
-  unsigned mark; /* 1: in a lookup; 0: outside; PF__UNREGISTERED: not in pf__readers */
+  unsigned mark; /* 1: in a lookup; 0 or PF__FENCED: outside; PF__UNREGISTERED: not listed */
   int gone;      /* the thread's exit hook has run */
   struct pf__reader* next;
 } pf__reader_t;
 
 #define PF__UNREGISTERED 2u
+#define PF__FENCED       3u /* outside, and lookups mark with an exchange: no membarrier */
 static PF__TLS pf__reader_t pf__me = {PF__UNREGISTERED, 0, NULL};
 static pf__reader_t* pf__readers; /* under pf__readers_lock */
 static pthread_mutex_t pf__readers_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t pf__key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t pf__key;
 static int pf__key_ok;
+static int pf__membarrier_ok; /* set once, before any thread registers */
+
+/* Whether the kernel forces a barrier on this process's running threads for us. */
+static int pf__membarrier_register(void) {
+#if defined(__linux__) && defined(SYS_membarrier)
+  long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0);
+  return cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+         syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0;
+#else
+  return 0;
+#endif
+}
+
+/* A full barrier on every running thread of the process (pf__membarrier_ok only). */
+static void pf__membarrier(void) {
+#if defined(__linux__) && defined(SYS_membarrier)
+  if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) != 0)
+    abort(); /* registered above: the kernel cannot refuse it now */
+#endif
+}
 
 static void pf__reader_exit(void* arg) {
   pf__reader_t* me = arg;
@@ -106,6 +135,9 @@ static void pf__fork_child(void) {
 static void pf__key_create(void) {
   pf__key_ok = pthread_key_create(&pf__key, pf__reader_exit) == 0 &&
                pthread_atfork(pf__fork_prepare, pf__fork_parent, pf__fork_child) == 0;
+  /* PACKFN_NO_MEMBARRIER=1: the exchange everywhere (what kernels without it get; for tests) */
+  const char* no = getenv("PACKFN_NO_MEMBARRIER");
+  pf__membarrier_ok = !(no && *no && *no != '0') && pf__membarrier_register();
 }
 
 /* Links this thread's record; 0 when it cannot (then lookups take the writers' mutex). */
@@ -118,7 +150,7 @@ static int pf__reader_register(void) {
   pthread_mutex_lock(&pf__readers_lock);
   pf__me.next = pf__readers;
   pf__readers = &pf__me;
-  __atomic_store_n(&pf__me.mark, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&pf__me.mark, pf__membarrier_ok ? 0 : PF__FENCED, __ATOMIC_SEQ_CST);
   pthread_mutex_unlock(&pf__readers_lock);
   return 1;
 }
@@ -127,6 +159,8 @@ static int pf__reader_register(void) {
  * sequentially consistent store) has finished. Holds no table lock: call it after unlocking. */
 static void pf__synchronize(void) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (pf__membarrier_ok)
+    pf__membarrier(); /* the plain-store marks' half of the barrier */
   pthread_mutex_lock(&pf__readers_lock);
   for (pf__reader_t* r = pf__readers; r; r = r->next) {
     if (r == &pf__me)
@@ -198,7 +232,8 @@ pf__probe(const char* name, size_t len, uint64_t h, uint64_t tail, int short_nam
   }
 }
 
-/* The general lookup: any length, and registers the thread on its first lookup. */
+/* The general lookup: any length, registers the thread on its first lookup, and marks with an
+ * exchange where the writers have no membarrier. */
 static __attribute__((noinline)) int pf__lookup_slow(const char* name, size_t len,
                                                      pf_object_t** out) {
   *out = NULL;
@@ -216,34 +251,30 @@ static __attribute__((noinline)) int pf__lookup_slow(const char* name, size_t le
     pthread_mutex_unlock(&pf__writers);
     return 0;
   }
-  __atomic_exchange_n(&pf__me.mark, 1, __ATOMIC_SEQ_CST);
+  unsigned outside = pf__me.mark;
+  if (outside == PF__FENCED)
+    __atomic_exchange_n(&pf__me.mark, 1, __ATOMIC_SEQ_CST);
+  else
+    __atomic_store_n(&pf__me.mark, 1, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
   *out = pf__probe(name, len, h, tail, 0);
-  __atomic_store_n(&pf__me.mark, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&pf__me.mark, outside, __ATOMIC_RELEASE);
   return 0;
 }
 
-/* A lookup whose exchange found the mark set: `old` is 1 in a lookup inside a lookup (a signal
- * handler), which the outer mark covers; PF__UNREGISTERED on the thread's first lookup. */
-static __attribute__((noinline)) int pf__lookup_marked(unsigned old, const char* name, size_t len,
-                                                       pf_object_t** out) {
-  if (old != 1)
-    __atomic_store_n(&pf__me.mark, old, __ATOMIC_RELAXED); /* undo: not in pf__readers yet */
-  return pf__lookup_slow(name, len, out);
-}
-
-/* The common lookup, a leaf that makes no call: names of 1 to 32 bytes from a registered
- * thread; anything else goes out of line as a tail call. The thread's mark is its own (no
- * shared write); the exchange orders it before the probe's loads, and what it returns tells
- * whether the thread is registered and not already in a lookup. */
+/* The common lookup, a leaf that makes no call: names of 1 to 32 bytes from a thread
+ * registered with membarrier-backed writers; anything else goes to pf__lookup_slow as a tail
+ * call. The mark is a plain store to this thread's own word (no shared write, no barrier: the
+ * writer's membarrier orders it before the probe's loads; the signal fence keeps the compiler
+ * from moving them). */
 static inline __attribute__((always_inline)) int pf__lookup(const char* name, size_t len,
                                                             pf_object_t** out) {
-  if (PF_UNLIKELY(len - 1 > 31))
+  if (PF_UNLIKELY(len - 1 > 31 || pf__me.mark))
     return pf__lookup_slow(name, len, out);
-  unsigned old = __atomic_exchange_n(&pf__me.mark, 1, __ATOMIC_SEQ_CST);
-  if (PF_UNLIKELY(old))
-    return pf__lookup_marked(old, name, len, out);
   uint64_t tail;
   uint64_t h = pf__name_hash(name, len, &tail);
+  __atomic_store_n(&pf__me.mark, 1, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
   pf_object_t* fn = pf__probe(name, len, h, tail, 1);
   __atomic_store_n(&pf__me.mark, 0, __ATOMIC_RELEASE);
   *out = fn;
