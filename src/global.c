@@ -8,17 +8,18 @@
  * old one with one pointer store.
  *
  * Reclamation (a grace period, as in RCU): each thread that looks names up has a record in
- * thread-local storage, linked into a list; its mark is 1 while a lookup runs and 0 otherwise,
- * and only its own thread writes it. A writer that takes something out of readers' reach (a
- * replaced or removed function, an old array, the names of dropped tombstones) first makes the
- * change visible, then waits until it has seen every record's mark at 0 once (a lookup that
- * began later sees the change), and only then releases or frees it. The ordering between a
+ * thread-local storage, linked into a list; its mark is 1 while a lookup runs and something
+ * else otherwise, and only its own thread writes it. A writer that takes something out of
+ * readers' reach (a replaced or removed function, an old array, the names of dropped
+ * tombstones) first makes the change visible, then waits until it has seen every record's mark
+ * other than 1 once (a lookup that began later sees the change), and only then releases or
+ * frees it. The ordering between a
  * lookup's mark and its loads is the writer's cost where it can be: on Linux with
  * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), the mark is a plain store and the writer makes
  * every running thread execute a full barrier before it reads the marks (as liburcu's
- * membarrier flavour does); elsewhere the mark is an exchange (a full barrier)
- * and the writer's stores and loads are sequentially consistent, so either the writer sees the
- * lookup in flight or the lookup sees the change. A lookup never calls out while marked, so
+ * membarrier flavour does); elsewhere the mark is an exchange (a full barrier) and the
+ * writer's stores and loads are sequentially consistent. Either way, the writer sees the lookup
+ * in flight or the lookup sees the change. A lookup never calls out while marked, so
  * the wait is short and cannot deadlock. A thread's record leaves the list at thread exit
  * (a pthread key destructor); a lookup that cannot register (out of memory, or run after that
  * destructor) is done under the writers' mutex instead. */
