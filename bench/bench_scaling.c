@@ -1,5 +1,7 @@
 /* bench_scaling.c: scaling curves of packfn against TVM-FFI: call cost against argument count,
-   global lookup against table size, calls per second from 1 and 2 threads, tensor allocation. */
+   global lookup against table size (one hot name, random names, suffix-numbered names) and
+   lookups per second from 1 and 2 threads, calls per second from 1 and 2 threads, tensor
+   allocation. */
 #define _GNU_SOURCE
 #include "scaling.h"
 #include "timing.h"
@@ -43,7 +45,7 @@ typedef struct {
   int nargs;
   const char* name;
   int64_t shape;
-  char name_buf[48];
+  int own_name; /* name is malloc'ed */
 } pf_state_t;
 
 static pf_state_t* pf_state_new(void) {
@@ -92,20 +94,18 @@ static uint64_t pf_args_run(void* state, int64_t iters) {
   return sum;
 }
 
-static int64_t pf_registered; /* names bench.scale.0 .. pf_registered-1 exist */
+static int64_t pf_registered; /* names of both kinds with i < pf_registered exist */
 
 static void* pf_lookup_setup(int64_t table_size) {
   pf_state_t* s = pf_state_new();
   if (pf_function_create_direct(sum_callee, &s->fn) != 0)
     fail_raised("lookup setup");
-  char name[48];
   for (; pf_registered < table_size; ++pf_registered) {
-    snprintf(name, sizeof name, SC_NAME_PREFIX "%lld", (long long)pf_registered);
-    if (pf_global_set(name, s->fn, 1) != 0)
+    if (pf_global_set(sc_name(SC_SUFFIX, pf_registered), s->fn, 1) != 0 ||
+        pf_global_set(sc_name(SC_RANDOM, pf_registered), s->fn, 1) != 0)
       fail_raised("global set");
   }
-  snprintf(s->name_buf, sizeof s->name_buf, SC_NAME_PREFIX "%lld", (long long)(table_size / 2));
-  s->name = s->name_buf;
+  s->name = sc_name(SC_SUFFIX, table_size / 2);
   return s;
 }
 
@@ -115,6 +115,33 @@ static uint64_t pf_lookup_run(void* state, int64_t iters) {
   for (int64_t i = 0; i < iters; ++i) {
     pf_object_t* fn;
     if (pf_global_get(s->name, &fn) != 0)
+      fail_raised("global get");
+    sum += fn != NULL;
+    pf_object_release(fn);
+  }
+  return sum;
+}
+
+static void* pf_lookup_own_setup(int k) {
+  pf_state_t* s = pf_state_new();
+  char name[32];
+  snprintf(name, sizeof name, "bench.own.%d", k);
+  if (pf_function_create_direct(sum_callee, &s->fn) != 0 || pf_global_set(name, s->fn, 1) != 0)
+    fail_raised("lookup own setup");
+  s->name = strdup(name);
+  s->own_name = 1;
+  if (!s->name)
+    sc_fail(kImpl, "setup", "out of memory");
+  return s;
+}
+
+static uint64_t pf_lookup_list_run(void* state, const sc_name_list_t* list, int64_t iters) {
+  (void)state;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    pf_object_t* fn;
+    int64_t k = i & list->mask;
+    if (pf_global_get_bytes(list->names[k], list->lens[k], &fn) != 0)
       fail_raised("global get");
     sum += fn != NULL;
     pf_object_release(fn);
@@ -174,15 +201,99 @@ static uint64_t pf_threads_run(void* state, int64_t iters) {
 static void pf_teardown(void* state) {
   pf_state_t* s = state;
   pf_object_release(s->fn);
+  if (s->own_name)
+    free((char*)s->name);
   free(s);
 }
 
-static const sc_impl_t packfn_impl = {
-    kImpl,       pf_args_setup, pf_lookup_setup, pf_alloc_setup, pf_threads_setup,
-    pf_args_run, pf_lookup_run, pf_alloc_run,    pf_threads_run, pf_teardown};
+static const sc_impl_t packfn_impl = {kImpl,
+                                      pf_args_setup,
+                                      pf_lookup_setup,
+                                      pf_lookup_own_setup,
+                                      pf_alloc_setup,
+                                      pf_threads_setup,
+                                      pf_args_run,
+                                      pf_lookup_run,
+                                      pf_lookup_list_run,
+                                      pf_alloc_run,
+                                      pf_threads_run,
+                                      pf_teardown};
 
 const sc_impl_t* sc_packfn_impl(void) {
   return &packfn_impl;
+}
+
+/* ---- the lookup series' names ---- */
+
+static char* names_text[2];  /* kind's names, NUL-terminated, back to back */
+static size_t* names_off[2]; /* name i starts at names_text[kind] + names_off[kind][i] */
+static int64_t names_made;   /* names of both kinds with i < names_made exist */
+
+/* Makes names of both kinds for i < n (the driver calls it before any setup). */
+static void make_names(int64_t n) {
+  if (n <= names_made)
+    return;
+  size_t bytes = 0;
+  for (int64_t i = 0; i < n; ++i)
+    bytes += (size_t)snprintf(NULL, 0, SC_NAME_PREFIX "%lld", (long long)i) + 1;
+  for (int kind = 0; kind < 2; ++kind) {
+    free(names_text[kind]);
+    free(names_off[kind]);
+    names_text[kind] = malloc(bytes);
+    names_off[kind] = malloc(sizeof(size_t) * (size_t)(n + 1));
+    if (!names_text[kind] || !names_off[kind])
+      sc_fail("driver", "names", "out of memory");
+  }
+  size_t at = 0;
+  uint64_t x = 0x2545f4914f6cdd1dULL; /* fixed seed: the same names every run */
+  for (int64_t i = 0; i < n; ++i) {
+    int len = sprintf(names_text[SC_SUFFIX] + at, SC_NAME_PREFIX "%lld", (long long)i);
+    for (int k = 0; k < len; ++k) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      names_text[SC_RANDOM][at + (size_t)k] = (char)('a' + (x >> 32) % 26);
+    }
+    names_text[SC_RANDOM][at + (size_t)len] = '\0';
+    names_off[SC_SUFFIX][i] = names_off[SC_RANDOM][i] = at;
+    at += (size_t)len + 1;
+  }
+  names_off[SC_SUFFIX][n] = names_off[SC_RANDOM][n] = at;
+  names_made = n;
+}
+
+const char* sc_name(int kind, int64_t i) {
+  if (i >= names_made)
+    sc_fail("driver", "names", "name asked for before make_names");
+  return names_text[kind] + names_off[kind][i];
+}
+
+size_t sc_name_len(int kind, int64_t i) {
+  return names_off[kind][i + 1] - names_off[kind][i] - 1;
+}
+
+/* Lookup order for the list series: names of one kind with i < size, drawn at random (with
+   repetition, fixed seed), min(size, 2^20) rounded up to a power of two of them: with a big
+   table most lookups miss the cache, as in a program that looks up many different names. */
+static sc_name_list_t make_list(int kind, int64_t size) {
+  int64_t n = 1;
+  while (n < size && n < ((int64_t)1 << 20))
+    n *= 2;
+  const char** names = malloc(sizeof(char*) * (size_t)n);
+  size_t* lens = malloc(sizeof(size_t) * (size_t)n);
+  if (!names || !lens)
+    sc_fail("driver", "lookup list", "out of memory");
+  uint64_t x = 0x9e3779b97f4a7c15ULL ^ (uint64_t)size;
+  for (int64_t k = 0; k < n; ++k) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    int64_t i = (int64_t)((x >> 11) % (uint64_t)size);
+    names[k] = sc_name(kind, i);
+    lens[k] = sc_name_len(kind, i);
+  }
+  return (sc_name_list_t){names, lens, n - 1};
+}
+
+static void free_list(sc_name_list_t* list) {
+  free((void*)list->names);
+  free((void*)list->lens);
 }
 
 /* ---- driver ---- */
@@ -233,9 +344,23 @@ static void time_loop(point_t* p, uint64_t (*run)(void*, int64_t), void* state, 
   summarise(p, samples, reps);
 }
 
+/* A list series' run: impl's lookup_list_run over one list. */
 typedef struct {
   const sc_impl_t* impl;
   void* state;
+  const sc_name_list_t* list;
+} list_run_t;
+
+static uint64_t run_list(void* ctx, int64_t iters) {
+  list_run_t* c = ctx;
+  return c->impl->lookup_list_run(c->state, c->list, iters);
+}
+
+typedef uint64_t (*run_fn)(void* ctx, int64_t iters);
+
+typedef struct {
+  run_fn run;
+  void* ctx; /* thread k's: ctx[k] */
   int64_t iters;
   pthread_barrier_t* barrier;
   uint64_t sum;
@@ -244,30 +369,31 @@ typedef struct {
 static void* worker_main(void* arg) {
   worker_t* w = arg;
   pthread_barrier_wait(w->barrier);
-  w->sum = w->impl->threads_run(w->state, w->iters);
+  w->sum = w->run(w->ctx, w->iters);
   pthread_barrier_wait(w->barrier);
   return NULL;
 }
 
-/* Calls per second with `n` threads calling one shared function, iters calls each; the clock
+/* Operations per second with `n` threads running run(ctx[k]) at once, iters each; the clock
    runs from the start barrier to the end barrier, read by the main thread (one of the n). */
-static void time_threads(point_t* p, const sc_impl_t* impl, void* state, int n, int64_t iters,
-                         int reps) {
+static void time_threads(point_t* p, const char* impl, run_fn run, void* const* ctx, int n,
+                         int64_t iters, int reps) {
   double samples[MAX_REPS];
-  sink = impl->threads_run(state, iters / 10 > 0 ? iters / 10 : 1);
+  for (int k = 0; k < n; ++k)
+    sink = run(ctx[k], iters / 10 > 0 ? iters / 10 : 1);
   for (int r = 0; r < reps; ++r) {
     pthread_barrier_t barrier;
     pthread_t tid[MAX_THREADS];
     worker_t w[MAX_THREADS];
     pthread_barrier_init(&barrier, NULL, (unsigned)n);
     for (int k = 0; k < n; ++k) {
-      w[k] = (worker_t){impl, state, iters, &barrier, 0};
+      w[k] = (worker_t){run, ctx[k], iters, &barrier, 0};
       if (k > 0 && pthread_create(&tid[k], NULL, worker_main, &w[k]) != 0)
-        sc_fail(impl->name, "threads", strerror(errno));
+        sc_fail(impl, "threads", strerror(errno));
     }
     pthread_barrier_wait(&barrier);
     double t0 = pf_bench_now_ns();
-    w[0].sum = impl->threads_run(state, iters);
+    w[0].sum = run(ctx[0], iters);
     pthread_barrier_wait(&barrier);
     double t1 = pf_bench_now_ns();
     uint64_t total = 0;
@@ -285,6 +411,7 @@ static void time_threads(point_t* p, const sc_impl_t* impl, void* state, int n, 
 
 typedef struct options {
   int quick;
+  int full;
   int reps;
   int64_t iters;
   const char* json_path;
@@ -296,6 +423,9 @@ static const int kArgsFull[] = {1, 2, 4, 8, 16, 32, 64};
 static const int kArgsQuick[] = {1, 8, 64};
 static const int64_t kLookupFull[] = {10, 100, 1000, 10000, 100000};
 static const int64_t kLookupQuick[] = {10, 1000, 100000};
+static const int64_t kLookupHuge[] = {10, 100, 1000, 10000, 100000, 1000000};
+/* Table size of the lookup-threads series. */
+#define THREADS_TABLE 1000
 static const int64_t kAllocFull[] = {1,       64,      1024,     16384,   262144,
                                      1048576, 4194304, 16777216, 67108864};
 static const int64_t kAllocQuick[] = {1, 1024, 1048576, 67108864};
@@ -309,6 +439,15 @@ static int64_t alloc_iters(int64_t iters, int64_t nbytes) {
   return iters;
 }
 
+static const int64_t* lookup_sizes(const options_t* opt, size_t* n) {
+  if (opt->full) {
+    *n = ARRAY_SIZE(kLookupHuge);
+    return kLookupHuge;
+  }
+  *n = opt->quick ? ARRAY_SIZE(kLookupQuick) : ARRAY_SIZE(kLookupFull);
+  return opt->quick ? kLookupQuick : kLookupFull;
+}
+
 static void run_impl(const sc_impl_t* impl, const options_t* opt) {
   size_t n;
   const int* args = opt->quick ? kArgsQuick : kArgsFull;
@@ -320,14 +459,48 @@ static void run_impl(const sc_impl_t* impl, const options_t* opt) {
     impl->teardown(st);
     fprintf(stderr, "%-7s args %3d: %8.2f ns\n", impl->name, args[i], p->median);
   }
-  const int64_t* sizes = opt->quick ? kLookupQuick : kLookupFull;
-  n = opt->quick ? ARRAY_SIZE(kLookupQuick) : ARRAY_SIZE(kLookupFull);
+  const int64_t* sizes = lookup_sizes(opt, &n);
   for (size_t i = 0; impl->lookup_setup && i < n; ++i) {
     point_t* p = add_point("lookup", impl->name, sizes[i]);
     void* st = impl->lookup_setup(sizes[i]);
     time_loop(p, impl->lookup_run, st, opt->iters, opt->reps);
+    fprintf(stderr, "%-7s lookup %7lld: hot %7.2f ns", impl->name, (long long)sizes[i], p->median);
+    for (int kind = 0; kind < 2; ++kind) {
+      sc_name_list_t list = make_list(kind, sizes[i]);
+      list_run_t ctx = {impl, st, &list};
+      p = add_point(kind == SC_SUFFIX ? "lookup_suffix" : "lookup_random", impl->name, sizes[i]);
+      time_loop(p, run_list, &ctx, opt->iters, opt->reps);
+      free_list(&list);
+      fprintf(stderr, ", %s %7.2f ns", kind == SC_SUFFIX ? "suffix" : "random", p->median);
+    }
+    fprintf(stderr, "\n");
     impl->teardown(st);
-    fprintf(stderr, "%-7s lookup %6lld: %8.2f ns\n", impl->name, (long long)sizes[i], p->median);
+  }
+  for (int t = 1; impl->lookup_setup && t <= MAX_THREADS; ++t) {
+    void* st = impl->lookup_setup(THREADS_TABLE);
+    void* same[MAX_THREADS];
+    void* own[MAX_THREADS];
+    for (int k = 0; k < t; ++k) {
+      same[k] = st;
+      own[k] = impl->lookup_own_setup(k);
+    }
+    point_t* p = add_point("lookup_threads", impl->name, t);
+    time_threads(p, impl->name, impl->lookup_run, same, t, opt->iters, opt->reps);
+    point_t* o = add_point("lookup_threads_own", impl->name, t);
+    time_threads(o, impl->name, impl->lookup_run, own, t, opt->iters, opt->reps);
+    sc_name_list_t list = make_list(SC_RANDOM, THREADS_TABLE);
+    list_run_t ctx = {impl, st, &list};
+    void* lists[MAX_THREADS] = {&ctx, &ctx};
+    point_t* q = add_point("lookup_threads_random", impl->name, t);
+    time_threads(q, impl->name, run_list, lists, t, opt->iters, opt->reps);
+    free_list(&list);
+    for (int k = 0; k < t; ++k)
+      impl->teardown(own[k]);
+    impl->teardown(st);
+    fprintf(stderr,
+            "%-7s lookup threads %d: one name %8.3g, own name each %8.3g, random %8.3g "
+            "lookups/s\n",
+            impl->name, t, p->median, o->median, q->median);
   }
   sizes = opt->quick ? kAllocQuick : kAllocFull;
   n = opt->quick ? ARRAY_SIZE(kAllocQuick) : ARRAY_SIZE(kAllocFull);
@@ -341,7 +514,8 @@ static void run_impl(const sc_impl_t* impl, const options_t* opt) {
   for (int t = 1; impl->threads_setup && t <= MAX_THREADS; ++t) {
     point_t* p = add_point("threads", impl->name, t);
     void* st = impl->threads_setup();
-    time_threads(p, impl, st, t, opt->iters, opt->reps);
+    void* ctx[MAX_THREADS] = {st, st};
+    time_threads(p, impl->name, impl->threads_run, ctx, t, opt->iters, opt->reps);
     impl->teardown(st);
     fprintf(stderr, "%-7s threads %d: %8.3g calls/s\n", impl->name, t, p->median);
   }
@@ -373,7 +547,55 @@ static FILE* open_out(const char* path) {
 }
 
 static const char* unit_of(const char* series) {
-  return strcmp(series, "threads") == 0 ? "calls_per_s" : "ns_per_op";
+  if (strcmp(series, "threads") == 0)
+    return "calls_per_s";
+  return strncmp(series, "lookup_threads", 14) == 0 ? "lookups_per_s" : "ns_per_op";
+}
+
+static const point_t* find_point(const char* series, const char* impl, int64_t x) {
+  for (size_t i = 0; i < num_points; ++i)
+    if (strcmp(points[i].series, series) == 0 && strcmp(points[i].impl, impl) == 0 &&
+        points[i].x == x)
+      return &points[i];
+  return NULL;
+}
+
+/* The lookup ratios the docs quote, to stderr: packfn / TVM-FFI time per size and kind,
+   suffix-numbered / random names, and 2-thread / 1-thread throughput. */
+static void print_lookup_ratios(const options_t* opt) {
+  static const char* const kinds[] = {"lookup", "lookup_random", "lookup_suffix"};
+  static const char* const impls[] = {"packfn", "tvmffi"};
+  size_t n;
+  const int64_t* sizes = lookup_sizes(opt, &n);
+  for (size_t i = 0; i < n; ++i) {
+    fprintf(stderr, "ratios %7lld names:", (long long)sizes[i]);
+    for (size_t k = 0; k < 3; ++k) {
+      const point_t* a = find_point(kinds[k], "packfn", sizes[i]);
+      const point_t* b = find_point(kinds[k], "tvmffi", sizes[i]);
+      if (a && b)
+        fprintf(stderr, " %s packfn/tvmffi %.2f;", k == 0 ? "hot" : kinds[k] + 7,
+                a->median / b->median);
+    }
+    for (size_t m = 0; m < 2; ++m) {
+      const point_t* a = find_point("lookup_suffix", impls[m], sizes[i]);
+      const point_t* b = find_point("lookup_random", impls[m], sizes[i]);
+      if (a && b)
+        fprintf(stderr, " %s suffix/random %.2f;", impls[m], a->median / b->median);
+    }
+    fprintf(stderr, "\n");
+  }
+  for (size_t m = 0; m < 2; ++m) {
+    static const char* const tseries[] = {"lookup_threads", "lookup_threads_own",
+                                          "lookup_threads_random"};
+    for (size_t k = 0; k < 3; ++k) {
+      const char* series = tseries[k];
+      const point_t* one = find_point(series, impls[m], 1);
+      const point_t* two = find_point(series, impls[m], 2);
+      if (one && two)
+        fprintf(stderr, "ratios %s %s: 2 threads / 1 thread %.2f\n", impls[m], series,
+                two->median / one->median);
+    }
+  }
 }
 
 static void write_csv(FILE* f) {
@@ -395,6 +617,9 @@ static void write_json(FILE* f, const options_t* opt) {
 #endif
   );
   fprintf(f, "  \"x\": {\"args\": \"number of int arguments\", \"lookup\": \"registered names\", "
+             "\"lookup_random\": \"registered names per kind\", \"lookup_suffix\": "
+             "\"registered names per kind\", \"lookup_threads\": \"threads\", "
+             "\"lookup_threads_random\": \"threads\", \"lookup_threads_own\": \"threads\", "
              "\"alloc\": \"tensor bytes\", \"threads\": \"threads\"},\n  \"points\": [");
   for (size_t i = 0; i < num_points; ++i) {
     const point_t* p = &points[i];
@@ -408,21 +633,27 @@ static void write_json(FILE* f, const options_t* opt) {
 }
 
 static void usage(FILE* out) {
-  fprintf(out, "usage: bench_scaling [--quick] [--iters N] [--reps R] [--impl packfn|tvmffi]\n"
-               "                     [--json FILE] [--csv FILE]\n"
-               "Series: args (1..64 int arguments), lookup (10..100000 names), alloc (1 B..64 "
-               "MiB),\nthreads (calls/s, 1 and 2 threads, one shared function). CSV to stdout "
-               "unless --csv.\n");
+  fprintf(out,
+          "usage: bench_scaling [--quick | --full] [--iters N] [--reps R] [--impl packfn|tvmffi]\n"
+          "                     [--json FILE] [--csv FILE]\n"
+          "Series: args (1..64 int arguments); lookup, lookup_random, lookup_suffix (one hot\n"
+          "name, random names, suffix-numbered names; tables of 10..100000 names of each kind,\n"
+          "to 1000000 with --full); lookup_threads, lookup_threads_own, lookup_threads_random\n"
+          "(lookups/s from 1 and 2 threads: one shared name, a name and function per thread,\n"
+          "random names; 1000 names of each kind); alloc (1 B..64 MiB); threads (calls/s, 1 and 2\n"
+          "threads, one shared function). CSV to stdout unless --csv.\n");
 }
 
 int main(int argc, char** argv) {
-  options_t opt = {0, 7, 200000, NULL, NULL, NULL};
+  options_t opt = {0, 0, 7, 200000, NULL, NULL, NULL};
   int reps_set = 0, iters_set = 0;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--quick") == 0) {
       opt.quick = 1;
+    } else if (strcmp(a, "--full") == 0) {
+      opt.full = 1;
     } else if (strcmp(a, "--iters") == 0 && v) {
       opt.iters = strtoll(v, NULL, 10), ++i, iters_set = 1;
     } else if (strcmp(a, "--reps") == 0 && v) {
@@ -448,6 +679,9 @@ int main(int argc, char** argv) {
   if (opt.reps < 1 || opt.reps > MAX_REPS || opt.iters < 1)
     sc_fail("driver", "options", "--reps must be 1..101 and --iters positive");
 
+  size_t nsizes;
+  const int64_t* sizes = lookup_sizes(&opt, &nsizes);
+  make_names(sizes[nsizes - 1] > THREADS_TABLE ? sizes[nsizes - 1] : THREADS_TABLE);
   const sc_impl_t* impls[2];
   size_t n = 0;
   impls[n++] = sc_packfn_impl();
@@ -458,6 +692,7 @@ int main(int argc, char** argv) {
     if (opt.only_impl == NULL || strcmp(opt.only_impl, impls[i]->name) == 0)
       run_impl(impls[i], &opt);
   }
+  print_lookup_ratios(&opt);
   int bad = check_agreement();
   FILE* f = opt.csv_path ? open_out(opt.csv_path) : stdout;
   write_csv(f);

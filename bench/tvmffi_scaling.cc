@@ -106,25 +106,49 @@ int64_t registered = 0;
 void* LookupSetup(int64_t table_size) {
   State* s = NewState(SumCallee);
   for (; registered < table_size; ++registered) {
-    std::string name = SC_NAME_PREFIX + std::to_string(registered);
-    TVMFFIByteArray ba = {name.data(), name.size()};
-    if (TVMFFIFunctionSetGlobal(&ba, s->fn, 1) != 0)
-      FailRaised("global set");
+    for (int kind : {SC_SUFFIX, SC_RANDOM}) {
+      TVMFFIByteArray ba = {sc_name(kind, registered), sc_name_len(kind, registered)};
+      if (TVMFFIFunctionSetGlobal(&ba, s->fn, 1) != 0)
+        FailRaised("global set");
+    }
   }
-  s->name = SC_NAME_PREFIX + std::to_string(table_size / 2);
+  s->name = sc_name(SC_SUFFIX, table_size / 2);
   return s;
+}
+
+// One global lookup and the release of what it returned: 1 when the name was found.
+inline uint64_t LookupOnce(const TVMFFIByteArray* name) {
+  TVMFFIObjectHandle fn = nullptr;
+  if (TVMFFIFunctionGetGlobal(name, &fn) != 0)
+    FailRaised("global get");
+  TVMFFIObjectDecRef(fn);
+  return fn != nullptr;
 }
 
 uint64_t LookupRun(void* state, int64_t iters) {
   State* s = static_cast<State*>(state);
   TVMFFIByteArray name = {s->name.data(), s->name.size()};
   uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i)
+    sum += LookupOnce(&name);
+  return sum;
+}
+
+void* LookupOwnSetup(int k) {
+  State* s = NewState(SumCallee);
+  s->name = "bench.own." + std::to_string(k);
+  TVMFFIByteArray ba = {s->name.data(), s->name.size()};
+  if (TVMFFIFunctionSetGlobal(&ba, s->fn, 1) != 0)
+    FailRaised("global set");
+  return s;
+}
+
+uint64_t LookupListRun(void*, const sc_name_list_t* list, int64_t iters) {
+  uint64_t sum = 0;
   for (int64_t i = 0; i < iters; ++i) {
-    TVMFFIObjectHandle fn = nullptr;
-    if (TVMFFIFunctionGetGlobal(&name, &fn) != 0)
-      FailRaised("global get");
-    sum += fn != nullptr;
-    TVMFFIObjectDecRef(fn);
+    int64_t k = i & list->mask;
+    TVMFFIByteArray name = {list->names[k], list->lens[k]};
+    sum += LookupOnce(&name);
   }
   return sum;
 }
@@ -178,8 +202,9 @@ void Teardown(void* state) {
   delete s;
 }
 
-const sc_impl_t kTVMImpl = {kImpl,   ArgsSetup, LookupSetup, AllocSetup, ThreadsSetup,
-                            ArgsRun, LookupRun, AllocRun,    ThreadsRun, Teardown};
+const sc_impl_t kTVMImpl = {kImpl,         ArgsSetup,    LookupSetup, LookupOwnSetup,
+                            AllocSetup,    ThreadsSetup, ArgsRun,     LookupRun,
+                            LookupListRun, AllocRun,     ThreadsRun,  Teardown};
 
 } // namespace
 

@@ -1,86 +1,197 @@
-/* The global function table: an open-addressing hash map from names to function objects,
- * guarded by a reader-counting lock (readers never wait for readers) plus static registration. */
+/* The global function table: an open-addressing hash map from names to function objects.
+ *
+ * Lookups take no lock and write nothing shared. Writers serialise on a mutex and never move
+ * a published slot: a slot is filled once (hash, tail, name and function first, then its
+ * length with a release store that publishes it), its function may later be replaced or
+ * cleared (a removed name keeps its slot, as a tombstone, until the next rebuild), and a
+ * table that grows or fills with tombstones is rebuilt into a new array, which replaces the
+ * old one with one pointer store.
+ *
+ * Reclamation (a grace period, as in RCU): each thread that looks names up has a record in
+ * thread-local storage, linked into a list; its mark is 1 while a lookup runs and something
+ * else otherwise, and only its own thread writes it. A writer that takes something out of
+ * readers' reach (a replaced or removed function, an old array, the names of dropped
+ * tombstones) first makes the change visible, then waits until it has seen every record's mark
+ * other than 1 once (a lookup that began later sees the change), and only then releases or
+ * frees it. The ordering between a
+ * lookup's mark and its loads is the writer's cost where it can be: on Linux with
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), the mark is a plain store and the writer makes
+ * every running thread execute a full barrier before it reads the marks (as liburcu's
+ * membarrier flavour does); elsewhere the mark is an exchange (a full barrier) and the
+ * writer's stores and loads are sequentially consistent. Either way, the writer sees the lookup
+ * in flight or the lookup sees the change. A lookup never calls out while marked, so
+ * the wait is short and cannot deadlock. A thread's record leaves the list at thread exit
+ * (a pthread key destructor); a lookup that cannot register (out of memory, or run after that
+ * destructor) is done under the writers' mutex instead. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "packfn/typed.h"
 
 #include "common.h"
 #include "bytes.h"
+#include "global_private.h"
 #include "suggest.h"
 
 typedef struct {
-  uint64_t hash;
-  uint64_t tail; /* pf__hash_absorb's last word: for names of up to 8 bytes, the name itself */
-  size_t len;
+  uint64_t hash;   /* pf__name_hash */
+  uint64_t tail;   /* pf__hash_absorb's last word: for names of up to 8 bytes, the name itself */
+  size_t len;      /* 0 until the slot is published (names are never empty) */
   char* name;      /* owned, NUL-terminated; NULL marks an empty slot */
-  pf_object_t* fn; /* owned; NULL exactly in empty slots */
+  pf_object_t* fn; /* owned; NULL in an empty slot, one being filled, or a removed name's */
 } pf__entry_t;
 
-typedef struct {
-  pf__entry_t* slots; /* capacity entries, a power of two */
-  size_t capacity;
-  size_t count;
-} pf__table_t;
+/* A table is one array: cell 0 its header, then `mask + 1` slots, a power of two >= 2; the
+ * table is named by a pointer to its first slot (cell 1). A name's home slot is hash >> shift, the
+ * hash's top bits (the multiply that ends pf__hash_absorb mixes every input bit into those; its low
+ * bits see only the low bytes). */
+typedef union {
+  pf__entry_t entry;
+  struct {
+    size_t mask;
+    size_t shift; /* 64 - log2(capacity) */
+    size_t used;  /* slots with a name, live or removed; writers only */
+  } head;
+} pf__cell_t;
 
-/* An empty table still has one (empty) slot, so lookups need no test for a missing array;
- * the first insertion replaces it with an allocated one. */
-static pf__entry_t pf__no_slots[1];
-static pf__table_t pf__table = {pf__no_slots, 1, 0};
-
-/* Lock word: number of active readers, plus PF__WRITER while a writer holds the table.
- * Writers first serialise on a mutex (readers never touch it), then set the bit and wait for
- * the readers in flight to leave; they hold the bit only to swap or shift a few entries. */
-#define PF__WRITER 0x80000000u
-static uint32_t pf__lock;
+/* An empty table still has two (empty) slots, so lookups need no test for a missing array. */
+static pf__cell_t pf__empty[3] = {{.head = {1, 63, 0}}};
+static pf__cell_t* pf__cells = pf__empty + 1; /* replaced (not written in place) by rebuilds */
+static pf__cell_t* volatile pf__block =
+    pf__empty;              /* pf__cells - 1: the allocation, for leak checkers */
+static size_t pf__live;     /* names with a function */
+static size_t pf__rebuilds; /* for pf__global_stats; under pf__writers */
 static pthread_mutex_t pf__writers = PTHREAD_MUTEX_INITIALIZER;
 
-static inline void pf__read_lock(void) {
-  for (;;) {
-    uint32_t s = __atomic_fetch_add(&pf__lock, 1, __ATOMIC_ACQUIRE);
-    if (PF_LIKELY(!(s & PF__WRITER)))
-      return;
-    __atomic_fetch_sub(&pf__lock, 1, __ATOMIC_RELAXED);
-    while (__atomic_load_n(&pf__lock, __ATOMIC_RELAXED) & PF__WRITER)
-      sched_yield();
+/* ---- readers' records and grace periods ---- */
+
+typedef struct pf__reader {
+  unsigned mark; /* 1: in a lookup; 0 or PF__FENCED: outside; PF__UNREGISTERED: not listed */
+  int gone;      /* the thread's exit hook has run */
+  struct pf__reader* next;
+} pf__reader_t;
+
+#define PF__UNREGISTERED 2u
+#define PF__FENCED       3u /* outside, and lookups mark with an exchange: no membarrier */
+static PF__TLS pf__reader_t pf__me = {PF__UNREGISTERED, 0, NULL};
+static pf__reader_t* pf__readers; /* under pf__readers_lock */
+static pthread_mutex_t pf__readers_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t pf__key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t pf__key;
+static int pf__key_ok;
+static int pf__membarrier_ok; /* set once, before any thread registers */
+
+/* Whether the kernel forces a barrier on this process's running threads for us. */
+static int pf__membarrier_register(void) {
+#if defined(__linux__) && defined(SYS_membarrier)
+  long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0);
+  return cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+         syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0;
+#else
+  return 0;
+#endif
+}
+
+/* A full barrier on every running thread of the process (pf__membarrier_ok only). */
+static void pf__membarrier(void) {
+#if defined(__linux__) && defined(SYS_membarrier)
+  if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) != 0)
+    abort(); /* registered above: the kernel cannot refuse it now */
+#endif
+}
+
+static void pf__reader_exit(void* arg) {
+  pf__reader_t* me = arg;
+  pthread_mutex_lock(&pf__readers_lock);
+  for (pf__reader_t** p = &pf__readers; *p; p = &(*p)->next)
+    if (*p == me) {
+      *p = me->next;
+      break;
+    }
+  pthread_mutex_unlock(&pf__readers_lock);
+  __atomic_store_n(&me->mark, PF__UNREGISTERED, __ATOMIC_RELAXED);
+  me->gone = 1;
+}
+
+static void pf__fork_prepare(void) {
+  pthread_mutex_lock(&pf__readers_lock);
+}
+static void pf__fork_parent(void) {
+  pthread_mutex_unlock(&pf__readers_lock);
+}
+/* The child has one thread: the others' records would wait forever. */
+static void pf__fork_child(void) {
+  pf__me.next = NULL;
+  pf__readers = pf__me.mark != PF__UNREGISTERED ? &pf__me : NULL;
+  pthread_mutex_unlock(&pf__readers_lock);
+}
+
+static void pf__key_create(void) {
+  pf__key_ok = pthread_key_create(&pf__key, pf__reader_exit) == 0 &&
+               pthread_atfork(pf__fork_prepare, pf__fork_parent, pf__fork_child) == 0;
+  /* PACKFN_NO_MEMBARRIER=1: the exchange everywhere (what kernels without it get; for tests) */
+  const char* no = getenv("PACKFN_NO_MEMBARRIER");
+  pf__membarrier_ok = !(no && *no && *no != '0') && pf__membarrier_register();
+}
+
+/* Links this thread's record; 0 when it cannot (then lookups take the writers' mutex). */
+static int pf__reader_register(void) {
+  if (pf__me.gone)
+    return 0;
+  pthread_once(&pf__key_once, pf__key_create);
+  if (!pf__key_ok || pthread_setspecific(pf__key, &pf__me) != 0)
+    return 0;
+  pthread_mutex_lock(&pf__readers_lock);
+  pf__me.next = pf__readers;
+  pf__readers = &pf__me;
+  __atomic_store_n(&pf__me.mark, pf__membarrier_ok ? 0 : PF__FENCED, __ATOMIC_SEQ_CST);
+  pthread_mutex_unlock(&pf__readers_lock);
+  return 1;
+}
+
+/* Returns once every lookup that could have seen what the caller just unpublished (with a
+ * sequentially consistent store) has finished. Holds no table lock: call it after unlocking. */
+static void pf__synchronize(void) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (pf__membarrier_ok)
+    pf__membarrier(); /* the plain-store marks' half of the barrier */
+  pthread_mutex_lock(&pf__readers_lock);
+  for (pf__reader_t* r = pf__readers; r; r = r->next) {
+    if (r == &pf__me)
+      continue; /* this thread is not in a lookup: it is here */
+    if (__atomic_load_n(&r->mark, __ATOMIC_SEQ_CST) == 1)
+      while (__atomic_load_n(&r->mark, __ATOMIC_ACQUIRE) == 1)
+        sched_yield();
   }
+  pthread_mutex_unlock(&pf__readers_lock);
 }
 
-static inline void pf__read_unlock(void) {
-  __atomic_fetch_sub(&pf__lock, 1, __ATOMIC_RELEASE);
-}
+/* ---- lookups ---- */
 
-/* Caller holds pf__writers. */
-static void pf__write_lock(void) {
-  __atomic_fetch_or(&pf__lock, PF__WRITER, __ATOMIC_ACQUIRE);
-  while (__atomic_load_n(&pf__lock, __ATOMIC_ACQUIRE) != PF__WRITER)
-    sched_yield();
-}
-
-static void pf__write_unlock(void) {
-  __atomic_fetch_and(&pf__lock, ~PF__WRITER, __ATOMIC_RELEASE);
-}
-
-/* The table's hash of a name: the absorbed state folded once, so the low bits (the slot index)
- * depend on every byte; a bijection of the state, so pf__probe's exactness for short names
- * holds. *tail as pf__hash_absorb gives it. */
+/* The table's hash of a name: the absorbed state itself; the home slot takes its top bits. A
+ * bijection of the state, so pf__probe's exactness for short names holds. *tail as
+ * pf__hash_absorb gives it. */
 static inline uint64_t pf__name_hash(const char* name, size_t len, uint64_t* tail) {
-  uint64_t h = pf__hash_absorb(name, len, tail);
-  return h ^ (h >> 32);
+  return pf__hash_absorb(name, len, tail);
 }
 
-/* Slot holding the name, or NULL. Caller holds a read or write lock (or the writer mutex). */
-static pf__entry_t* pf__find(const pf__table_t* t, const char* name, size_t len, uint64_t h) {
-  size_t mask = t->capacity - 1;
-  for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
-    pf__entry_t* e = &t->slots[i];
-    if (!e->name)
-      return NULL;
-    if (e->hash == h && e->len == len && memcmp(e->name, name, len) == 0)
-      return e;
-  }
+static inline pf__entry_t* pf__slot(pf__cell_t* t, size_t i) {
+  return &t[i].entry;
+}
+
+static inline size_t pf__mask(const pf__cell_t* t) {
+  return t[-1].head.mask;
+}
+
+static inline size_t pf__home(const pf__cell_t* t, uint64_t h) {
+  return (size_t)(h >> t[-1].head.shift);
 }
 
 static __attribute__((noinline, cold)) int pf__lookup_invalid(const char* func, pf_object_t** out) {
@@ -98,52 +209,75 @@ static int pf__check_name(const char* func, const char* name) {
   return 0;
 }
 
-/* Probes for (name, len, h, tail) and retains what it finds; caller holds the read lock. A
- * name of up to 8 bytes is identified by its hash, tail word and length (see pf__hash_absorb), so
- * only longer names compare bytes; with `short_names` set the caller guarantees len <= 32, so
- * the compare needs no call. An empty slot stops the probe: its fn is NULL. */
+/* Probes the current table for (name, len, h, tail), len >= 1, and retains what it finds.
+ * Caller is marked in a lookup (or holds the writers' mutex). A slot's length is loaded first,
+ * with acquire: a published one (equal to len, so not 0) shows the rest of the slot. A name of
+ * up to 8 bytes is identified by its tail word and length (see pf__hash_absorb), so only longer
+ * names compare bytes; with `short_names` set the caller guarantees len <= 32, so the compare
+ * needs no call. An empty slot stops the probe; a removed name's slot gives NULL. */
 static inline __attribute__((always_inline)) pf_object_t*
 pf__probe(const char* name, size_t len, uint64_t h, uint64_t tail, int short_names) {
-  const pf__entry_t* slots = pf__table.slots;
-  size_t mask = pf__table.capacity - 1;
-  for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
-    const pf__entry_t* e = &slots[i];
-    if (e->hash == h && e->tail == tail && e->len == len &&
+  pf__cell_t* t = __atomic_load_n(&pf__cells, __ATOMIC_SEQ_CST);
+  size_t mask = pf__mask(t);
+  for (size_t i = pf__home(t, h);; i = (i + 1) & mask) {
+    pf__entry_t* e = pf__slot(t, i);
+    if (__atomic_load_n(&e->len, __ATOMIC_ACQUIRE) == len && e->hash == h && e->tail == tail &&
         (len <= 8 || (short_names ? pf__bytes_equal_short(e->name, name, len)
                                   : pf__bytes_equal(e->name, name, len)))) {
-      pf_object_retain(e->fn);
-      return e->fn;
+      pf_object_t* fn = __atomic_load_n(&e->fn, __ATOMIC_SEQ_CST);
+      pf_object_retain(fn);
+      return fn;
     }
-    if (!e->name)
+    if (!__atomic_load_n(&e->name, __ATOMIC_RELAXED))
       return NULL;
   }
 }
 
-/* The general lookup: any length, and waits while a writer holds the table. */
+/* The general lookup: any length, registers the thread on its first lookup, and marks with an
+ * exchange where the writers have no membarrier. */
 static __attribute__((noinline)) int pf__lookup_slow(const char* name, size_t len,
                                                      pf_object_t** out) {
+  *out = NULL;
+  if (len == 0)
+    return 0; /* no name is empty */
   uint64_t tail;
   uint64_t h = pf__name_hash(name, len, &tail);
-  pf__read_lock();
+  if (pf__me.mark == 1) { /* a lookup inside a lookup (a signal handler): already marked */
+    *out = pf__probe(name, len, h, tail, 0);
+    return 0;
+  }
+  if (pf__me.mark == PF__UNREGISTERED && !pf__reader_register()) {
+    pthread_mutex_lock(&pf__writers);
+    *out = pf__probe(name, len, h, tail, 0);
+    pthread_mutex_unlock(&pf__writers);
+    return 0;
+  }
+  unsigned outside = pf__me.mark;
+  if (outside == PF__FENCED)
+    __atomic_exchange_n(&pf__me.mark, 1, __ATOMIC_SEQ_CST);
+  else
+    __atomic_store_n(&pf__me.mark, 1, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
   *out = pf__probe(name, len, h, tail, 0);
-  pf__read_unlock();
+  __atomic_store_n(&pf__me.mark, outside, __ATOMIC_RELEASE);
   return 0;
 }
 
-/* The common lookup, a leaf that makes no call: names of up to 32 bytes and no writer in the
- * table; anything else goes to pf__lookup_slow as a tail call. */
+/* The common lookup, a leaf that makes no call: names of 1 to 32 bytes from a thread
+ * registered with membarrier-backed writers; anything else goes to pf__lookup_slow as a tail
+ * call. The mark is a plain store to this thread's own word (no shared write, no barrier: the
+ * writer's membarrier orders it before the probe's loads; the signal fence keeps the compiler
+ * from moving them). */
 static inline __attribute__((always_inline)) int pf__lookup(const char* name, size_t len,
                                                             pf_object_t** out) {
-  if (PF_UNLIKELY(len > 32))
+  if (PF_UNLIKELY(len - 1 > 31 || pf__me.mark))
     return pf__lookup_slow(name, len, out);
   uint64_t tail;
   uint64_t h = pf__name_hash(name, len, &tail);
-  if (PF_UNLIKELY(__atomic_fetch_add(&pf__lock, 1, __ATOMIC_ACQUIRE) & PF__WRITER)) {
-    __atomic_fetch_sub(&pf__lock, 1, __ATOMIC_RELAXED);
-    return pf__lookup_slow(name, len, out);
-  }
+  __atomic_store_n(&pf__me.mark, 1, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
   pf_object_t* fn = pf__probe(name, len, h, tail, 1);
-  pf__read_unlock();
+  __atomic_store_n(&pf__me.mark, 0, __ATOMIC_RELEASE);
   *out = fn;
   return 0;
 }
@@ -159,14 +293,68 @@ int pf__global_get_invalid(const char* name, pf_object_t** out) {
   return pf__lookup_invalid("pf_global_get", out);
 }
 
-/* Inserts into a table with room (count < capacity / 2). Caller holds the write lock. */
-static void pf__insert(pf__table_t* t, pf__entry_t entry) {
-  size_t mask = t->capacity - 1;
-  size_t i = (size_t)entry.hash & mask;
-  while (t->slots[i].name)
-    i = (i + 1) & mask;
-  t->slots[i] = entry;
-  t->count++;
+/* ---- writers (all under pf__writers) ---- */
+
+/* The slot naming (name, len, h), live or removed, or NULL with *hole the empty slot that
+ * ends its probe. */
+static pf__entry_t* pf__find(pf__cell_t* t, const char* name, size_t len, uint64_t h,
+                             pf__entry_t** hole) {
+  size_t mask = pf__mask(t);
+  for (size_t i = pf__home(t, h);; i = (i + 1) & mask) {
+    pf__entry_t* e = pf__slot(t, i);
+    if (!e->name) {
+      *hole = e;
+      return NULL;
+    }
+    if (e->hash == h && e->len == len && memcmp(e->name, name, len) == 0)
+      return e;
+  }
+}
+
+/* Fills an empty slot; its length, stored last with release, publishes it. */
+static void pf__fill(pf__cell_t* t, pf__entry_t* e, const pf__entry_t* from) {
+  e->hash = from->hash;
+  e->tail = from->tail;
+  __atomic_store_n(&e->fn, from->fn, __ATOMIC_RELAXED);
+  __atomic_store_n(&e->name, from->name, __ATOMIC_RELAXED);
+  __atomic_store_n(&e->len, from->len, __ATOMIC_RELEASE);
+  t[-1].head.used++;
+}
+
+/* A new array holding t's live entries plus `entry` (NULL on failure to allocate), sized so
+ * that it is at most 3/8 full; not yet visible to readers. */
+static pf__cell_t* pf__rebuild(pf__cell_t* t, const pf__entry_t* entry) {
+  size_t need = __atomic_load_n(&pf__live, __ATOMIC_RELAXED) + 1, cap = 64, shift = 58;
+  while (need * 8 > cap * 3)
+    cap *= 2, shift--;
+  pf__cell_t* grown = calloc(cap + 1, sizeof(pf__cell_t));
+  if (!grown)
+    return NULL;
+  grown->head.mask = cap - 1;
+  grown->head.shift = shift;
+  grown++;
+  pf__entry_t* hole;
+  for (size_t i = 0; i <= pf__mask(t); ++i) {
+    pf__entry_t* e = pf__slot(t, i);
+    if (e->fn && !pf__find(grown, e->name, e->len, e->hash, &hole))
+      pf__fill(grown, hole, e);
+  }
+  if (!pf__find(grown, entry->name, entry->len, entry->hash, &hole))
+    pf__fill(grown, hole, entry);
+  return grown;
+}
+
+/* Frees a table no reader can reach any more, with the names of its removed entries (those
+ * a rebuild dropped); the live ones moved to the new table. */
+static void pf__free_table(pf__cell_t* t) {
+  if (t == pf__empty + 1)
+    return;
+  for (size_t i = 0; i <= pf__mask(t); ++i) {
+    pf__entry_t* e = pf__slot(t, i);
+    if (e->name && !e->fn)
+      free(e->name);
+  }
+  free(t - 1);
 }
 
 int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
@@ -181,86 +369,77 @@ int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
   uint64_t tail;
   uint64_t h = pf__name_hash(name, len, &tail);
   pthread_mutex_lock(&pf__writers);
-  pf__entry_t* e = pf__find(&pf__table, name, len, h);
-  if (e) {
-    if (!allow_override) {
-      pthread_mutex_unlock(&pf__writers);
-      PF_ERROR_SET(PF_ERR_VALUE,
-                   "pf_global_set: function '%s' is already registered (pass allow_override=1 "
-                   "to replace it)",
-                   name);
-      return -1;
-    }
-    pf_object_retain(fn);
-    pf__write_lock();
-    pf_object_t* old = e->fn;
-    e->fn = fn;
-    pf__write_unlock();
+  pf__cell_t* t = pf__cells;
+  pf__entry_t* hole = NULL;
+  pf__entry_t* e = pf__find(t, name, len, h, &hole);
+  if (e && e->fn && !allow_override) {
     pthread_mutex_unlock(&pf__writers);
-    pf_object_release(old); /* outside every lock: its deleter may use the table */
+    PF_ERROR_SET(PF_ERR_VALUE,
+                 "pf_global_set: function '%s' is already registered (pass allow_override=1 "
+                 "to replace it)",
+                 name);
+    return -1;
+  }
+  if (e) { /* replaces the function, or brings a removed name back */
+    pf_object_retain(fn);
+    pf_object_t* old = e->fn;
+    __atomic_store_n(&e->fn, fn, __ATOMIC_SEQ_CST);
+    if (!old)
+      __atomic_fetch_add(&pf__live, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&pf__writers);
+    if (old) {
+      pf__synchronize();
+      pf_object_release(old); /* outside every lock: its deleter may use the table */
+    }
     return 0;
   }
-  /* allocate everything before taking the write lock */
   char* copy = malloc(len + 1);
-  pf__table_t grown = {NULL, 0, 0};
-  if (copy && (pf__table.count + 1) * 2 > pf__table.capacity) {
-    grown.capacity = pf__table.capacity < 64 ? 64 : pf__table.capacity * 2;
-    grown.slots = calloc(grown.capacity, sizeof(pf__entry_t));
-    if (grown.slots)
-      for (size_t i = 0; i < pf__table.capacity; ++i)
-        if (pf__table.slots[i].name)
-          pf__insert(&grown, pf__table.slots[i]);
-  }
-  if (!copy || (grown.capacity && !grown.slots)) {
+  if (!copy) {
     pthread_mutex_unlock(&pf__writers);
-    free(copy);
     return pf__raise_oom("pf_global_set", len + 1);
   }
   memcpy(copy, name, len + 1);
-  pf_object_retain(fn);
   pf__entry_t entry = {h, tail, len, copy, fn};
-  pf__entry_t* old_slots = NULL;
-  pf__write_lock();
-  if (grown.slots) {
-    old_slots = pf__table.slots;
-    pf__table = grown;
+  if ((t[-1].head.used + 1) * 2 <= pf__mask(t) + 1) {
+    pf_object_retain(fn);
+    pf__fill(t, hole, &entry);
+    __atomic_fetch_add(&pf__live, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&pf__writers);
+    return 0;
   }
-  pf__insert(&pf__table, entry);
-  pf__write_unlock();
+  pf__cell_t* grown = pf__rebuild(t, &entry);
+  if (!grown) {
+    pthread_mutex_unlock(&pf__writers);
+    free(copy);
+    return pf__raise_oom("pf_global_set", sizeof(pf__cell_t) * (pf__mask(t) + 2));
+  }
+  pf_object_retain(fn);
+  __atomic_store_n(&pf__cells, grown, __ATOMIC_SEQ_CST);
+  pf__block = grown - 1;
+  pf__rebuilds++;
+  __atomic_fetch_add(&pf__live, 1, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&pf__writers);
-  if (old_slots != pf__no_slots)
-    free(old_slots);
+  pf__synchronize();
+  pf__free_table(t);
   return 0;
 }
 
-/* Removes the entry for (name, len, h) when `expect` is NULL or the entry holds `expect`;
- * returns the removed function (owned) and frees the name, or NULL when nothing matched. */
+/* Removes the function named (name, len, h) when `expect` is NULL or it is `expect`; the name
+ * stays as a removed slot until a rebuild. Returns the function (owned) once no lookup can
+ * still reach it, or NULL when nothing matched. */
 static pf_object_t* pf__remove(const char* name, size_t len, uint64_t h, pf_object_t* expect) {
   pthread_mutex_lock(&pf__writers);
-  pf__entry_t* e = pf__find(&pf__table, name, len, h);
-  if (!e || (expect && e->fn != expect)) {
+  pf__entry_t* hole;
+  pf__entry_t* e = pf__find(pf__cells, name, len, h, &hole);
+  pf_object_t* fn = e ? e->fn : NULL;
+  if (!fn || (expect && fn != expect)) {
     pthread_mutex_unlock(&pf__writers);
     return NULL;
   }
-  pf_object_t* fn = e->fn;
-  char* old_name = e->name;
-  size_t mask = pf__table.capacity - 1;
-  size_t hole = (size_t)(e - pf__table.slots);
-  pf__write_lock();
-  /* backward-shift deletion keeps every probe sequence unbroken without tombstones */
-  for (size_t j = (hole + 1) & mask; pf__table.slots[j].name; j = (j + 1) & mask) {
-    size_t home = (size_t)pf__table.slots[j].hash & mask;
-    int movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
-    if (movable) {
-      pf__table.slots[hole] = pf__table.slots[j];
-      hole = j;
-    }
-  }
-  pf__table.slots[hole] = (pf__entry_t){0, 0, 0, NULL, NULL};
-  pf__table.count--;
-  pf__write_unlock();
+  __atomic_store_n(&e->fn, NULL, __ATOMIC_SEQ_CST);
+  __atomic_fetch_sub(&pf__live, 1, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&pf__writers);
-  free(old_name);
+  pf__synchronize();
   return fn;
 }
 
@@ -279,10 +458,7 @@ int pf_global_remove(const char* name) {
 }
 
 size_t pf_global_count(void) {
-  pf__read_lock();
-  size_t n = pf__table.count;
-  pf__read_unlock();
-  return n;
+  return __atomic_load_n(&pf__live, __ATOMIC_RELAXED);
 }
 
 static int pf__cmp_names(const void* a, const void* b) {
@@ -294,19 +470,20 @@ int pf_global_list(char*** out, size_t* count) {
     return PF__NULL_ARG("pf_global_list", "out");
   }
   *out = NULL;
-  pf__read_lock();
-  size_t n = pf__table.count, bytes = 0;
-  for (size_t i = 0; i < pf__table.capacity; ++i)
-    if (pf__table.slots[i].name)
-      bytes += pf__table.slots[i].len + 1;
+  pthread_mutex_lock(&pf__writers);
+  pf__cell_t* t = pf__cells;
+  size_t n = 0, bytes = 0;
+  for (size_t i = 0; i <= pf__mask(t); ++i)
+    if (pf__slot(t, i)->fn)
+      n++, bytes += pf__slot(t, i)->len + 1;
   size_t total = sizeof(char*) * (n + 1) + bytes;
   char** names = malloc(total);
   if (names) {
     char* text = (char*)(names + n + 1);
     size_t k = 0;
-    for (size_t i = 0; i < pf__table.capacity; ++i) {
-      const pf__entry_t* e = &pf__table.slots[i];
-      if (!e->name)
+    for (size_t i = 0; i <= pf__mask(t); ++i) {
+      const pf__entry_t* e = pf__slot(t, i);
+      if (!e->fn)
         continue;
       memcpy(text, e->name, e->len + 1);
       names[k++] = text;
@@ -314,7 +491,7 @@ int pf_global_list(char*** out, size_t* count) {
     }
     names[k] = NULL;
   }
-  pf__read_unlock();
+  pthread_mutex_unlock(&pf__writers);
   if (!names)
     return pf__raise_oom("pf_global_list", total);
   qsort(names, n, sizeof(char*), pf__cmp_names);
@@ -333,13 +510,34 @@ int pf_global_suggest(const char* name, char* buf, size_t size) {
     return PF__NULL_ARG("pf_global_suggest", name ? "buf" : "name");
   pf__suggest_t s;
   pf__suggest_init(&s, name);
-  pf__read_lock();
-  for (size_t i = 0; i < pf__table.capacity; ++i)
-    if (pf__table.slots[i].name)
-      pf__suggest_offer(&s, pf__table.slots[i].name);
+  pthread_mutex_lock(&pf__writers);
+  pf__cell_t* t = pf__cells;
+  for (size_t i = 0; i <= pf__mask(t); ++i)
+    if (pf__slot(t, i)->fn)
+      pf__suggest_offer(&s, pf__slot(t, i)->name);
   int found = pf__suggest_result(&s, buf, size); /* copied before the entry may go */
-  pf__read_unlock();
+  pthread_mutex_unlock(&pf__writers);
   return found;
+}
+
+void pf__global_stats(pf__global_stats_t* out) {
+  memset(out, 0, sizeof *out);
+  pthread_mutex_lock(&pf__writers);
+  pf__cell_t* t = pf__cells;
+  out->capacity = pf__mask(t) + 1;
+  out->used = t[-1].head.used;
+  out->rebuilds = pf__rebuilds;
+  for (size_t i = 0; i <= pf__mask(t); ++i) {
+    const pf__entry_t* e = pf__slot(t, i);
+    if (!e->fn)
+      continue;
+    size_t probes = ((i - pf__home(t, e->hash)) & pf__mask(t)) + 1;
+    out->live++;
+    out->total_probes += probes;
+    if (probes > out->max_probes)
+      out->max_probes = probes;
+  }
+  pthread_mutex_unlock(&pf__writers);
 }
 
 int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args, pf_any_t* result) {

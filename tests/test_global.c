@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "global_private.h"
 #include "pf_test.h"
 
 static int return_one(void* self, const pf_any_t* args, int32_t n, pf_any_t* result) {
@@ -42,6 +43,30 @@ static pf_object_t* make_fn(pf_safe_call_t call) {
   pf_object_t* fn;
   ck_assert_int_eq(pf_function_create(NULL, call, NULL, &fn), 0);
   return fn;
+}
+
+/* Returns its self pointer as an int: tells which function a lookup found. */
+static int return_self(void* self, const pf_any_t* args, int32_t n, pf_any_t* result) {
+  (void)args;
+  (void)n;
+  *result = pf_any_int((int64_t)(intptr_t)self);
+  return 0;
+}
+
+static pf_object_t* make_tagged(intptr_t tag) {
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_function_create((void*)tag, return_self, NULL, &fn), 0);
+  return fn;
+}
+
+/* The tag of the function a lookup returned (-1: none, -2: the call failed). */
+static int64_t tag_of(pf_object_t* fn) {
+  if (!fn)
+    return -1;
+  pf_any_t r = pf_any_none();
+  if (pf_function_call(fn, NULL, 0, &r) != 0 || r.type_index != PF_TYPE_INT)
+    return -2;
+  return r.v_int64;
 }
 
 START_TEST(test_set_get_remove) {
@@ -371,6 +396,256 @@ START_TEST(test_concurrent_set_get_remove) {
 }
 END_TEST
 
+/* Mean probe length (slots read per successful lookup) of n names made by `make`, registered
+ * into the table as it stands, from pf__global_stats; the names are removed again. */
+static double mean_probes(int n, void (*make)(char* buf, size_t size, int i), pf_object_t* fn) {
+  char name[64];
+  pf__global_stats_t before, st;
+  pf__global_stats(&before);
+  for (int i = 0; i < n; ++i) {
+    make(name, sizeof name, i);
+    ck_assert_int_eq(pf_global_set(name, fn, 0), 0);
+  }
+  pf__global_stats(&st);
+  ck_assert_uint_eq(st.live, before.live + (size_t)n);
+  ck_assert_uint_le(st.used * 2, st.capacity);
+  /* the names already there (static registrations, a handful) barely move the mean */
+  double mean = (double)st.total_probes / (double)st.live;
+  for (int i = 0; i < n; ++i) {
+    make(name, sizeof name, i);
+    ck_assert_int_eq(pf_global_remove(name), 0);
+  }
+  return mean;
+}
+
+static void suffix_name(char* buf, size_t size, int i) {
+  snprintf(buf, size, "mylib.op%d", i + 1);
+}
+
+static void long_suffix_name(char* buf, size_t size, int i) {
+  snprintf(buf, size, "mylib.kernels.elementwise.op%d", i + 1);
+}
+
+/* Random lowercase names of the suffix names' lengths, from a fixed seed. */
+static void random_name(char* buf, size_t size, int i) {
+  uint64_t x = 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1);
+  int len = 9 + (i >= 9) + (i >= 99) + (i >= 999) + (i >= 9999);
+  for (int k = 0; k < len && (size_t)k + 1 < size; ++k) {
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 32;
+    buf[k] = (char)('a' + x % 26);
+  }
+  buf[len] = '\0';
+}
+
+/* The slot hash mixes every byte: names that differ only in a numeric suffix (the last bytes
+ * of the last word) probe as few slots as random names, at several table sizes. */
+START_TEST(test_probe_lengths_suffix_names) {
+  pf_object_t* fn = make_fn(return_one);
+  static const int sizes[] = {100, 1000, 20000};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; ++k) {
+    double suffix = mean_probes(sizes[k], suffix_name, fn);
+    double longer = mean_probes(sizes[k], long_suffix_name, fn);
+    double random = mean_probes(sizes[k], random_name, fn);
+    /* linear probing at most half full: about 1.5 expected */
+    ck_assert_msg(random < 2.0, "%d random names: mean probe length %.3f", sizes[k], random);
+    ck_assert_msg(suffix <= random * 1.1 + 0.05 && longer <= random * 1.1 + 0.05,
+                  "%d names: mean probe length suffix %.3f, long suffix %.3f, random %.3f",
+                  sizes[k], suffix, longer, random);
+  }
+  ck_assert_uint_eq(pf_object_strong_count(fn), 1);
+  pf_object_release(fn);
+}
+END_TEST
+
+/* Removed names stay as tombstones until a rebuild; re-registering one reuses its slot, and
+ * churning distinct names keeps the table from filling up. */
+START_TEST(test_tombstones_are_reused_and_dropped) {
+  pf_object_t* a = make_tagged(1);
+  pf_object_t* b = make_tagged(2);
+  pf__global_stats_t s0, s1;
+  ck_assert_int_eq(pf_global_set("test.tomb.x", a, 0), 0);
+  pf__global_stats(&s0);
+  ck_assert_int_eq(pf_global_remove("test.tomb.x"), 0);
+  ck_assert_int_eq(pf_global_set("test.tomb.x", b, 0), 0);
+  pf__global_stats(&s1);
+  ck_assert_uint_eq(s1.used, s0.used);
+  pf_object_t* got;
+  ck_assert_int_eq(pf_global_get("test.tomb.x", &got), 0);
+  ck_assert_int_eq(tag_of(got), 2);
+  pf_object_release(got);
+  ck_assert_int_eq(pf_global_remove("test.tomb.x"), 0);
+  char name[64];
+  for (int i = 0; i < 5000; ++i) {
+    snprintf(name, sizeof name, "test.tomb.%d", i);
+    ck_assert_int_eq(pf_global_set(name, a, 0), 0);
+    ck_assert_int_eq(pf_global_remove(name), 0);
+  }
+  pf__global_stats(&s1);
+  ck_assert_uint_le(s1.used * 2, s1.capacity);
+  ck_assert_uint_le(s1.capacity, s0.capacity > 256 ? s0.capacity : 256);
+  ck_assert_uint_eq(pf_object_strong_count(a), 1);
+  ck_assert_uint_eq(pf_object_strong_count(b), 1);
+  pf_object_release(a);
+  pf_object_release(b);
+}
+END_TEST
+
+/* ---- readers against writers ---- */
+
+#define RW_STABLE  64 /* names never removed; each always holds a function tagged 0..RW_STABLE-1 */
+#define RW_FLIP    16 /* names overwritten: their tag is i or i + 1000 */
+#define RW_READERS 3
+#define RW_FILL    3000 /* names added per round (removed at the end): the table grows */
+#define RW_ROUNDS  6
+
+typedef struct {
+  int stop;
+  int failures;
+  long lookups;
+} rw_shared_t;
+
+static void rw_stable(char* buf, size_t size, int i) {
+  snprintf(buf, size, "test.rw.stable.%d", i);
+}
+static void rw_flip(char* buf, size_t size, int i) {
+  snprintf(buf, size, i % 2 ? "test.rw.flip.%d" : "test.rw.a.much.longer.flip.name.%d", i);
+}
+
+static void* rw_reader(void* arg) {
+  rw_shared_t* sh = arg;
+  char name[64];
+  uint64_t x = (uint64_t)(uintptr_t)&name;
+  long n = 0;
+  while (!__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE)) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    int i = (int)((x >> 33) % RW_STABLE);
+    pf_object_t* got;
+    rw_stable(name, sizeof name, i);
+    if (pf_global_get(name, &got) != 0 || tag_of(got) != i)
+      __atomic_fetch_add(&sh->failures, 1, __ATOMIC_RELAXED);
+    pf_object_release(got);
+    i = (int)((x >> 40) % RW_FLIP);
+    rw_flip(name, sizeof name, i);
+    if (pf_global_get(name, &got) != 0) {
+      __atomic_fetch_add(&sh->failures, 1, __ATOMIC_RELAXED);
+    } else {
+      int64_t t = tag_of(got);
+      if (t != -1 && t != i && t != i + 1000)
+        __atomic_fetch_add(&sh->failures, 1, __ATOMIC_RELAXED);
+    }
+    pf_object_release(got);
+    n++;
+  }
+  __atomic_fetch_add(&sh->lookups, n, __ATOMIC_RELAXED);
+  return NULL;
+}
+
+/* Readers look names up while a writer overwrites, removes and re-registers some and adds
+ * enough others to rebuild the table several times: the stable names are always
+ * found with their own function, the others with one of theirs or none, and no function is
+ * freed while a reader holds it (AddressSanitizer and the reference counts check). */
+START_TEST(test_readers_during_overwrite_remove_and_resize) {
+  char name[64];
+  pf_object_t* stable[RW_STABLE];
+  pf_object_t* flip[2][RW_FLIP];
+  for (int i = 0; i < RW_STABLE; ++i) {
+    stable[i] = make_tagged(i);
+    rw_stable(name, sizeof name, i);
+    ck_assert_int_eq(pf_global_set(name, stable[i], 0), 0);
+  }
+  for (int i = 0; i < RW_FLIP; ++i) {
+    flip[0][i] = make_tagged(i);
+    flip[1][i] = make_tagged(i + 1000);
+    rw_flip(name, sizeof name, i);
+    ck_assert_int_eq(pf_global_set(name, flip[0][i], 0), 0);
+  }
+  pf__global_stats_t st0, st;
+  pf__global_stats(&st0);
+  rw_shared_t sh = {0, 0, 0};
+  pthread_t t[RW_READERS];
+  for (int k = 0; k < RW_READERS; ++k)
+    ck_assert_int_eq(pthread_create(&t[k], NULL, rw_reader, &sh), 0);
+  pf_object_t* filler = make_fn(return_one);
+  for (int round = 0; round < RW_ROUNDS; ++round) {
+    for (int i = 0; i < RW_FILL; ++i) {
+      snprintf(name, sizeof name, "test.rw.fill.%d.%d", round, i);
+      ck_assert_int_eq(pf_global_set(name, filler, 0), 0);
+      if (i % 50 == 0) {
+        int f = (i / 50) % RW_FLIP;
+        rw_flip(name, sizeof name, f);
+        if (i % 150 == 0) {
+          ck_assert_int_eq(pf_global_remove(name), 0);
+          ck_assert_int_eq(pf_global_set(name, flip[round % 2][f], 0), 0);
+        } else {
+          ck_assert_int_eq(pf_global_set(name, flip[(round + i / 50) % 2][f], 1), 0);
+        }
+      }
+    }
+  }
+  __atomic_store_n(&sh.stop, 1, __ATOMIC_RELEASE);
+  for (int k = 0; k < RW_READERS; ++k)
+    pthread_join(t[k], NULL);
+  for (int round = 0; round < RW_ROUNDS; ++round) {
+    for (int i = 0; i < RW_FILL; ++i) {
+      snprintf(name, sizeof name, "test.rw.fill.%d.%d", round, i);
+      ck_assert_int_eq(pf_global_remove(name), 0);
+    }
+  }
+  ck_assert_int_eq(sh.failures, 0);
+  ck_assert_int_gt(sh.lookups, 0);
+  pf__global_stats(&st);
+  ck_assert_uint_gt(st.rebuilds, st0.rebuilds); /* the table was rebuilt under the readers */
+  ck_assert_uint_eq(pf_object_strong_count(filler), 1);
+  pf_object_release(filler);
+  for (int i = 0; i < RW_FLIP; ++i) {
+    rw_flip(name, sizeof name, i);
+    ck_assert_int_eq(pf_global_remove(name), 0);
+    for (int k = 0; k < 2; ++k) {
+      ck_assert_uint_eq(pf_object_strong_count(flip[k][i]), 1);
+      pf_object_release(flip[k][i]);
+    }
+  }
+  for (int i = 0; i < RW_STABLE; ++i) {
+    rw_stable(name, sizeof name, i);
+    ck_assert_int_eq(pf_global_remove(name), 0);
+    ck_assert_uint_eq(pf_object_strong_count(stable[i]), 1);
+    pf_object_release(stable[i]);
+  }
+}
+END_TEST
+
+/* A thread's first lookup registers it, and threads come and go while a writer waits for
+ * grace periods: exited threads' records leave the list (no wait on them, no use after their
+ * exit). */
+static void* one_lookup(void* arg) {
+  pf_object_t* got;
+  if (pf_global_get("test.rw.short", &got) != 0 || tag_of(got) != 7)
+    __atomic_fetch_add((int*)arg, 1, __ATOMIC_RELAXED);
+  pf_object_release(got);
+  return NULL;
+}
+
+START_TEST(test_short_lived_reader_threads) {
+  pf_object_t* fn = make_tagged(7);
+  ck_assert_int_eq(pf_global_set("test.rw.short", fn, 0), 0);
+  int failures = 0;
+  for (int round = 0; round < 50; ++round) {
+    pthread_t t[2];
+    for (int k = 0; k < 2; ++k)
+      ck_assert_int_eq(pthread_create(&t[k], NULL, one_lookup, &failures), 0);
+    ck_assert_int_eq(pf_global_set("test.rw.short", fn, 1), 0); /* waits for a grace period */
+    for (int k = 0; k < 2; ++k)
+      pthread_join(t[k], NULL);
+  }
+  ck_assert_int_eq(failures, 0);
+  ck_assert_int_eq(pf_global_remove("test.rw.short"), 0);
+  ck_assert_uint_eq(pf_object_strong_count(fn), 1);
+  pf_object_release(fn);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("global");
   TCase* tc = tcase_create("core");
@@ -385,6 +660,10 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_global_get_symbol);
   tcase_add_test(tc, test_missing_and_suggest);
   tcase_add_test(tc, test_concurrent_set_get_remove);
+  tcase_add_test(tc, test_readers_during_overwrite_remove_and_resize);
+  tcase_add_test(tc, test_short_lived_reader_threads);
+  tcase_add_test(tc, test_tombstones_are_reused_and_dropped);
+  tcase_add_test(tc, test_probe_lengths_suffix_names);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -60,8 +60,9 @@ PF_API const char* pf_function_doc(const pf_object_t* fn);
 PF_API int pf_function_set_info(pf_object_t* fn, const char* signature, const char* doc);
 
 /* ---- the global function table ----
- * A process-wide map from names to function objects. Thread-safe; lookups take no lock that
- * another reader holds, and writers hold theirs only for a few instructions. */
+ * A process-wide map from names to function objects. Thread-safe; lookups take no lock and
+ * write nothing shared but the returned function's count; writers queue on a mutex and wait
+ * for lookups in flight before releasing what they displaced. */
 
 /* Registers `fn` (retained by the table) under `name` (copied). Fails (-1) with ValueError for
  * a NULL or empty name, or when the name is taken and allow_override is 0 (the message names
