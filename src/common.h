@@ -44,6 +44,13 @@ static inline const char* pf__article(const char* word) {
   }
 }
 
+/* Releases from the deleter of an object that may form unbounded chains (arrays, maps, an
+ * error's cause): like pf_object_release / pf_any_release, but past 64 nested levels the
+ * release is queued and run by the outermost one, so a million-deep chain uses bounded stack
+ * (refcount.c). NULL / none is a no-op; the Any is left none. */
+void pf__release_nested(pf_object_t* obj);
+void pf__any_release_nested(pf_any_t* v);
+
 /* Raises MemoryError naming the function and the size asked for; returns -1. */
 int pf__raise_oom(const char* func, size_t size);
 

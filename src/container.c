@@ -200,7 +200,7 @@ static void pf__array_deleter(void* self, int flags) {
   if (flags & PF_DELETER_STRONG) {
     pf_any_t* items = (pf_any_t*)a->cell.data;
     for (int64_t i = 0; i < a->cell.size; ++i)
-      pf_any_release(&items[i]);
+      pf__any_release_nested(&items[i]); /* bounded stack for deep chains */
   }
   if (flags & PF_DELETER_WEAK)
     free(self);
@@ -339,8 +339,8 @@ static void pf__map_deleter(void* self, int flags) {
   pf__map_t* m = (pf__map_t*)self;
   if (flags & PF_DELETER_STRONG) {
     for (size_t i = 0; i < m->count; ++i) {
-      pf_any_release(&m->items[i].key);
-      pf_any_release(&m->items[i].value);
+      pf__any_release_nested(&m->items[i].key); /* bounded stack for deep chains */
+      pf__any_release_nested(&m->items[i].value);
     }
     free(m->items);
   }

@@ -30,7 +30,8 @@ static void pf__error_update_backtrace(void* self, const pf_byte_array_t* bt, in
 
 /* What an error owns besides its block: its cause, extra context and an updated backtrace. */
 __attribute__((noinline)) static void pf__error_destroy_contents(pf__error_t* e) {
-  pf_object_release((pf_object_t*)e->cell.cause_chain);
+  /* cause chains can be long (every raise over a pending error adds one): bounded stack */
+  pf__release_nested((pf_object_t*)e->cell.cause_chain);
   pf_object_release((pf_object_t*)e->cell.extra_context);
   free(e->heap_backtrace);
 }
@@ -237,14 +238,17 @@ static inline int pf__mode(void) {
 
 /* Makes `err` (owned) the raised error, chaining a pending one as its cause. The caller has
  * called pf__mode() in this thread (so the thread-exit hook is in place). */
-static inline __attribute__((always_inline)) void pf__install(pf_object_t* err) {
+/* Makes err the raised error, the pending one (if any) becoming its cause. `fresh`: err was
+ * just made here, so it cannot be in the pending chain and the loop walk is skipped (raising
+ * over a pending error stays O(1) however long the chain is). */
+static inline __attribute__((always_inline)) void pf__install(pf_object_t* err, int fresh) {
   pf_object_t* pending = pf__raised;
   if (pending && pending != err) {
     pf_error_cell_t* cell = (pf_error_cell_t*)(err + 1);
     /* chain only onto our own errors without a cause, and never into a loop (err may already
      * be somewhere in pending's chain when an old error is raised again) */
     int loops = 0;
-    for (pf_object_t* c = pending; c && !loops; c = pf_error_cause(c))
+    for (pf_object_t* c = fresh ? NULL : pending; c && !loops; c = pf_error_cause(c))
       loops = c == err;
     if (err->deleter == pf__error_deleter && cell->cause_chain == NULL && !loops)
       cell->cause_chain = pending; /* takes the slot's reference */
@@ -305,7 +309,7 @@ static void pf__raise(const pf__site_t* site, const char* kind, const char* fmt,
   }
   if (pf__mode() == 2)
     pf__attach_native_stack(&e->header);
-  pf__install(&e->header);
+  pf__install(&e->header, 1);
 }
 
 void pf_error_vset_at(const char* file, int line, const char* func, const char* kind,
@@ -351,7 +355,7 @@ int pf_error_raise(pf_object_t* err) {
   }
   pf_object_retain(err);
   (void)pf__mode();
-  pf__install(err);
+  pf__install(err, 0);
   return 0;
 }
 

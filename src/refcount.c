@@ -1,8 +1,9 @@
 /* The reference protocol's slow half: what runs when a release drops the last strong or weak
- * reference (deleters, deferred for deep chains). Raises nothing, so every layer, errors
- * included, may release objects. */
+ * reference, and the bounded-stack release for deleters of objects that chain. Raises nothing,
+ * so every layer, errors included, may release objects. */
 #include <stdlib.h>
 
+#include "packfn/any.h"
 #include "packfn/object.h"
 
 #include "common.h"
@@ -24,20 +25,26 @@ static void pf__object_destroy(pf_object_t* obj, uint64_t before) {
   }
 }
 
-/* Destructions nested deeper than this inside deleters are deferred (issue 10, defect 8): a
- * chain of a million arrays would otherwise recurse a million times. Shallow nesting, the
- * common case, still runs at once, in the usual order. */
+void pf__object_release_slow(pf_object_t* obj, uint64_t before) {
+  /* an acquire load, not a fence: it orders the deleter after every other thread's release
+   * (all of them precede this load in the count's modification order), and ThreadSanitizer
+   * models it, where it does not model fences (issue 10, defect 10) */
+  (void)__atomic_load_n(&obj->combined_ref_count, __ATOMIC_ACQUIRE);
+  pf__object_destroy(obj, before);
+}
+
+/* ---- releases from deleters that may nest without bound (issue 10, defect 8) ----
+ * An array holding an array holding an array ... a million deep would recurse a million
+ * times through their deleters. The deleters of objects that can form such chains (arrays,
+ * maps, an error's cause) release what they hold through pf__release_nested: past
+ * PF__RELEASE_NEST_MAX nested levels the release is queued on this thread instead, and the
+ * outermost nested release runs the queue before it returns, so the stack stays bounded.
+ * Ordinary releases (pf_object_release) pay nothing for this. */
 #define PF__RELEASE_NEST_MAX 64
 
+/* This thread's nesting depth and its queue of releases to run (a growing array). */
 typedef struct {
-  pf_object_t* obj;
-  uint64_t before;
-} pf__deferred_t;
-
-/* This thread's release state: how deep in deleters it is, and the deferred destructions,
- * which the outermost release runs before it returns. */
-typedef struct {
-  pf__deferred_t* items;
+  pf_object_t** items;
   size_t count;
   size_t capacity;
   uint32_t depth;
@@ -45,39 +52,45 @@ typedef struct {
 
 static PF__TLS pf__release_state_t pf__release_state;
 
-/* Queues a destruction; 0 when out of memory (the caller then runs it at once). */
-static int pf__release_defer(pf__release_state_t* st, pf_object_t* obj, uint64_t before) {
+/* Queues a release; 0 when out of memory (the caller then releases at once). */
+static int pf__release_defer(pf__release_state_t* st, pf_object_t* obj) {
   if (st->count == st->capacity) {
     size_t cap = st->capacity ? 2 * st->capacity : 64;
-    pf__deferred_t* items = realloc(st->items, cap * sizeof *items);
+    pf_object_t** items = realloc(st->items, cap * sizeof *items);
     if (!items)
       return 0;
     st->items = items;
     st->capacity = cap;
   }
-  st->items[st->count++] = (pf__deferred_t){obj, before};
+  st->items[st->count++] = obj;
   return 1;
 }
 
-void pf__object_release_slow(pf_object_t* obj, uint64_t before) {
-  /* an acquire load, not a fence: it orders the deleter after every other thread's release
-   * (all of them precede this load in the count's modification order), and ThreadSanitizer
-   * models it, where it does not model fences (issue 10, defect 10) */
-  (void)__atomic_load_n(&obj->combined_ref_count, __ATOMIC_ACQUIRE);
+void pf__release_nested(pf_object_t* obj) {
+  if (!obj)
+    return;
   pf__release_state_t* st = &pf__release_state;
-  if (st->depth >= PF__RELEASE_NEST_MAX && pf__release_defer(st, obj, before))
+  if (st->depth >= PF__RELEASE_NEST_MAX && pf__release_defer(st, obj))
     return;
   st->depth++;
-  pf__object_destroy(obj, before);
+  pf_object_release(obj);
   if (st->depth == 1 && st->items) {
-    /* outermost: run what was deferred; its own deep releases queue more */
-    while (st->count > 0) {
-      pf__deferred_t d = st->items[--st->count];
-      pf__object_destroy(d.obj, d.before);
-    }
+    /* outermost: run what was queued; releases it causes queue more */
+    while (st->count > 0)
+      pf_object_release(st->items[--st->count]);
     free(st->items);
     st->items = NULL;
     st->capacity = 0;
   }
   st->depth--;
+}
+
+void pf__any_release_nested(pf_any_t* v) {
+  if (v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN) {
+    pf_object_t* obj = v->v_obj;
+    *v = pf_any_none();
+    pf__release_nested(obj);
+  } else {
+    pf_any_release(v);
+  }
 }

@@ -24,9 +24,10 @@ PF_INLINE void pf_object_retain(pf_object_t* obj) {
 PF_API void pf__object_release_slow(pf_object_t* obj, uint64_t before);
 
 /* Drops a strong reference; the last one destroys the contents (deleter flag 1) and, when no
- * weak reference remains, frees the memory (flag 2, or 3 at once). NULL is a no-op. Releases
- * nested inside deleters more than 64 levels deep are deferred and run, in this thread, when
- * the outermost release returns, so releasing an arbitrarily deep chain uses bounded stack. */
+ * weak reference remains, frees the memory (flag 2, or 3 at once). NULL is a no-op. The
+ * deleters of packfn's arrays, maps and errors release what they hold with bounded stack, so
+ * releasing an arbitrarily deep chain of them does not overflow it; a custom type whose
+ * deleter releases children recurses as deep as its chains. */
 PF_INLINE void pf_object_release(pf_object_t* obj) {
   if (obj) {
     uint64_t before =

@@ -3,7 +3,11 @@
  * overflow the stack. Expected after the fix: both complete (iteratively).
  * Today: SIGSEGV (stack overflow) in the release, and in pf_container_equal.
  *   regress_deep_chain release   the 1,000,000-deep release
- *   regress_deep_chain equal     equality of two 300,000-deep chains */
+ *   regress_deep_chain equal     equality of two 300,000-deep chains
+ *   regress_deep_chain map       the release of a 1,000,000-deep chain of maps (value: the
+ *                                previous map)
+ *   regress_deep_chain cause     the release of an error with a 1,000,000-deep cause chain
+ *                                (each raise over a pending error makes it the cause) */
 #include <stdio.h>
 #include <string.h>
 
@@ -27,10 +31,53 @@ static pf_object_t* chain(size_t depth) {
   return cur;
 }
 
+/* {"k": {"k": ... {} ...}} `depth` levels deep, released; 0, or 1 on failure. */
+static int map_chain_release(size_t depth) {
+  pf_object_t* cur;
+  if (pf_map_create(&cur) != 0)
+    return 1;
+  pf_any_t key = pf_any_cstr("k");
+  for (size_t i = 1; i < depth; ++i) {
+    pf_any_t value = pf_any_object(cur);
+    pf_object_t* next;
+    if (pf_map_create(&next) != 0 || pf_map_set(next, &key, &value) != 0) {
+      pf_object_release(next);
+      pf_object_release(cur);
+      return 1;
+    }
+    pf_object_release(cur); /* the new map holds it */
+    cur = next;
+  }
+  pf_object_release(cur);
+  return 0;
+}
+
+/* Raises `depth` errors without taking any (each becomes the next one's cause), then takes
+ * and releases the last; 0, or 1 on failure. */
+static int cause_chain_release(size_t depth) {
+  for (size_t i = 0; i < depth; ++i)
+    pf_error_set(PF_ERR_RUNTIME, "error %zu", i);
+  pf_object_t* err = pf_error_take();
+  if (!err || !pf_error_cause(err))
+    return 1;
+  pf_object_release(err);
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc != 2 || (strcmp(argv[1], "release") != 0 && strcmp(argv[1], "equal") != 0)) {
-    fprintf(stderr, "usage: %s release|equal\n", argv[0]);
+  if (argc != 2 || (strcmp(argv[1], "release") != 0 && strcmp(argv[1], "equal") != 0 &&
+                    strcmp(argv[1], "map") != 0 && strcmp(argv[1], "cause") != 0)) {
+    fprintf(stderr, "usage: %s release|equal|map|cause\n", argv[0]);
     return 2;
+  }
+  if (strcmp(argv[1], "map") == 0 || strcmp(argv[1], "cause") == 0) {
+    int map = strcmp(argv[1], "map") == 0;
+    if ((map ? map_chain_release : cause_chain_release)(1000000) != 0) {
+      fprintf(stderr, "FAIL: building the %s chain failed\n", argv[1]);
+      return 1;
+    }
+    printf("ok: released a 1,000,000-deep %s chain\n", map ? "map" : "cause");
+    return 0;
   }
   if (strcmp(argv[1], "release") == 0) {
     pf_object_t* top = chain(1000000);
