@@ -71,19 +71,11 @@ static int k_scalar(const char* func, int32_t index, const char* name, double v,
   return 0;
 }
 
-int pf__k_check_writable(const pf_signature_t* sig, const pf_any_t* args, int32_t num_args,
-                         uint32_t outs) {
-  if (num_args != sig->num_params)
-    return 0;
-  for (int32_t i = 0; i < num_args && i < 32; ++i)
-    if (((outs >> i) & 1u) && args[i].type_index == PF_TYPE_TENSOR &&
-        pf_tensor_is_read_only(args[i].v_obj)) {
-      PF_ERROR_SET(PF_ERR_VALUE,
-                   "%s: argument %d (%s): expected a writable tensor, got a read-only one",
-                   sig->name, (int)i, sig->params[i].name);
-      return -1;
-    }
-  return 0;
+__attribute__((cold)) int pf__k_read_only_error(const pf_signature_t* sig, int32_t i) {
+  PF_ERROR_SET(PF_ERR_VALUE,
+               "%s: argument %d (%s): expected a writable tensor, got a read-only one", sig->name,
+               (int)i, sig->params[i].name);
+  return -1;
 }
 
 int pf__k_check_add_n(const char* func, int32_t dev, const DLTensor* x, const DLTensor* out,

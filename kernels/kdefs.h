@@ -76,12 +76,26 @@
  * or cuda. -1 with ValueError (NULL) or NotImplementedError (another device). */
 int pf__k_device_of(const char* func, const DLTensor* first, const char* name, int32_t* dev);
 
+/* Raises the ValueError of pf__k_check_writable for argument i of sig; returns -1 (cold). */
+int pf__k_read_only_error(const pf_signature_t* sig, int32_t i);
+
 /* With num_args matching sig: each argument in the mask `outs` that is a read-only tensor
  * object is refused with ValueError "rms_norm: argument 1 (out): expected a writable tensor,
  * got a read-only one" (sig's name and parameter names). A wrong arity passes (the typed entry
- * reports it). 0 or -1. */
-int pf__k_check_writable(const pf_signature_t* sig, const pf_any_t* args, int32_t num_args,
-                         uint32_t outs);
+ * reports it). 0 or -1. Inline: `outs` is a constant at every use, so the loop unrolls to one
+ * test per output. */
+static inline int pf__k_check_writable(const pf_signature_t* sig, const pf_any_t* args,
+                                       int32_t num_args, uint32_t outs) {
+  if (num_args != sig->num_params)
+    return 0;
+  for (uint32_t m = outs; m != 0; m &= m - 1) { /* the outputs only: one bit each */
+    int32_t i = __builtin_ctz(m);
+    if (i < num_args && args[i].type_index == PF_TYPE_TENSOR &&
+        pf_tensor_is_read_only(args[i].v_obj))
+      return pf__k_read_only_error(sig, i);
+  }
+  return 0;
+}
 
 int pf__k_check_add_n(const char* func, int32_t dev, const DLTensor* x, const DLTensor* out,
                       double n);

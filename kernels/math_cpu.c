@@ -208,8 +208,9 @@ static void vadd_range(const ew_job_t* j, int64_t lo, int64_t hi) {
 
 static void ew_part(void* ctx, int part, int parts) {
   const ew_job_t* j = ctx;
-  int64_t lo, hi;
-  split(j->count, part, parts, PF__K_SPLIT_ALIGN, &lo, &hi);
+  int64_t lo = 0, hi = j->count;
+  if (parts > 1)
+    split(j->count, part, parts, PF__K_SPLIT_ALIGN, &lo, &hi);
   int64_t n = hi - lo;
   if (n <= 0) {
     return;
@@ -240,12 +241,41 @@ static void ew_run(ew_job_t* j, int64_t bytes_per) {
   run_parts(parts_for(bytes), ew_part, j);
 }
 
+/* 1 when an elementwise job of count elements moving bytes_per bytes each is too small to
+ * split over two threads whatever the setting: it then runs as one direct call. */
+static int ew_small(int64_t count, int64_t bytes_per) {
+  return count < 2 * PF__K_PAR_MIN_BYTES / bytes_per;
+}
+
+/* Below this many elements an elementwise loop runs as plain scalar code: the vector loops'
+ * setup costs more than they save. One IEEE operation per element either way, so the results
+ * are the same bits. */
+#define PF__K_SCALAR_MAX 8
+
 void pf__k_add_n_f32(const float* x, float* out, int64_t count, float n) {
+  if (count < PF__K_SCALAR_MAX) {
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = x[i] + n;
+    return;
+  }
+  if (ew_small(count, 2 * (int64_t)sizeof(float))) { /* no job, no split */
+    ops()->add_scalar_f32(x, out, count, n);
+    return;
+  }
   ew_job_t j = {NULL, EW_ADD_N, 0, x, NULL, out, NULL, count, 0, n};
   ew_run(&j, 2 * (int64_t)sizeof(float));
 }
 
 void pf__k_add_n_f64(const double* x, double* out, int64_t count, double n) {
+  if (count < PF__K_SCALAR_MAX) {
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = x[i] + n;
+    return;
+  }
+  if (ew_small(count, 2 * (int64_t)sizeof(double))) {
+    ops()->add_scalar_f64(x, out, count, n);
+    return;
+  }
   ew_job_t j = {NULL, EW_ADD_N, 1, x, NULL, out, NULL, count, 0, n};
   ew_run(&j, 2 * (int64_t)sizeof(double));
 }
