@@ -97,33 +97,42 @@ __attribute__((noinline, cold)) static int pf__layout_error(int32_t ndim, const 
   return -1;
 }
 
+/* For an empty layout (some extent 0): 1 when the product of its other extents, in bits of
+ * dtype, does not fit, as if the tensor were not empty. Compact strides, views and offsets of
+ * an empty tensor are computed from the other extents (issue 10, defect 5: int8[0, 2^62, 4]
+ * must not pass). Cold: only empty layouts get here. */
+__attribute__((noinline, cold)) static int
+pf__empty_layout_overflows(int32_t ndim, const int64_t* shape, DLDataType dtype) {
+  int64_t m = 1;
+  uint64_t bits;
+  for (int32_t i = 0; i < ndim; ++i)
+    if (shape[i] != 0 && __builtin_mul_overflow(m, shape[i], &m))
+      return 1;
+  return __builtin_mul_overflow((uint64_t)m, (uint64_t)dtype.bits * dtype.lanes, &bits) ||
+         bits / 8 >= (uint64_t)PTRDIFF_MAX;
+}
+
 /* Checks ndim, shape (extents >= 0) and dtype, and computes the element count and packed byte
- * size without overflow. 0, or -1 with ValueError (the message from pf__layout_error). */
+ * size without overflow; an empty layout's other extents must fit as well. 0, or -1 with
+ * ValueError (the message from pf__layout_error). */
 static inline __attribute__((always_inline)) int
 pf__validate_layout(int32_t ndim, const int64_t* shape, DLDataType dtype, const char* func,
                     const char* arg, int64_t* numel, size_t* nbytes) {
   if (PF_UNLIKELY(ndim < 0 || ndim > PF_TENSOR_MAX_NDIM || (ndim > 0 && !shape)))
     return pf__layout_error(ndim, shape, dtype, func, arg);
-  /* The extents' product counting a zero extent as 1 must fit too, as if the tensor were not
-   * empty: compact strides, views and offsets of an empty tensor are computed from the other
-   * extents (issue 10, defect 5: int8[0, 2^62, 4] must not pass). */
   int64_t n = 1;
-  int bad = 0, empty = 0;
+  int bad = 0;
   for (int32_t i = 0; i < ndim; ++i) {
     bad |= shape[i] < 0;
-    empty |= shape[i] == 0;
-    bad |= __builtin_mul_overflow(n, shape[i] != 0 ? shape[i] : 1, &n);
+    bad |= __builtin_mul_overflow(n, shape[i], &n);
   }
   /* The packed size in bits must fit too, with room for the rounding up to bytes. */
   uint64_t bits;
   if (PF_UNLIKELY(bad || !pf_dtype_is_valid(dtype) ||
                   __builtin_mul_overflow((uint64_t)n, (uint64_t)dtype.bits * dtype.lanes, &bits) ||
-                  bits / 8 >= (uint64_t)PTRDIFF_MAX))
+                  bits / 8 >= (uint64_t)PTRDIFF_MAX ||
+                  (n == 0 && pf__empty_layout_overflows(ndim, shape, dtype))))
     return pf__layout_error(ndim, shape, dtype, func, arg);
-  if (empty) {
-    n = 0;
-    bits = 0;
-  }
   *numel = n;
   *nbytes = (size_t)((bits + 7) / 8);
   return 0;
