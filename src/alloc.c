@@ -73,7 +73,7 @@ __attribute__((destructor)) static void pf__cache_fini(void) {
 
 void* pf__alloc_slow(size_t size, unsigned c) {
   pf__block_t* b;
-  if (size > PF__ALLOC_MAX) /* callers check; kept so the sum below can never wrap */
+  if (size > PF__ALLOC_MAX) /* nothing that large can be allocated; the sum below cannot wrap */
     return NULL;
   if (c != PF__NO_CLASS)
     b = malloc(pf__class_size[c]); /* the class's cache is empty */

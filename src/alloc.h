@@ -65,25 +65,28 @@ static inline void* pf__cache_pop(unsigned c) {
   return NULL;
 }
 
-/* Largest size pf__alloc serves: beyond half the address space nothing can be allocated, and
- * refusing it first keeps size + header from wrapping into a small class (issue 10, defect 1). */
+/* Largest size pf__alloc serves: beyond half the address space nothing can be allocated. The
+ * fast paths refuse sizes whose header would wrap the sum (issue 10, defect 1: a wrapped sum
+ * would pick a small class); pf__alloc_slow refuses the rest beyond this. */
 #define PF__ALLOC_MAX (SIZE_MAX / 2)
 
 /* The cache half of pf__alloc: a block from this thread's cache, or NULL when the class is
  * empty (or the size has no class). Lets a hot constructor keep its miss path out of line. */
 static inline void* pf__alloc_cached(size_t size) {
-  if (PF_UNLIKELY(size > PF__ALLOC_MAX))
+  size_t total; /* a size whose header would wrap the sum has no class: the carry says so */
+  if (PF_UNLIKELY(__builtin_add_overflow(size, sizeof(pf__block_t), &total)))
     return NULL;
-  return pf__cache_pop(pf__class_of(size + sizeof(pf__block_t)));
+  return pf__cache_pop(pf__class_of(total));
 }
 
 /* Allocates `size` bytes (16-byte aligned, uninitialised) from the per-thread cache or malloc;
  * NULL when out of memory or `size` exceeds PF__ALLOC_MAX (nothing raised). Free with pf__free
  * only. */
 static inline void* pf__alloc(size_t size) {
-  if (PF_UNLIKELY(size > PF__ALLOC_MAX))
+  size_t total; /* sizes beyond PF__ALLOC_MAX that do not wrap the sum fail in the slow half */
+  if (PF_UNLIKELY(__builtin_add_overflow(size, sizeof(pf__block_t), &total)))
     return NULL;
-  unsigned c = pf__class_of(size + sizeof(pf__block_t));
+  unsigned c = pf__class_of(total);
   void* p = pf__cache_pop(c);
   if (PF_LIKELY(p != NULL))
     return p;
