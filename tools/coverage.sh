@@ -19,9 +19,10 @@ VENV="$BUILD_ROOT/venv"
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
-if [ ! -x "$VENV/bin/gcovr" ]; then
+if ! "$VENV/bin/python" -c "import gcovr" 2>/dev/null; then
   "$VENV/bin/pip" install -q --disable-pip-version-check gcovr
 fi
+GCOVR=("$VENV/bin/python" -m gcovr)
 PY_ARG=()
 "$VENV/bin/python" -c "import numpy" 2>/dev/null && PY_ARG=("-DPF_PYTHON=$VENV/bin/python")
 
@@ -46,12 +47,12 @@ printf '\n%-10s %-34s %s\n' "folder" "lines" "branches"
 for dir in src kernels "$cli"; do
   [ -d "$ROOT/$dir" ] || continue
   # never --output /dev/null: gcovr replaces its output file, device nodes included
-  out=$("$VENV/bin/gcovr" "${common[@]}" --filter "$ROOT/$dir/" --print-summary \
+  out=$("${GCOVR[@]}" "${common[@]}" --filter "$ROOT/$dir/" --print-summary \
         --txt "$BUILD/coverage/${dir%/}.txt" 2>"$BUILD/coverage/${dir%/}.log")
   lines=$(printf '%s\n' "$out" | sed -n 's/^lines: *//p')
   branches=$(printf '%s\n' "$out" | sed -n 's/^branches: *//p')
   printf '%-10s %-34s %s\n' "$dir/" "$lines" "$branches"
 done
-"$VENV/bin/gcovr" "${common[@]}" --filter "$ROOT/src/" --filter "$ROOT/kernels/" \
+"${GCOVR[@]}" "${common[@]}" --filter "$ROOT/src/" --filter "$ROOT/kernels/" \
   --filter "$ROOT/$cli/" --html-details "$BUILD/coverage/index.html" >"$BUILD/coverage/html.log" 2>&1
 printf '\nper-file report: %s\n' "$BUILD/coverage/index.html"
