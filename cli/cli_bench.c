@@ -122,14 +122,17 @@ static double now_ns(void) {
 }
 
 /* Calls fn `calls` times; the elapsed nanoseconds in *ns. 0, or -1 with the call's error. */
-static int time_calls(pf_object_t* fn, const pf_any_t* args, int32_t n, long calls, double* ns) {
+/* Times `calls` calls of fn (named `name`); -1 with the call's error (or RuntimeError when it
+ * failed without raising) on the first failure. */
+static int time_calls(const char* name, pf_object_t* fn, const pf_any_t* args, int32_t n,
+                      long calls, double* ns) {
   double start = now_ns();
   for (long i = 0; i < calls; ++i) {
     pf_any_t result = pf_any_none();
     int rc = pf_function_call(fn, args, n, &result);
     pf_any_release(&result);
     if (rc != 0)
-      return -1;
+      return pf_error_ensure(name, rc);
   }
   *ns = now_ns() - start;
   return 0;
@@ -155,12 +158,12 @@ static int measure(const char* name, const char* lib, pf_object_t* fn, pf_cli_ar
     packed[i] = args[i].value;
   double ns;
   long calls = 1;
-  if (time_calls(fn, packed, n, 1, &ns) != 0) { /* the first call: it must work */
+  if (time_calls(name, fn, packed, n, 1, &ns) != 0) { /* the first call: it must work */
     rc = pf_cli_report_raised("the call failed");
     goto done;
   }
   while (calls < BENCH_MAX_CALLS) { /* calls per repetition, so one lasts BENCH_TARGET_NS */
-    if (time_calls(fn, packed, n, calls, &ns) != 0) {
+    if (time_calls(name, fn, packed, n, calls, &ns) != 0) {
       rc = pf_cli_report_raised("the call failed");
       goto done;
     }
@@ -171,7 +174,7 @@ static int measure(const char* name, const char* lib, pf_object_t* fn, pf_cli_ar
   if (ns > 0 && ns < BENCH_TARGET_NS && calls < BENCH_MAX_CALLS)
     calls = (long)((double)calls * (BENCH_TARGET_NS / ns)) + 1;
   for (long r = 0; r < repeat; ++r) {
-    if (time_calls(fn, packed, n, calls, &ns) != 0) {
+    if (time_calls(name, fn, packed, n, calls, &ns) != 0) {
       rc = pf_cli_report_raised("the call failed");
       goto done;
     }

@@ -341,8 +341,10 @@ static int run_call(const call_opts_t* o, pf_cli_arg_t* args, pf_any_t* packed) 
   for (int i = 0; i < o->num_args; ++i)
     packed[i] =
         args[i].device_tensor != NULL ? pf_any_object(args[i].device_tensor) : args[i].value;
-  if (pf_function_call(fn, packed, o->num_args, &result) != 0 ||
-      fetch_tensors(args, o->num_args) != 0) {
+  int call_rc = pf_function_call(fn, packed, o->num_args, &result);
+  if (call_rc != 0)
+    pf_error_ensure(o->name, call_rc); /* a function that failed without raising: say so */
+  if (call_rc != 0 || fetch_tensors(args, o->num_args) != 0) {
     pf_npy_output_abort(files, (size_t)o->num_outs);
     rc = pf_cli_report_raised("the call failed");
     goto done;

@@ -214,6 +214,11 @@ def test_call_errors(cli):
            stderr_re=r"^TypeError: add_n: expected 3 arguments, got 1$")
     expect(cli, ["call", "--lib", cli.good, "fail"], RAISED, stdout="",
            stderr="RuntimeError: fail: this kernel always fails\n")
+    # a function that fails without raising: the runtime's error names it (defect 7)
+    expect(cli, ["call", "--lib", cli.echo, "silent"], RAISED, stdout="",
+           stderr="RuntimeError: silent returned -1 without raising an error\n")
+    expect(cli, ["bench", "--lib", cli.echo, "silent"], RAISED, stdout="",
+           stderr="RuntimeError: silent returned -1 without raising an error\n")
     expect(cli, ["call", "--lib", cli.good, "nope"], RAISED, stderr_re=r"^KeyError: .*'nope'")
     expect(cli, ["call", "--lib", cli.path("nope.so"), "f"], RAISED, stderr_re=r"^OSError: ")
     # more --out files than outputs

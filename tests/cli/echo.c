@@ -114,3 +114,14 @@ static int fill_ones(void* self, const pf_any_t* args, int32_t num_args, pf_any_
   return 0;
 }
 PF_EXPORT(fill_ones, fill_ones);
+
+/* silent() returns -1 without raising: a broken function, which the CLI must report as the
+ * runtime's RuntimeError naming it (issue 10, defect 7). */
+static int silent(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  (void)args;
+  (void)num_args;
+  (void)result;
+  return -1;
+}
+PF_EXPORT(silent, silent);
