@@ -23,7 +23,7 @@
  * site (a macro, so the error records the caller's file and line) and yields -1:
  *   if (!out) return PF__NULL_ARG("pf_map_create", "out"); */
 #define PF__NULL_ARG(func, arg)                                                                    \
-  (pf_error_set(PF_ERR_VALUE, "%s: argument %s: expected a pointer, got NULL", (func), (arg)), -1)
+  (PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a pointer, got NULL", (func), (arg)), -1)
 
 /* The indefinite article for `word` in generated messages: "an" before a written vowel other
  * than u ("an int64 tensor", "an object"), "a" otherwise ("a float32 tensor", "a uint8 tensor",
