@@ -133,12 +133,27 @@ static void pf__fork_child(void) {
   pthread_mutex_unlock(&pf__readers_lock);
 }
 
+static int pf__key_made; /* 1 once pf__key exists, until the library unloads */
+
 static void pf__key_create(void) {
-  pf__key_ok = pthread_key_create(&pf__key, pf__reader_exit) == 0 &&
-               pthread_atfork(pf__fork_prepare, pf__fork_parent, pf__fork_child) == 0;
+  pf__key_made = pthread_key_create(&pf__key, pf__reader_exit) == 0;
+  /* glibc forgets a library's atfork handlers when it is unloaded (they are tied to its DSO) */
+  pf__key_ok =
+      pf__key_made && pthread_atfork(pf__fork_prepare, pf__fork_parent, pf__fork_child) == 0;
   /* PACKFN_NO_MEMBARRIER=1: the exchange everywhere (what kernels without it get; for tests) */
   const char* no = getenv("PACKFN_NO_MEMBARRIER");
   pf__membarrier_ok = !(no && *no && *no != '0') && pf__membarrier_register();
+}
+
+/* When a host dlclose()s libpackfn while threads that looked names up still run, their exit
+ * must not call pf__reader_exit in unmapped code (issue 10, defect 3, as for the block cache
+ * and the error slot): the key goes with the library. Those threads' records are left. */
+__attribute__((destructor)) static void pf__key_fini(void) {
+  if (pf__key_made) {
+    pf__key_ok = 0;
+    (void)pthread_key_delete(pf__key);
+    pf__key_made = 0;
+  }
 }
 
 /* Links this thread's record; 0 when it cannot (then lookups take the writers' mutex). */

@@ -1,8 +1,8 @@
 /* Regression test, issue 10 defect 3: a host dlopen()s libpackfn, a thread uses it (filling
- * its per-thread block cache and raising an error, so both thread-exit destructors are
- * armed), the host dlclose()s libpackfn while that thread still runs, then the thread exits.
- * Expected after the fix: the thread exits cleanly (keys deleted at unload, or the library
- * pinned). Today: the destructors run in unmapped code (SIGSEGV at thread exit).
+ * its per-thread block cache, raising an error and looking a global name up, so the three
+ * thread-exit destructors are armed), the host dlclose()s libpackfn while that thread still runs,
+ * then the thread exits. Expected after the fix: the thread exits cleanly (keys deleted at unload,
+ * or the library pinned). Today: the destructors run in unmapped code (SIGSEGV at thread exit).
  *   regress_dlclose_thread PATH_TO_libpackfn.so
  * Uses dlsym only: this program does not link libpackfn. */
 #include <dlfcn.h>
@@ -16,6 +16,7 @@ typedef int (*string_create_t)(const char*, size_t, pf_object_t**);
 typedef int (*error_create_t)(const char*, const char*, const char*, pf_object_t**);
 typedef int (*error_raise_t)(pf_object_t*);
 typedef void (*object_release_slow_t)(pf_object_t*, uint64_t);
+typedef int (*global_get_bytes_t)(const char*, size_t, pf_object_t**);
 
 static void* lib;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -35,11 +36,13 @@ static void* worker(void* arg) {
   error_create_t error_create;
   error_raise_t error_raise;
   object_release_slow_t release_slow;
+  global_get_bytes_t global_get;
+  LOOKUP(global_get, "pf_global_get_bytes");
   LOOKUP(string_create, "pf_string_object_create");
   LOOKUP(error_create, "pf_error_create");
   LOOKUP(error_raise, "pf_error_raise");
   LOOKUP(release_slow, "pf__object_release_slow");
-  if (!string_create || !error_create || !error_raise || !release_slow) {
+  if (!string_create || !error_create || !error_raise || !release_slow || !global_get) {
     fprintf(stderr, "FAIL: dlsym: %s\n", dlerror());
     pthread_mutex_lock(&lock);
     stage = 3; /* tells the host to stop waiting */
@@ -56,6 +59,9 @@ static void* worker(void* arg) {
     if ((uint32_t)before == 1)
       release_slow(s, before);
   }
+  /* a global lookup registers this thread as a reader of the table (its own exit hook) */
+  pf_object_t* fn = NULL;
+  (void)global_get("no.such.function", 16, &fn);
   pf_object_t* err;
   if (error_create("ValueError", "raised in the worker", NULL, &err) == 0) {
     error_raise(err); /* the slot keeps its own reference: armed until thread exit */
