@@ -290,6 +290,7 @@ int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* desc, const ch
           return pf__npy_fail(err, err_size, name, "write error: %s", strerror(e));
         }
         to += n;
+        from += n; /* a later copy_file_range continues from here too */
       }
       left -= (size_t)n;
     }
