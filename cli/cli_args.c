@@ -303,7 +303,6 @@ fail:
   return -1;
 }
 
-/* A .npy argument: read it, or create it like `like` when missing and named by an --out. */
 /* A tensor written straight into the temporary file of its --out (pf_npy_output_map): like
  * `like` (path missing) or like the file at `path` with its data (path exists, and maps).
  * 0; 1 when this way does not apply (the file needs reading, or the output is mapped already

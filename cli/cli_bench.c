@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "timing.h" /* bench/: the clock and summary the benchmark programs use */
 
 extern char** environ;
 
@@ -115,18 +116,11 @@ static int run_suite(int argc, char** argv) {
 
 /* ---- one function ---- */
 
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-/* Calls fn `calls` times; the elapsed nanoseconds in *ns. 0, or -1 with the call's error. */
 /* Times `calls` calls of fn (named `name`); -1 with the call's error (or RuntimeError when it
  * failed without raising) on the first failure. */
 static int time_calls(const char* name, pf_object_t* fn, const pf_any_t* args, int32_t n,
                       long calls, double* ns) {
-  double start = now_ns();
+  double start = pf_bench_now_ns();
   for (long i = 0; i < calls; ++i) {
     pf_any_t result = pf_any_none();
     int rc = pf_function_call(fn, args, n, &result);
@@ -134,13 +128,8 @@ static int time_calls(const char* name, pf_object_t* fn, const pf_any_t* args, i
     if (rc != 0)
       return pf_error_ensure(name, rc);
   }
-  *ns = now_ns() - start;
+  *ns = pf_bench_now_ns() - start;
   return 0;
-}
-
-static int cmp_double(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
 }
 
 /* Times fn on the parsed args and prints what it measured. Returns the exit code. */
@@ -180,17 +169,15 @@ static int measure(const char* name, const char* lib, pf_object_t* fn, pf_cli_ar
     }
     per_call[r] = ns / (double)calls;
   }
-  qsort(per_call, (size_t)repeat, sizeof(double), cmp_double);
-  double median =
-      repeat % 2 ? per_call[repeat / 2] : (per_call[repeat / 2 - 1] + per_call[repeat / 2]) / 2;
+  double fastest, median, slowest;
+  pf_bench_summarise(per_call, (int)repeat, &fastest, &median, &slowest);
   const char* sig = pf_function_signature(fn);
   printf("function: %s%s%s%s\n", name, sig != NULL && strchr(sig, '(') ? strchr(sig, '(') : "",
          lib != NULL ? " from " : "", lib != NULL ? lib : "");
   printf("measured: pf_function_call with %d argument%s parsed once (on the host), the result "
          "released after each call; %ld repetition%s of %ld call%s, after one call not timed\n",
          (int)n, n == 1 ? "" : "s", repeat, repeat == 1 ? "" : "s", calls, calls == 1 ? "" : "s");
-  printf("median: %.1f ns per call (min %.1f, max %.1f)\n", median, per_call[0],
-         per_call[repeat - 1]);
+  printf("median: %.1f ns per call (min %.1f, max %.1f)\n", median, fastest, slowest);
 done:
   free(per_call);
   free(packed);
