@@ -76,9 +76,8 @@ static inline void pf__copy(char* dst, const char* src, size_t n) {
   }
 }
 
-/* memcmp(a, b, n) == 0 for runs that are usually short (names): up to 32 bytes with a few
- * overlapping loads and no call. Reads only within [a, a + n) and [b, b + n). */
-/* pf__bytes_equal for n <= 32: a few overlapping word compares, no call. */
+/* pf__bytes_equal for n <= 32: a few overlapping word compares, no call. Reads only within
+ * [a, a + n) and [b, b + n). */
 static inline int pf__bytes_equal_short(const char* a, const char* b, size_t n) {
   if (n > 16) {
     uint64_t x[4], y[4];

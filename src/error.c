@@ -236,9 +236,8 @@ static inline int pf__mode(void) {
   return PF_LIKELY(mode != 0) ? mode : pf__thread_setup();
 }
 
-/* Makes `err` (owned) the raised error, chaining a pending one as its cause. The caller has
- * called pf__mode() in this thread (so the thread-exit hook is in place). */
-/* Makes err the raised error, the pending one (if any) becoming its cause. `fresh`: err was
+/* Makes `err` (owned) the raised error, the pending one (if any) becoming its cause. The caller
+ * has called pf__mode() in this thread (so the thread-exit hook is in place). `fresh`: err was
  * just made here, so it cannot be in the pending chain and the loop walk is skipped (raising
  * over a pending error stays O(1) however long the chain is). */
 static inline __attribute__((always_inline)) void pf__install(pf_object_t* err, int fresh) {

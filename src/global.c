@@ -597,11 +597,12 @@ void pf__global_register_static(const char* name, pf_safe_call_t call, const pf_
   *slot = fn;
 }
 
-void pf__global_unregister_static(const char* name, pf_object_t** slot) {
+void pf__global_unregister_static(const char* name, const pf_signature_t* sig, pf_object_t** slot) {
   pf_object_t* fn = *slot;
   *slot = NULL;
-  if (!fn || !name)
+  if (!fn)
     return;
+  name = name ? name : sig->name; /* as pf__global_register_static chose it */
   size_t len = strlen(name);
   uint64_t tail;
   pf_object_release(pf__remove(name, len, pf__name_hash(name, len, &tail), fn));

@@ -17,12 +17,7 @@ static void pf__object_destroy(pf_object_t* obj, uint64_t before) {
     return;
   }
   obj->deleter(obj, PF_DELETER_STRONG);
-  uint64_t weak_before =
-      __atomic_fetch_sub(&obj->combined_ref_count, PF_REF_WEAK_ONE, __ATOMIC_RELEASE);
-  if (weak_before == PF_REF_WEAK_ONE) {
-    (void)__atomic_load_n(&obj->combined_ref_count, __ATOMIC_ACQUIRE);
-    obj->deleter(obj, PF_DELETER_WEAK);
-  }
+  pf_object_weak_release(obj); /* the weak reference the strong ones held */
 }
 
 void pf__object_release_slow(pf_object_t* obj, uint64_t before) {

@@ -39,6 +39,13 @@ PF_TYPED_DEFINE(cube, INT, (INT, x)) {
 }
 PF_TYPED_REGISTER(cube, "test.static.cube");
 
+/* A NULL name registers under the signature's own name (and is removed under it at exit). */
+PF_TYPED_DEFINE(test_static_negate, INT, (INT, x)) {
+  *result = pf_any_int(-x);
+  return 0;
+}
+PF_TYPED_REGISTER(test_static_negate, NULL);
+
 static pf_object_t* make_fn(pf_safe_call_t call) {
   pf_object_t* fn;
   ck_assert_int_eq(pf_function_create(NULL, call, NULL, &fn), 0);
@@ -237,6 +244,8 @@ START_TEST(test_static_registration) {
   ck_assert_int_eq(pf_global_get("test.static.cube", &fn), 0);
   ck_assert_str_eq(pf_function_signature(fn), "cube(x: int) -> int");
   pf_object_release(fn);
+  ck_assert_int_eq(pf_global_call("test_static_negate", &a, 1, &r), 0);
+  ck_assert_int_eq(r.v_int64, -7);
 }
 END_TEST
 

@@ -276,7 +276,8 @@ static inline int pf__conv_PTR(const pf_any_t* a, void** o) {
 PF_API void pf__global_register_static(const char* name, pf_safe_call_t call,
                                        const pf_signature_t* sig, pf_typed_call_t typed,
                                        pf_object_t** slot);
-PF_API void pf__global_unregister_static(const char* name, pf_object_t** slot);
+PF_API void pf__global_unregister_static(const char* name, const pf_signature_t* sig,
+                                         pf_object_t** slot);
 
 /* The one implementation of the registration macros below: a slot, a constructor that
  * registers into it and a destructor that removes it again, named after the line. */
@@ -286,7 +287,7 @@ PF_API void pf__global_unregister_static(const char* name, pf_object_t** slot);
     pf__global_register_static((name), (call), (sig), (typed), &PF__CAT(pf__reg_slot_, __LINE__)); \
   }                                                                                                \
   __attribute__((destructor)) static void PF__CAT(pf__reg_dtor_, __LINE__)(void) {                 \
-    pf__global_unregister_static((name), &PF__CAT(pf__reg_slot_, __LINE__));                       \
+    pf__global_unregister_static((name), (sig), &PF__CAT(pf__reg_slot_, __LINE__));                \
   }                                                                                                \
   PF__STATIC_ASSERT(1, "registration")
 
