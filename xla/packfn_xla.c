@@ -295,15 +295,14 @@ static int dtype_of(XLA_FFI_DataType t, DLDataType* out) {
  * fit. */
 static int scalar_of(const XLA_FFI_Scalar* s, int kind, pf_any_t* out) {
   double f;
-  int64_t i;
+  int64_t i = 0; /* floats never become ints (below): no float-to-int conversion, which is
+                    undefined for NaN or out-of-range values */
   switch (s->dtype) {
   case XLA_FFI_DataType_F64:
     f = *(const double*)s->value;
-    i = (int64_t)f;
     break;
   case XLA_FFI_DataType_F32:
     f = *(const float*)s->value;
-    i = (int64_t)f;
     break;
   case XLA_FFI_DataType_S64:
     i = *(const int64_t*)s->value;

@@ -159,11 +159,11 @@ static int pyerr_to_pf(void) {
     return -1;
   }
   const char* kind = exc_kind(value);
-  const char* msg = "";
+  const char* msg = NULL;
   PyObject* str = PyObject_Str(value);
   if (str)
     msg = PyUnicode_AsUTF8(str);
-  if (!msg) {
+  if (!msg) { /* str() or its conversion failed: clear that exception too */
     PyErr_Clear();
     msg = "<unprintable exception>";
   }
@@ -618,10 +618,15 @@ static int make_callback(PyObject* callable, pf_object_t** out);
 
 static int py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* has_tensor);
 
-/* An Array from a list or tuple: new reference in *out. */
-static int array_from_seq(PyObject* seq, pf_object_t** out) {
-  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-  PyObject** items = PySequence_Fast_ITEMS(seq);
+/* An Array from a list or tuple: new reference in *out. Converting an item may run Python code
+ * (__dlpack__, __index__) that changes a list, so the items come from a tuple snapshot that
+ * holds them until the array owns its copies. */
+static int array_from_seq(PyObject* list_or_tuple, pf_object_t** out) {
+  PyObject* seq = PySequence_Tuple(list_or_tuple);
+  if (!seq)
+    return -1;
+  Py_ssize_t n = PyTuple_GET_SIZE(seq);
+  PyObject** items = &PyTuple_GET_ITEM(seq, 0);
   pf_any_t* views = PyMem_Malloc(sizeof(pf_any_t) * (size_t)(n ? n : 1));
   argtmp_t* tmps = PyMem_Malloc(sizeof(argtmp_t) * (size_t)(n ? n : 1));
   unsigned char* used = PyMem_Calloc((size_t)(n ? n : 1), 1);
@@ -645,20 +650,28 @@ done:
   PyMem_Free(views);
   PyMem_Free(tmps);
   PyMem_Free(used);
+  Py_DECREF(seq);
   return rc;
 }
 
-/* A frozen Map from a dict: new reference in *out. */
+/* A frozen Map from a dict: new reference in *out. Converting a key or value may run Python
+ * code that changes the dict, so the pairs come from a snapshot (a list of (key, value)
+ * tuples) that holds them while they are converted. */
 static int map_from_dict(PyObject* d, pf_object_t** out) {
+  PyObject* pairs = PyDict_Items(d);
+  if (!pairs)
+    return -1;
   pf_object_t* map;
   if (pf_map_create(&map) != 0) {
+    Py_DECREF(pairs);
     raise_pf_error();
     return -1;
   }
-  Py_ssize_t pos = 0;
-  PyObject *k, *v;
   int ht = 0;
-  while (PyDict_Next(d, &pos, &k, &v)) {
+  for (Py_ssize_t pos = 0; pos < PyList_GET_SIZE(pairs); ++pos) {
+    PyObject* pair = PyList_GET_ITEM(pairs, pos);
+    PyObject* k = PyTuple_GET_ITEM(pair, 0);
+    PyObject* v = PyTuple_GET_ITEM(pair, 1);
     pf_any_t kv, vv;
     argtmp_t kt, vt;
     int rk = py_to_view(k, &kv, &kt, 1, &ht);
@@ -680,10 +693,12 @@ static int map_from_dict(PyObject* d, pf_object_t** out) {
       goto fail;
     }
   }
+  Py_DECREF(pairs);
   pf_map_freeze(map);
   *out = map;
   return 0;
 fail:
+  Py_DECREF(pairs);
   pf_object_release(map);
   return -1;
 }
@@ -954,10 +969,13 @@ static int make_callback(PyObject* callable, pf_object_t** out) {
     return -1;
   }
   Py_DECREF(key);
+  /* each lookup may fail (no __qualname__ on a functools.partial): clear before the next call */
   PyObject* name = PyObject_GetAttrString(callable, "__qualname__");
+  PyErr_Clear();
   PyObject* doc = PyObject_GetAttrString(callable, "__doc__");
   PyErr_Clear();
   const char* ns = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+  PyErr_Clear();
   const char* ds = doc && PyUnicode_Check(doc) ? PyUnicode_AsUTF8(doc) : NULL;
   PyErr_Clear();
   if (ns || ds) {

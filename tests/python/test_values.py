@@ -200,3 +200,28 @@ def test_jax_arrays():
 
     back = jax.dlpack.from_dlpack(packfn.Tensor(np.arange(3.0)))
     assert list(np.asarray(back)) == [0.0, 1.0, 2.0]
+
+
+def test_callback_from_partial_and_list_changed_while_converted():
+    import functools
+
+    # a callable without __qualname__ (functools.partial) still becomes a Function
+    add = packfn.Function(functools.partial(lambda a, b: a + b, 40))
+    assert add(2) == 42
+
+    # converting an item may run Python code that changes the list being converted: the
+    # conversion works on a snapshot, so it neither crashes nor sees the change
+    items = [1, 2, 3]
+    data = np.arange(4.0)
+
+    class Shrinks:  # a DLPack producer whose export empties the list
+        def __dlpack__(self, *args, **kwargs):
+            items.clear()
+            return data.__dlpack__(*args, **kwargs)
+
+        def __dlpack_device__(self):
+            return data.__dlpack_device__()
+
+    items.append(Shrinks())
+    got = packfn.Function(lambda x: len(x))(items)
+    assert got == 4 and items == []
