@@ -303,6 +303,10 @@ int pf_global_get_bytes(const char* name, size_t size, pf_object_t** out) {
   return pf__lookup(name, size, out);
 }
 
+int pf__global_lookup(const char* name, size_t size, pf_object_t** out) {
+  return pf__lookup(name, size, out);
+}
+
 int pf__global_get_invalid(const char* name, pf_object_t** out) {
   (void)name;
   return pf__lookup_invalid("pf_global_get", out);

@@ -73,6 +73,9 @@ PF_API int pf_global_set(const char* name, pf_object_t* fn, int allow_override);
 /* Failure path of pf_global_get for a NULL name or out: sets *out (when out is not NULL) to
  * NULL, raises ValueError naming the bad argument, returns -1. */
 PF_API int pf__global_get_invalid(const char* name, pf_object_t** out);
+/* pf_global_get_bytes once its arguments are known valid (pf_global_get has checked them):
+ * the lookup without a second check. Private. */
+PF_API int pf__global_lookup(const char* name, size_t size, pf_object_t** out);
 
 /* As pf_global_get, for a name given as (data, size) that need not be NUL-terminated.
  * -1 with ValueError for a NULL out, or a NULL name with size > 0. */
@@ -84,7 +87,7 @@ PF_API int pf_global_get_bytes(const char* name, size_t size, pf_object_t** out)
 PF_INLINE int pf_global_get(const char* name, pf_object_t** out) {
   if (PF_UNLIKELY(name == NULL || out == NULL))
     return pf__global_get_invalid(name, out);
-  return pf_global_get_bytes(name, strlen(name), out);
+  return pf__global_lookup(name, strlen(name), out);
 }
 
 /* Removes `name`, releasing the table's reference. -1 with KeyError naming it when absent,
