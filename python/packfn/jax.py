@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
-from . import get_global
+from . import _packfn, get_global
 from ._signature import _split_params
 
 __all__ = ["Target", "register", "ffi_call", "library_path"]
@@ -60,10 +60,6 @@ def _library() -> ctypes.CDLL:
         lib.pf_xla_num_tensors.restype = ctypes.c_int32
         _lib = lib
     return _lib
-
-
-_ERRORS = {"TypeError": TypeError, "ValueError": ValueError, "KeyError": KeyError,
-           "MemoryError": MemoryError}
 
 
 @dataclass(frozen=True)
@@ -114,7 +110,7 @@ def register(name: str, *, platforms: Sequence[str] | None = None) -> Target:
         slot = lib.pf_xla_bind(name.encode(), err, len(err))
         if slot < 0:
             kind, _, msg = err.value.decode(errors="replace").partition(": ")
-            raise _ERRORS.get(kind, RuntimeError)(msg)
+            _packfn._raise(kind, msg)  # the exception class packfn maps that kind to
         sig = fn.signature or ""
         tensors, scalars = _parse(name, sig)
         if platforms is None:
