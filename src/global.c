@@ -174,6 +174,10 @@ static int pf__reader_register(void) {
 /* Returns once every lookup that could have seen what the caller just unpublished (with a
  * sequentially consistent store) has finished. Holds no table lock: call it after unlocking. */
 static void pf__synchronize(void) {
+  /* pf__membarrier_ok is settled once, by whichever thread first gets here or registers: a
+   * writer that never looked a name up must not read it while a reader's first lookup sets it
+   * (it could skip the barrier that reader's plain-store marks rely on). */
+  pthread_once(&pf__key_once, pf__key_create);
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   if (pf__membarrier_ok)
     pf__membarrier(); /* the plain-store marks' half of the barrier */
