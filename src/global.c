@@ -39,6 +39,7 @@
 #include "bytes.h"
 #include "global_private.h"
 #include "suggest.h"
+#include "tvm_private.h"
 
 typedef struct {
   uint64_t hash;   /* pf__name_hash */
@@ -615,4 +616,13 @@ void pf__global_unregister_static(const char* name, const pf_signature_t* sig, p
   uint64_t tail;
   pf_object_release(pf__remove(name, len, pf__name_hash(name, len, &tail), fn));
   pf_object_release(fn);
+}
+
+/* Joining TVM-FFI (tvm.c): this table's functions are published in TVM-FFI's (issue 11). */
+static void pf__global_tvm_joined(const pf__tvm_t* tvm) {
+  (void)tvm;
+}
+
+__attribute__((constructor)) static void pf__global_tvm_joined_hook(void) {
+  pf__tvm_join_hooks[PF__TVM_HOOK_GLOBALS] = pf__global_tvm_joined;
 }

@@ -8,6 +8,7 @@
 #include "packfn/object.h"
 
 #include "common.h"
+#include "tvm_private.h"
 #include "type_private.h"
 
 static const int32_t pf__root_ancestors[1] = {PF_TYPE_OBJECT};
@@ -116,4 +117,13 @@ __attribute__((destructor)) static void pf__types_fini(void) {
     free(pf__types[i]);
     pf__types[i] = NULL;
   }
+}
+
+/* Joining TVM-FFI (tvm.c): registered types move to its registry (issue 11). */
+static void pf__type_tvm_joined(const pf__tvm_t* tvm) {
+  (void)tvm;
+}
+
+__attribute__((constructor)) static void pf__type_tvm_joined_hook(void) {
+  pf__tvm_join_hooks[PF__TVM_HOOK_TYPES] = pf__type_tvm_joined;
 }

@@ -15,6 +15,7 @@
 #include "packfn/container.h"
 #include "packfn/export.h"
 #include "packfn/module.h"
+#include "packfn/interop.h"
 #include "packfn/device.h"
 #include "packfn/tensor.h"
 

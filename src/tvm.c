@@ -1,0 +1,79 @@
+/* Joining the TVM-FFI runtime of the process (interop.h): finds a loaded libtvm_ffi with
+ * dlopen(RTLD_NOLOAD), never loading it, checks its version and looks up its entry points. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "packfn/interop.h"
+
+#include "tvm_private.h"
+
+int pf__tvm_state;
+const pf__tvm_t* pf__tvm_api;
+void (*pf__tvm_join_hooks[PF__TVM_HOOKS])(const pf__tvm_t* tvm);
+
+static pf__tvm_t pf__tvm_found;
+static pthread_mutex_t pf__tvm_lock = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct {
+  int32_t major, minor, patch;
+} pf__tvm_version_t;
+
+static int pf__tvm_disabled(void) {
+  const char* no = getenv(PF_NO_TVM_FFI_ENV);
+  return no && *no && !(no[0] == '0' && no[1] == '\0');
+}
+
+/* Fills *t from the loaded library; 0 when an entry point is missing or the version is not
+ * 0.1.x (the layouts packfn shares were checked against 0.1). */
+static int pf__tvm_resolve(void* lib, pf__tvm_t* t) {
+  void (*get_version)(pf__tvm_version_t*);
+  *(void**)&get_version = dlsym(lib, "TVMFFIGetVersion");
+  if (!get_version)
+    return 0;
+  pf__tvm_version_t v = {0, 0, 0};
+  get_version(&v);
+  if (v.major != 0 || v.minor != 1)
+    return 0;
+  t->version_major = v.major;
+  t->version_minor = v.minor;
+  t->version_patch = v.patch;
+  *(void**)&t->error_move_from_raised = dlsym(lib, "TVMFFIErrorMoveFromRaised");
+  *(void**)&t->error_set_raised = dlsym(lib, "TVMFFIErrorSetRaised");
+  *(void**)&t->type_get_or_alloc_index = dlsym(lib, "TVMFFITypeGetOrAllocIndex");
+  *(void**)&t->type_key_to_index = dlsym(lib, "TVMFFITypeKeyToIndex");
+  *(void**)&t->function_get_global = dlsym(lib, "TVMFFIFunctionGetGlobal");
+  *(void**)&t->function_set_global = dlsym(lib, "TVMFFIFunctionSetGlobal");
+  *(void**)&t->function_call = dlsym(lib, "TVMFFIFunctionCall");
+  t->library = lib;
+  return t->error_move_from_raised && t->error_set_raised && t->type_get_or_alloc_index &&
+         t->type_key_to_index && t->function_get_global && t->function_set_global &&
+         t->function_call;
+}
+
+int pf_tvm_ffi_join(void) {
+  if (__atomic_load_n(&pf__tvm_state, __ATOMIC_ACQUIRE) == 2)
+    return 1;
+  pthread_mutex_lock(&pf__tvm_lock);
+  int state = pf__tvm_state;
+  if (state != 2) {
+    state = 1;
+    void* lib = pf__tvm_disabled() ? NULL : dlopen("libtvm_ffi.so", RTLD_NOW | RTLD_NOLOAD);
+    if (lib && pf__tvm_resolve(lib, &pf__tvm_found)) {
+      __atomic_store_n(&pf__tvm_api, &pf__tvm_found, __ATOMIC_RELEASE);
+      for (int i = 0; i < PF__TVM_HOOKS; ++i)
+        if (pf__tvm_join_hooks[i])
+          pf__tvm_join_hooks[i](&pf__tvm_found);
+      state = 2;
+    } else if (lib) {
+      dlclose(lib);
+    }
+    __atomic_store_n(&pf__tvm_state, state, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&pf__tvm_lock);
+  return state == 2;
+}
+
+int pf_tvm_ffi_joined(void) {
+  return __atomic_load_n(&pf__tvm_state, __ATOMIC_ACQUIRE) == 2;
+}

@@ -1,0 +1,51 @@
+/* Private: the TVM-FFI runtime of this process, once packfn has joined it (interop.h). The
+ * entry points are looked up with dlsym in libtvm_ffi, which is never linked. */
+#ifndef PACKFN_SRC_TVM_PRIVATE_H_
+#define PACKFN_SRC_TVM_PRIVATE_H_
+
+#include <stdint.h>
+
+#include "packfn/abi.h"
+#include "packfn/interop.h"
+
+typedef struct {
+  /* c_api.h's functions, by the same signatures (pf_byte_array_t is TVMFFIByteArray) */
+  void (*error_move_from_raised)(void** result);
+  void (*error_set_raised)(void* error);
+  int32_t (*type_get_or_alloc_index)(const pf_byte_array_t* type_key, int32_t static_type_index,
+                                     int32_t type_depth, int32_t num_child_slots,
+                                     int32_t child_slots_can_overflow, int32_t parent_type_index);
+  int (*type_key_to_index)(const pf_byte_array_t* type_key, int32_t* out_tindex);
+  int (*function_get_global)(const pf_byte_array_t* name, void** out);
+  int (*function_set_global)(const pf_byte_array_t* name, void* f, int allow_override);
+  int (*function_call)(void* func, pf_any_t* args, int32_t num_args, pf_any_t* result);
+  void* library; /* dlopen handle (RTLD_NOLOAD), held for the life of the process */
+  int32_t version_major, version_minor, version_patch;
+} pf__tvm_t;
+
+/* 0: not looked for yet, 1: looked for and absent (or disabled), 2: joined */
+extern int pf__tvm_state;
+extern const pf__tvm_t* pf__tvm_api;
+
+/* The joined runtime, or NULL. After a NULL, the caller may call pf__tvm_first_use(). */
+static inline const pf__tvm_t* pf__tvm(void) {
+  return __atomic_load_n(&pf__tvm_api, __ATOMIC_ACQUIRE);
+}
+
+/* For the first error, registration or table use of the process: looks for libtvm_ffi once
+ * (later looks only happen at pf_tvm_ffi_join's call sites). Returns pf__tvm(). Cheap after
+ * the first call: one load. */
+static inline const pf__tvm_t* pf__tvm_first_use(void) {
+  if (__builtin_expect(__atomic_load_n(&pf__tvm_state, __ATOMIC_ACQUIRE) == 0, 0))
+    (void)pf_tvm_ffi_join();
+  return pf__tvm();
+}
+
+/* What each layer hands TVM-FFI when packfn joins it (what it made before: registered types,
+ * global functions). Layers set their hook from a constructor (so tvm.c calls no layer by
+ * name); pf_tvm_ffi_join calls them once, under its lock, right after pf__tvm_api is
+ * published, types first. A hook must not raise and must not call pf_tvm_ffi_join. */
+enum { PF__TVM_HOOK_TYPES, PF__TVM_HOOK_GLOBALS, PF__TVM_HOOKS };
+extern void (*pf__tvm_join_hooks[PF__TVM_HOOKS])(const pf__tvm_t* tvm);
+
+#endif /* PACKFN_SRC_TVM_PRIVATE_H_ */
