@@ -51,6 +51,49 @@ _abc.Sequence.register(Array)
 _abc.Mapping.register(Map)
 
 
+def _join_tvm_ffi() -> None:
+    """Joins TVM-FFI's runtime now if tvm_ffi is imported, else right after its import.
+
+    With both in one process, packfn and TVM-FFI share one error slot, type registry and global
+    table (docs/interop.md). libtvm_ffi is loaded by `import tvm_ffi`, so when packfn is imported
+    first, a one-shot import hook joins once tvm_ffi's module has run."""
+    import sys
+
+    if "tvm_ffi" in sys.modules:
+        _packfn._tvm_ffi_join()
+        return
+    import importlib.abc
+    import importlib.util
+
+    class _JoinAfterImport(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name != "tvm_ffi":
+                return None
+            try:
+                sys.meta_path.remove(self)
+            except ValueError:
+                return None
+            spec = importlib.util.find_spec(name)
+            loader = spec.loader if spec is not None else None
+            if loader is None or not hasattr(loader, "exec_module"):
+                return spec
+            run = loader.exec_module
+
+            def exec_module(module):
+                run(module)
+                _packfn._tvm_ffi_join()
+
+            loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, _JoinAfterImport())
+
+
+from . import _packfn  # noqa: E402
+
+_join_tvm_ffi()
+
+
 def get_global(name: str) -> Function:
     """The global function `name`, a packfn.Function.
 

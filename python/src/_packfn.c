@@ -713,6 +713,46 @@ static int int_overflow(PyObject* o) {
  * `t` after the call) or -1 with a Python exception. `owned`: tensors become tensor objects
  * (for values that outlive the call: container items, callback results). *has_tensor is set
  * when a tensor is passed. */
+/* ======================================================================================
+ * TVM-FFI's Python objects (packfn and TVM-FFI share the object ABI, docs/interop.md)
+ * ====================================================================================== */
+
+/* A tvm_ffi.Object (any of its subclasses: Function, Tensor, Array, Map, ...) passed to packfn
+ * is the same C object, borrowed for the call like a packfn.Object: its __chandle__() is the
+ * object's address. 1 when `o` is one (a view in *out), 0 when not, -1 with an exception. Only
+ * types defined by the tvm_ffi package are trusted to answer __chandle__ with an address. */
+static int tvm_ffi_handle(PyObject* o, pf_any_t* out, int* has_tensor) {
+  PyTypeObject* tp = Py_TYPE(o);
+  PyObject* mod = PyObject_GetAttrString((PyObject*)tp, "__module__");
+  const char* name = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
+  int ours = name && (strcmp(name, "tvm_ffi") == 0 || strncmp(name, "tvm_ffi.", 8) == 0);
+  Py_XDECREF(mod);
+  PyErr_Clear();
+  if (!ours)
+    return 0;
+  PyObject* meth = PyObject_GetAttrString(o, "__chandle__");
+  if (!meth) {
+    PyErr_Clear();
+    return 0;
+  }
+  PyObject* addr = PyObject_CallNoArgs(meth);
+  Py_DECREF(meth);
+  if (!addr)
+    return -1;
+  void* p = PyLong_AsVoidPtr(addr);
+  Py_DECREF(addr);
+  if (!p) {
+    if (!PyErr_Occurred())
+      PyErr_Format(PyExc_ValueError, "packfn: a '%s' holds no object (None handle)", tp->tp_name);
+    return -1;
+  }
+  pf_object_t* obj = p;
+  *out = pf_any_object(obj);
+  if (obj->type_index == PF_TYPE_TENSOR)
+    *has_tensor = 1;
+  return 1;
+}
+
 static int py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* has_tensor) {
   PyTypeObject* tp = Py_TYPE(o);
   out->zero_padding = 0;
@@ -855,6 +895,9 @@ static int py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* h
     *out = pf_any_object(t->owned);
     return 1;
   }
+  int h = tvm_ffi_handle(o, out, has_tensor);
+  if (h != 0)
+    return h < 0 ? -1 : 0;
   int r = tensor_from_object(o, &t->owned);
   if (r < 0)
     return -1;
@@ -1046,6 +1089,62 @@ static PyGetSetDef obj_getset[] = {
     {"type_key", obj_type_key, NULL, "type name of the packfn object", NULL},
     {"_pf_refcount", obj_refcount, NULL, "strong reference count of the C object", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
+
+/* packfn.Object.__tvm_ffi_object__(): the same C object as a tvm_ffi.Object (of the class
+ * tvm_ffi gives its type index), so TVM-FFI's Python passes packfn objects to its functions.
+ * tvm_ffi has no Python constructor from an address, so a packfn global function returns the
+ * object to it: TVM_HANDOFF_GLOBAL, which only hands out the object this thread is handing
+ * off right now (any other address is refused). Needs packfn joined to TVM-FFI (the global is
+ * then in its table): ImportError/RuntimeError otherwise. */
+#define TVM_HANDOFF_GLOBAL "packfn._tvm_ffi_handoff"
+static _Thread_local pf_object_t* tvm_handoff; /* the object being handed off, or NULL */
+
+static int tvm_handoff_call(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  if (num_args != 1 || args[0].type_index != PF_TYPE_INT || !tvm_handoff ||
+      (uintptr_t)args[0].v_int64 != (uintptr_t)tvm_handoff) {
+    pf_error_set(PF_ERR_VALUE, TVM_HANDOFF_GLOBAL ": private to packfn.Object.__tvm_ffi_object__");
+    return -1;
+  }
+  pf_object_retain(tvm_handoff);
+  *result = pf_any_object(tvm_handoff);
+  return 0;
+}
+
+static PyObject* obj_tvm_ffi_object(PyObject* self, PyObject* unused) {
+  (void)unused;
+  static PyObject* handoff; /* tvm_ffi.Function for TVM_HANDOFF_GLOBAL, once found */
+  if (!handoff) {
+    if (!pf_tvm_ffi_join()) {
+      PyErr_SetString(PyExc_RuntimeError,
+                      "packfn: __tvm_ffi_object__: packfn has not joined TVM-FFI (import tvm_ffi "
+                      "first, and leave PACKFN_NO_TVM_FFI unset)");
+      return NULL;
+    }
+    PyObject* mod = PyImport_ImportModule("tvm_ffi");
+    if (!mod)
+      return NULL;
+    PyObject* f = PyObject_CallMethod(mod, "get_global_func", "s", TVM_HANDOFF_GLOBAL);
+    Py_DECREF(mod);
+    if (!f)
+      return NULL;
+    handoff = f;
+  }
+  PyObject* addr = PyLong_FromVoidPtr(((PfObject*)self)->obj);
+  if (!addr)
+    return NULL;
+  pf_object_t* before = tvm_handoff;
+  tvm_handoff = ((PfObject*)self)->obj;
+  PyObject* r = PyObject_CallOneArg(handoff, addr);
+  tvm_handoff = before;
+  Py_DECREF(addr);
+  return r;
+}
+
+static PyMethodDef obj_methods[] = {
+    {"__tvm_ffi_object__", obj_tvm_ffi_object, METH_NOARGS,
+     "__tvm_ffi_object__() -> tvm_ffi.Object: the same C object seen from TVM-FFI's Python"},
+    {NULL, NULL, 0, NULL}};
 
 static PyObject* obj_new_forbidden(PyTypeObject* tp, PyObject* a, PyObject* k) {
   (void)a;
@@ -1813,6 +1912,55 @@ static PyObject* m_raise(PyObject* m, PyObject* args) {
   return raise_pf_error();
 }
 
+/* _raiser(): a C function f(kind, message[, cause_kind, cause_message]) that raises, for
+ * tests of errors crossing runtimes (TVM-FFI's Python calling packfn). */
+static int raiser_call(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  (void)result;
+  const char* s[4] = {NULL, NULL, NULL, NULL};
+  size_t n[4] = {0, 0, 0, 0};
+  if (num_args != 2 && num_args != 4) {
+    PF_ERROR_SET(PF_ERR_TYPE, "_raiser: expected 2 or 4 arguments, got %d", (int)num_args);
+    return -1;
+  }
+  for (int32_t i = 0; i < num_args; ++i)
+    if (pf_any_as_str(&args[i], &s[i], &n[i]) != 0)
+      return -1;
+  if (num_args == 4)
+    PF_ERROR_SET(s[2], "%.*s", (int)n[3], s[3]);
+  PF_ERROR_SET(s[0], "%.*s", (int)n[1], s[1]);
+  return -1;
+}
+
+/* _custom_object(type_key): an object of the registered type `type_key` (registered on first
+ * use, deriving from Object; no fields), for tests of custom types crossing runtimes. */
+static void custom_object_deleter(void* self, int flags) {
+  if (flags & PF_DELETER_WEAK)
+    pf_object_free(self);
+}
+
+static PyObject* m_custom_object(PyObject* m, PyObject* key) {
+  (void)m;
+  const char* k = PyUnicode_AsUTF8(key);
+  if (!k)
+    return NULL;
+  int32_t index;
+  pf_object_t* obj;
+  if (pf_type_register(k, PF_TYPE_OBJECT, &index) != 0 ||
+      pf_object_alloc(sizeof(pf_object_t), index, custom_object_deleter, &obj) != 0)
+    return raise_pf_error();
+  return wrap_steal(obj);
+}
+
+static PyObject* m_raiser(PyObject* m, PyObject* u) {
+  (void)m;
+  (void)u;
+  pf_object_t* fn;
+  if (pf_function_create(NULL, raiser_call, NULL, &fn) != 0)
+    return raise_pf_error();
+  return wrap_steal(fn);
+}
+
 static int noop_call(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
   (void)self;
   (void)args;
@@ -1835,7 +1983,15 @@ static PyObject* m_noop(PyObject* m, PyObject* u) {
   return wrap_steal(fn);
 }
 
+static PyObject* m_tvm_ffi_join(PyObject* m, PyObject* u) {
+  (void)m;
+  (void)u;
+  return PyBool_FromLong(pf_tvm_ffi_join());
+}
+
 static PyMethodDef module_functions[] = {
+    {"_tvm_ffi_join", m_tvm_ffi_join, METH_NOARGS,
+     "_tvm_ffi_join() -> bool: joins the TVM-FFI runtime when it is loaded (pf_tvm_ffi_join)"},
     {"_noop", m_noop, METH_NOARGS, "_noop() -> Function: a C function that does nothing"},
     {"_get_global", m_get_global, METH_O, "the global function `name` (KeyError when absent)"},
     {"list_globals", m_list_globals, METH_NOARGS, "list_globals() -> sorted list of global names"},
@@ -1849,6 +2005,8 @@ static PyMethodDef module_functions[] = {
     {"system_module", m_system_module, METH_NOARGS,
      "system_module() -> Module: the running program's exports and the global table"},
     {"_raise", m_raise, METH_VARARGS, NULL},
+    {"_raiser", m_raiser, METH_NOARGS, NULL},
+    {"_custom_object", m_custom_object, METH_O, NULL},
     {NULL, NULL, 0, NULL}};
 
 /* ======================================================================================
@@ -1867,6 +2025,7 @@ static PyTypeObject Object_Type = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_repr = obj_repr,
     .tp_getset = obj_getset,
+    .tp_methods = obj_methods,
     .tp_new = obj_new_forbidden,
 };
 
@@ -1948,6 +2107,14 @@ PyMODINIT_FUNC PyInit__packfn(void) {
   for (size_t i = 0; i < sizeof types / sizeof types[0]; ++i)
     if (PyType_Ready(types[i]) < 0)
       return NULL;
+  /* the private function __tvm_ffi_object__ hands objects to TVM-FFI through */
+  pf_object_t* handoff_fn;
+  if (pf_function_create(NULL, tvm_handoff_call, NULL, &handoff_fn) != 0)
+    return raise_pf_error();
+  int rc = pf_global_set(TVM_HANDOFF_GLOBAL, handoff_fn, 1);
+  pf_object_release(handoff_fn);
+  if (rc != 0)
+    return raise_pf_error();
   PyObject* m = PyModule_Create(&packfn_module);
   if (!m)
     return NULL;

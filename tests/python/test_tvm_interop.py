@@ -1,0 +1,225 @@
+"""packfn and TVM-FFI's Python (the apache-tvm-ffi wheel) in one interpreter (issue 11).
+
+TVM-FFI's Python drives packfn's C kernels and functions and gets packfn's errors as its own
+exceptions; TVM-FFI's objects (containers, functions, tensors, strings) go through packfn and
+come back as the same C objects. The wheel is a dependency of the test venv: a missing wheel
+fails these tests, it does not skip them."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import packfn
+import tvm_ffi
+from packfn import _packfn
+
+
+def as_tvm(obj):
+    """The packfn object `obj` seen from TVM-FFI's Python (the same C object)."""
+    return obj.__tvm_ffi_object__()
+
+
+@pytest.fixture(scope="module")
+def identity():
+    fn = packfn.register_global("test.tvm_interop.identity", lambda x: x, override=True)
+    yield fn
+    packfn.remove_global("test.tvm_interop.identity")
+
+
+def test_joined():
+    assert _packfn._tvm_ffi_join() is True
+
+
+@pytest.mark.parametrize("first", ["packfn", "tvm_ffi"])
+def test_either_import_order_joins_and_shares_the_global_table(first):
+    second = "tvm_ffi" if first == "packfn" else "packfn"
+    code = (
+        f"import {first}, {second}, numpy as np\n"
+        "from packfn import _packfn\n"
+        "rms = tvm_ffi.get_global_func('packfn.kernels.rms_norm')\n"
+        "x = np.ones((2, 4), np.float32); out = np.empty_like(x)\n"
+        "rms(x, out, 0.0)\n"
+        "assert np.allclose(out, 1.0), out\n"
+        "print('ok')\n"
+    )
+    env = dict(os.environ)
+    env.pop("PACKFN_NO_TVM_FFI", None)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
+
+
+def test_no_tvm_ffi_env_keeps_them_apart():
+    code = "import packfn, tvm_ffi\nfrom packfn import _packfn\nprint(_packfn._tvm_ffi_join())\n"
+    env = dict(os.environ, PACKFN_NO_TVM_FFI="1")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"
+
+
+def test_rms_norm_from_tvm_ffi_on_numpy_arrays():
+    rms = tvm_ffi.get_global_func("packfn.kernels.rms_norm")
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((8, 33)).astype(np.float32)
+    out = np.empty_like(x)
+    rms(x, out, 1e-5)
+    ref = x / np.sqrt(np.mean(x.astype(np.float64) ** 2, axis=-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(out, ref, rtol=2e-5, atol=1e-6)
+
+
+KINDS = [
+    ("TypeError", TypeError),
+    ("ValueError", ValueError),
+    ("IndexError", IndexError),
+    ("KeyError", KeyError),
+    ("AttributeError", AttributeError),
+    ("RuntimeError", RuntimeError),
+    ("MemoryError", MemoryError),
+    ("NotImplementedError", NotImplementedError),
+]
+
+
+@pytest.mark.parametrize("kind,exc", KINDS)
+def test_every_packfn_error_kind_arrives_as_the_python_exception(kind, exc):
+    raiser = as_tvm(_packfn._raiser())
+    assert isinstance(raiser, tvm_ffi.Function)
+    with pytest.raises(exc) as info:
+        raiser(kind, f"packfn raised {kind}")
+    assert f"packfn raised {kind}" in str(info.value)
+
+
+def test_packfn_error_cause_and_backtrace_reach_tvm_ffi():
+    raiser = as_tvm(_packfn._raiser())
+    with pytest.raises(ValueError) as info:
+        raiser("ValueError", "outer", "KeyError", "inner")
+    assert "outer" in str(info.value)
+    text = "".join(__import__("traceback").format_exception(info.value))
+    assert "inner" in text  # the cause travels with the error
+
+
+def test_kernel_argument_errors_arrive_as_python_exceptions():
+    rms = tvm_ffi.get_global_func("packfn.kernels.rms_norm")
+    x = np.ones((2, 4), np.int64)
+    with pytest.raises(TypeError, match="rms_norm"):
+        rms(x, np.empty((2, 4), np.float32), 1e-5)
+    with pytest.raises(ValueError, match="rms_norm"):
+        rms(np.ones((2, 4), np.float32), np.empty((2, 5), np.float32), 1e-5)
+    # nothing stale is left behind: the next call succeeds and the next error is unrelated
+    y = np.ones((1, 4), np.float32)
+    rms(y, y, 0.0)
+    with pytest.raises(TypeError) as info:
+        rms("not a tensor", y, 0.0)
+    assert "shape" not in str(info.value)
+
+
+def test_tvm_ffi_error_reaches_packfn(identity):
+    def fails():
+        raise IndexError("raised on the TVM-FFI side")
+
+    tvm_fn = tvm_ffi.convert(fails)
+    as_packfn = identity(tvm_fn)  # the same C function object, now a packfn.Function
+    assert isinstance(as_packfn, packfn.Function)
+    with pytest.raises(IndexError, match="raised on the TVM-FFI side"):
+        as_packfn()
+    assert _packfn._tvm_ffi_join()
+
+
+def test_functions_cross_both_ways(identity):
+    double = tvm_ffi.convert(lambda v: v * 2)
+    assert identity(double)(21) == 42
+    pf_add = packfn.register_global("test.tvm_interop.add", lambda a, b: a + b, override=True)
+    try:
+        tvm_add = tvm_ffi.get_global_func("test.tvm_interop.add")
+        assert tvm_add(2, 3) == 5
+        assert as_tvm(pf_add)(4, 5) == 9
+    finally:
+        packfn.remove_global("test.tvm_interop.add")
+
+
+def test_tvm_ffi_global_found_from_packfn():
+    # a global TVM-FFI registers itself (its Python package registers ffi.* functions)
+    names = tvm_ffi.registry.list_global_func_names()
+    name = next(n for n in names if n.startswith("ffi."))
+    fn = packfn.get_global(name)
+    assert isinstance(fn, packfn.Function)
+
+
+def test_arrays_and_strings_round_trip(identity):
+    arr = tvm_ffi.convert([1, 2.5, "a string longer than seven bytes", "short"])
+    back = identity(arr)
+    assert isinstance(back, packfn.Array)
+    assert list(back) == [1, 2.5, "a string longer than seven bytes", "short"]
+    again = as_tvm(back)
+    assert isinstance(again, tvm_ffi.Array)
+    assert list(again) == [1, 2.5, "a string longer than seven bytes", "short"]
+    assert again.__chandle__() == arr.__chandle__()  # the very same C object
+
+
+def test_maps_round_trip_both_ways(identity):
+    small = {"a": 1, "b": "two", 3: 4.5}
+    dense = {f"key{i}": i for i in range(100)}
+    for content in (small, dense):
+        tvm_map = tvm_ffi.convert(content)
+        pf_map = identity(tvm_map)
+        assert isinstance(pf_map, packfn.Map)
+        assert len(pf_map) == len(content)
+        for k, v in content.items():
+            assert pf_map[k] == v
+        # a map packfn built, read by TVM-FFI
+        pf_built = identity(content)
+        tvm_view = as_tvm(pf_built)
+        assert isinstance(tvm_view, tvm_ffi.Map)
+        assert len(tvm_view) == len(content)
+        for k, v in content.items():
+            assert tvm_view[k] == v
+        assert sorted(map(str, tvm_view.keys())) == sorted(map(str, content.keys()))
+
+
+def test_lists_and_dicts_round_trip(identity):
+    tl = tvm_ffi.List([1, 2, 3])
+    back = identity(tl)
+    assert back.type_key == "ffi.List"
+    tl2 = as_tvm(back)
+    assert isinstance(tl2, tvm_ffi.List)
+    tl2.append(4)
+    assert list(tl) == [1, 2, 3, 4]  # mutable and shared: the same C object
+    td = tvm_ffi.Dict({"x": 1})
+    back = identity(td)
+    assert back.type_key == "ffi.Dict"
+    td2 = as_tvm(back)
+    td2["y"] = 2
+    assert dict(td) == {"x": 1, "y": 2}
+
+
+def test_tensor_objects_cross_without_copy(identity):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = packfn.from_dlpack(x)
+    tv = as_tvm(t)
+    assert isinstance(tv, tvm_ffi.Tensor)
+    assert tuple(tv.shape) == (3, 4)
+    y = np.from_dlpack(tv)
+    assert y.ctypes.data == x.ctypes.data
+    tt = tvm_ffi.from_dlpack(np.ones(5, np.float64))
+    back = identity(tt)
+    assert isinstance(back, packfn.Tensor)
+    assert back.shape == (5,)
+
+
+def test_custom_type_printed_and_passed_back(identity):
+    obj = _packfn._custom_object("packfn.test.Point")
+    tv = as_tvm(obj)
+    text = repr(tv)  # TVM-FFI prints it from the shared type registry: no crash
+    assert isinstance(text, str)
+    back = identity(tv)
+    assert back.type_key == "packfn.test.Point"
+    assert back._address == obj._address
+
+
+
+def test_big_integer_is_refused_with_a_type_error_naming_it():
+    rms = tvm_ffi.get_global_func("packfn.kernels.rms_norm")
+    x = np.ones(2, np.float32)
+    with pytest.raises(TypeError, match="(?i)big ?int"):
+        rms(x, x, 2**70)  # TVM-FFI passes a big integer object (index 78) for eps
