@@ -86,6 +86,7 @@ fi
 #    found (the build's venv after `pip install .`, or PF_BENCH_PYTHON).
 py_done=0
 jax_done=0
+tvm_done=0
 # (tools/dev keeps the venv beside its build folders: BUILD/venv next to BUILD/werror)
 build=$(dirname "$(dirname "$bench")")
 for py in "${PF_BENCH_PYTHON:-}" "$build/venv/bin/python" "$(dirname "$build")/venv/bin/python"; do
@@ -97,6 +98,13 @@ for py in "${PF_BENCH_PYTHON:-}" "$build/venv/bin/python" "$(dirname "$build")/v
   log "calls from Python ($py)"
   # shellcheck disable=SC2086 # $quick_opt is empty or one option
   "$py" "$here/python/bench_calls.py" $quick_opt >"$out/python.txt" && py_done=1
+  tvm_lib="$(dirname "$bench")/libpf_bench_tvm_rms_norm.so"
+  if [ -f "$tvm_lib" ] && "$py" -c 'import tvm_ffi' 2>/dev/null; then
+    log "a packfn kernel called through tvm_ffi against the same kernel built with TVM-FFI's macro"
+    # shellcheck disable=SC2086
+    "$py" "$here/python/bench_tvm_kernel.py" --tvm-lib "$tvm_lib" $quick_opt >"$out/tvm_kernel.txt" &&
+      tvm_done=1
+  fi
   if "$py" -c 'import jax, packfn.jax' 2>/dev/null; then
     log "jitted calls through packfn's XLA adapter"
     # shellcheck disable=SC2086
@@ -109,9 +117,11 @@ done
 cat "$out/bench.md"
 echo
 [ "$py_done" -eq 1 ] && { cat "$out/python.txt"; echo; }
+[ "$tvm_done" -eq 1 ] && { cat "$out/tvm_kernel.txt"; echo; }
 [ "$jax_done" -eq 1 ] && { cat "$out/jax.txt"; echo; }
 files="bench.md bench.json"
 [ "$py_done" -eq 1 ] && files="$files python.txt"
+[ "$tvm_done" -eq 1 ] && files="$files tvm_kernel.txt"
 [ "$jax_done" -eq 1 ] && files="$files jax.txt"
 [ -f "$out/scaling.json" ] && files="$files scaling.json scaling.csv"
 [ "$plot_done" -eq 1 ] && files="$files scaling.png"
