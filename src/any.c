@@ -181,7 +181,10 @@ int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
       *out = *view;
       return 0;
     }
-    PF_ERROR_SET(PF_ERR_TYPE, "pf_any_to_owned: unknown type index %d", (int)view->type_index);
+    PF_ERROR_SET(PF_ERR_TYPE,
+                 "pf_any_to_owned: a value of type %s (type index %d) has no owned "
+                 "form in packfn",
+                 pf_type_name(view->type_index), (int)view->type_index);
     return -1;
   }
 }

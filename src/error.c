@@ -15,6 +15,7 @@
 #include "common.h"
 #include "alloc.h"
 #include "bytes.h"
+#include "tvm_private.h"
 
 typedef struct {
   pf_object_t header;
@@ -23,7 +24,10 @@ typedef struct {
   /* then: kind NUL message NUL backtrace NUL */
 } pf__error_t;
 
-/* The error raised in this thread (owned), or NULL. */
+/* The error raised in this thread (owned), or NULL. Once packfn has joined TVM-FFI the raised
+ * slot is TVM-FFI's (TVMFFIErrorSetRaised / TVMFFIErrorMoveFromRaised) and this one stays
+ * empty, except for an error a thread left here before the join: that one moves to TVM-FFI's
+ * slot on the thread's next access (pf__slot_tvm_slow). */
 static PF__TLS pf_object_t* pf__raised;
 
 static void pf__error_update_backtrace(void* self, const pf_byte_array_t* bt, int32_t mode);
@@ -141,46 +145,72 @@ static int pf__want_full_backtrace(void) {
   return v;
 }
 
-/* The raise site "file:line in func\n", measured first and then written into the error. */
+/* The raise site as one frame line the way TVM-FFI writes its frames (and its Python parses
+ * them): `  File "file", line N, in func\n`. Measured first, then written into the error. */
 typedef struct {
-  const char* where; /* "file" or "file:line" */
-  size_t where_len;
-  const char* func;
+  const char* file; /* "<unknown>" when not known */
+  size_t file_len;
+  const char* line; /* the line number's digits ("0" when not known) */
+  size_t line_len;
+  const char* func; /* "<unknown>" when not known */
   size_t func_len;
-  char digits[12]; /* the line number's digits (no NUL counted in ndigits) */
-  size_t ndigits;
+  char digits[12]; /* room for formatting a line number (no NUL counted) */
 } pf__site_t;
 
+#define PF__UNKNOWN      "<unknown>"
+#define PF__FRAME_FILE   "  File \""
+#define PF__FRAME_LINE   "\", line "
+#define PF__FRAME_FUNC   ", in "
+#define PF__LIT_LEN(lit) (sizeof(lit) - 1)
+
 static void pf__site_measure(pf__site_t* site, const char* file, int line, const char* func) {
-  site->where = file ? file : "<unknown>";
-  site->where_len = strlen(site->where);
-  site->func = func;
-  site->func_len = func ? strlen(func) : 0;
-  site->ndigits = 0;
-  if (file) /* at most 10 digits and the NUL: always fits */
-    site->ndigits =
-        (size_t)snprintf(site->digits, sizeof site->digits, "%u", line > 0 ? (unsigned)line : 0u);
+  site->file = file ? file : PF__UNKNOWN;
+  site->file_len = strlen(site->file);
+  site->func = func ? func : PF__UNKNOWN;
+  site->func_len = strlen(site->func);
+  /* at most 10 digits and the NUL: always fits */
+  site->line_len = (size_t)snprintf(site->digits, sizeof site->digits, "%u",
+                                    file && line > 0 ? (unsigned)line : 0u);
+  site->line = site->digits;
+}
+
+/* A compile-time site "file.c:123": the digits after the last ':' are the line. */
+static inline void pf__site_split(pf__site_t* site, const pf_error_site_t* where) {
+  size_t n = where->where_len, d = n;
+  while (d > 0 && where->where[d - 1] >= '0' && where->where[d - 1] <= '9')
+    --d;
+  if (d > 0 && d < n && where->where[d - 1] == ':') {
+    site->file_len = d - 1;
+    site->line = where->where + d;
+    site->line_len = n - d;
+  } else {
+    site->file_len = n;
+    site->line = "0";
+    site->line_len = 1;
+  }
+  site->file = where->where;
+  site->func = where->func ? where->func : PF__UNKNOWN;
+  site->func_len = where->func ? where->func_len : PF__LIT_LEN(PF__UNKNOWN);
 }
 
 static size_t pf__site_length(const pf__site_t* site) {
-  return site->where_len + (site->ndigits ? site->ndigits + 1 : 0) +
-         (site->func ? site->func_len + 4 : 0) + 1;
+  return PF__LIT_LEN(PF__FRAME_FILE PF__FRAME_LINE PF__FRAME_FUNC "\n") + site->file_len +
+         site->line_len + site->func_len;
 }
 
 static void pf__site_write(const pf__site_t* site, char* out) {
-  pf__copy(out, site->where, site->where_len);
-  out += site->where_len;
-  if (site->ndigits) {
-    *out++ = ':';
-    memcpy(out, site->digits, site->ndigits);
-    out += site->ndigits;
-  }
-  if (site->func) {
-    memcpy(out, " in ", 4);
-    pf__copy(out + 4, site->func, site->func_len);
-    out += 4 + site->func_len;
-  }
-  *out = '\n';
+  memcpy(out, PF__FRAME_FILE, PF__LIT_LEN(PF__FRAME_FILE));
+  out += PF__LIT_LEN(PF__FRAME_FILE);
+  pf__copy(out, site->file, site->file_len);
+  out += site->file_len;
+  memcpy(out, PF__FRAME_LINE, PF__LIT_LEN(PF__FRAME_LINE));
+  out += PF__LIT_LEN(PF__FRAME_LINE);
+  pf__copy(out, site->line, site->line_len);
+  out += site->line_len;
+  memcpy(out, PF__FRAME_FUNC, PF__LIT_LEN(PF__FRAME_FUNC));
+  out += PF__LIT_LEN(PF__FRAME_FUNC);
+  pf__copy(out, site->func, site->func_len);
+  out[site->func_len] = '\n';
 }
 
 /* Appends the native stack to an error (PACKFN_BACKTRACE). */
@@ -192,8 +222,18 @@ static void pf__attach_native_stack(pf_object_t* err) {
   if (!names)
     return;
   for (int i = 1; i < n; ++i) { /* skip this helper */
+    /* glibc writes "object(symbol+0x12) [0x7f...]": object as the file, symbol as the function */
+    const char* name = names[i];
+    const char* open = strchr(name, '(');
+    const char* close = open ? strchr(open, ')') : NULL;
+    int obj_len = open ? (int)(open - name) : (int)strlen(name);
+    int has_sym = open && close && close > open + 1;
+    const char* sym = has_sym ? open + 1 : PF__UNKNOWN;
+    int sym_len = has_sym ? (int)(close - sym) : (int)PF__LIT_LEN(PF__UNKNOWN);
     char line[512];
-    int len = snprintf(line, sizeof line, "  #%d %s\n", i - 1, names[i]);
+    int len = snprintf(line, sizeof line,
+                       PF__FRAME_FILE "%.*s" PF__FRAME_LINE "0" PF__FRAME_FUNC "%.*s\n", obj_len,
+                       name, sym_len, sym);
     if (len < 0)
       continue;
     if ((size_t)len >= sizeof line)
@@ -215,9 +255,17 @@ static int pf__exit_key_made; /* 1 once pf__exit_key exists, until the library u
 static pthread_once_t pf__exit_once = PTHREAD_ONCE_INIT;
 static PF__TLS int pf__thread_mode;
 
+/* Only packfn's own slot: TVM-FFI's is a C++ thread_local that drops its error itself (and is
+ * already destroyed when key destructors run). */
+static void pf__local_clear(void) {
+  pf_object_t* err = pf__raised;
+  pf__raised = NULL;
+  pf_object_release(err);
+}
+
 static void pf__thread_exit(void* unused) {
   (void)unused;
-  pf_error_clear();
+  pf__local_clear();
 }
 static void pf__exit_key_init(void) {
   pf__exit_key_made = pthread_key_create(&pf__exit_key, pf__thread_exit) == 0;
@@ -236,27 +284,79 @@ static inline int pf__mode(void) {
   return PF_LIKELY(mode != 0) ? mode : pf__thread_setup();
 }
 
-/* Makes `err` (owned) the raised error, the pending one (if any) becoming its cause. The caller
- * has called pf__mode() in this thread (so the thread-exit hook is in place). `fresh`: err was
- * just made here, so it cannot be in the pending chain and the loop walk is skipped (raising
- * over a pending error stays O(1) however long the chain is). */
-static inline __attribute__((always_inline)) void pf__install(pf_object_t* err, int fresh) {
-  pf_object_t* pending = pf__raised;
+/* Gives `pending` (owned) to `err` as its cause when err can take it, else releases it. err
+ * takes a cause when it has none, is not the preallocated out-of-memory error and (unless
+ * `fresh`: err was just made, so it cannot be in pending's chain) the chain would not loop. */
+static inline __attribute__((always_inline)) void
+pf__adopt_cause(pf_object_t* err, pf_object_t* pending, int fresh, int any_runtime) {
   if (pending && pending != err) {
     pf_error_cell_t* cell = (pf_error_cell_t*)(err + 1);
-    /* chain only onto our own errors without a cause, and never into a loop (err may already
-     * be somewhere in pending's chain when an old error is raised again) */
+    /* chain only onto errors without a cause, and never into a loop (err may already be
+     * somewhere in pending's chain when an old error is raised again) */
     int loops = 0;
     for (pf_object_t* c = fresh ? NULL : pending; c && !loops; c = pf_error_cause(c))
       loops = c == err;
-    if (err->deleter == pf__error_deleter && cell->cause_chain == NULL && !loops)
+    int ours = err->deleter == pf__error_deleter ||
+               (any_runtime && pf__is_error(err) && err != &pf__oom_error.header);
+    if (ours && cell->cause_chain == NULL && !loops)
       cell->cause_chain = pending; /* takes the slot's reference */
     else
       pf_object_release(pending);
   } else if (pending == err) {
     pf_object_release(pending);
   }
-  pf__raised = err;
+}
+
+/* The state of the join (tvm.c): 1, looked for and absent, is the fast case, where errors
+ * live in pf__raised. One load. */
+static inline int pf__slot_is_local(void) {
+  return PF_LIKELY(__atomic_load_n(&pf__tvm_state, __ATOMIC_RELAXED) == 1);
+}
+
+static pf_object_t* pf__tvm_move(const pf__tvm_t* tvm) {
+  void* err = NULL;
+  tvm->error_move_from_raised(&err);
+  return (pf_object_t*)err;
+}
+
+/* TVM-FFI's slot takes its own reference (TVMFFIErrorSetRaised retains): hand it ours. */
+static void pf__tvm_give(const pf__tvm_t* tvm, pf_object_t* err) {
+  tvm->error_set_raised(err);
+  pf_object_release(err);
+}
+
+/* Not the fast case: joins on the process's first error-slot access (pf__tvm_first_use) and,
+ * once joined, moves an error this thread left in pf__raised before the join into TVM-FFI's
+ * slot, as the cause of an error TVM-FFI raised here since (or dropped when that one already
+ * has a cause). Returns the joined runtime, or NULL: then pf__raised is the slot. */
+__attribute__((noinline)) static const pf__tvm_t* pf__slot_tvm_slow(void) {
+  const pf__tvm_t* tvm = pf__tvm_first_use();
+  if (tvm && PF_UNLIKELY(pf__raised != NULL)) {
+    pf_object_t* left = pf__raised;
+    pf__raised = NULL;
+    pf_object_t* newer = pf__tvm_move(tvm);
+    if (newer) {
+      pf__adopt_cause(newer, left, 0, 1);
+      left = newer;
+    }
+    pf__tvm_give(tvm, left);
+  }
+  return tvm;
+}
+
+/* Makes `err` (owned) the raised error, the pending one (if any) becoming its cause. The caller
+ * has called pf__mode() in this thread (so the thread-exit hook is in place). `fresh`: err was
+ * just made here, so it cannot be in the pending chain and the loop walk is skipped (raising
+ * over a pending error stays O(1) however long the chain is). */
+static inline __attribute__((always_inline)) void pf__install(pf_object_t* err, int fresh) {
+  const pf__tvm_t* tvm = pf__slot_is_local() ? NULL : pf__slot_tvm_slow();
+  if (PF_LIKELY(!tvm)) {
+    pf__adopt_cause(err, pf__raised, fresh, 0);
+    pf__raised = err;
+  } else {
+    pf__adopt_cause(err, pf__tvm_move(tvm), fresh, 0);
+    pf__tvm_give(tvm, err);
+  }
 }
 
 /* Formats the message, builds the error with its raise site and raises it. */
@@ -303,7 +403,11 @@ static void pf__raise(const pf__site_t* site, const char* kind, const char* fmt,
   if (!e) {
     pf_error_clear();
     pf_object_retain(&pf__oom_error.header); /* the slot's reference, as for any error */
-    pf__raised = &pf__oom_error.header;
+    const pf__tvm_t* tvm = pf__slot_is_local() ? NULL : pf__slot_tvm_slow();
+    if (tvm)
+      pf__tvm_give(tvm, &pf__oom_error.header);
+    else
+      pf__raised = &pf__oom_error.header;
     return;
   }
   if (pf__mode() == 2)
@@ -320,11 +424,7 @@ void pf_error_vset_at(const char* file, int line, const char* func, const char* 
 
 void pf_error_set_site(const pf_error_site_t* where, const char* kind, const char* fmt, ...) {
   pf__site_t site;
-  site.where = where->where;
-  site.where_len = where->where_len;
-  site.func = where->func;
-  site.func_len = where->func_len;
-  site.ndigits = 0;
+  pf__site_split(&site, where);
   va_list ap;
   va_start(ap, fmt);
   pf__raise(&site, kind, fmt, ap);
@@ -358,27 +458,48 @@ int pf_error_raise(pf_object_t* err) {
   return 0;
 }
 
-pf_object_t* pf_error_take(void) {
+__attribute__((noinline)) static pf_object_t* pf__take_slow(void) {
+  const pf__tvm_t* tvm = pf__slot_tvm_slow();
+  if (tvm)
+    return pf__tvm_move(tvm);
   pf_object_t* err = pf__raised;
   pf__raised = NULL;
   return err;
 }
 
+pf_object_t* pf_error_take(void) {
+  if (!pf__slot_is_local())
+    return pf__take_slow();
+  pf_object_t* err = pf__raised;
+  pf__raised = NULL;
+  return err;
+}
+
+/* Joined: take the error and raise it again, so the slot keeps a reference and the caller
+ * borrows. */
+__attribute__((noinline)) static pf_object_t* pf__peek_slow(void) {
+  const pf__tvm_t* tvm = pf__slot_tvm_slow();
+  if (!tvm)
+    return pf__raised;
+  pf_object_t* err = pf__tvm_move(tvm);
+  if (err)
+    pf__tvm_give(tvm, err); /* the slot's reference keeps err alive for the borrower */
+  return err;
+}
+
 pf_object_t* pf_error_peek(void) {
-  return pf__raised;
+  return pf__slot_is_local() ? pf__raised : pf__peek_slow();
 }
 
 int pf_error_ensure(const char* callee, int rc) {
-  if (!pf__raised)
+  if (!pf_error_peek())
     PF_ERROR_SET(PF_ERR_RUNTIME, "%s returned %d without raising an error",
                  callee ? callee : "a function", rc);
   return -1;
 }
 
 void pf_error_clear(void) {
-  pf_object_t* err = pf__raised;
-  pf__raised = NULL;
-  pf_object_release(err);
+  pf_object_release(pf_error_take());
 }
 
 int pf_error_create(const char* kind, const char* message, const char* backtrace,
@@ -497,7 +618,7 @@ char* pf__strdup(const char* s) {
  * libpackfn must not call pf__thread_exit in unmapped code (issue 10, defect 3). Such a
  * thread's pending error, if any, is leaked. */
 __attribute__((destructor)) static void pf__error_fini(void) {
-  pf_error_clear();
+  pf__local_clear(); /* TVM-FFI's slot is its own: it may already be gone */
   if (pf__exit_key_made) {
     (void)pthread_key_delete(pf__exit_key);
     pf__exit_key_made = 0;

@@ -48,26 +48,40 @@ void pf_object_free(void* obj) {
   pf__free(obj);
 }
 
-/* Caller holds the lock. */
-static pf__type_entry_t* pf__type_find_key(const char* key) {
-  for (int32_t i = PF_TYPE_STATIC_OBJECT_BEGIN; i < pf__next_type; ++i) {
-    pf__type_entry_t* e = pf__types[i];
-    if (e && strcmp(e->info.key, key) == 0)
-      return e;
-  }
-  return NULL;
-}
-
 int pf_type_index_of(const char* key, int32_t* out) {
   if (!key || !out) {
     return PF__NULL_ARG("pf_type_index_of", key ? "out" : "key");
   }
   pf__types_ensure();
+  const pf__tvm_t* tvm = pf__tvm_first_use();
   pthread_mutex_lock(&pf__types_lock);
-  pf__type_entry_t* e = pf__type_find_key(key);
+  size_t key_len = strlen(key);
+  pf__type_entry_t* e =
+      tvm ? pf__type_from_tvm_key(tvm, key, key_len) : pf__type_find_key(key, key_len);
   pthread_mutex_unlock(&pf__types_lock);
   *out = e ? e->info.type_index : -1; /* the lookup rule: absent is no error */
   return 0;
+}
+
+/* Caller holds the lock: the index of a new type, from TVM-FFI's registry once joined (so the
+ * two never collide), else from packfn's own counter; -1 with the error raised. */
+static int32_t pf__type_new_index(const pf__tvm_t* tvm, const char* key, size_t key_len,
+                                  const pf__type_entry_t* parent) {
+  int32_t index;
+  if (tvm) {
+    pf_byte_array_t k = {key, key_len};
+    index =
+        tvm->type_get_or_alloc_index(&k, -1, parent->info.depth + 1, 0, 1, parent->info.type_index);
+  } else {
+    index = pf__next_own;
+  }
+  if (index < PF_TYPE_DYN_BEGIN || index >= PF__MAX_TYPES) {
+    PF_ERROR_SET(PF_ERR_RUNTIME,
+                 "pf_type_register: the type table is full (type index %d, at most %d)", (int)index,
+                 PF__MAX_TYPES - 1);
+    return -1;
+  }
+  return index;
 }
 
 int pf_type_register(const char* key, int32_t parent_index, int32_t* out) {
@@ -78,6 +92,7 @@ int pf_type_register(const char* key, int32_t parent_index, int32_t* out) {
     return -1;
   }
   pf__types_ensure();
+  const pf__tvm_t* tvm = pf__tvm_first_use();
   const pf__type_entry_t* parent = pf__type_entry(parent_index);
   if (!parent) {
     PF_ERROR_SET(PF_ERR_TYPE,
@@ -87,8 +102,10 @@ int pf_type_register(const char* key, int32_t parent_index, int32_t* out) {
     return -1;
   }
   int rc = -1;
+  size_t key_len = strlen(key);
   pthread_mutex_lock(&pf__types_lock);
-  pf__type_entry_t* existing = pf__type_find_key(key);
+  pf__type_entry_t* existing =
+      tvm ? pf__type_from_tvm_key(tvm, key, key_len) : pf__type_find_key(key, key_len);
   if (existing) {
     if (existing->info.parent_index == parent_index) {
       *out = existing->info.type_index;
@@ -100,33 +117,20 @@ int pf_type_register(const char* key, int32_t parent_index, int32_t* out) {
     }
     goto done;
   }
-  if (pf__next_type >= PF__MAX_TYPES) {
-    PF_ERROR_SET(PF_ERR_RUNTIME, "pf_type_register: the type table is full (%d types)",
-                 PF__MAX_TYPES);
+  int32_t index = pf__type_new_index(tvm, key, key_len, parent);
+  if (index < 0)
+    goto done;
+  if (!pf__type_publish(index, key, key_len, parent)) {
+    if (pf__keyed_count >= PF__MAX_KEYED_TYPES)
+      PF_ERROR_SET(PF_ERR_RUNTIME, "pf_type_register: the type table is full (%d types)",
+                   PF__MAX_KEYED_TYPES);
+    else
+      pf__raise_oom("pf_type_register", sizeof(pf__type_entry_t) + key_len);
     goto done;
   }
-  int32_t depth = parent->info.depth + 1;
-  size_t key_len = strlen(key);
-  size_t size = sizeof(pf__type_entry_t) + sizeof(int32_t) * (size_t)depth + key_len + 1;
-  pf__type_entry_t* e = malloc(size);
-  if (!e) {
-    pf__raise_oom("pf_type_register", size);
-    goto done;
-  }
-  int32_t* ancestors = (int32_t*)(e + 1);
-  char* key_copy = (char*)(ancestors + depth);
-  for (int32_t d = 0; d < parent->info.depth; ++d)
-    ancestors[d] = parent->info.ancestors[d];
-  ancestors[depth - 1] = parent_index;
-  memcpy(key_copy, key, key_len + 1);
-  e->info.type_index = pf__next_type;
-  e->info.depth = depth;
-  e->info.key = key_copy;
-  e->info.ancestors = ancestors;
-  e->info.parent_index = parent_index;
-  e->short_name = key_copy;
-  __atomic_store_n(&pf__types[pf__next_type], e, __ATOMIC_RELEASE);
-  *out = pf__next_type++;
+  if (!tvm)
+    ++pf__next_own;
+  *out = index;
   rc = 0;
 done:
   pthread_mutex_unlock(&pf__types_lock);

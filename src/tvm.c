@@ -45,10 +45,11 @@ static int pf__tvm_resolve(void* lib, pf__tvm_t* t) {
   *(void**)&t->function_get_global = dlsym(lib, "TVMFFIFunctionGetGlobal");
   *(void**)&t->function_set_global = dlsym(lib, "TVMFFIFunctionSetGlobal");
   *(void**)&t->function_call = dlsym(lib, "TVMFFIFunctionCall");
+  *(void**)&t->get_type_info = dlsym(lib, "TVMFFIGetTypeInfo");
   t->library = lib;
   return t->error_move_from_raised && t->error_set_raised && t->type_get_or_alloc_index &&
          t->type_key_to_index && t->function_get_global && t->function_set_global &&
-         t->function_call;
+         t->function_call && t->get_type_info;
 }
 
 int pf_tvm_ffi_join(void) {

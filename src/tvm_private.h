@@ -21,7 +21,18 @@ typedef struct {
   int (*function_call)(void* func, pf_any_t* args, int32_t num_args, pf_any_t* result);
   void* library; /* dlopen handle (RTLD_NOLOAD), held for the life of the process */
   int32_t version_major, version_minor, version_patch;
+  /* types (type.c, object.c): TVMFFIGetTypeInfo; the result is a TVMFFITypeInfo. Only for an
+   * index TVM-FFI handed out: it ends the process for one it does not know. */
+  const struct pf__tvm_type_info_s* (*get_type_info)(int32_t type_index);
 } pf__tvm_t;
+
+/* c_api.h's TVMFFITypeInfo, the fields packfn reads (the rest follows in TVM-FFI's). */
+typedef struct pf__tvm_type_info_s {
+  int32_t type_index;
+  int32_t type_depth;
+  pf_byte_array_t type_key;
+  const struct pf__tvm_type_info_s** type_ancestors;
+} pf__tvm_type_info_t;
 
 /* 0: not looked for yet, 1: looked for and absent (or disabled), 2: joined */
 extern int pf__tvm_state;

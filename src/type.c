@@ -1,6 +1,7 @@
-/* The type registry's table and its readers: static indices plus registered types from 128 on,
- * with O(1) is-instance through per-type ancestor arrays. Raises nothing (errors name types
- * through it); registration, which raises, is in object.c. */
+/* The type registry's table and its readers: static indices plus registered types, with O(1)
+ * is-instance through per-type ancestor arrays, and, once packfn has joined TVM-FFI, TVM-FFI's
+ * types mirrored on first sight. Raises nothing (errors name types through it); registration,
+ * which raises, is in object.c. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,8 @@ static pf__type_entry_t pf__static_types[] = {
     PF__STATIC_TYPE(PF_TYPE_OPAQUE_HOST_OBJECT, "ffi.OpaquePyObject", "OpaqueHostObject"),
     PF__STATIC_TYPE(PF_TYPE_LIST, "ffi.List", "List"),
     PF__STATIC_TYPE(PF_TYPE_DICT, "ffi.Dict", "Dict"),
+    PF__STATIC_TYPE(PF__TYPE_VISIT_INTERRUPT, "ffi.VisitInterrupt", "VisitInterrupt"),
+    PF__STATIC_TYPE(PF__TYPE_BIG_INT, "ffi.BigInt", "BigInt"),
 };
 
 /* index -> entry; static entries are set on first use, dynamic ones are published with a
@@ -41,12 +44,122 @@ static pf__type_entry_t pf__static_types[] = {
 pf__type_entry_t* pf__types[PF__MAX_TYPES];
 pthread_mutex_t pf__types_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t pf__types_once = PTHREAD_ONCE_INIT;
-int32_t pf__next_type = PF_TYPE_DYN_BEGIN;
+int32_t pf__next_own = PF__TYPE_OWN_BEGIN;
+pf__type_entry_t* pf__keyed[PF__MAX_KEYED_TYPES];
+int32_t pf__keyed_count;
 
 static void pf__types_init(void) {
   for (size_t i = 0; i < PF__ARRAY_SIZE(pf__static_types); ++i)
     __atomic_store_n(&pf__types[pf__static_types[i].info.type_index], &pf__static_types[i],
                      __ATOMIC_RELEASE);
+}
+
+static int pf__key_is(const char* a, const char* key, size_t key_len) {
+  return strncmp(a, key, key_len) == 0 && a[key_len] == '\0';
+}
+
+pf__type_entry_t* pf__type_find_key(const char* key, size_t key_len) {
+  for (size_t i = 0; i < PF__ARRAY_SIZE(pf__static_types); ++i)
+    if (pf__key_is(pf__static_types[i].info.key, key, key_len))
+      return &pf__static_types[i];
+  for (int32_t i = 0; i < pf__keyed_count; ++i)
+    if (pf__key_is(pf__keyed[i]->info.key, key, key_len))
+      return pf__keyed[i];
+  return NULL;
+}
+
+pf__type_entry_t* pf__type_publish(int32_t index, const char* key, size_t key_len,
+                                   const pf__type_entry_t* parent) {
+  if (pf__keyed_count >= PF__MAX_KEYED_TYPES)
+    return NULL;
+  int32_t depth = parent->info.depth + 1;
+  size_t size = sizeof(pf__type_entry_t) + sizeof(int32_t) * (size_t)depth + key_len + 1;
+  pf__type_entry_t* e = malloc(size);
+  if (!e)
+    return NULL;
+  int32_t* ancestors = (int32_t*)(e + 1);
+  char* key_copy = (char*)(ancestors + depth);
+  for (int32_t d = 0; d < parent->info.depth; ++d)
+    ancestors[d] = parent->info.ancestors[d];
+  ancestors[depth - 1] = parent->info.type_index;
+  memcpy(key_copy, key, key_len);
+  key_copy[key_len] = '\0';
+  e->info.type_index = index;
+  e->info.depth = depth;
+  e->info.key = key_copy;
+  e->info.ancestors = ancestors;
+  e->info.parent_index = parent->info.type_index;
+  e->short_name = key_copy;
+  pf__keyed[pf__keyed_count++] = e;
+  __atomic_store_n(&pf__types[index], e, __ATOMIC_RELEASE);
+  return e;
+}
+
+/* Caller holds the lock: mirrors a type TVM-FFI handed out (and, first, its ancestors). */
+static pf__type_entry_t* pf__type_mirror(const pf__tvm_type_info_t* info) {
+  int32_t index = info->type_index;
+  if (index < PF_TYPE_STATIC_OBJECT_BEGIN || index >= PF__MAX_TYPES || info->type_depth < 1)
+    return NULL;
+  if (pf__types[index])
+    return pf__types[index];
+  const pf__tvm_type_info_t* up = info->type_ancestors[info->type_depth - 1];
+  const pf__type_entry_t* parent = pf__type_mirror(up);
+  if (!parent && up->type_index == PF_TYPE_OBJECT)
+    parent = pf__types[PF_TYPE_OBJECT];
+  if (!parent)
+    return NULL;
+  return pf__type_publish(index, info->type_key.data, info->type_key.size, parent);
+}
+
+pf__type_entry_t* pf__type_from_tvm_key(const pf__tvm_t* tvm, const char* key, size_t key_len) {
+  pf__type_entry_t* e = pf__type_find_key(key, key_len);
+  if (e)
+    return e;
+  pf_byte_array_t k = {key, key_len};
+  /* parent -2: a lookup that allocates nothing, -2 when the key is unknown */
+  int32_t index = tvm->type_get_or_alloc_index(&k, -1, 0, 0, 0, -2);
+  if (index < PF_TYPE_STATIC_OBJECT_BEGIN)
+    return NULL;
+  return pf__type_mirror(tvm->get_type_info(index)); /* a handed-out index: safe to ask */
+}
+
+/* The text of a string value (a string object or a small string), or {NULL, 0}. */
+static pf_byte_array_t pf__any_text(const pf_any_t* a) {
+  if (a->type_index == PF_TYPE_STR && a->v_obj)
+    return *(const pf_byte_array_t*)(a->v_obj + 1);
+  if (a->type_index == PF_TYPE_SMALL_STR)
+    return (pf_byte_array_t){a->v_bytes, a->small_str_len};
+  return (pf_byte_array_t){NULL, 0};
+}
+
+/* Joined, an index packfn has no entry for: mirrors every type TVM-FFI has registered
+ * (ffi.GetRegisteredTypeKeys, each key looked up by key: TVMFFIGetTypeInfo ends the process
+ * for an index it does not know, so it is only asked about indices it handed out). */
+__attribute__((noinline)) static void pf__type_mirror_all(const pf__tvm_t* tvm) {
+  static const pf_byte_array_t name = {"ffi.GetRegisteredTypeKeys", 25};
+  void* fn = NULL;
+  if (tvm->function_get_global(&name, &fn) != 0 || !fn)
+    return;
+  pf_any_t keys = {0};
+  keys.type_index = PF_TYPE_NONE;
+  int rc = tvm->function_call(fn, NULL, 0, &keys);
+  pf_object_release((pf_object_t*)fn);
+  if (rc != 0)
+    return;
+  if (keys.type_index == PF_TYPE_ARRAY && keys.v_obj) {
+    /* TVMFFISeqCell after the header: the elements, then their number */
+    const pf_any_t* items = *(const pf_any_t* const*)(keys.v_obj + 1);
+    int64_t n = *(const int64_t*)((const char*)(keys.v_obj + 1) + sizeof(void*));
+    pthread_mutex_lock(&pf__types_lock);
+    for (int64_t i = 0; i < n; ++i) {
+      pf_byte_array_t key = pf__any_text(&items[i]);
+      if (key.data)
+        (void)pf__type_from_tvm_key(tvm, key.data, key.size);
+    }
+    pthread_mutex_unlock(&pf__types_lock);
+  }
+  if (keys.type_index >= PF_TYPE_STATIC_OBJECT_BEGIN)
+    pf_object_release(keys.v_obj);
 }
 
 void pf__types_ensure(void) {
@@ -57,7 +170,15 @@ const pf__type_entry_t* pf__type_entry(int32_t type_index) {
   if (type_index < PF_TYPE_STATIC_OBJECT_BEGIN || type_index >= PF__MAX_TYPES)
     return NULL;
   pf__types_ensure();
-  return __atomic_load_n(&pf__types[type_index], __ATOMIC_ACQUIRE);
+  const pf__type_entry_t* e = __atomic_load_n(&pf__types[type_index], __ATOMIC_ACQUIRE);
+  if (PF_UNLIKELY(!e)) {
+    const pf__tvm_t* tvm = pf__tvm();
+    if (tvm) {
+      pf__type_mirror_all(tvm);
+      e = __atomic_load_n(&pf__types[type_index], __ATOMIC_ACQUIRE);
+    }
+  }
+  return e;
 }
 
 const pf_type_info_t* pf_type_info(int32_t type_index) {
@@ -103,6 +224,8 @@ const char* pf_type_name(int32_t type_index) {
     return "bytes";
   case PF_TYPE_OBJECT_RVALUE_REF:
     return "ObjectRValueRef";
+  case PF__TYPE_UNCHANGED:
+    return "Unchanged";
   default:
     break;
   }
@@ -113,15 +236,41 @@ const char* pf_type_name(int32_t type_index) {
 /* Registered types live as long as the process; free them at exit so leak checkers see a
  * clean heap. Nothing may use the registry after this. */
 __attribute__((destructor)) static void pf__types_fini(void) {
-  for (int32_t i = PF_TYPE_DYN_BEGIN; i < pf__next_type; ++i) {
-    free(pf__types[i]);
-    pf__types[i] = NULL;
+  for (int32_t i = 0; i < pf__keyed_count; ++i) {
+    pf__types[pf__keyed[i]->info.type_index] = NULL;
+    free(pf__keyed[i]);
+    pf__keyed[i] = NULL;
   }
+  pf__keyed_count = 0;
 }
 
-/* Joining TVM-FFI (tvm.c): registered types move to its registry (issue 11). */
+/* Joining TVM-FFI (tvm.c): the types packfn registered before (indices from
+ * PF__TYPE_OWN_BEGIN) enter TVM-FFI's registry at the same indices. TVM-FFI takes a fixed
+ * index only inside its table, so a placeholder type first reserves, as its child slots, every
+ * index from TVM-FFI's counter up to packfn's last own one; its counter then continues above
+ * them. When TVM-FFI's counter is already past PF__TYPE_OWN_BEGIN those indices may be taken:
+ * the types then stay packfn's only (docs/object.md). */
 static void pf__type_tvm_joined(const pf__tvm_t* tvm) {
-  (void)tvm;
+  static const pf_byte_array_t block = {"packfn.TypesBeforeJoin", 22};
+  pthread_mutex_lock(&pf__types_lock);
+  int32_t own_end = pf__next_own;
+  if (own_end > PF__TYPE_OWN_BEGIN) {
+    /* another copy of packfn in the process made it: its block is not ours to fill */
+    if (tvm->type_get_or_alloc_index(&block, -1, 0, 0, 0, -2) != -2)
+      own_end = PF__TYPE_OWN_BEGIN;
+  }
+  if (own_end > PF__TYPE_OWN_BEGIN) {
+    int32_t first =
+        tvm->type_get_or_alloc_index(&block, -1, 1, own_end - PF_TYPE_DYN_BEGIN, 0, PF_TYPE_OBJECT);
+    for (int32_t i = 0; first >= 0 && first < PF__TYPE_OWN_BEGIN && i < pf__keyed_count; ++i) {
+      const pf_type_info_t* t = &pf__keyed[i]->info;
+      if (t->type_index < PF__TYPE_OWN_BEGIN)
+        continue;
+      pf_byte_array_t key = {t->key, strlen(t->key)};
+      (void)tvm->type_get_or_alloc_index(&key, t->type_index, t->depth, 0, 1, t->parent_index);
+    }
+  }
+  pthread_mutex_unlock(&pf__types_lock);
 }
 
 __attribute__((constructor)) static void pf__type_tvm_joined_hook(void) {

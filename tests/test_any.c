@@ -248,7 +248,10 @@ START_TEST(test_views_to_owned) {
   pf_any_t bad = pf_any_none();
   bad.type_index = 42;
   ck_assert_int_eq(pf_any_to_owned(&bad, &out), -1);
-  PF_ASSERT_RAISED("TypeError", "unknown type index 42");
+  PF_ASSERT_RAISED("TypeError", "unknown (type index 42)");
+  bad.type_index = 13; /* kTVMFFIUnchanged: known, named, refused */
+  ck_assert_int_eq(pf_any_to_owned(&bad, &out), -1);
+  PF_ASSERT_RAISED("TypeError", "Unchanged (type index 13)");
   ck_assert_int_eq(pf_any_to_owned(NULL, &out), -1);
   PF_ASSERT_RAISED("ValueError", "view");
   view = pf_any_int(5);

@@ -31,7 +31,9 @@ extern "C" {
  * when memory runs out, a preallocated MemoryError is raised instead. NULL kind gives
  * "RuntimeError"; NULL fmt an empty message.
  * A plain function: its backtrace entry reads "<unknown>". PF_ERROR_SET (below) raises the
- * same way and also records the caller's file:line and function. */
+ * same way and also records the caller's file:line and function. Once packfn has joined
+ * TVM-FFI (interop.h) the calling thread's raised slot is TVM-FFI's, for this and every call
+ * below (docs/error.md). */
 PF_API void pf_error_set(const char* kind, const char* fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -115,7 +117,8 @@ PF_API int pf_error_create(const char* kind, const char* message, const char* ba
 PF_API const char* pf_error_kind(const pf_object_t* err);
 /* Message, borrowed; NULL when err is NULL or not an error. */
 PF_API const char* pf_error_message(const pf_object_t* err);
-/* Backtrace text (raise sites, newest last; full stacks with PACKFN_BACKTRACE), borrowed;
+/* Backtrace text: one `  File "f.c", line N, in func` line per frame, most recent call first
+ * (TVM-FFI's order; full stacks with PACKFN_BACKTRACE), borrowed;
  * NULL when err is NULL or not an error. */
 PF_API const char* pf_error_backtrace(const pf_object_t* err);
 /* The error that was pending when this one was raised, borrowed, or NULL. */

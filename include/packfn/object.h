@@ -104,7 +104,8 @@ typedef struct pf_type_info_s {
 } pf_type_info_t;
 
 /* Registers a new object type `key` deriving from `parent_index` (PF_TYPE_OBJECT for a plain
- * object) and stores its new index (>= PF_TYPE_DYN_BEGIN) in *out. Registering an existing key
+ * object) and stores its new index (>= PF_TYPE_DYN_BEGIN) in *out: from TVM-FFI's registry once
+ * packfn has joined it (interop.h), from 8192 up before (docs/object.md). Registering an existing key
  * with the same parent returns its index again. Thread-safe. Fails (-1) with ValueError for a
  * NULL/empty key or NULL out, KeyError for a key registered with another parent, TypeError for
  * an unknown or value-type parent, MemoryError, or RuntimeError when the table is full. */

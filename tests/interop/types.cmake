@@ -1,0 +1,12 @@
+# Types across packfn and TVM-FFI (issue 11): one type registry.
+
+# libtvm_ffi loaded after packfn was used: links only libpackfn and dlopen()s the wheel's
+# library by path, then pf_tvm_ffi_join() (errors and types both; the pre-join error and types
+# must survive the join).
+add_executable(interop_types_loaded_later types_loaded_later.c)
+target_link_libraries(interop_types_loaded_later PRIVATE packfn ${CMAKE_DL_LIBS})
+target_compile_definitions(interop_types_loaded_later
+                           PRIVATE TVMFFI_LIBRARY_PATH="${TVMFFI_LIBRARY}")
+add_test(NAME interop_types_loaded_later
+         COMMAND ${PF_TEST_WRAPPER} $<TARGET_FILE:interop_types_loaded_later>)
+set_tests_properties(interop_types_loaded_later PROPERTIES LABELS "memcheck;interop")
