@@ -97,6 +97,7 @@ typedef struct options {
   int list;
   int callgrind;
   int no_time;
+  int joined;
 } options_t;
 
 static entry_t entries[MAX_ENTRIES];
@@ -738,6 +739,9 @@ static void usage(FILE* out) {
           "  --no-time      run each loop once and check checksums, no timing\n"
           "  --cpu N        pin the process to CPU N\n"
           "  --list         list the selected operations and their entry points\n"
+          "  --joined       let packfn join the TVM-FFI runtime this process links (one error\n"
+          "                 slot, registry and global table); by default packfn runs alone\n"
+          "                 (PACKFN_NO_TVM_FFI=1), as in a program without TVM-FFI\n"
           "Under valgrind --tool=callgrind --collect-atstart=no each loop runs once with\n"
           "collection on around it only, dumped as 'pfbench <impl> <op> <iters>'.\n",
           DEFAULT_ITERS, DEFAULT_CALLGRIND_ITERS, DEFAULT_REPS);
@@ -790,6 +794,8 @@ static void parse_options(int argc, char** argv, options_t* opt) {
       opt->no_time = 1;
     else if (strcmp(a, "--list") == 0)
       opt->list = 1;
+    else if (strcmp(a, "--joined") == 0)
+      opt->joined = 1;
     else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
       exit(0);
@@ -815,6 +821,9 @@ static void pin_cpu(int cpu) {
 int main(int argc, char** argv) {
   options_t opt;
   parse_options(argc, argv, &opt);
+  /* before any packfn call: packfn looks for TVM-FFI on its first error or table use */
+  if (!opt.joined && setenv("PACKFN_NO_TVM_FFI", "1", 1) != 0)
+    pf_bench_fail("harness", "--joined", strerror(errno));
   collect_entries(&opt);
   qsort(entries, num_entries, sizeof(entry_t), compare_entries);
   if (num_entries == 0)

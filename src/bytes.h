@@ -46,8 +46,8 @@ static inline uint64_t pf__hash_bytes(const char* data, size_t size) {
   return h ^ (h >> 32);
 }
 
-/* memcpy for runs that are usually short (names, messages): up to 32 bytes with a few
- * overlapping moves and no call, longer ones through memcpy. */
+/* memcpy for runs that are usually short (names, messages, raise sites): up to 64 bytes with
+ * a few overlapping moves and no call, longer ones through memcpy. */
 static inline void pf__copy(char* dst, const char* src, size_t n) {
   if (n > 16 && n <= 32) {
     char a[16], b[16];
@@ -71,7 +71,13 @@ static inline void pf__copy(char* dst, const char* src, size_t n) {
     dst[0] = src[0];
     dst[n / 2] = src[n / 2];
     dst[n - 1] = src[n - 1];
-  } else if (n > 32) {
+  } else if (n > 32 && n <= 64) {
+    char a[32], b[32];
+    memcpy(a, src, 32);
+    memcpy(b, src + n - 32, 32);
+    memcpy(dst, a, 32);
+    memcpy(dst + n - 32, b, 32);
+  } else if (n > 64) {
     memcpy(dst, src, n);
   }
 }

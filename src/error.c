@@ -148,9 +148,10 @@ static int pf__want_full_backtrace(void) {
 /* The raise site as one frame line the way TVM-FFI writes its frames (and its Python parses
  * them): `  File "file", line N, in func\n`. Measured first, then written into the error. */
 typedef struct {
-  const char* file; /* "<unknown>" when not known */
+  const char* file; /* "<unknown>" when not known; or the whole frame up to the function */
   size_t file_len;
-  const char* line; /* the line number's digits ("0" when not known) */
+  const char* line; /* the line number's digits ("0" when not known); NULL: file is the frame
+                     * prefix `  File "f.c", line 12, in ` (PF_ERROR_SITE writes it whole) */
   size_t line_len;
   const char* func; /* "<unknown>" when not known */
   size_t func_len;
@@ -174,8 +175,12 @@ static void pf__site_measure(pf__site_t* site, const char* file, int line, const
   site->line = site->digits;
 }
 
-/* A compile-time site "file.c:123": the digits after the last ':' are the line. */
-static inline void pf__site_split(pf__site_t* site, const pf_error_site_t* where) {
+/* A compile-time site "file.c:123" (pf_error_set_site): the digits after the last ':' are the
+ * line. */
+static void pf__site_split(pf__site_t* site, const pf_error_site_t* where) {
+  site->file = where->where;
+  site->func = where->func ? where->func : PF__UNKNOWN;
+  site->func_len = where->func ? where->func_len : PF__LIT_LEN(PF__UNKNOWN);
   size_t n = where->where_len, d = n;
   while (d > 0 && where->where[d - 1] >= '0' && where->where[d - 1] <= '9')
     --d;
@@ -188,27 +193,31 @@ static inline void pf__site_split(pf__site_t* site, const pf_error_site_t* where
     site->line = "0";
     site->line_len = 1;
   }
-  site->file = where->where;
-  site->func = where->func ? where->func : PF__UNKNOWN;
-  site->func_len = where->func ? where->func_len : PF__LIT_LEN(PF__UNKNOWN);
 }
 
 static size_t pf__site_length(const pf__site_t* site) {
+  if (PF_LIKELY(!site->line))
+    return site->file_len + site->func_len + 1;
   return PF__LIT_LEN(PF__FRAME_FILE PF__FRAME_LINE PF__FRAME_FUNC "\n") + site->file_len +
          site->line_len + site->func_len;
 }
 
 static void pf__site_write(const pf__site_t* site, char* out) {
-  memcpy(out, PF__FRAME_FILE, PF__LIT_LEN(PF__FRAME_FILE));
-  out += PF__LIT_LEN(PF__FRAME_FILE);
-  pf__copy(out, site->file, site->file_len);
-  out += site->file_len;
-  memcpy(out, PF__FRAME_LINE, PF__LIT_LEN(PF__FRAME_LINE));
-  out += PF__LIT_LEN(PF__FRAME_LINE);
-  pf__copy(out, site->line, site->line_len);
-  out += site->line_len;
-  memcpy(out, PF__FRAME_FUNC, PF__LIT_LEN(PF__FRAME_FUNC));
-  out += PF__LIT_LEN(PF__FRAME_FUNC);
+  if (PF_LIKELY(!site->line)) {
+    pf__copy(out, site->file, site->file_len);
+    out += site->file_len;
+  } else {
+    memcpy(out, PF__FRAME_FILE, PF__LIT_LEN(PF__FRAME_FILE));
+    out += PF__LIT_LEN(PF__FRAME_FILE);
+    pf__copy(out, site->file, site->file_len);
+    out += site->file_len;
+    memcpy(out, PF__FRAME_LINE, PF__LIT_LEN(PF__FRAME_LINE));
+    out += PF__LIT_LEN(PF__FRAME_LINE);
+    pf__copy(out, site->line, site->line_len);
+    out += site->line_len;
+    memcpy(out, PF__FRAME_FUNC, PF__LIT_LEN(PF__FRAME_FUNC));
+    out += PF__LIT_LEN(PF__FRAME_FUNC);
+  }
   pf__copy(out, site->func, site->func_len);
   out[site->func_len] = '\n';
 }
@@ -425,6 +434,20 @@ void pf_error_vset_at(const char* file, int line, const char* func, const char* 
 void pf_error_set_site(const pf_error_site_t* where, const char* kind, const char* fmt, ...) {
   pf__site_t site;
   pf__site_split(&site, where);
+  va_list ap;
+  va_start(ap, fmt);
+  pf__raise(&site, kind, fmt, ap);
+  va_end(ap);
+}
+
+void pf_error_set_frame(const pf_error_site_t* where, const char* kind, const char* fmt, ...) {
+  pf__site_t site;
+  site.file = where->where;
+  site.file_len = where->where_len;
+  site.line = NULL; /* the frame is whole */
+  site.line_len = 0;
+  site.func = where->func ? where->func : PF__UNKNOWN;
+  site.func_len = where->func ? where->func_len : PF__LIT_LEN(PF__UNKNOWN);
   va_list ap;
   va_start(ap, fmt);
   pf__raise(&site, kind, fmt, ap);

@@ -52,17 +52,29 @@ PF_API void pf_error_set_at(const char* file, int line, const char* func, const 
 PF_API void pf_error_vset_at(const char* file, int line, const char* func, const char* kind,
                              const char* fmt, va_list ap);
 
-/* A raise site known at compile time: "file:line" and the function, with their lengths. */
+/* A raise site known at compile time, with the lengths of its texts: where in the source
+ * (`where`) and the function (`func`, may be NULL). */
 typedef struct pf_error_site_s {
-  const char* where; /* "file.c:123" */
+  const char* where; /* pf_error_set_frame: "  File \"file.c\", line 123, in ";
+                      * pf_error_set_site: "file.c:123" */
   size_t where_len;
   const char* func; /* may be NULL */
   size_t func_len;
 } pf_error_site_t;
 
-/* pf_error_set with a compile-time site (what PF_ERROR_SET uses: no strlen, no number
- * formatting at raise time). `site` must not be NULL. */
+/* pf_error_set with a compile-time site whose `where` is "file.c:123" (no strlen, no number
+ * formatting at raise time). `site` must not be NULL. Kept for code built against packfn
+ * before pf_error_set_frame; the recorded frame is the same. */
 PF_API void pf_error_set_site(const pf_error_site_t* site, const char* kind, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* pf_error_set with a compile-time site whose `where` is already the frame up to the function
+ * in TVM-FFI's frame format, `  File "file.c", line 123, in ` (what PF_ERROR_SET uses: the
+ * frame is copied as it is). `site` must not be NULL. */
+PF_API void pf_error_set_frame(const pf_error_site_t* site, const char* kind, const char* fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
@@ -77,10 +89,10 @@ PF_API void pf_error_set_site(const pf_error_site_t* site, const char* kind, con
 #else
 /* The site of the expansion, as a compound literal. */
 #define PF_ERROR_SITE                                                                              \
-  ((const pf_error_site_t){__FILE__ ":" PF__STR(__LINE__),                                         \
-                           sizeof(__FILE__ ":" PF__STR(__LINE__)) - 1, __func__,                   \
+  ((const pf_error_site_t){PF__SITE_FRAME, sizeof(PF__SITE_FRAME) - 1, __func__,                   \
                            sizeof(__func__) - 1})
-#define PF_ERROR_SET(...) pf_error_set_site(&PF_ERROR_SITE, __VA_ARGS__)
+#define PF__SITE_FRAME    "  File \"" __FILE__ "\", line " PF__STR(__LINE__) ", in "
+#define PF_ERROR_SET(...) pf_error_set_frame(&PF_ERROR_SITE, __VA_ARGS__)
 #endif
 
 /* Raises an existing error object in this thread; the slot takes its own reference (the
