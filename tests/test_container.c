@@ -21,6 +21,25 @@ static pf_object_t* counted_new(void) {
   return obj;
 }
 
+/* A map's entries in iteration order, copied (borrowed values) into items[0..cap). */
+typedef struct {
+  pf_any_t key;
+  pf_any_t value;
+} pf_map_item_t;
+
+static size_t map_entries(const pf_object_t* map, pf_map_item_t* items, size_t cap) {
+  pf_map_iter_t it;
+  const pf_any_t *k, *v;
+  size_t n = 0;
+  ck_assert_int_eq(pf_map_iter_init(map, &it), 0);
+  while (pf_map_iter_next(&it, &k, &v) == 1) {
+    ck_assert_uint_lt(n, cap);
+    items[n].key = *k;
+    items[n++].value = *v;
+  }
+  return n;
+}
+
 static pf_any_t str_object(const char* s) {
   pf_object_t* obj;
   ck_assert_int_eq(pf_string_object_create(s, strlen(s), &obj), 0);
@@ -405,9 +424,8 @@ START_TEST(test_map_set_get_iterate) {
   ck_assert_int_eq(pf_map_set(map, &small, &v5), 0);
   ck_assert_int_eq(pf_map_count(map, &n), 0);
   ck_assert_uint_eq(n, 4);
-  const pf_map_item_t* items;
-  ck_assert_int_eq(pf_map_items(map, &items, &n), 0);
-  ck_assert_uint_eq(n, 4);
+  pf_map_item_t items[4];
+  ck_assert_uint_eq(map_entries(map, items, 4), 4);
   ck_assert_int_eq(items[0].key.type_index, PF_TYPE_SMALL_STR);
   ck_assert(pf_any_equal(&items[0].value, &v5));
   ck_assert_int_eq(items[1].key.v_int64, 42);
@@ -455,10 +473,8 @@ START_TEST(test_map_growth_keeps_order) {
     pf_any_t ks = pf_any_cstr(name);
     ck_assert_int_eq(pf_map_set(map, &ks, &v), 0);
   }
-  size_t n;
-  const pf_map_item_t* items;
-  ck_assert_int_eq(pf_map_items(map, &items, &n), 0);
-  ck_assert_uint_eq(n, 1200);
+  static pf_map_item_t items[1200];
+  ck_assert_uint_eq(map_entries(map, items, 1200), 1200);
   for (int i = 0; i < 600; ++i) {
     ck_assert_int_eq(items[2 * i].key.v_int64, (int64_t)i * 7919);
     ck_assert_int_eq(items[2 * i + 1].value.v_int64, i);
@@ -519,8 +535,7 @@ START_TEST(test_map_key_errors) {
   ck_assert_int_eq(pf_map_get(map, &k, NULL), -1);
   PF_ASSERT_RAISED("ValueError", "pf_map_get: argument out");
   ck_assert_int_eq(pf_map_find(NULL, &k, &got), -1);
-  PF_ASSERT_RAISED("TypeError", "pf_map_find: argument map: expected a Map made by packfn, got "
-                                "NULL");
+  PF_ASSERT_RAISED("TypeError", "pf_map_find: argument map: expected Map, got NULL");
   ck_assert_int_eq(pf_map_set(map, NULL, &v), -1);
   PF_ASSERT_RAISED("ValueError", "argument key");
   k = pf_any_int(1);
@@ -529,11 +544,18 @@ START_TEST(test_map_key_errors) {
   size_t n = 3;
   ck_assert_int_eq(pf_map_count(map, NULL), -1);
   PF_ASSERT_RAISED("ValueError", "pf_map_count: argument out");
-  const pf_map_item_t* items;
-  ck_assert_int_eq(pf_map_items(map, &items, NULL), -1);
-  PF_ASSERT_RAISED("ValueError", "pf_map_items: argument count");
-  ck_assert_int_eq(pf_map_items(map, NULL, &n), -1);
-  PF_ASSERT_RAISED("ValueError", "pf_map_items: argument items");
+  pf_map_iter_t it;
+  const pf_any_t *ik, *iv;
+  ck_assert_int_eq(pf_map_iter_init(map, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_iter_init: argument it");
+  ck_assert_int_eq(pf_map_iter_init(map, &it), 0);
+  ck_assert_int_eq(pf_map_iter_next(&it, NULL, &iv), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_iter_next: argument key");
+  ck_assert_int_eq(pf_map_iter_next(&it, &ik, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_iter_next: argument value");
+  ck_assert_int_eq(pf_map_iter_next(NULL, &ik, &iv), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_iter_next: argument it");
+  ck_assert_ptr_null(ik);
   ck_assert_int_eq(pf_map_create(NULL), -1);
   PF_ASSERT_RAISED("ValueError", "pf_map_create: argument out");
 
@@ -541,13 +563,14 @@ START_TEST(test_map_key_errors) {
   pf_object_t* arr;
   ck_assert_int_eq(pf_array_create(NULL, 0, &arr), 0);
   ck_assert_int_eq(pf_map_set(arr, &k, &v), -1);
-  PF_ASSERT_RAISED("TypeError", "pf_map_set: argument map: expected a Map made by packfn, got "
-                                "Array");
+  PF_ASSERT_RAISED("TypeError", "pf_map_set: argument map: expected an open Map made by "
+                                "packfn, got Array");
   ck_assert_int_eq(pf_map_count(arr, &n), -1);
   PF_ASSERT_RAISED("TypeError", "pf_map_count");
   ck_assert_uint_eq(n, 0);
-  ck_assert_int_eq(pf_map_items(arr, &items, &n), -1);
-  PF_ASSERT_RAISED("TypeError", "pf_map_items");
+  ck_assert_int_eq(pf_map_iter_init(arr, &it), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_iter_init: argument map: expected Map or Dict, got Array");
+  ck_assert_int_eq(pf_map_iter_next(&it, &ik, &iv), 0); /* a failed init yields nothing */
   ck_assert_int_eq(pf_map_freeze(arr), -1);
   PF_ASSERT_RAISED("TypeError", "pf_map_freeze");
   ck_assert_int_eq(pf_map_is_frozen(arr), 0);
