@@ -490,6 +490,135 @@ START_TEST(test_map_growth_keeps_order) {
 }
 END_TEST
 
+START_TEST(test_dict_set_get_erase_across_forms) {
+  pf_object_t* d;
+  ck_assert_int_eq(pf_dict_create(&d), 0);
+  char name[32];
+  for (int i = 0; i < 300; ++i) { /* small form, the switch at the 5th key, then dense */
+    snprintf(name, sizeof name, "k%d", i);
+    pf_any_t k = pf_any_cstr(name), v = pf_any_int(i);
+    ck_assert_int_eq(pf_dict_set(d, &k, &v), 0);
+  }
+  size_t n;
+  ck_assert_int_eq(pf_dict_count(d, &n), 0);
+  ck_assert_uint_eq(n, 300);
+  for (int i = 0; i < 300; i += 3) {
+    snprintf(name, sizeof name, "k%d", i);
+    pf_any_t k = pf_any_cstr(name);
+    ck_assert_int_eq(pf_dict_erase(d, &k), 1);
+    ck_assert_int_eq(pf_dict_erase(d, &k), 0); /* absent: nothing raised */
+  }
+  ck_assert_int_eq(pf_dict_count(d, &n), 0);
+  ck_assert_uint_eq(n, 200);
+  static pf_map_item_t items[300];
+  ck_assert_uint_eq(map_entries(d, items, 300), 200);
+  int expect = 1; /* the survivors keep their insertion order */
+  for (size_t j = 0; j < 200; ++j) {
+    ck_assert_int_eq(items[j].value.v_int64, expect);
+    expect += expect % 3 == 1 ? 1 : 2;
+  }
+  for (int i = 0; i < 300; ++i) {
+    snprintf(name, sizeof name, "k%d", i);
+    pf_any_t k = pf_any_cstr(name);
+    const pf_any_t* got;
+    ck_assert_int_eq(pf_dict_get(d, &k, &got), 0);
+    if (i % 3 == 0)
+      ck_assert_ptr_null(got);
+    else
+      ck_assert_int_eq(got->v_int64, i);
+  }
+  /* small-form erase closes the gap */
+  pf_object_t* s;
+  ck_assert_int_eq(pf_dict_create(&s), 0);
+  for (int i = 0; i < 3; ++i) {
+    pf_any_t k = pf_any_int(i), v = pf_any_int(10 * i);
+    ck_assert_int_eq(pf_dict_set(s, &k, &v), 0);
+  }
+  pf_any_t k1 = pf_any_int(1);
+  ck_assert_int_eq(pf_dict_erase(s, &k1), 1);
+  ck_assert_uint_eq(map_entries(s, items, 3), 2);
+  ck_assert_int_eq(items[1].value.v_int64, 20);
+  pf_object_release(s);
+  pf_object_release(d);
+}
+END_TEST
+
+START_TEST(test_dict_errors) {
+  pf_object_t *d, *map;
+  ck_assert_int_eq(pf_dict_create(&d), 0);
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  pf_any_t k = pf_any_int(1), v = pf_any_int(2), bad = pf_any_float(1.0);
+  const pf_any_t* got = &v;
+  size_t n = 9;
+  ck_assert_int_eq(pf_dict_create(NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_create: argument out");
+  ck_assert_int_eq(pf_dict_set(map, &k, &v), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_dict_set: argument dict: expected Dict, got Map");
+  ck_assert_int_eq(pf_dict_set(d, NULL, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_set: argument key");
+  ck_assert_int_eq(pf_dict_set(d, &bad, &v), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_dict_set: argument key: expected str, bytes, int or Object");
+  pf_any_t self = pf_any_object(d);
+  ck_assert_int_eq(pf_dict_set(d, &k, &self), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_set: argument value: a map cannot contain itself");
+  ck_assert_int_eq(pf_dict_get(map, &k, &got), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_dict_get: argument dict: expected Dict, got Map");
+  ck_assert_ptr_null(got);
+  ck_assert_int_eq(pf_dict_get(d, &k, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_get: argument out");
+  ck_assert_int_eq(pf_dict_get(d, &k, &got), 0); /* absent */
+  ck_assert_ptr_null(got);
+  ck_assert_int_eq(pf_dict_erase(NULL, &k), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_dict_erase: argument dict: expected Dict, got NULL");
+  ck_assert_int_eq(pf_dict_erase(d, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_erase: argument key");
+  ck_assert_int_eq(pf_dict_erase(d, &bad), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_dict_erase: argument key");
+  ck_assert_int_eq(pf_dict_count(map, &n), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_dict_count: argument dict: expected Dict, got Map");
+  ck_assert_uint_eq(n, 0);
+  ck_assert_int_eq(pf_dict_count(d, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_count: argument out");
+  /* a map's functions refuse a dict */
+  ck_assert_int_eq(pf_map_get(d, &k, &got), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_get: argument map: expected Map, got Dict");
+  pf_object_release(map);
+  pf_object_release(d);
+}
+END_TEST
+
+START_TEST(test_map_copy_is_open_and_independent) {
+  pf_object_t *map, *copy;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  for (int i = 0; i < 20; ++i) {
+    pf_any_t k = pf_any_int(i), v = pf_any_int(-i);
+    ck_assert_int_eq(pf_map_set(map, &k, &v), 0);
+  }
+  ck_assert_int_eq(pf_map_freeze(map), 0);
+  ck_assert_int_eq(pf_map_copy(map, &copy), 0);
+  ck_assert_int_eq(pf_map_is_frozen(copy), 0);
+  pf_any_t k = pf_any_int(99), v = pf_any_int(1);
+  ck_assert_int_eq(pf_map_set(copy, &k, &v), 0);
+  ck_assert_int_eq(pf_map_contains(map, &k), 0);
+  ck_assert_int_eq(pf_map_contains(copy, &k), 1);
+  pf_any_t a = pf_any_object(map), b = pf_any_object(copy);
+  ck_assert_int_eq(pf_container_equal(&a, &b), 0);
+  pf_object_t* copy2;
+  ck_assert_int_eq(pf_map_copy(map, &copy2), 0);
+  b = pf_any_object(copy2);
+  ck_assert_int_eq(pf_container_equal(&a, &b), 1);
+  ck_assert_int_eq(pf_map_copy(map, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_copy: argument out");
+  pf_object_t* out = map;
+  ck_assert_int_eq(pf_map_copy(NULL, &out), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_copy: argument map: expected Map or Dict, got NULL");
+  ck_assert_ptr_null(out);
+  pf_object_release(copy2);
+  pf_object_release(copy);
+  pf_object_release(map);
+}
+END_TEST
+
 START_TEST(test_map_key_errors) {
   pf_object_t* map;
   ck_assert_int_eq(pf_map_create(&map), 0);
@@ -806,6 +935,9 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_map_bytes_keys);
   tcase_add_test(tc, test_map_growth_keeps_order);
   tcase_add_test(tc, test_map_key_errors);
+  tcase_add_test(tc, test_dict_set_get_erase_across_forms);
+  tcase_add_test(tc, test_dict_errors);
+  tcase_add_test(tc, test_map_copy_is_open_and_independent);
   tcase_add_test(tc, test_map_failed_set_changes_nothing);
   tcase_add_test(tc, test_map_releases_contents_once);
   tcase_add_test(tc, test_map_freeze);
