@@ -172,17 +172,17 @@ static int print_array(const pf_object_t* array, FILE* out) {
 }
 
 static int print_map(const pf_object_t* map, FILE* out) {
-  const pf_map_item_t* items;
-  size_t count;
-  if (pf_map_items(map, &items, &count) != 0)
+  pf_map_iter_t it;
+  const pf_any_t *key, *value;
+  if (pf_map_iter_init(map, &it) != 0)
     return -1;
   fputc('{', out);
-  for (size_t i = 0; i < count; ++i) {
-    fputs(i > 0 ? ", " : "", out);
-    if (print_any(&items[i].key, out, 1) != 0)
+  for (int first = 1; pf_map_iter_next(&it, &key, &value) == 1; first = 0) {
+    fputs(first ? "" : ", ", out);
+    if (print_any(key, out, 1) != 0)
       return -1;
     fputs(": ", out);
-    if (print_any(&items[i].value, out, 1) != 0)
+    if (print_any(value, out, 1) != 0)
       return -1;
   }
   fputc('}', out);

@@ -21,6 +21,25 @@ static pf_object_t* counted_new(void) {
   return obj;
 }
 
+/* A map's entries in iteration order, copied (borrowed values) into items[0..cap). */
+typedef struct {
+  pf_any_t key;
+  pf_any_t value;
+} pf_map_item_t;
+
+static size_t map_entries(const pf_object_t* map, pf_map_item_t* items, size_t cap) {
+  pf_map_iter_t it;
+  const pf_any_t *k, *v;
+  size_t n = 0;
+  ck_assert_int_eq(pf_map_iter_init(map, &it), 0);
+  while (pf_map_iter_next(&it, &k, &v) == 1) {
+    ck_assert_uint_lt(n, cap);
+    items[n].key = *k;
+    items[n++].value = *v;
+  }
+  return n;
+}
+
 static pf_any_t str_object(const char* s) {
   pf_object_t* obj;
   ck_assert_int_eq(pf_string_object_create(s, strlen(s), &obj), 0);
@@ -405,9 +424,8 @@ START_TEST(test_map_set_get_iterate) {
   ck_assert_int_eq(pf_map_set(map, &small, &v5), 0);
   ck_assert_int_eq(pf_map_count(map, &n), 0);
   ck_assert_uint_eq(n, 4);
-  const pf_map_item_t* items;
-  ck_assert_int_eq(pf_map_items(map, &items, &n), 0);
-  ck_assert_uint_eq(n, 4);
+  pf_map_item_t items[4];
+  ck_assert_uint_eq(map_entries(map, items, 4), 4);
   ck_assert_int_eq(items[0].key.type_index, PF_TYPE_SMALL_STR);
   ck_assert(pf_any_equal(&items[0].value, &v5));
   ck_assert_int_eq(items[1].key.v_int64, 42);
@@ -455,10 +473,8 @@ START_TEST(test_map_growth_keeps_order) {
     pf_any_t ks = pf_any_cstr(name);
     ck_assert_int_eq(pf_map_set(map, &ks, &v), 0);
   }
-  size_t n;
-  const pf_map_item_t* items;
-  ck_assert_int_eq(pf_map_items(map, &items, &n), 0);
-  ck_assert_uint_eq(n, 1200);
+  static pf_map_item_t items[1200];
+  ck_assert_uint_eq(map_entries(map, items, 1200), 1200);
   for (int i = 0; i < 600; ++i) {
     ck_assert_int_eq(items[2 * i].key.v_int64, (int64_t)i * 7919);
     ck_assert_int_eq(items[2 * i + 1].value.v_int64, i);
@@ -470,6 +486,135 @@ START_TEST(test_map_growth_keeps_order) {
     pf_any_t k = pf_any_int(i * 7919 + 1);
     ck_assert_int_eq(pf_map_contains(map, &k), i * 7919 + 1 == 0);
   }
+  pf_object_release(map);
+}
+END_TEST
+
+START_TEST(test_dict_set_get_erase_across_forms) {
+  pf_object_t* d;
+  ck_assert_int_eq(pf_dict_create(&d), 0);
+  char name[32];
+  for (int i = 0; i < 300; ++i) { /* small form, the switch at the 5th key, then dense */
+    snprintf(name, sizeof name, "k%d", i);
+    pf_any_t k = pf_any_cstr(name), v = pf_any_int(i);
+    ck_assert_int_eq(pf_dict_set(d, &k, &v), 0);
+  }
+  size_t n;
+  ck_assert_int_eq(pf_dict_count(d, &n), 0);
+  ck_assert_uint_eq(n, 300);
+  for (int i = 0; i < 300; i += 3) {
+    snprintf(name, sizeof name, "k%d", i);
+    pf_any_t k = pf_any_cstr(name);
+    ck_assert_int_eq(pf_dict_erase(d, &k), 1);
+    ck_assert_int_eq(pf_dict_erase(d, &k), 0); /* absent: nothing raised */
+  }
+  ck_assert_int_eq(pf_dict_count(d, &n), 0);
+  ck_assert_uint_eq(n, 200);
+  static pf_map_item_t items[300];
+  ck_assert_uint_eq(map_entries(d, items, 300), 200);
+  int expect = 1; /* the survivors keep their insertion order */
+  for (size_t j = 0; j < 200; ++j) {
+    ck_assert_int_eq(items[j].value.v_int64, expect);
+    expect += expect % 3 == 1 ? 1 : 2;
+  }
+  for (int i = 0; i < 300; ++i) {
+    snprintf(name, sizeof name, "k%d", i);
+    pf_any_t k = pf_any_cstr(name);
+    const pf_any_t* got;
+    ck_assert_int_eq(pf_dict_get(d, &k, &got), 0);
+    if (i % 3 == 0)
+      ck_assert_ptr_null(got);
+    else
+      ck_assert_int_eq(got->v_int64, i);
+  }
+  /* small-form erase closes the gap */
+  pf_object_t* s;
+  ck_assert_int_eq(pf_dict_create(&s), 0);
+  for (int i = 0; i < 3; ++i) {
+    pf_any_t k = pf_any_int(i), v = pf_any_int(10 * i);
+    ck_assert_int_eq(pf_dict_set(s, &k, &v), 0);
+  }
+  pf_any_t k1 = pf_any_int(1);
+  ck_assert_int_eq(pf_dict_erase(s, &k1), 1);
+  ck_assert_uint_eq(map_entries(s, items, 3), 2);
+  ck_assert_int_eq(items[1].value.v_int64, 20);
+  pf_object_release(s);
+  pf_object_release(d);
+}
+END_TEST
+
+START_TEST(test_dict_errors) {
+  pf_object_t *d, *map;
+  ck_assert_int_eq(pf_dict_create(&d), 0);
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  pf_any_t k = pf_any_int(1), v = pf_any_int(2), bad = pf_any_float(1.0);
+  const pf_any_t* got = &v;
+  size_t n = 9;
+  ck_assert_int_eq(pf_dict_create(NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_create: argument out");
+  ck_assert_int_eq(pf_dict_set(map, &k, &v), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_dict_set: argument dict: expected Dict, got Map");
+  ck_assert_int_eq(pf_dict_set(d, NULL, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_set: argument key");
+  ck_assert_int_eq(pf_dict_set(d, &bad, &v), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_dict_set: argument key: expected str, bytes, int or Object");
+  pf_any_t self = pf_any_object(d);
+  ck_assert_int_eq(pf_dict_set(d, &k, &self), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_set: argument value: a map cannot contain itself");
+  ck_assert_int_eq(pf_dict_get(map, &k, &got), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_dict_get: argument dict: expected Dict, got Map");
+  ck_assert_ptr_null(got);
+  ck_assert_int_eq(pf_dict_get(d, &k, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_get: argument out");
+  ck_assert_int_eq(pf_dict_get(d, &k, &got), 0); /* absent */
+  ck_assert_ptr_null(got);
+  ck_assert_int_eq(pf_dict_erase(NULL, &k), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_dict_erase: argument dict: expected Dict, got NULL");
+  ck_assert_int_eq(pf_dict_erase(d, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_erase: argument key");
+  ck_assert_int_eq(pf_dict_erase(d, &bad), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_dict_erase: argument key");
+  ck_assert_int_eq(pf_dict_count(map, &n), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_dict_count: argument dict: expected Dict, got Map");
+  ck_assert_uint_eq(n, 0);
+  ck_assert_int_eq(pf_dict_count(d, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_count: argument out");
+  /* a map's functions refuse a dict */
+  ck_assert_int_eq(pf_map_get(d, &k, &got), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_get: argument map: expected Map, got Dict");
+  pf_object_release(map);
+  pf_object_release(d);
+}
+END_TEST
+
+START_TEST(test_map_copy_is_open_and_independent) {
+  pf_object_t *map, *copy;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  for (int i = 0; i < 20; ++i) {
+    pf_any_t k = pf_any_int(i), v = pf_any_int(-i);
+    ck_assert_int_eq(pf_map_set(map, &k, &v), 0);
+  }
+  ck_assert_int_eq(pf_map_freeze(map), 0);
+  ck_assert_int_eq(pf_map_copy(map, &copy), 0);
+  ck_assert_int_eq(pf_map_is_frozen(copy), 0);
+  pf_any_t k = pf_any_int(99), v = pf_any_int(1);
+  ck_assert_int_eq(pf_map_set(copy, &k, &v), 0);
+  ck_assert_int_eq(pf_map_contains(map, &k), 0);
+  ck_assert_int_eq(pf_map_contains(copy, &k), 1);
+  pf_any_t a = pf_any_object(map), b = pf_any_object(copy);
+  ck_assert_int_eq(pf_container_equal(&a, &b), 0);
+  pf_object_t* copy2;
+  ck_assert_int_eq(pf_map_copy(map, &copy2), 0);
+  b = pf_any_object(copy2);
+  ck_assert_int_eq(pf_container_equal(&a, &b), 1);
+  ck_assert_int_eq(pf_map_copy(map, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_copy: argument out");
+  pf_object_t* out = map;
+  ck_assert_int_eq(pf_map_copy(NULL, &out), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_copy: argument map: expected Map or Dict, got NULL");
+  ck_assert_ptr_null(out);
+  pf_object_release(copy2);
+  pf_object_release(copy);
   pf_object_release(map);
 }
 END_TEST
@@ -519,8 +664,7 @@ START_TEST(test_map_key_errors) {
   ck_assert_int_eq(pf_map_get(map, &k, NULL), -1);
   PF_ASSERT_RAISED("ValueError", "pf_map_get: argument out");
   ck_assert_int_eq(pf_map_find(NULL, &k, &got), -1);
-  PF_ASSERT_RAISED("TypeError", "pf_map_find: argument map: expected a Map made by packfn, got "
-                                "NULL");
+  PF_ASSERT_RAISED("TypeError", "pf_map_find: argument map: expected Map, got NULL");
   ck_assert_int_eq(pf_map_set(map, NULL, &v), -1);
   PF_ASSERT_RAISED("ValueError", "argument key");
   k = pf_any_int(1);
@@ -529,11 +673,18 @@ START_TEST(test_map_key_errors) {
   size_t n = 3;
   ck_assert_int_eq(pf_map_count(map, NULL), -1);
   PF_ASSERT_RAISED("ValueError", "pf_map_count: argument out");
-  const pf_map_item_t* items;
-  ck_assert_int_eq(pf_map_items(map, &items, NULL), -1);
-  PF_ASSERT_RAISED("ValueError", "pf_map_items: argument count");
-  ck_assert_int_eq(pf_map_items(map, NULL, &n), -1);
-  PF_ASSERT_RAISED("ValueError", "pf_map_items: argument items");
+  pf_map_iter_t it;
+  const pf_any_t *ik, *iv;
+  ck_assert_int_eq(pf_map_iter_init(map, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_iter_init: argument it");
+  ck_assert_int_eq(pf_map_iter_init(map, &it), 0);
+  ck_assert_int_eq(pf_map_iter_next(&it, NULL, &iv), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_iter_next: argument key");
+  ck_assert_int_eq(pf_map_iter_next(&it, &ik, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_iter_next: argument value");
+  ck_assert_int_eq(pf_map_iter_next(NULL, &ik, &iv), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_iter_next: argument it");
+  ck_assert_ptr_null(ik);
   ck_assert_int_eq(pf_map_create(NULL), -1);
   PF_ASSERT_RAISED("ValueError", "pf_map_create: argument out");
 
@@ -541,13 +692,14 @@ START_TEST(test_map_key_errors) {
   pf_object_t* arr;
   ck_assert_int_eq(pf_array_create(NULL, 0, &arr), 0);
   ck_assert_int_eq(pf_map_set(arr, &k, &v), -1);
-  PF_ASSERT_RAISED("TypeError", "pf_map_set: argument map: expected a Map made by packfn, got "
-                                "Array");
+  PF_ASSERT_RAISED("TypeError", "pf_map_set: argument map: expected an open Map made by "
+                                "packfn, got Array");
   ck_assert_int_eq(pf_map_count(arr, &n), -1);
   PF_ASSERT_RAISED("TypeError", "pf_map_count");
   ck_assert_uint_eq(n, 0);
-  ck_assert_int_eq(pf_map_items(arr, &items, &n), -1);
-  PF_ASSERT_RAISED("TypeError", "pf_map_items");
+  ck_assert_int_eq(pf_map_iter_init(arr, &it), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_iter_init: argument map: expected Map or Dict, got Array");
+  ck_assert_int_eq(pf_map_iter_next(&it, &ik, &iv), 0); /* a failed init yields nothing */
   ck_assert_int_eq(pf_map_freeze(arr), -1);
   PF_ASSERT_RAISED("TypeError", "pf_map_freeze");
   ck_assert_int_eq(pf_map_is_frozen(arr), 0);
@@ -783,6 +935,9 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_map_bytes_keys);
   tcase_add_test(tc, test_map_growth_keeps_order);
   tcase_add_test(tc, test_map_key_errors);
+  tcase_add_test(tc, test_dict_set_get_erase_across_forms);
+  tcase_add_test(tc, test_dict_errors);
+  tcase_add_test(tc, test_map_copy_is_open_and_independent);
   tcase_add_test(tc, test_map_failed_set_changes_nothing);
   tcase_add_test(tc, test_map_releases_contents_once);
   tcase_add_test(tc, test_map_freeze);

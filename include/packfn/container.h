@@ -1,5 +1,6 @@
-/* packfn containers: shapes (69), immutable arrays of values (71) and hash maps (72) keyed by
- * strings, bytes, ints and objects, with their C API to build, read, iterate and compare. */
+/* packfn containers: shapes (69), immutable arrays of values (71), and hash maps (72) and dicts
+ * (76) in TVM-FFI's layout keyed by strings, bytes, ints and objects, with their C API to build,
+ * read, iterate and compare. */
 #ifndef PACKFN_CONTAINER_H_
 #define PACKFN_CONTAINER_H_
 
@@ -70,66 +71,120 @@ PF_API int pf_array_get(const pf_object_t* array, int64_t index, const pf_any_t*
  * -1 with TypeError (not an array) or ValueError (NULL outputs); outputs then NULL and 0. */
 PF_API int pf_array_items(const pf_object_t* array, const pf_any_t** items, size_t* count);
 
-/* ---- map (type 72): a hash map from keys to values, iterated in insertion order ----
+/* ---- map (type 72) and dict (76): hash maps in TVM-FFI's layout ----
+ * Both have TVM-FFI 0.1.x's MapBaseObj layout (tvm/ffi/container/map_base.h): a small form of
+ * at most 4 entries searched in order, and a dense form (16-slot blocks with one metadata byte
+ * per slot, Fibonacci hashing, chained slots and an insertion-order list) that a map switches to
+ * in place on its 5th key. Keys hash and compare as TVM-FFI's AnyHash / AnyEqual do, so either
+ * runtime finds keys in, iterates and writes the other's maps.
  * Keys are strings (raw, small or object: equal contents are the same key whatever the form),
- * bytes (likewise), ints, or objects (the same object, by identity). Other key types (bool,
+ * bytes (likewise), ints, or objects (the same object, by identity; TVM-FFI types hashed by a
+ * registered __any_hash__, such as its BigInt, are not found by packfn). Other key types (bool,
  * float, none, pointers...) are refused with TypeError. Values are any value with an owned
- * form. Build a map with pf_map_create and pf_map_set; it is then frozen explicitly
- * (pf_map_freeze) or by being stored in a container. A map is not thread-safe while being
- * built; a frozen one is. Only maps made by packfn are accepted by these functions. */
-
-/* One entry of a map: both values owned by the map. */
-typedef struct pf_map_item_s {
-  pf_any_t key;   /* as stored: raw strings were made small or object strings */
-  pf_any_t value; /* owned by the map */
-} pf_map_item_t;
+ * form. Iteration follows insertion order (an erase in the small form closes the gap; in the
+ * dense form an erase keeps the order of the rest).
+ *
+ * Copy-on-write (the rule of TVM-FFI's ffi::Map and ffi::Array): a Map is a value. packfn
+ * builds one with pf_map_create and pf_map_set in place, then it is frozen explicitly
+ * (pf_map_freeze) or by being stored in a container, and never changes again through packfn;
+ * pf_map_copy makes an open copy of any map or dict (frozen, or made by TVM-FFI) to change —
+ * the copy ffi::Map::Set makes implicitly when its map is shared. (TVM-FFI's C++ changes a map
+ * in place when its handle holds the only reference, packfn's included: a frozen packfn map
+ * must not be handed to C++ as its sole reference if its content matters.)
+ * A Dict is a shared mutable object, as TVM-FFI's ffi::Dict: pf_dict_set / pf_dict_erase
+ * change it in place, whoever made it, and every holder sees the change. Neither is
+ * thread-safe while changing; a map that no one changes may be read from any thread. */
 
 /* Creates an empty map, open for pf_map_set. New reference in *out.
- * -1 with ValueError (NULL out) or MemoryError. */
+ * -1 with ValueError (NULL out) or MemoryError; *out is then NULL. */
 PF_API int pf_map_create(pf_object_t** out);
 
-/* Sets map[key] = value; both are views, copied to owned values. A new key goes last in the
- * iteration order; an existing key keeps its place and its stored key, and the old value is
- * released. A map given as the value or the key is frozen.
- * -1 with TypeError (map not a packfn Map or frozen; key of an unsupported type; value without
- * an owned form), ValueError (NULL key or value; the map itself as key or value) or
- * MemoryError; the map is then unchanged and nothing is retained or moved. */
+/* Sets map[key] = value in place; both are views, copied to owned values. A new key goes last
+ * in the iteration order; an existing key keeps its place and its stored key, and the old value
+ * is released. A packfn map given as the value or the key is frozen.
+ * -1 with TypeError (map not an open packfn Map: frozen, made elsewhere, or not a map; key of
+ * an unsupported type; value without an owned form), ValueError (NULL key or value; the map
+ * itself as key or value) or MemoryError; the map is then unchanged and nothing is retained or
+ * moved. */
 PF_API int pf_map_set(pf_object_t* map, const pf_any_t* key, const pf_any_t* value);
 
-/* Freezes a map: later pf_map_set calls fail with TypeError. Freezing twice is fine.
- * -1 with TypeError when map is not a packfn Map. */
+/* Freezes a packfn map: later pf_map_set calls fail with TypeError. Freezing twice is fine.
+ * -1 with TypeError when map is not a Map made by packfn. */
 PF_API int pf_map_freeze(pf_object_t* map);
 
-/* 1 when the map is frozen, 0 when it is still open or `map` is not a packfn Map. */
+/* 1 when the map is a frozen packfn map, 0 when it is open or not a packfn Map. */
 PF_API int pf_map_is_frozen(const pf_object_t* map);
 
-/* The value stored under key, borrowed, into *out. Follows the lookup rule (see
- * packfn/function.h): an absent key gives 0 with *out = NULL and raises nothing. -1 with
- * TypeError (not a packfn Map; key of an unsupported type) or ValueError (NULL key or out);
- * *out is then NULL. */
+/* Copies any map or dict (made by any runtime) into a new open packfn Map with the same entries
+ * in the same order (keys and values retained): the copy-on-write step. New reference in *out.
+ * -1 with TypeError (not a Map or Dict), ValueError (NULL out) or MemoryError; *out is then
+ * NULL. */
+PF_API int pf_map_copy(const pf_object_t* map, pf_object_t** out);
+
+/* The value stored under key in a map (made by any runtime), borrowed (valid while the map
+ * lives and is not changed), into *out. Follows the lookup rule (see packfn/function.h): an
+ * absent key gives 0 with *out = NULL and raises nothing. -1 with TypeError (not a Map; key of
+ * an unsupported type) or ValueError (NULL key or out); *out is then NULL. */
 PF_API int pf_map_get(const pf_object_t* map, const pf_any_t* key, const pf_any_t** out);
 
 /* The older name of pf_map_get, kept for existing code: same behaviour. */
 PF_API int pf_map_find(const pf_object_t* map, const pf_any_t* key, const pf_any_t** out);
 
-/* 1 when key is in the map, 0 when not; -1 with an error raised as pf_map_find. */
+/* 1 when key is in the map, 0 when not; -1 with an error raised as pf_map_get. */
 PF_API int pf_map_contains(const pf_object_t* map, const pf_any_t* key);
 
-/* Number of entries into *out. -1 with TypeError (not a packfn Map) or ValueError (NULL out);
- * *out is then 0. */
+/* Number of entries of a map (made by any runtime) into *out. -1 with TypeError (not a Map)
+ * or ValueError (NULL out); *out is then 0. */
 PF_API int pf_map_count(const pf_object_t* map, size_t* out);
 
-/* All entries in insertion order for iteration: *items points at *count consecutive entries,
- * borrowed while the map lives and stays unchanged (non-NULL even when empty).
- * -1 with TypeError (not a packfn Map) or ValueError (NULL outputs); outputs then NULL and 0. */
-PF_API int pf_map_items(const pf_object_t* map, const pf_map_item_t** items, size_t* count);
+/* Iteration over a map or dict (made by any runtime) in insertion order, both forms:
+ *   pf_map_iter_t it;
+ *   const pf_any_t *key, *value;
+ *   if (pf_map_iter_init(map, &it) != 0) return -1;
+ *   while (pf_map_iter_next(&it, &key, &value) == 1) use(key, value);
+ * The cursor borrows the map: keep a reference and change nothing while walking. */
+typedef struct pf_map_iter_s {
+  const pf_object_t* map; /* the map or dict walked (borrowed); NULL after a failed init */
+  uint64_t position;      /* private: the next entry's place */
+} pf_map_iter_t;
+
+/* Starts a walk over map's entries. -1 with TypeError (not a Map or Dict) or ValueError (NULL
+ * it); a failed init leaves a cursor that yields nothing. */
+PF_API int pf_map_iter_init(const pf_object_t* map, pf_map_iter_t* it);
+
+/* The next entry: 1 with *key and *value borrowed from the map (valid while it lives and is
+ * not changed), 0 at the end (outputs NULL). -1 with ValueError (NULL it, key or value). */
+PF_API int pf_map_iter_next(pf_map_iter_t* it, const pf_any_t** key, const pf_any_t** value);
+
+/* Creates an empty dict (mutable, shared). New reference in *out.
+ * -1 with ValueError (NULL out) or MemoryError; *out is then NULL. */
+PF_API int pf_dict_create(pf_object_t** out);
+
+/* Sets dict[key] = value in place in any Dict (made by any runtime); key and value as
+ * pf_map_set. -1 with TypeError (not a Dict; key or value as pf_map_set), ValueError (NULL key
+ * or value; the dict itself as key or value) or MemoryError; the dict is then unchanged and
+ * nothing is retained or moved. */
+PF_API int pf_dict_set(pf_object_t* dict, const pf_any_t* key, const pf_any_t* value);
+
+/* The value under key in a dict, borrowed (valid until the dict changes), into *out; absent
+ * key: 0 with *out = NULL. -1 with TypeError (not a Dict; key type) or ValueError (NULL key or
+ * out); *out is then NULL. */
+PF_API int pf_dict_get(const pf_object_t* dict, const pf_any_t* key, const pf_any_t** out);
+
+/* Removes key from a dict, releasing its key and value: 1 when it was there, 0 when absent
+ * (nothing raised). -1 with TypeError (not a Dict; key type) or ValueError (NULL key). */
+PF_API int pf_dict_erase(pf_object_t* dict, const pf_any_t* key);
+
+/* Number of entries of a dict into *out. -1 with TypeError (not a Dict) or ValueError (NULL
+ * out); *out is then 0. */
+PF_API int pf_dict_count(const pf_object_t* dict, size_t* out);
 
 /* ---- equality ---- */
 
-/* Deep equality: shapes by extents, arrays element by element, maps by the same keys with
- * equal values (in any order), recursing into nested containers; every other pair as
- * pf_any_equal (so strings by contents, other objects by identity). Returns 1 or 0; never
- * raises. Two NULL pointers are equal. */
+/* Deep equality: shapes by extents, arrays element by element, maps (and dicts, each with its
+ * own kind) by the same keys with equal values (in any order), recursing into nested containers;
+ * every other pair as pf_any_equal (so strings by contents, other objects by identity). Returns 1
+ * or 0; never raises. Two NULL pointers are equal. */
 PF_API int pf_container_equal(const pf_any_t* a, const pf_any_t* b);
 
 #ifdef __cplusplus

@@ -1607,21 +1607,23 @@ static int map_contains(PyObject* self, PyObject* key) {
 
 /* which: 0 keys, 1 values, 2 items; a list. */
 static PyObject* map_list(PyObject* self, int which) {
-  const pf_map_item_t* items;
+  pf_object_t* map = ((PfObject*)self)->obj;
+  pf_map_iter_t it;
+  const pf_any_t *key, *value;
   size_t n;
-  if (pf_map_items(((PfObject*)self)->obj, &items, &n) != 0)
+  if (pf_map_count(map, &n) != 0 || pf_map_iter_init(map, &it) != 0)
     return raise_pf_error();
   PyObject* lst = PyList_New((Py_ssize_t)n);
-  for (size_t i = 0; lst && i < n; ++i) {
+  for (size_t i = 0; lst && i < n && pf_map_iter_next(&it, &key, &value) == 1; ++i) {
     PyObject* x;
     if (which == 2) {
-      PyObject* k = any_to_py(&items[i].key);
-      PyObject* v = k ? any_to_py(&items[i].value) : NULL;
+      PyObject* k = any_to_py(key);
+      PyObject* v = k ? any_to_py(value) : NULL;
       x = v ? PyTuple_Pack(2, k, v) : NULL;
       Py_XDECREF(k);
       Py_XDECREF(v);
     } else {
-      x = any_to_py(which == 0 ? &items[i].key : &items[i].value);
+      x = any_to_py(which == 0 ? key : value);
     }
     if (!x) {
       Py_CLEAR(lst);

@@ -46,15 +46,17 @@ static void expect_kind(const char* kind) {
 static void check_items(pf_object_t* map, const model_t* m) {
   size_t count;
   FUZZ_CHECK(pf_map_count(map, &count) == 0 && count == (size_t)m->count);
-  const pf_map_item_t* items;
-  FUZZ_CHECK(pf_map_items(map, &items, &count) == 0 && count == (size_t)m->count);
+  pf_map_iter_t it;
+  const pf_any_t *k, *v;
+  FUZZ_CHECK(pf_map_iter_init(map, &it) == 0);
   for (int i = 0; i < m->count; ++i) {
     pf_object_t* ko;
     pf_any_t key = make_key(m->order[i], 0, &ko);
-    FUZZ_CHECK(pf_any_equal(&items[i].key, &key) == 1);
-    FUZZ_CHECK(items[i].value.type_index == PF_TYPE_INT &&
-               items[i].value.v_int64 == m->value[m->order[i]]);
+    FUZZ_CHECK(pf_map_iter_next(&it, &k, &v) == 1);
+    FUZZ_CHECK(pf_any_equal(k, &key) == 1);
+    FUZZ_CHECK(v->type_index == PF_TYPE_INT && v->v_int64 == m->value[m->order[i]]);
   }
+  FUZZ_CHECK(pf_map_iter_next(&it, &k, &v) == 0);
 }
 
 /* A map with the model's entries, inserted in reverse order; frozen or not. */

@@ -1,0 +1,38 @@
+/* Private helpers shared by the container sources (prefix pf__): the value-owning rules every
+ * container applies (map.c) and the map/dict cell (TVM-FFI's MapBaseObj layout). Not installed. */
+#ifndef PACKFN_SRC_CONTAINER_PRIVATE_H_
+#define PACKFN_SRC_CONTAINER_PRIVATE_H_
+
+#include "packfn/container.h"
+
+/* 0 when `v` has an owned form pf_any_to_owned can make without failing other than on memory;
+ * else raises naming func and item. With owned_only, views (types 7-10) are refused too. */
+int pf__check_ownable(const char* func, const char* item, const pf_any_t* v, int owned_only);
+
+/* Names item i in messages: names[i], or "items[i]" written into buf. */
+const char* pf__item_name(const char* const* names, size_t i, char* buf, size_t size);
+
+/* Makes owned copies of views[0..n) in out[0..n); on failure nothing is retained or moved
+ * (rvalue references keep their objects) and -1 is returned with the error raised. The packfn
+ * maps among the values are frozen. */
+int pf__own_all(const char* func, const char* const* names, const pf_any_t* views, size_t n,
+                pf_any_t* out);
+
+/* Freezes the packfn maps among owned values (a map stored in a container never changes). */
+void pf__freeze_maps(const pf_any_t* values, size_t n);
+
+/* The object a value holds or an rvalue reference points at, else NULL. */
+const pf_object_t* pf__object_of(const pf_any_t* v);
+
+/* 1 when obj is a map (72) or dict (76), made by any runtime following TVM-FFI's layout. */
+static inline int pf__is_mapbase(const pf_object_t* obj) {
+  return obj && (obj->type_index == PF_TYPE_MAP || obj->type_index == PF_TYPE_DICT);
+}
+
+/* Number of entries of a map or dict (pf__is_mapbase checked by the caller). */
+size_t pf__mapbase_size(const pf_object_t* map);
+
+/* The value stored under an owned key in a map or dict, borrowed, or NULL when absent. */
+const pf_any_t* pf__mapbase_find(const pf_object_t* map, const pf_any_t* key);
+
+#endif /* PACKFN_SRC_CONTAINER_PRIVATE_H_ */

@@ -1,0 +1,196 @@
+// Maps (72) and dicts (76) crossing between packfn's C API and TVM-FFI's C++ ffi::Map /
+// ffi::Dict in one process: each side reads, finds, iterates and writes the other's, in the
+// small form and the dense form, with int, string and object keys, across the small -> dense
+// switch. Exits 0 when every check holds; prints each failed check.
+#include <tvm/ffi/container/array.h>
+#include <tvm/ffi/container/dict.h>
+#include <tvm/ffi/container/map.h>
+#include <tvm/ffi/string.h>
+
+#include <cstdio>
+#include <string>
+
+extern "C" {
+#include "packfn/packfn.h"
+}
+
+namespace ffi = tvm::ffi;
+
+static int g_failures = 0;
+#define CHECK(cond)                                                                                \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                \
+      ++g_failures;                                                                                \
+    }                                                                                              \
+  } while (0)
+
+static std::string key_name(int i) {
+  return "key-" + std::to_string(i) + (i % 3 ? "" : "-long-enough-for-a-heap-string");
+}
+
+// An ObjectRef adopting a new packfn reference.
+template <typename T> static T adopt(pf_object_t* obj) {
+  ffi::Any any;
+  TVMFFIAny raw;
+  raw.type_index = obj->type_index;
+  raw.zero_padding = 0;
+  raw.v_obj = reinterpret_cast<TVMFFIObject*>(obj);
+  any = ffi::AnyView::CopyFromTVMFFIAny(raw); // retains
+  pf_object_release(obj);
+  return any.cast<T>();
+}
+
+static pf_object_t* raw_of(const ffi::ObjectRef& ref) {
+  return reinterpret_cast<pf_object_t*>(const_cast<ffi::Object*>(ref.get()));
+}
+
+// packfn builds, TVM-FFI reads and writes.
+static void packfn_map_to_tvm(int n) {
+  pf_object_t* map;
+  CHECK(pf_map_create(&map) == 0);
+  for (int i = 0; i < n; ++i) {
+    pf_any_t ki = pf_any_int(i * 31), vi = pf_any_int(i);
+    std::string s = key_name(i);
+    pf_any_t ks = pf_any_cstr(s.c_str()), vs = pf_any_int(-i);
+    CHECK(pf_map_set(map, &ki, &vi) == 0);
+    CHECK(pf_map_set(map, &ks, &vs) == 0);
+  }
+  auto m = adopt<ffi::Map<ffi::Any, ffi::Any>>(map);
+  CHECK(m.size() == static_cast<size_t>(2 * n));
+  for (int i = 0; i < n; ++i) {
+    CHECK(m.count(static_cast<int64_t>(i * 31)) == 1);
+    CHECK(m.at(static_cast<int64_t>(i * 31)).cast<int64_t>() == i);
+    CHECK(m.at(ffi::String(key_name(i))).cast<int64_t>() == -i);
+  }
+  CHECK(m.count(static_cast<int64_t>(-5)) == 0);
+  CHECK(m.count(ffi::String("absent")) == 0);
+  int idx = 0; // insertion order
+  for (auto kv : m) {
+    if (idx % 2 == 0)
+      CHECK(kv.first.cast<int64_t>() == (idx / 2) * 31);
+    else
+      CHECK(kv.first.cast<ffi::String>() == key_name(idx / 2));
+    ++idx;
+  }
+  CHECK(idx == 2 * n);
+  // TVM-FFI writes: held once, Map::Set writes in place or switches storage
+  m.Set(ffi::String("added by C++"), static_cast<int64_t>(7));
+  for (int i = 0; i < 6; ++i)
+    m.Set(static_cast<int64_t>(100000 + i), static_cast<int64_t>(i));
+  const pf_any_t* got = nullptr;
+  pf_any_t k = pf_any_cstr("added by C++");
+  CHECK(pf_map_get(raw_of(m), &k, &got) == 0 && got && got->v_int64 == 7);
+  pf_any_t k2 = pf_any_int(100005);
+  CHECK(pf_map_get(raw_of(m), &k2, &got) == 0 && got && got->v_int64 == 5);
+}
+
+// TVM-FFI builds, packfn reads, iterates and copies.
+static void tvm_map_to_packfn(int n) {
+  ffi::Map<ffi::Any, ffi::Any> m;
+  ffi::Array<ffi::Any> objs;
+  for (int i = 0; i < n; ++i) {
+    ffi::Array<ffi::Any> obj{static_cast<int64_t>(i)};
+    objs.push_back(obj);
+    m.Set(static_cast<int64_t>(i * 7), static_cast<int64_t>(i));
+    m.Set(ffi::String(key_name(i)), static_cast<int64_t>(-i));
+    m.Set(obj, static_cast<int64_t>(1000 + i));
+  }
+  pf_object_t* map = raw_of(m);
+  size_t count = 0;
+  CHECK(pf_map_count(map, &count) == 0 && count == static_cast<size_t>(3 * n));
+  for (int i = 0; i < n; ++i) {
+    const pf_any_t* got = nullptr;
+    pf_any_t ki = pf_any_int(i * 7);
+    CHECK(pf_map_get(map, &ki, &got) == 0 && got && got->v_int64 == i);
+    std::string s = key_name(i);
+    pf_any_t ks = pf_any_cstr(s.c_str());
+    CHECK(pf_map_get(map, &ks, &got) == 0 && got && got->v_int64 == -i);
+    pf_any_t ko = pf_any_object(raw_of(objs[i].cast<ffi::ObjectRef>()));
+    CHECK(pf_map_get(map, &ko, &got) == 0 && got && got->v_int64 == 1000 + i);
+  }
+  pf_any_t absent = pf_any_int(-1);
+  CHECK(pf_map_contains(map, &absent) == 0);
+  pf_map_iter_t it;
+  const pf_any_t *k, *v;
+  CHECK(pf_map_iter_init(map, &it) == 0);
+  size_t seen = 0;
+  auto cpp = m.begin();
+  while (pf_map_iter_next(&it, &k, &v) == 1) { // the same order as C++'s iterator
+    CHECK(cpp != m.end());
+    if (cpp == m.end())
+      break;
+    CHECK(k->type_index == (*cpp).first.type_index());
+    CHECK(v->v_int64 == (*cpp).second.cast<int64_t>());
+    ++cpp;
+    ++seen;
+  }
+  CHECK(seen == count);
+  // copy-on-write from C: an open copy, changed, leaves the original alone
+  pf_object_t* copy = nullptr;
+  CHECK(pf_map_copy(map, &copy) == 0);
+  pf_any_t knew = pf_any_cstr("new"), vnew = pf_any_int(1);
+  CHECK(pf_map_set(copy, &knew, &vnew) == 0);
+  CHECK(pf_map_set(map, &knew, &vnew) == -1); // not packfn's open map
+  pf_object_release(pf_error_take());
+  CHECK(m.count(ffi::String("new")) == 0);
+  auto mc = adopt<ffi::Map<ffi::Any, ffi::Any>>(copy);
+  CHECK(mc.size() == count + 1 && mc.at(ffi::String("new")).cast<int64_t>() == 1);
+  for (int i = 0; i < n; ++i)
+    CHECK(mc.at(objs[i]).cast<int64_t>() == 1000 + i);
+}
+
+// Dicts: shared and mutable from both sides.
+static void dicts(int n) {
+  pf_object_t* d;
+  CHECK(pf_dict_create(&d) == 0);
+  auto cd = adopt<ffi::Dict<ffi::Any, ffi::Any>>(d);
+  ffi::Dict<ffi::Any, ffi::Any> td;
+  for (int i = 0; i < n; ++i) {
+    pf_any_t k = pf_any_int(i), v = pf_any_int(2 * i);
+    CHECK(pf_dict_set(raw_of(cd), &k, &v) == 0);               // packfn writes its own dict
+    CHECK(pf_dict_set(raw_of(td), &k, &v) == 0);               // and TVM-FFI's, growing it in place
+    cd.Set(ffi::String(key_name(i)), static_cast<int64_t>(i)); // C++ writes packfn's
+    td.Set(ffi::String(key_name(i)), static_cast<int64_t>(i));
+  }
+  for (auto* dict : {raw_of(cd), raw_of(td)}) {
+    size_t count = 0;
+    CHECK(pf_dict_count(dict, &count) == 0 && count == static_cast<size_t>(2 * n));
+  }
+  CHECK(cd.size() == static_cast<size_t>(2 * n) && td.size() == static_cast<size_t>(2 * n));
+  for (int i = 0; i < n; ++i) {
+    CHECK(cd.at(static_cast<int64_t>(i)).cast<int64_t>() == 2 * i);
+    CHECK(td.at(static_cast<int64_t>(i)).cast<int64_t>() == 2 * i);
+    const pf_any_t* got = nullptr;
+    std::string s = key_name(i);
+    pf_any_t ks = pf_any_cstr(s.c_str());
+    CHECK(pf_dict_get(raw_of(cd), &ks, &got) == 0 && got && got->v_int64 == i);
+    CHECK(pf_dict_get(raw_of(td), &ks, &got) == 0 && got && got->v_int64 == i);
+  }
+  for (int i = 0; i < n; i += 2) { // erase from both sides
+    pf_any_t k = pf_any_int(i);
+    CHECK(pf_dict_erase(raw_of(cd), &k) == 1);
+    CHECK(pf_dict_erase(raw_of(td), &k) == 1);
+    CHECK(pf_dict_erase(raw_of(td), &k) == 0);
+    cd.erase(ffi::String(key_name(i)));
+  }
+  for (int i = 0; i < n; ++i) {
+    CHECK(cd.count(static_cast<int64_t>(i)) == static_cast<size_t>(i % 2));
+    CHECK(td.count(static_cast<int64_t>(i)) == static_cast<size_t>(i % 2));
+    const pf_any_t* got = nullptr;
+    std::string s = key_name(i);
+    pf_any_t ks = pf_any_cstr(s.c_str());
+    CHECK(pf_dict_get(raw_of(cd), &ks, &got) == 0 && (got != nullptr) == (i % 2 == 1));
+  }
+}
+
+int main() {
+  for (int n : {1, 2, 3, 5, 40, 700}) { // small, the switch, and dense
+    packfn_map_to_tvm(n);
+    tvm_map_to_packfn(n);
+    dicts(n);
+  }
+  if (g_failures)
+    std::fprintf(stderr, "%d checks failed\n", g_failures);
+  return g_failures ? 1 : 0;
+}
