@@ -1,5 +1,7 @@
 /* Containers: shapes (69) and arrays (71) in their ABI cells with the contents inline, and deep
  * equality across nested containers (maps and dicts live in map.c). */
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +9,7 @@
 #include "container_private.h"
 
 #include "common.h"
+#include "tvm_private.h"
 
 /* ---- shared helpers ---- */
 
@@ -189,6 +192,8 @@ int pf_array_create_take(pf_any_t* items, size_t count, pf_object_t** out) {
 
 /* The cell of an array argument, or NULL with TypeError raised. */
 static const pf_seq_cell_t* pf__array_cell(const char* func, const pf_object_t* array) {
+  if (array && array->type_index == PF_TYPE_LIST)
+    return (const pf_seq_cell_t*)(array + 1); /* a list reads as an array */
   if (pf__expect(func, "array", array, PF_TYPE_ARRAY) != 0)
     return NULL;
   return (const pf_seq_cell_t*)(array + 1);
@@ -356,4 +361,204 @@ int pf_container_equal(const pf_any_t* a, const pf_any_t* b) {
   if (stack != local)
     free(stack);
   return eq;
+}
+
+/* ---- list (75): a mutable sequence in TVM-FFI's ListObj layout ----
+ * The values live in a separate buffer (cell.data, cell.capacity slots) freed through
+ * cell.data_deleter, which either runtime may swap for a larger one. TVM-FFI 0.1.x grows a list
+ * with C++ operator new but keeps the old data_deleter, so once packfn has joined TVM-FFI a
+ * packfn list allocates with operator new and frees with operator delete (found through
+ * libtvm_ffi's own dependencies) and both runtimes' buffers pair up; alone, malloc and free. */
+
+typedef struct {
+  pf_object_t header;
+  pf_seq_cell_t cell;
+} pf__list_t;
+
+typedef struct {
+  void* (*alloc)(size_t size, const void* nothrow_tag); /* operator new(size_t, nothrow_t&) */
+  void (*release)(void* data);                          /* operator delete(void*) */
+  const void* nothrow_tag;                              /* &std::nothrow */
+} pf__cxx_heap_t;
+
+static pf__cxx_heap_t pf__cxx_heap;
+static int pf__cxx_heap_state; /* 0 not looked up, 1 found, -1 absent */
+static pthread_once_t pf__cxx_heap_once = PTHREAD_ONCE_INIT;
+
+static void pf__cxx_heap_find(void) {
+  const pf__tvm_t* tvm = pf__tvm();
+  pf__cxx_heap_state = -1;
+  if (!tvm)
+    return;
+  *(void**)&pf__cxx_heap.alloc = dlsym(tvm->library, "_ZnwmRKSt9nothrow_t");
+  *(void**)&pf__cxx_heap.release = dlsym(tvm->library, "_ZdlPv");
+  pf__cxx_heap.nothrow_tag = dlsym(tvm->library, "_ZSt7nothrow");
+  if (pf__cxx_heap.alloc && pf__cxx_heap.release && pf__cxx_heap.nothrow_tag)
+    pf__cxx_heap_state = 1;
+}
+
+/* C++'s heap once joined (looked up at the first list growth after the join), else NULL. */
+static const pf__cxx_heap_t* pf__list_heap(void) {
+  if (!pf__tvm_first_use())
+    return NULL;
+  pthread_once(&pf__cxx_heap_once, pf__cxx_heap_find);
+  return pf__cxx_heap_state == 1 ? &pf__cxx_heap : NULL;
+}
+
+static void pf__list_free_data(void* data) {
+  free(data);
+}
+
+static void pf__list_deleter(void* self, int flags) {
+  pf__list_t* l = (pf__list_t*)self;
+  if (flags & PF_DELETER_STRONG) {
+    pf_any_t* items = (pf_any_t*)l->cell.data;
+    for (int64_t i = 0; i < l->cell.size; ++i)
+      pf__any_release_nested(&items[i]);
+    l->cell.size = 0;
+    if (l->cell.data_deleter)
+      l->cell.data_deleter(l->cell.data);
+    l->cell.data = NULL;
+  }
+  if (flags & PF_DELETER_WEAK)
+    free(self);
+}
+
+int pf_list_create(pf_object_t** out) {
+  if (!out)
+    return PF__NULL_ARG("pf_list_create", "out");
+  *out = NULL;
+  pf__list_t* l =
+      pf__container_new("pf_list_create", sizeof(pf__list_t), PF_TYPE_LIST, pf__list_deleter);
+  if (!l)
+    return -1;
+  const pf__cxx_heap_t* heap = pf__list_heap();
+  l->cell.data = NULL;
+  l->cell.size = 0;
+  l->cell.capacity = 0;
+  /* never NULL: TVM-FFI calls it unconditionally when it grows the list */
+  l->cell.data_deleter = heap ? heap->release : pf__list_free_data;
+  *out = &l->header;
+  return 0;
+}
+
+/* The cell of a list argument, or NULL with TypeError raised. */
+static pf_seq_cell_t* pf__list_cell(const char* func, pf_object_t* list) {
+  if (pf__expect(func, "list", list, PF_TYPE_LIST) != 0)
+    return NULL;
+  return (pf_seq_cell_t*)(list + 1);
+}
+
+/* Room for one more value: grows the buffer (doubling, at least 4 slots) into a new one of
+ * this runtime's heap, moving the values and freeing the old buffer with its own deleter. */
+static int pf__list_reserve_one(const char* func, pf_seq_cell_t* c) {
+  if (c->size < c->capacity)
+    return 0;
+  int64_t cap = c->capacity < 2 ? 4 : c->capacity * 2;
+  size_t bytes;
+  if (cap > INT64_MAX / 2 || pf__mul_size((size_t)cap, sizeof(pf_any_t), &bytes) != 0) {
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument list: %lld values is too many", func,
+                 (long long)c->size + 1);
+    return -1;
+  }
+  const pf__cxx_heap_t* heap = pf__list_heap();
+  void* data = heap ? heap->alloc(bytes, heap->nothrow_tag) : malloc(bytes);
+  if (!data)
+    return pf__raise_oom(func, bytes);
+  if (c->size)
+    memcpy(data, c->data, (size_t)c->size * sizeof(pf_any_t));
+  if (c->data_deleter)
+    c->data_deleter(c->data);
+  c->data = data;
+  c->capacity = cap;
+  c->data_deleter = heap ? heap->release : pf__list_free_data;
+  return 0;
+}
+
+/* Inserts before `index`, or at the end when `at_end`; raises naming func. */
+static int pf__list_insert(const char* func, pf_object_t* list, int64_t index, int at_end,
+                           const pf_any_t* value) {
+  pf_seq_cell_t* c = pf__list_cell(func, list);
+  if (!c)
+    return -1;
+  if (!value)
+    return PF__NULL_ARG(func, "value");
+  if (at_end)
+    index = c->size;
+  if (index < 0 || index > c->size)
+    return pf__index_error(func, index, (size_t)c->size, "an insert into a list of size");
+  static const char* const names[] = {"value"};
+  pf_any_t owned;
+  if (pf__own_all(func, names, value, 1, &owned) != 0)
+    return -1;
+  if (pf__list_reserve_one(func, c) != 0) {
+    pf_any_release(&owned);
+    return -1;
+  }
+  pf_any_t* items = (pf_any_t*)c->data;
+  memmove(items + index + 1, items + index, (size_t)(c->size - index) * sizeof(pf_any_t));
+  items[index] = owned;
+  c->size++;
+  return 0;
+}
+
+int pf_list_insert(pf_object_t* list, int64_t index, const pf_any_t* value) {
+  return pf__list_insert("pf_list_insert", list, index, 0, value);
+}
+
+int pf_list_append(pf_object_t* list, const pf_any_t* value) {
+  return pf__list_insert("pf_list_append", list, 0, 1, value);
+}
+
+int pf_list_set(pf_object_t* list, int64_t index, const pf_any_t* value) {
+  static const char func[] = "pf_list_set";
+  pf_seq_cell_t* c = pf__list_cell(func, list);
+  if (!c)
+    return -1;
+  if (!value)
+    return PF__NULL_ARG(func, "value");
+  if (index < 0 || index >= c->size)
+    return pf__index_error(func, index, (size_t)c->size, "a list of size");
+  static const char* const names[] = {"value"};
+  pf_any_t owned;
+  if (pf__own_all(func, names, value, 1, &owned) != 0)
+    return -1;
+  pf_any_t* slot = (pf_any_t*)c->data + index;
+  pf_any_t old = *slot;
+  *slot = owned;
+  pf_any_release(&old); /* last: its deleter may run arbitrary code */
+  return 0;
+}
+
+int pf_list_pop(pf_object_t* list, int64_t index, pf_any_t* out) {
+  static const char func[] = "pf_list_pop";
+  if (!out)
+    return PF__NULL_ARG(func, "out");
+  *out = pf_any_none();
+  pf_seq_cell_t* c = pf__list_cell(func, list);
+  if (!c)
+    return -1;
+  if (index < 0)
+    index += c->size;
+  if (index < 0 || index >= c->size)
+    return pf__index_error(func, index, (size_t)c->size, "a list of size");
+  pf_any_t* items = (pf_any_t*)c->data;
+  *out = items[index];
+  memmove(items + index, items + index + 1, (size_t)(c->size - index - 1) * sizeof(pf_any_t));
+  c->size--;
+  return 0;
+}
+
+int pf_list_clear(pf_object_t* list) {
+  pf_seq_cell_t* c = pf__list_cell("pf_list_clear", list);
+  if (!c)
+    return -1;
+  /* values are released from the end, each after it left the list (a deleter that reads the
+   * list sees only live values) */
+  while (c->size > 0) {
+    pf_any_t v = ((pf_any_t*)c->data)[c->size - 1];
+    c->size--;
+    pf_any_release(&v);
+  }
+  return 0;
 }

@@ -918,6 +918,109 @@ START_TEST(test_equality) {
 }
 END_TEST
 
+/* ---- list ---- */
+
+START_TEST(test_list_append_insert_set_pop) {
+  pf_object_t* list;
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  ck_assert_int_eq(list->type_index, PF_TYPE_LIST);
+  size_t n = 99;
+  ck_assert_int_eq(pf_array_count(list, &n), 0); /* a list reads as an array */
+  ck_assert_uint_eq(n, 0);
+  for (int64_t i = 0; i < 100; ++i) { /* grows across several buffers */
+    pf_any_t v = pf_any_int(i);
+    ck_assert_int_eq(pf_list_append(list, &v), 0);
+  }
+  pf_any_t s = pf_any_cstr("a string longer than the small form");
+  ck_assert_int_eq(pf_list_insert(list, 0, &s), 0);
+  pf_any_t end = pf_any_float(0.5);
+  ck_assert_int_eq(pf_list_insert(list, 101, &end), 0);
+  ck_assert_int_eq(pf_array_count(list, &n), 0);
+  ck_assert_uint_eq(n, 102);
+  const pf_any_t* got;
+  ck_assert_int_eq(pf_array_get(list, 0, &got), 0);
+  ck_assert_int_eq(got->type_index, PF_TYPE_STR); /* owned: the view became a string object */
+  ck_assert_int_eq(pf_array_get(list, 1, &got), 0);
+  ck_assert_int_eq(got->v_int64, 0);
+  ck_assert_int_eq(pf_array_get(list, 100, &got), 0);
+  ck_assert_int_eq(got->v_int64, 99);
+  pf_any_t seven = pf_any_int(7);
+  ck_assert_int_eq(pf_list_set(list, 1, &seven), 0);
+  ck_assert_int_eq(pf_array_get(list, 1, &got), 0);
+  ck_assert_int_eq(got->v_int64, 7);
+
+  pf_any_t out;
+  ck_assert_int_eq(pf_list_pop(list, -1, &out), 0);
+  ck_assert_int_eq(out.type_index, PF_TYPE_FLOAT);
+  ck_assert_int_eq(pf_list_pop(list, 0, &out), 0);
+  ck_assert_int_eq(out.type_index, PF_TYPE_STR);
+  pf_any_release(&out);
+  ck_assert_int_eq(pf_array_count(list, &n), 0);
+  ck_assert_uint_eq(n, 100);
+  ck_assert_int_eq(pf_array_get(list, 0, &got), 0);
+  ck_assert_int_eq(got->v_int64, 7);
+
+  ck_assert_int_eq(pf_list_clear(list), 0);
+  ck_assert_int_eq(pf_array_count(list, &n), 0);
+  ck_assert_uint_eq(n, 0);
+  pf_object_release(list);
+}
+END_TEST
+
+START_TEST(test_list_holds_references) {
+  pf_object_t *list, *inner;
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  ck_assert_int_eq(pf_array_create(NULL, 0, &inner), 0);
+  pf_any_t v = pf_any_object(inner);
+  ck_assert_int_eq(pf_list_append(list, &v), 0);
+  ck_assert_int_eq(pf_list_append(list, &v), 0);
+  ck_assert_uint_eq(pf_object_strong_count(inner), 3);
+  pf_any_t none = pf_any_none();
+  ck_assert_int_eq(pf_list_set(list, 0, &none), 0);
+  ck_assert_uint_eq(pf_object_strong_count(inner), 2);
+  pf_object_release(list); /* releases the remaining one */
+  ck_assert_uint_eq(pf_object_strong_count(inner), 1);
+  pf_object_release(inner);
+}
+END_TEST
+
+START_TEST(test_list_errors) {
+  pf_object_t *list, *arr;
+  ck_assert_int_eq(pf_list_create(NULL), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "pf_list_create");
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  ck_assert_int_eq(pf_array_create(NULL, 0, &arr), 0);
+  pf_any_t v = pf_any_int(1), out;
+  ck_assert_int_eq(pf_list_append(arr, &v), -1); /* an array is not a list */
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "pf_list_append: argument list: expected List, got Array");
+  ck_assert_int_eq(pf_list_append(NULL, &v), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "pf_list_append");
+  ck_assert_int_eq(pf_list_append(list, NULL), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "pf_list_append");
+  ck_assert_int_eq(pf_list_insert(list, 1, &v), -1);
+  PF_ASSERT_RAISED(PF_ERR_INDEX, "pf_list_insert: index 1");
+  ck_assert_int_eq(pf_list_set(list, 0, &v), -1);
+  PF_ASSERT_RAISED(PF_ERR_INDEX, "pf_list_set");
+  ck_assert_int_eq(pf_list_pop(list, -1, &out), -1);
+  PF_ASSERT_RAISED(PF_ERR_INDEX, "pf_list_pop");
+  ck_assert_int_eq(out.type_index, PF_TYPE_NONE);
+  ck_assert_int_eq(pf_list_pop(list, 0, NULL), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "pf_list_pop");
+  ck_assert_int_eq(pf_list_clear(arr), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "pf_list_clear");
+  DLTensor t;
+  memset(&t, 0, sizeof t);
+  pf_any_t view = pf_any_dltensor(&t); /* no owned form */
+  ck_assert_int_eq(pf_list_append(list, &view), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "pf_list_append");
+  size_t n = 9;
+  ck_assert_int_eq(pf_array_count(list, &n), 0);
+  ck_assert_uint_eq(n, 0); /* every failure left it unchanged */
+  pf_object_release(arr);
+  pf_object_release(list);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("container");
   TCase* tc = tcase_create("core");
@@ -943,6 +1046,9 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_map_freeze);
   tcase_add_test(tc, test_nesting_and_release);
   tcase_add_test(tc, test_equality);
+  tcase_add_test(tc, test_list_append_insert_set_pop);
+  tcase_add_test(tc, test_list_holds_references);
+  tcase_add_test(tc, test_list_errors);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -71,6 +71,39 @@ PF_API int pf_array_get(const pf_object_t* array, int64_t index, const pf_any_t*
  * -1 with TypeError (not an array) or ValueError (NULL outputs); outputs then NULL and 0. */
 PF_API int pf_array_items(const pf_object_t* array, const pf_any_t** items, size_t* count);
 
+/* ---- list (type 75): a mutable sequence, TVM-FFI's ListObj layout (pf_seq_cell_t) ----
+ * The values live in a separate buffer that grows as values are added; TVM-FFI's ffi::List
+ * reads and changes a packfn list and packfn a TVM-FFI one (docs/interop.md). pf_array_count,
+ * pf_array_get and pf_array_items read lists too (borrowed values stay valid until the list
+ * next changes). A list is not thread-safe: one writer at a time, and no readers meanwhile.
+ * Unlike ffi::Array, a list is changed in place whoever else holds it (no copy on write). */
+
+/* Creates an empty list. New reference in *out. -1 with ValueError (NULL out) or MemoryError;
+ * *out is then NULL. */
+PF_API int pf_list_create(pf_object_t** out);
+
+/* Appends an owned copy of `value` (as pf_array_create makes one; a map among them is
+ * frozen). -1 with TypeError (not a list, a value without an owned form), ValueError (NULL
+ * value) or MemoryError; the list is then unchanged. */
+PF_API int pf_list_append(pf_object_t* list, const pf_any_t* value);
+
+/* Inserts an owned copy of `value` before position index (0 <= index <= size; size appends).
+ * Failure as pf_list_append, or IndexError for an index out of that range. */
+PF_API int pf_list_insert(pf_object_t* list, int64_t index, const pf_any_t* value);
+
+/* Replaces value `index` (0 <= index < size) with an owned copy of `value`, releasing the old
+ * one. Failure as pf_list_insert; the list is then unchanged. */
+PF_API int pf_list_set(pf_object_t* list, int64_t index, const pf_any_t* value);
+
+/* Removes value `index` (negative counts from the end: -1 is the last) and moves it into *out
+ * (owned: release it). -1 with TypeError (not a list), ValueError (NULL out) or IndexError
+ * (out of range, an empty list); *out is then none. */
+PF_API int pf_list_pop(pf_object_t* list, int64_t index, pf_any_t* out);
+
+/* Removes and releases every value (the buffer stays for reuse). -1 with TypeError when list
+ * is not a list. */
+PF_API int pf_list_clear(pf_object_t* list);
+
 /* ---- map (type 72) and dict (76): hash maps in TVM-FFI's layout ----
  * Both have TVM-FFI 0.1.x's MapBaseObj layout (tvm/ffi/container/map_base.h): a small form of
  * at most 4 entries searched in order, and a dense form (16-slot blocks with one metadata byte

@@ -1561,9 +1561,14 @@ static PyObject* array_richcompare(PyObject* a, PyObject* b, int op) {
 static PySequenceMethods array_as_seq = {.sq_length = array_len, .sq_item = array_item};
 static PyMappingMethods array_as_map = {.mp_length = array_len, .mp_subscript = array_subscript};
 
+/* Maps (72) and dicts (76) share the Python type: their C readers differ by name only. */
+static int mapbase_count(pf_object_t* m, size_t* n) {
+  return m->type_index == PF_TYPE_DICT ? pf_dict_count(m, n) : pf_map_count(m, n);
+}
+
 static Py_ssize_t map_len(PyObject* self) {
   size_t n;
-  if (pf_map_count(((PfObject*)self)->obj, &n) != 0) {
+  if (mapbase_count(((PfObject*)self)->obj, &n) != 0) {
     raise_pf_error();
     return -1;
   }
@@ -1578,7 +1583,8 @@ static int map_lookup(PyObject* self, PyObject* key, const pf_any_t** out) {
   int r = py_to_view(key, &kv, &t, 1, &ht);
   if (r < 0)
     return -1;
-  int rc = pf_map_find(((PfObject*)self)->obj, &kv, out);
+  pf_object_t* m = ((PfObject*)self)->obj;
+  int rc = m->type_index == PF_TYPE_DICT ? pf_dict_get(m, &kv, out) : pf_map_find(m, &kv, out);
   if (r)
     argtmp_release(&t);
   if (rc != 0) {
@@ -1611,7 +1617,7 @@ static PyObject* map_list(PyObject* self, int which) {
   pf_map_iter_t it;
   const pf_any_t *key, *value;
   size_t n;
-  if (pf_map_count(map, &n) != 0 || pf_map_iter_init(map, &it) != 0)
+  if (mapbase_count(map, &n) != 0 || pf_map_iter_init(map, &it) != 0)
     return raise_pf_error();
   PyObject* lst = PyList_New((Py_ssize_t)n);
   for (size_t i = 0; lst && i < n && pf_map_iter_next(&it, &key, &value) == 1; ++i) {

@@ -4,6 +4,7 @@
 // switch. Exits 0 when every check holds; prints each failed check.
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/dict.h>
+#include <tvm/ffi/container/list.h>
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/string.h>
 
@@ -184,11 +185,52 @@ static void dicts(int n) {
   }
 }
 
+// Lists (75): packfn's list grown by C++ (ffi::List keeps packfn's data_deleter when it
+// reallocates) and TVM-FFI's list grown by packfn; both read through either API.
+static void lists(int n) {
+  pf_object_t* l;
+  CHECK(pf_list_create(&l) == 0);
+  auto cl = adopt<ffi::List<ffi::Any>>(l);
+  ffi::List<ffi::Any> tl;
+  for (int i = 0; i < n; ++i) {
+    pf_any_t v = pf_any_int(i);
+    std::string s = key_name(i);
+    pf_any_t vs = pf_any_cstr(s.c_str());
+    CHECK(pf_list_append(raw_of(cl), &v) == 0);  // packfn grows its own list
+    cl.push_back(ffi::String(key_name(i)));      // C++ grows packfn's
+    CHECK(pf_list_append(raw_of(tl), &vs) == 0); // packfn grows TVM-FFI's
+    tl.push_back(static_cast<int64_t>(i));       // and C++ its own
+  }
+  CHECK(cl.size() == static_cast<size_t>(2 * n) && tl.size() == static_cast<size_t>(2 * n));
+  for (int i = 0; i < n; ++i) {
+    CHECK(cl[2 * i].cast<int64_t>() == i);
+    CHECK(cl[2 * i + 1].cast<ffi::String>() == key_name(i));
+    CHECK(tl[2 * i].cast<ffi::String>() == key_name(i));
+    CHECK(tl[2 * i + 1].cast<int64_t>() == i);
+    const pf_any_t* got = nullptr;
+    CHECK(pf_array_get(raw_of(tl), 2 * i + 1, &got) == 0 && got && got->v_int64 == i);
+    CHECK(pf_array_get(raw_of(cl), 2 * i, &got) == 0 && got && got->v_int64 == i);
+  }
+  pf_any_t seven = pf_any_int(7), out;
+  CHECK(pf_list_set(raw_of(tl), 0, &seven) == 0);
+  CHECK(tl[0].cast<int64_t>() == 7);
+  cl.Set(0, static_cast<int64_t>(8));
+  const pf_any_t* got = nullptr;
+  CHECK(pf_array_get(raw_of(cl), 0, &got) == 0 && got && got->v_int64 == 8);
+  CHECK(pf_list_pop(raw_of(tl), -1, &out) == 0 && out.v_int64 == n - 1);
+  CHECK(tl.size() == static_cast<size_t>(2 * n - 1));
+  cl.pop_back();
+  size_t count = 0;
+  CHECK(pf_array_count(raw_of(cl), &count) == 0 && count == static_cast<size_t>(2 * n - 1));
+  CHECK(pf_list_clear(raw_of(tl)) == 0 && tl.empty());
+}
+
 int main() {
   for (int n : {1, 2, 3, 5, 40, 700}) { // small, the switch, and dense
     packfn_map_to_tvm(n);
     tvm_map_to_packfn(n);
     dicts(n);
+    lists(n);
   }
   if (g_failures)
     std::fprintf(stderr, "%d checks failed\n", g_failures);
