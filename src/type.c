@@ -35,8 +35,8 @@ static pf__type_entry_t pf__static_types[] = {
     PF__STATIC_TYPE(PF_TYPE_OPAQUE_HOST_OBJECT, "ffi.OpaquePyObject", "OpaqueHostObject"),
     PF__STATIC_TYPE(PF_TYPE_LIST, "ffi.List", "List"),
     PF__STATIC_TYPE(PF_TYPE_DICT, "ffi.Dict", "Dict"),
-    PF__STATIC_TYPE(PF__TYPE_VISIT_INTERRUPT, "ffi.VisitInterrupt", "VisitInterrupt"),
-    PF__STATIC_TYPE(PF__TYPE_BIG_INT, "ffi.BigInt", "BigInt"),
+    PF__STATIC_TYPE(PF_TYPE_VISIT_INTERRUPT, "ffi.VisitInterrupt", "VisitInterrupt"),
+    PF__STATIC_TYPE(PF_TYPE_BIG_INT, "ffi.BigInt", "BigInt"),
 };
 
 /* index -> entry; static entries are set on first use, dynamic ones are published with a
@@ -224,7 +224,7 @@ const char* pf_type_name(int32_t type_index) {
     return "bytes";
   case PF_TYPE_OBJECT_RVALUE_REF:
     return "ObjectRValueRef";
-  case PF__TYPE_UNCHANGED:
+  case PF_TYPE_UNCHANGED:
     return "Unchanged";
   default:
     break;

@@ -22,12 +22,6 @@
 /* Most registered types (packfn's own and TVM-FFI's mirrored ones) findable by key. */
 #define PF__MAX_KEYED_TYPES 8192
 
-/* Static indices of c_api.h that abi.h does not name yet (kTVMFFIUnchanged,
- * kTVMFFIVisitInterrupt, kTVMFFIBigInt). */
-#define PF__TYPE_UNCHANGED       13
-#define PF__TYPE_VISIT_INTERRUPT 77
-#define PF__TYPE_BIG_INT         78
-
 typedef struct {
   pf_type_info_t info;
   const char* short_name; /* for messages */

@@ -41,6 +41,7 @@ typedef enum {
   PF_TYPE_OBJECT_RVALUE_REF = 10, /* v_ptr: pf_object_t** whose reference may be taken */
   PF_TYPE_SMALL_STR = 11,         /* v_bytes, small_str_len bytes (<= 7), NUL after */
   PF_TYPE_SMALL_BYTES = 12,       /* as small string */
+  PF_TYPE_UNCHANGED = 13,         /* TVM-FFI's "unchanged" marker (no payload) */
   PF_TYPE_STATIC_OBJECT_BEGIN = 64,
   PF_TYPE_OBJECT = 64,             /* root of all objects */
   PF_TYPE_STR = 65,                /* string object */
@@ -55,6 +56,8 @@ typedef enum {
   PF_TYPE_OPAQUE_HOST_OBJECT = 74, /* opaque host-language object */
   PF_TYPE_LIST = 75,               /* mutable sequence */
   PF_TYPE_DICT = 76,               /* mutable map */
+  PF_TYPE_VISIT_INTERRUPT = 77,    /* TVM-FFI reflection's visit interrupt */
+  PF_TYPE_BIG_INT = 78,            /* integer beyond 64 bits (TVM-FFI) */
   PF_TYPE_DYN_BEGIN = 128          /* first index handed out by pf_type_register */
 } pf_type_index_t;
 
@@ -257,14 +260,16 @@ PF__STATIC_ASSERT(PF_TYPE_OPAQUE_PTR == 4 && PF_TYPE_DTYPE == 5 && PF_TYPE_DEVIC
                       PF_TYPE_DLTENSOR_PTR == 7 && PF_TYPE_RAW_STR == 8,
                   "POD type indices");
 PF__STATIC_ASSERT(PF_TYPE_BYTE_ARRAY_PTR == 9 && PF_TYPE_OBJECT_RVALUE_REF == 10 &&
-                      PF_TYPE_SMALL_STR == 11 && PF_TYPE_SMALL_BYTES == 12,
+                      PF_TYPE_SMALL_STR == 11 && PF_TYPE_SMALL_BYTES == 12 &&
+                      PF_TYPE_UNCHANGED == 13,
                   "POD type indices");
 PF__STATIC_ASSERT(PF_TYPE_OBJECT == 64 && PF_TYPE_STR == 65 && PF_TYPE_BYTES == 66 &&
                       PF_TYPE_ERROR == 67 && PF_TYPE_FUNCTION == 68 && PF_TYPE_SHAPE == 69,
                   "object type indices");
 PF__STATIC_ASSERT(PF_TYPE_TENSOR == 70 && PF_TYPE_ARRAY == 71 && PF_TYPE_MAP == 72 &&
                       PF_TYPE_MODULE == 73 && PF_TYPE_OPAQUE_HOST_OBJECT == 74 &&
-                      PF_TYPE_LIST == 75 && PF_TYPE_DICT == 76 && PF_TYPE_DYN_BEGIN == 128,
+                      PF_TYPE_LIST == 75 && PF_TYPE_DICT == 76 && PF_TYPE_VISIT_INTERRUPT == 77 &&
+                      PF_TYPE_BIG_INT == 78 && PF_TYPE_DYN_BEGIN == 128,
                   "object type indices");
 PF__STATIC_ASSERT(PF_TYPE_ANY == -1 && PF_TYPE_STATIC_OBJECT_BEGIN == 64, "type index bounds");
 PF__STATIC_ASSERT(PF_DELETER_STRONG == 1 && PF_DELETER_WEAK == 2 && PF_DELETER_BOTH == 3,

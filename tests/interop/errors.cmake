@@ -1,6 +1,4 @@
 # Errors across packfn and TVM-FFI (issue 11): one raised-error slot.
-# TVMFFI::tvm_ffi carries C++ compile features: CMake needs C++ enabled to link against it.
-enable_language(CXX)
 pf_add_interop_test(interop_errors errors_interop.c)
 # PACKFN_NO_TVM_FFI=1: the runtimes keep separate slots and registries.
 add_test(NAME interop_errors_apart COMMAND ${PF_TEST_WRAPPER} $<TARGET_FILE:interop_errors> --apart)
