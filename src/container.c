@@ -385,16 +385,19 @@ static pf__cxx_heap_t pf__cxx_heap;
 static int pf__cxx_heap_state; /* 0 not looked up, 1 found, -1 absent */
 static pthread_once_t pf__cxx_heap_once = PTHREAD_ONCE_INIT;
 
+/* The three symbols from one scope, so new and delete pair up: the global scope first (where
+ * an interposing allocator, e.g. a sanitizer's, lives), else libtvm_ffi and its dependencies. */
+static int pf__cxx_heap_from(void* scope) {
+  *(void**)&pf__cxx_heap.alloc = dlsym(scope, "_ZnwmRKSt9nothrow_t");
+  *(void**)&pf__cxx_heap.release = dlsym(scope, "_ZdlPv");
+  pf__cxx_heap.nothrow_tag = dlsym(scope, "_ZSt7nothrow");
+  return pf__cxx_heap.alloc && pf__cxx_heap.release && pf__cxx_heap.nothrow_tag;
+}
+
 static void pf__cxx_heap_find(void) {
   const pf__tvm_t* tvm = pf__tvm();
-  pf__cxx_heap_state = -1;
-  if (!tvm)
-    return;
-  *(void**)&pf__cxx_heap.alloc = dlsym(tvm->library, "_ZnwmRKSt9nothrow_t");
-  *(void**)&pf__cxx_heap.release = dlsym(tvm->library, "_ZdlPv");
-  pf__cxx_heap.nothrow_tag = dlsym(tvm->library, "_ZSt7nothrow");
-  if (pf__cxx_heap.alloc && pf__cxx_heap.release && pf__cxx_heap.nothrow_tag)
-    pf__cxx_heap_state = 1;
+  pf__cxx_heap_state =
+      tvm && (pf__cxx_heap_from(RTLD_DEFAULT) || pf__cxx_heap_from(tvm->library)) ? 1 : -1;
 }
 
 /* C++'s heap once joined (looked up at the first list growth after the join), else NULL. */
