@@ -65,6 +65,8 @@ static const catalogue_entry_t catalogue[] = {
     {"string_100", "string", "string create + release, 100 bytes"},
     {"error_roundtrip", "error", "error raise + take + release"},
     {"error_roundtrip_nobt", "error", "same, no backtrace captured"},
+    {"error_to_tvmffi", "error", "packfn raise, TVM-FFI take + release (joined, --joined)"},
+    {"error_from_tvmffi", "error", "TVM-FFI raise, packfn take + release (joined, --joined)"},
     {"tensor_empty", "tensor", "tensor empty + release, 1024 float32 CPU"},
     {"tensor_empty_env", "tensor", "tensor empty + release through an env allocator"},
     {"dlpack_legacy", "dlpack", "to DLManagedTensor + from + release"},

@@ -327,6 +327,49 @@ static uint64_t run_string100(void* state, int64_t iters) {
 
 /* ---- errors ---- */
 
+#ifdef PF_BENCH_HAVE_TVMFFI
+/* TVM-FFI's C API (tvm/ffi/c_api.h; declared here so this file keeps packfn's dlpack.h). */
+void TVMFFIErrorMoveFromRaised(void** result);
+void TVMFFIErrorSetRaisedFromCStr(const char* kind, const char* message);
+int TVMFFIObjectDecRef(void* obj);
+
+/* Errors crossing the shared slot: only meaningful once packfn has joined (--joined). */
+static void* setup_joined(void) {
+  if (!pf_tvm_ffi_join())
+    pf_bench_fail(kImpl, "error_to_tvmffi", "packfn did not join TVM-FFI (run with --joined)");
+  return NULL;
+}
+
+static uint64_t run_error_to_tvmffi(void* state, int64_t iters) {
+  (void)state;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    PF_ERROR_SET(PF_BENCH_ERROR_KIND, PF_BENCH_ERROR_MESSAGE);
+    void* err = NULL;
+    TVMFFIErrorMoveFromRaised(&err);
+    if (!err)
+      pf_bench_fail(kImpl, "error_to_tvmffi", "TVM-FFI took no error");
+    sum += ((const pf_error_cell_t*)((pf_object_t*)err + 1))->message.size;
+    TVMFFIObjectDecRef(err);
+  }
+  return sum;
+}
+
+static uint64_t run_error_from_tvmffi(void* state, int64_t iters) {
+  (void)state;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    TVMFFIErrorSetRaisedFromCStr(PF_BENCH_ERROR_KIND, PF_BENCH_ERROR_MESSAGE);
+    pf_object_t* err = pf_error_take();
+    if (!err)
+      pf_bench_fail(kImpl, "error_from_tvmffi", "packfn took no error");
+    sum += ((const pf_error_cell_t*)(err + 1))->message.size;
+    pf_object_release(err);
+  }
+  return sum;
+}
+#endif
+
 /* pf_error_set records the raise site (file:line, function) and never walks the stack unless
  * PACKFN_BACKTRACE asks for it: the same work as TVM-FFI's raise without its stack walk. */
 static uint64_t run_error(void* state, int64_t iters) {
@@ -692,9 +735,21 @@ static const pf_bench_op_t kOps[] = {
     {"dlpack_versioned", kImpl,
      "pf_tensor_to_dlpack_versioned + pf_tensor_from_dlpack_versioned + pf_object_release",
      setup_tensor, run_dlpack_versioned, teardown_tensor},
+#ifdef PF_BENCH_HAVE_TVMFFI
+    /* last: left out unless packfn may join TVM-FFI (--joined) */
+    {"error_to_tvmffi", kImpl, "PF_ERROR_SET + TVMFFIErrorMoveFromRaised + TVMFFIObjectDecRef",
+     setup_joined, run_error_to_tvmffi, NULL},
+    {"error_from_tvmffi", kImpl, "TVMFFIErrorSetRaisedFromCStr + pf_error_take + release",
+     setup_joined, run_error_from_tvmffi, NULL},
+#endif
 };
 
 const pf_bench_op_t* pf_bench_packfn_ops(size_t* count) {
   *count = sizeof kOps / sizeof kOps[0];
+#ifdef PF_BENCH_HAVE_TVMFFI
+  const char* apart = getenv("PACKFN_NO_TVM_FFI");
+  if (apart && *apart && strcmp(apart, "0") != 0)
+    *count -= 2; /* the joined-only rows */
+#endif
   return kOps;
 }

@@ -12,6 +12,7 @@
 #   --reps R         timed repetitions (default: the harness's, 7)
 #   --cpu N          pin both runs to CPU N
 #   --no-time        instruction counts only
+#   --joined         packfn joins the TVM-FFI the benchmark links (default: packfn alone)
 # Writes OUTDIR/ir.tsv (impl, op, Ir per operation, iters, total Ir), OUTDIR/bench.md,
 # OUTDIR/bench.json, and OUTDIR/cg.out.N (one callgrind dump per operation).
 #
@@ -23,7 +24,7 @@
 set -eu
 
 usage() {
-  sed -n '4,16p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '4,17p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -42,6 +43,7 @@ while [ $# -gt 0 ]; do
   --op | --impl | --cpu) common="$common $1 $2"; shift 2 ;;
   --iters | --reps) timing="$timing $1 $2"; shift 2 ;;
   --no-time) no_time=1; shift ;;
+  --joined) common="$common $1"; shift ;;
   *) echo "run_callgrind.sh: unknown option '$1'" >&2; usage ;;
   esac
 done
