@@ -12,6 +12,9 @@ else()
   add_library(pf_interop_tvm_lib MODULE ${CMAKE_CURRENT_LIST_DIR}/module_tvm_lib.cc)
   target_link_libraries(pf_interop_tvm_lib PRIVATE TVMFFI::tvm_ffi)
   set_target_properties(pf_interop_tvm_lib PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  # uninstrumented, like libtvm_ffi itself: PF_SANITIZE's link option would link this C++
+  # compiler's sanitizer runtime, which clashes with the C compiler's in the test programs
+  set_property(TARGET pf_interop_tvm_lib PROPERTY LINK_OPTIONS "")
 
   pf_add_interop_test(test_interop_module ${CMAKE_CURRENT_LIST_DIR}/test_interop_module.c)
   target_compile_definitions(test_interop_module PRIVATE
