@@ -1,5 +1,6 @@
 /* bench_module.c: the small kernel library packfn_bench loads for module_call: one export,
- * add1(i) -> i + 1, as packfn (__packfn_add1) and TVM-FFI (__tvm_ffi_add1) loaders find it. */
+ * add1(i) -> i + 1, as packfn (__packfn_add1) and TVM-FFI (__tvm_ffi_add1) loaders find it
+ * (PF_EXPORT exports both names). */
 #include "packfn/module.h"
 
 static int add1(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
@@ -13,12 +14,3 @@ static int add1(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* re
 }
 
 PF_EXPORT(add1, add1);
-
-/* The same safe-call under TVM-FFI's export name: the two ABIs share the calling convention
- * and the Any layout (type index 1 is int in both). Its error path uses packfn's error slot,
- * which is never reached in the benchmark. */
-__attribute__((visibility("default"))) int __tvm_ffi_add1(void* self, const pf_any_t* args,
-                                                          int32_t num_args, pf_any_t* result);
-int __tvm_ffi_add1(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
-  return add1(self, args, num_args, result);
-}

@@ -193,6 +193,70 @@ static void pf__synchronize(void) {
   pthread_mutex_unlock(&pf__readers_lock);
 }
 
+/* ---- TVM-FFI's table, once joined (tvm_private.h) ----
+ * TVM-FFI's table takes no lock (its writers are expected to serialise themselves), so every
+ * call packfn makes into it holds pf__tvm_table. No function is released under that lock: a
+ * replaced TVM-FFI entry is retained first and released after unlocking, so a deleter may use
+ * either table. Lock order: pf__tvm_table, then pf__writers. */
+static pthread_mutex_t pf__tvm_table = PTHREAD_MUTEX_INITIALIZER;
+
+/* After a failed call into TVM-FFI: moves the error it raised into packfn's slot (the same slot
+ * once errors are joined) and returns -1. */
+static __attribute__((cold)) int pf__tvm_failed(const pf__tvm_t* tvm, const char* func) {
+  void* err = NULL;
+  tvm->error_move_from_raised(&err);
+  if (err) {
+    (void)pf_error_raise(err);
+    pf_object_release(err);
+  } else {
+    PF_ERROR_SET(PF_ERR_RUNTIME, "%s: TVM-FFI's global table failed", func);
+  }
+  return -1;
+}
+
+/* Drops the error a failed call into TVM-FFI raised (where packfn must not raise). */
+static void pf__tvm_discard(const pf__tvm_t* tvm) {
+  void* err = NULL;
+  tvm->error_move_from_raised(&err);
+  pf_object_release(err);
+}
+
+/* TVM-FFI's function named (name, len): 0 with a new reference in *out, NULL when it has none;
+ * -1 with TVM-FFI's error raised in TVM-FFI's slot. Caller holds pf__tvm_table. */
+static int pf__tvm_get(const pf__tvm_t* tvm, const char* name, size_t len, pf_object_t** out) {
+  pf_byte_array_t key = {name, len};
+  void* f = NULL;
+  int rc = tvm->function_get_global(&key, &f);
+  *out = rc == 0 ? f : NULL;
+  return rc;
+}
+
+/* Removes `name` from TVM-FFI's table through its global ffi.FunctionRemoveGlobal (its C API
+ * has no removal) when it names a function and, with `expect`, that function is `expect`. 1
+ * when removed, 0 when not, -1 with TVM-FFI's error raised in TVM-FFI's slot. Caller holds
+ * pf__tvm_table; *held receives what to release after unlocking (the removed function). */
+static int pf__tvm_remove(const pf__tvm_t* tvm, const char* name, pf_object_t* expect,
+                          pf_object_t** held) {
+  pf_object_t *fn = NULL, *remove = NULL;
+  *held = NULL;
+  if (pf__tvm_get(tvm, name, strlen(name), &fn) != 0)
+    return -1;
+  if (!fn || (expect && fn != expect)) {
+    *held = fn;
+    return 0;
+  }
+  static const char remover[] = "ffi.FunctionRemoveGlobal";
+  if (pf__tvm_get(tvm, remover, sizeof remover - 1, &remove) != 0 || !remove) {
+    *held = fn;
+    return remove ? -1 : 0; /* a TVM-FFI without it: the entry stays */
+  }
+  pf_any_t arg = pf_any_cstr(name), result = pf_any_none();
+  int rc = tvm->function_call(remove, &arg, 1, &result);
+  pf_object_release(remove); /* TVM-FFI's own function: its release calls nothing of ours */
+  *held = fn;
+  return rc == 0 ? result.v_int64 != 0 : -1;
+}
+
 /* ---- lookups ---- */
 
 /* The table's hash of a name: the absorbed state itself; the home slot takes its top bits. A
@@ -253,6 +317,20 @@ pf__probe(const char* name, size_t len, uint64_t h, uint64_t tail, int short_nam
   }
 }
 
+/* A name this table does not hold: *out NULL, or, once packfn has joined TVM-FFI (looking for
+ * it on the process's first table use), TVM-FFI's function of that name (a new reference). */
+static __attribute__((noinline, cold)) int pf__global_miss(const char* name, size_t len,
+                                                           pf_object_t** out) {
+  *out = NULL;
+  const pf__tvm_t* tvm = pf__tvm_first_use();
+  if (PF_LIKELY(!tvm))
+    return 0;
+  pthread_mutex_lock(&pf__tvm_table);
+  int rc = pf__tvm_get(tvm, name, len, out);
+  pthread_mutex_unlock(&pf__tvm_table);
+  return rc == 0 ? 0 : pf__tvm_failed(tvm, "pf_global_get");
+}
+
 /* The general lookup: any length, registers the thread on its first lookup, and marks with an
  * exchange where the writers have no membarrier. */
 static __attribute__((noinline)) int pf__lookup_slow(const char* name, size_t len,
@@ -264,13 +342,13 @@ static __attribute__((noinline)) int pf__lookup_slow(const char* name, size_t le
   uint64_t h = pf__name_hash(name, len, &tail);
   if (pf__me.mark == 1) { /* a lookup inside a lookup (a signal handler): already marked */
     *out = pf__probe(name, len, h, tail, 0);
-    return 0;
+    return 0; /* no fallback: TVM-FFI's table takes a lock */
   }
   if (pf__me.mark == PF__UNREGISTERED && !pf__reader_register()) {
     pthread_mutex_lock(&pf__writers);
     *out = pf__probe(name, len, h, tail, 0);
     pthread_mutex_unlock(&pf__writers);
-    return 0;
+    return *out ? 0 : pf__global_miss(name, len, out);
   }
   unsigned outside = pf__me.mark;
   if (outside == PF__FENCED)
@@ -280,7 +358,7 @@ static __attribute__((noinline)) int pf__lookup_slow(const char* name, size_t le
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   *out = pf__probe(name, len, h, tail, 0);
   __atomic_store_n(&pf__me.mark, outside, __ATOMIC_RELEASE);
-  return 0;
+  return *out ? 0 : pf__global_miss(name, len, out);
 }
 
 /* The common lookup, a leaf that makes no call: names of 1 to 32 bytes from a thread
@@ -298,6 +376,8 @@ static inline __attribute__((always_inline)) int pf__lookup(const char* name, si
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   pf_object_t* fn = pf__probe(name, len, h, tail, 1);
   __atomic_store_n(&pf__me.mark, 0, __ATOMIC_RELEASE);
+  if (PF_UNLIKELY(!fn))
+    return pf__global_miss(name, len, out); /* a tail call, off the hit path */
   *out = fn;
   return 0;
 }
@@ -381,14 +461,18 @@ static void pf__free_table(pf__cell_t* t) {
   free(t - 1);
 }
 
-int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
-  if (pf__check_name("pf_global_set", name) != 0)
-    return -1;
-  if (!fn || fn->type_index != PF_TYPE_FUNCTION) {
-    PF_ERROR_SET(PF_ERR_TYPE, "pf_global_set: argument fn (for '%s'): expected Function, got %s",
-                 name, fn ? pf_type_name(fn->type_index) : "NULL");
-    return -1;
-  }
+static int pf__already(const char* name) {
+  PF_ERROR_SET(PF_ERR_VALUE,
+               "pf_global_set: function '%s' is already registered (pass allow_override=1 "
+               "to replace it)",
+               name);
+  return -1;
+}
+
+/* pf_global_set in this table: 0, with *old the replaced function (owned, no lookup can reach
+ * it any more) or NULL; -1 with the error raised. */
+static int pf__set(const char* name, pf_object_t* fn, int allow_override, pf_object_t** old_out) {
+  *old_out = NULL;
   size_t len = strlen(name);
   uint64_t tail;
   uint64_t h = pf__name_hash(name, len, &tail);
@@ -398,11 +482,7 @@ int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
   pf__entry_t* e = pf__find(t, name, len, h, &hole);
   if (e && e->fn && !allow_override) {
     pthread_mutex_unlock(&pf__writers);
-    PF_ERROR_SET(PF_ERR_VALUE,
-                 "pf_global_set: function '%s' is already registered (pass allow_override=1 "
-                 "to replace it)",
-                 name);
-    return -1;
+    return pf__already(name);
   }
   if (e) { /* replaces the function, or brings a removed name back */
     pf_object_retain(fn);
@@ -413,7 +493,7 @@ int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
     pthread_mutex_unlock(&pf__writers);
     if (old) {
       pf__synchronize();
-      pf_object_release(old); /* outside every lock: its deleter may use the table */
+      *old_out = old; /* released outside every lock: its deleter may use the table */
     }
     return 0;
   }
@@ -448,6 +528,38 @@ int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
   return 0;
 }
 
+int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
+  if (pf__check_name("pf_global_set", name) != 0)
+    return -1;
+  if (!fn || fn->type_index != PF_TYPE_FUNCTION) {
+    PF_ERROR_SET(PF_ERR_TYPE, "pf_global_set: argument fn (for '%s'): expected Function, got %s",
+                 name, fn ? pf_type_name(fn->type_index) : "NULL");
+    return -1;
+  }
+  const pf__tvm_t* tvm = pf__tvm_first_use();
+  pf_object_t *old = NULL, *theirs = NULL;
+  if (!tvm)
+    return pf__set(name, fn, allow_override, &old) == 0 ? (pf_object_release(old), 0) : -1;
+  /* joined: one name space, so a name TVM-FFI holds is taken too; both tables get fn */
+  int rc = 0;
+  pthread_mutex_lock(&pf__tvm_table);
+  if (pf__tvm_get(tvm, name, strlen(name), &theirs) != 0)
+    rc = -2;
+  else if (theirs && !allow_override)
+    rc = pf__already(name);
+  else if (pf__set(name, fn, allow_override, &old) != 0)
+    rc = -1;
+  else {
+    pf_byte_array_t key = {name, strlen(name)};
+    if (tvm->function_set_global(&key, fn, 1) != 0)
+      rc = -2;
+  }
+  pthread_mutex_unlock(&pf__tvm_table);
+  pf_object_release(theirs); /* the replaced TVM-FFI entry dies here, outside the lock */
+  pf_object_release(old);
+  return rc == -2 ? pf__tvm_failed(tvm, "pf_global_set") : rc;
+}
+
 /* Removes the function named (name, len, h) when `expect` is NULL or it is `expect`; the name
  * stays as a removed slot until a rebuild. Returns the function (owned) once no lookup can
  * still reach it, or NULL when nothing matched. */
@@ -472,12 +584,24 @@ int pf_global_remove(const char* name) {
     return -1;
   size_t len = strlen(name);
   uint64_t tail;
+  const pf__tvm_t* tvm = pf__tvm_first_use();
+  pf_object_t* held = NULL;
+  int theirs = 0; /* 1: removed from TVM-FFI's table, -1: TVM-FFI failed */
+  if (tvm)
+    pthread_mutex_lock(&pf__tvm_table);
   pf_object_t* fn = pf__remove(name, len, pf__name_hash(name, len, &tail), NULL);
-  if (!fn) {
+  if (tvm) {
+    theirs = pf__tvm_remove(tvm, name, NULL, &held);
+    pthread_mutex_unlock(&pf__tvm_table);
+  }
+  pf_object_release(held);
+  pf_object_release(fn);
+  if (theirs < 0)
+    return pf__tvm_failed(tvm, "pf_global_remove");
+  if (!fn && !theirs) {
     PF_ERROR_SET(PF_ERR_KEY, "pf_global_remove: no global function is named '%s'", name);
     return -1;
   }
-  pf_object_release(fn);
   return 0;
 }
 
@@ -614,13 +738,35 @@ void pf__global_unregister_static(const char* name, const pf_signature_t* sig, p
   name = name ? name : sig->name; /* as pf__global_register_static chose it */
   size_t len = strlen(name);
   uint64_t tail;
-  pf_object_release(pf__remove(name, len, pf__name_hash(name, len, &tail), fn));
+  const pf__tvm_t* tvm = pf__tvm(); /* the library is unloading: TVM-FFI's entry goes too */
+  pf_object_t* held = NULL;
+  if (tvm)
+    pthread_mutex_lock(&pf__tvm_table);
+  pf_object_t* removed = pf__remove(name, len, pf__name_hash(name, len, &tail), fn);
+  if (tvm) {
+    if (pf__tvm_remove(tvm, name, fn, &held) < 0)
+      pf__tvm_discard(tvm);
+    pthread_mutex_unlock(&pf__tvm_table);
+  }
+  pf_object_release(held);
+  pf_object_release(removed);
   pf_object_release(fn);
 }
 
-/* Joining TVM-FFI (tvm.c): this table's functions are published in TVM-FFI's (issue 11). */
+/* Joining TVM-FFI (tvm.c): every function of this table is registered in TVM-FFI's, except
+ * under a name TVM-FFI already holds (each table then keeps its own). Raises nothing. */
 static void pf__global_tvm_joined(const pf__tvm_t* tvm) {
-  (void)tvm;
+  pthread_mutex_lock(&pf__tvm_table);
+  pthread_mutex_lock(&pf__writers);
+  pf__cell_t* t = pf__cells;
+  for (size_t i = 0; i <= pf__mask(t); ++i) {
+    const pf__entry_t* e = pf__slot(t, i);
+    pf_byte_array_t key = {e->name, e->len};
+    if (e->fn && tvm->function_set_global(&key, e->fn, 0) != 0)
+      pf__tvm_discard(tvm); /* the name is TVM-FFI's */
+  }
+  pthread_mutex_unlock(&pf__writers);
+  pthread_mutex_unlock(&pf__tvm_table);
 }
 
 __attribute__((constructor)) static void pf__global_tvm_joined_hook(void) {

@@ -1,5 +1,7 @@
 /* Modules: kernel libraries opened with dlopen and pinned, their ABI stamp checked, their
- * __packfn_ exports read from the ELF dynamic symbol table, their function objects cached. */
+ * __packfn_ exports (or, for a library built against TVM-FFI, its __tvm_ffi_ exports) read from
+ * the ELF dynamic symbol table, their function objects cached. A module object has the dynamic
+ * type "packfn.Module", not TVM-FFI's ffi.Module (73), whose layout is a C++ class. */
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
@@ -11,12 +13,16 @@
 #include "common.h"
 #include "function_private.h"
 #include "suggest.h"
+#include "tvm_private.h"
 
 #define PF__EXPORT_PREFIX     "__packfn_"
 #define PF__EXPORT_PREFIX_LEN (sizeof(PF__EXPORT_PREFIX) - 1)
 #define PF__META_PREFIX       "meta_" /* after PF__EXPORT_PREFIX */
 #define PF__META_PREFIX_LEN   (sizeof(PF__META_PREFIX) - 1)
 #define PF__SYSTEM_PATH       "<system>"
+#define PF__TVM_PREFIX        "__tvm_ffi_" /* TVM-FFI's exports; "__tvm_ffi__..." are not */
+#define PF__TVM_PREFIX_LEN    (sizeof(PF__TVM_PREFIX) - 1)
+#define PF__MODULE_TYPE_KEY   "packfn.Module"
 
 /* ---- the library: what a module and its function objects keep open ---- */
 
@@ -50,7 +56,8 @@ typedef struct {
   uint32_t abi_major;
   uint32_t abi_minor;
   int is_system;
-  char path[]; /* as given, NUL-terminated */
+  int is_tvm_ffi; /* a library built against TVM-FFI: its exports are __tvm_ffi_<name> */
+  char path[];    /* as given, NUL-terminated */
 } pf__module_t;
 
 static void pf__module_deleter(void* self, int flags) {
@@ -65,8 +72,23 @@ static void pf__module_deleter(void* self, int flags) {
     free(self);
 }
 
+/* The index of "packfn.Module" (registered on first use; from TVM-FFI's registry when joined,
+ * so that TVM-FFI reads a packfn module as an object of that key, never as its ffi.Module), or
+ * -1 with the registry's error raised. */
+static int32_t pf__module_type;
+
+static int32_t pf__module_type_index(void) {
+  int32_t index = __atomic_load_n(&pf__module_type, __ATOMIC_ACQUIRE);
+  if (PF_LIKELY(index > 0))
+    return index;
+  if (pf_type_register(PF__MODULE_TYPE_KEY, PF_TYPE_OBJECT, &index) != 0)
+    return -1;
+  __atomic_store_n(&pf__module_type, index, __ATOMIC_RELEASE); /* the same index every time */
+  return index;
+}
+
 static int pf__module_is_ours(const pf_object_t* obj) {
-  return obj && obj->type_index == PF_TYPE_MODULE && obj->deleter == pf__module_deleter;
+  return obj && obj->deleter == pf__module_deleter;
 }
 
 /* The module argument as ours, or NULL with TypeError raised. */
@@ -156,18 +178,23 @@ static int pf__read_symtab(const char* func, const char* path, const struct link
   return 0;
 }
 
-/* The name of symbol i when it is a definition whose name starts with the export prefix: the
- * part after the prefix, else NULL. */
-static const char* pf__packfn_symbol(const pf__symtab_t* st, size_t i, int* type, size_t* size) {
+/* The name of symbol i when it is a definition whose name starts with `prefix` (of length
+ * `len`): the part after the prefix, else NULL. */
+static const char* pf__prefixed_symbol(const pf__symtab_t* st, size_t i, const char* prefix,
+                                       size_t len, int* type, size_t* size) {
   const ElfW(Sym)* s = &st->syms[i];
   if (s->st_shndx == SHN_UNDEF || s->st_name >= st->strsz)
     return NULL;
   const char* name = st->strtab + s->st_name;
-  if (strncmp(name, PF__EXPORT_PREFIX, PF__EXPORT_PREFIX_LEN) != 0)
+  if (strncmp(name, prefix, len) != 0)
     return NULL;
   *type = ELF64_ST_TYPE(s->st_info); /* same bits in ELF32 */
   *size = (size_t)s->st_size;
-  return name + PF__EXPORT_PREFIX_LEN;
+  return name + len;
+}
+
+static const char* pf__packfn_symbol(const pf__symtab_t* st, size_t i, int* type, size_t* size) {
+  return pf__prefixed_symbol(st, i, PF__EXPORT_PREFIX, PF__EXPORT_PREFIX_LEN, type, size);
 }
 
 static int pf__is_function_symbol(int type) {
@@ -189,15 +216,24 @@ typedef struct {
   size_t stamp_size;
 } pf__scan_t;
 
-/* Fills m->exports (sorted, metadata attached) from the library's symbols, and `scan`. */
+/* Whether `name` (after the export prefix) names an exported function: not empty and, after
+ * TVM-FFI's prefix, not one of its "__tvm_ffi__" symbols (metadata, doc, library context). */
+static int pf__export_name(const char* name, int tvm) {
+  return name && *name && !(tvm && *name == '_');
+}
+
+/* Fills m->exports (sorted, metadata attached) from the library's symbols, and `scan`: its
+ * __packfn_ exports, or its __tvm_ffi_ exports when m->is_tvm_ffi. */
 static int pf__scan_exports(const char* func, pf__module_t* m, void* handle, const pf__symtab_t* st,
                             pf__scan_t* scan) {
   size_t count = 0, name_bytes = 0;
-  int type;
+  int type, tvm = m->is_tvm_ffi;
   size_t size;
+  const char* prefix = tvm ? PF__TVM_PREFIX : PF__EXPORT_PREFIX;
+  size_t prefix_len = tvm ? PF__TVM_PREFIX_LEN : PF__EXPORT_PREFIX_LEN;
   for (size_t i = 0; i < st->num_syms; ++i) {
-    const char* name = pf__packfn_symbol(st, i, &type, &size);
-    if (name && *name && pf__is_function_symbol(type)) {
+    const char* name = pf__prefixed_symbol(st, i, prefix, prefix_len, &type, &size);
+    if (pf__export_name(name, tvm) && pf__is_function_symbol(type)) {
       ++count;
       name_bytes += strlen(name) + 1;
     }
@@ -211,14 +247,14 @@ static int pf__scan_exports(const char* func, pf__module_t* m, void* handle, con
   scan->stamp = NULL;
   scan->stamp_size = 0;
   for (size_t i = 0; i < st->num_syms; ++i) {
-    const char* name = pf__packfn_symbol(st, i, &type, &size);
+    const char* name = pf__prefixed_symbol(st, i, prefix, prefix_len, &type, &size);
     if (!name)
       continue;
-    if (type == STT_OBJECT && strcmp(name, "abi") == 0) {
+    if (!tvm && type == STT_OBJECT && strcmp(name, "abi") == 0) {
       scan->stamp = dlsym(handle, PF__EXPORT_PREFIX "abi");
       scan->stamp_size = size;
-    } else if (*name && pf__is_function_symbol(type)) {
-      void* addr = dlsym(handle, name - PF__EXPORT_PREFIX_LEN);
+    } else if (pf__export_name(name, tvm) && pf__is_function_symbol(type)) {
+      void* addr = dlsym(handle, name - prefix_len);
       if (!addr)
         continue;
       size_t len = strlen(name) + 1;
@@ -238,6 +274,8 @@ static int pf__scan_exports(const char* func, pf__module_t* m, void* handle, con
       exports[kept++] = exports[i];
   m->exports = exports;
   m->num_exports = kept;
+  if (tvm)
+    return 0; /* TVM-FFI's metadata is JSON text, not signatures packfn shows */
   /* attach metadata to the exports it describes; malformed metadata refuses the library */
   for (size_t i = 0; i < st->num_syms; ++i) {
     const char* name = pf__packfn_symbol(st, i, &type, &size);
@@ -266,7 +304,8 @@ static int pf__check_stamp(const char* func, const char* path, const pf__scan_t*
   if (!scan->stamp) {
     PF_ERROR_SET(PF_ERR_VALUE,
                  "%s: %s is not a packfn library: it exports no __packfn_abi stamp (compile it "
-                 "against packfn's headers)",
+                 "against packfn's headers), nor is it a TVM-FFI library (exports "
+                 "__tvm_ffi_<name> and no __packfn_<name>)",
                  func, path);
     return -1;
   }
@@ -339,6 +378,13 @@ static void pf__forget_library(void* handle, const char* path) {
  * before this load, so refusing it unmaps it. */
 static int pf__module_open(const char* func, const char* path, void* handle, int is_system,
                            int fresh, pf_object_t** out) {
+  int32_t type_index = pf__module_type_index();
+  if (type_index < 0) {
+    if (fresh)
+      pf__forget_library(handle, path);
+    dlclose(handle);
+    return -1;
+  }
   size_t path_len = strlen(path);
   pf__module_t* m = malloc(sizeof *m + path_len + 1);
   pf__library_t* lib = malloc(sizeof *lib);
@@ -352,13 +398,14 @@ static int pf__module_open(const char* func, const char* path, void* handle, int
   }
   pf__object_init(&lib->header, PF_TYPE_OBJECT, pf__library_deleter);
   lib->handle = handle;
-  pf__object_init(&m->header, PF_TYPE_MODULE, pf__module_deleter);
+  pf__object_init(&m->header, type_index, pf__module_deleter);
   m->library = &lib->header; /* from here on, releasing the module closes the handle */
   m->exports = NULL;
   m->num_exports = 0;
   m->abi_major = PF_ABI_VERSION_MAJOR;
   m->abi_minor = PF_ABI_VERSION_MINOR;
   m->is_system = is_system;
+  m->is_tvm_ffi = 0;
   memcpy(m->path, path, path_len + 1);
 
   struct link_map* lm = NULL;
@@ -371,11 +418,24 @@ static int pf__module_open(const char* func, const char* path, void* handle, int
   }
   if (pf__read_symtab(func, path, lm, &st) != 0 || pf__scan_exports(func, m, handle, &st, &scan))
     goto fail;
-  if (!is_system) {
-    if (pf__check_stamp(func, path, &scan) != 0)
+  if (!is_system && !scan.stamp && m->num_exports == 0) {
+    /* no stamp and no __packfn_ export: a library built against TVM-FFI when it exports
+     * __tvm_ffi_<name> functions (its ABI is this runtime's) */
+    free(m->exports);
+    m->exports = NULL;
+    m->is_tvm_ffi = 1;
+    if (pf__scan_exports(func, m, handle, &st, &scan) != 0)
       goto fail;
-    m->abi_major = scan.stamp->major;
-    m->abi_minor = scan.stamp->minor;
+    if (m->num_exports == 0)
+      m->is_tvm_ffi = 0; /* neither kind: the stamp check below refuses it */
+  }
+  if (!is_system) {
+    if (!m->is_tvm_ffi && pf__check_stamp(func, path, &scan) != 0)
+      goto fail;
+    if (!m->is_tvm_ffi) {
+      m->abi_major = scan.stamp->major;
+      m->abi_minor = scan.stamp->minor;
+    }
     /* pin it: code and data of the library must outlive every object its code made */
     void* pin = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD | RTLD_NODELETE);
     if (!pin) {
@@ -428,7 +488,10 @@ int pf_module_load(const char* path, pf_object_t** out) {
     dlclose(handle);
     return -1;
   }
-  return pf__module_open("pf_module_load", path, handle, 0, mapped == NULL, out);
+  int rc = pf__module_open("pf_module_load", path, handle, 0, mapped == NULL, out);
+  if (rc == 0)
+    (void)pf_tvm_ffi_join(); /* the library may have brought libtvm_ffi in */
+  return rc;
 }
 
 int pf_module_system(pf_object_t** out) {
@@ -485,16 +548,51 @@ static pf_object_t* pf__export_cached(const pf__module_t* m, pf__export_t* e) {
   return fn;
 }
 
+/* Whether `obj` is TVM-FFI's ffi.Module (a C++ object of index 73, e.g. from
+ * tvm_ffi.load_module) in a process that joined TVM-FFI. */
+static int pf__is_tvm_module(const pf_object_t* obj) {
+  return obj && obj->type_index == PF_TYPE_MODULE && !pf__module_is_ours(obj) && pf__tvm();
+}
+
+/* Function `name` of TVM-FFI's module `module` through TVM-FFI's global "ffi.ModuleGetFunction"
+ * (imports not searched): as pf_module_get_function. */
+static int pf__tvm_module_function(const char* func, pf_object_t* module, const char* name,
+                                   pf_object_t** out) {
+  pf_object_t* get;
+  if (pf_global_get("ffi.ModuleGetFunction", &get) != 0)
+    return -1;
+  if (!get) {
+    PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED,
+                 "%s: TVM-FFI has no global ffi.ModuleGetFunction to read its ffi.Module with",
+                 func);
+    return -1;
+  }
+  pf_any_t args[3] = {pf_any_object(module), pf_any_cstr(name), pf_any_bool(0)};
+  pf_any_t found = pf_any_none();
+  int rc = pf_function_call(get, args, 3, &found);
+  pf_object_release(get);
+  if (rc != 0)
+    return pf_error_ensure(func, rc);
+  if (found.type_index == PF_TYPE_FUNCTION) {
+    *out = found.v_obj;
+    return 0;
+  }
+  pf_any_release(&found); /* none: no such function */
+  return 0;
+}
+
 /* The lookup of pf_module_get_function for `func`: 0 with a new reference in *out, or 0 with
  * *out = NULL when the module has no such function; -1 for bad arguments. *m receives the
- * module when it is one. */
+ * module when it is one of packfn's (NULL for TVM-FFI's ffi.Module). */
 static int pf__module_lookup(const char* func, pf_object_t* module, const char* name,
                              pf_object_t** out, pf__module_t** mod) {
   if (!out)
     return PF__NULL_ARG(func, "out");
   *out = NULL;
-  pf__module_t* m = pf__module_arg(func, module);
-  if (!m)
+  *mod = NULL;
+  int tvm = pf__is_tvm_module(module);
+  pf__module_t* m = tvm ? NULL : pf__module_arg(func, module);
+  if (!m && !tvm)
     return -1;
   *mod = m;
   if (!name || !*name) {
@@ -502,6 +600,8 @@ static int pf__module_lookup(const char* func, pf_object_t* module, const char* 
                  name ? "\"\"" : "NULL");
     return -1;
   }
+  if (tvm)
+    return pf__tvm_module_function(func, module, name, out);
   pf__export_t* e = pf__find_export(m, name);
   if (e) {
     pf_object_t* fn = pf__export_cached(m, e);
@@ -545,9 +645,10 @@ int pf_module_call(pf_object_t* module, const char* name, const pf_any_t* args, 
     return -1;
   if (!fn) {
     char near[128];
-    int found = pf_module_suggest(module, name, near, sizeof near) == 1;
-    PF_ERROR_SET(PF_ERR_KEY, "pf_module_call: %s has no function '%s'%s%s%s", m->path, name,
-                 found ? " (did you mean '" : "", near, found ? "'?)" : "");
+    int found = m && pf_module_suggest(module, name, near, sizeof near) == 1;
+    PF_ERROR_SET(PF_ERR_KEY, "pf_module_call: %s has no function '%s'%s%s%s",
+                 m ? m->path : "the TVM-FFI module", name, found ? " (did you mean '" : "",
+                 found ? near : "", found ? "'?)" : "");
     return -1;
   }
   int rc = pf_function_call(fn, args, num_args, result);
@@ -709,4 +810,136 @@ int pf__export_typed_call(pf_object_t** slot, const pf_signature_t* sig, pf_type
     }
   }
   return pf_function_call(fn, args, num_args, result);
+}
+
+/* ---- TVM-FFI's metadata of an export (export.h's __tvm_ffi__metadata_ and __doc_) ---- */
+
+/* TVM-FFI's type key (its StaticTypeKey names) of a packfn parameter kind's name as
+ * pf_param_kind_name gives it, or NULL for a name that is none of them. */
+static const char* pf__tvm_schema_key(const char* kind, size_t len) {
+  static const char* const map[][2] = {{"None", "None"},
+                                       {"int", "int"},
+                                       {"float", "float"},
+                                       {"bool", "bool"},
+                                       {"str", "ffi.String"},
+                                       {"bytes", "ffi.Bytes"},
+                                       {"Tensor", "ffi.Tensor"},
+                                       {"Object", "ffi.Object"},
+                                       {"Any", "Any"},
+                                       {"dtype", "DataType"},
+                                       {"Device", "Device"},
+                                       {"void*", "void*"},
+                                       {"Function", "ffi.Function"}};
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; ++i)
+    if (strlen(map[i][0]) == len && memcmp(map[i][0], kind, len) == 0)
+      return map[i][1];
+  return NULL;
+}
+
+/* Appends {"type":"<key>"} to buf (size PF__SCHEMA_MAX) at *at. */
+#define PF__SCHEMA_MAX 4096
+static void pf__schema_put(char* buf, size_t* at, const char* text) {
+  size_t n = strlen(text);
+  if (*at + n < PF__SCHEMA_MAX) {
+    memcpy(buf + *at, text, n + 1);
+    *at += n;
+  }
+}
+
+static void pf__schema_type(char* buf, size_t* at, const char* key) {
+  pf__schema_put(buf, at, "{\"type\":\"");
+  pf__schema_put(buf, at, key);
+  pf__schema_put(buf, at, "\"}");
+}
+
+/* The kinds of a signature text "f(a: K, b: K) -> R" into keys[] (up to PF_TYPED_MAX_PARAMS,
+ * then the result's last); the number of parameters, or -1 when the text does not read so. */
+static int pf__signature_kinds(const char* text, const char** keys, const char** result) {
+  const char* p = text ? strchr(text, '(') : NULL;
+  if (!p)
+    return -1;
+  int n = 0;
+  ++p;
+  if (*p == ')')
+    ++p;
+  else
+    for (;;) {
+      const char* colon = strstr(p, ": ");
+      if (!colon || n == PF_TYPED_MAX_PARAMS)
+        return -1;
+      const char* kind = colon + 2;
+      size_t len = strcspn(kind, ",)");
+      if (!(keys[n++] = pf__tvm_schema_key(kind, len)))
+        return -1;
+      p = kind + len;
+      if (*p == ')') {
+        ++p;
+        break;
+      }
+      if (strncmp(p, ", ", 2) != 0)
+        return -1;
+      p += 2;
+    }
+  if (strncmp(p, " -> ", 4) != 0 || !(*result = pf__tvm_schema_key(p + 4, strlen(p + 4))))
+    return -1;
+  return n;
+}
+
+/* TVM-FFI's type schema of a function (as its C++ export macros write it). */
+static void pf__tvm_schema(const pf_signature_t* sig, const char* signature, char* buf) {
+  const char* keys[PF_TYPED_MAX_PARAMS];
+  const char* ret = NULL;
+  int n = -1;
+  if (sig && sig->num_params >= 0 && sig->num_params <= PF_TYPED_MAX_PARAMS) {
+    n = sig->num_params;
+    ret = pf_param_kind_name(sig->result);
+    ret = pf__tvm_schema_key(ret, strlen(ret));
+    for (int i = 0; i < n && ret; ++i) {
+      const char* kind = pf_param_kind_name(sig->params[i].kind);
+      if (!(keys[i] = pf__tvm_schema_key(kind, strlen(kind))))
+        n = -1;
+    }
+    if (!ret)
+      n = -1;
+  } else {
+    n = pf__signature_kinds(signature, keys, &ret);
+  }
+  size_t at = 0;
+  buf[0] = '\0';
+  if (n < 0) {
+    pf__schema_type(buf, &at, "ffi.Function");
+    return;
+  }
+  pf__schema_put(buf, &at, "{\"type\":\"ffi.Function\",\"named_args\":{\"return\":[");
+  pf__schema_type(buf, &at, ret);
+  pf__schema_put(buf, &at, "],\"params\":[");
+  for (int i = 0; i < n; ++i) {
+    if (i)
+      pf__schema_put(buf, &at, ",");
+    pf__schema_type(buf, &at, keys[i]);
+  }
+  pf__schema_put(buf, &at, "]}}");
+}
+
+int pf__export_tvm_info(int what, const pf_signature_t* sig, const char* signature, const char* doc,
+                        pf_any_t* result) {
+  *result = pf_any_none();
+  if (what == 1) {
+    const char* text = sig ? sig->doc : doc;
+    return pf_string_from_cstr(text ? text : "", result);
+  }
+  char schema[PF__SCHEMA_MAX];
+  pf__tvm_schema(sig, signature, schema);
+  /* {"type_schema": "<schema, its quotes escaped>"} */
+  char json[2 * PF__SCHEMA_MAX + 32];
+  size_t at = 0;
+  memcpy(json, "{\"type_schema\":\"", 16);
+  at = 16;
+  for (const char* c = schema; *c; ++c) {
+    if (*c == '"' || *c == '\\')
+      json[at++] = '\\';
+    json[at++] = *c;
+  }
+  memcpy(json + at, "\"}", 3);
+  return pf_string_from_cstr(json, result);
 }

@@ -2,7 +2,9 @@
 # checks its output and exit codes for every command; .npy interop with NumPy when available.
 #
 # usage: test_cli.py --packfn BIN --echo-lib LIB --good-lib LIB --collide-lib LIB --workdir DIR
-#                    [-- WRAPPER...]
+#                    [--tvm-lib LIB] [-- WRAPPER...]
+# With --tvm-lib (a library built with TVM-FFI's export macro, tests/interop), only the cases
+# of such a library run (test_cli_tvm_ffi, registered by tests/interop/modules.cmake).
 import argparse
 import concurrent.futures
 import os
@@ -28,6 +30,7 @@ class Cli:
         self.wrapper = opts.wrapper
         self.echo = opts.echo_lib
         self.good = opts.good_lib
+        self.tvm = opts.tvm_lib
         self.collide = opts.collide_lib
         self.dir = opts.workdir
 
@@ -489,6 +492,17 @@ TESTS = [test_version_and_help, test_usage_errors, test_bad_literals, test_info,
          test_registration_failures]
 
 
+def test_tvm_ffi_library(cli):
+    # a library built against TVM-FFI's C++ headers: __tvm_ffi_<name> exports, no packfn stamp
+    expect(cli, ["call", "--lib", cli.tvm, "add_ints", "40", "2"], OK, stdout="42\n", stderr="")
+    expect(cli, ["call", "--lib", cli.tvm, "greet", "str:packfn"], OK,
+           stdout="hello, packfn\n")
+    expect(cli, ["call", "--lib", cli.tvm, "halve", "5.0"], OK, stdout="2.5\n")
+    expect(cli, ["call", "--lib", cli.tvm, "add_int", "1", "2"], RAISED, stdout="",
+           stderr_re=r"^KeyError: .*has no function 'add_int'.*did you mean 'add_ints'")
+    expect(cli, ["list", cli.tvm], OK, stdout_re=r"^add_ints$")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--packfn", required=True)
@@ -496,16 +510,18 @@ def main():
     parser.add_argument("--good-lib", required=True)
     parser.add_argument("--collide-lib", required=True)
     parser.add_argument("--workdir", required=True)
+    parser.add_argument("--tvm-lib")
     parser.add_argument("wrapper", nargs="*")
     opts = parser.parse_args()
     shutil.rmtree(opts.workdir, ignore_errors=True)
     os.makedirs(opts.workdir)
     cli = Cli(opts)
+    tests = [test_tvm_ffi_library] if opts.tvm_lib else TESTS
     failures = 0
     # the cases are independent (distinct file names): run them side by side, which matters
     # under valgrind
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
-        futures = {pool.submit(t, cli): t.__name__ for t in TESTS}
+        futures = {pool.submit(t, cli): t.__name__ for t in tests}
         for future in concurrent.futures.as_completed(futures):
             name = futures[future]
             try:
@@ -514,7 +530,7 @@ def main():
             except (Failure, AssertionError) as e:
                 failures += 1
                 print(f"FAIL {name}: {e}")
-    print(f"test_cli: {len(TESTS) - failures}/{len(TESTS)} passed")
+    print(f"test_cli: {len(tests) - failures}/{len(tests)} passed")
     return 1 if failures else 0
 
 

@@ -13,7 +13,15 @@ PF_EXTERN_C_BEGIN
  * __packfn_<name>         a function of type pf_safe_call_t, one per exported function
  * __packfn_meta_<name>    optional pf_export_meta_t: signature and doc text, typed declaration
  * The loader reads the names from the library's dynamic symbol table, so any library that
- * exports these symbols works, whatever built it; the macros below are the easy way. */
+ * exports these symbols works, whatever built it; the macros below are the easy way.
+ * The macros also export each function under TVM-FFI's names, so tvm_ffi.load_module(path)
+ * finds it too:
+ * __tvm_ffi_<name>            the same function (TVM-FFI's loader passes self = NULL)
+ * __tvm_ffi__metadata_<name>  (PF_EXPORT_DOC, PF_EXPORT_TYPED) a safe-call taking no argument
+ *                             that returns TVM-FFI's metadata text, {"type_schema": "..."}
+ * __tvm_ffi__doc_<name>       (PF_EXPORT_DOC, PF_EXPORT_TYPED) the same, returning the doc
+ * and each export runs pf_tvm_ffi_join (packfn/interop.h) when the library loads, so a library
+ * loaded by TVM-FFI into a process that has libpackfn joins the two runtimes. */
 
 /* Tells a packfn stamp from an unrelated symbol of the same name ("pfn1" in memory). */
 #define PF_ABI_MAGIC 0x316e6670u
@@ -74,9 +82,23 @@ typedef struct pf_export_meta_s {
  * exports. The function beside each stays strong: a name exported twice fails to link. */
 #define PF__META_VIS __attribute__((weak, visibility("default")))
 
-/* At file scope in a library: exports `impl` (a pf_safe_call_t) as __packfn_<name>, `name`
- * being an identifier. Loaders call it with an unspecified `self` (packfn passes the function
- * object): ignore it. The wrapper compiles to a jump (or to impl itself, inlined).
+/* The load-time join of every export: calls pf_tvm_ffi_join through a weak reference, so a
+ * library that exports functions without linking libpackfn still loads (then nothing runs). */
+#if !defined(PF_BUILDING_LIBRARY) && defined(__GNUC__)
+PF__EXTERN_C int pf_tvm_ffi_join(void) __attribute__((weak));
+#define PF__EXPORT_JOIN(name)                                                                      \
+  __attribute__((constructor)) static void pf__export_join_##name(void) {                          \
+    if (pf_tvm_ffi_join)                                                                           \
+      (void)pf_tvm_ffi_join();                                                                     \
+  }
+#else
+#define PF__EXPORT_JOIN(name)
+#endif
+
+/* At file scope in a library: exports `impl` (a pf_safe_call_t) as __packfn_<name> and as
+ * __tvm_ffi_<name>, `name` being an identifier. Loaders call it with an unspecified `self`
+ * (packfn passes the function object, TVM-FFI NULL): ignore it. Each wrapper compiles to a jump
+ * (or to impl itself, inlined).
  *   static int add(void* self, const pf_any_t* args, int32_t n, pf_any_t* result) {...}
  *   PF_EXPORT(add, add); */
 #define PF_EXPORT(name, impl)                                                                      \
@@ -85,13 +107,50 @@ typedef struct pf_export_meta_s {
   int __packfn_##name(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {      \
     return (impl)(self, args, num_args, result);                                                   \
   }                                                                                                \
+  PF__EXTERN_C PF__EXPORT_VIS int __tvm_ffi_##name(void* self, const pf_any_t* args,               \
+                                                   int32_t num_args, pf_any_t* result);            \
+  int __tvm_ffi_##name(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {     \
+    return (impl)(self, args, num_args, result);                                                   \
+  }                                                                                                \
+  PF__EXPORT_JOIN(name)                                                                            \
   PF__STATIC_ASSERT(1, "PF_EXPORT")
+
+/* TVM-FFI's metadata and doc getters of an export, from its typed declaration `sig` (may be
+ * NULL) or its signature text and doc (may be NULL): see pf__export_tvm_info. */
+#define PF__EXPORT_TVM_INFO(name, sig, signature, doc)                                             \
+  PF__EXTERN_C PF__EXPORT_VIS int __tvm_ffi__metadata_##name(void* self, const pf_any_t* args,     \
+                                                             int32_t num_args, pf_any_t* result);  \
+  int __tvm_ffi__metadata_##name(void* self, const pf_any_t* args, int32_t num_args,               \
+                                 pf_any_t* result) {                                               \
+    (void)self;                                                                                    \
+    (void)args;                                                                                    \
+    (void)num_args;                                                                                \
+    return pf__export_tvm_info(0, (sig), (signature), (doc), result);                              \
+  }                                                                                                \
+  PF__EXTERN_C PF__EXPORT_VIS int __tvm_ffi__doc_##name(void* self, const pf_any_t* args,          \
+                                                        int32_t num_args, pf_any_t* result);       \
+  int __tvm_ffi__doc_##name(void* self, const pf_any_t* args, int32_t num_args,                    \
+                            pf_any_t* result) {                                                    \
+    (void)self;                                                                                    \
+    (void)args;                                                                                    \
+    (void)num_args;                                                                                \
+    return pf__export_tvm_info(1, (sig), (signature), (doc), result);                              \
+  }
+
+/* Body of the TVM-FFI getters PF_EXPORT_DOC and PF_EXPORT_TYPED export. what 0: the metadata
+ * JSON text {"type_schema": "<schema>"}, the schema built from `sig` when given, else parsed
+ * from `signature` when it reads as packfn writes signatures ("f(x: Tensor, eps: float) ->
+ * None"), else the bare {"type":"ffi.Function"}; what 1: the doc (sig's, else `doc`), "" when
+ * none. A new string in *result; -1 with MemoryError. */
+PF_API int pf__export_tvm_info(int what, const pf_signature_t* sig, const char* signature,
+                               const char* doc, pf_any_t* result);
 
 /* PF_EXPORT plus metadata: the `signature` and `doc` strings (either may be NULL) that
  * listings show and that the function objects the loader makes carry. */
 #define PF_EXPORT_DOC(name, impl, signature, doc)                                                  \
   PF__C_DATA PF__META_VIS const pf_export_meta_t __packfn_meta_##name = {                          \
       PF_EXPORT_META_MAGIC, PF_EXPORT_META_VERSION, (signature), (doc), NULL, NULL};               \
+  PF__EXPORT_TVM_INFO(name, NULL, (signature), (doc))                                              \
   PF_EXPORT(name, impl)
 
 /* Exports a typed function: `sig` points at a pf_signature_t with static storage (its name
@@ -115,6 +174,7 @@ typedef struct pf_export_meta_s {
     (void)self;                                                                                    \
     return pf__export_typed_call(&pf__typed_export_##name, (sig), (impl), args, num_args, result); \
   }                                                                                                \
+  PF__EXPORT_TVM_INFO(name, (sig), NULL, NULL)                                                     \
   PF_EXPORT(name, pf__typed_export_call_##name)
 
 /* Body of a typed export's __packfn_<name>: builds the typed function of (sig, impl) into *slot

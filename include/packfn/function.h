@@ -62,7 +62,11 @@ PF_API int pf_function_set_info(pf_object_t* fn, const char* signature, const ch
 /* ---- the global function table ----
  * A process-wide map from names to function objects. Thread-safe; lookups take no lock and
  * write nothing shared but the returned function's count; writers queue on a mutex and wait
- * for lookups in flight before releasing what they displaced. */
+ * for lookups in flight before releasing what they displaced.
+ * Once packfn has joined TVM-FFI (packfn/interop.h) the two tables are one name space:
+ * pf_global_set registers in both (a name either holds is taken), a lookup this table misses
+ * returns TVM-FFI's function of that name (a new reference), pf_global_remove removes from
+ * both; list, count and suggest cover packfn's own table. docs/function.md has the details. */
 
 /* Registers `fn` (retained by the table) under `name` (copied). Fails (-1) with ValueError for
  * a NULL or empty name, or when the name is taken and allow_override is 0 (the message names
@@ -90,8 +94,8 @@ PF_INLINE int pf_global_get(const char* name, pf_object_t** out) {
   return pf__global_lookup(name, strlen(name), out);
 }
 
-/* Removes `name`, releasing the table's reference. -1 with KeyError naming it when absent,
- * ValueError for NULL or empty. */
+/* Removes `name`, releasing the table's reference (joined: from TVM-FFI's table too). -1 with
+ * KeyError naming it when absent (from both), ValueError for NULL or empty. */
 PF_API int pf_global_remove(const char* name);
 
 /* Number of registered names. */

@@ -9,7 +9,10 @@
 
 PF_EXTERN_C_BEGIN
 
-/* ---- loading and using modules (type 73) ----
+/* ---- loading and using modules ----
+ * A module is an object of the dynamic type "packfn.Module" (not TVM-FFI's ffi.Module, index
+ * 73 = PF_TYPE_MODULE, a C++ class; TVM-FFI refuses a packfn module with a TypeError). Test for
+ * one with pf_module_path(obj) != NULL.
  * Lifetime: a module holds its library open; every function object it hands out holds the
  * library too, so releasing the module first never breaks later calls or releases. A library
  * is never unloaded once a module has accepted it (it is pinned with RTLD_NODELETE): objects
@@ -18,7 +21,10 @@ PF_EXTERN_C_BEGIN
 
 /* Loads the shared library at `path` (dlopen with RTLD_NOW | RTLD_LOCAL; a path without '/'
  * is searched as dlopen does, so prefer "./libfoo.so" to a bare name), checks its __packfn_abi
- * stamp and reads its exports. New module reference in *out.
+ * stamp and reads its exports. A library without a stamp and without __packfn_<name> exports
+ * that exports __tvm_ffi_<name> functions (built with TVM-FFI's TVM_FFI_DLL_EXPORT_TYPED_FUNC)
+ * is loaded as a TVM-FFI library: those are its functions. Then calls pf_tvm_ffi_join().
+ * New module reference in *out.
  * -1, *out NULL, with: OSError naming the path and the loader's reason (missing file, not a
  * shared library, unresolved symbols); ValueError naming the path when the library has no
  * stamp or a malformed stamp or metadata, or was built for another ABI major ("libfoo.so was
@@ -41,12 +47,16 @@ PF_API int pf_module_system(pf_object_t** out);
  * the metadata's signature and doc); later lookups return the same object, cheaply (a binary
  * search and a retain). Thread-safe. Global-table functions of the system module are not
  * cached (the table may change): they come from pf_global_get.
+ * Also takes TVM-FFI's ffi.Module (type 73, e.g. from tvm_ffi.load_module) once packfn has
+ * joined TVM-FFI: the lookup goes through TVM-FFI's global "ffi.ModuleGetFunction".
  * Follows the lookup rule (see packfn/function.h): 0 with *out = NULL, nothing raised, when
- * the module has no such function. -1, *out NULL, with: TypeError when module is not a packfn
- * Module; ValueError for a NULL or empty name or NULL out; MemoryError. */
+ * the module has no such function. -1, *out NULL, with: TypeError when module is neither a
+ * packfn Module nor (joined) TVM-FFI's; ValueError for a NULL or empty name or NULL out;
+ * MemoryError; TVM-FFI's error when its lookup fails. */
 PF_API int pf_module_get_function(pf_object_t* module, const char* name, pf_object_t** out);
 
-/* Looks `name` up and calls it: pf_module_get_function then pf_function_call. A missing
+/* Looks `name` up and calls it: pf_module_get_function then pf_function_call (so TVM-FFI's
+ * ffi.Module is accepted too). A missing
  * function is an error here: -1 with KeyError "pf_module_call: <path> has no function 'x'",
  * with " (did you mean 'y'?)" when pf_module_suggest finds a near name. Otherwise fails as
  * the two calls do; *result is none on failure. */

@@ -69,6 +69,8 @@ static PyObject* wrap_steal(pf_object_t* obj) {
   default:
     if (pf_object_is_instance(obj, PF_TYPE_TENSOR))
       tp = &Tensor_Type;
+    else if (pf_module_path(obj)) /* packfn's modules are "packfn.Module", a dynamic type */
+      tp = &Module_Type;
     break;
   }
   PfObject* self = PyObject_New(PfObject, tp);

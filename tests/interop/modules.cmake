@@ -1,0 +1,37 @@
+# Modules across the two runtimes (issue 11): a library built with TVM-FFI's C++ export macro
+# (no packfn stamp) loaded by pf_module_load and by `packfn call --lib`; TVM-FFI's ffi.Module
+# read through pf_module_get_function; a packfn module refused by TVM-FFI with a TypeError.
+# modules_errors.c (errors such a library raises, taken with pf_error_take) needs the joined
+# error slot (issue 11, deliverable 1) and is not registered here yet.
+include(CheckLanguage)
+check_language(CXX)
+if(NOT CMAKE_CXX_COMPILER)
+  message(STATUS "tests/interop/modules.cmake: no C++ compiler: module interop tests left out")
+else()
+  enable_language(CXX)
+  add_library(pf_interop_tvm_lib MODULE ${CMAKE_CURRENT_LIST_DIR}/module_tvm_lib.cc)
+  target_link_libraries(pf_interop_tvm_lib PRIVATE TVMFFI::tvm_ffi)
+  set_target_properties(pf_interop_tvm_lib PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  # uninstrumented, like libtvm_ffi itself: PF_SANITIZE's link option would link this C++
+  # compiler's sanitizer runtime, which clashes with the C compiler's in the test programs
+  set_property(TARGET pf_interop_tvm_lib PROPERTY LINK_OPTIONS "")
+
+  pf_add_interop_test(test_interop_module ${CMAKE_CURRENT_LIST_DIR}/test_interop_module.c)
+  target_compile_definitions(test_interop_module PRIVATE
+    PF_TVM_LIB="$<TARGET_FILE:pf_interop_tvm_lib>"
+    PF_KERNELS_LIB="$<TARGET_FILE:packfn_kernels>")
+  add_dependencies(test_interop_module pf_interop_tvm_lib)
+
+  if(TARGET packfn_cli AND PF_PYTHON)
+    add_test(NAME test_cli_tvm_ffi
+      COMMAND ${PF_PYTHON} ${PROJECT_SOURCE_DIR}/tests/test_cli.py
+              --packfn $<TARGET_FILE:packfn_cli>
+              --echo-lib $<TARGET_FILE:pf_testmod_cli>
+              --good-lib $<TARGET_FILE:pf_testmod_good>
+              --collide-lib $<TARGET_FILE:pf_testmod_collide>
+              --tvm-lib $<TARGET_FILE:pf_interop_tvm_lib>
+              --workdir ${CMAKE_CURRENT_BINARY_DIR}/cli_tvm_files
+              -- ${PF_TEST_WRAPPER})
+    set_tests_properties(test_cli_tvm_ffi PROPERTIES LABELS "memcheck;interop" TIMEOUT 300)
+  endif()
+endif()

@@ -1,0 +1,39 @@
+/* Errors a TVM-FFI-built library raises, taken through packfn (issue 11, deliverables 1 and 5).
+ * NOT registered yet: it needs the joined error slot (TVM-FFI's raised error taken by
+ * pf_error_take). To register, add to modules.cmake:
+ *   pf_add_interop_test(test_interop_module_errors ${CMAKE_CURRENT_LIST_DIR}/modules_errors.c)
+ *   target_compile_definitions(test_interop_module_errors PRIVATE
+ *     PF_TVM_LIB="$<TARGET_FILE:pf_interop_tvm_lib>")
+ * and to test_cli.py's test_tvm_ffi_library:
+ *   expect(cli, ["call", "--lib", cli.tvm, "halve", "-1.0"], RAISED, stdout="",
+ *          stderr_re=r"^ValueError: halve: negative input -1")
+ *   expect(cli, ["call", "--lib", cli.tvm, "add_ints", "str:x", "1"], RAISED,
+ *          stderr_re=r"^TypeError: ") */
+#include <string.h>
+
+#include "packfn/packfn.h"
+
+#include "global_module_check.h"
+
+int main(void) {
+  pf_object_t* m = NULL;
+  CHECK(pf_module_load(PF_TVM_LIB, &m) == 0);
+  if (!m)
+    return 1;
+  /* TVM_FFI_THROW(ValueError) in the library */
+  pf_any_t arg = pf_any_float(-1.0), r;
+  CHECK(pf_module_call(m, "halve", &arg, 1, &r) == -1);
+  pf_object_t* err = pf_error_take();
+  CHECK(err && strcmp(pf_error_kind(err), "ValueError") == 0 &&
+        strstr(pf_error_message(err), "halve: negative input") != NULL);
+  pf_object_release(err);
+  /* TVM-FFI's own argument check: a str where an int is declared */
+  pf_any_t args[2] = {pf_any_cstr("x"), pf_any_int(1)};
+  CHECK(pf_module_call(m, "add_ints", args, 2, &r) == -1);
+  err = pf_error_take();
+  CHECK(err && strcmp(pf_error_kind(err), "TypeError") == 0);
+  pf_object_release(err);
+  CHECK(pf_error_take() == NULL); /* nothing left in either slot */
+  pf_object_release(m);
+  return failures != 0;
+}
