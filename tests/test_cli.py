@@ -501,6 +501,11 @@ def test_tvm_ffi_library(cli):
     expect(cli, ["call", "--lib", cli.tvm, "add_int", "1", "2"], RAISED, stdout="",
            stderr_re=r"^KeyError: .*has no function 'add_int'.*did you mean 'add_ints'")
     expect(cli, ["list", cli.tvm], OK, stdout_re=r"^add_ints$")
+    # errors the library raises into TVM-FFI's slot, reported by packfn (one slot once joined)
+    expect(cli, ["call", "--lib", cli.tvm, "halve", "-1.0"], RAISED, stdout="",
+           stderr_re=r"^ValueError: halve: negative input -1")
+    expect(cli, ["call", "--lib", cli.tvm, "add_ints", "str:x", "1"], RAISED,
+           stderr_re=r"^TypeError: ")
 
 
 def main():

@@ -1,8 +1,8 @@
 # Modules across the two runtimes (issue 11): a library built with TVM-FFI's C++ export macro
 # (no packfn stamp) loaded by pf_module_load and by `packfn call --lib`; TVM-FFI's ffi.Module
 # read through pf_module_get_function; a packfn module refused by TVM-FFI with a TypeError.
-# modules_errors.c (errors such a library raises, taken with pf_error_take) needs the joined
-# error slot (issue 11, deliverable 1) and is not registered here yet.
+# modules_errors.c: errors such a library raises (into TVM-FFI's slot), taken with
+# pf_error_take through the joined slot.
 include(CheckLanguage)
 check_language(CXX)
 if(NOT CMAKE_CXX_COMPILER)
@@ -21,6 +21,10 @@ else()
     PF_TVM_LIB="$<TARGET_FILE:pf_interop_tvm_lib>"
     PF_KERNELS_LIB="$<TARGET_FILE:packfn_kernels>")
   add_dependencies(test_interop_module pf_interop_tvm_lib)
+  pf_add_interop_test(test_interop_module_errors ${CMAKE_CURRENT_LIST_DIR}/modules_errors.c)
+  target_compile_definitions(test_interop_module_errors PRIVATE
+    PF_TVM_LIB="$<TARGET_FILE:pf_interop_tvm_lib>")
+  add_dependencies(test_interop_module_errors pf_interop_tvm_lib)
 
   if(TARGET packfn_cli AND PF_PYTHON)
     add_test(NAME test_cli_tvm_ffi

@@ -1,14 +1,6 @@
-/* Errors a TVM-FFI-built library raises, taken through packfn (issue 11, deliverables 1 and 5).
- * NOT registered yet: it needs the joined error slot (TVM-FFI's raised error taken by
- * pf_error_take). To register, add to modules.cmake:
- *   pf_add_interop_test(test_interop_module_errors ${CMAKE_CURRENT_LIST_DIR}/modules_errors.c)
- *   target_compile_definitions(test_interop_module_errors PRIVATE
- *     PF_TVM_LIB="$<TARGET_FILE:pf_interop_tvm_lib>")
- * and to test_cli.py's test_tvm_ffi_library:
- *   expect(cli, ["call", "--lib", cli.tvm, "halve", "-1.0"], RAISED, stdout="",
- *          stderr_re=r"^ValueError: halve: negative input -1")
- *   expect(cli, ["call", "--lib", cli.tvm, "add_ints", "str:x", "1"], RAISED,
- *          stderr_re=r"^TypeError: ") */
+/* Errors a TVM-FFI-built library raises, taken through packfn (issue 11, deliverables 1 and 5):
+ * the library raises into TVM-FFI's slot, which is packfn's once joined (pf_module_load joins
+ * after its dlopen). */
 #include <string.h>
 
 #include "packfn/packfn.h"

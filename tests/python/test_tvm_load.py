@@ -63,13 +63,9 @@ def test_load_module_rms_norm_and_metadata():
 
 @pytest.mark.parametrize("first", ["tvm_ffi", "packfn"])
 def test_global_kernels_either_import_order(first):
-    join = ""
-    if first == "packfn":
-        # packfn was loaded before libtvm_ffi: the package joins when it sees tvm_ffi imported
-        # (docs/interop.md); a C program calls pf_tvm_ffi_join itself, as here
-        join = "import ctypes; ctypes.CDLL(KERNELS).pf_tvm_ffi_join()\n"
+    # packfn imported first joins when the package sees tvm_ffi imported (docs/interop.md)
     second = "packfn" if first == "tvm_ffi" else "tvm_ffi"
-    out = run(f"import {first}\nimport {second}\nimport tvm_ffi\n", join,
+    out = run(f"import {first}\nimport {second}\nimport tvm_ffi\n",
               'f = tvm_ffi.get_global_func("packfn.kernels.rms_norm")\n', RMS_NORM_CHECK)
     assert "rms_norm ok" in out
 
