@@ -51,6 +51,22 @@ _abc.Sequence.register(Array)
 _abc.Mapping.register(Map)
 
 
+# Error kinds packfn raises that TVM-FFI's Python does not map to built-in exceptions itself:
+# registered with it so they arrive as the same exceptions both ways.
+_KINDS_FOR_TVM_FFI = {"NotImplementedError": NotImplementedError, "OSError": OSError}
+
+
+def _joined() -> None:
+    """Joins (pf_tvm_ffi_join) and tells tvm_ffi's error mapping packfn's other kinds."""
+    if not _packfn._tvm_ffi_join():
+        return
+    import tvm_ffi.error
+
+    for kind, cls in _KINDS_FOR_TVM_FFI.items():
+        if kind not in tvm_ffi.error.core.ERROR_NAME_TO_TYPE:
+            tvm_ffi.error.register_error(kind, cls)
+
+
 def _join_tvm_ffi() -> None:
     """Joins TVM-FFI's runtime now if tvm_ffi is imported, else right after its import.
 
@@ -60,7 +76,7 @@ def _join_tvm_ffi() -> None:
     import sys
 
     if "tvm_ffi" in sys.modules:
-        _packfn._tvm_ffi_join()
+        _joined()
         return
     import importlib.abc
     import importlib.util
@@ -81,7 +97,7 @@ def _join_tvm_ffi() -> None:
 
             def exec_module(module):
                 run(module)
-                _packfn._tvm_ffi_join()
+                _joined()
 
             loader.exec_module = exec_module
             return spec

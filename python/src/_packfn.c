@@ -722,16 +722,30 @@ static int int_overflow(PyObject* o) {
 /* A tvm_ffi.Object (any of its subclasses: Function, Tensor, Array, Map, ...) passed to packfn
  * is the same C object, borrowed for the call like a packfn.Object: its __chandle__() is the
  * object's address. 1 when `o` is one (a view in *out), 0 when not, -1 with an exception. Only
- * types defined by the tvm_ffi package are trusted to answer __chandle__ with an address. */
+ * instances of tvm_ffi.core.Object are trusted to answer __chandle__ with an address. */
 static int tvm_ffi_handle(PyObject* o, pf_any_t* out, int* has_tensor) {
   PyTypeObject* tp = Py_TYPE(o);
-  PyObject* mod = PyObject_GetAttrString((PyObject*)tp, "__module__");
-  const char* name = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
-  int ours = name && (strcmp(name, "tvm_ffi") == 0 || strncmp(name, "tvm_ffi.", 8) == 0);
-  Py_XDECREF(mod);
-  PyErr_Clear();
-  if (!ours)
-    return 0;
+  /* tvm_ffi.core.Object: the base of every TVM-FFI object class, the ones it makes for types
+   * it knows only by key included; looked up once tvm_ffi.core is imported */
+  static PyObject* tvm_object;
+  if (!tvm_object) {
+    PyObject* name = PyUnicode_FromString("tvm_ffi.core");
+    if (!name)
+      return -1;
+    PyObject* core = PyImport_GetModule(name);
+    Py_DECREF(name);
+    if (!core)
+      return PyErr_Occurred() ? -1 : 0;
+    tvm_object = PyObject_GetAttrString(core, "Object");
+    Py_DECREF(core);
+    if (!tvm_object) {
+      PyErr_Clear();
+      return 0;
+    }
+  }
+  int is = PyObject_IsInstance(o, tvm_object);
+  if (is <= 0)
+    return is;
   PyObject* meth = PyObject_GetAttrString(o, "__chandle__");
   if (!meth) {
     PyErr_Clear();
