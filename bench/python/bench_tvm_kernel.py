@@ -15,6 +15,7 @@ row is the median over repetitions (rows interleaved) of the mean time per call 
     python bench/python/bench_tvm_kernel.py --tvm-lib BUILD/bench/libpf_bench_tvm_rms_norm.so [--quick]
 """
 import argparse
+import os
 import statistics
 import sys
 import timeit
@@ -25,13 +26,12 @@ import packfn  # noqa: F401  (loads libpackfn and libpackfn_kernels; joins TVM-F
 import tvm_ffi
 
 
-def loaded_path(fragment):
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            path = line.split()[-1]
-            if fragment in path:
-                return path
-    raise SystemExit(f"bench_tvm_kernel: {fragment} is not loaded")
+def kernels_path():
+    """The libpackfn_kernels the packfn package loaded (every row runs that one copy)."""
+    path = os.path.join(os.path.dirname(packfn.__file__), "libpackfn_kernels.so")
+    if not os.path.exists(path):
+        raise SystemExit(f"bench_tvm_kernel: {path} not found (pip install . first)")
+    return path
 
 
 def main():
@@ -40,9 +40,11 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
     args = ap.parse_args()
     reps = 5 if args.quick else 21
+    ref = tvm_ffi.load_module(args.tvm_lib)
+    ref.bind(kernels_path())
     rows = {
-        "tvm_macro": tvm_ffi.load_module(args.tvm_lib).rms_norm,
-        "packfn_lib": tvm_ffi.load_module(loaded_path("libpackfn_kernels.so")).rms_norm,
+        "tvm_macro": ref.rms_norm,
+        "packfn_lib": tvm_ffi.load_module(kernels_path()).rms_norm,
         "packfn_glob": tvm_ffi.get_global_func("packfn.kernels.rms_norm"),
     }
     print(f"# rms_norm called from tvm_ffi {tvm_ffi.__version__} (Python {sys.version.split()[0]})")
