@@ -1,5 +1,6 @@
 /* packfn_ops.c: the packfn implementation of every benchmark operation (see harness.h for the
  * contract each one follows), written as a packfn user would write it, through the public API. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -323,6 +324,103 @@ static uint64_t run_string5(void* state, int64_t iters) {
 static uint64_t run_string100(void* state, int64_t iters) {
   (void)state;
   return run_string(PF_BENCH_STRING_100, sizeof(PF_BENCH_STRING_100) - 1, iters);
+}
+
+/* ---- maps ---- */
+
+/* The keys of the map rows: "op.name.NNNN" (12 bytes: string objects, as real names are) or
+ * ints; a map from each key to its position. */
+#define PF_BENCH_MAP_MAX 1024
+
+typedef struct {
+  pf_object_t* map;
+  pf_any_t keys[PF_BENCH_MAP_MAX];
+  int64_t n;
+} map_state_t;
+
+static void map_key(map_state_t* st, int64_t i, int str) {
+  if (!str) {
+    st->keys[i] = pf_any_int(i * 7919);
+    return;
+  }
+  char name[32];
+  int len = snprintf(name, sizeof name, "op.name.%04d", (int)i);
+  if (pf_string_create(name, (size_t)len, &st->keys[i]) != 0)
+    pf_bench_fail(kImpl, "map", "pf_string_create failed");
+}
+
+static map_state_t* map_setup(int64_t n, int str) {
+  map_state_t* st = calloc(1, sizeof *st);
+  if (!st || pf_map_create(&st->map) != 0)
+    pf_bench_fail(kImpl, "map", "setup failed");
+  st->n = n;
+  for (int64_t i = 0; i < n; ++i) {
+    map_key(st, i, str);
+    pf_any_t v = pf_any_int(i);
+    if (pf_map_set(st->map, &st->keys[i], &v) != 0)
+      pf_bench_fail(kImpl, "map", "pf_map_set failed");
+  }
+  return st;
+}
+
+static void* setup_map_small(void) {
+  return map_setup(4, 1);
+}
+static void* setup_map_1k_str(void) {
+  return map_setup(PF_BENCH_MAP_MAX, 1);
+}
+static void* setup_map_1k_int(void) {
+  return map_setup(PF_BENCH_MAP_MAX, 0);
+}
+static void* setup_map_keys(void) { /* keys only: map_build_64 makes its maps */
+  map_state_t* st = map_setup(0, 1);
+  pf_object_release(st->map);
+  st->map = NULL;
+  st->n = 64;
+  for (int64_t i = 0; i < st->n; ++i)
+    map_key(st, i, 1);
+  return st;
+}
+
+static void teardown_map(void* state) {
+  map_state_t* st = state;
+  for (int64_t i = 0; i < PF_BENCH_MAP_MAX; ++i)
+    pf_any_release(&st->keys[i]);
+  pf_object_release(st->map);
+  free(st);
+}
+
+static uint64_t run_map_get(void* state, int64_t iters) {
+  map_state_t* st = state;
+  uint64_t sum = 0;
+  const int64_t mask = st->n - 1; /* n is a power of two */
+  for (int64_t i = 0; i < iters; ++i) {
+    const pf_any_t* v;
+    if (pf_map_get(st->map, &st->keys[i & mask], &v) != 0 || !v)
+      pf_bench_fail(kImpl, "map_get", "key not found");
+    sum += (uint64_t)v->v_int64;
+  }
+  return sum;
+}
+
+static uint64_t run_map_build(void* state, int64_t iters) {
+  map_state_t* st = state;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    pf_object_t* m;
+    if (pf_map_create(&m) != 0)
+      pf_bench_fail(kImpl, "map_build_64", "pf_map_create failed");
+    for (int64_t k = 0; k < st->n; ++k) {
+      pf_any_t v = pf_any_int(k);
+      if (pf_map_set(m, &st->keys[k], &v) != 0)
+        pf_bench_fail(kImpl, "map_build_64", "pf_map_set failed");
+    }
+    size_t count;
+    pf_map_count(m, &count);
+    sum += count;
+    pf_object_release(m);
+  }
+  return sum;
 }
 
 /* ---- errors ---- */
@@ -725,6 +823,11 @@ static const pf_bench_op_t kOps[] = {
      NULL},
     {"error_roundtrip_nobt", kImpl, "pf_error_set + pf_error_take + pf_object_release", NULL,
      run_error, NULL},
+    {"map_get_small", kImpl, "pf_map_get", setup_map_small, run_map_get, teardown_map},
+    {"map_get_1k_str", kImpl, "pf_map_get", setup_map_1k_str, run_map_get, teardown_map},
+    {"map_get_1k_int", kImpl, "pf_map_get", setup_map_1k_int, run_map_get, teardown_map},
+    {"map_build_64", kImpl, "pf_map_create + 64 x pf_map_set + pf_object_release", setup_map_keys,
+     run_map_build, teardown_map},
     {"tensor_empty", kImpl, "pf_tensor_empty (1024 float32 CPU) + pf_object_release", NULL,
      run_tensor_empty, NULL},
     {"tensor_empty_env", kImpl,

@@ -5,9 +5,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include <tvm/ffi/c_api.h>
+#include <tvm/ffi/container/map.h>
 #include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/string.h>
 #include <tvm/ffi/extra/c_env_api.h>
 #include <tvm/ffi/extra/module.h>
 #include <tvm/ffi/function.h>
@@ -654,7 +658,80 @@ uint64_t RunDLPackVersioned(void* state, int64_t iters) {
   return sum;
 }
 
+// ---- maps: the same keys and sizes as packfn_ops.c's rows ----
+
+constexpr int64_t kMapMax = 1024;
+
+struct MapState {
+  ffi::Map<ffi::Any, ffi::Any> map;
+  std::vector<ffi::Any> keys;
+};
+
+ffi::Any MapKey(int64_t i, bool str) {
+  if (!str)
+    return ffi::Any(static_cast<int64_t>(i * 7919));
+  char name[32];
+  std::snprintf(name, sizeof(name), "op.name.%04d", static_cast<int>(i));
+  return ffi::Any(ffi::String(name));
+}
+
+MapState* MapSetup(int64_t n, bool str, bool fill) {
+  auto* st = new MapState();
+  for (int64_t i = 0; i < n; ++i) {
+    st->keys.push_back(MapKey(i, str));
+    if (fill)
+      st->map.Set(st->keys.back(), ffi::Any(static_cast<int64_t>(i)));
+  }
+  return st;
+}
+
+void* SetupMapSmall() {
+  return MapSetup(4, true, true);
+}
+void* SetupMap1kStr() {
+  return MapSetup(kMapMax, true, true);
+}
+void* SetupMap1kInt() {
+  return MapSetup(kMapMax, false, true);
+}
+void* SetupMapKeys() {
+  return MapSetup(64, true, false);
+}
+void TeardownMap(void* state) {
+  delete static_cast<MapState*>(state);
+}
+
+uint64_t RunMapGet(void* state, int64_t iters) {
+  auto* st = static_cast<MapState*>(state);
+  const int64_t mask = static_cast<int64_t>(st->keys.size()) - 1;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    auto it = st->map.find(st->keys[static_cast<size_t>(i & mask)]);
+    if (it == st->map.end())
+      pf_bench_fail(kImpl, "map_get", "key not found");
+    sum += static_cast<uint64_t>((*it).second.cast<int64_t>());
+  }
+  return sum;
+}
+
+uint64_t RunMapBuild(void* state, int64_t iters) {
+  auto* st = static_cast<MapState*>(state);
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    ffi::Map<ffi::Any, ffi::Any> m;
+    for (size_t k = 0; k < st->keys.size(); ++k)
+      m.Set(st->keys[k], ffi::Any(static_cast<int64_t>(k)));
+    sum += m.size();
+  }
+  return sum;
+}
+
 const pf_bench_op_t kOps[] = {
+    {"map_get_small", kImpl, "ffi::Map::find", SetupMapSmall, RunMapGet, TeardownMap},
+    {"map_get_1k_str", kImpl, "ffi::Map::find", SetupMap1kStr, RunMapGet, TeardownMap},
+    {"map_get_1k_int", kImpl, "ffi::Map::find", SetupMap1kInt, RunMapGet, TeardownMap},
+    {"map_build_64", kImpl, "ffi::Map + 64 x Map::Set (held alone: in place)", SetupMapKeys,
+     RunMapBuild, TeardownMap},
     {"call_0", kImpl, "TVMFFIFunctionCall (TVMFFIFunctionCreate, no self)", SetupCall0, RunCall0,
      TeardownCall},
     {"call_1int", kImpl, "TVMFFIFunctionCall (TVMFFIFunctionCreate, no self)", SetupCall1, RunCall1,

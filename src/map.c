@@ -8,6 +8,7 @@
 #include "container_private.h"
 
 #include "common.h"
+#include "bytes.h"
 
 /* ---- owning values (every container stores owned values) ---- */
 
@@ -274,16 +275,36 @@ static inline uint64_t pf__hash_combine(uint64_t key, uint64_t value) {
   return key ^ (value + 0x9e3779b9u + (key << 6) + (key >> 2));
 }
 
+/* The 1..7 bytes at p as a little-endian word (the rest zero): overlapping loads, no loop. */
 static inline uint64_t pf__load_le64(const char* p, size_t n) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
   uint64_t v = 0;
   for (size_t i = 0; i < n; ++i)
     v |= (uint64_t)(unsigned char)p[i] << (8 * i);
   return v;
+#else
+  if (n >= 4) {
+    uint32_t lo, hi;
+    memcpy(&lo, p, 4);
+    memcpy(&hi, p + n - 4, 4);
+    return lo | ((uint64_t)hi << (8 * (n - 4)));
+  }
+  return (uint64_t)(unsigned char)p[0] | (uint64_t)(unsigned char)p[n / 2] << (8 * (n / 2)) |
+         (uint64_t)(unsigned char)p[n - 1] << (8 * (n - 1));
+#endif
+}
+
+/* x mod (2^31 - 1) without a division: 2^31 is 1 modulo 2^31 - 1. */
+static inline uint64_t pf__mod_m31(uint64_t x) {
+  const uint64_t m = 2147483647ull;
+  x = (x & m) + (x >> 31);
+  x = (x & m) + (x >> 31);
+  return x >= m ? x - m : x;
 }
 
 /* Bytes hashed 8 at a time (little-endian words) modulo 2^31 - 1, as TVM-FFI's stable hash. */
 static uint64_t pf__hash_text(const char* data, size_t size) {
-  const uint64_t mul = 1099511628211ull, mod = 2147483647ull;
+  const uint64_t mul = 1099511628211ull;
   uint64_t h = 0;
   size_t i = 0;
   for (; i + 8 <= size; i += 8) {
@@ -292,10 +313,10 @@ static uint64_t pf__hash_text(const char* data, size_t size) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     w = __builtin_bswap64(w);
 #endif
-    h = (h * mul + w) % mod;
+    h = pf__mod_m31(h * mul + w);
   }
   if (i < size)
-    h = (h * mul + pf__load_le64(data + i, size - i)) % mod;
+    h = pf__mod_m31(h * mul + pf__load_le64(data + i, size - i));
   return h;
 }
 
@@ -348,6 +369,13 @@ static int pf__key_equal(const pf_any_t* a, const pf_any_t* b) {
   if (a->type_index == b->type_index && a->v_uint64 == b->v_uint64 &&
       a->type_index < PF_TYPE_SMALL_STR)
     return 1;
+  if (a->type_index == PF_TYPE_STR && b->type_index == PF_TYPE_STR) { /* the common key */
+    if (a->v_obj == b->v_obj)
+      return 1;
+    const pf_byte_array_t* ca = (const pf_byte_array_t*)(a->v_obj + 1);
+    const pf_byte_array_t* cb = (const pf_byte_array_t*)(b->v_obj + 1);
+    return ca->size == cb->size && pf__bytes_equal(ca->data, cb->data, ca->size);
+  }
   const char *da, *db;
   size_t sa, sb;
   int ta = pf__key_text(a, &da, &sa);

@@ -37,5 +37,12 @@ else()
               --workdir ${CMAKE_CURRENT_BINARY_DIR}/cli_tvm_files
               -- ${PF_TEST_WRAPPER})
     set_tests_properties(test_cli_tvm_ffi PROPERTIES LABELS "memcheck;interop" TIMEOUT 300)
+    if(PF_SANITIZE MATCHES "address")
+      # AddressSanitizer looks __cxa_throw up when a program starts: the command line (C) that
+      # dlopen()s a C++ library which throws needs libstdc++ loaded from the start
+      execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libstdc++.so.6
+                      OUTPUT_VARIABLE _pf_libstdcxx OUTPUT_STRIP_TRAILING_WHITESPACE)
+      set_property(TEST test_cli_tvm_ffi APPEND PROPERTY ENVIRONMENT "LD_PRELOAD=${_pf_libstdcxx}")
+    endif()
   endif()
 endif()
