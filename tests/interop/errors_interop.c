@@ -8,14 +8,7 @@
 
 #include "packfn/packfn.h"
 
-static int failures;
-#define CHECK(cond)                                                                                \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                     \
-      ++failures;                                                                                  \
-    }                                                                                              \
-  } while (0)
+#include "interop_check.h"
 
 static const TVMFFIErrorCell* cell_of(void* err) {
   return (const TVMFFIErrorCell*)((char*)err + sizeof(TVMFFIObject));

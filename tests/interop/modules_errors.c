@@ -5,7 +5,7 @@
 
 #include "packfn/packfn.h"
 
-#include "global_module_check.h"
+#include "interop_check.h"
 
 int main(void) {
   pf_object_t* m = NULL;

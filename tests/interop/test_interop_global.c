@@ -10,7 +10,7 @@
 
 #include "packfn/packfn.h"
 
-#include "global_module_check.h"
+#include "interop_check.h"
 
 /* c_api.h's functions, declared with packfn's names for the same ABI types */
 int TVMFFIFunctionGetGlobal(const pf_byte_array_t* name, void** out);

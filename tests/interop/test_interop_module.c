@@ -8,7 +8,7 @@
 
 #include "packfn/packfn.h"
 
-#include "global_module_check.h"
+#include "interop_check.h"
 
 /* c_api.h's functions, declared with packfn's names for the same ABI types */
 int TVMFFIFunctionCall(void* func, pf_any_t* args, int32_t num_args, pf_any_t* result);

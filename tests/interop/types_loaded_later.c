@@ -7,14 +7,7 @@
 
 #include "packfn/packfn.h"
 
-static int failures;
-#define CHECK(cond)                                                                                \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                     \
-      ++failures;                                                                                  \
-    }                                                                                              \
-  } while (0)
+#include "interop_check.h"
 
 /* The part of c_api.h's TVMFFITypeInfo read here. */
 typedef struct {

@@ -1,7 +1,7 @@
-/* The check of the global and module interop tests: a failed condition prints itself and the
+/* The check of the interop test programs: a failed condition prints itself and the
  * error packfn has raised (taken), and counts as a failure; main returns failures != 0. */
-#ifndef PF_TESTS_INTEROP_GLOBAL_MODULE_CHECK_H_
-#define PF_TESTS_INTEROP_GLOBAL_MODULE_CHECK_H_
+#ifndef PF_TESTS_INTEROP_CHECK_H_
+#define PF_TESTS_INTEROP_CHECK_H_
 
 #include <stdio.h>
 
