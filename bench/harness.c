@@ -824,12 +824,34 @@ static void pin_cpu(int cpu) {
     pf_bench_fail("harness", "--cpu", strerror(errno));
 }
 
+static int packfn_joined(void) {
+#ifdef PF_BENCH_HAVE_PACKFN
+  return pf_bench_packfn_joined();
+#else
+  return 0;
+#endif
+}
+
 int main(int argc, char** argv) {
   options_t opt;
   parse_options(argc, argv, &opt);
-  /* before any packfn call: packfn looks for TVM-FFI on its first error or table use */
-  if (!opt.joined && setenv("PACKFN_NO_TVM_FFI", "1", 1) != 0)
-    pf_bench_fail("harness", "--joined", strerror(errno));
+  /* packfn alone unless --joined: PACKFN_NO_TVM_FFI=1 before packfn looks for TVM-FFI. A
+   * library built with packfn's export macros (libpackfn_kernels) looks when it loads, before
+   * main: then the program runs itself again with the variable set (run_callgrind.sh sets it
+   * beforehand, since a new process would leave valgrind). */
+  if (!opt.joined) {
+    const char* apart = getenv("PACKFN_NO_TVM_FFI");
+    int set = apart && *apart && strcmp(apart, "0") != 0;
+    if (setenv("PACKFN_NO_TVM_FFI", "1", 1) != 0)
+      pf_bench_fail("harness", "--joined", strerror(errno));
+    if (packfn_joined()) {
+      if (set || RUNNING_ON_VALGRIND)
+        pf_bench_fail("harness", "--joined",
+                      "packfn joined TVM-FFI before main: set PACKFN_NO_TVM_FFI=1 beforehand");
+      execv("/proc/self/exe", argv);
+      pf_bench_fail("harness", "--joined", strerror(errno));
+    }
+  }
   collect_entries(&opt);
   qsort(entries, num_entries, sizeof(entry_t), compare_entries);
   if (num_entries == 0)

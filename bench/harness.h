@@ -57,6 +57,9 @@ extern "C" {
      dlpack_versioned       the same with DLManagedTensorVersioned
    A packed callee checks its argument count and argument type indices before using them, as a
    real callee does, and raises an error when they are wrong. */
+/* 1 when packfn has joined the TVM-FFI of this process (packfn_ops.c). */
+int pf_bench_packfn_joined(void);
+
 typedef struct pf_bench_op {
   const char* op;    /* operation name, one of the catalogue in harness.c */
   const char* impl;  /* "direct", "libffi", "tvmffi", "packfn" */

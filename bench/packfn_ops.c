@@ -847,6 +847,10 @@ static const pf_bench_op_t kOps[] = {
 #endif
 };
 
+int pf_bench_packfn_joined(void) {
+  return pf_tvm_ffi_joined();
+}
+
 const pf_bench_op_t* pf_bench_packfn_ops(size_t* count) {
   *count = sizeof kOps / sizeof kOps[0];
 #ifdef PF_BENCH_HAVE_TVMFFI

@@ -54,6 +54,12 @@ command -v valgrind >/dev/null 2>&1 || {
 }
 [ -x "$bench" ] || { echo "run_callgrind.sh: $bench is not executable" >&2; exit 2; }
 
+# packfn alone unless --joined, from the start (a kernel library may join when it loads)
+case " $common " in
+*" --joined "*) ;;
+*) export PACKFN_NO_TVM_FFI=1 ;;
+esac
+
 mkdir -p "$outdir"
 rm -f "$outdir"/cg.out "$outdir"/cg.out.*
 

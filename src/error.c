@@ -17,10 +17,23 @@
 #include "bytes.h"
 #include "tvm_private.h"
 
+/* Native frames a raise captured (PACKFN_BACKTRACE) but has not named yet: the cell's text
+ * shows them by address (`  File "<native>", line 0, in 0x7f...`) and packfn's readers
+ * (pf_error_backtrace) get the named text, built the first time it is read; an update of the
+ * text names them first (pf__frames_settle). Naming (dladdr per frame) is most of a full
+ * stack's cost, so a raise that nobody reads the stack of stays cheap. */
+typedef struct {
+  size_t site_len;  /* bytes of the cell's text before the frame lines */
+  char* named;      /* the whole text with names, once built (published with a CAS) */
+  int n;            /* frames in pc */
+  void* pc[];
+} pf__frames_t;
+
 typedef struct {
   pf_object_t header;
   pf_error_cell_t cell;
   char* heap_backtrace; /* owned when the backtrace was updated after creation */
+  pf__frames_t* frames; /* unnamed native frames, or NULL */
   /* then: kind NUL message NUL backtrace NUL */
 } pf__error_t;
 
@@ -38,13 +51,17 @@ __attribute__((noinline)) static void pf__error_destroy_contents(pf__error_t* e)
   pf__release_nested((pf_object_t*)e->cell.cause_chain);
   pf_object_release((pf_object_t*)e->cell.extra_context);
   free(e->heap_backtrace);
+  if (e->frames) {
+    free(e->frames->named);
+    free(e->frames);
+  }
 }
 
 static void pf__error_deleter(void* self, int flags) {
   pf__error_t* e = (pf__error_t*)self;
   /* most errors own nothing but their block: check that first, out of line otherwise */
   if ((flags & PF_DELETER_STRONG) &&
-      (e->cell.cause_chain || e->cell.extra_context || e->heap_backtrace))
+      (e->cell.cause_chain || e->cell.extra_context || e->heap_backtrace || e->frames))
     pf__error_destroy_contents(e);
   if (flags & PF_DELETER_WEAK)
     pf__free_nonnull(self);
@@ -62,6 +79,7 @@ static void pf__static_error_deleter(void* self, int flags) {
 static pf__error_t pf__oom_error = {
     {PF__IMMORTAL_COUNT, PF_TYPE_ERROR, 0, {pf__static_error_deleter}},
     {{"MemoryError", 11}, {"out of memory while raising an error", 36}, {"", 0}, NULL, NULL, NULL},
+    NULL,
     NULL};
 
 static int pf__is_ours(const pf_object_t* err) {
@@ -97,6 +115,7 @@ pf__error_alloc(size_t kind_len, size_t msg_len, size_t bt_len) {
   e->cell.cause_chain = NULL;
   e->cell.extra_context = NULL;
   e->heap_backtrace = NULL;
+  e->frames = NULL;
   return e;
 }
 
@@ -112,10 +131,14 @@ static pf_object_t* pf__error_new(const char* kind, size_t kind_len, const char*
   return &e->header;
 }
 
+static void pf__frames_settle(pf__error_t* e);
+
 static void pf__error_update_backtrace(void* self, const pf_byte_array_t* bt, int32_t mode) {
   pf__error_t* e = (pf__error_t*)self;
   if (!bt || (!bt->data && bt->size))
     return;
+  if (e->frames)
+    pf__frames_settle(e); /* the text changes: name its frames first */
   size_t keep = mode == 1 ? e->cell.backtrace.size : 0;
   size_t need = keep + bt->size + 1;
   char* buf = malloc(need);
@@ -222,35 +245,106 @@ static void pf__site_write(const pf__site_t* site, char* out) {
   out[site->func_len] = '\n';
 }
 
-/* Appends the native stack to an error (PACKFN_BACKTRACE). */
-static void pf__attach_native_stack(pf_object_t* err) {
-#if defined(__GLIBC__)
-  void* frames[64];
-  int n = backtrace(frames, 64);
-  char** names = backtrace_symbols(frames, n);
-  if (!names)
-    return;
-  for (int i = 1; i < n; ++i) { /* skip this helper */
-    /* glibc writes "object(symbol+0x12) [0x7f...]": object as the file, symbol as the function */
-    const char* name = names[i];
-    const char* open = strchr(name, '(');
-    const char* close = open ? strchr(open, ')') : NULL;
-    int obj_len = open ? (int)(open - name) : (int)strlen(name);
-    int has_sym = open && close && close > open + 1;
-    const char* sym = has_sym ? open + 1 : PF__UNKNOWN;
-    int sym_len = has_sym ? (int)(close - sym) : (int)PF__LIT_LEN(PF__UNKNOWN);
-    char line[512];
-    int len = snprintf(line, sizeof line,
-                       PF__FRAME_FILE "%.*s" PF__FRAME_LINE "0" PF__FRAME_FUNC "%.*s\n", obj_len,
-                       name, sym_len, sym);
-    if (len < 0)
-      continue;
-    if ((size_t)len >= sizeof line)
-      len = (int)sizeof line - 1;
-    pf_byte_array_t bt = {line, (size_t)len};
-    pf__error_update_backtrace(err, &bt, 1);
+/* One frame line for a native frame: named from glibc's "object(symbol+0x12) [0x7f...]"
+ * (object as the file, symbol as the function), into line (size bytes); its length. */
+static size_t pf__frame_named(const char* name, char* line, size_t size) {
+  const char* open = strchr(name, '(');
+  const char* close = open ? strchr(open, ')') : NULL;
+  int obj_len = open ? (int)(open - name) : (int)strlen(name);
+  int has_sym = open && close && close > open + 1;
+  const char* sym = has_sym ? open + 1 : PF__UNKNOWN;
+  int sym_len = has_sym ? (int)(close - sym) : (int)PF__LIT_LEN(PF__UNKNOWN);
+  int len = snprintf(line, size, PF__FRAME_FILE "%.*s" PF__FRAME_LINE "0" PF__FRAME_FUNC "%.*s\n",
+                     obj_len, name, sym_len, sym);
+  if (len < 0)
+    return 0;
+  return (size_t)len >= size ? size - 1 : (size_t)len;
+}
+
+#define PF__FRAME_NATIVE PF__FRAME_FILE "<native>" PF__FRAME_LINE "0" PF__FRAME_FUNC "0x"
+
+/* One frame line by address, `  File "<native>", line 0, in 0x00007f0123456789\n`: no call. */
+static size_t pf__frame_unnamed(const void* pc, char* line) {
+  static const char hex[] = "0123456789abcdef";
+  memcpy(line, PF__FRAME_NATIVE, PF__LIT_LEN(PF__FRAME_NATIVE));
+  char* d = line + PF__LIT_LEN(PF__FRAME_NATIVE);
+  uintptr_t v = (uintptr_t)pc;
+  for (int i = (int)sizeof v * 2 - 1; i >= 0; --i, v >>= 4)
+    d[i] = hex[v & 15];
+  d[sizeof v * 2] = '\n';
+  return PF__LIT_LEN(PF__FRAME_NATIVE) + sizeof v * 2 + 1;
+}
+
+/* The backtrace text with e's frames named: the site lines, then a named line per frame.
+ * malloc'd, NUL-terminated, length in *len; NULL when memory runs out. */
+static char* pf__frames_name(const pf__error_t* e, size_t* len) {
+  const pf__frames_t* f = e->frames;
+  char** names = backtrace_symbols(f->pc, f->n);
+  size_t cap = f->site_len + 1, used = f->site_len;
+  for (int i = 0; names && i < f->n; ++i)
+    cap += strlen(names[i]) + 64;
+  char* text = names ? malloc(cap) : NULL;
+  if (text) {
+    memcpy(text, e->cell.backtrace.data, f->site_len);
+    for (int i = 0; i < f->n; ++i)
+      used += pf__frame_named(names[i], text + used, cap - used);
+    text[used] = '\0';
+    *len = used;
   }
   free(names);
+  return text;
+}
+
+/* Before the text changes: makes the named text the cell's own and forgets the frames (kept
+ * as they are, by address, when naming runs out of memory). */
+static void pf__frames_settle(pf__error_t* e) {
+  pf__frames_t* f = e->frames;
+  size_t len = 0;
+  char* text = __atomic_exchange_n(&f->named, NULL, __ATOMIC_ACQ_REL);
+  if (text)
+    len = strlen(text);
+  else
+    text = pf__frames_name(e, &len);
+  e->frames = NULL;
+  free(f);
+  if (!text)
+    return;
+  free(e->heap_backtrace);
+  e->heap_backtrace = text;
+  e->cell.backtrace.data = text;
+  e->cell.backtrace.size = len;
+}
+
+/* Appends the native stack to an error (PACKFN_BACKTRACE): named now when packfn has joined
+ * TVM-FFI (whose readers take the cell's text as it is), else by address, named when packfn
+ * first reads it. */
+static void pf__attach_native_stack(pf_object_t* err) {
+#if defined(__GLIBC__)
+  pf__error_t* e = (pf__error_t*)err;
+  void* pc[64];
+  int n = backtrace(pc, 64) - 1; /* without this helper */
+  if (n <= 0)
+    return;
+  pf__frames_t* f = malloc(sizeof *f + (size_t)n * sizeof(void*));
+  char* lines = malloc((size_t)n * (PF__LIT_LEN(PF__FRAME_NATIVE) + sizeof(void*) * 2 + 1));
+  if (!f || !lines) {
+    free(f);
+    free(lines);
+    return;
+  }
+  memcpy(f->pc, pc + 1, (size_t)n * sizeof(void*));
+  f->n = n;
+  f->named = NULL;
+  f->site_len = e->cell.backtrace.size;
+  size_t used = 0;
+  for (int i = 0; i < n; ++i)
+    used += pf__frame_unnamed(f->pc[i], lines + used);
+  pf_byte_array_t bt = {lines, used};
+  pf__error_update_backtrace(err, &bt, 1);
+  free(lines);
+  e->frames = f;
+  if (pf__tvm())
+    pf__frames_settle(e);
 #else
   (void)err;
 #endif
@@ -552,9 +646,33 @@ const char* pf_error_message(const pf_object_t* err) {
   return c ? c->message.data : NULL;
 }
 
+/* The named text of an error with unnamed frames, built once (the first reader publishes it;
+ * a reader that loses the race frees its copy). The address text when naming fails. */
+static const char* pf__frames_text(const pf__error_t* e) {
+  pf__frames_t* f = e->frames;
+  const char* named = __atomic_load_n(&f->named, __ATOMIC_ACQUIRE);
+  if (named)
+    return named;
+  size_t len = 0;
+  char* text = pf__frames_name(e, &len);
+  if (!text)
+    return e->cell.backtrace.data;
+  char* expected = NULL;
+  if (!__atomic_compare_exchange_n(&f->named, &expected, text, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    free(text);
+    return expected;
+  }
+  return text;
+}
+
 const char* pf_error_backtrace(const pf_object_t* err) {
   const pf_error_cell_t* c = pf__cell(err);
-  return c ? c->backtrace.data : NULL;
+  if (!c)
+    return NULL;
+  if (err->deleter == pf__error_deleter && ((const pf__error_t*)err)->frames)
+    return pf__frames_text((const pf__error_t*)err);
+  return c->backtrace.data;
 }
 
 pf_object_t* pf_error_cause(const pf_object_t* err) {

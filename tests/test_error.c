@@ -1,6 +1,8 @@
 /* Tests of the error layer: raising and taking, the exact cell layout, cause chains, raise
  * sites in the backtrace, per-thread isolation and errors from another runtime. */
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "pf_test.h"
 
@@ -241,6 +243,44 @@ START_TEST(test_foreign_error) {
 }
 END_TEST
 
+/* Full native stacks (PACKFN_BACKTRACE, read once per process: the test_error_full_backtrace
+ * run sets it): taken at the raise, shown by address in the cell, named when packfn reads the
+ * text, named before the text changes. Without the variable: raise sites only. */
+START_TEST(test_full_backtrace) {
+  const char* env = getenv(PF_BACKTRACE_ENV);
+  int full = env && *env && strcmp(env, "0") != 0;
+  PF_ERROR_SET(PF_ERR_VALUE, "deep");
+  pf_object_t* err = pf_error_take();
+  ck_assert_ptr_nonnull(err);
+  const pf_error_cell_t* cell = (const pf_error_cell_t*)(err + 1);
+  const char* named = pf_error_backtrace(err);
+  ck_assert_ptr_nonnull(named);
+  ck_assert_msg(strncmp(named, "  File \"", 8) == 0, "backtrace '%s'", named);
+  ck_assert_msg(strstr(named, "in test_full_backtrace") != NULL, "no raise site in '%s'", named);
+  if (!full) {
+    ck_assert_ptr_null(strstr(cell->backtrace.data, "<native>"));
+    ck_assert_ptr_eq(named, cell->backtrace.data);
+    pf_object_release(err);
+    return;
+  }
+  /* the cell (what other runtimes read) shows addresses; packfn's reader names them */
+  ck_assert_ptr_nonnull(strstr(cell->backtrace.data, "in 0x"));
+  ck_assert_msg(strstr(named, "pf_error_set_frame") != NULL, "unnamed: '%s'", named);
+  ck_assert_ptr_null(strstr(named, "<native>"));
+  ck_assert_ptr_eq(pf_error_backtrace(err), named); /* built once */
+  /* an update names the frames in the cell first, then appends */
+  ck_assert_int_eq(pf_error_append_backtrace(err, "  File \"x.py\", line 1, in f\n"), 0);
+  ck_assert_ptr_nonnull(strstr(cell->backtrace.data, "pf_error_set_frame"));
+  ck_assert_ptr_nonnull(strstr(cell->backtrace.data, "x.py"));
+  ck_assert_ptr_null(strstr(cell->backtrace.data, "<native>"));
+  ck_assert_ptr_eq(pf_error_backtrace(err), cell->backtrace.data);
+  pf_object_release(err);
+  /* an error with unnamed frames that nobody read is released cleanly (valgrind, ASan) */
+  PF_ERROR_SET(PF_ERR_VALUE, "unread");
+  pf_error_clear();
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("error");
   TCase* tc = tcase_create("core");
@@ -253,7 +293,13 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_bad_input);
   tcase_add_test(tc, test_thread_isolation);
   tcase_add_test(tc, test_foreign_error);
+  tcase_add_test(tc, test_full_backtrace);
   suite_add_tcase(s, tc);
+  /* the same test alone, for the PACKFN_BACKTRACE=1 run (CK_RUN_CASE=full_backtrace): the
+   * core cases compare raise-site texts exactly */
+  TCase* full = tcase_create("full_backtrace");
+  tcase_add_test(full, test_full_backtrace);
+  suite_add_tcase(s, full);
   return s;
 }
 
