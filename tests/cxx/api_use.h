@@ -13,6 +13,7 @@
 #include "packfn/error.h"
 #include "packfn/export.h"
 #include "packfn/function.h"
+#include "packfn/interop.h"
 #include "packfn/kernels.h"
 #include "packfn/module.h"
 #include "packfn/object.h"
@@ -131,6 +132,21 @@ static int pf_cxx_check(void) {
   r = pf_any_none();
   CXX_CHECK(pf_module_call(sys, "cxx_scale", args_scale, 2, &r) == 0 && r.v_float64 == 6.0);
   pf_object_release(sys);
+
+  /* lists and dicts (container.h); the process has no TVM-FFI: joining finds none */
+  pf_object_t* list = NULL;
+  CXX_CHECK(pf_list_create(&list) == 0);
+  pf_any_t one = pf_any_int(1);
+  CXX_CHECK(pf_list_append(list, &one) == 0);
+  size_t list_count = 0;
+  CXX_CHECK(pf_array_count(list, &list_count) == 0 && list_count == 1);
+  pf_object_release(list);
+  pf_object_t* dict = NULL;
+  CXX_CHECK(pf_dict_create(&dict) == 0);
+  CXX_CHECK(pf_dict_set(dict, &one, &one) == 0);
+  CXX_CHECK(pf_dict_count(dict, &list_count) == 0 && list_count == 1);
+  pf_object_release(dict);
+  CXX_CHECK(pf_tvm_ffi_join() == 0 && pf_tvm_ffi_joined() == 0);
 
   /* PF_TYPED_CREATE with every kind */
   CXX_CHECK(PF_TYPED_CREATE(cxx_kinds, &fn) == 0);
