@@ -14,15 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifdef PF_BENCH_HAVE_VALGRIND
-#include <valgrind/callgrind.h>
-#include <valgrind/valgrind.h>
-#else
-#define RUNNING_ON_VALGRIND 0
-#define CALLGRIND_ZERO_STATS
-#define CALLGRIND_TOGGLE_COLLECT
-#define CALLGRIND_DUMP_STATS_AT(label) ((void)(label))
-#endif
+#include "valgrind_compat.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -73,8 +65,15 @@ static const catalogue_entry_t catalogue[] = {
     {"map_build_64", "map", "map create + 64 string-key inserts + release"},
     {"tensor_empty", "tensor", "tensor empty + release, 1024 float32 CPU"},
     {"tensor_empty_env", "tensor", "tensor empty + release through an env allocator"},
-    {"dlpack_legacy", "dlpack", "to DLManagedTensor + from + release"},
-    {"dlpack_versioned", "dlpack", "to DLManagedTensorVersioned + from + release"},
+    {"dlpack_legacy", "dlpack",
+     "to DLManagedTensor + from + release (re-imports its own export: packfn's import "
+     "recognises it and returns the same tensor, a shortcut)"},
+    {"dlpack_versioned", "dlpack",
+     "to DLManagedTensorVersioned + from + release (its own export: packfn's shortcut, as above)"},
+    {"dlpack_foreign", "dlpack",
+     "versioned, the other runtime's tensor: its export + import + export + release + delete"},
+    {"dlpack_own", "dlpack",
+     "versioned, its own tensor: export + import + export + release + delete"},
 };
 
 /* Column order of the report. */
@@ -313,6 +312,10 @@ static void collect_entries(const options_t* opt) {
 #endif
 #ifdef PF_BENCH_HAVE_PACKFN
   ops = pf_bench_packfn_ops(&count);
+  add_table(ops, count, opt);
+#endif
+#ifdef PF_BENCH_HAVE_DLPACK_FOREIGN
+  ops = pf_bench_dlpack_foreign_ops(&count);
   add_table(ops, count, opt);
 #endif
 }

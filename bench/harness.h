@@ -55,6 +55,9 @@ extern "C" {
      tensor_empty_env       the same through an allocator the host installs
      dlpack_legacy          tensor -> DLManagedTensor -> tensor, release; + shape[0]
      dlpack_versioned       the same with DLManagedTensorVersioned
+     dlpack_foreign         the other runtime exports its tensor (versioned); import, export,
+                            release, delete; + shape[0] of the export (1024)
+     dlpack_own             the same with the runtime's own tensor
    A packed callee checks its argument count and argument type indices before using them, as a
    real callee does, and raises an error when they are wrong. */
 /* 1 when packfn has joined the TVM-FFI of this process (packfn_ops.c). */
@@ -101,6 +104,10 @@ const char* pf_bench_tvmffi_version(void);
 #endif
 #ifdef PF_BENCH_HAVE_PACKFN
 const pf_bench_op_t* pf_bench_packfn_ops(size_t* count);
+#endif
+#ifdef PF_BENCH_HAVE_DLPACK_FOREIGN
+/* dlpack_foreign and dlpack_own, both runtimes (dlpack_foreign_ops.c: needs both). */
+const pf_bench_op_t* pf_bench_dlpack_foreign_ops(size_t* count);
 #endif
 
 #ifdef __cplusplus

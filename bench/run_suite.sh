@@ -3,14 +3,16 @@
 # callgrind, timed runs, scaling curves and their plot, in one results folder.
 #
 # usage: run_suite.sh --bench PATH [--quick] [--out DIR]
-#   --bench PATH   the packfn_bench executable (bench_scaling is looked for beside it)
+#   --bench PATH   the packfn_bench executable (bench_scaling, bench_objects beside it)
 #   --quick        a short version (under a minute): fewer iterations and repetitions,
 #                  fewer scaling points, short callgrind loops
 #   --out DIR      results folder (default ./packfn-bench-results)
-# Writes DIR/bench.md (the table, also printed), DIR/bench.json, DIR/scaling.json,
-# DIR/scaling.csv, DIR/scaling.png, DIR/callgrind/ (one dump per operation), and, when the
-# build's venv has the Python package installed, DIR/python.txt and DIR/jax.txt (calls from
-# Python against TVM-FFI, ctypes and plain Python; jitted calls through the XLA adapter).
+# Writes DIR/bench.md (the table, also printed), DIR/bench.json, DIR/objects.md and
+# DIR/objects.json (bench_objects: memory per live object, creation with 1 M objects alive),
+# DIR/scaling.json, DIR/scaling.csv, DIR/scaling.png, DIR/callgrind/ (one dump per operation),
+# and, when the build's venv has the Python package installed, DIR/python.txt and DIR/jax.txt
+# (calls from Python against TVM-FFI, ctypes and plain Python; jitted calls through the XLA
+# adapter).
 # Without valgrind the table has no instruction counts; without TVM-FFI or libffi (not found
 # when packfn_bench was built) their columns read "absent"; without matplotlib (the build's
 # venv, or PF_BENCH_PYTHON) the plot is drawn with gnuplot, and without either it is skipped.
@@ -25,7 +27,7 @@ while [ $# -gt 0 ]; do
   --bench) bench=$2; shift 2 ;;
   --quick) quick=1; shift ;;
   --out) out=$2; shift 2 ;;
-  -h | --help) sed -n '5,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '5,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "run_suite.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -63,6 +65,26 @@ if [ -x "$scaling" ]; then
   "$scaling" $sc_opts --json "$out/scaling.json" --csv "$out/scaling.csv"
 else
   log "$scaling not found: no scaling curves"
+fi
+
+# 2b. objects in bulk: memory per live object, create/release with many objects alive, packfn
+#     (with and without its block cache) against TVM-FFI; instruction counts under callgrind.
+objects=$(dirname "$bench")/bench_objects
+objects_done=0
+if [ -x "$objects" ]; then
+  if [ "$quick" -eq 1 ]; then
+    ob_opts="--n 100000 --rounds 2 --reps 1 --cg-n 10000"
+  else
+    ob_opts="--n 1000000 --rounds 4 --reps 5 --cg-n 100000"
+  fi
+  cg_opt=""
+  command -v valgrind >/dev/null 2>&1 && cg_opt="--callgrind"
+  log "objects in bulk ($ob_opts${cg_opt:+, callgrind})"
+  # shellcheck disable=SC2086 # options are words
+  "$objects" $ob_opts $cg_opt --cg-dir "$out/objects_cg" --md "$out/objects.md" \
+    --json "$out/objects.json" && objects_done=1
+else
+  log "$objects not found: no memory and bulk creation tables"
 fi
 
 # 3. plot: matplotlib when some Python has it, else gnuplot.
@@ -116,6 +138,7 @@ done
 
 cat "$out/bench.md"
 echo
+[ "$objects_done" -eq 1 ] && { cat "$out/objects.md"; echo; }
 [ "$py_done" -eq 1 ] && { cat "$out/python.txt"; echo; }
 [ "$tvm_done" -eq 1 ] && { cat "$out/tvm_kernel.txt"; echo; }
 [ "$jax_done" -eq 1 ] && { cat "$out/jax.txt"; echo; }
@@ -123,6 +146,7 @@ files="bench.md bench.json"
 [ "$py_done" -eq 1 ] && files="$files python.txt"
 [ "$tvm_done" -eq 1 ] && files="$files tvm_kernel.txt"
 [ "$jax_done" -eq 1 ] && files="$files jax.txt"
+[ "$objects_done" -eq 1 ] && files="$files objects.md objects.json"
 [ -f "$out/scaling.json" ] && files="$files scaling.json scaling.csv"
 [ "$plot_done" -eq 1 ] && files="$files scaling.png"
 log "results in $out: $files"

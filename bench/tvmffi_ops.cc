@@ -1,6 +1,7 @@
 // tvmffi_ops.cc: the benchmark operations on TVM-FFI 0.1.x, through its C entry points where
 // they exist and its C++ headers where they do not (typed functions, tensor allocation).
 #include "harness.h"
+#include "tvmffi_raised.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -24,16 +25,8 @@ constexpr const char* kImpl = "tvmffi";
 
 // Reports the raised TVM-FFI error of a failed entry point and exits.
 [[noreturn]] void FailRaised(const char* what) {
-  TVMFFIObjectHandle err = nullptr;
-  TVMFFIErrorMoveFromRaised(&err);
-  char detail[256] = "no error raised";
-  if (err != nullptr) {
-    const TVMFFIErrorCell* cell = TVMFFIErrorGetCellPtr(err);
-    std::snprintf(detail, sizeof(detail), "%.*s: %.*s", static_cast<int>(cell->kind.size),
-                  cell->kind.data, static_cast<int>(cell->message.size), cell->message.data);
-    TVMFFIObjectDecRef(err);
-  }
-  pf_bench_fail(kImpl, what, detail);
+  char detail[256];
+  pf_bench_fail(kImpl, what, PfBenchTakeRaisedText(detail, sizeof(detail)));
 }
 
 inline TVMFFIAny AnyNone() {

@@ -1,0 +1,713 @@
+/* bench_objects.c: objects in bulk, packfn against TVM-FFI in one run. For each kind of object
+   (function without self, closure, 8- and 100-byte strings, tensor view, tensor with 1 KiB of
+   data) and each runtime, a fresh process creates N objects and keeps them all alive, then
+   releases them all, then does it again:
+     memory    malloc's bytes in use (mallinfo2: uordblks + hblkhd) after the N creates minus
+               before, divided by N: what one live object costs, malloc's own chunk header and
+               rounding included;
+     cold      ns per create and per release in the first round (fresh heap: sbrk, page faults);
+     warm      the same in the later rounds (the memory the first round freed is reused).
+   packfn runs twice: with its per-thread block cache (the default) and with
+   PACKFN_NO_ALLOC_CACHE=1 (read once per process, hence a process of its own). Every figure is
+   the median over --reps processes (warm: over their later rounds). With --callgrind, each
+   kind and runtime also runs once under callgrind with --cg-n objects (fewer: callgrind is
+   ~50x slower), giving instructions per create and per release, cold and warm.
+
+   usage: bench_objects [--n N] [--rounds R] [--reps R] [--kind PATS] [--callgrind]
+                        [--cg-n N] [--cg-dir DIR] [--md FILE] [--json FILE]
+   A child (internal): bench_objects --child KIND IMPL N ROUNDS. */
+#define _GNU_SOURCE
+#include "objects.h"
+#include "timing.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "packfn/packfn.h"
+
+#include "valgrind_compat.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define MAX_REPS      101
+#define MAX_ROUNDS    16
+
+void pf_objbench_fail(const char* impl, const char* what, const char* detail) {
+  fprintf(stderr, "bench_objects: %s %s: %s\n", impl, what, detail ? detail : "failed");
+  exit(2);
+}
+
+/* ---- packfn's side ---- */
+
+static const char* const kImpl = "packfn";
+
+static void fail_raised(const char* what) {
+  pf_object_t* err = pf_error_take();
+  char detail[256] = "no error raised";
+  if (err) {
+    snprintf(detail, sizeof detail, "%s: %s", pf_error_kind(err), pf_error_message(err));
+    pf_object_release(err);
+  }
+  pf_objbench_fail(kImpl, what, detail);
+}
+
+static int callee(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  (void)args;
+  (void)num_args;
+  *result = pf_any_int(1);
+  return 0;
+}
+
+static int64_t closure_state = 1;
+static void closure_deleter(void* self) {
+  (void)self;
+}
+
+static void* create_function(void* self, void (*deleter)(void*), uint64_t* checksum) {
+  pf_object_t* fn;
+  if (pf_function_create(self, callee, deleter, &fn) != 0)
+    fail_raised("pf_function_create");
+  *checksum += (uint64_t)fn->type_index;
+  return fn;
+}
+static void* create_fn(void* state, uint64_t* checksum) {
+  (void)state;
+  return create_function(NULL, NULL, checksum);
+}
+static void* create_closure(void* state, uint64_t* checksum) {
+  (void)state;
+  return create_function(&closure_state, closure_deleter, checksum);
+}
+
+static void* create_string(const char* data, size_t size, uint64_t* checksum) {
+  pf_any_t s;
+  if (pf_string_create(data, size, &s) != 0)
+    fail_raised("pf_string_create");
+  if (s.type_index != PF_TYPE_STR)
+    pf_objbench_fail(kImpl, "string", "expected a string object");
+  const char* d;
+  size_t n;
+  if (pf_any_as_str(&s, &d, &n) != 0)
+    fail_raised("pf_any_as_str");
+  *checksum += n;
+  return s.v_obj;
+}
+static void* create_string8(void* state, uint64_t* checksum) {
+  (void)state;
+  return create_string(PF_OBJBENCH_STRING_8, sizeof(PF_OBJBENCH_STRING_8) - 1, checksum);
+}
+static void* create_string100(void* state, uint64_t* checksum) {
+  (void)state;
+  return create_string(PF_OBJBENCH_STRING_100, sizeof(PF_OBJBENCH_STRING_100) - 1, checksum);
+}
+
+static const DLDataType kFloat32 = {kDLFloat, 32, 1};
+static const DLDevice kCPU = {kDLCPU, 0};
+
+static pf_object_t* new_tensor(int64_t numel) {
+  pf_object_t* t;
+  if (pf_tensor_empty(&numel, 1, kFloat32, kCPU, &t) != 0)
+    fail_raised("pf_tensor_empty");
+  return t;
+}
+
+/* tensor_view: the state is the base tensor; each view keeps it alive. */
+static void* setup_view(void) {
+  return new_tensor(PF_OBJBENCH_VIEW_NUMEL);
+}
+static void teardown_view(void* base) {
+  pf_object_release(base);
+}
+static void* create_view(void* base, uint64_t* checksum) {
+  static const int64_t shape[1] = {PF_OBJBENCH_VIEW_NUMEL};
+  pf_object_t* v;
+  if (pf_tensor_view(base, 1, shape, NULL, 0, &v) != 0)
+    fail_raised("pf_tensor_view");
+  *checksum += (uint64_t)pf_tensor_dltensor(v)->shape[0];
+  return v;
+}
+
+static void* create_tensor1k(void* state, uint64_t* checksum) {
+  (void)state;
+  pf_object_t* t = new_tensor(PF_OBJBENCH_DATA_NUMEL);
+  DLTensor* d = pf_tensor_dltensor(t);
+  ((float*)d->data)[0] = 1.0f;
+  *checksum += (uint64_t)d->shape[0];
+  return t;
+}
+
+static void release(void* obj) {
+  pf_object_release(obj);
+}
+
+static const pf_objbench_kind_t packfn_kinds[] = {
+    {"function", "packfn", "pf_function_create(NULL self, NULL deleter)", NULL, create_fn, release,
+     NULL},
+    {"closure", "packfn", "pf_function_create(self, deleter)", NULL, create_closure, release, NULL},
+    {"string_8", "packfn", "pf_string_create (8 bytes: a string object)", NULL, create_string8,
+     release, NULL},
+    {"string_100", "packfn", "pf_string_create", NULL, create_string100, release, NULL},
+    {"tensor_view", "packfn", "pf_tensor_view of a live 1024-float tensor", setup_view, create_view,
+     release, teardown_view},
+    {"tensor_1k", "packfn", "pf_tensor_empty, 256 float32", NULL, create_tensor1k, release, NULL},
+};
+
+/* ---- kinds and variants ---- */
+
+static const char* const kind_names[] = {"function",   "closure",     "string_8",
+                                         "string_100", "tensor_view", "tensor_1k"};
+static const char* const kind_what[] = {
+    "function, no self (type 68)", "closure: function with self + deleter",
+    "string, 8 bytes (an object)", "string, 100 bytes",
+    "tensor header: a 1-d view",   "tensor, 1-d float32, 1 KiB of data",
+};
+
+/* A variant is a runtime plus how its process runs. */
+typedef struct variant {
+  const char* name; /* column name */
+  const char* impl; /* which table */
+  int no_cache;     /* PACKFN_NO_ALLOC_CACHE=1 */
+} variant_t;
+
+static const variant_t variants[] = {
+    {"packfn", "packfn", 0},
+    {"packfn_nocache", "packfn", 1},
+#ifdef PF_BENCH_HAVE_TVMFFI
+    {"tvmffi", "tvmffi", 0},
+#endif
+};
+#define NVAR  ARRAY_SIZE(variants)
+#define NKIND ARRAY_SIZE(kind_names)
+
+static const pf_objbench_kind_t* find_kind(const char* kind, const char* impl) {
+  const pf_objbench_kind_t* table = packfn_kinds;
+  size_t count = ARRAY_SIZE(packfn_kinds);
+#ifdef PF_BENCH_HAVE_TVMFFI
+  if (strcmp(impl, "tvmffi") == 0)
+    table = pf_objbench_tvmffi_kinds(&count);
+#endif
+  for (size_t i = 0; i < count; ++i)
+    if (strcmp(table[i].kind, kind) == 0 && strcmp(table[i].impl, impl) == 0)
+      return &table[i];
+  return NULL;
+}
+
+/* ---- the child: one kind, one runtime, one process ---- */
+
+static double bytes_in_use(void) {
+  struct mallinfo2 m = mallinfo2();
+  return (double)m.uordblks + (double)m.hblkhd;
+}
+
+static double median_of(double* v, int n) {
+  double lo, med, hi;
+  pf_bench_summarise(v, n, &lo, &med, &hi);
+  return med;
+}
+
+/* Prints "result CHECKSUM MEM COLD_CREATE COLD_RELEASE WARM_CREATE WARM_RELEASE": bytes per
+   object, then ns per operation (warm: median over rounds 2..R). Under callgrind it dumps
+   cold_create, cold_release, warm_create, warm_release (the first warm round) instead of
+   timing (the times it prints are then meaningless). */
+static int run_child(const char* kind_name, const char* impl, int64_t n, int rounds) {
+  const pf_objbench_kind_t* k = find_kind(kind_name, impl);
+  if (!k)
+    pf_objbench_fail(impl, kind_name, "no such kind for this runtime");
+  void** objs = malloc((size_t)n * sizeof(void*));
+  if (!objs)
+    pf_objbench_fail(impl, kind_name, "out of memory");
+  memset(objs, 0, (size_t)n * sizeof(void*)); /* touched now, not inside a timed loop */
+  void* state = k->setup ? k->setup() : NULL;
+  uint64_t checksum = 0, round_sum = 0;
+  double mem = 0, create_ns[MAX_ROUNDS], release_ns[MAX_ROUNDS];
+  const int cg = RUNNING_ON_VALGRIND;
+  static const char* const labels[2][2] = {{"cold_create", "cold_release"},
+                                           {"warm_create", "warm_release"}};
+  for (int r = 0; r < rounds; ++r) {
+    uint64_t sum = 0;
+    double before = r == 0 ? bytes_in_use() : 0;
+    if (cg) {
+      CALLGRIND_ZERO_STATS;
+      CALLGRIND_TOGGLE_COLLECT;
+    }
+    double t0 = pf_bench_now_ns();
+    for (int64_t i = 0; i < n; ++i)
+      objs[i] = k->create(state, &sum);
+    double t1 = pf_bench_now_ns();
+    if (cg) {
+      CALLGRIND_TOGGLE_COLLECT;
+      if (r < 2)
+        CALLGRIND_DUMP_STATS_AT(labels[r][0]);
+    }
+    if (r == 0)
+      mem = (bytes_in_use() - before) / (double)n;
+    if (cg) {
+      CALLGRIND_ZERO_STATS;
+      CALLGRIND_TOGGLE_COLLECT;
+    }
+    double t2 = pf_bench_now_ns();
+    for (int64_t i = 0; i < n; ++i)
+      k->release(objs[i]);
+    double t3 = pf_bench_now_ns();
+    if (cg) {
+      CALLGRIND_TOGGLE_COLLECT;
+      if (r < 2)
+        CALLGRIND_DUMP_STATS_AT(labels[r][1]);
+    }
+    create_ns[r] = (t1 - t0) / (double)n;
+    release_ns[r] = (t3 - t2) / (double)n;
+    if (r == 0)
+      round_sum = sum;
+    else if (sum != round_sum)
+      pf_objbench_fail(impl, kind_name, "rounds disagree on the checksum");
+    checksum += sum;
+  }
+  if (k->teardown)
+    k->teardown(state);
+  free(objs);
+  double warm_c = rounds > 1 ? median_of(create_ns + 1, rounds - 1) : -1;
+  double warm_r = rounds > 1 ? median_of(release_ns + 1, rounds - 1) : -1;
+  printf("result %llu %.3f %.3f %.3f %.3f %.3f\n", (unsigned long long)checksum, mem, create_ns[0],
+         release_ns[0], warm_c, warm_r);
+  return fflush(stdout) == 0 ? 0 : 2;
+}
+
+/* ---- the driver ---- */
+
+typedef struct options {
+  int64_t n, cg_n;
+  int rounds, reps;
+  const char* kinds; /* comma-separated fnmatch patterns, NULL for all */
+  int callgrind;
+  const char* cg_dir;
+  const char* md_path;
+  const char* json_path;
+} options_t;
+
+typedef struct cell {
+  int runs;
+  uint64_t checksum;
+  double mem[MAX_REPS], cold_c[MAX_REPS], cold_r[MAX_REPS], warm_c[MAX_REPS], warm_r[MAX_REPS];
+  double m_mem, m_cold_c, m_cold_r, m_warm_c, m_warm_r; /* medians */
+  double ir[4]; /* per object: cold create, cold release, warm create, warm release; -1 unknown */
+} cell_t;
+
+static cell_t cells[NKIND][NVAR];
+
+static int kind_selected(const options_t* opt, const char* kind) {
+  if (!opt->kinds)
+    return 1;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", opt->kinds);
+  for (char* tok = strtok(buf, ","); tok; tok = strtok(NULL, ","))
+    if (fnmatch(tok, kind, 0) == 0)
+      return 1;
+  return 0;
+}
+
+/* Runs argv (argv[0] searched on PATH) with the variant's environment; its stdout into out
+   (NUL-terminated). Returns the exit status, or -1 when it could not run. */
+static int run_process(char* const argv[], const variant_t* v, char* out, size_t size) {
+  int fds[2];
+  if (pipe(fds) != 0)
+    return -1;
+  pid_t pid = fork();
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    close(fds[0]);
+    if (dup2(fds[1], STDOUT_FILENO) < 0)
+      _exit(127);
+    close(fds[1]);
+    if (v->no_cache)
+      setenv("PACKFN_NO_ALLOC_CACHE", "1", 1);
+    else
+      unsetenv("PACKFN_NO_ALLOC_CACHE");
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+  close(fds[1]);
+  size_t used = 0;
+  ssize_t got;
+  while ((got = read(fds[0], out + used, size - 1 - used)) > 0 || (got < 0 && errno == EINTR))
+    if (got > 0)
+      used += (size_t)got;
+  out[used] = '\0';
+  close(fds[0]);
+  int status;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void child_argv(char* buf[], char nbuf[], char rbuf[], const char* kind, const char* impl,
+                       int64_t n, int rounds, int i0) {
+  snprintf(nbuf, 24, "%lld", (long long)n);
+  snprintf(rbuf, 24, "%d", rounds);
+  buf[i0 + 0] = "/proc/self/exe";
+  buf[i0 + 1] = "--child";
+  buf[i0 + 2] = (char*)kind;
+  buf[i0 + 3] = (char*)impl;
+  buf[i0 + 4] = nbuf;
+  buf[i0 + 5] = rbuf;
+  buf[i0 + 6] = NULL;
+}
+
+static void measure_once(const options_t* opt, size_t k, size_t v) {
+  char nbuf[24], rbuf[24], out[512];
+  char* argv[8];
+  child_argv(argv, nbuf, rbuf, kind_names[k], variants[v].impl, opt->n, opt->rounds, 0);
+  char self[4096];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0)
+    pf_objbench_fail("driver", "readlink", strerror(errno));
+  self[len] = '\0';
+  argv[0] = self;
+  int rc = run_process(argv, &variants[v], out, sizeof out);
+  unsigned long long checksum;
+  double f[5];
+  if (rc != 0 || sscanf(out, "result %llu %lf %lf %lf %lf %lf", &checksum, &f[0], &f[1], &f[2],
+                        &f[3], &f[4]) != 6) {
+    fprintf(stderr, "bench_objects: %s %s: child failed (status %d)\n", variants[v].name,
+            kind_names[k], rc);
+    exit(2);
+  }
+  cell_t* c = &cells[k][v];
+  if (c->runs > 0 && c->checksum != checksum)
+    pf_objbench_fail(variants[v].name, kind_names[k], "processes disagree on the checksum");
+  c->checksum = checksum;
+  c->mem[c->runs] = f[0];
+  c->cold_c[c->runs] = f[1];
+  c->cold_r[c->runs] = f[2];
+  c->warm_c[c->runs] = f[3];
+  c->warm_r[c->runs] = f[4];
+  c->runs++;
+}
+
+/* Total Ir of a callgrind dump file ("totals: N" or, failing that, "summary: N"), -1 if none. */
+static double dump_total(const char* path) {
+  FILE* f = fopen(path, "r");
+  if (!f)
+    return -1;
+  char line[512];
+  double total = -1;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long long x;
+    if (sscanf(line, "totals: %llu", &x) == 1)
+      total = (double)x;
+    else if (total < 0 && sscanf(line, "summary: %llu", &x) == 1)
+      total = (double)x;
+  }
+  fclose(f);
+  return total;
+}
+
+/* One run under callgrind with opt->cg_n objects and 2 rounds: dumps 1..4 are cold create,
+   cold release, warm create, warm release. */
+static void measure_callgrind(const options_t* opt, size_t k, size_t v) {
+  char nbuf[24], rbuf[24], out[512], file_opt[4200], base[4096];
+  char* argv[16];
+  snprintf(base, sizeof base, "%s/cg.%s.%s", opt->cg_dir, kind_names[k], variants[v].name);
+  snprintf(file_opt, sizeof file_opt, "--callgrind-out-file=%s", base);
+  argv[0] = "valgrind";
+  argv[1] = "--tool=callgrind";
+  argv[2] = "--collect-atstart=no";
+  argv[3] = file_opt;
+  argv[4] = "-q";
+  child_argv(argv, nbuf, rbuf, kind_names[k], variants[v].impl, opt->cg_n, 2, 5);
+  char self[4096];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0)
+    pf_objbench_fail("driver", "readlink", strerror(errno));
+  self[len] = '\0';
+  argv[5] = self;
+  cell_t* c = &cells[k][v];
+  int rc = run_process(argv, &variants[v], out, sizeof out);
+  unsigned long long checksum;
+  if (rc != 0 || sscanf(out, "result %llu", &checksum) != 1) {
+    fprintf(stderr, "bench_objects: %s %s: run under callgrind failed (status %d)\n",
+            variants[v].name, kind_names[k], rc);
+    exit(2);
+  }
+  for (int d = 0; d < 4; ++d) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s.%d", base, d + 1);
+    double total = dump_total(path);
+    c->ir[d] = total < 0 ? -1 : total / (double)opt->cg_n;
+  }
+}
+
+static void summarise(cell_t* c) {
+  c->m_mem = median_of(c->mem, c->runs);
+  c->m_cold_c = median_of(c->cold_c, c->runs);
+  c->m_cold_r = median_of(c->cold_r, c->runs);
+  c->m_warm_c = median_of(c->warm_c, c->runs);
+  c->m_warm_r = median_of(c->warm_r, c->runs);
+}
+
+static void write_ratio(FILE* out, double a, double b) {
+  if (a >= 0 && b > 0)
+    fprintf(out, " %.2f |", a / b);
+  else
+    fprintf(out, " - |");
+}
+
+static void write_num(FILE* out, double x, const char* fmt) {
+  if (x >= 0)
+    fprintf(out, fmt, x);
+  else
+    fprintf(out, " - |");
+}
+
+static size_t variant_index(const char* name) {
+  for (size_t v = 0; v < NVAR; ++v)
+    if (strcmp(variants[v].name, name) == 0)
+      return v;
+  return (size_t)-1;
+}
+
+/* A cell's figure for phase 0..3 (cold create, cold release, warm create, warm release): the
+   median time, or instructions when ir. */
+static double phase_value(const cell_t* c, int phase, int ir) {
+  if (ir)
+    return c->ir[phase];
+  const double t[4] = {c->m_cold_c, c->m_cold_r, c->m_warm_c, c->m_warm_r};
+  return t[phase];
+}
+
+/* One row per kind and phase: packfn, packfn without cache, TVM-FFI, and the two ratios. */
+static void write_phase_table(FILE* out, const char* unit, int ir) {
+  static const char* const phase_name[4] = {"create, cold", "release, cold", "create, warm",
+                                            "release, warm"};
+  const size_t p = variant_index("packfn"), pn = variant_index("packfn_nocache");
+  const size_t t = variant_index("tvmffi");
+  fprintf(out,
+          "| kind | phase | packfn %s | packfn no cache %s | TVM-FFI %s | packfn / TVM-FFI | "
+          "no cache / TVM-FFI |\n",
+          unit, unit, unit);
+  fprintf(out, "|---|---|---|---|---|---|---|\n");
+  for (size_t k = 0; k < NKIND; ++k) {
+    if (!cells[k][p].runs)
+      continue;
+    for (int ph = 0; ph < 4; ++ph) {
+      double xp = phase_value(&cells[k][p], ph, ir), xn = phase_value(&cells[k][pn], ph, ir);
+      double xt = t != (size_t)-1 ? phase_value(&cells[k][t], ph, ir) : -1;
+      fprintf(out, "| %s | %s |", kind_names[k], phase_name[ph]);
+      write_num(out, xp, " %.1f |");
+      write_num(out, xn, " %.1f |");
+      write_num(out, xt, " %.1f |");
+      write_ratio(out, xp, xt);
+      write_ratio(out, xn, xt);
+      fprintf(out, "\n");
+    }
+  }
+}
+
+static void write_markdown(FILE* out, const options_t* opt, int have_ir) {
+  const size_t p = variant_index("packfn"), pn = variant_index("packfn_nocache");
+  const size_t t = variant_index("tvmffi");
+  const int tvm = t != (size_t)-1;
+  fprintf(out,
+          "### Memory per live object (%lld live; malloc bytes in use, mallinfo2, per object)\n\n",
+          (long long)opt->n);
+  fprintf(out, "| kind | what | packfn B | packfn no cache B | TVM-FFI B | packfn / TVM-FFI |\n");
+  fprintf(out, "|---|---|---|---|---|---|\n");
+  for (size_t k = 0; k < NKIND; ++k) {
+    if (!cells[k][p].runs)
+      continue;
+    fprintf(out, "| %s | %s |", kind_names[k], kind_what[k]);
+    write_num(out, cells[k][p].m_mem, " %.1f |");
+    write_num(out, cells[k][pn].m_mem, " %.1f |");
+    write_num(out, tvm ? cells[k][t].m_mem : -1, " %.1f |");
+    write_ratio(out, cells[k][p].m_mem, tvm ? cells[k][t].m_mem : -1);
+    fprintf(out, "\n");
+  }
+  fprintf(out,
+          "\n### Create and release with %lld objects alive (ns per object, median of %d "
+          "processes; warm: rounds 2..%d)\n\n",
+          (long long)opt->n, opt->reps, opt->rounds);
+  write_phase_table(out, "ns", 0);
+  if (!have_ir)
+    return;
+  fprintf(out,
+          "\n### Instructions per object under callgrind (%lld objects alive, one process each; "
+          "warm: the second round)\n\n",
+          (long long)opt->cg_n);
+  write_phase_table(out, "Ir", 1);
+}
+
+static void json_num(FILE* out, const char* key, double x, int comma) {
+  if (x >= 0)
+    fprintf(out, "\"%s\": %.3f%s", key, x, comma ? ", " : "");
+  else
+    fprintf(out, "\"%s\": null%s", key, comma ? ", " : "");
+}
+
+static void write_json(FILE* out, const options_t* opt) {
+  fprintf(out, "{\n  \"live_objects\": %lld, \"rounds\": %d, \"reps\": %d, \"callgrind_objects\": ",
+          (long long)opt->n, opt->rounds, opt->reps);
+  if (opt->callgrind)
+    fprintf(out, "%lld,\n", (long long)opt->cg_n);
+  else
+    fprintf(out, "null,\n");
+  fprintf(out, "  \"results\": [");
+  int first = 1;
+  for (size_t k = 0; k < NKIND; ++k)
+    for (size_t v = 0; v < NVAR; ++v) {
+      const cell_t* c = &cells[k][v];
+      if (!c->runs)
+        continue;
+      const pf_objbench_kind_t* e = find_kind(kind_names[k], variants[v].impl);
+      fprintf(out, "%s\n    {\"kind\": \"%s\", \"impl\": \"%s\", \"entry\": \"%s\", ",
+              first ? "" : ",", kind_names[k], variants[v].name, e ? e->entry : "");
+      first = 0;
+      json_num(out, "bytes_per_object", c->m_mem, 1);
+      json_num(out, "cold_create_ns", c->m_cold_c, 1);
+      json_num(out, "cold_release_ns", c->m_cold_r, 1);
+      json_num(out, "warm_create_ns", c->m_warm_c, 1);
+      json_num(out, "warm_release_ns", c->m_warm_r, 1);
+      json_num(out, "cold_create_ir", c->ir[0], 1);
+      json_num(out, "cold_release_ir", c->ir[1], 1);
+      json_num(out, "warm_create_ir", c->ir[2], 1);
+      json_num(out, "warm_release_ir", c->ir[3], 0);
+      fprintf(out, "}");
+    }
+  fprintf(out, "\n  ]\n}\n");
+}
+
+static void write_file(const char* path, const options_t* opt, int have_ir, int json) {
+  FILE* f = fopen(path, "w");
+  if (!f)
+    pf_objbench_fail("driver", path, strerror(errno));
+  if (json)
+    write_json(f, opt);
+  else
+    write_markdown(f, opt, have_ir);
+  if (fclose(f) != 0)
+    pf_objbench_fail("driver", path, strerror(errno));
+}
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: bench_objects [--n N] [--rounds R] [--reps R] [--kind PATS] [--callgrind]\n"
+          "                     [--cg-n N] [--cg-dir DIR] [--md FILE] [--json FILE]\n"
+          "  --n N        live objects per round (default 1000000)\n"
+          "  --rounds R   rounds per process, the first cold (default 4, 2..%d)\n"
+          "  --reps R     processes per kind and runtime (default 5, 1..%d)\n"
+          "  --kind PATS  kinds (comma-separated fnmatch patterns): function, closure,\n"
+          "               string_8, string_100, tensor_view, tensor_1k\n"
+          "  --callgrind  also count instructions under callgrind (valgrind on PATH)\n"
+          "  --cg-n N     live objects under callgrind (default 100000)\n"
+          "  --cg-dir D   where callgrind's dumps go (default ./bench_objects_cg)\n"
+          "  --md FILE    markdown tables (default: stdout); --json FILE: results as JSON\n",
+          MAX_ROUNDS, MAX_REPS);
+  exit(2);
+}
+
+static int64_t parse_count(const char* s, int64_t lo, int64_t hi) {
+  char* end;
+  errno = 0;
+  long long x = strtoll(s, &end, 10);
+  if (errno || *end || x < lo || x > hi)
+    usage();
+  return x;
+}
+
+int main(int argc, char** argv) {
+  /* packfn alone, as in packfn_bench: it must not join the TVM-FFI this program links (the
+     children inherit the variable; nothing here uses packfn before this line). */
+  if (setenv("PACKFN_NO_TVM_FFI", "1", 1) != 0)
+    pf_objbench_fail("driver", "setenv", strerror(errno));
+  if (argc == 6 && strcmp(argv[1], "--child") == 0)
+    return run_child(argv[2], argv[3], parse_count(argv[4], 1, INT64_C(1) << 40),
+                     (int)parse_count(argv[5], 1, MAX_ROUNDS));
+  options_t opt = {1000000, 100000, 4, 5, NULL, 0, "bench_objects_cg", NULL, NULL};
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    const char* val = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--callgrind") == 0) {
+      opt.callgrind = 1;
+      continue;
+    }
+    if (!val)
+      usage();
+    if (strcmp(a, "--n") == 0)
+      opt.n = parse_count(val, 1, INT64_C(1) << 40);
+    else if (strcmp(a, "--cg-n") == 0)
+      opt.cg_n = parse_count(val, 1, INT64_C(1) << 40);
+    else if (strcmp(a, "--rounds") == 0)
+      opt.rounds = (int)parse_count(val, 2, MAX_ROUNDS);
+    else if (strcmp(a, "--reps") == 0)
+      opt.reps = (int)parse_count(val, 1, MAX_REPS);
+    else if (strcmp(a, "--kind") == 0)
+      opt.kinds = val;
+    else if (strcmp(a, "--cg-dir") == 0)
+      opt.cg_dir = val;
+    else if (strcmp(a, "--md") == 0)
+      opt.md_path = val;
+    else if (strcmp(a, "--json") == 0)
+      opt.json_path = val;
+    else
+      usage();
+    ++i;
+  }
+  /* Processes interleaved: each repetition visits every kind and runtime once. */
+  for (int rep = 0; rep < opt.reps; ++rep)
+    for (size_t k = 0; k < NKIND; ++k)
+      if (kind_selected(&opt, kind_names[k]))
+        for (size_t v = 0; v < NVAR; ++v)
+          measure_once(&opt, k, v);
+  int bad = 0;
+  for (size_t k = 0; k < NKIND; ++k)
+    for (size_t v = 0; v < NVAR; ++v) {
+      cell_t* c = &cells[k][v];
+      for (int d = 0; d < 4; ++d)
+        c->ir[d] = -1;
+      if (!c->runs)
+        continue;
+      summarise(c);
+      /* Both runtimes read back the same values from the same objects. */
+      if (c->checksum != cells[k][0].checksum) {
+        fprintf(stderr, "bench_objects: %s: %s checksum %llu, packfn %llu\n", kind_names[k],
+                variants[v].name, (unsigned long long)c->checksum,
+                (unsigned long long)cells[k][0].checksum);
+        bad = 1;
+      }
+      if (!(c->m_mem > 0)) {
+        fprintf(stderr, "bench_objects: %s %s: no memory in use per object (%.1f)\n", kind_names[k],
+                variants[v].name, c->m_mem);
+        bad = 1;
+      }
+    }
+  int have_ir = 0;
+  if (opt.callgrind) {
+    char* vg_argv[] = {"valgrind", "--version", NULL};
+    char vg_out[128];
+    if (run_process(vg_argv, &variants[0], vg_out, sizeof vg_out) != 0) {
+      fprintf(stderr, "bench_objects: valgrind not found: no instruction counts\n");
+    } else if (mkdir(opt.cg_dir, 0777) != 0 && errno != EEXIST) {
+      pf_objbench_fail("driver", opt.cg_dir, strerror(errno));
+    } else {
+      have_ir = 1;
+      for (size_t k = 0; k < NKIND; ++k)
+        if (kind_selected(&opt, kind_names[k]))
+          for (size_t v = 0; v < NVAR; ++v)
+            measure_callgrind(&opt, k, v);
+    }
+  }
+  if (opt.md_path)
+    write_file(opt.md_path, &opt, have_ir, 0);
+  else
+    write_markdown(stdout, &opt, have_ir);
+  if (opt.json_path)
+    write_file(opt.json_path, &opt, have_ir, 1);
+  return bad;
+}

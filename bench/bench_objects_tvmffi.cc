@@ -1,0 +1,140 @@
+// bench_objects_tvmffi.cc: TVM-FFI's side of bench_objects: the same kinds of object as
+// bench_objects.c builds with packfn, through TVM-FFI's C entry points where they exist and its
+// C++ headers for tensors (no C entry allocates a CPU tensor or makes a view).
+#include "objects.h"
+#include "tvmffi_raised.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <tvm/ffi/c_api.h>
+#include <tvm/ffi/container/tensor.h>
+
+namespace {
+
+namespace ffi = tvm::ffi;
+
+constexpr const char* kImpl = "tvmffi";
+
+[[noreturn]] void FailRaised(const char* what) {
+  char detail[256];
+  pf_objbench_fail(kImpl, what, PfBenchTakeRaisedText(detail, sizeof(detail)));
+}
+
+int Callee(void*, const TVMFFIAny*, int32_t, TVMFFIAny* result) {
+  result->type_index = kTVMFFIInt;
+  result->zero_padding = 0;
+  result->v_int64 = 1;
+  return 0;
+}
+
+int64_t closure_state = 1;
+void ClosureDeleter(void*) {}
+
+void* CreateFunction(void* self, void (*deleter)(void*), uint64_t* checksum) {
+  TVMFFIObjectHandle fn = nullptr;
+  if (TVMFFIFunctionCreate(self, Callee, deleter, &fn) != 0)
+    FailRaised("TVMFFIFunctionCreate");
+  *checksum += static_cast<uint64_t>(static_cast<const TVMFFIObject*>(fn)->type_index);
+  return fn;
+}
+
+void* CreateFn(void*, uint64_t* checksum) {
+  return CreateFunction(nullptr, nullptr, checksum);
+}
+void* CreateClosure(void*, uint64_t* checksum) {
+  return CreateFunction(&closure_state, ClosureDeleter, checksum);
+}
+
+void* CreateString(const char* data, size_t size, uint64_t* checksum) {
+  TVMFFIByteArray bytes = {data, size};
+  TVMFFIAny s;
+  if (TVMFFIStringFromByteArray(&bytes, &s) != 0)
+    FailRaised("TVMFFIStringFromByteArray");
+  if (s.type_index != kTVMFFIStr)
+    pf_objbench_fail(kImpl, "string", "expected a string object");
+  *checksum += TVMFFIBytesGetByteArrayPtr(s.v_obj)->size;
+  return s.v_obj;
+}
+void* CreateString8(void*, uint64_t* checksum) {
+  return CreateString(PF_OBJBENCH_STRING_8, sizeof(PF_OBJBENCH_STRING_8) - 1, checksum);
+}
+void* CreateString100(void*, uint64_t* checksum) {
+  return CreateString(PF_OBJBENCH_STRING_100, sizeof(PF_OBJBENCH_STRING_100) - 1, checksum);
+}
+
+// A CPU allocator for ffi::Tensor::FromNDAlloc, as in TVM-FFI's own example: malloc / free.
+struct CPUNDAlloc {
+  void AllocData(DLTensor* tensor) {
+    tensor->data = std::malloc(ffi::GetDataSize(*tensor));
+    if (tensor->data == nullptr)
+      pf_objbench_fail(kImpl, "tensor", "out of memory");
+  }
+  void FreeData(DLTensor* tensor) { std::free(tensor->data); }
+};
+
+constexpr DLDataType kFloat32 = {kDLFloat, 32, 1};
+constexpr DLDevice kCPU = {kDLCPU, 0};
+
+// A new reference to what t holds, as a C handle (t keeps its own until it goes).
+TVMFFIObjectHandle Handle(const ffi::ObjectRef& t) {
+  TVMFFIObjectHandle h = const_cast<ffi::Object*>(t.get());
+  TVMFFIObjectIncRef(h);
+  return h;
+}
+
+TVMFFIObjectHandle NewTensor(int64_t numel) {
+  const int64_t shape[1] = {numel};
+  return Handle(ffi::Tensor::FromNDAlloc(CPUNDAlloc(), ffi::ShapeView(shape, 1), kFloat32, kCPU));
+}
+
+// tensor_view: the state is the base tensor; each view keeps it alive (as packfn's do).
+void* SetupView() {
+  const int64_t shape[1] = {PF_OBJBENCH_VIEW_NUMEL};
+  return new ffi::Tensor(
+      ffi::Tensor::FromNDAlloc(CPUNDAlloc(), ffi::ShapeView(shape, 1), kFloat32, kCPU));
+}
+void TeardownView(void* base) {
+  delete static_cast<ffi::Tensor*>(base);
+}
+void* CreateView(void* base, uint64_t* checksum) {
+  static const int64_t shape[1] = {PF_OBJBENCH_VIEW_NUMEL};
+  static const int64_t strides[1] = {1};
+  ffi::Tensor v = static_cast<const ffi::Tensor*>(base)->as_strided(ffi::ShapeView(shape, 1),
+                                                                    ffi::ShapeView(strides, 1));
+  *checksum += static_cast<uint64_t>(v.GetDLTensorPtr()->shape[0]);
+  return Handle(v);
+}
+
+void* CreateTensor1k(void*, uint64_t* checksum) {
+  TVMFFIObjectHandle t = NewTensor(PF_OBJBENCH_DATA_NUMEL);
+  DLTensor* d = TVMFFITensorGetDLTensorPtr(t);
+  static_cast<float*>(d->data)[0] = 1.0f;
+  *checksum += static_cast<uint64_t>(d->shape[0]);
+  return t;
+}
+
+void Release(void* obj) {
+  TVMFFIObjectDecRef(obj);
+}
+
+const pf_objbench_kind_t kKinds[] = {
+    {"function", kImpl, "TVMFFIFunctionCreate(NULL self, NULL deleter)", nullptr, CreateFn, Release,
+     nullptr},
+    {"closure", kImpl, "TVMFFIFunctionCreate(self, deleter)", nullptr, CreateClosure, Release,
+     nullptr},
+    {"string_8", kImpl, "TVMFFIStringFromByteArray (8 bytes: a string object)", nullptr,
+     CreateString8, Release, nullptr},
+    {"string_100", kImpl, "TVMFFIStringFromByteArray", nullptr, CreateString100, Release, nullptr},
+    {"tensor_view", kImpl, "ffi::Tensor::as_strided (C++) of a live 1024-float tensor", SetupView,
+     CreateView, Release, TeardownView},
+    {"tensor_1k", kImpl, "ffi::Tensor::FromNDAlloc (C++, malloc/free), 256 float32", nullptr,
+     CreateTensor1k, Release, nullptr},
+};
+
+} // namespace
+
+extern "C" const pf_objbench_kind_t* pf_objbench_tvmffi_kinds(size_t* count) {
+  *count = sizeof(kKinds) / sizeof(kKinds[0]);
+  return kKinds;
+}
