@@ -1,0 +1,388 @@
+/* Failure paths and unusual inputs the layer suites leave out (issue 10, coverage): TVM-FFI's
+ * export metadata built from declarations and signature texts, equality and hashing of every
+ * value kind, refusals of bad arguments (each checked for its kind and message), list index
+ * errors, the global table across fork(). */
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pf_test.h"
+
+/* ---- pf__export_tvm_info: the metadata behind __tvm_ffi__metadata_<name> ---- */
+
+/* The text pf__export_tvm_info gives for (what, sig, signature, doc), checked to be a string. */
+static void export_info(int what, const pf_signature_t* sig, const char* signature, const char* doc,
+                        char* buf, size_t size) {
+  pf_any_t r = pf_any_none();
+  ck_assert_int_eq(pf__export_tvm_info(what, sig, signature, doc, &r), 0);
+  PF_ASSERT_NO_ERROR();
+  const char* data;
+  size_t n;
+  ck_assert_int_eq(pf_any_as_str(&r, &data, &n), 0);
+  ck_assert_uint_lt(n, size);
+  memcpy(buf, data, n);
+  buf[n] = '\0';
+  pf_any_release(&r);
+}
+
+#define BARE "{\"type_schema\":\"{\\\"type\\\":\\\"ffi.Function\\\"}\"}"
+#define T(k) "{\\\"type\\\":\\\"" k "\\\"}"
+#define SCHEMA(ret, params)                                                                        \
+  "{\"type_schema\":\"{\\\"type\\\":\\\"ffi.Function\\\",\\\"named_args\\\":{\\\"return\\\":[" ret \
+  "],\\\"params\\\":[" params "]}}\"}"
+
+static void check_signature(const char* signature, const char* expected) {
+  char buf[4096];
+  export_info(0, NULL, signature, NULL, buf, sizeof buf);
+  ck_assert_msg(strcmp(buf, expected) == 0, "%s: got %s, expected %s",
+                signature ? signature : "NULL", buf, expected);
+}
+
+START_TEST(test_export_info_from_signature_text) {
+  check_signature("f(x: Tensor, eps: float) -> None",
+                  SCHEMA(T("None"), T("ffi.Tensor") "," T("float")));
+  check_signature("g() -> int", SCHEMA(T("int"), ""));
+  check_signature(
+      "h(s: str, b: bytes, o: Object, a: Any, t: dtype, d: Device, p: void*, "
+      "fn: Function, k: bool) -> Function",
+      SCHEMA(T("ffi.Function"),
+             T("ffi.String") "," T("ffi.Bytes") "," T("ffi.Object") "," T("Any") "," T(
+                 "DataType") "," T("Device") "," T("void*") "," T("ffi.Function") "," T("bool")));
+  /* texts that do not read as packfn writes signatures: the bare schema */
+  check_signature(NULL, BARE);
+  check_signature("no parenthesis", BARE);
+  check_signature("f(x int) -> int", BARE);          /* no ": " */
+  check_signature("f(x: Weird) -> int", BARE);       /* unknown kind */
+  check_signature("f(x: int; y: int) -> int", BARE); /* not ", " between parameters */
+  check_signature("f(x: int)", BARE);                /* no result */
+  check_signature("f(x: int) -> Weird", BARE);       /* unknown result */
+  char many[1024] = "f(";
+  for (int i = 0; i <= PF_TYPED_MAX_PARAMS; ++i)
+    snprintf(many + strlen(many), sizeof many - strlen(many), "%sa%d: int", i ? ", " : "", i);
+  strcat(many, ") -> int");
+  check_signature(many, BARE); /* more parameters than a typed function has */
+}
+END_TEST
+
+START_TEST(test_export_info_from_declaration) {
+  char buf[4096];
+  static const pf_param_t params[] = {{"x", PF_PARAM_FLOAT}, {"k", PF_PARAM_INT}};
+  pf_signature_t sig = {"scale", 2, params, PF_PARAM_FLOAT, "Scales x by k."};
+  export_info(0, &sig, "ignored(x: str) -> str", NULL, buf, sizeof buf);
+  ck_assert_str_eq(buf, SCHEMA(T("float"), T("float") "," T("int")));
+  export_info(1, &sig, NULL, "ignored doc", buf, sizeof buf);
+  ck_assert_str_eq(buf, "Scales x by k.");
+  sig.doc = NULL;
+  export_info(1, &sig, NULL, "ignored doc", buf, sizeof buf);
+  ck_assert_str_eq(buf, "");
+  export_info(1, NULL, NULL, "the doc", buf, sizeof buf);
+  ck_assert_str_eq(buf, "the doc");
+  export_info(1, NULL, NULL, NULL, buf, sizeof buf);
+  ck_assert_str_eq(buf, "");
+  /* a kind with no name in TVM-FFI's schema (an invalid one): the bare schema */
+  static const pf_param_t bad[] = {{"x", (pf_param_kind_t)99}};
+  pf_signature_t bad_param = {"bad", 1, bad, PF_PARAM_INT, NULL};
+  export_info(0, &bad_param, NULL, NULL, buf, sizeof buf);
+  ck_assert_str_eq(buf, BARE);
+  pf_signature_t bad_result = {"bad", 2, params, (pf_param_kind_t)99, NULL};
+  export_info(0, &bad_result, NULL, NULL, buf, sizeof buf);
+  ck_assert_str_eq(buf, BARE);
+  ck_assert_str_eq(pf_param_kind_name((pf_param_kind_t)99), "unknown");
+  /* a declaration out of range falls back to the signature text */
+  pf_signature_t too_many = {"many", PF_TYPED_MAX_PARAMS + 1, params, PF_PARAM_INT, NULL};
+  export_info(0, &too_many, "many(a: int) -> bool", NULL, buf, sizeof buf);
+  ck_assert_str_eq(buf, SCHEMA(T("bool"), T("int")));
+  pf_signature_t negative = {"neg", -1, params, PF_PARAM_INT, NULL};
+  export_info(0, &negative, NULL, NULL, buf, sizeof buf);
+  ck_assert_str_eq(buf, BARE);
+}
+END_TEST
+
+/* ---- values: equality and hashing of every kind, refusals ---- */
+
+START_TEST(test_any_equal_and_hash_by_kind) {
+  DLDataType f32 = {kDLFloat, 32, 1}, f16 = {kDLFloat, 16, 1}, f32x4 = {kDLFloat, 32, 4};
+  pf_any_t a = pf_any_dtype(f32), b = pf_any_dtype(f32), c = pf_any_dtype(f16),
+           d = pf_any_dtype(f32x4);
+  ck_assert(pf_any_equal(&a, &b));
+  ck_assert(!pf_any_equal(&a, &c));
+  ck_assert(!pf_any_equal(&a, &d));
+  ck_assert_uint_eq(pf_any_hash(&a), pf_any_hash(&b));
+  ck_assert_uint_ne(pf_any_hash(&a), pf_any_hash(&c));
+  DLDevice cpu = {kDLCPU, 0}, cpu1 = {kDLCPU, 1}, cuda = {kDLCUDA, 0};
+  pf_any_t e = pf_any_device(cpu), f = pf_any_device(cpu), g = pf_any_device(cpu1),
+           h = pf_any_device(cuda);
+  ck_assert(pf_any_equal(&e, &f));
+  ck_assert(!pf_any_equal(&e, &g));
+  ck_assert(!pf_any_equal(&e, &h));
+  ck_assert_uint_eq(pf_any_hash(&e), pf_any_hash(&f));
+  ck_assert_uint_ne(pf_any_hash(&e), pf_any_hash(&g));
+  pf_any_t n1 = pf_any_none(), n2 = pf_any_none();
+  ck_assert(pf_any_equal(&n1, &n2));
+  ck_assert(!pf_any_equal(&n1, &a));
+  ck_assert_uint_eq(pf_any_hash(&n1), pf_any_hash(&n2));
+  ck_assert(!pf_any_equal(&n1, NULL));
+  ck_assert(!pf_any_equal(NULL, &n1));
+  ck_assert_uint_eq(pf_any_hash(NULL), 0);
+  pf_any_t z = pf_any_float(0.0), mz = pf_any_float(-0.0);
+  ck_assert(pf_any_equal(&z, &mz));
+  ck_assert_uint_eq(pf_any_hash(&z), pf_any_hash(&mz)); /* equal values hash alike */
+  /* bytes: raw pointer form and object form compare by content */
+  pf_any_t bo;
+  ck_assert_int_eq(pf_bytes_create("a bytes value longer than a small one", 37, &bo), 0);
+  pf_any_t bo2;
+  ck_assert_int_eq(pf_bytes_create("a bytes value longer than a small one", 37, &bo2), 0);
+  ck_assert(pf_any_equal(&bo, &bo2));
+  ck_assert_uint_eq(pf_any_hash(&bo), pf_any_hash(&bo2));
+  pf_any_release(&bo);
+  pf_any_release(&bo2);
+}
+END_TEST
+
+START_TEST(test_any_refusals) {
+  const char* s;
+  size_t n;
+  ck_assert_int_eq(pf_any_as_cstr(NULL, &s), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "v");
+  pf_any_t i = pf_any_int(3);
+  ck_assert_int_eq(pf_any_as_cstr(&i, NULL), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "out");
+  ck_assert_int_eq(pf_any_as_str(&i, &s, &n), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "expected str, got int");
+  pf_any_t out;
+  ck_assert_int_eq(pf_string_from_cstr(NULL, &out), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "pf_string_from_cstr");
+  ck_assert_int_eq(pf_string_from_cstr("x", NULL), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "out");
+  ck_assert_int_eq(pf_bytes_create(NULL, 3, &out), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "data");
+  ck_assert_int_eq(pf_bytes_create("abc", 3, NULL), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "out");
+  ck_assert_int_eq(pf_any_to_owned(NULL, &out), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "view");
+  ck_assert_int_eq(pf_any_to_owned(&i, NULL), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "out");
+  pf_any_t null_obj = pf_any_none();
+  null_obj.type_index = PF_TYPE_ARRAY;
+  null_obj.v_obj = NULL;
+  ck_assert_int_eq(pf_any_to_owned(&null_obj, &out), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "with a NULL pointer");
+  ck_assert_int_eq(pf_string_create("s", 1, NULL), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "out");
+}
+END_TEST
+
+/* ---- errors: refusals of non-errors ---- */
+
+START_TEST(test_error_refusals) {
+  pf_object_t* err;
+  ck_assert_int_eq(pf_error_create(PF_ERR_VALUE, "m", NULL, &err), 0);
+  pf_object_t* list;
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  ck_assert_int_eq(pf_error_set_cause(list, err), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "pf_error_set_cause");
+  ck_assert_int_eq(pf_error_set_cause(err, list), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "argument cause: expected Error, got");
+  ck_assert_int_eq(pf_error_append_backtrace(list, "x"), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "pf_error_append_backtrace: argument err: expected Error");
+  /* a cause that is itself caused: the chain shows both */
+  pf_object_t *mid, *root;
+  ck_assert_int_eq(pf_error_create(PF_ERR_KEY, "mid", NULL, &mid), 0);
+  ck_assert_int_eq(pf_error_create(PF_ERR_INDEX, "root", NULL, &root), 0);
+  ck_assert_int_eq(pf_error_set_cause(mid, root), 0);
+  ck_assert_int_eq(pf_error_set_cause(err, mid), 0);
+  ck_assert_ptr_eq(pf_error_cause(pf_error_cause(err)), root);
+  ck_assert_int_eq(pf_error_set_cause(err, NULL), 0);
+  ck_assert_ptr_null(pf_error_cause(err));
+  pf_object_release(root);
+  pf_object_release(mid);
+  pf_object_release(list);
+  pf_object_release(err);
+  /* a site whose text has no line number, and one with a function name */
+  pf_error_set_at("file-without-line.c", 0, NULL, PF_ERR_RUNTIME, "no line %d", 1);
+  err = pf_error_take();
+  ck_assert_ptr_nonnull(err);
+  ck_assert_str_eq(pf_error_message(err), "no line 1");
+  ck_assert_str_eq(pf_error_kind(err), PF_ERR_RUNTIME);
+  pf_object_release(err);
+  /* pf_error_ensure: -1 without an error becomes RuntimeError naming the callee */
+  ck_assert_int_eq(pf_error_ensure("callee_x", -1), -1);
+  PF_ASSERT_RAISED(PF_ERR_RUNTIME, "callee_x returned -1 without raising an error");
+  ck_assert_int_eq(pf_error_ensure(NULL, 2), -1);
+  PF_ASSERT_RAISED(PF_ERR_RUNTIME, "a function returned 2 without raising an error");
+  PF_ERROR_SET(PF_ERR_KEY, "raised before");
+  ck_assert_int_eq(pf_error_ensure("callee_x", -1), -1); /* an error raised is kept */
+  PF_ASSERT_RAISED(PF_ERR_KEY, "raised before");
+}
+END_TEST
+
+static int add_one(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  *result = pf_any_int(num_args == 1 ? args[0].v_int64 + 1 : -1);
+  return 0;
+}
+
+/* ---- functions: refusals of objects that are not packfn's functions ---- */
+
+START_TEST(test_function_refusals) {
+  pf_object_t* list;
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  ck_assert_int_eq(pf_function_set_info(list, "f() -> None", NULL), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "expected a Function made by packfn");
+  ck_assert_ptr_null(pf_function_signature(list));
+  ck_assert_ptr_null(pf_function_doc(list));
+  pf_object_release(list);
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_function_create(NULL, add_one, NULL, &fn), 0);
+  ck_assert_int_eq(pf_function_set_info(fn, NULL, "doc only"), 0);
+  ck_assert_ptr_null(pf_function_signature(fn));
+  ck_assert_str_eq(pf_function_doc(fn), "doc only");
+  pf_object_release(fn);
+  static const pf_param_t params[] = {{"x", PF_PARAM_INT}};
+  pf_signature_t sig = {"f", 1, params, PF_PARAM_INT, NULL};
+  ck_assert_int_eq(pf_function_create_static(&sig, NULL, &fn), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "packed");
+  ck_assert_int_eq(pf_function_create_static(NULL, add_one, &fn), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "sig");
+}
+END_TEST
+
+/* ---- typed functions: every parameter kind through the converting path ---- */
+
+static int kinds_impl(void* self, const pf_arg_t* args, pf_any_t* result) {
+  (void)self;
+  /* bytes and str read alike; object and function are borrowed objects */
+  int64_t sum = (int64_t)args[0].s.size + (args[1].obj != NULL) + (args[2].obj != NULL) +
+                (args[3].any->type_index == PF_TYPE_INT ? args[3].any->v_int64 : 0);
+  *result = pf_any_int(sum);
+  return 0;
+}
+
+START_TEST(test_typed_kinds_converted) {
+  static const pf_param_t params[] = {
+      {"b", PF_PARAM_BYTES}, {"o", PF_PARAM_OBJECT}, {"f", PF_PARAM_FUNCTION}, {"a", PF_PARAM_ANY}};
+  static const pf_signature_t sig = {"kinds", 4, params, PF_PARAM_INT, NULL};
+  pf_object_t *fn, *list;
+  ck_assert_int_eq(pf_function_create_typed(&sig, kinds_impl, NULL, NULL, &fn), 0);
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  pf_any_t big;
+  ck_assert_int_eq(pf_bytes_create("bytes held by an object, not small", 34, &big), 0);
+  pf_any_t small = pf_any_none();
+  ck_assert_int_eq(pf_bytes_create("tiny", 4, &small), 0);
+  pf_any_t args[4] = {big, pf_any_object(list), pf_any_object(fn), pf_any_int(5)};
+  pf_any_t r = pf_any_none();
+  ck_assert_int_eq(pf_function_call(fn, args, 4, &r), 0);
+  ck_assert_int_eq(r.v_int64, 34 + 1 + 1 + 5);
+  args[0] = small;
+  args[3] = pf_any_cstr("any");
+  ck_assert_int_eq(pf_function_call(fn, args, 4, &r), 0);
+  ck_assert_int_eq(r.v_int64, 4 + 1 + 1);
+  /* each kind refusing a wrong value */
+  pf_any_t wrong[4] = {pf_any_int(1), pf_any_object(list), pf_any_object(fn), pf_any_int(0)};
+  ck_assert_int_eq(pf_function_call(fn, wrong, 4, &r), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "kinds: argument 0 (b): expected bytes, got int");
+  wrong[0] = small;
+  wrong[1] = pf_any_int(2);
+  ck_assert_int_eq(pf_function_call(fn, wrong, 4, &r), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "kinds: argument 1 (o): expected Object, got int");
+  wrong[1] = pf_any_object(list);
+  wrong[2] = pf_any_object(list);
+  ck_assert_int_eq(pf_function_call(fn, wrong, 4, &r), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "kinds: argument 2 (f): expected Function");
+  ck_assert_int_eq(pf_function_call(fn, wrong, 3, &r), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "kinds: expected 4 arguments, got 3");
+  pf_any_release(&small);
+  pf_any_release(&big);
+  pf_object_release(list);
+  pf_object_release(fn);
+}
+END_TEST
+
+/* ---- lists: index and argument errors ---- */
+
+START_TEST(test_list_refusals) {
+  pf_object_t* list;
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  pf_any_t v = pf_any_int(1), out;
+  ck_assert_int_eq(pf_list_insert(list, 1, &v), -1);
+  PF_ASSERT_RAISED(PF_ERR_INDEX, "out of range");
+  ck_assert_int_eq(pf_list_insert(list, -1, &v), -1);
+  PF_ASSERT_RAISED(PF_ERR_INDEX, "out of range");
+  ck_assert_int_eq(pf_list_set(list, 0, &v), -1);
+  PF_ASSERT_RAISED(PF_ERR_INDEX, "out of range");
+  ck_assert_int_eq(pf_list_pop(list, 0, &out), -1);
+  PF_ASSERT_RAISED(PF_ERR_INDEX, "out of range");
+  ck_assert_int_eq(pf_list_append(list, &v), 0);
+  ck_assert_int_eq(pf_list_set(list, 0, NULL), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "value");
+  ck_assert_int_eq(pf_list_set(list, 1, &v), -1);
+  PF_ASSERT_RAISED(PF_ERR_INDEX, "out of range");
+  ck_assert_int_eq(pf_list_pop(list, -2, &out), -1);
+  PF_ASSERT_RAISED(PF_ERR_INDEX, "out of range");
+  pf_object_t* map;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  ck_assert_int_eq(pf_list_append(map, &v), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "List");
+  ck_assert_int_eq(pf_list_pop(map, 0, &out), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "List");
+  ck_assert_int_eq(pf_list_set(map, 0, &v), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "List");
+  pf_object_release(map);
+  pf_object_release(list);
+}
+END_TEST
+
+/* ---- the global table in a forked child: the fork handlers keep its reader list sane ---- */
+
+START_TEST(test_global_after_fork) {
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_function_create(NULL, add_one, NULL, &fn), 0);
+  ck_assert_int_eq(pf_global_set("coverage.fork.add_one", fn, 1), 0);
+  pf_object_release(fn);
+  pf_object_t* got = NULL;
+  ck_assert_int_eq(pf_global_get("coverage.fork.add_one", &got), 0); /* this thread reads */
+  pf_object_release(got);
+  fflush(NULL);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    /* the child: lookups, a registration and a removal must work (no lock left held) */
+    pf_any_t arg = pf_any_int(41), r = pf_any_none();
+    int ok = pf_global_call("coverage.fork.add_one", &arg, 1, &r) == 0 && r.v_int64 == 42;
+    pf_object_t* f2 = NULL;
+    ok = ok && pf_function_create(NULL, add_one, NULL, &f2) == 0 &&
+         pf_global_set("coverage.fork.child", f2, 0) == 0 &&
+         pf_global_remove("coverage.fork.child") == 0;
+    pf_object_release(f2);
+    _exit(ok ? 0 : 3);
+  }
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert(WIFEXITED(status));
+  ck_assert_int_eq(WEXITSTATUS(status), 0);
+  ck_assert_int_eq(pf_global_remove("coverage.fork.add_one"), 0);
+  ck_assert_int_eq(pf_global_get("coverage.fork.add_one", &got), 0);
+  ck_assert_ptr_null(got);
+  ck_assert_int_eq(pf_global_get_bytes(NULL, 3, &got), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "pf_global_get_bytes");
+  ck_assert_int_eq(pf_global_get_bytes("", 0, &got), 0); /* no name is empty */
+  ck_assert_ptr_null(got);
+}
+END_TEST
+
+Suite* make_suite(void) {
+  Suite* s = suite_create("coverage");
+  TCase* tc = tcase_create("core");
+  tcase_add_test(tc, test_export_info_from_signature_text);
+  tcase_add_test(tc, test_export_info_from_declaration);
+  tcase_add_test(tc, test_any_equal_and_hash_by_kind);
+  tcase_add_test(tc, test_any_refusals);
+  tcase_add_test(tc, test_error_refusals);
+  tcase_add_test(tc, test_function_refusals);
+  tcase_add_test(tc, test_typed_kinds_converted);
+  tcase_add_test(tc, test_list_refusals);
+  tcase_add_test(tc, test_global_after_fork);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+PF_TEST_MAIN()
