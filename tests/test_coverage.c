@@ -215,6 +215,109 @@ START_TEST(test_error_refusals) {
 }
 END_TEST
 
+/* ---- errors: what a raise does with an error already pending ---- */
+
+START_TEST(test_error_pending_becomes_cause) {
+  /* a new error over a pending one: the pending one is its cause */
+  PF_ERROR_SET(PF_ERR_KEY, "first");
+  PF_ERROR_SET(PF_ERR_VALUE, "second");
+  pf_object_t* err = pf_error_take();
+  ck_assert_str_eq(pf_error_message(err), "second");
+  pf_object_t* cause = pf_error_cause(err);
+  ck_assert_ptr_nonnull(cause);
+  ck_assert_str_eq(pf_error_kind(cause), PF_ERR_KEY);
+  ck_assert_str_eq(pf_error_message(cause), "first");
+  /* raising an error that already has a cause over a pending one: the pending one is dropped */
+  PF_ERROR_SET(PF_ERR_INDEX, "dropped");
+  ck_assert_int_eq(pf_error_raise(err), 0);
+  pf_object_t* again = pf_error_take();
+  ck_assert_ptr_eq(again, err);
+  ck_assert_ptr_eq(pf_error_cause(again), cause);
+  pf_object_release(again);
+  /* raising the pending error itself again: one reference, no cause to itself */
+  ck_assert_int_eq(pf_error_raise(err), 0);
+  ck_assert_int_eq(pf_error_raise(err), 0);
+  again = pf_error_take();
+  ck_assert_ptr_eq(again, err);
+  ck_assert_ptr_eq(pf_error_cause(again), cause);
+  pf_object_release(again);
+  ck_assert_ptr_null(pf_error_peek());
+  /* raising the cause of a pending error over it: it would loop, so the pending one goes */
+  ck_assert_int_eq(pf_error_raise(err), 0);
+  ck_assert_int_eq(pf_error_raise(cause), 0);
+  again = pf_error_take();
+  ck_assert_ptr_eq(again, cause);
+  ck_assert_ptr_null(pf_error_cause(again));
+  pf_object_release(again);
+  /* an error without a cause raised over a pending one adopts it */
+  pf_object_t* plain;
+  ck_assert_int_eq(pf_error_create(PF_ERR_OS, "plain", NULL, &plain), 0);
+  PF_ERROR_SET(PF_ERR_TYPE, "pending");
+  ck_assert_int_eq(pf_error_raise(plain), 0);
+  again = pf_error_take();
+  ck_assert_ptr_eq(again, plain);
+  ck_assert_str_eq(pf_error_message(pf_error_cause(again)), "pending");
+  pf_object_release(again);
+  pf_object_release(plain);
+  pf_object_release(err);
+  /* refusals: NULL and objects that are not errors */
+  ck_assert_int_eq(pf_error_raise(NULL), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "pf_error_raise");
+  pf_object_t* list;
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  ck_assert_int_eq(pf_error_raise(list), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "pf_error_raise");
+  pf_object_release(list);
+}
+END_TEST
+
+START_TEST(test_error_sites) {
+  char text[512];
+  /* "file.c:123" sites, with and without a function and a line */
+  static const pf_error_site_t with_line = {"site_file.c:123", 15, "site_func", 9};
+  pf_error_set_site(&with_line, PF_ERR_VALUE, "at %s", "a line");
+  pf_object_t* err = pf_error_take();
+  ck_assert_str_eq(pf_error_message(err), "at a line");
+  const char* bt = pf_error_backtrace(err);
+  ck_assert_msg(strstr(bt, "site_file.c") && strstr(bt, "123") && strstr(bt, "site_func"), "%s",
+                bt);
+  pf_object_release(err);
+  static const pf_error_site_t no_line = {"no_line_here.c", 14, NULL, 0};
+  pf_error_set_site(&no_line, PF_ERR_KEY, "no line");
+  err = pf_error_take();
+  ck_assert_str_eq(pf_error_kind(err), PF_ERR_KEY);
+  bt = pf_error_backtrace(err);
+  ck_assert_msg(strstr(bt, "no_line_here.c"), "%s", bt);
+  pf_object_release(err);
+  static const pf_error_site_t digits_only = {"12345", 5, NULL, 0};
+  pf_error_set_site(&digits_only, PF_ERR_INDEX, "digits only");
+  err = pf_error_take();
+  ck_assert_str_eq(pf_error_message(err), "digits only");
+  pf_object_release(err);
+  static const pf_error_site_t frame = {"  File \"frame.c\", line 7, in ", 29, NULL, 0};
+  pf_error_set_frame(&frame, PF_ERR_RUNTIME, "a frame without a function");
+  err = pf_error_take();
+  bt = pf_error_backtrace(err);
+  ck_assert_msg(strstr(bt, "File \"frame.c\", line 7"), "%s", bt);
+  pf_object_release(err);
+  /* a message longer than the stack buffer is kept whole */
+  char big[1500];
+  memset(big, 'm', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  pf_error_set(PF_ERR_VALUE, "%s!", big);
+  err = pf_error_take();
+  ck_assert_uint_eq(strlen(pf_error_message(err)), sizeof big);
+  ck_assert_int_eq(pf_error_message(err)[sizeof big - 1], '!');
+  /* formatting into small buffers truncates and terminates */
+  size_t full = strlen("ValueError: ") + sizeof big;
+  ck_assert_uint_eq(pf_error_format(err, text, 1), full);
+  ck_assert_int_eq(text[0], '\0');
+  ck_assert_uint_eq(pf_error_format(err, text, 8), full);
+  ck_assert_str_eq(text, "ValueEr");
+  pf_object_release(err);
+}
+END_TEST
+
 static int add_one(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
   (void)self;
   *result = pf_any_int(num_args == 1 ? args[0].v_int64 + 1 : -1);
@@ -369,6 +472,70 @@ START_TEST(test_global_after_fork) {
 }
 END_TEST
 
+/* ---- the global table: names of every length, probes past other entries ---- */
+
+START_TEST(test_global_names_of_every_length) {
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_function_create(NULL, add_one, NULL, &fn), 0);
+  char name[80], miss[80];
+  /* lengths 1..70 (tail-word names, short compares, long compares), and 150 numbered names so
+   * that probes run past entries of other lengths and hashes */
+  for (int len = 1; len <= 70; ++len) {
+    memset(name, 'a' + len % 26, (size_t)len);
+    name[len] = '\0';
+    ck_assert_int_eq(pf_global_set(name, fn, 0), 0);
+  }
+  for (int i = 0; i < 150; ++i) {
+    snprintf(name, sizeof name, "coverage.numbered.%d", i);
+    ck_assert_int_eq(pf_global_set(name, fn, 0), 0);
+  }
+  pf_object_t* got;
+  for (int len = 1; len <= 70; ++len) {
+    memset(name, 'a' + len % 26, (size_t)len);
+    name[len] = '\0';
+    ck_assert_int_eq(pf_global_get(name, &got), 0);
+    ck_assert_ptr_eq(got, fn);
+    pf_object_release(got);
+    ck_assert_int_eq(pf_global_get_bytes(name, (size_t)len, &got), 0);
+    ck_assert_ptr_eq(got, fn);
+    pf_object_release(got);
+    /* the same length with the first, then the last byte changed: not found */
+    memcpy(miss, name, (size_t)len + 1);
+    miss[0] = 'Z';
+    ck_assert_int_eq(pf_global_get(miss, &got), 0);
+    ck_assert_ptr_null(got);
+    memcpy(miss, name, (size_t)len + 1);
+    miss[len - 1] = 'Z';
+    ck_assert_int_eq(pf_global_get_bytes(miss, (size_t)len, &got), 0);
+    ck_assert_ptr_null(got);
+  }
+  for (int i = 0; i < 150; ++i) {
+    snprintf(name, sizeof name, "coverage.numbered.%d", i);
+    ck_assert_int_eq(pf_global_get(name, &got), 0);
+    ck_assert_ptr_eq(got, fn);
+    pf_object_release(got);
+    snprintf(miss, sizeof miss, "coverage.numbered.%dx", i);
+    ck_assert_int_eq(pf_global_get(miss, &got), 0);
+    ck_assert_ptr_null(got);
+  }
+  /* a second registration without override is refused, naming the function */
+  ck_assert_int_eq(pf_global_set("coverage.numbered.7", fn, 0), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "function 'coverage.numbered.7' is already registered");
+  for (int len = 1; len <= 70; ++len) {
+    memset(name, 'a' + len % 26, (size_t)len);
+    name[len] = '\0';
+    ck_assert_int_eq(pf_global_remove(name), 0);
+  }
+  for (int i = 0; i < 150; ++i) {
+    snprintf(name, sizeof name, "coverage.numbered.%d", i);
+    ck_assert_int_eq(pf_global_remove(name), 0);
+    ck_assert_int_eq(pf_global_get(name, &got), 0); /* a removed name's slot gives none */
+    ck_assert_ptr_null(got);
+  }
+  pf_object_release(fn);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("coverage");
   TCase* tc = tcase_create("core");
@@ -377,10 +544,13 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_any_equal_and_hash_by_kind);
   tcase_add_test(tc, test_any_refusals);
   tcase_add_test(tc, test_error_refusals);
+  tcase_add_test(tc, test_error_pending_becomes_cause);
+  tcase_add_test(tc, test_error_sites);
   tcase_add_test(tc, test_function_refusals);
   tcase_add_test(tc, test_typed_kinds_converted);
   tcase_add_test(tc, test_list_refusals);
   tcase_add_test(tc, test_global_after_fork);
+  tcase_add_test(tc, test_global_names_of_every_length);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -592,6 +592,34 @@ START_TEST(test_header_values) {
 }
 END_TEST
 
+START_TEST(test_header_unusual_spellings) {
+  unsigned char buf[BUF_SIZE];
+  const float data[2] = {1.0f, 2.0f};
+  pf_npy_array_t arr;
+  /* every whitespace Python allows, an escaped character, Python 2 long extents */
+  size_t len =
+      make_npy(buf, 1, "{'descr':\t'<\\f4',\f'fortran_order':\vFalse,\r'shape': (2L, 1l), }", data,
+               sizeof data);
+  const int64_t shape[2] = {2, 1};
+  read_ok(buf, len, &arr, dtype(kDLFloat, 32), 2, shape);
+  ck_assert(((float*)arr.data)[1] == 2.0f);
+  pf_npy_array_free(&arr);
+  /* a string longer than the token buffer is cut with "..." in the message */
+  expect_bad_header(
+      "{'descr': '<fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+      "ffffffffffffffffffffffffff4', 'fortran_order': False, 'shape': ()}",
+      0, "...");
+  /* a byte that cannot be shown is shown as '?' */
+  expect_bad_header("{'descr': '<f4', 'fortran_order': \x01, 'shape': ()}", 0,
+                    "'fortran_order' is not True or False: got '?'");
+  expect_bad_header("{'descr': '<f4', 'fortran_order': True_, 'shape': ()}", 0,
+                    "'fortran_order' is not True or False: got 'True_'");
+  /* a quote missing: the string runs to the next quote */
+  expect_bad_header("{'descr': '<f4, 'fortran_order': False, 'shape': ()}", 0,
+                    "unsupported dtype '<f4, ' (no DLPack equivalent)");
+}
+END_TEST
+
 START_TEST(test_unsupported_dtypes) {
   expect_bad_header("{'descr': '<U10', 'fortran_order': False, 'shape': (2,)}", 80,
                     "<buffer>: unsupported dtype '<U10' (unicode strings have no DLPack");
@@ -1306,6 +1334,7 @@ static Suite* npy_suite(void) {
   tcase_add_test(tc, test_header_not_a_dict);
   tcase_add_test(tc, test_header_keys);
   tcase_add_test(tc, test_header_values);
+  tcase_add_test(tc, test_header_unusual_spellings);
   tcase_add_test(tc, test_unsupported_dtypes);
   tcase_add_test(tc, test_overflowing_shapes);
   tcase_add_test(tc, test_largest_shape_is_checked_against_data);
