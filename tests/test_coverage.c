@@ -53,8 +53,9 @@ START_TEST(test_export_info_from_signature_text) {
   check_signature("f(x int) -> int", BARE);          /* no ": " */
   check_signature("f(x: Weird) -> int", BARE);       /* unknown kind */
   check_signature("f(x: int; y: int) -> int", BARE); /* not ", " between parameters */
-  check_signature("f(x: int)", BARE);                /* no result */
-  check_signature("f(x: int) -> Weird", BARE);       /* unknown result */
+  check_signature("f(x: int)", BARE);
+  check_signature("f(x: int,y: int) -> int", BARE); /* no space after the comma */ /* no result */
+  check_signature("f(x: int) -> Weird", BARE); /* unknown result */
   char many[1024] = "f(";
   for (int i = 0; i <= PF_TYPED_MAX_PARAMS; ++i)
     snprintf(many + strlen(many), sizeof many - strlen(many), "%sa%d: int", i ? ", " : "", i);
@@ -400,6 +401,57 @@ START_TEST(test_typed_kinds_converted) {
 }
 END_TEST
 
+START_TEST(test_typed_declaration_refusals) {
+  static const pf_param_t ok_params[] = {{"x", PF_PARAM_INT}};
+  pf_object_t* fn = NULL;
+  pf_signature_t sig = {"decl", 1, ok_params, PF_PARAM_INT, NULL};
+  ck_assert_int_eq(pf_function_create_typed(&sig, kinds_impl, NULL, NULL, NULL), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "pf_function_create_typed: argument out");
+  ck_assert_int_eq(pf_function_create_typed(NULL, kinds_impl, NULL, NULL, &fn), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "pf_function_create_typed: argument sig");
+  ck_assert_int_eq(pf_function_create_typed(&sig, NULL, NULL, NULL, &fn), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "pf_function_create_typed: argument impl");
+  sig.name = NULL;
+  ck_assert_int_eq(pf_function_create_typed(&sig, kinds_impl, NULL, NULL, &fn), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "pf_function_create_typed: argument sig->name");
+  sig.name = "decl";
+  sig.num_params = PF_TYPED_MAX_PARAMS + 1;
+  ck_assert_int_eq(pf_function_create_typed(&sig, kinds_impl, NULL, NULL, &fn), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "decl: expected 0..32 parameters with a params array, got 33");
+  sig.num_params = -1;
+  ck_assert_int_eq(pf_function_create_typed(&sig, kinds_impl, NULL, NULL, &fn), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "got -1");
+  sig.num_params = 1;
+  sig.result = (pf_param_kind_t)77;
+  ck_assert_int_eq(pf_function_create_typed(&sig, kinds_impl, NULL, NULL, &fn), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "decl: unknown result kind 77");
+  sig.result = PF_PARAM_NONE; /* a result may be none, a parameter not */
+  static const pf_param_t none_param[] = {{"x", PF_PARAM_NONE}};
+  sig.params = none_param;
+  ck_assert_int_eq(pf_function_create_typed(&sig, kinds_impl, NULL, NULL, &fn), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "parameter 0: expected a name and a kind, got x and kind 0");
+  static const pf_param_t empty_name[] = {{"", PF_PARAM_INT}};
+  sig.params = empty_name;
+  ck_assert_int_eq(pf_function_create_typed(&sig, kinds_impl, NULL, NULL, &fn), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "parameter 0: expected a name and a kind, got \"\" and kind 1");
+  static const pf_param_t null_name[] = {{NULL, PF_PARAM_INT}};
+  sig.params = null_name;
+  ck_assert_int_eq(pf_function_create_typed(&sig, kinds_impl, NULL, NULL, &fn), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "parameter 0: expected a name and a kind, got NULL and kind 1");
+  ck_assert_ptr_null(fn);
+  /* a declaration with no parameters: one argument too many is refused */
+  sig.num_params = 0;
+  sig.params = NULL;
+  sig.result = PF_PARAM_INT;
+  ck_assert_int_eq(pf_function_create_typed(&sig, kinds_impl, NULL, NULL, &fn), 0);
+  pf_any_t arg = pf_any_int(1), r;
+  ck_assert_int_eq(pf_function_call(fn, &arg, 1, &r), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "decl: expected 0 arguments, got 1");
+  ck_assert_str_eq(pf_function_signature(fn), "decl() -> int");
+  pf_object_release(fn);
+}
+END_TEST
+
 /* ---- lists: index and argument errors ---- */
 
 START_TEST(test_list_refusals) {
@@ -536,6 +588,52 @@ START_TEST(test_global_names_of_every_length) {
 }
 END_TEST
 
+/* ---- modules: the system module's refusals and suggestions ---- */
+
+START_TEST(test_module_refusals) {
+  pf_object_t* sys;
+  ck_assert_int_eq(pf_module_system(&sys), 0);
+  char buf[64];
+  ck_assert_int_eq(pf_module_suggest(sys, NULL, buf, sizeof buf), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "pf_module_suggest: argument name");
+  ck_assert_int_eq(pf_module_suggest(sys, "x", NULL, 4), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "pf_module_suggest: argument buf");
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_function_create(NULL, add_one, NULL, &fn), 0);
+  ck_assert_int_eq(pf_global_set("coverage.module.add_one", fn, 0), 0);
+  pf_object_release(fn);
+  /* a near miss in the global table is suggested; the call without a result pointer works */
+  pf_any_t arg = pf_any_int(1);
+  ck_assert_int_eq(pf_module_call(sys, "coverage.module.add_on", &arg, 1, NULL), -1);
+  PF_ASSERT_RAISED(PF_ERR_KEY, "did you mean 'coverage.module.add_one'?");
+  ck_assert_int_eq(pf_module_suggest(sys, "coverage.module.add_onf", buf, sizeof buf), 1);
+  ck_assert_str_eq(buf, "coverage.module.add_one");
+  pf_any_t r = pf_any_none();
+  ck_assert_int_eq(pf_module_call(sys, "coverage.module.add_one", &arg, 1, &r), 0);
+  ck_assert_int_eq(r.v_int64, 2);
+  ck_assert_int_eq(pf_module_call(sys, "zzzzzzzzzzzzzzzzzzzzzz", &arg, 1, &r), -1);
+  PF_ASSERT_RAISED(PF_ERR_KEY, "has no function 'zzzzzzzzzzzzzzzzzzzzzz'");
+  ck_assert_int_eq(r.type_index, PF_TYPE_NONE);
+  ck_assert_int_eq(pf_global_remove("coverage.module.add_one"), 0);
+  uint32_t major = 99;
+  ck_assert_int_eq(pf_module_abi_version(sys, NULL, NULL), 0);
+  ck_assert_int_eq(pf_module_abi_version(sys, &major, NULL), 0);
+  pf_object_t* list;
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  ck_assert_int_eq(pf_module_abi_version(list, &major, NULL), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "pf_module_abi_version");
+  ck_assert_ptr_null(pf_module_path(list));
+  pf_object_release(list);
+  pf_object_release(sys);
+  /* a typed export's raw symbol needs its slot */
+  static const pf_param_t params[] = {{"x", PF_PARAM_INT}};
+  static const pf_signature_t sig = {"raw", 1, params, PF_PARAM_INT, NULL};
+  ck_assert_int_eq(pf__export_typed_call(NULL, &sig, NULL, &arg, 1, &r), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "pf__export_typed_call: argument slot");
+  ck_assert_int_eq(r.type_index, PF_TYPE_NONE);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("coverage");
   TCase* tc = tcase_create("core");
@@ -548,9 +646,11 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_error_sites);
   tcase_add_test(tc, test_function_refusals);
   tcase_add_test(tc, test_typed_kinds_converted);
+  tcase_add_test(tc, test_typed_declaration_refusals);
   tcase_add_test(tc, test_list_refusals);
   tcase_add_test(tc, test_global_after_fork);
   tcase_add_test(tc, test_global_names_of_every_length);
+  tcase_add_test(tc, test_module_refusals);
   suite_add_tcase(s, tc);
   return s;
 }
