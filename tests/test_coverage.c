@@ -634,6 +634,48 @@ START_TEST(test_module_refusals) {
 }
 END_TEST
 
+/* ---- container equality across kinds ---- */
+
+START_TEST(test_container_equal_across_kinds) {
+  int64_t d12[2] = {1, 2}, d13[2] = {1, 3};
+  pf_object_t *s12, *s12b, *s13, *s1, *s0, *s0b;
+  ck_assert_int_eq(pf_shape_create(d12, 2, &s12), 0);
+  ck_assert_int_eq(pf_shape_create(d12, 2, &s12b), 0);
+  ck_assert_int_eq(pf_shape_create(d13, 2, &s13), 0);
+  ck_assert_int_eq(pf_shape_create(d12, 1, &s1), 0);
+  ck_assert_int_eq(pf_shape_create(NULL, 0, &s0), 0);
+  ck_assert_int_eq(pf_shape_create(NULL, 0, &s0b), 0);
+  pf_any_t a = pf_any_object(s12), b = pf_any_object(s12b), c = pf_any_object(s13),
+           d = pf_any_object(s1), e = pf_any_object(s0), f = pf_any_object(s0b);
+  ck_assert_int_eq(pf_container_equal(&a, &b), 1);
+  ck_assert_int_eq(pf_container_equal(&a, &c), 0);
+  ck_assert_int_eq(pf_container_equal(&a, &d), 0);
+  ck_assert_int_eq(pf_container_equal(&e, &f), 1);
+  ck_assert_int_eq(pf_shape_create(NULL, 2, &s0), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "dims");
+  /* a list is no array and a dict no map: other kinds compare by identity */
+  pf_object_t *arr, *list, *map, *dict;
+  pf_any_t one = pf_any_int(1);
+  ck_assert_int_eq(pf_array_create(&one, 1, &arr), 0);
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  ck_assert_int_eq(pf_list_append(list, &one), 0);
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  ck_assert_int_eq(pf_dict_create(&dict), 0);
+  ck_assert_int_eq(pf_map_set(map, &one, &one), 0);
+  ck_assert_int_eq(pf_dict_set(dict, &one, &one), 0);
+  pf_any_t va = pf_any_object(arr), vl = pf_any_object(list), vm = pf_any_object(map),
+           vd = pf_any_object(dict);
+  ck_assert_int_eq(pf_container_equal(&va, &vl), 0);
+  ck_assert_int_eq(pf_container_equal(&vl, &vl), 1);
+  ck_assert_int_eq(pf_container_equal(&vm, &vd), 0);
+  ck_assert_int_eq(pf_container_equal(&va, &vm), 0);
+  ck_assert_int_eq(pf_container_equal(&a, &va), 0);
+  pf_object_t* objs[] = {s12, s12b, s13, s1, s0b, arr, list, map, dict};
+  for (size_t i = 0; i < sizeof objs / sizeof objs[0]; ++i)
+    pf_object_release(objs[i]);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("coverage");
   TCase* tc = tcase_create("core");
@@ -651,6 +693,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_global_after_fork);
   tcase_add_test(tc, test_global_names_of_every_length);
   tcase_add_test(tc, test_module_refusals);
+  tcase_add_test(tc, test_container_equal_across_kinds);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -1287,6 +1287,57 @@ START_TEST(test_map_refusals_and_empty_arrays) {
 }
 END_TEST
 
+START_TEST(test_small_error_buffers_and_map_fallbacks) {
+  unsigned char buf[BUF_SIZE];
+  pf_npy_array_t arr;
+  const unsigned char junk[16] = "not an npy file";
+  /* no room for a message, a message cut to the buffer, a name longer than the buffer */
+  ck_assert_int_eq(pf_npy_read_buffer(junk, sizeof junk, &arr, NULL, 0), -1);
+  char err[ERR_SIZE];
+  memset(err, 'x', sizeof err);
+  ck_assert_int_eq(pf_npy_read_buffer(junk, sizeof junk, &arr, err, 1), -1);
+  ck_assert_int_eq(err[0], '\0');
+  ck_assert_int_eq(pf_npy_read_buffer(junk, sizeof junk, &arr, err, 14), -1);
+  ck_assert_str_eq(err, "<buffer>: not");
+  ck_assert_int_eq(pf_npy_read_buffer(junk, sizeof junk, &arr, err, 5), -1);
+  ck_assert_str_eq(err, "<buf");
+  char descr[8] = "zz";
+  ck_assert_int_eq(pf_npy_dtype_descr(dtype(kDLFloat, 32), descr, 3), -1);
+  ck_assert_str_eq(descr, "");
+  ck_assert_int_eq(pf_npy_dtype_descr(dtype(kDLFloat, 32), descr, 0), -1);
+  ck_assert_int_eq(pf_npy_dtype_descr(dtype(kDLFloat, 32), descr, 4), 0);
+  ck_assert_str_eq(descr, "<f4");
+  /* a Fortran-order file with two long axes cannot be used in place: it is read instead */
+  const int32_t data[6] = {1, 4, 2, 5, 3, 6}; /* column-major [[1, 2, 3], [4, 5, 6]] */
+  size_t len = make_npy(buf, 1, "{'descr': '<i4', 'fortran_order': True, 'shape': (2, 3), }", data,
+                        sizeof data);
+  char path[128];
+  temp_path(path, sizeof path, "fortran.npy");
+  FILE* fp = fopen(path, "wb");
+  ck_assert_ptr_nonnull(fp);
+  ck_assert_uint_eq(fwrite(buf, 1, len, fp), len);
+  fclose(fp);
+  pf_npy_map_t m;
+  ck_assert_msg(pf_npy_map_file(path, &m, err, sizeof err) == 0, "%s", err);
+  ck_assert_ptr_null(m.base);
+  const int32_t* got = m.array.data;
+  ck_assert(got[0] == 1 && got[1] == 2 && got[2] == 3 && got[3] == 4 && got[5] == 6);
+  ck_assert_int_eq(pf_npy_map_changed(&m, NULL, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "pf_npy_map_changed"));
+  pf_npy_map_release(&m);
+  ck_assert_int_eq(pf_npy_map_file(path, NULL, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "path or output is NULL"));
+  /* a file whose size does not match its header is read, and refused as the reader does */
+  fp = fopen(path, "ab");
+  ck_assert_ptr_nonnull(fp);
+  ck_assert_uint_eq(fwrite("xyz", 1, 3, fp), 3);
+  fclose(fp);
+  ck_assert_int_eq(pf_npy_map_file(path, &m, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, path) != NULL, "%s", err);
+  unlink(path);
+}
+END_TEST
+
 /* ---- suite -------------------------------------------------------------------------------- */
 
 static Suite* npy_suite(void) {
@@ -1311,6 +1362,7 @@ static Suite* npy_suite(void) {
   tcase_add_test(tc, test_output_refusals_and_failed_commits);
   tcase_add_test(tc, test_output_refuses_a_socket);
   tcase_add_test(tc, test_map_refusals_and_empty_arrays);
+  tcase_add_test(tc, test_small_error_buffers_and_map_fallbacks);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("read");
