@@ -939,6 +939,14 @@ END_TEST
 /* ---- mapped reading and atomic writes ------------------------------------------------------ */
 
 /* Number of entries in the test folder (temporary files left behind show up here). */
+/* Writes len bytes of buf to path (replacing it). */
+static void write_bytes(const char* path, const void* buf, size_t len) {
+  FILE* fp = fopen(path, "wb");
+  ck_assert_ptr_nonnull(fp);
+  ck_assert_uint_eq(fwrite(buf, 1, len, fp), len);
+  fclose(fp);
+}
+
 static int dir_entries(void) {
   DIR* d = opendir(g_dir);
   ck_assert_ptr_nonnull(d);
@@ -1011,10 +1019,7 @@ START_TEST(test_map_falls_back_to_reading) {
   size_t len =
       make_npy(buf, 1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", be, sizeof be);
   temp_path(path, sizeof path, "big.npy");
-  FILE* fp = fopen(path, "wb");
-  ck_assert_ptr_nonnull(fp);
-  ck_assert_uint_eq(fwrite(buf, 1, len, fp), len);
-  fclose(fp);
+  write_bytes(path, buf, len);
   pf_npy_map_t m;
   ck_assert_msg(pf_npy_map_file(path, &m, err, sizeof err) == 0, "%s", err);
   ck_assert_ptr_null(m.base);
@@ -1313,10 +1318,7 @@ START_TEST(test_small_error_buffers_and_map_fallbacks) {
                         sizeof data);
   char path[128];
   temp_path(path, sizeof path, "fortran.npy");
-  FILE* fp = fopen(path, "wb");
-  ck_assert_ptr_nonnull(fp);
-  ck_assert_uint_eq(fwrite(buf, 1, len, fp), len);
-  fclose(fp);
+  write_bytes(path, buf, len);
   pf_npy_map_t m;
   ck_assert_msg(pf_npy_map_file(path, &m, err, sizeof err) == 0, "%s", err);
   ck_assert_ptr_null(m.base);
@@ -1328,7 +1330,7 @@ START_TEST(test_small_error_buffers_and_map_fallbacks) {
   ck_assert_int_eq(pf_npy_map_file(path, NULL, err, sizeof err), -1);
   ck_assert_ptr_nonnull(strstr(err, "path or output is NULL"));
   /* a file whose size does not match its header is read, and refused as the reader does */
-  fp = fopen(path, "ab");
+  FILE* fp = fopen(path, "ab");
   ck_assert_ptr_nonnull(fp);
   ck_assert_uint_eq(fwrite("xyz", 1, 3, fp), 3);
   fclose(fp);
