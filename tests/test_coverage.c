@@ -681,6 +681,92 @@ START_TEST(test_container_equal_across_kinds) {
 }
 END_TEST
 
+/* ---- map keys: string objects of every short length, rvalue references ---- */
+
+START_TEST(test_map_string_object_keys) {
+  static const char text[] = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ";
+  static const size_t lens[] = {1, 2, 3, 5, 7, 8, 12, 16, 20, 40};
+  enum { N = sizeof lens / sizeof lens[0] };
+  pf_object_t* map;
+  ck_assert_int_eq(pf_dict_create(&map), 0);
+  pf_object_t* keys[N];
+  for (size_t i = 0; i < N; ++i) {
+    ck_assert_int_eq(pf_string_object_create(text, lens[i], &keys[i]), 0);
+    pf_any_t k = pf_any_object(keys[i]), v = pf_any_int((int64_t)lens[i]);
+    ck_assert_int_eq(pf_dict_set(map, &k, &v), 0);
+  }
+  for (size_t i = 0; i < N; ++i) {
+    const pf_any_t* got = NULL;
+    pf_any_t same = pf_any_object(keys[i]); /* the stored object itself */
+    ck_assert_int_eq(pf_dict_get(map, &same, &got), 0);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_int_eq(got->v_int64, (int64_t)lens[i]);
+    pf_object_t *fresh, *other;
+    ck_assert_int_eq(pf_string_object_create(text, lens[i], &fresh), 0);
+    char changed[64];
+    memcpy(changed, text, lens[i]);
+    changed[lens[i] - 1] = '#'; /* same length, last byte differs */
+    ck_assert_int_eq(pf_string_object_create(changed, lens[i], &other), 0);
+    pf_any_t kf = pf_any_object(fresh), ko = pf_any_object(other);
+    got = NULL;
+    ck_assert_int_eq(pf_dict_get(map, &kf, &got), 0);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_int_eq(got->v_int64, (int64_t)lens[i]);
+    /* an rvalue reference to a key object looks up its object */
+    pf_object_t* ref = fresh;
+    pf_any_t kr = pf_any_none();
+    kr.type_index = PF_TYPE_OBJECT_RVALUE_REF;
+    kr.v_ptr = &ref;
+    got = NULL;
+    ck_assert_int_eq(pf_dict_get(map, &kr, &got), 0);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_int_eq(pf_dict_get(map, &ko, &got), 0);
+    ck_assert_ptr_null(got);
+    pf_object_release(fresh);
+    pf_object_release(other);
+  }
+  /* an rvalue reference to a NULL object is no key */
+  pf_object_t* null_obj = NULL;
+  pf_any_t kn = pf_any_none();
+  kn.type_index = PF_TYPE_OBJECT_RVALUE_REF;
+  kn.v_ptr = &null_obj;
+  const pf_any_t* got;
+  ck_assert_int_eq(pf_dict_get(map, &kn, &got), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "argument key: expected str, bytes, int or Object");
+  for (size_t i = 0; i < N; ++i)
+    pf_object_release(keys[i]);
+  pf_object_release(map);
+}
+END_TEST
+
+/* ---- the CPU allocator called directly ---- */
+
+START_TEST(test_cpu_allocator_hooks) {
+  pf_allocator_t cpu;
+  ck_assert_int_eq(pf_allocator_get(kDLCPU, &cpu), 0);
+  ck_assert(cpu.alloc != NULL && cpu.free != NULL && cpu.copy != NULL);
+  DLDevice dev = {kDLCPU, 0};
+  void* p = &cpu;
+  ck_assert_int_eq(cpu.alloc(cpu.ctx, dev, 64, 3, &p), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "argument alignment: expected a power of two");
+  ck_assert_ptr_null(p);
+  ck_assert_int_eq(cpu.alloc(cpu.ctx, dev, 64, 2, &p), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "got 2");
+  ck_assert_int_eq(cpu.alloc(cpu.ctx, dev, SIZE_MAX - 8, 64, &p), -1);
+  PF_ASSERT_RAISED(PF_ERR_MEMORY, "pf_allocator(cpu)");
+  ck_assert_int_eq(cpu.alloc(cpu.ctx, dev, 100, 128, &p), 0);
+  ck_assert_uint_eq((uintptr_t)p % 128, 0);
+  char* q = NULL;
+  ck_assert_int_eq(cpu.alloc(cpu.ctx, dev, 100, 16, (void**)&q), 0);
+  memset(q, 7, 100);
+  ck_assert_int_eq(cpu.copy(cpu.ctx, p, dev, q, dev, 100), 0);
+  ck_assert_int_eq(((char*)p)[99], 7);
+  cpu.free(cpu.ctx, dev, q);
+  cpu.free(cpu.ctx, dev, p);
+  cpu.free(cpu.ctx, dev, NULL); /* a no-op */
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("coverage");
   TCase* tc = tcase_create("core");
@@ -699,6 +785,8 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_global_names_of_every_length);
   tcase_add_test(tc, test_module_refusals);
   tcase_add_test(tc, test_container_equal_across_kinds);
+  tcase_add_test(tc, test_map_string_object_keys);
+  tcase_add_test(tc, test_cpu_allocator_hooks);
   suite_add_tcase(s, tc);
   return s;
 }
