@@ -1,6 +1,6 @@
 /* test_npy.c: unit tests of src/npy/: round trips for every dtype, hand-made Fortran-order,
  * big-endian and malformed files, and the NumPy-style printer against NumPy's own output. */
-#define _DEFAULT_SOURCE /* mkdtemp, rmdir, mkfifo, setrlimit, opendir */
+#define _DEFAULT_SOURCE /* mkdtemp, rmdir, mkfifo, setrlimit, opendir, symlink */
 
 #include "packfn/npy.h"
 
@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define ERR_SIZE 256
@@ -590,6 +592,34 @@ START_TEST(test_header_values) {
 }
 END_TEST
 
+START_TEST(test_header_unusual_spellings) {
+  unsigned char buf[BUF_SIZE];
+  const float data[2] = {1.0f, 2.0f};
+  pf_npy_array_t arr;
+  /* every whitespace Python allows, an escaped character, Python 2 long extents */
+  size_t len =
+      make_npy(buf, 1, "{'descr':\t'<\\f4',\f'fortran_order':\vFalse,\r'shape': (2L, 1l), }", data,
+               sizeof data);
+  const int64_t shape[2] = {2, 1};
+  read_ok(buf, len, &arr, dtype(kDLFloat, 32), 2, shape);
+  ck_assert(((float*)arr.data)[1] == 2.0f);
+  pf_npy_array_free(&arr);
+  /* a string longer than the token buffer is cut with "..." in the message */
+  expect_bad_header(
+      "{'descr': '<fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+      "ffffffffffffffffffffffffff4', 'fortran_order': False, 'shape': ()}",
+      0, "...");
+  /* a byte that cannot be shown is shown as '?' */
+  expect_bad_header("{'descr': '<f4', 'fortran_order': \x01, 'shape': ()}", 0,
+                    "'fortran_order' is not True or False: got '?'");
+  expect_bad_header("{'descr': '<f4', 'fortran_order': True_, 'shape': ()}", 0,
+                    "'fortran_order' is not True or False: got 'True_'");
+  /* a quote missing: the string runs to the next quote */
+  expect_bad_header("{'descr': '<f4, 'fortran_order': False, 'shape': ()}", 0,
+                    "unsupported dtype '<f4, ' (no DLPack equivalent)");
+}
+END_TEST
+
 START_TEST(test_unsupported_dtypes) {
   expect_bad_header("{'descr': '<U10', 'fortran_order': False, 'shape': (2,)}", 80,
                     "<buffer>: unsupported dtype '<U10' (unicode strings have no DLPack");
@@ -909,6 +939,14 @@ END_TEST
 /* ---- mapped reading and atomic writes ------------------------------------------------------ */
 
 /* Number of entries in the test folder (temporary files left behind show up here). */
+/* Writes len bytes of buf to path (replacing it). */
+static void write_bytes(const char* path, const void* buf, size_t len) {
+  FILE* fp = fopen(path, "wb");
+  ck_assert_ptr_nonnull(fp);
+  ck_assert_uint_eq(fwrite(buf, 1, len, fp), len);
+  fclose(fp);
+}
+
 static int dir_entries(void) {
   DIR* d = opendir(g_dir);
   ck_assert_ptr_nonnull(d);
@@ -981,10 +1019,7 @@ START_TEST(test_map_falls_back_to_reading) {
   size_t len =
       make_npy(buf, 1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", be, sizeof be);
   temp_path(path, sizeof path, "big.npy");
-  FILE* fp = fopen(path, "wb");
-  ck_assert_ptr_nonnull(fp);
-  ck_assert_uint_eq(fwrite(buf, 1, len, fp), len);
-  fclose(fp);
+  write_bytes(path, buf, len);
   pf_npy_map_t m;
   ck_assert_msg(pf_npy_map_file(path, &m, err, sizeof err) == 0, "%s", err);
   ck_assert_ptr_null(m.base);
@@ -1009,7 +1044,10 @@ START_TEST(test_failed_write_keeps_the_old_file) {
   write_floats(b, 4, 1.0f);
   /* a file size limit of 4 KiB: the second output (64 KiB) cannot be written */
   signal(SIGXFSZ, SIG_IGN);
-  struct rlimit lim = {4096, 4096};
+  struct rlimit old_lim, lim;
+  ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old_lim), 0);
+  lim = old_lim; /* the soft limit only: restored at the end (coverage data is written at exit) */
+  lim.rlim_cur = 4096;
   ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
   pf_npy_output_t outs[2];
   ck_assert_int_eq(pf_npy_output_open(a, &outs[0], err, sizeof err), 0);
@@ -1037,6 +1075,18 @@ START_TEST(test_failed_write_keeps_the_old_file) {
   ck_assert_int_eq(pf_npy_output_commit(outs, 2, err, sizeof err), 0);
   ck_assert(holds_floats(a, 8, 7.0f) && holds_floats(b, 8, 7.0f));
   ck_assert_int_eq(dir_entries(), 2);
+  /* a mapped output larger than the limit: the file cannot be sized */
+  pf_npy_array_t desc = {dtype(kDLFloat, 32), 1, {16384}, 0, NULL, 0};
+  void* data = NULL;
+  ck_assert_int_eq(pf_npy_output_open(b, &outs[0], err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_map(&outs[0], &desc, NULL, &data, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "write error: File too large") != NULL, "%s", err);
+  ck_assert_ptr_null(data);
+  pf_npy_output_abort(outs, 1);
+  ck_assert(holds_floats(b, 8, 7.0f));
+  ck_assert_int_eq(dir_entries(), 2);
+  ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old_lim), 0);
+  signal(SIGXFSZ, SIG_DFL);
   free(big);
   unlink(a);
   unlink(b);
@@ -1102,6 +1152,194 @@ START_TEST(test_output_refuses_non_regular_targets) {
 }
 END_TEST
 
+START_TEST(test_output_refusals_and_failed_commits) {
+  char a[128], b[128], err[ERR_SIZE];
+  temp_path(a, sizeof a, "a.npy");
+  temp_path(b, sizeof b, "b.npy");
+  write_floats(a, 4, 1.0f);
+  write_floats(b, 4, 1.0f);
+  pf_npy_output_t outs[2];
+  float v[8] = {7, 8, 9, 10, 11, 12, 13, 14};
+  pf_npy_array_t s = {dtype(kDLFloat, 32), 1, {8}, 0, v, sizeof v};
+  /* NULL and empty arguments */
+  ck_assert_int_eq(pf_npy_output_open(NULL, &outs[0], err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "path or output is NULL or empty"));
+  ck_assert_int_eq(pf_npy_output_open("", &outs[0], err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "path or output is NULL or empty"));
+  ck_assert_int_eq(pf_npy_output_open(a, NULL, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "path or output is NULL or empty"));
+  pf_npy_output_t closed = {NULL, NULL, -1, NULL, 0, 0};
+  ck_assert_int_eq(pf_npy_output_write(&closed, &s, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "output not open, or array is NULL"));
+  void* data = NULL;
+  ck_assert_int_eq(pf_npy_output_map(&closed, &s, NULL, &data, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "output not open or already mapped, or NULL argument"));
+  /* a path naming a folder (trailing slash) and a dangling symbolic link */
+  char folder[160], link_path[128], missing[128];
+  snprintf(folder, sizeof folder, "%s/not-yet/", g_dir);
+  ck_assert_int_eq(pf_npy_output_open(folder, &outs[0], err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "names a folder, not a file") != NULL, "%s", err);
+  temp_path(link_path, sizeof link_path, "dangling.npy");
+  temp_path(missing, sizeof missing, "missing-target.npy");
+  ck_assert_int_eq(symlink(missing, link_path), 0);
+  ck_assert_int_eq(pf_npy_output_open(link_path, &outs[0], err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "a symbolic link to a missing file: refusing it") != NULL, "%s", err);
+  unlink(link_path);
+  /* a symbolic link to a file: the file is replaced, the link stays */
+  ck_assert_int_eq(symlink(a, link_path), 0);
+  ck_assert_int_eq(pf_npy_write_file(link_path, &s, err, sizeof err), 0);
+  ck_assert(holds_floats(a, 8, 7.0f));
+  struct stat st;
+  ck_assert_int_eq(lstat(link_path, &st), 0);
+  ck_assert(S_ISLNK(st.st_mode));
+  unlink(link_path);
+  /* bad arrays refused at the write and at the map, the target untouched */
+  ck_assert_int_eq(pf_npy_output_open(b, &outs[0], err, sizeof err), 0);
+  pf_npy_array_t bad = s;
+  bad.dtype = dtype(kDLBfloat, 16);
+  bad.nbytes = 16;
+  ck_assert_int_eq(pf_npy_output_write(&outs[0], &bad, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "bfloat16") != NULL || strstr(err, "no .npy") != NULL, "%s", err);
+  ck_assert_int_eq(pf_npy_output_map(&outs[0], &bad, NULL, &data, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "bfloat16") != NULL || strstr(err, "no .npy") != NULL, "%s", err);
+  pf_npy_array_t huge = {dtype(kDLFloat, 32), 2, {INT64_MAX / 2, 4}, 0, NULL, 0};
+  ck_assert_int_eq(pf_npy_output_map(&outs[0], &huge, NULL, &data, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "shape is negative or too large") != NULL, "%s", err);
+  /* mapped for 8 floats, then handed 4 other floats to write */
+  pf_npy_array_t desc = {dtype(kDLFloat, 32), 1, {8}, 0, NULL, 0};
+  ck_assert_int_eq(pf_npy_output_map(&outs[0], &desc, NULL, &data, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_map(&outs[0], &desc, NULL, &data, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "already mapped"));
+  pf_npy_array_t four = {dtype(kDLFloat, 32), 1, {4}, 0, v, 4 * sizeof(float)};
+  ck_assert_int_eq(pf_npy_output_write(&outs[0], &four, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "16 bytes of data for a file mapped for 32") != NULL, "%s", err);
+  /* data of the right size from elsewhere is copied into the map */
+  ck_assert_int_eq(pf_npy_output_write(&outs[0], &s, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_commit(outs, 1, err, sizeof err), 0);
+  ck_assert(holds_floats(b, 8, 7.0f));
+  /* a commit before every output was written: nothing replaced, temporaries removed */
+  write_floats(a, 4, 1.0f);
+  write_floats(b, 4, 1.0f);
+  ck_assert_int_eq(pf_npy_output_open(a, &outs[0], err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_open(b, &outs[1], err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_write(&outs[0], &s, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_commit(outs, 2, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "not written before commit") != NULL, "%s", err);
+  ck_assert(holds_floats(a, 4, 1.0f) && holds_floats(b, 4, 1.0f));
+  ck_assert_int_eq(dir_entries(), 2);
+  /* a rename that fails (the target became a folder that is not empty): earlier outputs are in
+   * place, that one and the later ones are removed */
+  ck_assert_int_eq(pf_npy_output_open(a, &outs[0], err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_open(b, &outs[1], err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_write(&outs[0], &s, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_write(&outs[1], &s, err, sizeof err), 0);
+  char inside[160];
+  snprintf(inside, sizeof inside, "%s/keep", b);
+  ck_assert_int_eq(unlink(b), 0);
+  ck_assert_int_eq(mkdir(b, 0700), 0);
+  write_floats(inside, 1, 1.0f);
+  ck_assert_int_eq(pf_npy_output_commit(outs, 2, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "cannot replace") != NULL, "%s", err);
+  ck_assert(holds_floats(a, 8, 7.0f));
+  ck_assert(holds_floats(inside, 1, 1.0f));
+  ck_assert_int_eq(dir_entries(), 2); /* a.npy and the folder b.npy */
+  unlink(inside);
+  rmdir(b);
+  unlink(a);
+}
+END_TEST
+
+START_TEST(test_output_refuses_a_socket) {
+  char path[128], err[ERR_SIZE];
+  temp_path(path, sizeof path, "sock.npy");
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  ck_assert_int_ge(fd, 0);
+  struct sockaddr_un addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sun_family = AF_UNIX;
+  ck_assert_uint_lt(strlen(path), sizeof addr.sun_path);
+  memcpy(addr.sun_path, path, strlen(path) + 1);
+  ck_assert_int_eq(bind(fd, (struct sockaddr*)&addr, sizeof addr), 0);
+  pf_npy_output_t out;
+  ck_assert_int_eq(pf_npy_output_open(path, &out, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "not a regular file (a socket): refusing to replace it") != NULL, "%s",
+                err);
+  close(fd);
+  unlink(path);
+  ck_assert_int_eq(dir_entries(), 0);
+}
+END_TEST
+
+START_TEST(test_map_refusals_and_empty_arrays) {
+  char path[128], err[ERR_SIZE];
+  pf_npy_map_t m;
+  int changed = -1;
+  ck_assert_int_eq(pf_npy_map_file(NULL, &m, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "path or output is NULL"));
+  ck_assert_int_eq(pf_npy_map_changed(NULL, &changed, err, sizeof err), -1);
+  ck_assert_int_eq(changed, -1);
+  pf_npy_map_release(NULL); /* a no-op */
+  /* an empty array maps (no data to compare) and never changes */
+  temp_path(path, sizeof path, "empty.npy");
+  pf_npy_array_t e = {dtype(kDLFloat, 32), 2, {0, 5}, 0, &changed, 0};
+  ck_assert_int_eq(pf_npy_write_file(path, &e, err, sizeof err), 0);
+  ck_assert_msg(pf_npy_map_file(path, &m, err, sizeof err) == 0, "%s", err);
+  ck_assert_int_eq(m.array.shape[1], 5);
+  ck_assert_int_eq(pf_npy_map_changed(&m, &changed, err, sizeof err), 0);
+  ck_assert_int_eq(changed, 0);
+  pf_npy_map_release(&m);
+  unlink(path);
+}
+END_TEST
+
+START_TEST(test_small_error_buffers_and_map_fallbacks) {
+  unsigned char buf[BUF_SIZE];
+  pf_npy_array_t arr;
+  const unsigned char junk[16] = "not an npy file";
+  /* no room for a message, a message cut to the buffer, a name longer than the buffer */
+  ck_assert_int_eq(pf_npy_read_buffer(junk, sizeof junk, &arr, NULL, 0), -1);
+  char err[ERR_SIZE];
+  memset(err, 'x', sizeof err);
+  ck_assert_int_eq(pf_npy_read_buffer(junk, sizeof junk, &arr, err, 1), -1);
+  ck_assert_int_eq(err[0], '\0');
+  ck_assert_int_eq(pf_npy_read_buffer(junk, sizeof junk, &arr, err, 14), -1);
+  ck_assert_str_eq(err, "<buffer>: not");
+  ck_assert_int_eq(pf_npy_read_buffer(junk, sizeof junk, &arr, err, 5), -1);
+  ck_assert_str_eq(err, "<buf");
+  char descr[8] = "zz";
+  ck_assert_int_eq(pf_npy_dtype_descr(dtype(kDLFloat, 32), descr, 3), -1);
+  ck_assert_str_eq(descr, "");
+  ck_assert_int_eq(pf_npy_dtype_descr(dtype(kDLFloat, 32), descr, 0), -1);
+  ck_assert_int_eq(pf_npy_dtype_descr(dtype(kDLFloat, 32), descr, 4), 0);
+  ck_assert_str_eq(descr, "<f4");
+  /* a Fortran-order file with two long axes cannot be used in place: it is read instead */
+  const int32_t data[6] = {1, 4, 2, 5, 3, 6}; /* column-major [[1, 2, 3], [4, 5, 6]] */
+  size_t len = make_npy(buf, 1, "{'descr': '<i4', 'fortran_order': True, 'shape': (2, 3), }", data,
+                        sizeof data);
+  char path[128];
+  temp_path(path, sizeof path, "fortran.npy");
+  write_bytes(path, buf, len);
+  pf_npy_map_t m;
+  ck_assert_msg(pf_npy_map_file(path, &m, err, sizeof err) == 0, "%s", err);
+  ck_assert_ptr_null(m.base);
+  const int32_t* got = m.array.data;
+  ck_assert(got[0] == 1 && got[1] == 2 && got[2] == 3 && got[3] == 4 && got[5] == 6);
+  ck_assert_int_eq(pf_npy_map_changed(&m, NULL, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "pf_npy_map_changed"));
+  pf_npy_map_release(&m);
+  ck_assert_int_eq(pf_npy_map_file(path, NULL, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "path or output is NULL"));
+  /* a file whose size does not match its header is read, and refused as the reader does */
+  FILE* fp = fopen(path, "ab");
+  ck_assert_ptr_nonnull(fp);
+  ck_assert_uint_eq(fwrite("xyz", 1, 3, fp), 3);
+  fclose(fp);
+  ck_assert_int_eq(pf_npy_map_file(path, &m, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, path) != NULL, "%s", err);
+  unlink(path);
+}
+END_TEST
+
 /* ---- suite -------------------------------------------------------------------------------- */
 
 static Suite* npy_suite(void) {
@@ -1123,6 +1361,10 @@ static Suite* npy_suite(void) {
   tcase_add_test(tc, test_failed_write_keeps_the_old_file);
   tcase_add_test(tc, test_output_refuses_non_regular_targets);
   tcase_add_test(tc, test_output_map_writes_the_file_in_place);
+  tcase_add_test(tc, test_output_refusals_and_failed_commits);
+  tcase_add_test(tc, test_output_refuses_a_socket);
+  tcase_add_test(tc, test_map_refusals_and_empty_arrays);
+  tcase_add_test(tc, test_small_error_buffers_and_map_fallbacks);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("read");
@@ -1146,6 +1388,7 @@ static Suite* npy_suite(void) {
   tcase_add_test(tc, test_header_not_a_dict);
   tcase_add_test(tc, test_header_keys);
   tcase_add_test(tc, test_header_values);
+  tcase_add_test(tc, test_header_unusual_spellings);
   tcase_add_test(tc, test_unsupported_dtypes);
   tcase_add_test(tc, test_overflowing_shapes);
   tcase_add_test(tc, test_largest_shape_is_checked_against_data);

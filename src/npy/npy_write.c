@@ -331,10 +331,14 @@ static void output_drop(pf_npy_output_t* out) {
 
 int pf_npy_output_commit(pf_npy_output_t* outs, size_t n, char* err, size_t err_size) {
   int rc = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (rc == 0 && outs[i].fd >= 0) {
+  /* an output not written refuses the whole commit before anything is renamed */
+  for (size_t i = 0; i < n && rc == 0; ++i) {
+    if (outs[i].fd >= 0) {
       rc = pf__npy_fail(err, err_size, outs[i].path, "not written before commit");
-    } else if (rc == 0 && outs[i].tmp_path != NULL) {
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (rc == 0 && outs[i].tmp_path != NULL) {
       if (rename(outs[i].tmp_path, outs[i].path) != 0) {
         rc = pf__npy_fail(err, err_size, outs[i].path, "cannot replace: %s", strerror(errno));
       } else {

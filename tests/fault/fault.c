@@ -312,6 +312,130 @@ static int prog_globals(void) {
   return rc != 0 ? -1 : ok ? 0 : wrong("globals");
 }
 
+/* Lists: growth past several capacities, insert, set, pop, clear; shapes; arrays taking values. */
+static int prog_lists(void) {
+  pf_object_t* list;
+  if (pf_list_create(&list) != 0)
+    return -1;
+  int rc = 0;
+  for (int i = 0; i < 20 && rc == 0; ++i) {
+    char text[48];
+    snprintf(text, sizeof text, "list item long enough to be an object %d", i);
+    pf_any_t v = i % 2 ? pf_any_int(i) : pf_any_cstr(text);
+    rc = pf_list_append(list, &v);
+  }
+  pf_any_t front = pf_any_cstr("inserted at the front, not a small string"), popped = pf_any_none();
+  if (rc == 0)
+    rc = pf_list_insert(list, 0, &front);
+  pf_any_t seven = pf_any_int(7);
+  if (rc == 0)
+    rc = pf_list_set(list, 3, &seven);
+  if (rc == 0)
+    rc = pf_list_pop(list, -1, &popped);
+  size_t count = 0;
+  int ok = rc != 0 || (pf_array_count(list, &count) == 0 && count == 20 &&
+                       popped.type_index == PF_TYPE_INT && popped.v_int64 == 19);
+  pf_any_release(&popped);
+  int64_t dims[3] = {2, 3, 4};
+  pf_object_t *shape = NULL, *arr = NULL;
+  if (rc == 0)
+    rc = pf_shape_create(dims, 3, &shape);
+  if (rc == 0) {
+    pf_any_t items[2] = {pf_any_object(shape), pf_any_object(list)};
+    pf_object_retain(shape);
+    pf_object_retain(list);
+    rc = pf_array_create_take(items, 2, &arr);
+    if (rc != 0) { /* the items are still ours */
+      pf_object_release(shape);
+      pf_object_release(list);
+    }
+  }
+  if (rc == 0)
+    rc = pf_list_clear(list);
+  ok = ok && (rc != 0 || (pf_array_count(list, &count) == 0 && count == 0));
+  pf_object_release(arr);
+  pf_object_release(shape);
+  pf_object_release(list);
+  return rc != 0 ? -1 : ok ? 0 : wrong("lists");
+}
+
+/* Dicts: growth through the small and dense forms, erase, copies, iteration, freezing. */
+static int prog_dicts(void) {
+  pf_object_t *dict, *copy = NULL;
+  if (pf_dict_create(&dict) != 0)
+    return -1;
+  int rc = 0;
+  for (int i = 0; i < 40 && rc == 0; ++i) {
+    char key[48];
+    snprintf(key, sizeof key, "dict key long enough to be an object %d", i);
+    pf_any_t k = i % 3 ? pf_any_cstr(key) : pf_any_int(i), v = pf_any_int(i);
+    rc = pf_dict_set(dict, &k, &v);
+  }
+  for (int i = 0; i < 40 && rc == 0; i += 3) {
+    pf_any_t k = pf_any_int(i);
+    rc = pf_dict_erase(dict, &k) == 1 ? 0 : -1;
+  }
+  if (rc == 0)
+    rc = pf_map_copy(dict, &copy);
+  int ok = 1;
+  if (rc == 0) {
+    pf_map_iter_t it;
+    const pf_any_t *k, *v;
+    int64_t sum = 0;
+    size_t n = 0;
+    ok = pf_map_iter_init(copy, &it) == 0;
+    while (ok && pf_map_iter_next(&it, &k, &v) == 1) {
+      sum += v->v_int64;
+      ++n;
+    }
+    ok = ok && n == 26 &&
+         sum == 780 - (0 + 3 + 6 + 9 + 12 + 15 + 18 + 21 + 24 + 27 + 30 + 33 + 36 + 39);
+    rc = pf_map_freeze(copy);
+  }
+  if (rc == 0) {
+    pf_any_t k = pf_any_cstr("dict key long enough to be an object 38");
+    const pf_any_t* got = NULL;
+    ok = ok && pf_map_is_frozen(copy) && pf_map_get(copy, &k, &got) == 0 && got &&
+         got->v_int64 == 38;
+  }
+  pf_object_release(copy);
+  pf_object_release(dict);
+  return rc != 0 ? -1 : ok ? 0 : wrong("dicts");
+}
+
+static int static_entry(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  (void)args;
+  *result = pf_any_int(num_args);
+  return 0;
+}
+
+/* Static typed entries and TVM-FFI's metadata of an export. */
+static int prog_exports(void) {
+  static const pf_param_t params[] = {{"x", PF_PARAM_TENSOR}, {"eps", PF_PARAM_FLOAT}};
+  static const pf_signature_t sig = {"norm", 2, params, PF_PARAM_NONE, "Normalises x."};
+  pf_object_t* fn;
+  if (pf_function_create_static(&sig, static_entry, &fn) != 0)
+    return -1;
+  int ok = strcmp(pf_function_signature(fn), "norm(x: Tensor, eps: float) -> None") == 0 &&
+           strcmp(pf_function_doc(fn), "Normalises x.") == 0;
+  pf_object_release(fn);
+  pf_any_t meta = pf_any_none(), doc = pf_any_none(), text = pf_any_none();
+  int rc = pf__export_tvm_info(0, &sig, NULL, NULL, &meta);
+  if (rc == 0)
+    rc = pf__export_tvm_info(1, &sig, NULL, NULL, &doc);
+  if (rc == 0)
+    rc = pf__export_tvm_info(0, NULL, "f(a: int, b: str) -> bool", "doc", &text);
+  const char* data;
+  size_t size;
+  ok = ok && (rc != 0 || (pf_any_as_str(&meta, &data, &size) == 0 && strstr(data, "ffi.Tensor") &&
+                          pf_any_as_str(&text, &data, &size) == 0 && strstr(data, "ffi.String")));
+  pf_any_release(&meta);
+  pf_any_release(&doc);
+  pf_any_release(&text);
+  return rc != 0 ? -1 : ok ? 0 : wrong("exports");
+}
+
 typedef struct program_s {
   const char* name;
   int (*run)(void);
@@ -323,6 +447,8 @@ static const program_t programs[] = {
     {"functions", prog_functions, 0},   {"tensors", prog_tensors, 0},
     {"containers", prog_containers, 0}, {"errors", prog_errors, 0},
     {"module", prog_module, 1},         {"globals", prog_globals, 0},
+    {"lists", prog_lists, 0},           {"dicts", prog_dicts, 0},
+    {"exports", prog_exports, 0},
 };
 
 static long bad_points;
