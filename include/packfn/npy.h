@@ -143,7 +143,9 @@ PF_NPY_API int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* a
 /* Renames the written temporary files of outs[0..n) over their targets, in order, and frees
  * them. 0, or -1 with a message in err when a rename fails: the outputs before it are in
  * place, that one and those after it are removed (a rename within one folder fails only in
- * rare cases: the folder removed or made read-only meanwhile). */
+ * rare cases: the folder removed or made read-only meanwhile). An output not yet written
+ * (pf_npy_output_write) refuses the whole commit before any rename (-1, "not written before
+ * commit"): then no target is changed. */
 PF_NPY_API int pf_npy_output_commit(pf_npy_output_t* outs, size_t n, char* err, size_t err_size);
 
 /* Removes the temporary files of outs[0..n) (closing those still open) and frees them; targets
