@@ -71,6 +71,17 @@ static size_t pf__live;     /* names with a function */
 static size_t pf__rebuilds; /* for pf__global_stats; under pf__writers */
 static pthread_mutex_t pf__writers = PTHREAD_MUTEX_INITIALIZER;
 
+/* Room for a name's copy (len + 1 bytes) on cache lines of its own: a lookup of a name longer
+ * than 8 bytes reads its copy, and a copy sharing a line with something other threads write
+ * (a function's reference count, say) would make every lookup of it miss the cache while they
+ * run (lookups from two threads then ran at half the speed of one). */
+#define PF__LINE 64
+static char* pf__name_copy_alloc(size_t len) {
+  void* p = NULL;
+  size_t size = (len + 1 + PF__LINE - 1) & ~(size_t)(PF__LINE - 1);
+  return len < SIZE_MAX - PF__LINE && posix_memalign(&p, PF__LINE, size) == 0 ? p : NULL;
+}
+
 /* ---- readers' records and grace periods ---- */
 
 typedef struct pf__reader {
@@ -497,7 +508,7 @@ static int pf__set(const char* name, pf_object_t* fn, int allow_override, pf_obj
     }
     return 0;
   }
-  char* copy = malloc(len + 1);
+  char* copy = pf__name_copy_alloc(len);
   if (!copy) {
     pthread_mutex_unlock(&pf__writers);
     return pf__raise_oom("pf_global_set", len + 1);
