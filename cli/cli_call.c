@@ -244,8 +244,10 @@ static int write_outputs(pf_npy_output_t* files, int num_files, const call_outpu
 static int report(const call_opts_t* o, const pf_any_t* result, const pf_cli_arg_t* args, int n,
                   pf_npy_output_t* files) {
   call_output_t* outs = malloc(sizeof(call_output_t) * (size_t)(n + 1));
-  if (outs == NULL)
+  if (outs == NULL) {
+    pf_npy_output_abort(files, (size_t)o->num_outs); /* no temporary file left behind */
     return pf_cli_report_raised("out of memory");
+  }
   int count = collect_outputs(result, args, n, outs);
   int rc = count < 0 ? pf_cli_report_raised("cannot compare an argument with its file")
                      : assign_outs(o, outs, count);

@@ -1,5 +1,6 @@
 /* cli_print.c: how the packfn command line shows values (Python-like scalars, NumPy-like
  * tensors, containers), writes tensors to .npy files and reports raised errors. */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -54,6 +55,7 @@ int pf_cli_print_tensor(pf_object_t* tensor, FILE* out) {
   int rc = 0;
   if (pf_npy_dtype_descr(t->dtype, descr, sizeof descr) == 0 ||
       pf_dtype_equal(t->dtype, PF_DTYPE_BFLOAT16)) {
+    errno = 0;
     rc = pf_npy_format_raw(t->dtype, t->ndim, t->shape, t->strides, pf_dltensor_data(t), out);
   } else {
     /* no NumPy form (int4, float8, lanes > 1): describe it instead */
@@ -64,9 +66,11 @@ int pf_cli_print_tensor(pf_object_t* tensor, FILE* out) {
     print_shape(t->shape, t->ndim, out);
     fprintf(out, " on %s>", device);
   }
+  int error = errno; /* what failed: writing (EIO, ENOSPC...) or memory (ENOMEM) */
   pf_object_release(host);
   if (rc != 0)
-    PF_ERROR_SET(PF_ERR_OS, "packfn: cannot print a tensor");
+    PF_ERROR_SET(error == ENOMEM ? PF_ERR_MEMORY : PF_ERR_OS, "packfn: cannot print a tensor: %s",
+                 error ? strerror(error) : "write error");
   return rc;
 }
 
