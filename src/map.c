@@ -737,7 +737,11 @@ static pf__kv_t* pf__insert(const char* func, pf__mapcell_t* m, const pf_any_t* 
   pf__kv_t* kv = pf__dense_insert(m, key, h);
   if (kv)
     return kv;
-  if (pf__rebuild(func, m, m->slots ? m->fib_shift - 1 : 61, m->slots ? m->slots * 2 : 8) != 0)
+  /* a table of fewer than 64 slots grows 4 times (a map being built passes fewer rebuilds,
+   * each of which hashes every key again; TVM-FFI's table keeps no hashes), larger ones twice */
+  uint32_t steps = m->slots && m->slots < 64 ? 2 : 1;
+  if (pf__rebuild(func, m, m->slots ? m->fib_shift - steps : 61,
+                  m->slots ? m->slots << steps : 8) != 0)
     return NULL;
   kv = pf__dense_insert(m, key, h);
   return kv;
