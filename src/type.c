@@ -246,10 +246,10 @@ __attribute__((destructor)) static void pf__types_fini(void) {
 
 /* Joining TVM-FFI (tvm.c): the types packfn registered before (indices from
  * PF__TYPE_OWN_BEGIN) enter TVM-FFI's registry at the same indices. TVM-FFI takes a fixed
- * index only inside its table, so a placeholder type first reserves, as its child slots, every
- * index from TVM-FFI's counter up to packfn's last own one; its counter then continues above
- * them. When TVM-FFI's counter is already past PF__TYPE_OWN_BEGIN those indices may be taken:
- * the types then stay packfn's only (docs/object.md). */
+ * index only inside its table, so a reserving type (packfn.TypesBeforeJoin) first claims, as its
+ * child slots, every index from TVM-FFI's counter up to packfn's last own one; its counter then
+ * continues above them. When TVM-FFI's counter is already past PF__TYPE_OWN_BEGIN those indices may
+ * be taken: the types then stay packfn's only (docs/object.md). */
 static void pf__type_tvm_joined(const pf__tvm_t* tvm) {
   static const pf_byte_array_t block = {"packfn.TypesBeforeJoin", 22};
   pthread_mutex_lock(&pf__types_lock);

@@ -729,11 +729,10 @@ static int tvm_ffi_handle(PyObject* o, pf_any_t* out, int* has_tensor) {
    * it knows only by key included; looked up once tvm_ffi.core is imported */
   static PyObject* tvm_object;
   if (!tvm_object) {
-    PyObject* name = PyUnicode_FromString("tvm_ffi.core");
-    if (!name)
+    static PyObject* name; /* interned once: this runs for every such argument until then */
+    if (!name && !(name = PyUnicode_InternFromString("tvm_ffi.core")))
       return -1;
     PyObject* core = PyImport_GetModule(name);
-    Py_DECREF(name);
     if (!core)
       return PyErr_Occurred() ? -1 : 0;
     tvm_object = PyObject_GetAttrString(core, "Object");
