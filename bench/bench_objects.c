@@ -2,9 +2,11 @@
    (function without self, closure, 8- and 100-byte strings, tensor view, tensor with 1 KiB of
    data) and each runtime, a fresh process creates N objects and keeps them all alive, then
    releases them all, then does it again:
-     memory    malloc's bytes in use (mallinfo2: uordblks + hblkhd) after the N creates minus
-               before, divided by N: what one live object costs, malloc's own chunk header and
-               rounding included;
+     memory    bytes in use after the N creates minus before, divided by N: what one live
+               object costs. malloc's bytes in use (mallinfo2: uordblks + hblkhd: its chunk
+               headers and rounding included) plus, for packfn, the 64 KiB spans its slab
+               allocator has given to size classes (pf__alloc_slab_bytes: blocks in use, free
+               ones and the unused tail of each class's newest span all count);
      cold      ns per create and per release in the first round (fresh heap: sbrk, page faults);
      warm      the same in the later rounds (the memory the first round freed is reused).
    packfn runs twice: with its per-thread block cache (the default) and with
@@ -201,9 +203,12 @@ static const pf_objbench_kind_t* find_kind(const char* kind, const char* impl) {
 
 /* ---- the child: one kind, one runtime, one process ---- */
 
+/* libpackfn's private count of slab bytes (src/alloc.h); TVM-FFI allocates with malloc only. */
+size_t pf__alloc_slab_bytes(void);
+
 static double bytes_in_use(void) {
   struct mallinfo2 m = mallinfo2();
-  return (double)m.uordblks + (double)m.hblkhd;
+  return (double)m.uordblks + (double)m.hblkhd + (double)pf__alloc_slab_bytes();
 }
 
 static double median_of(double* v, int n) {

@@ -1,22 +1,49 @@
-/* Small-object allocation: a per-thread cache of freed blocks in a few size classes in front of
- * malloc, so creating and releasing short-lived objects (strings, errors, functions) is cheap. */
+/* Small-block allocation: size-class slabs in one reserved range of address space, with a free
+ * list per thread and class in front and a depot of chains per class behind (see alloc.h). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "packfn/error.h"
 
 #include "alloc.h"
 
-static const size_t pf__class_size[PF__NCLASS] = {64,   128,  256,   512,   1024, 2048,
-                                                  4096, 8192, 16384, 32768, 65536};
-
 PF__TLS pf__cache_t pf__cache;
+uintptr_t pf__slab_base;
+size_t pf__slab_bytes;
+uint8_t pf__span_class[PF__SLAB_SPANS];
 
-/* Whether caching is allowed in this process: off under AddressSanitizer, and when the
+#define PF__SPAN_BYTES  ((size_t)1 << PF__SPAN_SHIFT)
+#define PF__COMMIT_SPANS 32u /* address space is made accessible 2 MiB at a time */
+
+static size_t pf__class_size(unsigned c) {
+  if (c < 16)
+    return 16u * (c + 1);
+  if (c < 28)
+    return 64u * (c - 11);
+  return 256u * (c - 23);
+}
+
+/* A depot chain: blocks linked through their first word, the chain's first block holding the
+ * next chain in its second word (every block has at least 16 bytes). */
+typedef struct {
+  pthread_mutex_t lock;
+  void* chains;    /* stack of chains of freed blocks */
+  char* cut;       /* next block never handed out, in the class's newest span */
+  char* cut_end;   /* end of that span's last whole block */
+} pf__class_t;
+
+static pf__class_t pf__classes[PF__NCLASS];
+static pthread_mutex_t pf__spans_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t pf__spans_next;      /* spans handed out so far (bump index) */
+static uint32_t pf__spans_committed; /* spans made accessible */
+static size_t pf__spans_given;       /* spans given to a class (for pf__alloc_slab_bytes) */
+
+/* Whether the slabs are allowed in this process: off under AddressSanitizer, and when the
  * environment variable PACKFN_NO_ALLOC_CACHE is set (the valgrind test runs set it), so memory
  * checkers see every malloc/free and catch use-after-free of objects. */
-static int pf__cache_allowed(void) {
+static int pf__slab_allowed(void) {
 #if defined(PF_NO_ALLOC_CACHE) || defined(__SANITIZE_ADDRESS__)
   return 0;
 #else
@@ -30,40 +57,91 @@ static int pf__cache_allowed(void) {
 #endif
 }
 
+static void pf__lock_all(void) {
+  pthread_mutex_lock(&pf__spans_lock);
+  for (unsigned c = 0; c < PF__NCLASS; ++c)
+    pthread_mutex_lock(&pf__classes[c].lock);
+}
+static void pf__unlock_all(void) {
+  for (unsigned c = PF__NCLASS; c-- > 0;)
+    pthread_mutex_unlock(&pf__classes[c].lock);
+  pthread_mutex_unlock(&pf__spans_lock);
+}
+
+/* Pushes a chain of blocks of class c (first block `head`) onto the class's depot. */
+static void pf__depot_push(unsigned c, void* head) {
+  pf__class_t* k = &pf__classes[c];
+  pthread_mutex_lock(&k->lock);
+  ((void**)head)[1] = k->chains;
+  k->chains = head;
+  pthread_mutex_unlock(&k->lock);
+}
+
+/* Every block of this thread's lists goes to the depots; frees after this take the slow path
+ * (no room). */
 static void pf__cache_flush(void) {
-  for (int c = 0; c < PF__NCLASS; ++c) {
-    pf__block_t* b = pf__cache.head[c];
-    while (b) {
-      pf__block_t* next = b->next;
-      free(b);
-      b = next;
-    }
+  for (unsigned c = 0; c < PF__NCLASS; ++c) {
+    if (pf__cache.head[c])
+      pf__depot_push(c, pf__cache.head[c]);
     pf__cache.head[c] = NULL;
-    pf__cache.room[c] = 0; /* callers that keep caching on refill it */
+    pf__cache.room[c] = 0;
   }
 }
 
 static pthread_key_t pf__cache_key;
 static int pf__cache_key_made; /* 1 once pf__cache_key exists, until the library unloads */
 static pthread_once_t pf__cache_once = PTHREAD_ONCE_INIT;
-static int pf__cache_process_allowed;
 
 static void pf__cache_thread_exit(void* unused) {
   (void)unused;
   pf__cache_flush();
-  pf__cache.state = -1; /* late frees in this thread's remaining destructors go to free() */
-}
-static void pf__cache_init_once(void) {
-  pf__cache_process_allowed = pf__cache_allowed();
-  pf__cache_key_made = pthread_key_create(&pf__cache_key, pf__cache_thread_exit) == 0;
+  pf__cache.state = -1; /* late frees in this thread's remaining destructors go to the depots */
 }
 
-/* The main thread's cache is flushed at exit so leak checkers see a clean heap. The key is
- * deleted so that, when a host dlclose()s libpackfn while other threads that used it still
- * run, their thread-exit flush (code of this library) is not called after the unmapping
- * (issue 10, defect 3); those threads' cached blocks are then never freed. */
+static void pf__slab_init_once(void) {
+  for (unsigned c = 0; c < PF__NCLASS; ++c)
+    pthread_mutex_init(&pf__classes[c].lock, NULL);
+  if (!pf__slab_allowed())
+    return;
+  /* Inaccessible, unaccounted address space; spans become accessible as they are needed. */
+  size_t want = (size_t)PF__SLAB_SPANS << PF__SPAN_SHIFT;
+  void* raw = mmap(NULL, want + PF__SPAN_BYTES, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED)
+    return; /* slabs off: every block is a malloc block */
+  uintptr_t base = ((uintptr_t)raw + PF__SPAN_BYTES - 1) & ~(uintptr_t)(PF__SPAN_BYTES - 1);
+  memset(pf__span_class, PF__NO_CLASS, sizeof pf__span_class);
+  pf__cache_key_made = pthread_key_create(&pf__cache_key, pf__cache_thread_exit) == 0;
+  if (!pf__cache_key_made) {
+    munmap(raw, want + PF__SPAN_BYTES);
+    return;
+  }
+  (void)pthread_atfork(pf__lock_all, pf__unlock_all, pf__unlock_all);
+  __atomic_store_n(&pf__slab_base, base, __ATOMIC_RELAXED);
+  __atomic_store_n(&pf__slab_bytes, want, __ATOMIC_RELEASE);
+}
+
+/* Decides this thread's state: 1 when the slabs are on (and registers the thread-exit flush),
+ * else -1. */
+static void pf__thread_init(void) {
+  pthread_once(&pf__cache_once, pf__slab_init_once);
+  if (__atomic_load_n(&pf__slab_bytes, __ATOMIC_ACQUIRE) != 0 &&
+      pthread_setspecific(pf__cache_key, (void*)1) == 0) {
+    pf__cache.state = 1;
+    for (unsigned c = 0; c < PF__NCLASS; ++c) /* the lists are empty */
+      pf__cache.room[c] = PF__LIST_MAX(c);
+    return;
+  }
+  pf__cache.state = -1;
+}
+
+/* The main thread's lists are flushed at unload, and the key deleted so that, when a host
+ * dlclose()s libpackfn while other threads that used it still run, their thread-exit flush (code
+ * of this library) is not called after the unmapping (issue 10, defect 3). The range stays
+ * reserved: objects still alive in other threads (or in the host) keep pointing into it. */
 __attribute__((destructor)) static void pf__cache_fini(void) {
-  pf__cache_flush();
+  if (pf__cache.state == 1)
+    pf__cache_flush();
   pf__cache.state = -1;
   if (pf__cache_key_made) {
     (void)pthread_key_delete(pf__cache_key);
@@ -71,38 +149,158 @@ __attribute__((destructor)) static void pf__cache_fini(void) {
   }
 }
 
-void* pf__alloc_slow(size_t size, unsigned c) {
-  pf__block_t* b;
-  if (size > PF__ALLOC_MAX) /* nothing that large can be allocated; the sum below cannot wrap */
-    return NULL;
-  if (c != PF__NO_CLASS)
-    b = malloc(pf__class_size[c]); /* the class's cache is empty */
-  else
-    b = malloc(size + sizeof(pf__block_t));
-  if (!b)
-    return NULL;
-  b->size_class = c;
-  return b + 1;
-}
-
-/* First free of a thread, or caching off, or its class full: decide and register. */
-void pf__free_slow(pf__block_t* b, unsigned c) {
-  if (pf__cache.state == 0) {
-    pthread_once(&pf__cache_once, pf__cache_init_once);
-    if (pf__cache_process_allowed) {
-      (void)pthread_setspecific(pf__cache_key, (void*)1);
-      pf__cache.state = 1;
-      for (unsigned k = 0; k < PF__NCLASS; ++k)
-        pf__cache.room[k] = (int32_t)PF__CACHE_DEPTH(k);
-    } else {
-      pf__cache.state = -1;
+/* A fresh span for class c: its first byte, or NULL when the range is used up or cannot be made
+ * accessible. */
+static char* pf__span_new(unsigned c) {
+  char* span = NULL;
+  pthread_mutex_lock(&pf__spans_lock);
+  uint32_t i = pf__spans_next;
+  if (i < PF__SLAB_SPANS) {
+    if (i == pf__spans_committed) {
+      uint32_t n = PF__COMMIT_SPANS;
+      if (mprotect((void*)(pf__slab_base + ((size_t)i << PF__SPAN_SHIFT)),
+                   (size_t)n << PF__SPAN_SHIFT, PROT_READ | PROT_WRITE) == 0)
+        pf__spans_committed += n;
+    }
+    if (i < pf__spans_committed) {
+      pf__spans_next = i + 1;
+      pf__spans_given++;
+      pf__span_class[i] = (uint8_t)c;
+      span = (char*)(pf__slab_base + ((size_t)i << PF__SPAN_SHIFT));
     }
   }
-  if (c < PF__NCLASS && pf__cache.room[c] > 0) {
-    b->next = pf__cache.head[c];
-    pf__cache.head[c] = b;
+  pthread_mutex_unlock(&pf__spans_lock);
+  return span;
+}
+
+/* A chain of free blocks of class c (from the depot, or cut from the class's span), its length in
+ * *n; NULL when no slab memory is left. */
+static void* pf__refill(unsigned c, uint32_t* n) {
+  pf__class_t* k = &pf__classes[c];
+  size_t size = pf__class_size(c);
+  void* chain = NULL;
+  pthread_mutex_lock(&k->lock);
+  if (k->chains) {
+    chain = k->chains;
+    k->chains = ((void**)chain)[1];
+    pthread_mutex_unlock(&k->lock);
+    uint32_t len = 0;
+    for (void* b = chain; b; b = *(void**)b)
+      len++;
+    *n = len;
+    return chain;
+  }
+  if (k->cut == k->cut_end) {
+    char* span = pf__span_new(c);
+    if (!span) {
+      pthread_mutex_unlock(&k->lock);
+      *n = 0;
+      return NULL;
+    }
+    k->cut = span;
+    k->cut_end = span + (PF__SPAN_BYTES / size) * size;
+  }
+  /* at most half a list, so that the thread's next frees have room */
+  uint32_t want = PF__LIST_MAX(c) / 2, len = 0;
+  char* first = k->cut;
+  void** link = NULL;
+  while (len < want && k->cut != k->cut_end) {
+    if (link)
+      *link = k->cut;
+    link = (void**)k->cut;
+    k->cut += size;
+    len++;
+  }
+  *link = NULL;
+  pthread_mutex_unlock(&k->lock);
+  *n = len;
+  return first;
+}
+
+void* pf__alloc_slow(size_t size, unsigned c) {
+  if (size > PF__ALLOC_MAX) /* nothing that large can be allocated */
+    return NULL;
+  if (pf__cache.state == 0)
+    pf__thread_init();
+  if (c < PF__NCLASS && __atomic_load_n(&pf__slab_bytes, __ATOMIC_RELAXED) != 0) {
+    uint32_t n;
+    void* b = pf__refill(c, &n);
+    if (b) {
+      void* rest = *(void**)b;
+      if (pf__cache.state == 1) { /* this thread's list of class c is empty: the rest is it */
+        pf__cache.head[c] = rest;
+        pf__cache.room[c] = PF__LIST_MAX(c) - (n - 1);
+      } else if (rest) {
+        pf__depot_push(c, rest);
+      }
+      return b;
+    }
+    /* the range is used up: malloc serves, and pf__free tells its blocks apart */
+  }
+  return malloc(size ? size : 1);
+}
+
+void pf__free_slow(void* p, unsigned c) {
+  if (c >= PF__NCLASS) {
+    free(p);
+    return;
+  }
+  if (pf__cache.state == 0)
+    pf__thread_init();
+  if (pf__cache.state == 1) {
+    if (pf__cache.room[c] == 0) { /* the list is full: its older half goes to the depot */
+      uint32_t keep = PF__LIST_MAX(c) / 2;
+      void* b = pf__cache.head[c];
+      for (uint32_t i = 1; i < keep && b; ++i)
+        b = *(void**)b;
+      if (b && *(void**)b) {
+        pf__depot_push(c, *(void**)b);
+        *(void**)b = NULL;
+      }
+      pf__cache.room[c] = PF__LIST_MAX(c) - keep;
+    }
+    *(void**)p = pf__cache.head[c];
+    pf__cache.head[c] = p;
     pf__cache.room[c]--;
     return;
   }
-  free(b);
+  *(void**)p = NULL; /* thread exiting: a chain of one block */
+  pf__depot_push(c, p);
+}
+
+void* pf__alloc_aligned(size_t size, size_t alignment) {
+  if (alignment <= 16)
+    return pf__alloc(size);
+  if (alignment <= 256 && size <= PF__SLAB_MAX) {
+    /* a class whose size is a multiple of the alignment: its blocks, at multiples of their size
+     * from a 64 KiB boundary, are all aligned */
+    size_t rounded = (size + alignment - 1) & ~(alignment - 1);
+    if (rounded == 0)
+      rounded = alignment;
+    unsigned c = pf__class_of(rounded);
+    void* p = pf__cache_pop(c);
+    if (p)
+      return p;
+    if (pf__cache.state == 0)
+      pf__thread_init();
+    if (__atomic_load_n(&pf__slab_bytes, __ATOMIC_RELAXED) != 0) {
+      p = pf__alloc_slow(rounded, c);
+      if (p && ((uintptr_t)p & (alignment - 1)) == 0)
+        return p;
+      pf__free(p); /* a malloc block after the range ran out: align it below */
+    }
+  }
+  if (size > PF__ALLOC_MAX)
+    return NULL;
+  void* p = NULL;
+  if (posix_memalign(&p, alignment, size ? size : 1) != 0)
+    return NULL;
+  return p;
+}
+
+size_t pf__alloc_slab_bytes(void) {
+  pthread_mutex_lock(&pf__spans_lock);
+  size_t n = pf__spans_given << PF__SPAN_SHIFT;
+  pthread_mutex_unlock(&pf__spans_lock);
+  return n;
 }

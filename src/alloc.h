@@ -1,4 +1,4 @@
-/* Private: the per-thread block cache every object and small CPU buffer comes from. */
+/* Private: the small-block allocator every object and small CPU buffer comes from. */
 #ifndef PACKFN_SRC_ALLOC_H_
 #define PACKFN_SRC_ALLOC_H_
 
@@ -7,109 +7,129 @@
 
 #include "common.h"
 
-/* ---- the per-thread block cache (src/alloc.c) ----
- * Every block starts with a 16-byte header (so the payload keeps malloc's alignment) holding
- * its size class. Classes are powers of two from 64 B to 64 KiB of total block size: objects
- * (40..400 bytes) and small CPU tensor buffers; larger blocks go straight to malloc. A thread
- * keeps at most 64 blocks of each class up to 1 KiB and 4 of each larger class (under 600 KiB
- * in all). The fast paths are inline here; misses, the first free of a thread and full classes
- * go to alloc.c. */
-typedef struct pf__block_s {
-  union {
-    struct pf__block_s* next; /* while cached */
-    uint64_t size_class;      /* while in use: index of its class, or PF__NO_CLASS */
-  };
-  uint64_t reserved;
-} pf__block_t;
+/* ---- size-class slabs with per-thread free lists (src/alloc.c) ----
+ * Blocks carry no header. At first use the process reserves one range of address space
+ * (PF__SLAB_RESERVE bytes, inaccessible until used) and cuts it into 64 KiB spans; each span in
+ * use holds blocks of one size class, recorded in pf__span_class[span number]. A block's class
+ * is therefore found from its address, and an address outside the range is a malloc block
+ * (pf__free passes it to free()). Classes: 16..256 bytes in steps of 16, 320..1024 in steps of
+ * 64, 1280..4096 in steps of 256; a block is aligned to its size's lowest set bit (16, 64 or
+ * 256 at least). Larger sizes go to malloc.
+ *
+ * Each thread keeps a free list per class (at most PF__LIST_MAX blocks); a full list passes
+ * half of itself as one chain to the class's depot, and an empty one takes a chain from the
+ * depot, or cuts fresh blocks from the class's current span (both under the class's mutex). Any
+ * thread may free any block. When the slabs are off (AddressSanitizer, PF_NO_ALLOC_CACHE,
+ * PACKFN_NO_ALLOC_CACHE set, or no address space could be reserved) every block is a plain
+ * malloc of the exact size. */
 
-#define PF__NCLASS         11
-#define PF__NO_CLASS       255u
-#define PF__SMALL_CLASSES  5
-#define PF__CACHE_DEPTH(c) ((c) < PF__SMALL_CLASSES ? 64u : 4u)
+#define PF__NCLASS      40
+#define PF__NO_CLASS    255u
+#define PF__SLAB_MAX    4096u           /* largest size served from slabs */
+#define PF__SPAN_SHIFT  16              /* 64 KiB spans */
+#define PF__SLAB_SPANS  (1u << 17)      /* spans in the reserved range */
+#define PF__LIST_MAX(c) ((c) < 28 ? 256u : 32u)
+
+/* Largest size pf__alloc serves: beyond half the address space nothing can be allocated. */
+#define PF__ALLOC_MAX (SIZE_MAX / 2)
 
 typedef struct {
-  pf__block_t* head[PF__NCLASS];
-  /* blocks of each class this thread may still cache: 0 until the first free decides (and
-   * forever when caching is off), then the depth minus the blocks cached */
-  int32_t room[PF__NCLASS];
-  /* 1: caching on and the thread-exit flush registered; 0: not yet decided; -1: off */
+  void* head[PF__NCLASS]; /* free blocks; each holds the next one in its first word */
+  /* blocks each list may still take: 0 until the thread's first free registers its exit flush
+   * (and forever when the slabs are off or the thread is exiting), then PF__LIST_MAX(c) minus
+   * the blocks listed */
+  uint32_t room[PF__NCLASS];
+  /* 1: slabs on and the thread-exit flush registered; 0: not yet decided; -1: off */
   int state;
 } pf__cache_t;
 
 extern PF__TLS pf__cache_t pf__cache;
+/* The reserved range: [pf__slab_base, pf__slab_base + pf__slab_bytes); 0 bytes when the slabs
+ * are off. Written once, before the first slab block exists. */
+extern uintptr_t pf__slab_base;
+extern size_t pf__slab_bytes;
+/* The class of each span of the range (PF__NO_CLASS while free). */
+extern uint8_t pf__span_class[PF__SLAB_SPANS];
 
 /* Out-of-line halves of pf__alloc and pf__free. */
 void* pf__alloc_slow(size_t size, unsigned size_class);
-void pf__free_slow(pf__block_t* block, unsigned size_class);
+void pf__free_slow(void* block, unsigned size_class);
 
-/* Class of a block of `total` bytes: 64 -> 0, 128 -> 1, ... 65536 -> 10, larger -> none. */
-static inline unsigned pf__class_of(size_t total) {
-  if (total <= 64)
-    return 0;
-  unsigned c = (unsigned)(64 - __builtin_clzll((unsigned long long)(total - 1))) - 6;
-  return c < PF__NCLASS ? c : PF__NO_CLASS;
+/* Class of a block of `size` bytes, or PF__NO_CLASS above PF__SLAB_MAX. */
+static inline unsigned pf__class_of(size_t size) {
+  if (size <= 256)
+    return size <= 16 ? 0u : (unsigned)((size - 1) >> 4);
+  if (size <= 1024)
+    return 12u + (unsigned)((size - 1) >> 6); /* 257..320 -> 16 */
+  if (size <= PF__SLAB_MAX)
+    return 24u + (unsigned)((size - 1) >> 8); /* 1025..1280 -> 28 */
+  return PF__NO_CLASS;
 }
 
-/* A block of class c from this thread's cache, or NULL when that class is empty (or c is
+/* A free block of class c from this thread's list, or NULL when that list is empty (or c is
  * PF__NO_CLASS). */
 static inline void* pf__cache_pop(unsigned c) {
   if (PF_LIKELY(c < PF__NCLASS)) {
-    pf__block_t* b = pf__cache.head[c];
+    void* b = pf__cache.head[c];
     if (PF_LIKELY(b != NULL)) {
-      pf__cache.head[c] = b->next;
+      pf__cache.head[c] = *(void**)b;
       pf__cache.room[c]++;
-      b->size_class = c;
-      return b + 1;
+      return b;
     }
   }
   return NULL;
 }
 
-/* Largest size pf__alloc serves: beyond half the address space nothing can be allocated. The
- * fast paths refuse sizes whose header would wrap the sum (issue 10, defect 1: a wrapped sum
- * would pick a small class); pf__alloc_slow refuses the rest beyond this. */
-#define PF__ALLOC_MAX (SIZE_MAX / 2)
-
-/* The cache half of pf__alloc: a block from this thread's cache, or NULL when the class is
- * empty (or the size has no class). Lets a hot constructor keep its miss path out of line. */
+/* The list half of pf__alloc: a block from this thread's list, or NULL when it is empty (or
+ * the size has no class). Lets a hot constructor keep its miss path out of line. */
 static inline void* pf__alloc_cached(size_t size) {
-  size_t total; /* a size whose header would wrap the sum has no class: the carry says so */
-  if (PF_UNLIKELY(__builtin_add_overflow(size, sizeof(pf__block_t), &total)))
-    return NULL;
-  return pf__cache_pop(pf__class_of(total));
+  return pf__cache_pop(pf__class_of(size));
 }
 
-/* Allocates `size` bytes (16-byte aligned, uninitialised) from the per-thread cache or malloc;
- * NULL when out of memory or `size` exceeds PF__ALLOC_MAX (nothing raised). Free with pf__free
- * only. */
+/* Allocates `size` bytes (16-byte aligned, uninitialised); NULL when out of memory or `size`
+ * exceeds PF__ALLOC_MAX (nothing raised). Free with pf__free only. */
 static inline void* pf__alloc(size_t size) {
-  size_t total; /* sizes beyond PF__ALLOC_MAX that do not wrap the sum fail in the slow half */
-  if (PF_UNLIKELY(__builtin_add_overflow(size, sizeof(pf__block_t), &total)))
-    return NULL;
-  unsigned c = pf__class_of(total);
+  unsigned c = pf__class_of(size);
   void* p = pf__cache_pop(c);
   if (PF_LIKELY(p != NULL))
     return p;
   return pf__alloc_slow(size, c);
 }
 
+/* Allocates `size` bytes aligned to `alignment` (a power of two, at most 4096); NULL when out of
+ * memory (nothing raised). Free with pf__free. */
+void* pf__alloc_aligned(size_t size, size_t alignment);
+
+/* The class of a slab block, or PF__NO_CLASS for any other address. */
+static inline unsigned pf__block_class(const void* p) {
+  size_t bytes = __atomic_load_n(&pf__slab_bytes, __ATOMIC_ACQUIRE); /* then the base is set */
+  uintptr_t off = (uintptr_t)p - __atomic_load_n(&pf__slab_base, __ATOMIC_RELAXED);
+  if (off < bytes)
+    return pf__span_class[off >> PF__SPAN_SHIFT];
+  return PF__NO_CLASS;
+}
+
 /* pf__free for a pointer known not to be NULL (object deleters). */
 static inline void pf__free_nonnull(void* p) {
-  pf__block_t* b = (pf__block_t*)p - 1;
-  unsigned c = (unsigned)b->size_class;
+  unsigned c = pf__block_class(p);
   if (PF_LIKELY(c < PF__NCLASS && pf__cache.room[c] > 0)) {
-    b->next = pf__cache.head[c];
-    pf__cache.head[c] = b;
+    *(void**)p = pf__cache.head[c];
+    pf__cache.head[c] = p;
     pf__cache.room[c]--;
     return;
   }
-  pf__free_slow(b, c);
+  pf__free_slow(p, c);
 }
 
-/* Frees a block from pf__alloc (any thread may free any block); NULL is a no-op. */
+/* Frees a block from pf__alloc or pf__alloc_aligned (any thread may free any block); NULL is a
+ * no-op. */
 static inline void pf__free(void* p) {
   if (p)
     pf__free_nonnull(p);
 }
+
+/* Bytes of address space the slabs hold now (spans given to a class, whether their blocks are
+ * in use or free), for benchmarks. */
+PF_API size_t pf__alloc_slab_bytes(void);
 
 #endif /* PACKFN_SRC_ALLOC_H_ */

@@ -15,9 +15,8 @@
 
 /* ---- the CPU allocator ---- */
 
-/* CPU memory: a block from pf__alloc (the per-thread cache for buffers up to 64 KiB, malloc
- * beyond) with room to align by hand, the block's start stored just below the aligned address.
- * Cheaper than posix_memalign, which splits and frees chunk remainders on every call. */
+/* CPU memory: a block from pf__alloc_aligned (a slab block of a class whose blocks have the
+ * alignment, for buffers up to 4 KiB; posix_memalign beyond), with no header and no padding. */
 static int pf__cpu_alloc(void* ctx, DLDevice device, size_t nbytes, size_t alignment, void** out) {
   (void)ctx;
   (void)device;
@@ -28,24 +27,17 @@ static int pf__cpu_alloc(void* ctx, DLDevice device, size_t nbytes, size_t align
                  sizeof(void*), alignment);
     return -1;
   }
-  size_t total;
-  if (pf__add_size(nbytes, alignment + sizeof(void*), &total) != 0)
+  void* p = pf__alloc_aligned(nbytes, alignment);
+  if (!p)
     return pf__raise_oom("pf_allocator(cpu)", nbytes);
-  char* raw = pf__alloc(total);
-  if (!raw)
-    return pf__raise_oom("pf_allocator(cpu)", nbytes);
-  uintptr_t aligned =
-      ((uintptr_t)raw + sizeof(void*) + alignment - 1) & ~(uintptr_t)(alignment - 1);
-  ((void**)aligned)[-1] = raw;
-  *out = (void*)aligned;
+  *out = p;
   return 0;
 }
 
 static void pf__cpu_free(void* ctx, DLDevice device, void* ptr) {
   (void)ctx;
   (void)device;
-  if (ptr)
-    pf__free(((void**)ptr)[-1]);
+  pf__free(ptr);
 }
 
 static int pf__cpu_copy(void* ctx, void* dst, DLDevice dst_device, const void* src,

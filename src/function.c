@@ -1,5 +1,6 @@
 /* Function objects: creation, the trampoline to the creator's (self, call), deleters run once,
  * signature and doc texts, and typed C functions with arity and per-argument checks. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,76 +11,215 @@
 #include "alloc.h"
 #include "function_private.h"
 
-/* A packfn function object: header, the ABI cell, then our private part. */
+/* A packfn function object: header, the ABI cell, then the creator's function (48 bytes, what
+ * pf_function_create without self or deleter and pf_function_create_direct make). */
 typedef struct pf__function_s {
   pf_object_t header;
   pf_function_cell_t cell;
-  void* self;                  /* the creator's state */
-  pf_safe_call_t call;         /* the creator's function (in the direct form also the cell's) */
-  void (*deleter)(void* self); /* the creator's deleter, or NULL */
-  pf_object_t* keepalive;      /* owned; released after the deleter (e.g. a module) */
-  char* signature;             /* owned, or NULL */
-  char* doc;                   /* owned, or NULL */
+  pf_safe_call_t call; /* the creator's function (in the direct form also the cell's entry) */
 } pf__function_t;
+
+/* A function with a self or a deleter (64 bytes). */
+typedef struct {
+  pf__function_t fn;
+  void* self;                  /* the creator's state */
+  void (*deleter)(void* self); /* the creator's deleter, or NULL */
+} pf__closure_t;
+
+/* What few functions have (a signature, a doc, an owner kept alive: typed and static functions,
+ * module functions, functions given texts later) lives outside the object, in a table keyed by
+ * the object's address; a function that has such a record has an object deleter of its own
+ * (the _ext ones below), so that every other function dies without looking the table up. */
+typedef struct pf__fn_ext_s {
+  const pf_object_t* fn;
+  struct pf__fn_ext_s* next; /* in its bucket */
+  pf_object_t* keepalive;    /* owned; released after the deleter (e.g. a module) */
+  char* signature;           /* owned, or NULL */
+  char* doc;                 /* owned, or NULL */
+} pf__fn_ext_t;
+
+typedef void (*pf__deleter_fn)(void* obj, int flags);
+
+static pthread_mutex_t pf__ext_lock = PTHREAD_MUTEX_INITIALIZER;
+static pf__fn_ext_t** pf__ext_buckets; /* under pf__ext_lock */
+static size_t pf__ext_shift = 64;      /* 64 - log2(bucket count); 64: no buckets yet */
+static size_t pf__ext_count;
+
+static size_t pf__ext_bucket(const pf_object_t* fn, size_t shift) {
+  return (size_t)(((uint64_t)(uintptr_t)fn * 0x9E3779B97F4A7C15ULL) >> shift);
+}
+
+/* The record of `fn`, or NULL; under pf__ext_lock. */
+static pf__fn_ext_t* pf__ext_find(const pf_object_t* fn) {
+  if (pf__ext_shift == 64)
+    return NULL;
+  pf__fn_ext_t* e = pf__ext_buckets[pf__ext_bucket(fn, pf__ext_shift)];
+  while (e && e->fn != fn)
+    e = e->next;
+  return e;
+}
+
+/* Doubles the buckets once the records outnumber them; a failed allocation keeps the old ones
+ * (longer chains, nothing lost). Under pf__ext_lock. */
+static void pf__ext_grow(void) {
+  size_t old_n = pf__ext_shift == 64 ? 0 : (size_t)1 << (64 - pf__ext_shift);
+  if (pf__ext_count < old_n)
+    return;
+  size_t shift = old_n ? pf__ext_shift - 1 : 58; /* 64 buckets to start */
+  size_t n = (size_t)1 << (64 - shift);
+  pf__fn_ext_t** b = calloc(n, sizeof *b);
+  if (!b)
+    return;
+  for (size_t i = 0; i < old_n; ++i) {
+    for (pf__fn_ext_t* e = pf__ext_buckets[i]; e;) {
+      pf__fn_ext_t* next = e->next;
+      size_t k = pf__ext_bucket(e->fn, shift);
+      e->next = b[k];
+      b[k] = e;
+      e = next;
+    }
+  }
+  free(pf__ext_buckets);
+  pf__ext_buckets = b;
+  pf__ext_shift = shift;
+}
+
+/* Takes the record of `fn` out of the table (NULL when it has none). */
+static pf__fn_ext_t* pf__ext_remove(const pf_object_t* fn) {
+  pthread_mutex_lock(&pf__ext_lock);
+  pf__fn_ext_t* found = NULL;
+  if (pf__ext_shift != 64) {
+    pf__fn_ext_t** link = &pf__ext_buckets[pf__ext_bucket(fn, pf__ext_shift)];
+    while (*link && (*link)->fn != fn)
+      link = &(*link)->next;
+    found = *link;
+    if (found) {
+      *link = found->next;
+      pf__ext_count--;
+    }
+  }
+  pthread_mutex_unlock(&pf__ext_lock);
+  return found;
+}
 
 /* Cell entry for functions with a self or a deleter: loads self and calls the creator. */
 static int pf__function_trampoline(void* obj, const pf_any_t* args, int32_t num_args,
                                    pf_any_t* result) {
-  pf__function_t* f = (pf__function_t*)obj;
-  return f->call(f->self, args, num_args, result);
+  pf__closure_t* f = (pf__closure_t*)obj;
+  return f->fn.call(f->self, args, num_args, result);
 }
 
-static void pf__function_deleter(void* obj, int flags) {
-  pf__function_t* f = (pf__function_t*)obj;
+/* Cell entry for functions made without self or deleter: the creator's call gets NULL. */
+static int pf__function_trampoline_null(void* obj, const pf_any_t* args, int32_t num_args,
+                                        pf_any_t* result) {
+  return ((pf__function_t*)obj)->call(NULL, args, num_args, result);
+}
+
+/* The four object deleters: without and with a self/deleter, without and with a record. */
+static void pf__function_dispose(void* obj, int flags, int closure, int ext) {
   if (flags & PF_DELETER_STRONG) {
-    if (f->deleter)
-      f->deleter(f->self);
-    if (f->signature)
-      free(f->signature);
-    if (f->doc)
-      free(f->doc);
-    /* last: it may hold the library whose code the deleter above ran */
-    pf_object_release(f->keepalive);
+    if (closure) {
+      pf__closure_t* f = (pf__closure_t*)obj;
+      if (f->deleter)
+        f->deleter(f->self);
+    }
+    if (ext) {
+      pf__fn_ext_t* e = pf__ext_remove((const pf_object_t*)obj);
+      if (e) {
+        free(e->signature);
+        free(e->doc);
+        /* last: it may hold the library whose code the deleter above ran */
+        pf_object_release(e->keepalive);
+        free(e);
+      }
+    }
   }
   if (flags & PF_DELETER_WEAK)
     pf__free_nonnull(obj);
 }
-
-static int pf__function_is_ours(const pf_object_t* obj) {
-  return obj && obj->type_index == PF_TYPE_FUNCTION && obj->deleter == pf__function_deleter;
+static void pf__function_deleter(void* obj, int flags) {
+  pf__function_dispose(obj, flags, 0, 0);
+}
+static void pf__function_deleter_ext(void* obj, int flags) {
+  pf__function_dispose(obj, flags, 0, 1);
+}
+static void pf__closure_deleter(void* obj, int flags) {
+  pf__function_dispose(obj, flags, 1, 0);
+}
+static void pf__closure_deleter_ext(void* obj, int flags) {
+  pf__function_dispose(obj, flags, 1, 1);
 }
 
-/* Allocates a function whose cell calls `entry`; never raises. */
-static pf__function_t* pf__function_new(pf_safe_call_t entry, void* self, pf_safe_call_t call,
-                                        void (*deleter)(void*)) {
-  pf__function_t* f = pf__alloc(sizeof *f);
+static int pf__function_is_ours(const pf_object_t* obj) {
+  if (!obj || obj->type_index != PF_TYPE_FUNCTION)
+    return 0;
+  pf__deleter_fn d = __atomic_load_n(&obj->deleter, __ATOMIC_RELAXED);
+  return d == pf__function_deleter || d == pf__function_deleter_ext || d == pf__closure_deleter ||
+         d == pf__closure_deleter_ext;
+}
+
+static int pf__function_is_closure(const pf_object_t* obj) {
+  pf__deleter_fn d = __atomic_load_n(&obj->deleter, __ATOMIC_RELAXED);
+  return d == pf__closure_deleter || d == pf__closure_deleter_ext;
+}
+
+/* The record of `fn` (one of ours), made when it has none: NULL when out of memory. Under
+ * pf__ext_lock. */
+static pf__fn_ext_t* pf__ext_get(pf_object_t* fn) {
+  pf__fn_ext_t* e = pf__ext_find(fn);
+  if (e)
+    return e;
+  e = calloc(1, sizeof *e);
+  if (!e)
+    return NULL;
+  pf__ext_grow();
+  if (pf__ext_shift == 64) {
+    free(e);
+    return NULL;
+  }
+  e->fn = fn;
+  size_t k = pf__ext_bucket(fn, pf__ext_shift);
+  e->next = pf__ext_buckets[k];
+  pf__ext_buckets[k] = e;
+  pf__ext_count++;
+  /* from now on its death looks the record up */
+  __atomic_store_n(&fn->deleter,
+                   pf__function_is_closure(fn) ? pf__closure_deleter_ext : pf__function_deleter_ext,
+                   __ATOMIC_RELAXED);
+  return e;
+}
+
+/* Allocates a function whose cell calls `entry`; a closure when `closure`. Never raises. */
+static pf__function_t* pf__function_new(pf_safe_call_t entry, int closure, void* self,
+                                        pf_safe_call_t call, void (*deleter)(void*)) {
+  pf__function_t* f = pf__alloc(closure ? sizeof(pf__closure_t) : sizeof(pf__function_t));
   if (!f)
     return NULL;
-  pf__object_init(&f->header, PF_TYPE_FUNCTION, pf__function_deleter);
+  pf__object_init(&f->header, PF_TYPE_FUNCTION,
+                  closure ? pf__closure_deleter : pf__function_deleter);
   f->cell.safe_call = entry;
   f->cell.cpp_call = NULL;
-  f->self = self;
   f->call = call;
-  f->deleter = deleter;
-  f->keepalive = NULL;
-  f->signature = NULL;
-  f->doc = NULL;
+  if (closure) {
+    ((pf__closure_t*)f)->self = self;
+    ((pf__closure_t*)f)->deleter = deleter;
+  }
   return f;
 }
 
 /* Checks and allocation shared by the public constructors: `entry` goes in the cell, `call`
  * (never NULL) is what the caller passed. */
-static int pf__function_make(const char* func, pf_safe_call_t entry, void* self,
+static int pf__function_make(const char* func, pf_safe_call_t entry, int closure, void* self,
                              pf_safe_call_t call, void (*deleter)(void*), pf_object_t** out) {
   if (!call || !out) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected %s, got NULL", func, out ? "call" : "out",
                  out ? "a function" : "a pointer");
     return -1;
   }
-  pf__function_t* f = pf__function_new(entry, self, call, deleter);
+  pf__function_t* f = pf__function_new(entry, closure, self, call, deleter);
   if (!f) {
     *out = NULL;
-    return pf__raise_oom(func, sizeof(pf__function_t));
+    return pf__raise_oom(func, closure ? sizeof(pf__closure_t) : sizeof(pf__function_t));
   }
   *out = &f->header;
   return 0;
@@ -87,12 +227,16 @@ static int pf__function_make(const char* func, pf_safe_call_t entry, void* self,
 
 int pf_function_create(void* self, pf_safe_call_t call, void (*deleter)(void* self),
                        pf_object_t** out) {
-  return pf__function_make("pf_function_create", pf__function_trampoline, self, call, deleter, out);
+  if (!self && !deleter)
+    return pf__function_make("pf_function_create", pf__function_trampoline_null, 0, NULL, call,
+                             NULL, out);
+  return pf__function_make("pf_function_create", pf__function_trampoline, 1, self, call, deleter,
+                           out);
 }
 
 int pf_function_create_direct(pf_safe_call_t call, pf_object_t** out) {
-  /* the cell calls `call` itself; the private part keeps no self, call or deleter */
-  return pf__function_make("pf_function_create_direct", call, NULL, call, NULL, out);
+  /* the cell calls `call` itself */
+  return pf__function_make("pf_function_create_direct", call, 0, NULL, call, NULL, out);
 }
 
 int pf__function_call_invalid(const pf_object_t* fn, const pf_any_t* args, int32_t num_args,
@@ -115,12 +259,44 @@ int pf__function_call_invalid(const pf_object_t* fn, const pf_any_t* args, int32
   return -1;
 }
 
+/* The text `which` (0: signature, 1: doc) of `fn`, or NULL. */
+static const char* pf__function_text(const pf_object_t* fn, int which) {
+  if (!pf__function_is_ours(fn))
+    return NULL;
+  pthread_mutex_lock(&pf__ext_lock);
+  const pf__fn_ext_t* e = pf__ext_find(fn);
+  const char* s = e ? (which ? e->doc : e->signature) : NULL;
+  pthread_mutex_unlock(&pf__ext_lock);
+  return s;
+}
+
 const char* pf_function_signature(const pf_object_t* fn) {
-  return pf__function_is_ours(fn) ? ((const pf__function_t*)fn)->signature : NULL;
+  return pf__function_text(fn, 0);
 }
 
 const char* pf_function_doc(const pf_object_t* fn) {
-  return pf__function_is_ours(fn) ? ((const pf__function_t*)fn)->doc : NULL;
+  return pf__function_text(fn, 1);
+}
+
+/* Gives `fn` (one of ours) the texts s and d (owned; either NULL), replacing its old ones: 0, or
+ * -1 when its record cannot be made (s and d freed, nothing raised). */
+static int pf__function_put_texts(pf_object_t* fn, char* s, char* d) {
+  pthread_mutex_lock(&pf__ext_lock);
+  pf__fn_ext_t* e = pf__ext_get(fn);
+  if (!e) {
+    pthread_mutex_unlock(&pf__ext_lock);
+    free(s);
+    free(d);
+    return -1;
+  }
+  char* old_s = e->signature;
+  char* old_d = e->doc;
+  e->signature = s;
+  e->doc = d;
+  pthread_mutex_unlock(&pf__ext_lock);
+  free(old_s);
+  free(old_d);
+  return 0;
 }
 
 int pf_function_set_info(pf_object_t* fn, const char* signature, const char* doc) {
@@ -137,11 +313,8 @@ int pf_function_set_info(pf_object_t* fn, const char* signature, const char* doc
     free(d);
     return pf__raise_oom("pf_function_set_info", 0);
   }
-  pf__function_t* f = (pf__function_t*)fn;
-  free(f->signature);
-  free(f->doc);
-  f->signature = s;
-  f->doc = d;
+  if (pf__function_put_texts(fn, s, d) != 0)
+    return pf__raise_oom("pf_function_set_info", sizeof(pf__fn_ext_t));
   return 0;
 }
 
@@ -151,10 +324,18 @@ int pf__function_set_keepalive(pf_object_t* fn, pf_object_t* owner) {
                  fn ? pf_type_name(fn->type_index) : "NULL");
     return -1;
   }
-  pf__function_t* f = (pf__function_t*)fn;
-  pf_object_retain(owner);
-  pf_object_release(f->keepalive);
-  f->keepalive = owner;
+  pthread_mutex_lock(&pf__ext_lock);
+  pf__fn_ext_t* e = pf__ext_get(fn);
+  pf_object_t* old = NULL;
+  if (e) {
+    pf_object_retain(owner);
+    old = e->keepalive;
+    e->keepalive = owner;
+  }
+  pthread_mutex_unlock(&pf__ext_lock);
+  if (!e)
+    return pf__raise_oom("pf_function_set_keepalive", sizeof(pf__fn_ext_t));
+  pf_object_release(old);
   return 0;
 }
 
@@ -272,7 +453,7 @@ static __attribute__((noinline, cold)) int pf__typed_arity_error(const pf__typed
  * argument whose payload already is its converted form (an int for an int parameter, say) is
  * copied as it is; the others go through pf__typed_convert. */
 static int pf__typed_entry(void* obj, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
-  const pf__typed_t* t = (const pf__typed_t*)((pf__function_t*)obj)->self;
+  const pf__typed_t* t = (const pf__typed_t*)((pf__closure_t*)obj)->self;
   if (PF_UNLIKELY(num_args != t->num_params))
     return pf__typed_arity_error(t, num_args);
   pf_arg_t conv[PF_TYPED_MAX_PARAMS];
@@ -292,7 +473,7 @@ static int pf__typed_entry(void* obj, const pf_any_t* args, int32_t num_args, pf
  * tensor object, a wrong arity or type) goes to pf__typed_entry, which converts or raises. */
 static int pf__typed_entry_plain(void* obj, const pf_any_t* args, int32_t num_args,
                                  pf_any_t* result) {
-  const pf__typed_t* t = (const pf__typed_t*)((pf__function_t*)obj)->self;
+  const pf__typed_t* t = (const pf__typed_t*)((pf__closure_t*)obj)->self;
   pf_arg_t conv[PF_TYPED_MAX_PARAMS];
   if (PF_LIKELY(num_args == t->num_params)) {
     int32_t i = 0;
@@ -413,8 +594,8 @@ int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, vo
   int plain = 1;
   for (int32_t i = 0; i < t->num_params; ++i)
     plain &= same[i] != 0;
-  pf__function_t* f =
-      pf__function_new(plain ? pf__typed_entry_plain : pf__typed_entry, t, NULL, pf__typed_deleter);
+  pf__function_t* f = pf__function_new(plain ? pf__typed_entry_plain : pf__typed_entry, 1, t,
+                                       NULL, pf__typed_deleter);
   if (!signature || (sig->doc && !doc) || !f) {
     free(signature);
     free(doc);
@@ -422,9 +603,13 @@ int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, vo
     free(t);
     return pf__raise_oom("pf_function_create_typed", size);
   }
-  f->signature = signature;
-  f->doc = doc;
   *out = &f->header;
+  if (pf__function_put_texts(*out, signature, doc) != 0) {
+    t->deleter = NULL; /* a failed create does not call the caller's deleter */
+    pf_object_release(*out); /* frees t through pf__typed_deleter */
+    *out = NULL;
+    return pf__raise_oom("pf_function_create_typed", sizeof(pf__fn_ext_t));
+  }
   return 0;
 }
 
@@ -439,16 +624,19 @@ int pf_function_create_static(const pf_signature_t* sig, pf_safe_call_t packed, 
     return -1;
   char* signature = pf__signature_text(sig->name, sig->num_params, sig->params, sig->result);
   char* doc = sig->doc ? pf__strdup(sig->doc) : NULL;
-  pf__function_t* f = pf__function_new(packed, NULL, NULL, NULL);
+  pf__function_t* f = pf__function_new(packed, 0, NULL, packed, NULL);
   if (!signature || (sig->doc && !doc) || !f) {
     free(signature);
     free(doc);
     pf__free(f);
     return pf__raise_oom("pf_function_create_static", sizeof(pf__function_t));
   }
-  f->signature = signature;
-  f->doc = doc;
   *out = &f->header;
+  if (pf__function_put_texts(*out, signature, doc) != 0) {
+    pf_object_release(*out);
+    *out = NULL;
+    return pf__raise_oom("pf_function_create_static", sizeof(pf__fn_ext_t));
+  }
   return 0;
 }
 
@@ -473,10 +661,13 @@ size_t pf__function_code(const pf_object_t* fn, const void** addrs) {
     return n;
   const pf__function_t* f = (const pf__function_t*)fn;
   PF__CODE_ADDR(f->call, addrs[n++]);
-  PF__CODE_ADDR(f->deleter, addrs[n++]);
-  addrs[n++] = f->self;
-  if (f->deleter == pf__typed_deleter) {
-    const pf__typed_t* t = (const pf__typed_t*)f->self;
+  if (!pf__function_is_closure(fn))
+    return n;
+  const pf__closure_t* k = (const pf__closure_t*)fn;
+  PF__CODE_ADDR(k->deleter, addrs[n++]);
+  addrs[n++] = k->self;
+  if (k->deleter == pf__typed_deleter) {
+    const pf__typed_t* t = (const pf__typed_t*)k->self;
     PF__CODE_ADDR(t->impl, addrs[n++]);
     PF__CODE_ADDR(t->deleter, addrs[n++]);
     addrs[n++] = t->self;

@@ -12,20 +12,30 @@
 #include "device_private.h"
 #include "tensor_private.h"
 
+/* Deleter of tensors whose memory an owner keeps. */
 static void pf__tensor_deleter(void* self, int flags) {
   pf__tensor_t* t = (pf__tensor_t*)self;
-  if (flags & PF_DELETER_STRONG) {
-    if (t->alloc_ptr)
-      t->allocator.free(t->allocator.ctx, t->dl.device, t->alloc_ptr);
-    if (t->owner_release)
-      t->owner_release(t->owner);
-  }
+  if ((flags & PF_DELETER_STRONG) && t->owner_release)
+    t->owner_release(t->owner);
+  if (flags & PF_DELETER_WEAK)
+    pf__free_nonnull(self);
+}
+
+/* Deleter of tensors that allocated their memory. */
+static void pf__tensor_deleter_owning(void* self, int flags) {
+  pf__tensor_t* t = (pf__tensor_t*)self;
+  if (flags & PF_DELETER_STRONG)
+    t->alloc_free(t->alloc_ctx, t->dl.device, t->alloc_ptr);
   if (flags & PF_DELETER_WEAK)
     pf__free_nonnull(self);
 }
 
 int pf__tensor_is_ours(const pf_object_t* obj) {
-  return obj && obj->deleter == pf__tensor_deleter;
+  return obj && (obj->deleter == pf__tensor_deleter || obj->deleter == pf__tensor_deleter_owning);
+}
+
+int pf__tensor_owns_memory(const pf__tensor_t* t) {
+  return t->header.deleter == pf__tensor_deleter_owning;
 }
 
 void pf__owner_release_object(void* obj) {
@@ -178,8 +188,8 @@ int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* ar
   return 0;
 }
 
-/* pf__tensor_new without the allocator fields, which the caller sets; inlined into
- * pf_tensor_empty, where the description is known to be compact. */
+/* pf__tensor_new, inlined into pf_tensor_empty, where the description is known to be compact
+ * (which then makes it the owning form). */
 static inline __attribute__((always_inline)) int
 pf__tensor_make(const DLTensor* desc, uint64_t flags, const char* func, pf__tensor_t** out) {
   size_t ndim = (size_t)desc->ndim;
@@ -219,11 +229,7 @@ pf__tensor_make(const DLTensor* desc, uint64_t flags, const char* func, pf__tens
 }
 
 int pf__tensor_new(const DLTensor* desc, uint64_t flags, const char* func, pf__tensor_t** out) {
-  if (pf__tensor_make(desc, flags, func, out) != 0)
-    return -1;
-  memset(&(*out)->allocator, 0, sizeof(*out)->allocator);
-  (*out)->alloc_ptr = NULL;
-  return 0;
+  return pf__tensor_make(desc, flags, func, out);
 }
 
 int pf__tensor_arg(pf_object_t* tensor, const char* func, const char* arg, DLTensor** out) {
@@ -270,8 +276,10 @@ int pf_tensor_empty(const int64_t* shape, int32_t ndim, DLDataType dtype, DLDevi
     a.free(a.ctx, device, ptr);
     return -1;
   }
-  t->allocator = a;
+  t->header.deleter = pf__tensor_deleter_owning;
   t->alloc_ptr = ptr;
+  t->alloc_free = a.free;
+  t->alloc_ctx = a.ctx;
   *out = &t->header;
   return 0;
 }
@@ -294,7 +302,7 @@ int pf_tensor_from_dltensor(const DLTensor* desc, void* ctx, void (*deleter)(voi
 
 int pf_tensor_is_read_only(pf_object_t* tensor) {
   return pf__tensor_is_ours(tensor) &&
-         (((pf__tensor_t*)tensor)->flags & PF_DLPACK_FLAG_READ_ONLY) != 0;
+         (pf__tensor_flags((const pf__tensor_t*)tensor) & PF_DLPACK_FLAG_READ_ONLY) != 0;
 }
 
 /* ---- argument checks for kernels ---- */

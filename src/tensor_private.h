@@ -5,17 +5,38 @@
 
 #include "packfn/tensor.h"
 
-/* A packfn tensor object: header, the ABI's DLTensor, then our private part. */
+/* A packfn tensor object: header, the ABI's DLTensor, then our private part, in one of two
+ * forms told apart by the object deleter (pf__tensor_owns_memory):
+ * - memory it allocated (pf_tensor_empty): the buffer and the allocator hook that frees it; never
+ *   read-only;
+ * - memory something else keeps alive (views, imports, pf_tensor_from_dltensor): flags and an
+ *   owner released when the tensor dies.
+ * With one dimension the object takes 112 bytes. */
 typedef struct pf__tensor_s {
   pf_object_t header;
-  DLTensor dl;                        /* at offset 24 (ABI); shape/strides point into dims */
-  uint64_t flags;                     /* PF_DLPACK_FLAG_READ_ONLY when the memory is read-only */
-  void* owner;                        /* keeps the memory alive, released by owner_release */
-  void (*owner_release)(void* owner); /* NULL when there is nothing to release */
-  pf_allocator_t allocator;           /* the hooks that allocated alloc_ptr */
-  void* alloc_ptr;                    /* memory from allocator.alloc to free, or NULL */
-  int64_t dims[];                     /* shape[ndim], then strides[ndim] */
+  DLTensor dl; /* at offset 24 (ABI); shape/strides point into dims */
+  union {
+    struct {
+      uint64_t flags;                     /* PF_DLPACK_FLAG_READ_ONLY when the memory is read-only */
+      void* owner;                        /* keeps the memory alive, released by owner_release */
+      void (*owner_release)(void* owner); /* NULL when there is nothing to release */
+    };
+    struct {
+      void* alloc_ptr; /* what the allocator's alloc hook gave */
+      void (*alloc_free)(void* ctx, DLDevice device, void* ptr); /* its free hook */
+      void* alloc_ctx;                                           /* and context */
+    };
+  };
+  int64_t dims[]; /* shape[ndim], then strides[ndim] */
 } pf__tensor_t;
+
+/* 1 when `t` (a packfn tensor) holds memory it allocated, 0 when an owner keeps its memory. */
+int pf__tensor_owns_memory(const pf__tensor_t* t);
+
+/* The flags of a packfn tensor (0 for one that allocated its memory). */
+static inline uint64_t pf__tensor_flags(const pf__tensor_t* t) {
+  return pf__tensor_owns_memory(t) ? 0 : t->flags;
+}
 
 /* Validates the description `desc` as argument `arg` of `func` (ndim, shape, dtype, data, size
  * overflow). 0, or -1 with ValueError. */

@@ -114,8 +114,8 @@ static int pf__make_view(pf_object_t* base, const DLTensor* src, int32_t ndim, c
   uint64_t flags = 0;
   if (pf__tensor_is_ours(base)) {
     pf__tensor_t* b = (pf__tensor_t*)base;
-    flags = b->flags;
-    if (b->owner_release == pf__owner_release_object)
+    flags = pf__tensor_flags(b);
+    if (!pf__tensor_owns_memory(b) && b->owner_release == pf__owner_release_object)
       owner = (pf_object_t*)b->owner;
   }
   pf__tensor_t* t;
