@@ -10,8 +10,7 @@
 #include "alloc.h"
 
 PF__TLS pf__cache_t pf__cache;
-uintptr_t pf__slab_base;
-size_t pf__slab_bytes;
+uintptr_t pf__slab_base = PF__SLAB_NONE;
 uint8_t pf__span_class[PF__SLAB_SPANS];
 
 #define PF__SPAN_BYTES  ((size_t)1 << PF__SPAN_SHIFT)
@@ -55,6 +54,10 @@ static int pf__slab_allowed(void) {
   const char* env = getenv("PACKFN_NO_ALLOC_CACHE");
   return !(env && *env && strcmp(env, "0") != 0);
 #endif
+}
+
+static int pf__slab_on(void) {
+  return __atomic_load_n(&pf__slab_base, __ATOMIC_ACQUIRE) != PF__SLAB_NONE;
 }
 
 static void pf__lock_all(void) {
@@ -104,7 +107,7 @@ static void pf__slab_init_once(void) {
   if (!pf__slab_allowed())
     return;
   /* Inaccessible, unaccounted address space; spans become accessible as they are needed. */
-  size_t want = (size_t)PF__SLAB_SPANS << PF__SPAN_SHIFT;
+  size_t want = PF__SLAB_BYTES;
   void* raw = mmap(NULL, want + PF__SPAN_BYTES, PROT_NONE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (raw == MAP_FAILED)
@@ -117,15 +120,14 @@ static void pf__slab_init_once(void) {
     return;
   }
   (void)pthread_atfork(pf__lock_all, pf__unlock_all, pf__unlock_all);
-  __atomic_store_n(&pf__slab_base, base, __ATOMIC_RELAXED);
-  __atomic_store_n(&pf__slab_bytes, want, __ATOMIC_RELEASE);
+  __atomic_store_n(&pf__slab_base, base, __ATOMIC_RELEASE);
 }
 
 /* Decides this thread's state: 1 when the slabs are on (and registers the thread-exit flush),
  * else -1. */
 static void pf__thread_init(void) {
   pthread_once(&pf__cache_once, pf__slab_init_once);
-  if (__atomic_load_n(&pf__slab_bytes, __ATOMIC_ACQUIRE) != 0 &&
+  if (pf__slab_on() &&
       pthread_setspecific(pf__cache_key, (void*)1) == 0) {
     pf__cache.state = 1;
     for (unsigned c = 0; c < PF__NCLASS; ++c) /* the lists are empty */
@@ -222,7 +224,7 @@ void* pf__alloc_slow(size_t size, unsigned c) {
     return NULL;
   if (pf__cache.state == 0)
     pf__thread_init();
-  if (c < PF__NCLASS && __atomic_load_n(&pf__slab_bytes, __ATOMIC_RELAXED) != 0) {
+  if (c < PF__NCLASS && pf__slab_on()) {
     uint32_t n;
     void* b = pf__refill(c, &n);
     if (b) {
@@ -268,32 +270,26 @@ void pf__free_slow(void* p, unsigned c) {
   pf__depot_push(c, p);
 }
 
-void* pf__alloc_aligned(size_t size, size_t alignment) {
+void* pf__alloc_aligned_slow(size_t size, size_t alignment) {
+  if (size == 0)
+    size = 1;
   if (alignment <= 16)
     return pf__alloc(size);
   if (alignment <= 256 && size <= PF__SLAB_MAX) {
-    /* a class whose size is a multiple of the alignment: its blocks, at multiples of their size
-     * from a 64 KiB boundary, are all aligned */
-    size_t rounded = (size + alignment - 1) & ~(alignment - 1);
-    if (rounded == 0)
-      rounded = alignment;
-    unsigned c = pf__class_of(rounded);
-    void* p = pf__cache_pop(c);
-    if (p)
-      return p;
     if (pf__cache.state == 0)
       pf__thread_init();
-    if (__atomic_load_n(&pf__slab_bytes, __ATOMIC_RELAXED) != 0) {
-      p = pf__alloc_slow(rounded, c);
+    if (pf__slab_on()) {
+      size_t rounded = (size + alignment - 1) & ~(alignment - 1);
+      void* p = pf__alloc_slow(rounded, pf__class_of(rounded));
       if (p && ((uintptr_t)p & (alignment - 1)) == 0)
         return p;
-      pf__free(p); /* a malloc block after the range ran out: align it below */
+      pf__free(p); /* a malloc block after the range ran out: aligned below */
     }
   }
   if (size > PF__ALLOC_MAX)
     return NULL;
   void* p = NULL;
-  if (posix_memalign(&p, alignment, size ? size : 1) != 0)
+  if (posix_memalign(&p, alignment, size) != 0)
     return NULL;
   return p;
 }

@@ -44,10 +44,12 @@ typedef struct {
 } pf__cache_t;
 
 extern PF__TLS pf__cache_t pf__cache;
-/* The reserved range: [pf__slab_base, pf__slab_base + pf__slab_bytes); 0 bytes when the slabs
- * are off. Written once, before the first slab block exists. */
+/* The reserved range: [pf__slab_base, pf__slab_base + PF__SLAB_BYTES). While the slabs are off
+ * (or not yet set up) the base is PF__SLAB_NONE, 2^63, from which every user-space address lies
+ * more than PF__SLAB_BYTES away. Written once, before the first slab block exists. */
+#define PF__SLAB_BYTES ((size_t)PF__SLAB_SPANS << PF__SPAN_SHIFT)
+#define PF__SLAB_NONE  ((uintptr_t)1 << 63)
 extern uintptr_t pf__slab_base;
-extern size_t pf__slab_bytes;
 /* The class of each span of the range (PF__NO_CLASS while free). */
 extern uint8_t pf__span_class[PF__SLAB_SPANS];
 
@@ -96,15 +98,25 @@ static inline void* pf__alloc(size_t size) {
   return pf__alloc_slow(size, c);
 }
 
-/* Allocates `size` bytes aligned to `alignment` (a power of two, at most 4096); NULL when out of
- * memory (nothing raised). Free with pf__free. */
-void* pf__alloc_aligned(size_t size, size_t alignment);
+void* pf__alloc_aligned_slow(size_t size, size_t alignment);
+
+/* Allocates `size` bytes aligned to `alignment` (a power of two); NULL when out of memory
+ * (nothing raised). Free with pf__free. Up to 4 KiB and an alignment of 256 a slab block of a
+ * class whose size is a multiple of the alignment: its blocks, at multiples of their size from a
+ * 64 KiB boundary, are all aligned. */
+static inline void* pf__alloc_aligned(size_t size, size_t alignment) {
+  if (PF_LIKELY(size - 1 < PF__SLAB_MAX && alignment <= 256)) {
+    void* p = pf__cache_pop(pf__class_of((size + alignment - 1) & ~(alignment - 1)));
+    if (PF_LIKELY(p != NULL))
+      return p;
+  }
+  return pf__alloc_aligned_slow(size, alignment);
+}
 
 /* The class of a slab block, or PF__NO_CLASS for any other address. */
 static inline unsigned pf__block_class(const void* p) {
-  size_t bytes = __atomic_load_n(&pf__slab_bytes, __ATOMIC_ACQUIRE); /* then the base is set */
-  uintptr_t off = (uintptr_t)p - __atomic_load_n(&pf__slab_base, __ATOMIC_RELAXED);
-  if (off < bytes)
+  uintptr_t off = (uintptr_t)p - __atomic_load_n(&pf__slab_base, __ATOMIC_ACQUIRE);
+  if (off < PF__SLAB_BYTES)
     return pf__span_class[off >> PF__SPAN_SHIFT];
   return PF__NO_CLASS;
 }
