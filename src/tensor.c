@@ -13,7 +13,7 @@
 #include "tensor_private.h"
 
 /* Deleter of tensors whose memory an owner keeps. */
-static void pf__tensor_deleter(void* self, int flags) {
+void pf__tensor_deleter(void* self, int flags) {
   pf__tensor_t* t = (pf__tensor_t*)self;
   if ((flags & PF_DELETER_STRONG) && t->owner_release)
     t->owner_release(t->owner);
@@ -22,20 +22,12 @@ static void pf__tensor_deleter(void* self, int flags) {
 }
 
 /* Deleter of tensors that allocated their memory. */
-static void pf__tensor_deleter_owning(void* self, int flags) {
+void pf__tensor_deleter_owning(void* self, int flags) {
   pf__tensor_t* t = (pf__tensor_t*)self;
   if (flags & PF_DELETER_STRONG)
     t->alloc_free(t->alloc_ctx, t->dl.device, t->alloc_ptr);
   if (flags & PF_DELETER_WEAK)
     pf__free_nonnull(self);
-}
-
-int pf__tensor_is_ours(const pf_object_t* obj) {
-  return obj && (obj->deleter == pf__tensor_deleter || obj->deleter == pf__tensor_deleter_owning);
-}
-
-int pf__tensor_owns_memory(const pf__tensor_t* t) {
-  return t->header.deleter == pf__tensor_deleter_owning;
 }
 
 void pf__owner_release_object(void* obj) {

@@ -30,8 +30,14 @@ typedef struct pf__tensor_s {
   int64_t dims[]; /* shape[ndim], then strides[ndim] */
 } pf__tensor_t;
 
+/* The object deleters of the two forms (tensor.c). */
+void pf__tensor_deleter(void* self, int flags);
+void pf__tensor_deleter_owning(void* self, int flags);
+
 /* 1 when `t` (a packfn tensor) holds memory it allocated, 0 when an owner keeps its memory. */
-int pf__tensor_owns_memory(const pf__tensor_t* t);
+static inline int pf__tensor_owns_memory(const pf__tensor_t* t) {
+  return t->header.deleter == pf__tensor_deleter_owning;
+}
 
 /* The flags of a packfn tensor (0 for one that allocated its memory). */
 static inline uint64_t pf__tensor_flags(const pf__tensor_t* t) {
@@ -51,7 +57,9 @@ int pf__tensor_new(const DLTensor* desc, uint64_t flags, const char* func, pf__t
 int pf__tensor_arg(pf_object_t* tensor, const char* func, const char* arg, DLTensor** out);
 
 /* 1 when obj is a tensor made by packfn (whose private part we may read). */
-int pf__tensor_is_ours(const pf_object_t* obj);
+static inline int pf__tensor_is_ours(const pf_object_t* obj) {
+  return obj && (obj->deleter == pf__tensor_deleter || obj->deleter == pf__tensor_deleter_owning);
+}
 
 /* Releases an object reference held as an owner (owner_release of views and exports). */
 void pf__owner_release_object(void* obj);
