@@ -1,5 +1,6 @@
 /* Small-block allocation: size-class slabs in one reserved range of address space, with a free
- * list per thread and class in front and a depot of chains per class behind (see alloc.h). */
+ * list per thread and class in front and, behind, a depot that keeps each span's free blocks on
+ * the span's own list and gives a span back once all its blocks are free (see alloc.h). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,20 +25,35 @@ static size_t pf__class_size(unsigned c) {
   return 256u * (c - 23);
 }
 
-/* A depot chain: blocks linked through their first word, the chain's first block holding the
- * next chain in its second word (every block has at least 16 bytes). */
+#define PF__NONE UINT32_MAX
+
+/* Each span in use keeps the blocks of its class that are in the depot (freed, on no thread's
+ * list) on a free list of its own; the spans with such blocks form the class's partial list. */
+typedef struct {
+  void* free;     /* depot blocks of this span, linked through their first word */
+  uint32_t nfree; /* how many */
+  uint32_t prev;  /* in the class's partial list, or PF__NONE */
+  uint32_t next;
+} pf__span_t;
+
 typedef struct {
   pthread_mutex_t lock;
-  void* chains;    /* stack of chains of freed blocks */
-  char* cut;       /* next block never handed out, in the class's newest span */
-  char* cut_end;   /* end of that span's last whole block */
+  uint32_t partial; /* first span with depot blocks, or PF__NONE */
+  char* cut;        /* next block never handed out, in the class's newest span */
+  char* cut_end;    /* end of that span's last whole block */
+  size_t nspans;    /* spans the class holds */
 } pf__class_t;
 
 static pf__class_t pf__classes[PF__NCLASS];
+static pf__span_t pf__spans[PF__SLAB_SPANS]; /* under the lock of the span's class */
 static pthread_mutex_t pf__spans_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t pf__spans_next;      /* spans handed out so far (bump index) */
 static uint32_t pf__spans_committed; /* spans made accessible */
 static size_t pf__spans_given;       /* spans given to a class (for pf__alloc_slab_bytes) */
+static uint32_t pf__spans_returned = PF__NONE; /* stack of spans given back, linked through
+                                                 their first word */
+static uint32_t pf__spans_pooled; /* of those, how many still have their pages */
+#define PF__POOL_KEEP 4096u      /* spans given back that keep their pages (256 MiB) */
 
 /* Whether the slabs are allowed in this process: off under AddressSanitizer, and when the
  * environment variable PACKFN_NO_ALLOC_CACHE is set (the valgrind test runs set it), so memory
@@ -60,23 +76,65 @@ static int pf__slab_on(void) {
   return __atomic_load_n(&pf__slab_base, __ATOMIC_ACQUIRE) != PF__SLAB_NONE;
 }
 
+/* Lock order: a class's lock, then the spans' lock. */
 static void pf__lock_all(void) {
-  pthread_mutex_lock(&pf__spans_lock);
   for (unsigned c = 0; c < PF__NCLASS; ++c)
     pthread_mutex_lock(&pf__classes[c].lock);
+  pthread_mutex_lock(&pf__spans_lock);
 }
 static void pf__unlock_all(void) {
+  pthread_mutex_unlock(&pf__spans_lock);
   for (unsigned c = PF__NCLASS; c-- > 0;)
     pthread_mutex_unlock(&pf__classes[c].lock);
-  pthread_mutex_unlock(&pf__spans_lock);
 }
 
-/* Pushes a chain of blocks of class c (first block `head`) onto the class's depot. */
+static void pf__span_return(unsigned c, uint32_t i);
+
+static size_t pf__span_index(const void* p) {
+  return ((uintptr_t)p - pf__slab_base) >> PF__SPAN_SHIFT;
+}
+
+/* Links span i into / out of class c's partial list. Under the class's lock. */
+static void pf__partial_add(pf__class_t* k, uint32_t i) {
+  pf__spans[i].prev = PF__NONE;
+  pf__spans[i].next = k->partial;
+  if (k->partial != PF__NONE)
+    pf__spans[k->partial].prev = i;
+  k->partial = i;
+}
+static void pf__partial_remove(pf__class_t* k, uint32_t i) {
+  pf__span_t* s = &pf__spans[i];
+  if (s->prev != PF__NONE)
+    pf__spans[s->prev].next = s->next;
+  else
+    k->partial = s->next;
+  if (s->next != PF__NONE)
+    pf__spans[s->next].prev = s->prev;
+}
+
+/* Puts a chain of blocks of class c (linked through their first word, NULL-terminated) into the
+ * depot: each block onto its span's list. A span all of whose blocks are then in the depot is
+ * given back at once. */
 static void pf__depot_push(unsigned c, void* head) {
   pf__class_t* k = &pf__classes[c];
+  uint32_t per_span = (uint32_t)(PF__SPAN_BYTES / pf__class_size(c));
   pthread_mutex_lock(&k->lock);
-  ((void**)head)[1] = k->chains;
-  k->chains = head;
+  while (head) {
+    void* next = *(void**)head;
+    uint32_t i = (uint32_t)pf__span_index(head);
+    pf__span_t* s = &pf__spans[i];
+    *(void**)head = s->free;
+    s->free = head;
+    if (s->nfree++ == 0)
+      pf__partial_add(k, i);
+    if (s->nfree == per_span) { /* no block cut from it is in use (none is left to cut) */
+      pf__partial_remove(k, i);
+      s->free = NULL;
+      s->nfree = 0;
+      pf__span_return(c, i);
+    }
+    head = next;
+  }
   pthread_mutex_unlock(&k->lock);
 }
 
@@ -102,8 +160,10 @@ static void pf__cache_thread_exit(void* unused) {
 }
 
 static void pf__slab_init_once(void) {
-  for (unsigned c = 0; c < PF__NCLASS; ++c)
+  for (unsigned c = 0; c < PF__NCLASS; ++c) {
     pthread_mutex_init(&pf__classes[c].lock, NULL);
+    pf__classes[c].partial = PF__NONE;
+  }
   if (!pf__slab_allowed())
     return;
   /* Inaccessible, unaccounted address space; spans become accessible as they are needed. */
@@ -151,13 +211,18 @@ __attribute__((destructor)) static void pf__cache_fini(void) {
   }
 }
 
-/* A fresh span for class c: its first byte, or NULL when the range is used up or cannot be made
- * accessible. */
+/* A span for class c (one given back earlier, or a fresh one): its first byte, or NULL when the
+ * range is used up or cannot be made accessible. Under the class's lock. */
 static char* pf__span_new(unsigned c) {
   char* span = NULL;
   pthread_mutex_lock(&pf__spans_lock);
-  uint32_t i = pf__spans_next;
-  if (i < PF__SLAB_SPANS) {
+  uint32_t i = pf__spans_returned;
+  if (i != PF__NONE) {
+    span = (char*)(pf__slab_base + ((size_t)i << PF__SPAN_SHIFT));
+    uint64_t link = *(uint64_t*)span;
+    pf__spans_returned = (uint32_t)(link >> 1);
+    pf__spans_pooled -= (uint32_t)(link & 1);
+  } else if ((i = pf__spans_next) < PF__SLAB_SPANS) {
     if (i == pf__spans_committed) {
       uint32_t n = PF__COMMIT_SPANS;
       if (mprotect((void*)(pf__slab_base + ((size_t)i << PF__SPAN_SHIFT)),
@@ -166,13 +231,42 @@ static char* pf__span_new(unsigned c) {
     }
     if (i < pf__spans_committed) {
       pf__spans_next = i + 1;
-      pf__spans_given++;
-      pf__span_class[i] = (uint8_t)c;
       span = (char*)(pf__slab_base + ((size_t)i << PF__SPAN_SHIFT));
     }
   }
+  if (span) {
+    pf__spans_given++;
+    pf__span_class[i] = (uint8_t)c;
+    pf__classes[c].nspans++;
+  }
   pthread_mutex_unlock(&pf__spans_lock);
   return span;
+}
+
+/* Gives span i of class c back to any class. The newest PF__POOL_KEEP spans given back keep their
+ * pages, so that a program which frees and makes again many objects does not fault them in
+ * again; beyond that a span's pages go back to the system (MADV_DONTNEED: they read as zeros
+ * after). Under the class's lock; none of its blocks is in use or listed anywhere. */
+static void pf__span_return(unsigned c, uint32_t i) {
+  char* span = (char*)(pf__slab_base + ((size_t)i << PF__SPAN_SHIFT));
+  pthread_mutex_lock(&pf__spans_lock);
+  int keep = pf__spans_pooled < PF__POOL_KEEP;
+  pf__spans_pooled += (uint32_t)keep;
+  pthread_mutex_unlock(&pf__spans_lock);
+  if (!keep) {
+#ifdef MADV_FREE
+    if (madvise(span, PF__SPAN_BYTES, MADV_FREE) != 0)
+#endif
+      (void)madvise(span, PF__SPAN_BYTES, MADV_DONTNEED);
+  }
+  pthread_mutex_lock(&pf__spans_lock);
+  pf__span_class[i] = PF__NO_CLASS;
+  /* the link's low bit: whether the span kept its pages */
+  *(uint64_t*)span = ((uint64_t)pf__spans_returned << 1) | (uint64_t)keep;
+  pf__spans_returned = i;
+  pf__spans_given--;
+  pf__classes[c].nspans--;
+  pthread_mutex_unlock(&pf__spans_lock);
 }
 
 /* A chain of free blocks of class c (from the depot, or cut from the class's span), its length in
@@ -182,13 +276,22 @@ static void* pf__refill(unsigned c, uint32_t* n) {
   size_t size = pf__class_size(c);
   void* chain = NULL;
   pthread_mutex_lock(&k->lock);
-  if (k->chains) {
-    chain = k->chains;
-    k->chains = ((void**)chain)[1];
-    pthread_mutex_unlock(&k->lock);
-    uint32_t len = 0;
-    for (void* b = chain; b; b = *(void**)b)
+  if (k->partial != PF__NONE) { /* blocks of one span, up to half a list */
+    uint32_t i = k->partial;
+    pf__span_t* s = &pf__spans[i];
+    uint32_t want = PF__LIST_MAX(c) / 2, len = 1;
+    chain = s->free;
+    void* last = chain;
+    while (len < want && *(void**)last) {
+      last = *(void**)last;
       len++;
+    }
+    s->free = *(void**)last;
+    *(void**)last = NULL;
+    s->nfree -= len;
+    if (s->nfree == 0)
+      pf__partial_remove(k, i);
+    pthread_mutex_unlock(&k->lock);
     *n = len;
     return chain;
   }

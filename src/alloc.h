@@ -17,9 +17,11 @@
  * 256 at least). Larger sizes go to malloc.
  *
  * Each thread keeps a free list per class (at most PF__LIST_MAX blocks); a full list passes
- * half of itself as one chain to the class's depot, and an empty one takes a chain from the
- * depot, or cuts fresh blocks from the class's current span (both under the class's mutex). Any
- * thread may free any block. When the slabs are off (AddressSanitizer, PF_NO_ALLOC_CACHE,
+ * its older half to the class's depot, where each block goes onto its span's free list, and an
+ * empty one takes up to half a list from one span's depot list, or cuts fresh blocks from the
+ * class's newest span (both under the class's mutex). A span all of whose blocks are in the
+ * depot is given back: to any class, and its pages to the system beyond 64 MiB of such spans.
+ * Any thread may free any block. When the slabs are off (AddressSanitizer, PF_NO_ALLOC_CACHE,
  * PACKFN_NO_ALLOC_CACHE set, or no address space could be reserved) every block is a plain
  * malloc of the exact size. */
 

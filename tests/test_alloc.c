@@ -211,6 +211,29 @@ START_TEST(test_slab_bytes_follow_use) {
 }
 END_TEST
 
+#define NBIG 200000
+
+START_TEST(test_spans_given_back) {
+  /* freeing most of many objects gives their spans back (the count falls), and the memory is
+   * reused afterwards */
+  static pf_object_t* objs[NBIG];
+  for (size_t i = 0; i < NBIG; ++i)
+    objs[i] = make(208, (unsigned)i);
+  size_t peak = pf__alloc_slab_bytes();
+  for (size_t i = 0; i < NBIG; ++i)
+    check_and_release(objs[i], 208, (unsigned)i);
+  size_t after = pf__alloc_slab_bytes();
+  if (peak != 0) /* slabs on */
+    ck_assert_msg(after < peak / 2 + 65536, "slab bytes %zu after freeing, %zu at the peak", after,
+                  peak);
+  for (size_t i = 0; i < NBIG; ++i)
+    objs[i] = make(208, (unsigned)(i + 3));
+  ck_assert_uint_le(pf__alloc_slab_bytes(), peak + 65536);
+  for (size_t i = 0; i < NBIG; ++i)
+    check_and_release(objs[i], 208, (unsigned)(i + 3));
+}
+END_TEST
+
 int main(void) {
   Suite* s = suite_create("alloc");
   TCase* tc = tcase_create("core");
@@ -220,6 +243,7 @@ int main(void) {
   tcase_add_test(tc, test_freed_by_other_threads);
   tcase_add_test(tc, test_thread_exit_keeps_blocks);
   tcase_add_test(tc, test_threads_in_parallel);
+  tcase_add_test(tc, test_spans_given_back);
   suite_add_tcase(s, tc);
   SRunner* sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
