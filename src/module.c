@@ -592,7 +592,10 @@ static int pf__export_function(const pf__module_t* m, const pf__export_t* e, pf_
   int rc;
   if (meta && meta->typed_sig) {
     rc = pf_function_create_typed(meta->typed_sig, meta->typed_impl, NULL, NULL, out);
-    if (rc != 0) /* the declaration's error stays as the cause */
+    /* a refused declaration's error stays as the cause; running out of memory is no bad
+     * declaration and stays a MemoryError */
+    pf_object_t* why = rc != 0 ? pf_error_peek() : NULL;
+    if (why && strcmp(pf_error_kind(why), PF_ERR_MEMORY) != 0)
       PF_ERROR_SET(PF_ERR_VALUE,
                    "pf_module_get_function: %s: typed export '%s' has a bad "
                    "declaration",
