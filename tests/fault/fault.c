@@ -608,11 +608,26 @@ static long first_load_held(void) {
 
 /* Loads the library, which this process has never loaded: the loader's, its constructors'
  * (a global registration, the TVM-FFI join of each export) and the metadata's allocations;
- * then calls a documented export, a typed one and the registered global, and lists it. */
+ * then calls a documented export, a typed one and the registered global, and lists it. A
+ * refused library must leave no global behind (issue 10, defect 2): it is unmapped. */
 static int prog_first_load(void) {
   pf_object_t *mod, *add = NULL, *scale = NULL;
-  if (pf_module_load(first_load_path, &mod) != 0)
+  if (pf_module_load(first_load_path, &mod) != 0) {
+    pf_object_t* err = pf_error_take();
+    pf_object_t* left = NULL;
+    int found = pf_global_get("fault.module.answer", &left) != 0 || left != NULL;
+    pf_object_release(left);
+    if (found) {
+      pf_object_release(err);
+      pf_error_clear();
+      return wrong("a refused library's global stays registered");
+    }
+    if (err) {
+      pf_error_raise(err);
+      pf_object_release(err);
+    }
     return -1;
+  }
   int rc = pf_module_get_function(mod, "fault_add", &add);
   if (rc == 0)
     rc = pf_module_get_function(mod, "fault_scale", &scale);
