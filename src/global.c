@@ -460,16 +460,16 @@ static pf__cell_t* pf__rebuild(pf__cell_t* t, const pf__entry_t* entry) {
 }
 
 /* Frees a table no reader can reach any more, with the names of its removed entries (those
- * a rebuild dropped); the live ones moved to the new table. */
+ * a rebuild dropped); the live ones moved to the new table. The static empty table is not
+ * freed, but a name registered into it and removed again is (it leaked). */
 static void pf__free_table(pf__cell_t* t) {
-  if (t == pf__empty + 1)
-    return;
   for (size_t i = 0; i <= pf__mask(t); ++i) {
     pf__entry_t* e = pf__slot(t, i);
     if (e->name && !e->fn)
       free(e->name);
   }
-  free(t - 1);
+  if (t != pf__empty + 1)
+    free(t - 1);
 }
 
 static int pf__already(const char* name) {

@@ -222,16 +222,80 @@ static int pf__export_name(const char* name, int tvm) {
   return name && *name && !(tvm && *name == '_');
 }
 
-/* Fills m->exports (sorted, metadata attached) from the library's symbols, and `scan`: its
- * __packfn_ exports, or its __tvm_ffi_ exports when m->is_tvm_ffi. */
+/* The symbols a scan reads: the table's indices idx[0..n), or, with idx NULL, every index below
+ * n. */
+typedef struct {
+  const uint32_t* idx;
+  size_t n;
+} pf__cands_t;
+
+static size_t pf__cand(const pf__cands_t* c, size_t k) {
+  return c->idx ? c->idx[k] : k;
+}
+
+/* The program's own dynamic symbol table never changes, so pf_module_system reads it once and
+ * keeps the indices of its __packfn_ definitions: a scan of every symbol a large executable
+ * exports (sanitizer runtimes' included) took about a millisecond per call. Published once;
+ * freed when libpackfn unloads. */
+typedef struct {
+  pf__symtab_t st;
+  size_t n;
+  uint32_t idx[]; /* symbol indices fit in 32 bits (ELF hash tables index with 32-bit words) */
+} pf__system_syms_t;
+
+static pf__system_syms_t* pf__system_syms;
+
+__attribute__((destructor)) static void pf__system_syms_fini(void) {
+  free(pf__system_syms);
+  pf__system_syms = NULL;
+}
+
+/* The program's table and its __packfn_ definitions, read on first use; NULL with an error
+ * raised. */
+static const pf__system_syms_t* pf__system_symbols(const char* func, const char* path,
+                                                   const struct link_map* lm) {
+  pf__system_syms_t* s = __atomic_load_n(&pf__system_syms, __ATOMIC_ACQUIRE);
+  if (PF_LIKELY(s != NULL))
+    return s;
+  pf__symtab_t st;
+  if (pf__read_symtab(func, path, lm, &st) != 0)
+    return NULL;
+  int type;
+  size_t size, n = 0;
+  for (size_t i = 0; i < st.num_syms; ++i)
+    n += pf__packfn_symbol(&st, i, &type, &size) != NULL;
+  size_t total = sizeof *s + n * sizeof s->idx[0];
+  s = malloc(total);
+  if (!s) {
+    pf__raise_oom(func, total);
+    return NULL;
+  }
+  s->st = st;
+  s->n = 0;
+  for (size_t i = 0; i < st.num_syms; ++i)
+    if (pf__packfn_symbol(&st, i, &type, &size))
+      s->idx[s->n++] = (uint32_t)i;
+  pf__system_syms_t* expected = NULL;
+  if (!__atomic_compare_exchange_n(&pf__system_syms, &expected, s, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    free(s); /* another thread published first: the same symbols */
+    s = expected;
+  }
+  return s;
+}
+
+/* Fills m->exports (sorted, metadata attached) from the library's symbols `cands` (every
+ * __packfn_ or __tvm_ffi_ definition among them), and `scan`: its __packfn_ exports, or its
+ * __tvm_ffi_ exports when m->is_tvm_ffi. */
 static int pf__scan_exports(const char* func, pf__module_t* m, void* handle, const pf__symtab_t* st,
-                            pf__scan_t* scan) {
+                            const pf__cands_t* cands, pf__scan_t* scan) {
   size_t count = 0, name_bytes = 0;
   int type, tvm = m->is_tvm_ffi;
   size_t size;
   const char* prefix = tvm ? PF__TVM_PREFIX : PF__EXPORT_PREFIX;
   size_t prefix_len = tvm ? PF__TVM_PREFIX_LEN : PF__EXPORT_PREFIX_LEN;
-  for (size_t i = 0; i < st->num_syms; ++i) {
+  for (size_t k = 0; k < cands->n; ++k) {
+    size_t i = pf__cand(cands, k);
     const char* name = pf__prefixed_symbol(st, i, prefix, prefix_len, &type, &size);
     if (pf__export_name(name, tvm) && pf__is_function_symbol(type)) {
       ++count;
@@ -246,7 +310,8 @@ static int pf__scan_exports(const char* func, pf__module_t* m, void* handle, con
   size_t n = 0;
   scan->stamp = NULL;
   scan->stamp_size = 0;
-  for (size_t i = 0; i < st->num_syms; ++i) {
+  for (size_t k = 0; k < cands->n; ++k) {
+    size_t i = pf__cand(cands, k);
     const char* name = pf__prefixed_symbol(st, i, prefix, prefix_len, &type, &size);
     if (!name)
       continue;
@@ -277,8 +342,8 @@ static int pf__scan_exports(const char* func, pf__module_t* m, void* handle, con
   if (tvm)
     return 0; /* TVM-FFI's metadata is JSON text, not signatures packfn shows */
   /* attach metadata to the exports it describes; malformed metadata refuses the library */
-  for (size_t i = 0; i < st->num_syms; ++i) {
-    const char* name = pf__packfn_symbol(st, i, &type, &size);
+  for (size_t k = 0; k < cands->n; ++k) {
+    const char* name = pf__packfn_symbol(st, pf__cand(cands, k), &type, &size);
     if (!name || type != STT_OBJECT || strncmp(name, PF__META_PREFIX, PF__META_PREFIX_LEN) != 0)
       continue;
     pf__export_t* e = pf__find_export(m, name + PF__META_PREFIX_LEN);
@@ -409,14 +474,27 @@ static int pf__module_open(const char* func, const char* path, void* handle, int
   memcpy(m->path, path, path_len + 1);
 
   struct link_map* lm = NULL;
-  pf__symtab_t st;
+  pf__symtab_t own;
+  const pf__symtab_t* st = &own;
+  pf__cands_t cands = {NULL, 0};
   pf__scan_t scan = {NULL, 0};
   if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm) {
     PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED, "%s: cannot find the link map of %s: %s", func, path,
                  pf__dlerror());
     goto fail;
   }
-  if (pf__read_symtab(func, path, lm, &st) != 0 || pf__scan_exports(func, m, handle, &st, &scan))
+  if (is_system) {
+    const pf__system_syms_t* sys = pf__system_symbols(func, path, lm);
+    if (!sys)
+      goto fail;
+    st = &sys->st;
+    cands = (pf__cands_t){sys->idx, sys->n};
+  } else {
+    if (pf__read_symtab(func, path, lm, &own) != 0)
+      goto fail;
+    cands.n = own.num_syms;
+  }
+  if (pf__scan_exports(func, m, handle, st, &cands, &scan) != 0)
     goto fail;
   if (!is_system && !scan.stamp && m->num_exports == 0) {
     /* no stamp and no __packfn_ export: a library built against TVM-FFI when it exports
@@ -424,7 +502,7 @@ static int pf__module_open(const char* func, const char* path, void* handle, int
     free(m->exports);
     m->exports = NULL;
     m->is_tvm_ffi = 1;
-    if (pf__scan_exports(func, m, handle, &st, &scan) != 0)
+    if (pf__scan_exports(func, m, handle, st, &cands, &scan) != 0)
       goto fail;
     if (m->num_exports == 0)
       m->is_tvm_ffi = 0; /* neither kind: the stamp check below refuses it */
@@ -514,7 +592,10 @@ static int pf__export_function(const pf__module_t* m, const pf__export_t* e, pf_
   int rc;
   if (meta && meta->typed_sig) {
     rc = pf_function_create_typed(meta->typed_sig, meta->typed_impl, NULL, NULL, out);
-    if (rc != 0) /* the declaration's error stays as the cause */
+    /* a refused declaration's error stays as the cause; running out of memory is no bad
+     * declaration and stays a MemoryError */
+    pf_object_t* why = rc != 0 ? pf_error_peek() : NULL;
+    if (why && strcmp(pf_error_kind(why), PF_ERR_MEMORY) != 0)
       PF_ERROR_SET(PF_ERR_VALUE,
                    "pf_module_get_function: %s: typed export '%s' has a bad "
                    "declaration",

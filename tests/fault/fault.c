@@ -2,22 +2,38 @@
  * until the program completes without reaching its Nth allocation, it fails the Nth allocation
  * call and checks that the program either
  *   - fails: returns -1 with an error raised, MemoryError when the allocation failure caused it
- *     (module loading may also say OSError: the dynamic loader reports its own out-of-memory),
+ *     (module loading may also say OSError: the dynamic loader reports its own out-of-memory;
+ *     or RuntimeError caused by a MemoryError: a library's constructor could not register),
  *   - or succeeds with correct results (a failure absorbed, e.g. by the error fallback),
- * and in both cases leaks nothing: every block allocated is freed (fault_alloc.c counts them),
- * every counted object and closure is destroyed (their deleters count them), and no error is
- * left raised. A crash fails the test by itself.
- *   pf_fault MODULE_PATH      (tests/stress/stress_module.c built; PACKFN_NO_ALLOC_CACHE=1 must
- *                             be set: freed blocks then go back to free())
+ * and in both cases leaks nothing: every block allocated is freed (fault_alloc.c counts them)
+ * but those the runtime keeps on purpose, counted exactly (the global table's array and the
+ * names of its slots; a library that loaded stays mapped), every counted object and closure is
+ * destroyed (their deleters count them), and no error is left raised. A crash fails the test
+ * by itself. The first-load program runs each point in a child process, which the library is
+ * new to; a child that crashes is a failed point.
+ *   pf_fault MODULE_PATH FIRST_LOAD_PATH UNMAPPED_PATH
+ *     MODULE_PATH      tests/stress/stress_module.c built (loaded once before its sweep)
+ *     FIRST_LOAD_PATH  tests/fault/fault_module.c built (never loaded by this process itself)
+ *     UNMAPPED_PATH    tests/fault/fault_unmapped.c built (mapped and unmapped once first)
+ *   PACKFN_NO_ALLOC_CACHE=1 must be set: freed blocks then go back to free().
  * Exit status 0 when every point passed; 1 with each failed point printed otherwise. */
+#include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <link.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "fault.h"
+#include "global_private.h"
 #include "packfn/packfn.h"
 
 static const char* module_path;
+static const char* first_load_path;
 static int32_t fault_type;
 static long objects_alive; /* counted objects and closures not yet destroyed */
 
@@ -436,19 +452,248 @@ static int prog_exports(void) {
   return rc != 0 ? -1 : ok ? 0 : wrong("exports");
 }
 
+/* ---- blocks the runtime keeps on purpose ---- */
+
+/* Blocks the global table owns: its array, once it left the static empty one (two slots), and
+ * the name of every used slot (a removed name stays until a rebuild drops it). */
+static long table_blocks(void) {
+  pf__global_stats_t s;
+  pf__global_stats(&s);
+  return (long)s.used + (s.capacity > 2);
+}
+
+/* Frees the dynamic loader's per-thread error record (dlerror frees it on the call after the
+ * one that returned its message), so that it never counts as a block held or leaked. */
+static void dl_flush(void) {
+  (void)dlsym(RTLD_DEFAULT, "pf_fault_no_such_symbol");
+  (void)dlerror();
+  (void)dlerror();
+}
+
+/* The dynamic loader's code (ld.so, found by its base address in the auxiliary vector): the
+ * first-load program does not fail its allocations. They are glibc's own: its failure paths keep
+ * or drop caches of its own (search paths, the error record), which a count of blocks cannot
+ * tell from a leak; packfn's handling of a failed dlopen is swept by the module program. */
+static uintptr_t loader_lo, loader_hi;
+
+static int find_loader(struct dl_phdr_info* info, size_t size, void* base) {
+  (void)size;
+  if (info->dlpi_addr != (uintptr_t)base)
+    return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+      continue;
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+    if (!loader_lo || lo < loader_lo)
+      loader_lo = lo;
+    if (hi > loader_hi)
+      loader_hi = hi;
+  }
+  return 1;
+}
+
+/* ---- the global table growing while allocations fail ---- */
+
+#define GROWTHS  3      /* the table grows (is rebuilt larger) this many times per run */
+#define GROW_MAX 100000 /* names at most: it has grown GROWTHS times long before */
+
+static void grow_name(char* buf, size_t size, int k) {
+  snprintf(buf, size, "fault.grow.%d", k);
+}
+
+/* 1 when `name` names `fn` in the table (or, with fn NULL, nothing). */
+static int finds(const char* name, pf_object_t* fn) {
+  pf_object_t* got = NULL;
+  if (pf_global_get(name, &got) != 0) {
+    pf_error_clear();
+    return 0;
+  }
+  pf_object_release(got);
+  return got == fn;
+}
+
+/* Registers new names for one closure until the table has grown (been rebuilt larger) GROWTHS
+ * times, stopping at the first failure; then checks that the table is consistent: every name
+ * registered before the failure found, the failed one either absent or present and whole
+ * (found and counted), every name held before the program still found, the count exact; then
+ * removes its names again. Run in a child process for each point: a removed name keeps its
+ * slot, so only a table that has never seen these names grows for them. */
+static int prog_global_growth(void) {
+  pf_object_t* fn;
+  if (closure_new(3, &fn) != 0)
+    return -1;
+  pf__global_stats_t stats;
+  pf__global_stats(&stats);
+  size_t count_before = pf_global_count(), capacity = stats.capacity;
+  char** old = NULL;
+  size_t num_old = 0;
+  int rc = pf_global_list(&old, &num_old);
+  int k = 0, failed_set = 0, growths = 0;
+  char name[64];
+  while (rc == 0 && growths < GROWTHS && k < GROW_MAX) {
+    grow_name(name, sizeof name, k);
+    rc = pf_global_set(name, fn, 0);
+    failed_set = rc != 0;
+    k += rc == 0;
+    pf__global_stats(&stats);
+    growths += stats.capacity > capacity;
+    capacity = stats.capacity;
+  }
+  pf_object_t* err = pf_error_take(); /* the failure, kept across the checks */
+  const char* why = NULL;
+  for (int i = 0; i < k && !why; ++i) {
+    grow_name(name, sizeof name, i);
+    if (!finds(name, fn))
+      why = "a name registered before the failure is not found";
+  }
+  int present = 0;
+  if (failed_set) {
+    grow_name(name, sizeof name, k);
+    present = !finds(name, NULL);
+    if (present && !finds(name, fn))
+      why = "the name that failed to register names another function";
+  }
+  if (!why && pf_global_count() != count_before + (size_t)k + (size_t)present)
+    why = "the count does not match the names found";
+  for (size_t i = 0; i < num_old && !why; ++i)
+    if (finds(old[i], NULL))
+      why = "a name held before the program is lost";
+  if (!why && rc == 0) { /* every name calls the closure; the table grew GROWTHS times */
+    grow_name(name, sizeof name, k - 1);
+    pf_any_t arg = pf_any_int(39), res = pf_any_none();
+    if (pf_global_call(name, &arg, 1, &res) != 0 || res.v_int64 != 42)
+      why = "the last name registered does not call its function";
+    else if (growths < GROWTHS)
+      why = "the table grew fewer than GROWTHS times";
+  }
+  for (int i = 0; i < k + present; ++i) {
+    grow_name(name, sizeof name, i);
+    if (pf_global_remove(name) != 0 && !why)
+      why = "a registered name could not be removed";
+  }
+  if (!why && pf_global_count() != count_before)
+    why = "the count is not back after removing every name";
+  pf_global_list_free(old);
+  pf_object_release(fn);
+  if (why) {
+    pf_object_release(err);
+    pf_error_clear();
+    return wrong(why);
+  }
+  if (err) {
+    pf_error_raise(err);
+    pf_object_release(err);
+  }
+  return rc;
+}
+
+/* ---- a library's first load ---- */
+
+static long first_load_kept = -1; /* blocks a library's successful first load keeps for good */
+
+/* 1 when the first-load library is mapped in this process. */
+static int first_load_mapped(void) {
+  void* h = dlopen(first_load_path, RTLD_NOW | RTLD_NOLOAD);
+  if (h)
+    dlclose(h);
+  return h != NULL;
+}
+
+static long first_load_held(void) {
+  long held = table_blocks() + (first_load_mapped() ? first_load_kept : 0);
+  dl_flush();
+  return held;
+}
+
+/* Loads the library, which this process has never loaded: the loader's, its constructors'
+ * (a global registration, the TVM-FFI join of each export) and the metadata's allocations;
+ * then calls a documented export, a typed one and the registered global, and lists it. A
+ * refused library must leave no global behind (issue 10, defect 2): it is unmapped. */
+static int prog_first_load(void) {
+  pf_object_t *mod, *add = NULL, *scale = NULL;
+  if (pf_module_load(first_load_path, &mod) != 0) {
+    pf_object_t* err = pf_error_take();
+    pf_object_t* left = NULL;
+    int found = pf_global_get("fault.module.answer", &left) != 0 || left != NULL;
+    pf_object_release(left);
+    if (found) {
+      pf_object_release(err);
+      pf_error_clear();
+      return wrong("a refused library's global stays registered");
+    }
+    if (err) {
+      pf_error_raise(err);
+      pf_object_release(err);
+    }
+    return -1;
+  }
+  int rc = pf_module_get_function(mod, "fault_add", &add);
+  if (rc == 0)
+    rc = pf_module_get_function(mod, "fault_scale", &scale);
+  pf_any_t res = pf_any_none();
+  int ok = 1;
+  if (rc == 0) {
+    pf_any_t args[2] = {pf_any_int(40), pf_any_int(2)};
+    rc = pf_function_call(add, args, 2, &res);
+    ok = rc != 0 || (res.type_index == PF_TYPE_INT && res.v_int64 == 42);
+  }
+  if (rc == 0) {
+    pf_any_t args[2] = {pf_any_float(1.5), pf_any_int(4)};
+    rc = pf_function_call(scale, args, 2, &res);
+    ok = ok && (rc != 0 || (res.type_index == PF_TYPE_FLOAT && res.v_float64 == 6.0));
+  }
+  if (rc == 0) {
+    rc = pf_global_call("fault.module.answer", NULL, 0, &res);
+    ok = ok && (rc != 0 || (res.type_index == PF_TYPE_INT && res.v_int64 == 42));
+  }
+  pf_export_info_t* list = NULL;
+  size_t count = 0;
+  if (rc == 0)
+    rc = pf_module_list(mod, &list, &count);
+  ok =
+      ok && (rc != 0 || (count == 2 && strcmp(list[0].name, "fault_add") == 0 &&
+                         strcmp(list[0].signature, "fault_add(a: int, b: int) -> int") == 0 &&
+                         strcmp(list[1].name, "fault_scale") == 0 &&
+                         strcmp(list[1].signature, "fault_scale(x: float, k: int) -> float") == 0));
+  pf_module_list_free(list);
+  pf_object_release(scale);
+  pf_object_release(add);
+  pf_object_release(mod);
+  return rc != 0 ? -1 : ok ? 0 : wrong("first load");
+}
+
 typedef struct program_s {
   const char* name;
   int (*run)(void);
-  int loader_may_say_os; /* the dynamic loader reports out-of-memory as its own error */
+  int loader;         /* loads a library: the dynamic loader reports out-of-memory as OSError,
+                         a constructor's failed registration as RuntimeError (its cause) */
+  long (*held)(void); /* blocks the runtime keeps on purpose now, or NULL for none */
+  int forked;         /* each point in a child process, from the same state */
+  long* kept;         /* forked: receives the blocks the unswept run kept beyond held's */
+  int skip_loader;    /* the dynamic loader's own allocations are not failed */
 } program_t;
 
 static const program_t programs[] = {
-    {"objects", prog_objects, 0},       {"strings", prog_strings, 0},
-    {"functions", prog_functions, 0},   {"tensors", prog_tensors, 0},
-    {"containers", prog_containers, 0}, {"errors", prog_errors, 0},
-    {"module", prog_module, 1},         {"globals", prog_globals, 0},
-    {"lists", prog_lists, 0},           {"dicts", prog_dicts, 0},
-    {"exports", prog_exports, 0},
+    {.name = "objects", .run = prog_objects},
+    {.name = "strings", .run = prog_strings},
+    {.name = "functions", .run = prog_functions},
+    {.name = "tensors", .run = prog_tensors},
+    {.name = "containers", .run = prog_containers},
+    {.name = "errors", .run = prog_errors},
+    {.name = "module", .run = prog_module, .loader = 1},
+    {.name = "globals", .run = prog_globals},
+    {.name = "lists", .run = prog_lists},
+    {.name = "dicts", .run = prog_dicts},
+    {.name = "exports", .run = prog_exports},
+    {.name = "growth", .run = prog_global_growth, .held = table_blocks, .forked = 1},
+    {.name = "first load",
+     .run = prog_first_load,
+     .loader = 1,
+     .held = first_load_held,
+     .forked = 1,
+     .kept = &first_load_kept,
+     .skip_loader = 1},
 };
 
 static long bad_points;
@@ -461,34 +706,55 @@ static void report(const program_t* p, long n, const char* fmt, const char* deta
   }
 }
 
+/* 1 when err is a MemoryError or, for a program that loads a library, an OSError (the dynamic
+ * loader's) or a RuntimeError with a MemoryError as its cause (a constructor's registration). */
+static int memory_error(const program_t* p, pf_object_t* err) {
+  const char* kind = pf_error_kind(err);
+  if (strcmp(kind, PF_ERR_MEMORY) == 0)
+    return 1;
+  if (!p->loader)
+    return 0;
+  pf_object_t* cause = pf_error_cause(err);
+  return strcmp(kind, PF_ERR_OS) == 0 || (strcmp(kind, PF_ERR_RUNTIME) == 0 && cause &&
+                                          strcmp(pf_error_kind(cause), PF_ERR_MEMORY) == 0);
+}
+
 /* Runs p with allocation n failing (0: none). 1 when the program ran past its last allocation
  * without the failure firing (the sweep is complete). */
 static int run_point(const program_t* p, long n) {
+  long held_before = p->held ? p->held() : 0;
+  dl_flush();
   long live_before = fault_live_blocks();
   long objects_before = objects_alive;
+  if (p->skip_loader)
+    fault_skip_loader(loader_lo, loader_hi);
   fault_arm(n);
   int rc = p->run();
   fault_disarm();
+  fault_skip_loader(0, 0);
   int fired = fault_fired();
   pf_object_t* err = pf_error_take();
   if (rc != 0 && rc != -1)
     report(p, n, "returned %s", "neither 0 nor -1");
   if (rc == -1) {
-    const char* kind = err ? pf_error_kind(err) : NULL;
     if (!err)
       report(p, n, "%s", "returned -1 with no error raised");
     else if (!fired)
       report(p, n, "failed with no allocation failed: %s", pf_error_message(err));
-    else if (strcmp(kind, PF_ERR_MEMORY) != 0 &&
-             !(p->loader_may_say_os && strcmp(kind, PF_ERR_OS) == 0))
-      report(p, n, "an allocation failure raised %s instead of MemoryError", kind);
+    else if (!memory_error(p, err)) {
+      char text[512];
+      snprintf(text, sizeof text, "%s: %s", pf_error_kind(err), pf_error_message(err));
+      report(p, n, "an allocation failure raised %s, not MemoryError", text);
+    }
   } else if (rc == 0 && err) {
     report(p, n, "succeeded but left an error raised: %s", pf_error_message(err));
   }
   pf_object_release(err);
   if (objects_alive != objects_before)
     report(p, n, "%s", "counted objects or closures were not destroyed");
-  long leaked = fault_live_blocks() - live_before;
+  long held = p->held ? p->held() - held_before : 0;
+  dl_flush();
+  long leaked = fault_live_blocks() - live_before - held;
   if (leaked != 0) {
     char text[32];
     snprintf(text, sizeof text, "%ld", leaked);
@@ -497,9 +763,86 @@ static int run_point(const program_t* p, long n) {
   return !fired;
 }
 
+#define MAX_POINTS 100000 /* a sweep that never completes (a child crashing forever) stops */
+
+/* run_point in a child process: 1 when the sweep is complete (or must stop); a child that
+ * failed a check or died is a bad point here too. */
+static int run_point_forked(const program_t* p, long n) {
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    report(p, n, "cannot fork: %s", strerror(errno));
+    return 1;
+  }
+  if (pid == 0) {
+    long before = bad_points;
+    int complete = run_point(p, n);
+    fflush(stderr);
+    _exit((complete ? 1 : 0) | (bad_points != before ? 2 : 0));
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) {
+      report(p, n, "cannot wait for the child: %s", strerror(errno));
+      return 1;
+    }
+  if (WIFSIGNALED(status)) {
+    report(p, n, "crashed: %s", strsignal(WTERMSIG(status)));
+    return n >= MAX_POINTS;
+  }
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 4;
+  if (code > 3) {
+    report(p, n, "%s", "the child exited abnormally");
+    return 1;
+  }
+  if (code & 2)
+    ++bad_points; /* the child printed what */
+  return (code & 1) || n >= MAX_POINTS;
+}
+
+/* The unswept first run of a forked program, in a child: it must succeed; sets *p->kept (when
+ * asked) to the blocks it kept beyond the table's. 0, or 1 after printing why not. */
+static int warm_forked(const program_t* p) {
+  long* shared =
+      mmap(NULL, sizeof(long) * 2, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) {
+    fprintf(stderr, "pf_fault: mmap: %s\n", strerror(errno));
+    return 1;
+  }
+  shared[0] = -1;
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    long table_before = table_blocks();
+    dl_flush();
+    long live_before = fault_live_blocks();
+    int rc = p->run();
+    pf_object_t* err = pf_error_take();
+    if (rc != 0 || err)
+      fprintf(stderr, "pf_fault: %s fails without fault injection: %s\n", p->name,
+              err ? pf_error_message(err) : "(no error)");
+    pf_object_release(err);
+    long table = table_blocks() - table_before;
+    dl_flush();
+    shared[1] = fault_live_blocks() - live_before - table;
+    shared[0] = rc == 0 && !err;
+    _exit(0);
+  }
+  int status = 0;
+  int ok = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && shared[0] == 1;
+  if (p->kept)
+    *p->kept = shared[1];
+  munmap(shared, sizeof(long) * 2);
+  if (!ok)
+    fprintf(stderr, "pf_fault: %s: its unswept run failed in the child\n", p->name);
+  return !ok;
+}
+
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s MODULE_PATH\n", argv[0]);
+  if (argc != 4) {
+    fprintf(stderr, "usage: %s MODULE_PATH FIRST_LOAD_PATH UNMAPPED_PATH\n", argv[0]);
     return 2;
   }
   const char* env = getenv("PACKFN_NO_ALLOC_CACHE");
@@ -508,14 +851,29 @@ int main(int argc, char** argv) {
     return 2;
   }
   module_path = argv[1];
+  first_load_path = argv[2];
+  unsigned long base = getauxval(AT_BASE);
+  if (!base || !dl_iterate_phdr(find_loader, (void*)base) || loader_lo == loader_hi) {
+    fprintf(stderr, "pf_fault: cannot find the dynamic loader's code\n");
+    return 1;
+  }
+  /* the dynamic loader allocates once at the process's first unmapping of a library: let that
+   * happen here, not in a child whose refused first load unmaps its library */
+  void* unmapped = dlopen(argv[3], RTLD_NOW | RTLD_LOCAL);
+  if (!unmapped || dlclose(unmapped) != 0) {
+    fprintf(stderr, "pf_fault: cannot map and unmap %s: %s\n", argv[3], dlerror());
+    return 1;
+  }
+  dl_flush();
   if (pf_type_register("packfn.fault.Obj", PF_TYPE_OBJECT, &fault_type) != 0)
     return 1;
   long total_points = 0;
   for (size_t i = 0; i < sizeof programs / sizeof programs[0]; ++i) {
     const program_t* p = &programs[i];
     /* a first run allocates what lives for the process (the module stays mapped, per-thread
-     * slots) so the sweep sees only what the program itself owns */
-    if (p->run() != 0) {
+     * slots) so the sweep sees only what the program itself owns; a forked program's runs
+     * in children, so that each point loads its library for the first time */
+    if (p->forked ? warm_forked(p) != 0 : p->run() != 0) {
       pf_object_t* err = pf_error_take();
       fprintf(stderr, "pf_fault: %s fails without fault injection: %s\n", p->name,
               err ? pf_error_message(err) : "(no error)");
@@ -524,7 +882,7 @@ int main(int argc, char** argv) {
     }
     long before = bad_points;
     long n = 1;
-    while (!run_point(p, n))
+    while (!(p->forked ? run_point_forked(p, n) : run_point(p, n)))
       ++n;
     total_points += n - 1;
     printf("pf_fault: %-10s %4ld allocation points failed in turn, %ld bad\n", p->name, n - 1,

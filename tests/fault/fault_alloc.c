@@ -1,9 +1,11 @@
 /* fault_alloc.c: the allocation-failure interposer of pf_fault. This executable defines malloc,
  * calloc, realloc, free, posix_memalign, aligned_alloc and memalign, so every allocation of the
  * process (libpackfn's, libc's on its behalf) comes here; each forwards to glibc's
- * __libc_* functions. While armed, the Nth allocation call fails (NULL, ENOMEM), once. The
- * number of live blocks is counted, so a run that leaks shows as a difference. Not thread
- * safe by design: pf_fault runs one thread. Built only without sanitizers (they own malloc). */
+ * __libc_* functions. While armed, the Nth allocation call fails (NULL, ENOMEM), once; calls
+ * from the dynamic loader's code are skipped (not counted, never failed) when fault_skip_loader
+ * names it. The number of live blocks is counted, so a run that leaks shows as a difference. Not
+ * thread safe by design: pf_fault runs one thread. Built only without sanitizers (they own malloc).
+ */
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,10 +21,16 @@ void* __libc_realloc(void* p, size_t size);
 void* __libc_memalign(size_t align, size_t size);
 void __libc_free(void* p);
 
-static long calls;   /* allocation calls since arming */
-static long fail_at; /* the call that fails, 0: none */
-static int failed;   /* 1 once the armed call failed */
-static long live;    /* blocks allocated and not freed */
+static long calls;                     /* allocation calls since arming */
+static long fail_at;                   /* the call that fails, 0: none */
+static int failed;                     /* 1 once the armed call failed */
+static long live;                      /* blocks allocated and not freed */
+static uintptr_t loader_lo, loader_hi; /* the dynamic loader's code, when its calls are skipped */
+
+void fault_skip_loader(uintptr_t lo, uintptr_t hi) {
+  loader_lo = lo;
+  loader_hi = hi;
+}
 
 void fault_arm(long n) {
   calls = 0;
@@ -46,8 +54,11 @@ long fault_live_blocks(void) {
   return live;
 }
 
-/* 1 when this allocation call must fail. */
-static int should_fail(void) {
+/* 1 when this allocation call, made from `caller`, must fail. The dynamic loader's own calls
+ * are neither counted nor failed while fault_skip_loader has named its code. */
+static int should_fail_from(const void* caller) {
+  if ((uintptr_t)caller - loader_lo < loader_hi - loader_lo)
+    return 0;
   ++calls;
   if (fail_at != 0 && calls == fail_at) {
     failed = 1;
@@ -56,6 +67,8 @@ static int should_fail(void) {
   }
   return 0;
 }
+
+#define should_fail() should_fail_from(__builtin_return_address(0))
 
 INTERPOSE void* malloc(size_t size) {
   if (should_fail())
@@ -91,22 +104,26 @@ INTERPOSE void free(void* p) {
   }
 }
 
-INTERPOSE void* memalign(size_t align, size_t size) {
-  if (should_fail())
+static void* memalign_from(const void* caller, size_t align, size_t size) {
+  if (should_fail_from(caller))
     return NULL;
   void* p = __libc_memalign(align, size);
   live += p != NULL;
   return p;
 }
 
+INTERPOSE void* memalign(size_t align, size_t size) {
+  return memalign_from(__builtin_return_address(0), align, size);
+}
+
 INTERPOSE void* aligned_alloc(size_t align, size_t size) {
-  return memalign(align, size);
+  return memalign_from(__builtin_return_address(0), align, size);
 }
 
 INTERPOSE int posix_memalign(void** out, size_t align, size_t size) {
   if (align % sizeof(void*) != 0 || (align & (align - 1)) != 0)
     return EINVAL;
-  void* p = memalign(align, size);
+  void* p = memalign_from(__builtin_return_address(0), align, size);
   if (!p)
     return ENOMEM;
   *out = p;
