@@ -9,10 +9,10 @@
                ones and the unused tail of each class's newest span all count);
      cold      ns per create and per release in the first round (fresh heap: sbrk, page faults);
      warm      the same in the later rounds (the memory the first round freed is reused).
-   packfn runs twice: with its per-thread block cache (the default) and with
-   PACKFN_NO_ALLOC_CACHE=1 (read once per process, hence a process of its own). Every figure is
-   the median over --reps processes (warm: over their later rounds). With --callgrind, each
-   kind and runtime also runs once under callgrind with --cg-n objects (fewer: callgrind is
+   packfn runs twice: with its slab allocator (the default) and with PACKFN_NO_ALLOC_CACHE=1,
+   every block a malloc of its size (read once per process, hence a process of its own). Every
+   figure is the median over --reps processes (warm: over their later rounds). With --callgrind,
+   each kind and runtime also runs once under callgrind with --cg-n objects (fewer: callgrind is
    ~50x slower), giving instructions per create and per release, cold and warm.
 
    usage: bench_objects [--n N] [--rounds R] [--reps R] [--kind PATS] [--callgrind]
@@ -521,7 +521,8 @@ static void write_markdown(FILE* out, const options_t* opt, int have_ir) {
   const size_t t = variant_index("tvmffi");
   const int tvm = t != (size_t)-1;
   fprintf(out,
-          "### Memory per live object (%lld live; malloc bytes in use, mallinfo2, per object)\n\n",
+          "### Memory per live object (%lld live; bytes in use per object: malloc's, mallinfo2, "
+          "plus packfn's slab spans)\n\n",
           (long long)opt->n);
   fprintf(out, "| kind | what | packfn B | packfn no cache B | TVM-FFI B | packfn / TVM-FFI |\n");
   fprintf(out, "|---|---|---|---|---|---|\n");

@@ -14,7 +14,7 @@ PF__TLS pf__cache_t pf__cache;
 uintptr_t pf__slab_base = PF__SLAB_NONE;
 uint8_t pf__span_class[PF__SLAB_SPANS];
 
-#define PF__SPAN_BYTES  ((size_t)1 << PF__SPAN_SHIFT)
+#define PF__SPAN_BYTES   ((size_t)1 << PF__SPAN_SHIFT)
 #define PF__COMMIT_SPANS 32u /* address space is made accessible 2 MiB at a time */
 
 static size_t pf__class_size(unsigned c) {
@@ -52,8 +52,8 @@ static uint32_t pf__spans_committed; /* spans made accessible */
 static size_t pf__spans_given;       /* spans given to a class (for pf__alloc_slab_bytes) */
 static uint32_t pf__spans_returned = PF__NONE; /* stack of spans given back, linked through
                                                  their first word */
-static uint32_t pf__spans_pooled; /* of those, how many still have their pages */
-#define PF__POOL_KEEP 4096u      /* spans given back that keep their pages (256 MiB) */
+static uint32_t pf__spans_pooled;              /* of those, how many still have their pages */
+#define PF__POOL_KEEP 4096u /* spans given back that keep their pages (256 MiB) */
 
 /* Whether the slabs are allowed in this process: off under AddressSanitizer, and when the
  * environment variable PACKFN_NO_ALLOC_CACHE is set (the valgrind test runs set it), so memory
@@ -187,8 +187,7 @@ static void pf__slab_init_once(void) {
  * else -1. */
 static void pf__thread_init(void) {
   pthread_once(&pf__cache_once, pf__slab_init_once);
-  if (pf__slab_on() &&
-      pthread_setspecific(pf__cache_key, (void*)1) == 0) {
+  if (pf__slab_on() && pthread_setspecific(pf__cache_key, (void*)1) == 0) {
     pf__cache.state = 1;
     for (unsigned c = 0; c < PF__NCLASS; ++c) /* the lists are empty */
       pf__cache.room[c] = PF__LIST_MAX(c);

@@ -27,9 +27,9 @@
 
 #define PF__NCLASS      40
 #define PF__NO_CLASS    255u
-#define PF__SLAB_MAX    4096u           /* largest size served from slabs */
-#define PF__SPAN_SHIFT  16              /* 64 KiB spans */
-#define PF__SLAB_SPANS  (1u << 17)      /* spans in the reserved range */
+#define PF__SLAB_MAX    4096u      /* largest size served from slabs */
+#define PF__SPAN_SHIFT  16         /* 64 KiB spans */
+#define PF__SLAB_SPANS  (1u << 17) /* spans in the reserved range */
 #define PF__LIST_MAX(c) ((c) < 28 ? 256u : 32u)
 
 /* Largest size pf__alloc serves: beyond half the address space nothing can be allocated. */

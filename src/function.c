@@ -594,8 +594,8 @@ int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, vo
   int plain = 1;
   for (int32_t i = 0; i < t->num_params; ++i)
     plain &= same[i] != 0;
-  pf__function_t* f = pf__function_new(plain ? pf__typed_entry_plain : pf__typed_entry, 1, t,
-                                       NULL, pf__typed_deleter);
+  pf__function_t* f = pf__function_new(plain ? pf__typed_entry_plain : pf__typed_entry, 1, t, NULL,
+                                       pf__typed_deleter);
   if (!signature || (sig->doc && !doc) || !f) {
     free(signature);
     free(doc);
@@ -605,7 +605,7 @@ int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, vo
   }
   *out = &f->header;
   if (pf__function_put_texts(*out, signature, doc) != 0) {
-    t->deleter = NULL; /* a failed create does not call the caller's deleter */
+    t->deleter = NULL;       /* a failed create does not call the caller's deleter */
     pf_object_release(*out); /* frees t through pf__typed_deleter */
     *out = NULL;
     return pf__raise_oom("pf_function_create_typed", sizeof(pf__fn_ext_t));

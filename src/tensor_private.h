@@ -17,8 +17,8 @@ typedef struct pf__tensor_s {
   DLTensor dl; /* at offset 24 (ABI); shape/strides point into dims */
   union {
     struct {
-      uint64_t flags;                     /* PF_DLPACK_FLAG_READ_ONLY when the memory is read-only */
-      void* owner;                        /* keeps the memory alive, released by owner_release */
+      uint64_t flags; /* PF_DLPACK_FLAG_READ_ONLY when the memory is read-only */
+      void* owner;    /* keeps the memory alive, released by owner_release */
       void (*owner_release)(void* owner); /* NULL when there is nothing to release */
     };
     struct {

@@ -65,16 +65,16 @@ START_TEST(test_cpu_buffers_aligned) {
   pf_allocator_t a;
   ck_assert_int_eq(pf_allocator_get(kDLCPU, &a), 0);
   DLDevice cpu = {kDLCPU, 0};
-  static const size_t sizes[] = {1, 15, 16, 17, 100, 255, 256, 257, 1000, 1024, 1025,
-                                 3000, 4095, 4096, 4097, 10000, 70000};
+  static const size_t sizes[] = {1,    15,   16,   17,   100,  255,  256,   257,  1000,
+                                 1024, 1025, 3000, 4095, 4096, 4097, 10000, 70000};
   enum { NS = sizeof sizes / sizeof sizes[0], NA = 10 };
   void* bufs[NS][NA];
   for (size_t i = 0; i < NS; ++i) {
     for (int k = 0; k < NA; ++k) {
       size_t align = (size_t)8 << k; /* 8 .. 4096 */
       ck_assert_int_eq(a.alloc(a.ctx, cpu, sizes[i], align, &bufs[i][k]), 0);
-      ck_assert_msg((uintptr_t)bufs[i][k] % align == 0, "%zu bytes at alignment %zu: %p",
-                    sizes[i], align, bufs[i][k]);
+      ck_assert_msg((uintptr_t)bufs[i][k] % align == 0, "%zu bytes at alignment %zu: %p", sizes[i],
+                    align, bufs[i][k]);
       fill(bufs[i][k], sizes[i], (unsigned)(i * NA + (size_t)k));
     }
   }
