@@ -1075,7 +1075,7 @@ enum {
   THR_ROWS = 257,
   THR_COLS = 4099,
   THR_VADD = (1 << 19) + 7,
-  THR_KEPLER = 3001
+  THR_KEPLER = 9001 /* 4.6 MB of work at PF__K_KEPLER_BYTES_PER: 4 threads */
 };
 
 typedef struct {
