@@ -84,7 +84,7 @@ void pf__k_rms_norm_bwd_f64(const double* x, const double* inv_rms, const double
  * sin E and cos E, and relatively within 2 ulp where E is small (e near 1, M near 0); float32
  * solves in double and rounds once. Elements with |M| < PF__K_REDUCE_CW_MAX are solved several
  * at a time in vector lanes with the kernels' own sin and cos (within 4 * 2^-53; e = 0 gives
- * E = M exactly, and sin and cos within an ulp of correctly rounded), the others by
+ * E = M exactly, and sin and cos within an ulp of the C library's), the others by
  * pf__k_kepler_solve below. An element's result depends on its own inputs only, not on its
  * position or the thread count. Outputs overlap no input. */
 void pf__k_kepler_f32(const float* mean_anomaly, const float* ecc, float* sin_e, float* cos_e,
