@@ -367,9 +367,9 @@ static inline kd_t kv_sqrt(kd_t x) {
 #endif
 }
 
-/* The cube root of a positive normal x, to about 1e-11 relative (the starter needs far less):
- * x = f 2^(3t + rem) with f in [1, 2); a quadratic fitted to cbrt on [1, 2] (1.3e-3 relative),
- * times 2^(rem/3) and 2^t, then two Newton steps on y^3 = x. */
+/* The cube root of a positive normal x, to about 2e-6 relative (the starter is itself only
+ * within 4e-3 of the root): x = f 2^(3t + rem) with f in [1, 2); a quadratic fitted to cbrt on
+ * [1, 2] (1.3e-3 relative), times 2^(rem/3) and 2^t, then one Newton step on y^3 = x. */
 static inline kd_t kv_cbrt(kd_t x) {
   vu_t bits = (vu_t)x;
   vu_t biased = ((bits >> 52) & KU(0x7ff)) + KU(177); /* unbiased exponent + 1200 >= 0 */
@@ -381,10 +381,7 @@ static inline kd_t kv_cbrt(kd_t x) {
   y *= kv_sel((vu_t)(rem == KU(1)), KV(0x1.428a2f98d728bp+0),
               kv_sel((vu_t)(rem == KU(2)), KV(0x1.965fea53d6e3dp+0), KV(1.0)));
   y *= (kd_t)((third + KU(1023 - 400)) << 52); /* 2^(t) with t = third - 400 */
-  for (int k = 0; k < 2; ++k) {
-    y = (y + y + x / (y * y)) * KV(1.0 / 3.0);
-  }
-  return y;
+  return (y + y + x / (y * y)) * KV(1.0 / 3.0);
 }
 
 /* 2 pi = KV_2PI_0 + ... + KV_2PI_5 to about 180 bits; all but the last have at most 24
@@ -428,7 +425,7 @@ static inline kd_t kv_reduce(kd_t m, kd_t* lo) {
 #define KV_PIO2_1 0x1.1a62633145c08p-54
 #define KV_PIO2_2 -0x1.1f1976b7ed8fcp-106
 
-/* sin and cos of x for |x| <= 5, within about half an ulp plus a little, and x - sin x and
+/* sin and cos of x for |x| <= 5, within an ulp, and x - sin x and
  * 1 - cos x without cancellation where |x| < pi / 4 (elsewhere the plain differences, which
  * lose little): x = q pi / 2 + y + y_lo with |y| <= pi / 4 (x - q KV_PIO2_0 is exact, y_lo is
  * the rounding error of y), Taylor series of sin y (to y^17) and cos y (to y^16), whose first
@@ -475,17 +472,23 @@ static inline void kv_sincos(kd_t x, kd_t* s, kd_t* c, kd_t* x_minus_s, kd_t* on
   *one_minus_c = kv_sel(q0, -cos_minus_1, KV(1.0) - *c);
 }
 
-/* Mikkola's starter for 0 <= m <= pi, 0 <= e < 1, as pf__k_kepler_start (see there). */
+/* Mikkola's starter for 0 <= m <= pi, 0 <= e < 1, as pf__k_kepler_start (see there), with
+ * three divisions instead of six. */
 static inline kd_t kv_start(kd_t m, kd_t e) {
   kd_t denom = KV(4.0) * e + KV(0.5);
   kd_t inv = KV(1.0) / denom;
   kd_t alpha = (KV(1.0) - e) * inv;
   kd_t beta = KV(0.5) * m * inv;
   kd_t z = kv_cbrt(beta + kv_sqrt(beta * beta + alpha * alpha * alpha));
-  kd_t y = alpha / z;
-  kd_t s = KV(2.0) * beta / (z * z + alpha + y * y);
+  /* 2 beta / (z^2 + alpha + (alpha / z)^2) = 2 beta z^2 / d, and the 1 / (1 + e) below, from
+   * one division (every term positive, so nothing cancels) */
+  kd_t z2 = z * z;
+  kd_t d = z2 * z2 + alpha * z2 + alpha * alpha;
+  kd_t ope = KV(1.0) + e;
+  kd_t t = KV(1.0) / (d * ope);
+  kd_t s = KV(2.0) * beta * z2 * ope * t;
   kd_t s2 = s * s;
-  s = s - KV(0.078) * s2 * s2 * s / (KV(1.0) + e);
+  s = s - KV(0.078) * s2 * s2 * s * (d * t);
   return m + e * s * (KV(3.0) - KV(4.0) * s * s);
 }
 
@@ -499,9 +502,7 @@ typedef struct {
   vu_t active;          /* lanes still iterating */
 } kv_block_t;
 
-static inline void kv_init(kv_block_t* b, const double* m_in, const double* e_in) {
-  kd_t m0 = load_d(m_in);
-  kd_t e0 = load_d(e_in);
+static inline void kv_init(kv_block_t* b, kd_t m0, kd_t e0) {
   b->ok =
       (vu_t)(e0 >= KV(0.0)) & (vu_t)(e0 < KV(1.0)) & (vu_t)(kv_abs(m0) < KV(PF__K_REDUCE_CW_MAX));
   kd_t e = kv_sel(b->ok, e0, KV(0.0)); /* lanes left to the scalar solver compute (0, 0) */
@@ -560,14 +561,16 @@ static inline void kv_step(kv_block_t* b) {
 
 /* Stores the results of b; lanes the vector path did not take or did not finish go to the
  * scalar solver. */
-static inline void kv_finish(const kv_block_t* b, const double* m_in, const double* e_in,
-                             double* s_out, double* c_out) {
+static inline void kv_finish(const kv_block_t* b, kd_t m0, kd_t e0, double* s_out, double* c_out) {
   store_d(s_out, (kd_t)((vu_t)b->so ^ ((vu_t)b->r & KV_SIGN)));
   store_d(c_out, b->co);
   vu_t slow = ~b->ok | b->active;
   if (kv_any(slow)) {
     uint64_t lane[WD];
+    double m_in[WD], e_in[WD];
     memcpy(lane, &slow, sizeof lane);
+    store_d(m_in, m0);
+    store_d(e_in, e0);
     for (int64_t k = 0; k < WD; ++k) {
       if (lane[k] != 0) {
         pf__k_kepler_solve(m_in[k], e_in[k], &s_out[k], &c_out[k]);
@@ -576,11 +579,12 @@ static inline void kv_finish(const kv_block_t* b, const double* m_in, const doub
   }
 }
 
-/* sin E and cos E for the KW elements at m and e, into s and c (see the section comment). */
-static inline void kepler_lanes(const double* m, const double* e, double* s, double* c) {
+/* sin E and cos E for the KW elements of the KV_U vectors m and e, into s and c (see the
+ * section comment). */
+static inline void kepler_lanes(const kd_t* m, const kd_t* e, double* s, double* c) {
   kv_block_t b[KV_U];
   for (int u = 0; u < KV_U; ++u) {
-    kv_init(&b[u], m + u * WD, e + u * WD);
+    kv_init(&b[u], m[u], e[u]);
   }
   for (int it = 0; it < KV_ITER; ++it) {
     vu_t active = KU(0);
@@ -593,22 +597,30 @@ static inline void kepler_lanes(const double* m, const double* e, double* s, dou
     }
   }
   for (int u = 0; u < KV_U; ++u) {
-    kv_finish(&b[u], m + u * WD, e + u * WD, s + u * WD, c + u * WD);
+    kv_finish(&b[u], m[u], e[u], s + u * WD, c + u * WD);
   }
 }
 
+/* The tail of n - i < KW elements goes through the same lanes, padded with (0, 0), so that it
+ * gets the same results as in a block. */
 static void kepler_f64(const double* m, const double* e, double* s, double* c, int64_t n) {
+  kd_t mv[KV_U], ev[KV_U];
   int64_t i = 0;
   for (; n - i >= KW; i += KW) {
-    kepler_lanes(m + i, e + i, s + i, c + i);
+    for (int u = 0; u < KV_U; ++u) {
+      mv[u] = load_d(m + i + u * WD);
+      ev[u] = load_d(e + i + u * WD);
+    }
+    kepler_lanes(mv, ev, s + i, c + i);
   }
   if (i < n) {
-    /* The tail through the same lanes, padded with (0, 0): the same results as in a block. */
-    double mt[KW] = {0}, et[KW] = {0}, st[KW], ct[KW];
+    double st[KW], ct[KW];
     size_t bytes = (size_t)(n - i) * sizeof(double);
-    memcpy(mt, m + i, bytes);
-    memcpy(et, e + i, bytes);
-    kepler_lanes(mt, et, st, ct);
+    memset(mv, 0, sizeof mv);
+    memset(ev, 0, sizeof ev);
+    memcpy(mv, m + i, bytes);
+    memcpy(ev, e + i, bytes);
+    kepler_lanes(mv, ev, st, ct);
     memcpy(s + i, st, bytes);
     memcpy(c + i, ct, bytes);
   }
@@ -618,27 +630,37 @@ static void kepler_f64(const double* m, const double* e, double* s, double* c, i
 static void kepler_f32(const float* m, const float* e, float* s, float* c, int64_t n) {
   for (int64_t i = 0; i < n; i += KW) {
     int64_t len = n - i < KW ? n - i : KW;
-    size_t bytes = (size_t)len * sizeof(float);
     float mf[KW] = {0}, ef[KW] = {0}, sf[KW], cf[KW];
-    memcpy(mf, m + i, bytes);
-    memcpy(ef, e + i, bytes);
-    double md[KW], ed[KW], sd[KW], cd[KW];
+    const float* mp = m + i;
+    const float* ep = e + i;
+    if (len < KW) { /* the tail, padded with (0, 0) */
+      memcpy(mf, mp, (size_t)len * sizeof(float));
+      memcpy(ef, ep, (size_t)len * sizeof(float));
+      mp = mf;
+      ep = ef;
+    }
+    kd_t mv[KV_U], ev[KV_U];
     for (int u = 0; u < KV_U; ++u) {
       vh_t h;
-      memcpy(&h, mf + u * WD, sizeof h);
-      store_d(md + u * WD, __builtin_convertvector(h, kd_t));
-      memcpy(&h, ef + u * WD, sizeof h);
-      store_d(ed + u * WD, __builtin_convertvector(h, kd_t));
+      memcpy(&h, mp + u * WD, sizeof h);
+      mv[u] = __builtin_convertvector(h, kd_t);
+      memcpy(&h, ep + u * WD, sizeof h);
+      ev[u] = __builtin_convertvector(h, kd_t);
     }
-    kepler_lanes(md, ed, sd, cd);
+    double sd[KW], cd[KW];
+    kepler_lanes(mv, ev, sd, cd);
+    float* sp = len < KW ? sf : s + i;
+    float* cp = len < KW ? cf : c + i;
     for (int u = 0; u < KV_U; ++u) {
       vh_t h = __builtin_convertvector(load_d(sd + u * WD), vh_t);
-      memcpy(sf + u * WD, &h, sizeof h);
+      memcpy(sp + u * WD, &h, sizeof h);
       h = __builtin_convertvector(load_d(cd + u * WD), vh_t);
-      memcpy(cf + u * WD, &h, sizeof h);
+      memcpy(cp + u * WD, &h, sizeof h);
     }
-    memcpy(s + i, sf, bytes);
-    memcpy(c + i, cf, bytes);
+    if (len < KW) {
+      memcpy(s + i, sf, (size_t)len * sizeof(float));
+      memcpy(c + i, cf, (size_t)len * sizeof(float));
+    }
   }
 }
 
