@@ -11,8 +11,12 @@
  *     its passes).
  *   With --threads T (default: the CPUs online), the last two again with T kernel threads
  *     against T threads each copying a 1/T share.
- *   add_n and vector_add float32 (256 KiB, 64 MiB) against memcpy of the bytes they move;
- *     kepler float64: nanoseconds per element.
+ *   add_n and vector_add float32 (256 KiB, 64 MiB) against memcpy of the bytes they move.
+ *   kepler float64 and float32: nanoseconds per element (20000 elements, M uniform in [-10, 10],
+ *     e = (i mod 100) / 101 in [0, 0.99)), and in the same samples the scalar solver
+ *     pf__k_kepler_solve called per element as the kernel did before it was vectorised
+ *     (compiled here, for the baseline target).
+ *   With --kepler, only the Kepler lines, at every level.
  * Every figure is the median of --reps samples (default 15; 5 with --quick); memcpy and the
  * kernel alternate within each sample so that drift hits both. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, sysconf */
@@ -60,11 +64,25 @@ typedef struct {
   double* e;
   double* s;
   double* c;
+  float* mf; /* float32 copies of m and e, and the float32 outputs */
+  float* ef;
+  float* sf;
+  float* cf;
   int64_t rows, cols;
   int threads; /* for OP_MEMCPY_T */
 } job_t;
 
-enum { OP_MEMCPY, OP_MEMCPY_T, OP_READ, OP_RMS, OP_ADD_N, OP_VADD, OP_KEPLER };
+enum {
+  OP_MEMCPY,
+  OP_MEMCPY_T,
+  OP_READ,
+  OP_RMS,
+  OP_ADD_N,
+  OP_VADD,
+  OP_KEPLER,
+  OP_KEPLER_F32,
+  OP_KEPLER_SCALAR
+};
 
 static volatile double sink;
 
@@ -138,8 +156,16 @@ static void run(const job_t* j) {
   case OP_VADD:
     pf__k_vector_add_f32(j->z, 1000, j->x, j->y, (int64_t)n);
     break;
-  default:
+  case OP_KEPLER:
     pf__k_kepler_f64(j->m, j->e, j->s, j->c, j->rows * j->cols);
+    break;
+  case OP_KEPLER_F32:
+    pf__k_kepler_f32(j->mf, j->ef, j->sf, j->cf, j->rows * j->cols);
+    break;
+  default:
+    for (int64_t i = 0; i < j->rows * j->cols; ++i) {
+      pf__k_kepler_solve(j->m[i], j->e[i], &j->s[i], &j->c[i]);
+    }
     break;
   }
 }
@@ -236,7 +262,22 @@ static void dram(float* x, float* y, int threads) {
   printf("  rms_norm 4096x4096  %6.1f GB/s: %.2fx memcpy\n", gb / t[3], t[0] / t[3]);
 }
 
-static void others(float* x, float* y, float* z, double* m, double* e, double* s, double* c) {
+#define KEPLER_N 20000
+
+/* Kepler: the kernel in float64 and float32, and the scalar solver, in the same samples. */
+static void kepler(const job_t* kp) {
+  job_t jobs[3] = {*kp, *kp, *kp};
+  jobs[0].op = OP_KEPLER;
+  jobs[1].op = OP_KEPLER_F32;
+  jobs[2].op = OP_KEPLER_SCALAR;
+  double t[3];
+  time_jobs(jobs, 3, t);
+  printf("  kepler ns per element: float64 %.1f, float32 %.1f; scalar solver float64 %.1f (%.1fx "
+         "the kernel's time)\n",
+         t[0] / KEPLER_N * 1e9, t[1] / KEPLER_N * 1e9, t[2] / KEPLER_N * 1e9, t[2] / t[0]);
+}
+
+static void others(float* x, float* y, float* z, const job_t* kp) {
   static const size_t BYTES[] = {(size_t)256 << 10, BIG_BYTES};
   for (int q = 0; q < (quick ? 1 : 2); ++q) {
     int64_t n = (int64_t)(BYTES[q] / sizeof(float));
@@ -251,25 +292,25 @@ static void others(float* x, float* y, float* z, double* m, double* e, double* s
     printf("  %6zu KiB: add_n %.2fx memcpy, vector_add (b of 1000) %.2fx memcpy\n", BYTES[q] >> 10,
            t[0] / t[1], t[0] / t[2]);
   }
-  job_t kp = {.op = OP_KEPLER, .m = m, .e = e, .s = s, .c = c, .rows = 1, .cols = 20000};
-  double t;
-  time_jobs(&kp, 1, &t);
-  printf("  kepler float64: %.1f ns per element\n", t / 20000 * 1e9);
+  kepler(kp);
 }
 
 int main(int argc, char** argv) {
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   int threads = cpus > 1 ? (int)(cpus < MAX_T ? cpus : MAX_T) : 1;
+  int only_kepler = 0;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--quick") == 0) {
       quick = 1;
       reps = 5;
+    } else if (strcmp(argv[i], "--kepler") == 0) {
+      only_kepler = 1;
     } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
       reps = atoi(argv[++i]);
     } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       threads = atoi(argv[++i]);
     } else {
-      fprintf(stderr, "usage: %s [--quick] [--reps N] [--threads T]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--quick] [--kepler] [--reps N] [--threads T]\n", argv[0]);
       return 2;
     }
   }
@@ -281,40 +322,56 @@ int main(int argc, char** argv) {
   float* x = xalloc(BIG_BYTES);
   float* y = xalloc(BIG_BYTES);
   float* z = xalloc(1000 * sizeof(float));
-  double* m = xalloc(20000 * sizeof(double));
-  double* e = xalloc(20000 * sizeof(double));
-  double* s = xalloc(20000 * sizeof(double));
-  double* c = xalloc(20000 * sizeof(double));
+  job_t kp = {.m = xalloc(KEPLER_N * sizeof(double)),
+              .e = xalloc(KEPLER_N * sizeof(double)),
+              .s = xalloc(KEPLER_N * sizeof(double)),
+              .c = xalloc(KEPLER_N * sizeof(double)),
+              .mf = xalloc(KEPLER_N * sizeof(float)),
+              .ef = xalloc(KEPLER_N * sizeof(float)),
+              .sf = xalloc(KEPLER_N * sizeof(float)),
+              .cf = xalloc(KEPLER_N * sizeof(float)),
+              .rows = 1,
+              .cols = KEPLER_N};
   fill(x, n);
   fill(z, 1000);
-  for (int i = 0; i < 20000; ++i) {
-    m[i] = -10.0 + 20.0 * i / 20000.0;
-    e[i] = (i % 100) / 101.0;
+  for (int i = 0; i < KEPLER_N; ++i) {
+    kp.m[i] = -10.0 + 20.0 * i / KEPLER_N;
+    kp.e[i] = (i % 100) / 101.0;
+    kp.mf[i] = (float)kp.m[i];
+    kp.ef[i] = (float)kp.e[i];
   }
   int best = pf__k_isa_set(PF__K_ISA_AUTO);
   printf("float32, median of %d samples; ratios > 1 are faster than what they compare with\n",
          reps);
-  for (int level = quick ? best : 0; level <= best; ++level) {
+  for (int level = quick && !only_kepler ? best : 0; level <= best; ++level) {
     pf__k_isa_set(level);
     pf__k_threads_set(1);
     printf("[%s, 1 thread]\n", pf__k_isa_name());
+    if (only_kepler) {
+      kepler(&kp);
+      continue;
+    }
     in_cache(x, y);
     dram(x, y, 1);
-    others(x, y, z, m, e, s, c);
+    others(x, y, z, &kp);
   }
   pf__k_isa_set(PF__K_ISA_AUTO);
-  if (threads > 1) {
+  if (threads > 1 && !only_kepler) {
     pf__k_threads_set(threads);
     printf("[%s, %d threads]\n", pf__k_isa_name(), threads);
     dram(x, y, threads);
-    others(x, y, z, m, e, s, c);
+    others(x, y, z, &kp);
   }
   free(x);
   free(y);
   free(z);
-  free(m);
-  free(e);
-  free(s);
-  free(c);
+  free(kp.m);
+  free(kp.e);
+  free(kp.s);
+  free(kp.c);
+  free(kp.mf);
+  free(kp.ef);
+  free(kp.sf);
+  free(kp.cf);
   return 0;
 }

@@ -82,7 +82,11 @@ void pf__k_rms_norm_bwd_f64(const double* x, const double* inv_rms, const double
  * modulo 2 pi first); e must lie in [0, 1). A non-finite M or an e outside [0, 1) gives NaN in
  * both outputs. Errors are a few ulp of the output type: float64 within 6 * 2^-53 of the true
  * sin E and cos E, and relatively within 2 ulp where E is small (e near 1, M near 0); float32
- * solves in double and rounds once. Outputs overlap no input. */
+ * solves in double and rounds once. Elements with |M| < PF__K_REDUCE_CW_MAX are solved several
+ * at a time in vector lanes with the kernels' own sin and cos (within 4 * 2^-53; e = 0 gives
+ * E = M exactly, and sin and cos within an ulp of the C library's), the others by
+ * pf__k_kepler_solve below. An element's result depends on its own inputs only, not on its
+ * position or the thread count. Outputs overlap no input. */
 void pf__k_kepler_f32(const float* mean_anomaly, const float* ecc, float* sin_e, float* cos_e,
                       int64_t count);
 void pf__k_kepler_f64(const double* mean_anomaly, const double* ecc, double* sin_e, double* cos_e,
@@ -192,9 +196,10 @@ static inline PF__K_HD double pf__k_kepler_start(double m, double e) {
 static inline PF__K_HD double pf__k_kepler_root(double m, double e) {
   double one_minus_e = 1.0 - e; /* exact for e >= 0.5 */
   /* f(m) = -e sin m <= 0 while m <= pi (3 keeps clear of an m that reduction left just above
-   * pi); f(m - e) <= 0 and f(m + e) >= 0 always. */
+   * pi); f(m - e) <= 0 and f(m + e) >= 0 always. m + e is rounded up: where sin E is near 1 the
+   * root lies within an ulp below the exact m + e, and a hi rounded down would exclude it. */
   double lo = (m <= 3.0) ? m : m - e;
-  double hi = m + e;
+  double hi = (m + e) * (1.0 + 2.0 * DBL_EPSILON);
   double x = pf__k_kepler_start(m, e);
   if (!(x > lo && x < hi)) {
     x = 0.5 * (lo + hi);

@@ -33,8 +33,9 @@ typedef struct {
   /* a = b + c */
   void (*add_f32)(const float* b, const float* c, float* a, int64_t n);
   void (*add_f64)(const double* b, const double* c, double* a, int64_t n);
-  /* pf__k_kepler_solve over n elements, compiled for the level (fma() becomes one instruction
-   * where the level has FMA; the results are the same). */
+  /* Kepler's equation over n elements (kmath.h's pf__k_kepler_f32/_f64), solved in double
+   * lanes with the level's own sin and cos polynomials; pf__k_kepler_solve takes the elements
+   * the lanes do not (see math_simd_body.h). Each result depends on its own element only. */
   void (*kepler_f32)(const float* m, const float* e, float* s, float* c, int64_t n);
   void (*kepler_f64)(const double* m, const double* e, double* s, double* c, int64_t n);
 } pf__k_simd_t;

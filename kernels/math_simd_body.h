@@ -309,20 +309,358 @@ static double scale_dot_f64(const double* x, double* out, int64_t n, double s, c
 PF__K_ELEMENTWISE(f32, float, vf_t, WF, LINE_F, load_f, store_f, put_f)
 PF__K_ELEMENTWISE(f64, double, vd_t, WD, LINE_D, load_d, store_d, put_d)
 
-/* ---- kepler ---- */
+/* ---- kepler ----
+ * The Kepler solver of kmath.h's scalar pf__k_kepler_solve, run on KW elements at once: the
+ * same reduction modulo 2 pi, Mikkola's starter, and bracketed Halley steps, with sin and cos
+ * of the iterate evaluated here as polynomials in vector lanes rather than by the C library.
+ * Each lane iterates until its own step is below 2^-26 of its iterate and is then frozen, so
+ * an element's result depends on its own inputs only, not on its neighbours or its position in
+ * the array. Lanes the vector path does not take (e outside [0, 1), M not finite or |M| >=
+ * PF__K_REDUCE_CW_MAX, or not converged after KV_ITER steps) are solved by the scalar solver. */
 
-static void kepler_f32(const float* m, const float* e, float* s, float* c, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    double sv, cv;
-    pf__k_kepler_solve(m[i], e[i], &sv, &cv);
-    s[i] = (float)sv;
-    c[i] = (float)cv;
+/* KV_U blocks of WD elements are solved together, their steps interleaved, so that the core
+ * has independent work while one block waits on a division or a long polynomial (three
+ * measured 0-4% faster than two, four no faster than three). */
+#define KV_U 3
+#define KW   ((int64_t)(KV_U * WD)) /* elements per call of kepler_lanes */
+typedef vd_t kd_t;
+typedef uint64_t vu_t __attribute__((vector_size(PF__K_VBYTES)));
+typedef float vh_t __attribute__((vector_size(PF__K_VBYTES / 2))); /* WD floats */
+
+#define KV(x)    ((kd_t){0} + (x))           /* x in every double lane */
+#define KU(x)    ((vu_t){0} + (uint64_t)(x)) /* x in every 64-bit integer lane */
+#define KV_SIGN  KU(0x8000000000000000u)     /* the sign bit of a double */
+#define KV_MAGIC 0x1.8p52 /* x + KV_MAGIC - KV_MAGIC rounds |x| < 2^51 to an integer */
+#define KV_ITER  8        /* Halley steps before a lane is handed to the scalar solver */
+
+/* a where mask is set, else b (mask lanes are all ones or all zeros). */
+static inline kd_t kv_sel(vu_t mask, kd_t a, kd_t b) {
+  return (kd_t)((mask & (vu_t)a) | (~mask & (vu_t)b));
+}
+
+static inline int kv_any(vu_t mask) {
+  uint64_t lane[WD];
+  memcpy(lane, &mask, sizeof lane);
+  uint64_t any = 0;
+  for (int64_t k = 0; k < WD; ++k) {
+    any |= lane[k];
+  }
+  return any != 0;
+}
+
+static inline kd_t kv_abs(kd_t x) {
+  return (kd_t)((vu_t)x & ~KV_SIGN);
+}
+
+static inline kd_t kv_sqrt(kd_t x) {
+#if PF__K_STREAM && PF__K_VBYTES == 64
+  return (kd_t)_mm512_sqrt_pd((__m512d)x);
+#elif PF__K_STREAM && PF__K_VBYTES == 32
+  return (kd_t)_mm256_sqrt_pd((__m256d)x);
+#elif PF__K_STREAM
+  return (kd_t)_mm_sqrt_pd((__m128d)x);
+#else
+  for (int64_t k = 0; k < WD; ++k) {
+    x[k] = sqrt(x[k]);
+  }
+  return x;
+#endif
+}
+
+/* The cube root of a positive normal x, to about 2e-6 relative (the starter is itself only
+ * within 4e-3 of the root): x = f 2^(3t + rem) with f in [1, 2); a quadratic fitted to cbrt on
+ * [1, 2] (1.3e-3 relative), times 2^(rem/3) and 2^t, then one Newton step on y^3 = x. */
+static inline kd_t kv_cbrt(kd_t x) {
+  vu_t bits = (vu_t)x;
+  vu_t biased = ((bits >> 52) & KU(0x7ff)) + KU(177); /* unbiased exponent + 1200 >= 0 */
+  vu_t third = (biased * KU(0x5556)) >> 16;           /* biased / 3, exact below 2^15 */
+  vu_t rem = biased - third * KU(3);
+  kd_t f = (kd_t)((bits & KU(0x000fffffffffffffu)) | KU(0x3ff0000000000000u));
+  kd_t y =
+      KV(0x1.40b26a9c1907ap-1) + f * (KV(0x1.bbf6ac09ef4bdp-2) + f * KV(-0x1.e058353c32868p-5));
+  y *= kv_sel((vu_t)(rem == KU(1)), KV(0x1.428a2f98d728bp+0),
+              kv_sel((vu_t)(rem == KU(2)), KV(0x1.965fea53d6e3dp+0), KV(1.0)));
+  y *= (kd_t)((third + KU(1023 - 400)) << 52); /* 2^(t) with t = third - 400 */
+  return (y + y + x / (y * y)) * KV(1.0 / 3.0);
+}
+
+/* 2 pi = KV_2PI_0 + ... + KV_2PI_5 to about 180 bits; all but the last have at most 24
+ * significant bits, so k times any of them is exact for |k| < 2^29 (|M| < 2^31). */
+#define KV_2PI_0 0x1.921fb6p+2
+#define KV_2PI_1 -0x1.777a5cp-23
+#define KV_2PI_2 -0x1.ee59dap-48
+#define KV_2PI_3 0x1.98a2e0p-75
+#define KV_2PI_4 0x1.b839a2p-102
+#define KV_2PI_5 0x1.48127044533e6p-128
+
+/* s = a + b with its rounding error added to *err (Knuth's TwoSum). */
+static inline kd_t kv_two_sum(kd_t a, kd_t b, kd_t* err) {
+  kd_t s = a + b;
+  kd_t bb = s - a;
+  *err += (a - (s - bb)) + (b - bb);
+  return s;
+}
+
+/* m reduced modulo 2 pi into [-pi, pi] (a rounding error beyond pi at most), |m| < 2^31, as
+ * the double nearest the remainder plus its rounding error *lo (0 where |m| <= pi), without
+ * fma: m - k * KV_2PI_0 is exact (the two are within a factor 2: Sterbenz), and the later parts
+ * are subtracted by TwoSum, so the cancellation near a multiple of 2 pi is exact. */
+static inline kd_t kv_reduce(kd_t m, kd_t* lo) {
+  kd_t k = (m * KV(PF__K_INV_TWO_PI) + KV(KV_MAGIC)) - KV(KV_MAGIC);
+  kd_t r = m - k * KV(KV_2PI_0);
+  kd_t err = KV(0.0);
+  r = kv_two_sum(r, -(k * KV(KV_2PI_1)), &err);
+  r = kv_two_sum(r, -(k * KV(KV_2PI_2)), &err);
+  r = kv_two_sum(r, -(k * KV(KV_2PI_3)), &err);
+  kd_t tail = (err - k * KV(KV_2PI_4)) - k * KV(KV_2PI_5);
+  kd_t hi = r + tail;
+  vu_t small = (vu_t)(kv_abs(m) <= KV(PF__K_PI));
+  *lo = kv_sel(small, KV(0.0), tail - (hi - r)); /* |tail| <= |r|: Fast2Sum */
+  return kv_sel(small, m, hi);
+}
+
+/* pi / 2 = KV_PIO2_0 + _1 + _2; the first two have at most 51 significant bits, so q times
+ * them is exact for the quadrants |q| <= 3 that kv_sincos meets. */
+#define KV_PIO2_0 0x1.921fb54442d18p+0
+#define KV_PIO2_1 0x1.1a62633145c08p-54
+#define KV_PIO2_2 -0x1.1f1976b7ed8fcp-106
+
+/* sin and cos of x for |x| <= 5, within an ulp, and x - sin x and
+ * 1 - cos x without cancellation where |x| < pi / 4 (elsewhere the plain differences, which
+ * lose little): x = q pi / 2 + y + y_lo with |y| <= pi / 4 (x - q KV_PIO2_0 is exact, y_lo is
+ * the rounding error of y), Taylor series of sin y (to y^17) and cos y (to y^16), whose first
+ * terms left out are below 2^-62 of the result, and 1 - y^2 / 2 added with its rounding error
+ * kept (it is most of cos y). */
+static inline void kv_sincos(kd_t x, kd_t* s, kd_t* c, kd_t* x_minus_s, kd_t* one_minus_c) {
+  kd_t qm = x * KV(0x1.45f306dc9c883p-1) + KV(KV_MAGIC); /* x * 2 / pi, rounded */
+  vu_t qi = (vu_t)qm;                                    /* q modulo 4 in the low bits */
+  kd_t q = qm - KV(KV_MAGIC);
+  kd_t y0 = x - q * KV(KV_PIO2_0);
+  kd_t t1 = q * KV(KV_PIO2_1);
+  kd_t y = y0 - t1;
+  kd_t y_lo = ((y0 - y) - t1) - q * KV(KV_PIO2_2); /* 0 where q = 0 */
+  kd_t z = y * y;
+  kd_t ps = KV(1.0 / 355687428096000.0);
+  ps = KV(-1.0 / 1307674368000.0) + z * ps;
+  ps = KV(1.0 / 6227020800.0) + z * ps;
+  ps = KV(-1.0 / 39916800.0) + z * ps;
+  ps = KV(1.0 / 362880.0) + z * ps;
+  ps = KV(-1.0 / 5040.0) + z * ps;
+  ps = KV(1.0 / 120.0) + z * ps;
+  ps = KV(-1.0 / 6.0) + z * ps;
+  kd_t pc = KV(1.0 / 20922789888000.0);
+  pc = KV(-1.0 / 87178291200.0) + z * pc;
+  pc = KV(1.0 / 479001600.0) + z * pc;
+  pc = KV(-1.0 / 3628800.0) + z * pc;
+  pc = KV(1.0 / 40320.0) + z * pc;
+  pc = KV(-1.0 / 720.0) + z * pc;
+  pc = KV(1.0 / 24.0) + z * pc;
+  kd_t hz = KV(0.5) * z;
+  kd_t sin_minus_y = y * z * ps;    /* sin y - y */
+  kd_t cos_rest = z * z * pc;       /* cos y - (1 - y^2 / 2) */
+  kd_t cos_minus_1 = cos_rest - hz; /* cos y - 1 */
+  kd_t w = KV(1.0) - hz;
+  /* sin(y + y_lo) and cos(y + y_lo) to first order in y_lo (below half an ulp of y) */
+  kd_t sy = y + (sin_minus_y + y_lo * w);
+  kd_t cy = w + (((KV(1.0) - w) - hz) + (cos_rest - y * y_lo));
+  /* quadrant q mod 4 = 0, 1, 2, 3: (sin, cos) = (sy, cy), (cy, -sy), (-sy, -cy), (-cy, sy) */
+  vu_t odd = (vu_t)((qi & KU(1)) == KU(1));
+  *s = (kd_t)((vu_t)kv_sel(odd, cy, sy) ^ ((qi & KU(2)) << 62));
+  *c = (kd_t)((vu_t)kv_sel(odd, sy, cy) ^ (((qi + KU(1)) & KU(2)) << 62));
+  vu_t q0 = (vu_t)(q == KV(0.0));
+  *x_minus_s = kv_sel(q0, -sin_minus_y, x - *s);
+  *one_minus_c = kv_sel(q0, -cos_minus_1, KV(1.0) - *c);
+}
+
+/* Mikkola's starter for 0 <= m <= pi, 0 <= e < 1, as pf__k_kepler_start (see there), with
+ * three divisions instead of six. */
+static inline kd_t kv_start(kd_t m, kd_t e) {
+  kd_t denom = KV(4.0) * e + KV(0.5);
+  kd_t inv = KV(1.0) / denom;
+  kd_t alpha = (KV(1.0) - e) * inv;
+  kd_t beta = KV(0.5) * m * inv;
+  kd_t z = kv_cbrt(beta + kv_sqrt(beta * beta + alpha * alpha * alpha));
+  /* 2 beta / (z^2 + alpha + (alpha / z)^2) = 2 beta z^2 / d, and the 1 / (1 + e) below, from
+   * one division (every term positive, so nothing cancels) */
+  kd_t z2 = z * z;
+  kd_t d = z2 * z2 + alpha * z2 + alpha * alpha;
+  kd_t ope = KV(1.0) + e;
+  kd_t t = KV(1.0) / (d * ope);
+  kd_t s = KV(2.0) * beta * z2 * ope * t;
+  kd_t s2 = s * s;
+  s = s - KV(0.078) * s2 * s2 * s * (d * t);
+  return m + e * s * (KV(3.0) - KV(4.0) * s * s);
+}
+
+/* One block of WD elements in flight. */
+typedef struct {
+  kd_t m, m_lo, e, ome; /* |M reduced| as m + m_lo, e, 1 - e */
+  kd_t r;               /* M reduced: its sign is that of sin E */
+  kd_t lo, hi, x;       /* the bracket and the iterate */
+  kd_t so, co;          /* sin E and cos E of the lanes done */
+  vu_t ok;              /* lanes the vector path takes */
+  vu_t active;          /* lanes still iterating */
+} kv_block_t;
+
+static inline void kv_init(kv_block_t* b, kd_t m0, kd_t e0) {
+  b->ok =
+      (vu_t)(e0 >= KV(0.0)) & (vu_t)(e0 < KV(1.0)) & (vu_t)(kv_abs(m0) < KV(PF__K_REDUCE_CW_MAX));
+  kd_t e = kv_sel(b->ok, e0, KV(0.0)); /* lanes left to the scalar solver compute (0, 0) */
+  kd_t r_lo;
+  b->r = kv_reduce(kv_sel(b->ok, m0, KV(0.0)), &r_lo);
+  kd_t m = kv_abs(b->r); /* E(-m) = -E(m): solve for |r|, give sin E the sign of r */
+  /* The reduction's rounding error, kept for f: the last Halley step then carries E below an
+   * ulp of x, and sin E and cos E get it from the first-order update. */
+  b->m_lo = (kd_t)((vu_t)r_lo ^ ((vu_t)b->r & KV_SIGN));
+  /* The bracket of pf__k_kepler_root; E = m exactly where e = 0 or m = 0. */
+  b->lo = kv_sel((vu_t)(m <= KV(3.0)), m, m - e);
+  b->hi = (m + e) * KV(1.0 + 2.0 * DBL_EPSILON); /* rounded up, see pf__k_kepler_root */
+  kd_t x = kv_start(m, e);
+  x = kv_sel((vu_t)(x > b->lo) & (vu_t)(x < b->hi), x, KV(0.5) * (b->lo + b->hi));
+  b->x = kv_sel((vu_t)(e == KV(0.0)) | (vu_t)(m == KV(0.0)), m, x);
+  b->m = m;
+  b->e = e;
+  b->ome = KV(1.0) - e;
+  b->so = KV(0.0);
+  b->co = KV(1.0);
+  b->active = KU(~(uint64_t)0);
+}
+
+/* One Halley step of the active lanes of b, as in pf__k_kepler_root. */
+static inline void kv_step(kv_block_t* b) {
+  kd_t x = b->x, e = b->e, ome = b->ome;
+  kd_t s, c, ems, omc;
+  kv_sincos(x, &s, &c, &ems, &omc);
+  /* f = E - e sin E - m. Where x <= 2 m, x - m is exact (Sterbenz) and f = (x - m) - e sin x
+   * is off by the rounding of e sin x only; elsewhere (e near 1, x small: the root is at most
+   * m / (1 - e)) f = (1 - e) x + e (x - sin x) - m, 1 - e exact and no cancellation in x -
+   * sin x; both less the reduction's rounding error m_lo. f' = (1 - e) + e (1 - cos x) keeps
+   * full relative accuracy where it is small. */
+  kd_t f = kv_sel((vu_t)(x <= b->m + b->m), (x - b->m) - e * s, ome * x + e * ems - b->m) - b->m_lo;
+  kd_t lo = kv_sel((vu_t)(f < KV(0.0)), x, b->lo);
+  kd_t hi = kv_sel((vu_t)(f > KV(0.0)), x, b->hi);
+  kd_t fp = e * omc + ome;
+  /* Halley: -f / (f' - f f'' / (2 f')), f'' = e sin x, with one division */
+  kd_t step = -f * fp / (fp * fp - KV(0.5) * f * e * s);
+  kd_t next = x + step;
+  /* A step below 2^-26 of x is the last one: Halley's error after it is of the order of the
+   * step cubed (2^-78 relative), so the lane is done at x + step, and sin and cos are rotated
+   * by the step to second order (the third-order term is below 2^-79 relative). The step also
+   * carries the part of E below an ulp of x (m_lo). */
+  vu_t small = (vu_t)(kv_abs(step) <= KV(0x1p-26) * kv_abs(x));
+  vu_t done = b->active & small;
+  kd_t half_d2 = KV(0.5) * step * step;
+  b->so = kv_sel(done, s + (c * step - s * half_d2), b->so);
+  b->co = kv_sel(done, c - (s * step + c * half_d2), b->co);
+  b->active &= ~small;
+  vu_t inside = (vu_t)(next > lo) & (vu_t)(next < hi);
+  b->x = kv_sel(b->active, kv_sel(inside, next, KV(0.5) * (lo + hi)), x);
+  b->lo = lo;
+  b->hi = hi;
+}
+
+/* Stores the results of b; lanes the vector path did not take or did not finish go to the
+ * scalar solver. */
+static inline void kv_finish(const kv_block_t* b, kd_t m0, kd_t e0, double* s_out, double* c_out) {
+  store_d(s_out, (kd_t)((vu_t)b->so ^ ((vu_t)b->r & KV_SIGN)));
+  store_d(c_out, b->co);
+  vu_t slow = ~b->ok | b->active;
+  if (kv_any(slow)) {
+    uint64_t lane[WD];
+    double m_in[WD], e_in[WD];
+    memcpy(lane, &slow, sizeof lane);
+    store_d(m_in, m0);
+    store_d(e_in, e0);
+    for (int64_t k = 0; k < WD; ++k) {
+      if (lane[k] != 0) {
+        pf__k_kepler_solve(m_in[k], e_in[k], &s_out[k], &c_out[k]);
+      }
+    }
   }
 }
 
+/* sin E and cos E for the KW elements of the KV_U vectors m and e, into s and c (see the
+ * section comment). */
+static inline void kepler_lanes(const kd_t* m, const kd_t* e, double* s, double* c) {
+  kv_block_t b[KV_U];
+  for (int u = 0; u < KV_U; ++u) {
+    kv_init(&b[u], m[u], e[u]);
+  }
+  for (int it = 0; it < KV_ITER; ++it) {
+    vu_t active = KU(0);
+    for (int u = 0; u < KV_U; ++u) {
+      kv_step(&b[u]);
+      active |= b[u].active;
+    }
+    if (!kv_any(active)) {
+      break;
+    }
+  }
+  for (int u = 0; u < KV_U; ++u) {
+    kv_finish(&b[u], m[u], e[u], s + u * WD, c + u * WD);
+  }
+}
+
+/* The tail of n - i < KW elements goes through the same lanes, padded with (0, 0), so that it
+ * gets the same results as in a block. */
 static void kepler_f64(const double* m, const double* e, double* s, double* c, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    pf__k_kepler_solve(m[i], e[i], &s[i], &c[i]);
+  kd_t mv[KV_U], ev[KV_U];
+  int64_t i = 0;
+  for (; n - i >= KW; i += KW) {
+    for (int u = 0; u < KV_U; ++u) {
+      mv[u] = load_d(m + i + u * WD);
+      ev[u] = load_d(e + i + u * WD);
+    }
+    kepler_lanes(mv, ev, s + i, c + i);
+  }
+  if (i < n) {
+    double st[KW], ct[KW];
+    size_t bytes = (size_t)(n - i) * sizeof(double);
+    memset(mv, 0, sizeof mv);
+    memset(ev, 0, sizeof ev);
+    memcpy(mv, m + i, bytes);
+    memcpy(ev, e + i, bytes);
+    kepler_lanes(mv, ev, st, ct);
+    memcpy(s + i, st, bytes);
+    memcpy(c + i, ct, bytes);
+  }
+}
+
+/* float32: widened to double lanes, solved as float64, each output rounded once. */
+static void kepler_f32(const float* m, const float* e, float* s, float* c, int64_t n) {
+  for (int64_t i = 0; i < n; i += KW) {
+    int64_t len = n - i < KW ? n - i : KW;
+    float mf[KW] = {0}, ef[KW] = {0}, sf[KW], cf[KW];
+    const float* mp = m + i;
+    const float* ep = e + i;
+    if (len < KW) { /* the tail, padded with (0, 0) */
+      memcpy(mf, mp, (size_t)len * sizeof(float));
+      memcpy(ef, ep, (size_t)len * sizeof(float));
+      mp = mf;
+      ep = ef;
+    }
+    kd_t mv[KV_U], ev[KV_U];
+    for (int u = 0; u < KV_U; ++u) {
+      vh_t h;
+      memcpy(&h, mp + u * WD, sizeof h);
+      mv[u] = __builtin_convertvector(h, kd_t);
+      memcpy(&h, ep + u * WD, sizeof h);
+      ev[u] = __builtin_convertvector(h, kd_t);
+    }
+    double sd[KW], cd[KW];
+    kepler_lanes(mv, ev, sd, cd);
+    float* sp = len < KW ? sf : s + i;
+    float* cp = len < KW ? cf : c + i;
+    for (int u = 0; u < KV_U; ++u) {
+      vh_t h = __builtin_convertvector(load_d(sd + u * WD), vh_t);
+      memcpy(sp + u * WD, &h, sizeof h);
+      h = __builtin_convertvector(load_d(cd + u * WD), vh_t);
+      memcpy(cp + u * WD, &h, sizeof h);
+    }
+    if (len < KW) {
+      memcpy(s + i, sf, (size_t)len * sizeof(float));
+      memcpy(c + i, cf, (size_t)len * sizeof(float));
+    }
   }
 }
 
