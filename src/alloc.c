@@ -50,9 +50,10 @@ static pthread_mutex_t pf__spans_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t pf__spans_next;      /* spans handed out so far (bump index) */
 static uint32_t pf__spans_committed; /* spans made accessible */
 static size_t pf__spans_given;       /* spans given to a class (for pf__alloc_slab_bytes) */
-static uint32_t pf__spans_returned = PF__NONE; /* stack of spans given back, linked through
-                                                 their first word */
-static uint32_t pf__spans_pooled;              /* of those, how many still have their pages */
+static uint32_t pf__spans_returned = PF__NONE;  /* stack of spans given back, linked through
+                                                  their first word */
+static uint32_t pf__spans_pooled;               /* of those, how many still have their pages */
+static size_t pf__spans_limit = PF__SLAB_SPANS; /* most spans held at once (tests lower it) */
 #define PF__POOL_KEEP 4096u /* spans given back that keep their pages (256 MiB) */
 
 /* Whether the slabs are allowed in this process: off under AddressSanitizer, and when the
@@ -216,7 +217,9 @@ static char* pf__span_new(unsigned c) {
   char* span = NULL;
   pthread_mutex_lock(&pf__spans_lock);
   uint32_t i = pf__spans_returned;
-  if (i != PF__NONE) {
+  if (pf__spans_given >= pf__spans_limit) {
+    /* the range is used up (or a test says so) */
+  } else if (i != PF__NONE) {
     span = (char*)(pf__slab_base + ((size_t)i << PF__SPAN_SHIFT));
     uint64_t link = *(uint64_t*)span;
     pf__spans_returned = (uint32_t)(link >> 1);
@@ -394,6 +397,15 @@ void* pf__alloc_aligned_slow(size_t size, size_t alignment) {
   if (posix_memalign(&p, alignment, size) != 0)
     return NULL;
   return p;
+}
+
+uint32_t pf__alloc_test_limit_spans(uint32_t more) {
+  pthread_mutex_lock(&pf__spans_lock);
+  uint32_t now = (uint32_t)pf__spans_given;
+  pf__spans_limit = more == UINT32_MAX || (size_t)now + more > PF__SLAB_SPANS ? PF__SLAB_SPANS
+                                                                              : (size_t)now + more;
+  pthread_mutex_unlock(&pf__spans_lock);
+  return now;
 }
 
 size_t pf__alloc_slab_bytes(void) {

@@ -11,7 +11,8 @@
 
 #include "packfn/packfn.h"
 
-size_t pf__alloc_slab_bytes(void); /* libpackfn's private count (src/alloc.h) */
+size_t pf__alloc_slab_bytes(void);                  /* libpackfn's private count (src/alloc.h) */
+uint32_t pf__alloc_test_limit_spans(uint32_t more); /* and its test hook */
 
 static void raw_deleter(void* self, int flags) {
   if (flags & PF_DELETER_WEAK)
@@ -234,6 +235,34 @@ START_TEST(test_spans_given_back) {
 }
 END_TEST
 
+START_TEST(test_range_used_up) {
+  /* no fresh span may be taken: blocks come from malloc, mixed with slab blocks, and every one
+   * is told apart when freed; CPU buffers keep their alignment */
+  (void)pf__alloc_test_limit_spans(0);
+  size_t before = pf__alloc_slab_bytes();
+  static pf_object_t* objs[NCROSS];
+  for (size_t i = 0; i < NCROSS; ++i) /* about 42 MB: more than the spans held have free */
+    objs[i] = make(24 + (i * 37) % 4200, (unsigned)i);
+  ck_assert_uint_le(pf__alloc_slab_bytes(), before); /* so malloc served the rest */
+  pf_allocator_t a;
+  ck_assert_int_eq(pf_allocator_get(kDLCPU, &a), 0);
+  DLDevice cpu = {kDLCPU, 0};
+  void* bufs[64];
+  for (int k = 0; k < 64; ++k) {
+    ck_assert_int_eq(a.alloc(a.ctx, cpu, (size_t)(k + 1) * 61, 256, &bufs[k]), 0);
+    ck_assert_uint_eq((uintptr_t)bufs[k] % 256, 0);
+    fill(bufs[k], (size_t)(k + 1) * 61, (unsigned)k);
+  }
+  (void)pf__alloc_test_limit_spans(UINT32_MAX);
+  for (size_t i = 0; i < NCROSS; ++i)
+    check_and_release(objs[i], 24 + (i * 37) % 4200, (unsigned)i);
+  for (int k = 0; k < 64; ++k) {
+    ck_assert(intact(bufs[k], (size_t)(k + 1) * 61, (unsigned)k));
+    a.free(a.ctx, cpu, bufs[k]);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite* s = suite_create("alloc");
   TCase* tc = tcase_create("core");
@@ -244,6 +273,7 @@ int main(void) {
   tcase_add_test(tc, test_thread_exit_keeps_blocks);
   tcase_add_test(tc, test_threads_in_parallel);
   tcase_add_test(tc, test_spans_given_back);
+  tcase_add_test(tc, test_range_used_up);
   suite_add_tcase(s, tc);
   SRunner* sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
