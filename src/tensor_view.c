@@ -97,13 +97,14 @@ static int pf__make_view(pf_object_t* base, const DLTensor* src, int32_t ndim, c
   DLTensor desc = {src->data,         src->device,     ndim, src->dtype, (int64_t*)shape,
                    (int64_t*)strides, src->byte_offset};
   int64_t compact[PF_TENSOR_MAX_NDIM], src_buf[PF_TENSOR_MAX_NDIM];
-  int64_t vlo, vhi;
+  int64_t vlo = 0, vhi = 0;
   if (!pf__view_layout_fast(&desc, compact, &vlo, &vhi)) {
     /* the general path: empty layouts, and every refusal with its message */
     if (pf__dltensor_validate(&desc, func, "shape") != 0)
       return -1;
     desc.strides = (int64_t*)pf__strides_of(&desc, compact);
-    pf__reach(ndim, shape, desc.strides, &vlo, &vhi);
+    if (pf_dltensor_numel(&desc) > 0) /* an empty layout reaches nothing */
+      pf__reach(ndim, shape, desc.strides, &vlo, &vhi);
   }
   if (pf_dltensor_numel(&desc) > 0) {
     int64_t slo = 0, shi = -1, first, last; /* an empty base reaches nothing */
