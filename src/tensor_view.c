@@ -1,7 +1,5 @@
 /* Tensor views: new shapes and strides over the memory of an existing tensor, kept alive by a
  * reference to it; the general view, reshape, slice, select and permute are built on one helper. */
-#include <stddef.h>
-#include <stdint.h>
 #include <string.h>
 
 #include "packfn/tensor.h"
@@ -35,45 +33,6 @@ static void pf__reach(int32_t ndim, const int64_t* shape, const int64_t* strides
   }
 }
 
-/* The view's layout checked in one pass when every extent is positive, as pf__dltensor_validate
- * checks it (ndim, element count and packed size, strides whose offsets fit in int64, dtype,
- * device index, data), filling in compact strides (into buf) when desc has none and the reach
- * of the view in *lo and *hi. 1 when the layout is valid; 0 when it is empty or refused, for the
- * general path to handle (nothing raised). */
-static int pf__view_layout_fast(DLTensor* desc, int64_t* buf, int64_t* lo, int64_t* hi) {
-  int32_t ndim = desc->ndim;
-  const int64_t* shape = desc->shape;
-  if (ndim < 1 || ndim > PF_TENSOR_MAX_NDIM || !shape || desc->device.device_id < 0 ||
-      !desc->data || !pf_dtype_is_valid(desc->dtype))
-    return 0;
-  const int64_t* strides = desc->strides;
-  int64_t n = 1, span = 0, down = 0, up = 0;
-  for (int32_t i = ndim; i-- > 0;) {
-    int64_t e = shape[i];
-    int64_t s = strides ? strides[i] : n; /* compact: the product of the extents after i */
-    int64_t mag;                          /* |s| * (e - 1), the offset this axis reaches */
-    if (e <= 0 || __builtin_mul_overflow(n, e, &n) || s == INT64_MIN ||
-        __builtin_mul_overflow(s < 0 ? -s : s, e - 1, &mag) ||
-        __builtin_add_overflow(span, mag, &span))
-      return 0;
-    if (!strides)
-      buf[i] = s;
-    if (s < 0)
-      down -= mag;
-    else
-      up += mag;
-  }
-  uint64_t bits;
-  if (__builtin_mul_overflow((uint64_t)n, (uint64_t)desc->dtype.bits * desc->dtype.lanes, &bits) ||
-      bits / 8 >= (uint64_t)PTRDIFF_MAX)
-    return 0;
-  if (!strides)
-    desc->strides = buf;
-  *lo = down;
-  *hi = up;
-  return 1;
-}
-
 /* Device types whose data pointer is an address, so an offset may move the pointer itself. */
 static int pf__is_addressable(DLDevice d) {
   switch ((int32_t)d.device_type) {
@@ -96,18 +55,13 @@ static int pf__make_view(pf_object_t* base, const DLTensor* src, int32_t ndim, c
                          pf_object_t** out) {
   DLTensor desc = {src->data,         src->device,     ndim, src->dtype, (int64_t*)shape,
                    (int64_t*)strides, src->byte_offset};
+  if (pf__dltensor_validate(&desc, func, "shape") != 0)
+    return -1;
   int64_t compact[PF_TENSOR_MAX_NDIM], src_buf[PF_TENSOR_MAX_NDIM];
-  int64_t vlo = 0, vhi = 0;
-  if (!pf__view_layout_fast(&desc, compact, &vlo, &vhi)) {
-    /* the general path: empty layouts, and every refusal with its message */
-    if (pf__dltensor_validate(&desc, func, "shape") != 0)
-      return -1;
-    desc.strides = (int64_t*)pf__strides_of(&desc, compact);
-    if (pf_dltensor_numel(&desc) > 0) /* an empty layout reaches nothing */
-      pf__reach(ndim, shape, desc.strides, &vlo, &vhi);
-  }
+  desc.strides = (int64_t*)pf__strides_of(&desc, compact);
   if (pf_dltensor_numel(&desc) > 0) {
-    int64_t slo = 0, shi = -1, first, last; /* an empty base reaches nothing */
+    int64_t vlo, vhi, slo = 0, shi = -1, first, last; /* an empty base reaches nothing */
+    pf__reach(ndim, shape, desc.strides, &vlo, &vhi);
     if (pf_dltensor_numel(src) > 0)
       pf__reach(src->ndim, src->shape, pf__strides_of(src, src_buf), &slo, &shi);
     int overflow = __builtin_add_overflow(offset, vlo, &first);
