@@ -41,7 +41,6 @@ typedef struct {
   uint32_t partial; /* first span with depot blocks, or PF__NONE */
   char* cut;        /* next block never handed out, in the class's newest span */
   char* cut_end;    /* end of that span's last whole block */
-  size_t nspans;    /* spans the class holds */
 } pf__class_t;
 
 static pf__class_t pf__classes[PF__NCLASS];
@@ -89,7 +88,7 @@ static void pf__unlock_all(void) {
     pthread_mutex_unlock(&pf__classes[c].lock);
 }
 
-static void pf__span_return(unsigned c, uint32_t i);
+static void pf__span_return(uint32_t i);
 
 static size_t pf__span_index(const void* p) {
   return ((uintptr_t)p - pf__slab_base) >> PF__SPAN_SHIFT;
@@ -132,7 +131,7 @@ static void pf__depot_push(unsigned c, void* head) {
       pf__partial_remove(k, i);
       s->free = NULL;
       s->nfree = 0;
-      pf__span_return(c, i);
+      pf__span_return(i);
     }
     head = next;
   }
@@ -239,17 +238,16 @@ static char* pf__span_new(unsigned c) {
   if (span) {
     pf__spans_given++;
     pf__span_class[i] = (uint8_t)c;
-    pf__classes[c].nspans++;
   }
   pthread_mutex_unlock(&pf__spans_lock);
   return span;
 }
 
-/* Gives span i of class c back to any class. The newest PF__POOL_KEEP spans given back keep their
- * pages, so that a program which frees and makes again many objects does not fault them in
- * again; beyond that a span's pages go back to the system (MADV_DONTNEED: they read as zeros
- * after). Under the class's lock; none of its blocks is in use or listed anywhere. */
-static void pf__span_return(unsigned c, uint32_t i) {
+/* Gives span i back to any class. The newest PF__POOL_KEEP spans given back keep their pages, so
+ * that a program which frees and makes again many objects does not fault them in again; beyond
+ * that a span's pages go back to the system (MADV_FREE, or MADV_DONTNEED where the kernel lacks
+ * it). Under the lock of the span's class; none of its blocks is in use or listed anywhere. */
+static void pf__span_return(uint32_t i) {
   char* span = (char*)(pf__slab_base + ((size_t)i << PF__SPAN_SHIFT));
   pthread_mutex_lock(&pf__spans_lock);
   int keep = pf__spans_pooled < PF__POOL_KEEP;
@@ -267,7 +265,6 @@ static void pf__span_return(unsigned c, uint32_t i) {
   *(uint64_t*)span = ((uint64_t)pf__spans_returned << 1) | (uint64_t)keep;
   pf__spans_returned = i;
   pf__spans_given--;
-  pf__classes[c].nspans--;
   pthread_mutex_unlock(&pf__spans_lock);
 }
 
