@@ -457,19 +457,16 @@ def test_bench_function(cli):
            stderr_re=r"^packfn bench: bad tensor literal")
 
 
-def test_bench_suite_lookup(cli):
-    # the suite runs from a build tree only, found relative to the executable (../bench): a copy
-    # of packfn in a bare folder (as an installed one is) says the suite is not there; beside a
-    # bench/ folder it runs what is there (stand-ins here: the real suite is slow, and bench/
-    # has its own tests)
+def stage_bench_trees(cli):
+    """Writes the executables test_bench_suite_lookup runs, before any test thread starts.
+
+    A file still open for writing cannot be executed (ETXTBSY), and a child forked by another
+    test thread inherits the writer's descriptor until it execs: copying a binary in one thread
+    while another starts a process made the later run fail at random. Staging the copies while
+    the process has one thread leaves no such window."""
     bare = cli.path("bare")
     os.makedirs(bare, exist_ok=True)
     shutil.copy(cli.bin, os.path.join(bare, "packfn"))
-    rc, out, err = cli.run_bin(os.path.join(bare, "packfn"), "bench", "--quick")
-    assert rc == USAGE and out == "", (rc, out, err)
-    assert re.match(r"^packfn bench: the benchmark suite runs from a build tree only \(configured "
-                    r"with -DPF_BUILD_BENCH=ON: run BUILD/cli/packfn bench\); it needs "
-                    r"run_suite\.sh and packfn_bench in .*/bare/\.\./bench\. ", err), err
     tree = cli.path("tree")
     benchdir = os.path.join(tree, "bench")
     os.makedirs(os.path.join(tree, "cli"), exist_ok=True)
@@ -480,6 +477,20 @@ def test_bench_suite_lookup(cli):
     with open(os.path.join(benchdir, "packfn_bench"), "w") as f:
         f.write("#!/bin/sh\n")
     os.chmod(os.path.join(benchdir, "packfn_bench"), 0o755)
+
+
+def test_bench_suite_lookup(cli):
+    # the suite runs from a build tree only, found relative to the executable (../bench): a copy
+    # of packfn in a bare folder (as an installed one is) says the suite is not there; beside a
+    # bench/ folder it runs what is there (stand-ins here: the real suite is slow, and bench/
+    # has its own tests); stage_bench_trees wrote both folders
+    bare = cli.path("bare")
+    rc, out, err = cli.run_bin(os.path.join(bare, "packfn"), "bench", "--quick")
+    assert rc == USAGE and out == "", (rc, out, err)
+    assert re.match(r"^packfn bench: the benchmark suite runs from a build tree only \(configured "
+                    r"with -DPF_BUILD_BENCH=ON: run BUILD/cli/packfn bench\); it needs "
+                    r"run_suite\.sh and packfn_bench in .*/bare/\.\./bench\. ", err), err
+    tree = cli.path("tree")
     rc, out, err = cli.run_bin(os.path.join(tree, "cli", "packfn"), "bench", "--quick")
     assert rc == 3 and err == "", (rc, out, err)
     assert re.fullmatch(r"suite --bench .*/tree/cli/\.\./bench/packfn_bench --quick\n", out), out
@@ -522,6 +533,8 @@ def main():
     os.makedirs(opts.workdir)
     cli = Cli(opts)
     tests = [test_tvm_ffi_library] if opts.tvm_lib else TESTS
+    if test_bench_suite_lookup in tests:
+        stage_bench_trees(cli)
     failures = 0
     # the cases are independent (distinct file names): run them side by side, which matters
     # under valgrind
