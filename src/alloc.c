@@ -321,22 +321,17 @@ static void* pf__refill(unsigned c, uint32_t* n) {
   return first;
 }
 
-void* pf__alloc_slow(size_t size, unsigned c) {
-  if (size > PF__ALLOC_MAX) /* nothing that large can be allocated */
-    return NULL;
+/* pf__alloc_slow for a class while this thread's state is 0 (undecided) or 1 (slabs on, the
+ * list empty): blocks from the depot, or malloc once the range is used up. */
+__attribute__((noinline)) static void* pf__alloc_from_depot(size_t size, unsigned c) {
   if (pf__cache.state == 0)
     pf__thread_init();
-  if (c < PF__NCLASS && pf__slab_on()) {
+  if (pf__cache.state == 1) {
     uint32_t n;
     void* b = pf__refill(c, &n);
-    if (b) {
-      void* rest = *(void**)b;
-      if (pf__cache.state == 1) { /* this thread's list of class c is empty: the rest is it */
-        pf__cache.head[c] = rest;
-        pf__cache.room[c] = PF__LIST_MAX(c) - (n - 1);
-      } else if (rest) {
-        pf__depot_push(c, rest);
-      }
+    if (b) { /* this thread's list of class c is empty: the rest becomes it */
+      pf__cache.head[c] = *(void**)b;
+      pf__cache.room[c] = PF__LIST_MAX(c) - (n - 1);
       return b;
     }
     /* the range is used up: malloc serves, and pf__free tells its blocks apart */
@@ -344,11 +339,17 @@ void* pf__alloc_slow(size_t size, unsigned c) {
   return malloc(size ? size : 1);
 }
 
-void pf__free_slow(void* p, unsigned c) {
-  if (c >= PF__NCLASS) {
-    free(p);
-    return;
-  }
+void* pf__alloc_slow(size_t size, unsigned c) {
+  /* No class (beyond 4 KiB), or the slabs off for this thread (off in the process, or the thread
+   * is exiting): a malloc block, without the depot path's frame. */
+  if (c >= PF__NCLASS || pf__cache.state < 0)
+    return size <= PF__ALLOC_MAX ? malloc(size ? size : 1) : NULL;
+  return pf__alloc_from_depot(size, c);
+}
+
+/* pf__free_slow for a slab block: onto this thread's full list (half of it going to the depot
+ * first), or straight to the depot once the thread is exiting. */
+__attribute__((noinline)) static void pf__free_to_depot(void* p, unsigned c) {
   if (pf__cache.state == 0)
     pf__thread_init();
   if (pf__cache.state == 1) {
@@ -370,6 +371,13 @@ void pf__free_slow(void* p, unsigned c) {
   }
   *(void**)p = NULL; /* thread exiting: a chain of one block */
   pf__depot_push(c, p);
+}
+
+void pf__free_slow(void* p, unsigned c) {
+  if (c >= PF__NCLASS) /* a malloc block: kept apart from the depot path's frame */
+    free(p);
+  else
+    pf__free_to_depot(p, c);
 }
 
 void* pf__alloc_aligned_slow(size_t size, size_t alignment) {

@@ -114,6 +114,12 @@ pf__empty_layout_overflows(int32_t ndim, const int64_t* shape, DLDataType dtype)
          bits / 8 >= (uint64_t)PTRDIFF_MAX;
 }
 
+/* 1 for the dtypes most tensors have (int, uint and float of 16, 32 or 64 bits, any lane count
+ * but 0), which pf_dtype_is_valid accepts too: checked inline before calling it. */
+static inline int pf__dtype_is_common(DLDataType t) {
+  return t.code <= PF_DL_FLOAT && t.lanes != 0 && (t.bits == 32 || t.bits == 64 || t.bits == 16);
+}
+
 /* Checks ndim, shape (extents >= 0) and dtype, and computes the element count and packed byte
  * size without overflow; an empty layout's other extents must fit as well. 0, or -1 with
  * ValueError (the message from pf__layout_error). */
@@ -130,7 +136,7 @@ pf__validate_layout(int32_t ndim, const int64_t* shape, DLDataType dtype, const 
   }
   /* The packed size in bits must fit too, with room for the rounding up to bytes. */
   uint64_t bits;
-  if (PF_UNLIKELY(bad || !pf_dtype_is_valid(dtype) ||
+  if (PF_UNLIKELY(bad || !(pf__dtype_is_common(dtype) || pf_dtype_is_valid(dtype)) ||
                   __builtin_mul_overflow((uint64_t)n, (uint64_t)dtype.bits * dtype.lanes, &bits) ||
                   bits / 8 >= (uint64_t)PTRDIFF_MAX ||
                   (n == 0 && pf__empty_layout_overflows(ndim, shape, dtype))))
@@ -140,7 +146,8 @@ pf__validate_layout(int32_t ndim, const int64_t* shape, DLDataType dtype, const 
   return 0;
 }
 
-int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* arg) {
+int pf__dltensor_check(const DLTensor* desc, const char* func, const char* arg,
+                       pf__layout_t* layout) {
   if (!desc) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a DLTensor, got NULL", func, arg);
     return -1;
@@ -161,73 +168,50 @@ int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* ar
   }
   /* Every element offset must be representable: sum |stride| * (extent - 1) fits in int64,
    * counting a zero extent as 1 and checking empty tensors too, whose views, selections and
-   * slices still compute offsets from the other axes (issue 10, defect 5). */
+   * slices still compute offsets from the other axes (issue 10, defect 5). The same pass sums
+   * the negative and the positive terms apart: the lowest and highest offsets reached, each
+   * bounded by the total, so they cannot overflow once it does not. */
+  int64_t lo = 0, hi = numel - 1; /* compact: 0..numel-1 */
   if (desc->strides) {
     int64_t span = 0, term;
+    hi = 0;
     for (int32_t i = 0; i < desc->ndim; ++i) {
       int64_t s = desc->strides[i];
       int64_t reach = desc->shape[i] > 0 ? desc->shape[i] - 1 : 0;
-      if (s == INT64_MIN || __builtin_mul_overflow(s < 0 ? -s : s, reach, &term) ||
-          __builtin_add_overflow(span, term, &span)) {
+      if (PF_UNLIKELY(s == INT64_MIN || __builtin_mul_overflow(s < 0 ? -s : s, reach, &term) ||
+                      __builtin_add_overflow(span, term, &span))) {
         PF_ERROR_SET(PF_ERR_VALUE,
                      "%s: argument %s: expected strides whose offsets fit in int64, got %lld at "
                      "axis %d",
                      func, arg, (long long)s, (int)i);
         return -1;
       }
+      if (s < 0)
+        lo -= term;
+      else
+        hi += term;
+    }
+    if (numel == 0) {
+      lo = 0;
+      hi = -1;
     }
   }
+  layout->numel = numel;
+  layout->lo = lo;
+  layout->hi = hi;
   return 0;
 }
 
-/* pf__tensor_new, inlined into pf_tensor_empty, where the description is known to be compact
- * (which then makes it the owning form). */
-static inline __attribute__((always_inline)) int
-pf__tensor_make(const DLTensor* desc, uint64_t flags, const char* func, pf__tensor_t** out) {
-  size_t ndim = (size_t)desc->ndim;
-  size_t size = sizeof(pf__tensor_t) + 2 * ndim * sizeof(int64_t);
-  pf__tensor_t* t = pf__alloc(size);
-  if (!t) {
-    *out = NULL;
-    return pf__raise_oom(func, size);
-  }
-  pf__object_init(&t->header, PF_TYPE_TENSOR, pf__tensor_deleter);
-  int64_t* shape = t->dims;
-  int64_t* strides = t->dims + ndim;
-  for (size_t i = 0; i < ndim; ++i)
-    shape[i] = desc->shape[i];
-  if (desc->strides) {
-    for (size_t i = 0; i < ndim; ++i)
-      strides[i] = desc->strides[i];
-  } else {
-    int64_t step = 1;
-    for (size_t i = ndim; i-- > 0;) {
-      strides[i] = step;
-      step *= shape[i] > 0 ? shape[i] : 1;
-    }
-  }
-  t->dl.data = desc->data;
-  t->dl.device = desc->device;
-  t->dl.ndim = desc->ndim;
-  t->dl.dtype = desc->dtype;
-  t->dl.shape = shape;
-  t->dl.strides = strides;
-  t->dl.byte_offset = desc->byte_offset;
-  t->flags = flags;
-  t->owner = NULL;
-  t->owner_release = NULL;
-  *out = t;
-  return 0;
+int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* arg) {
+  pf__layout_t layout;
+  return pf__dltensor_check(desc, func, arg, &layout);
 }
 
 int pf__tensor_new(const DLTensor* desc, uint64_t flags, const char* func, pf__tensor_t** out) {
   return pf__tensor_make(desc, flags, func, out);
 }
 
-int pf__tensor_arg(pf_object_t* tensor, const char* func, const char* arg, DLTensor** out) {
-  *out = pf_tensor_dltensor(tensor);
-  if (*out)
-    return 0;
+int pf__tensor_arg_error(pf_object_t* tensor, const char* func, const char* arg) {
   PF_ERROR_SET(PF_ERR_TYPE, "%s: argument %s: expected a Tensor, got %s", func, arg,
                tensor ? pf_type_name(tensor->type_index) : "NULL");
   return -1;

@@ -5,6 +5,9 @@
 
 #include "packfn/tensor.h"
 
+#include "alloc.h"
+#include "common.h"
+
 /* A packfn tensor object: header, the ABI's DLTensor, then our private part, in one of two
  * forms told apart by the object deleter (pf__tensor_owns_memory):
  * - memory it allocated (pf_tensor_empty): the buffer and the allocator hook that frees it; never
@@ -34,6 +37,46 @@ typedef struct pf__tensor_s {
 void pf__tensor_deleter(void* self, int flags);
 void pf__tensor_deleter_owning(void* self, int flags);
 
+/* pf__tensor_new's body, inlined where creation is hot: pf_tensor_empty (a compact description,
+ * which then makes it the owning form) and the views. */
+static inline __attribute__((always_inline)) int
+pf__tensor_make(const DLTensor* desc, uint64_t flags, const char* func, pf__tensor_t** out) {
+  size_t ndim = (size_t)desc->ndim;
+  size_t size = sizeof(pf__tensor_t) + 2 * ndim * sizeof(int64_t);
+  pf__tensor_t* t = pf__alloc(size);
+  if (!t) {
+    *out = NULL;
+    return pf__raise_oom(func, size);
+  }
+  pf__object_init(&t->header, PF_TYPE_TENSOR, pf__tensor_deleter);
+  int64_t* shape = t->dims;
+  int64_t* strides = t->dims + ndim;
+  for (size_t i = 0; i < ndim; ++i)
+    shape[i] = desc->shape[i];
+  if (desc->strides) {
+    for (size_t i = 0; i < ndim; ++i)
+      strides[i] = desc->strides[i];
+  } else {
+    int64_t step = 1;
+    for (size_t i = ndim; i-- > 0;) {
+      strides[i] = step;
+      step *= shape[i] > 0 ? shape[i] : 1;
+    }
+  }
+  t->dl.data = desc->data;
+  t->dl.device = desc->device;
+  t->dl.ndim = desc->ndim;
+  t->dl.dtype = desc->dtype;
+  t->dl.shape = shape;
+  t->dl.strides = strides;
+  t->dl.byte_offset = desc->byte_offset;
+  t->flags = flags;
+  t->owner = NULL;
+  t->owner_release = NULL;
+  *out = t;
+  return 0;
+}
+
 /* 1 when `t` (a packfn tensor) holds memory it allocated, 0 when an owner keeps its memory. */
 static inline int pf__tensor_owns_memory(const pf__tensor_t* t) {
   return t->header.deleter == pf__tensor_deleter_owning;
@@ -44,8 +87,19 @@ static inline uint64_t pf__tensor_flags(const pf__tensor_t* t) {
   return pf__tensor_owns_memory(t) ? 0 : t->flags;
 }
 
+/* What pf__dltensor_check learns of a valid layout: its element count and the lowest and highest
+ * element offsets it reaches from its first element (0 and -1 when it has no element). */
+typedef struct {
+  int64_t numel;
+  int64_t lo, hi;
+} pf__layout_t;
+
 /* Validates the description `desc` as argument `arg` of `func` (ndim, shape, dtype, data, size
- * overflow). 0, or -1 with ValueError. */
+ * and offset overflow) and fills *layout. 0, or -1 with ValueError (*layout untouched). */
+int pf__dltensor_check(const DLTensor* desc, const char* func, const char* arg,
+                       pf__layout_t* layout);
+
+/* pf__dltensor_check without the layout. */
 int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* arg);
 
 /* Allocates a tensor object copying `desc` (already validated): shape and strides inline
@@ -53,8 +107,13 @@ int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* ar
 int pf__tensor_new(const DLTensor* desc, uint64_t flags, const char* func, pf__tensor_t** out);
 
 /* The DLTensor of `tensor` (argument `arg` of `func`): 0, or -1 with TypeError for NULL or a
- * non-tensor. */
-int pf__tensor_arg(pf_object_t* tensor, const char* func, const char* arg, DLTensor** out);
+ * non-tensor (raised by pf__tensor_arg_error, which returns -1). */
+int pf__tensor_arg_error(pf_object_t* tensor, const char* func, const char* arg);
+static inline int pf__tensor_arg(pf_object_t* tensor, const char* func, const char* arg,
+                                 DLTensor** out) {
+  *out = pf_tensor_dltensor(tensor);
+  return PF_LIKELY(*out != NULL) ? 0 : pf__tensor_arg_error(tensor, func, arg);
+}
 
 /* 1 when obj is a tensor made by packfn (whose private part we may read). */
 static inline int pf__tensor_is_ours(const pf_object_t* obj) {
