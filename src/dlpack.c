@@ -99,7 +99,7 @@ static int pf__is_unchanged_export(const DLTensor* dl, pf_object_t* obj) {
 static int pf__import(const DLTensor* dl, uint64_t flags, void* owner, void (*release)(void*),
                       const char* func, pf_object_t** out) {
   pf__tensor_t* t;
-  if (pf__tensor_new(dl, flags, func, &t) != 0)
+  if (pf__tensor_make(dl, flags, func, &t) != 0)
     return -1;
   t->owner = owner;
   t->owner_release = release;

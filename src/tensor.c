@@ -62,12 +62,10 @@ const char* pf__format_dims(const int64_t* dims, int32_t n, char* buf, size_t si
   return buf;
 }
 
-/* Validates ndim, shape and dtype; on success stores the element count in *numel and the
- * packed byte size in *nbytes. Raises ValueError naming func and arg. */
 /* Raises the error pf__validate_layout found; out of line so the check itself stays cheap. */
-__attribute__((noinline, cold)) static int pf__layout_error(int32_t ndim, const int64_t* shape,
-                                                            DLDataType dtype, const char* func,
-                                                            const char* arg) {
+__attribute__((noinline, cold)) int pf__layout_error(int32_t ndim, const int64_t* shape,
+                                                     DLDataType dtype, const char* func,
+                                                     const char* arg) {
   if (ndim < 0 || ndim > PF_TENSOR_MAX_NDIM) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected ndim in 0..%d, got %d", func, arg,
                  PF_TENSOR_MAX_NDIM, (int)ndim);
@@ -103,8 +101,8 @@ __attribute__((noinline, cold)) static int pf__layout_error(int32_t ndim, const 
  * dtype, does not fit, as if the tensor were not empty. Compact strides, views and offsets of
  * an empty tensor are computed from the other extents (issue 10, defect 5: int8[0, 2^62, 4]
  * must not pass). Cold: only empty layouts get here. */
-__attribute__((noinline, cold)) static int
-pf__empty_layout_overflows(int32_t ndim, const int64_t* shape, DLDataType dtype) {
+__attribute__((noinline, cold)) int pf__empty_layout_overflows(int32_t ndim, const int64_t* shape,
+                                                               DLDataType dtype) {
   int64_t m = 1;
   uint64_t bits;
   for (int32_t i = 0; i < ndim; ++i)
@@ -114,92 +112,32 @@ pf__empty_layout_overflows(int32_t ndim, const int64_t* shape, DLDataType dtype)
          bits / 8 >= (uint64_t)PTRDIFF_MAX;
 }
 
-/* 1 for the dtypes most tensors have (int, uint and float of 16, 32 or 64 bits, any lane count
- * but 0), which pf_dtype_is_valid accepts too: checked inline before calling it. */
-static inline int pf__dtype_is_common(DLDataType t) {
-  return t.code <= PF_DL_FLOAT && t.lanes != 0 && (t.bits == 32 || t.bits == 64 || t.bits == 16);
-}
-
-/* Checks ndim, shape (extents >= 0) and dtype, and computes the element count and packed byte
- * size without overflow; an empty layout's other extents must fit as well. 0, or -1 with
- * ValueError (the message from pf__layout_error). */
-static inline __attribute__((always_inline)) int
-pf__validate_layout(int32_t ndim, const int64_t* shape, DLDataType dtype, const char* func,
-                    const char* arg, int64_t* numel, size_t* nbytes) {
-  if (PF_UNLIKELY(ndim < 0 || ndim > PF_TENSOR_MAX_NDIM || (ndim > 0 && !shape)))
-    return pf__layout_error(ndim, shape, dtype, func, arg);
-  int64_t n = 1;
-  int bad = 0;
-  for (int32_t i = 0; i < ndim; ++i) {
-    bad |= shape[i] < 0;
-    bad |= __builtin_mul_overflow(n, shape[i], &n);
-  }
-  /* The packed size in bits must fit too, with room for the rounding up to bytes. */
-  uint64_t bits;
-  if (PF_UNLIKELY(bad || !(pf__dtype_is_common(dtype) || pf_dtype_is_valid(dtype)) ||
-                  __builtin_mul_overflow((uint64_t)n, (uint64_t)dtype.bits * dtype.lanes, &bits) ||
-                  bits / 8 >= (uint64_t)PTRDIFF_MAX ||
-                  (n == 0 && pf__empty_layout_overflows(ndim, shape, dtype))))
-    return pf__layout_error(ndim, shape, dtype, func, arg);
-  *numel = n;
-  *nbytes = (size_t)((bits + 7) / 8);
-  return 0;
-}
-
-int pf__dltensor_check(const DLTensor* desc, const char* func, const char* arg,
-                       pf__layout_t* layout) {
+__attribute__((noinline, cold)) int pf__dltensor_error(const DLTensor* desc, const char* func,
+                                                       const char* arg, int64_t numel) {
   if (!desc) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a DLTensor, got NULL", func, arg);
-    return -1;
-  }
-  int64_t numel = 0;
-  size_t nbytes = 0;
-  if (pf__validate_layout(desc->ndim, desc->shape, desc->dtype, func, arg, &numel, &nbytes) != 0)
-    return -1;
-  if (desc->device.device_id < 0) {
+  } else if (desc->device.device_id < 0) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a device index >= 0, got %d", func, arg,
                  (int)desc->device.device_id);
-    return -1;
-  }
-  if (numel > 0 && !desc->data) {
+  } else if (numel > 0 && !desc->data) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected data for %lld elements, got NULL", func,
                  arg, (long long)numel);
-    return -1;
-  }
-  /* Every element offset must be representable: sum |stride| * (extent - 1) fits in int64,
-   * counting a zero extent as 1 and checking empty tensors too, whose views, selections and
-   * slices still compute offsets from the other axes (issue 10, defect 5). The same pass sums
-   * the negative and the positive terms apart: the lowest and highest offsets reached, each
-   * bounded by the total, so they cannot overflow once it does not. */
-  int64_t lo = 0, hi = numel - 1; /* compact: 0..numel-1 */
-  if (desc->strides) {
+  } else if (desc->strides) { /* pf__dltensor_check found the overflow: the same loop finds it */
     int64_t span = 0, term;
-    hi = 0;
     for (int32_t i = 0; i < desc->ndim; ++i) {
       int64_t s = desc->strides[i];
       int64_t reach = desc->shape[i] > 0 ? desc->shape[i] - 1 : 0;
-      if (PF_UNLIKELY(s == INT64_MIN || __builtin_mul_overflow(s < 0 ? -s : s, reach, &term) ||
-                      __builtin_add_overflow(span, term, &span))) {
+      if (s == INT64_MIN || __builtin_mul_overflow(s < 0 ? -s : s, reach, &term) ||
+          __builtin_add_overflow(span, term, &span)) {
         PF_ERROR_SET(PF_ERR_VALUE,
                      "%s: argument %s: expected strides whose offsets fit in int64, got %lld at "
                      "axis %d",
                      func, arg, (long long)s, (int)i);
-        return -1;
+        break;
       }
-      if (s < 0)
-        lo -= term;
-      else
-        hi += term;
-    }
-    if (numel == 0) {
-      lo = 0;
-      hi = -1;
     }
   }
-  layout->numel = numel;
-  layout->lo = lo;
-  layout->hi = hi;
-  return 0;
+  return -1;
 }
 
 int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* arg) {

@@ -94,10 +94,98 @@ typedef struct {
   int64_t lo, hi;
 } pf__layout_t;
 
-/* Validates the description `desc` as argument `arg` of `func` (ndim, shape, dtype, data, size
- * and offset overflow) and fills *layout. 0, or -1 with ValueError (*layout untouched). */
-int pf__dltensor_check(const DLTensor* desc, const char* func, const char* arg,
-                       pf__layout_t* layout);
+/* Out-of-line halves of pf__dltensor_check (tensor.c), each raising ValueError and returning -1
+ * (pf__empty_layout_overflows: 1 when an empty layout's other extents overflow). */
+int pf__layout_error(int32_t ndim, const int64_t* shape, DLDataType dtype, const char* func,
+                     const char* arg);
+int pf__empty_layout_overflows(int32_t ndim, const int64_t* shape, DLDataType dtype);
+int pf__dltensor_error(const DLTensor* desc, const char* func, const char* arg, int64_t numel);
+
+/* 1 for the dtypes most tensors have (int, uint and float of 16, 32 or 64 bits, any lane count
+ * but 0), which pf_dtype_is_valid accepts too: checked inline before calling it. */
+static inline int pf__dtype_is_common(DLDataType t) {
+  return t.code <= PF_DL_FLOAT && t.lanes != 0 && (t.bits == 32 || t.bits == 64 || t.bits == 16);
+}
+
+/* Checks ndim, shape (extents >= 0) and dtype, and computes the element count and packed byte
+ * size without overflow; an empty layout's other extents must fit as well. 0, or -1 with
+ * ValueError (the message from pf__layout_error). */
+static inline __attribute__((always_inline)) int
+pf__validate_layout(int32_t ndim, const int64_t* shape, DLDataType dtype, const char* func,
+                    const char* arg, int64_t* numel, size_t* nbytes) {
+  if (PF_UNLIKELY(ndim < 0 || ndim > PF_TENSOR_MAX_NDIM || (ndim > 0 && !shape))) {
+    pf__layout_error(ndim, shape, dtype, func, arg);
+    return -1;
+  }
+  int64_t n = 1;
+  int bad = 0;
+  for (int32_t i = 0; i < ndim; ++i) {
+    bad |= shape[i] < 0;
+    bad |= __builtin_mul_overflow(n, shape[i], &n);
+  }
+  /* The packed size in bits must fit too, with room for the rounding up to bytes. */
+  uint64_t bits;
+  if (PF_UNLIKELY(bad || !(pf__dtype_is_common(dtype) || pf_dtype_is_valid(dtype)) ||
+                  __builtin_mul_overflow((uint64_t)n, (uint64_t)dtype.bits * dtype.lanes, &bits) ||
+                  bits / 8 >= (uint64_t)PTRDIFF_MAX ||
+                  (n == 0 && pf__empty_layout_overflows(ndim, shape, dtype)))) {
+    pf__layout_error(ndim, shape, dtype, func, arg);
+    return -1;
+  }
+  *numel = n;
+  *nbytes = (size_t)((bits + 7) / 8);
+  return 0;
+}
+
+/* Validates the description `desc` as argument `arg` of `func` (ndim, shape, dtype, device
+ * index, data, size and offset overflow) and fills *layout. 0, or -1 with ValueError (*layout
+ * untouched). Inline where creation is hot (views); pf__dltensor_validate is the call. */
+static inline __attribute__((always_inline)) int
+pf__dltensor_check(const DLTensor* desc, const char* func, const char* arg, pf__layout_t* layout) {
+  if (PF_UNLIKELY(!desc)) {
+    pf__dltensor_error(desc, func, arg, 0);
+    return -1;
+  }
+  int64_t numel = 0;
+  size_t nbytes = 0;
+  if (pf__validate_layout(desc->ndim, desc->shape, desc->dtype, func, arg, &numel, &nbytes) != 0)
+    return -1;
+  if (PF_UNLIKELY(desc->device.device_id < 0 || (numel > 0 && !desc->data))) {
+    pf__dltensor_error(desc, func, arg, numel);
+    return -1;
+  }
+  /* Every element offset must be representable: sum |stride| * (extent - 1) fits in int64,
+   * counting a zero extent as 1 and checking empty tensors too, whose views, selections and
+   * slices still compute offsets from the other axes (issue 10, defect 5). The same pass sums
+   * the negative and the positive terms apart: the lowest and highest offsets reached, each
+   * bounded by the total, so they cannot overflow once it does not. */
+  int64_t lo = 0, hi = numel - 1; /* compact: 0..numel-1 */
+  if (desc->strides) {
+    int64_t span = 0, term;
+    hi = 0;
+    for (int32_t i = 0; i < desc->ndim; ++i) {
+      int64_t s = desc->strides[i];
+      int64_t reach = desc->shape[i] > 0 ? desc->shape[i] - 1 : 0;
+      if (PF_UNLIKELY(s == INT64_MIN || __builtin_mul_overflow(s < 0 ? -s : s, reach, &term) ||
+                      __builtin_add_overflow(span, term, &span))) {
+        pf__dltensor_error(desc, func, arg, numel);
+        return -1;
+      }
+      if (s < 0)
+        lo -= term;
+      else
+        hi += term;
+    }
+    if (numel == 0) {
+      lo = 0;
+      hi = -1;
+    }
+  }
+  layout->numel = numel;
+  layout->lo = lo;
+  layout->hi = hi;
+  return 0;
+}
 
 /* pf__dltensor_check without the layout. */
 int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* arg);

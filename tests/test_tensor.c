@@ -457,6 +457,24 @@ START_TEST(test_view_errors) {
   PF_ASSERT_RAISED("IndexError", "outside the tensor's 0..5");
   ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){1}, NULL, INT64_MAX, &v), -1);
   PF_ASSERT_RAISED("IndexError", "outside");
+  /* the reach of mixed strides, from the validator's one pass: rows down, columns backwards
+   * from element 2 reach 0..5 exactly; one element further either way is outside */
+  ck_assert_int_eq(pf_tensor_view(base, 2, (int64_t[]){2, 3}, (int64_t[]){3, -1}, 2, &v), 0);
+  ck_assert(at(v, (int64_t[]){1, 2}) == 3.0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_view(base, 2, (int64_t[]){2, 3}, (int64_t[]){3, -1}, 1, &v), -1);
+  PF_ASSERT_RAISED("IndexError", "the view reaches elements -1..4, outside the tensor's 0..5");
+  ck_assert_int_eq(pf_tensor_view(base, 2, (int64_t[]){2, 3}, (int64_t[]){-3, 1}, 2, &v), -1);
+  PF_ASSERT_RAISED("IndexError", "the view reaches elements -1..4, outside the tensor's 0..5");
+  ck_assert_int_eq(pf_tensor_view(base, 2, (int64_t[]){2, 3}, (int64_t[]){-3, 1}, 4, &v), -1);
+  PF_ASSERT_RAISED("IndexError", "the view reaches elements 1..6, outside the tensor's 0..5");
+  /* strides whose offsets overflow name the axis where the sum first does (axis 1's term
+   * fits beside axis 0's; axis 2's alone fits, added to them it does not) */
+  ck_assert_int_eq(pf_tensor_view(base, 3, (int64_t[]){2, 3, 3},
+                                  (int64_t[]){1, INT64_MAX / 4, INT64_MAX / 2}, 0, &v),
+                   -1);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_view: argument shape: expected strides whose "
+                                 "offsets fit in int64, got 4611686018427387903 at axis 2");
   ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){-1}, NULL, 0, &v), -1);
   PF_ASSERT_RAISED("ValueError", "pf_tensor_view: argument shape: expected extents >= 0");
   ck_assert_int_eq(pf_tensor_view(base, 2, NULL, NULL, 0, &v), -1);
