@@ -1,7 +1,9 @@
 /* packfn.c: the packfn command line: dispatch, help, and the commands list and info (call lives
  * in cli_call.c, bench in cli_bench.c). Linked with packfn_kernels (and packfn_cuda and
  * packfn_kernels_cuda when built). */
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "packfn/kernels.h"
@@ -215,6 +217,13 @@ int main(int argc, char** argv) {
 #ifdef PF_CLI_HAVE_CUDA
   (void)pf_kernels_cuda_count();
 #endif
+  /* A command is the whole process: its kernel calls may use every CPU online (a library's
+   * default is one thread, as a host shares its CPUs). PACKFN_KERNEL_THREADS decides when set. */
+  if (getenv("PACKFN_KERNEL_THREADS") == NULL) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus > 1)
+      pf_kernels_set_threads(cpus < 64 ? (int)cpus : 64);
+  }
   if (pf_global_static_failures() > 0)
     startup_error = pf_error_take(); /* kept for list and info to report */
   if (argc < 2)

@@ -150,6 +150,12 @@ def test_info(cli):
     assert re.fullmatch(r"allocators: cpu( \w+)*", lines[3]), out
     assert re.fullmatch(r"kernels: 6 \(CPU( and CUDA)? versions\); CPU loops: (avx512|avx2|sse2|base), "
                         r"threads per call: [0-9]+", lines[4]), out
+    # kernel threads: every CPU online (at most 64) unless PACKFN_KERNEL_THREADS says
+    threads = int(lines[4].rsplit(" ", 1)[1])
+    if "PACKFN_KERNEL_THREADS" not in os.environ:
+        assert threads == min(os.cpu_count(), 64), (threads, os.cpu_count())
+    out3 = expect(cli, ["info"], OK, stderr="", env={"PACKFN_KERNEL_THREADS": "3"}, wrap=False)
+    assert out3.splitlines()[4].endswith("threads per call: 3"), out3
     m = re.fullmatch(r"global functions: (\d+)", lines[5])
     assert m and int(m.group(1)) >= 6, out
     # a CUDA call without a device says so, as info does (not "driver version is insufficient")

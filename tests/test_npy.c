@@ -1,11 +1,13 @@
 /* test_npy.c: unit tests of src/npy/: round trips for every dtype, hand-made Fortran-order,
  * big-endian and malformed files, and the NumPy-style printer against NumPy's own output. */
-#define _DEFAULT_SOURCE /* mkdtemp, rmdir, mkfifo, setrlimit, opendir, symlink */
+#define _GNU_SOURCE /* mkdtemp, rmdir, mkfifo, setrlimit, opendir, symlink, fallocate */
 
 #include "packfn/npy.h"
 
 #include <check.h>
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1036,6 +1038,39 @@ START_TEST(test_map_falls_back_to_reading) {
 }
 END_TEST
 
+/* A mapped output gets its disk blocks before the call (fallocate): an output larger than the
+ * disk is an error there, not a SIGBUS in the function writing the map. 1 TiB of float32: the
+ * file can be sized (sparse) on ext4, xfs, btrfs and tmpfs, but not filled. */
+START_TEST(test_mapped_output_larger_than_the_disk) {
+  char path[128], probe[128], err[ERR_SIZE];
+  temp_path(path, sizeof path, "huge.npy");
+  temp_path(probe, sizeof probe, "probe");
+  int fd = open(probe, O_RDWR | O_CREAT | O_EXCL, 0600);
+  ck_assert_int_ge(fd, 0);
+  int supported = fallocate(fd, 0, 0, 4096) == 0 || errno != EOPNOTSUPP;
+  close(fd);
+  unlink(probe);
+  if (!supported) {
+    printf("test_mapped_output_larger_than_the_disk: SKIPPED: the file system of %s cannot "
+           "reserve blocks (fallocate: EOPNOTSUPP)\n",
+           g_dir);
+    return;
+  }
+  write_floats(path, 4, 1.0f);
+  pf_npy_output_t out;
+  pf_npy_array_t desc = {dtype(kDLFloat, 32), 2, {1 << 20, 1 << 18}, 0, NULL, 0};
+  void* data = NULL;
+  ck_assert_int_eq(pf_npy_output_open(path, &out, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_map(&out, &desc, NULL, &data, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "huge.npy: write error: No space left on device") != NULL, "%s", err);
+  ck_assert_ptr_null(data);
+  pf_npy_output_abort(&out, 1);
+  ck_assert(holds_floats(path, 4, 1.0f)); /* the old file stays */
+  ck_assert_int_eq(dir_entries(), 1);     /* no temporary left */
+  unlink(path);
+}
+END_TEST
+
 START_TEST(test_failed_write_keeps_the_old_file) {
   char a[128], b[128], err[ERR_SIZE];
   temp_path(a, sizeof a, "a.npy");
@@ -1359,6 +1394,7 @@ static Suite* npy_suite(void) {
   tcase_add_test(tc, test_map_without_copy_and_changes);
   tcase_add_test(tc, test_map_falls_back_to_reading);
   tcase_add_test(tc, test_failed_write_keeps_the_old_file);
+  tcase_add_test(tc, test_mapped_output_larger_than_the_disk);
   tcase_add_test(tc, test_output_refuses_non_regular_targets);
   tcase_add_test(tc, test_output_map_writes_the_file_in_place);
   tcase_add_test(tc, test_output_refusals_and_failed_commits);

@@ -124,7 +124,9 @@ PF_NPY_API int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* 
                                   size_t err_size);
 
 /* Lays out the temporary file for an array of `desc`'s dtype and shape (desc->data and nbytes
- * are not read): header, then the data, zeros (a sparse file: nothing written), or the data of
+ * are not read): header, then the data, zeros (blocks reserved with fallocate where the file
+ * system can, so that a full disk fails here and not as a SIGBUS while the map is written;
+ * nothing is written), or the data of
  * the .npy file `init` when not NULL (which must have the same dtype, shape and a data layout
  * pf_npy_map_file maps; it is copied in the kernel, copy_file_range). Maps the file shared and
  * sets *data to its data: what is written there is the file's content, written once (no copy
@@ -133,10 +135,13 @@ PF_NPY_API int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* 
 PF_NPY_API int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* desc, const char* init,
                                  void** data, char* err, size_t err_size);
 
-/* Writes `arr` (as pf_npy_write_file does) into the temporary file, flushes it to disk (fsync)
- * and closes it; for a mapped output, arr->data is the map's data (nothing to copy) or data of
- * the same size copied into it, then flushed. 0, or -1 with a message naming the target in err
- * (disk full, file size limit, a bad array); the target is untouched either way. */
+/* Writes `arr` (as pf_npy_write_file does) into the temporary file and closes it; for a mapped
+ * output, arr->data is the map's data (nothing to copy) or data of the same size copied into it.
+ * When the target exists the file is first flushed to disk (fsync), so that a crash after the
+ * commit cannot put a file whose data never reached the disk in place of the old one; a new
+ * target is not flushed (as cp and numpy.save do not flush: a crash may lose the new file's data,
+ * never an older file's). 0, or -1 with a message naming the target in err (disk full, file size
+ * limit, a bad array); the target is untouched either way. */
 PF_NPY_API int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* err,
                                    size_t err_size);
 

@@ -1,5 +1,6 @@
 /* npy_write.c: the .npy writer: version 1.0 files, byte for byte what np.save writes, replacing
- * their targets atomically (a temporary file beside the target, fsync, rename). */
+ * their targets atomically (a temporary file beside the target, fsync when it replaces a file,
+ * rename). */
 #include "npy_private.h"
 
 #include <errno.h>
@@ -193,6 +194,16 @@ int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* err, size_t
   return 0;
 }
 
+/* Flushes the temporary file to disk (fsync) when its rename will replace an existing file, so
+ * that a crash after the rename cannot leave a file whose data never reached the disk in place of
+ * the old one. A new target replaces nothing and is not flushed, as cp and numpy.save do not
+ * flush: a crash may then lose the new file's data, never an older file's. 1 on success, 0 with
+ * errno. */
+static int flush_if_replacing(const pf_npy_output_t* out) {
+  struct stat st;
+  return stat(out->path, &st) != 0 || fsync(out->fd) == 0;
+}
+
 int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* err,
                         size_t err_size) {
   if (out == NULL || out->fd < 0 || arr == NULL) {
@@ -212,7 +223,7 @@ int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* e
     if (arr->data != data && arr->nbytes > 0) {
       memcpy(data, arr->data, arr->nbytes);
     }
-    int ok = fsync(out->fd) == 0; /* writes back the pages dirtied through the map */
+    int ok = flush_if_replacing(out); /* writes back the pages dirtied through the map */
     int saved_errno = errno;
     if (close(out->fd) != 0 && ok) {
       ok = 0;
@@ -229,7 +240,7 @@ int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* e
   }
   int ok = write_all(out->fd, header, header_len) == 0 &&
            (arr->nbytes == 0 || write_all(out->fd, arr->data, arr->nbytes) == 0) &&
-           fsync(out->fd) == 0;
+           flush_if_replacing(out);
   int saved_errno = errno;
   if (close(out->fd) != 0 && ok) {
     ok = 0;
@@ -240,6 +251,32 @@ int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* e
     return pf__npy_fail(err, err_size, name, "write error: %s", strerror(saved_errno));
   }
   return 0;
+}
+
+/* Allocates the blocks of the file's first `length` bytes (fallocate: they read as zeros), so
+ * that a full disk or a quota is an error here, before the call, rather than a SIGBUS when the
+ * function first writes a page of the shared map. 0, or -1 with errno; a file system that
+ * cannot reserve blocks (EOPNOTSUPP) leaves the file sparse and counts as success. */
+static int reserve_blocks(int fd, size_t length) {
+  if (length == 0 || fallocate(fd, 0, 0, (off_t)length) == 0) {
+    return 0;
+  }
+  return errno == EOPNOTSUPP || errno == ENOSYS ? 0 : -1;
+}
+
+/* Makes every page of a shared map of up to a quarter of the memory writable at once
+ * (MADV_POPULATE_WRITE, Linux 5.14): one call instead of a write fault per page while the
+ * function fills it. Best effort: where it fails the pages fault in as they are written. */
+static void populate_for_write(void* map, size_t length) {
+#ifdef MADV_POPULATE_WRITE
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0 && length / (size_t)page <= (size_t)pages / 4) {
+    (void)madvise(map, length, MADV_POPULATE_WRITE);
+  }
+#else
+  (void)map;
+  (void)length;
+#endif
 }
 
 int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* desc, const char* init,
@@ -265,7 +302,7 @@ int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* desc, const ch
   size_t header_len = build_header(header, sizeof header, descr, shape.shape, shape.ndim);
   size_t length = header_len + shape.nbytes;
   if (header_len == 0 || write_all(out->fd, header, header_len) != 0 ||
-      ftruncate(out->fd, (off_t)length) != 0) {
+      ftruncate(out->fd, (off_t)length) != 0 || reserve_blocks(out->fd, length) != 0) {
     return pf__npy_fail(err, err_size, name, "write error: %s", strerror(errno));
   }
   if (init != NULL) {
@@ -303,6 +340,7 @@ int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* desc, const ch
   if (map == MAP_FAILED) {
     return pf__npy_fail(err, err_size, name, "cannot map: %s", strerror(errno));
   }
+  populate_for_write(map, length);
   out->map = map;
   out->map_length = length;
   out->nbytes = shape.nbytes;
