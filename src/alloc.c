@@ -214,6 +214,7 @@ __attribute__((destructor)) static void pf__cache_fini(void) {
  * range is used up or cannot be made accessible. Under the class's lock. */
 static char* pf__span_new(unsigned c) {
   char* span = NULL;
+  int fresh = 0; /* a span never used before */
   pthread_mutex_lock(&pf__spans_lock);
   uint32_t i = pf__spans_returned;
   if (pf__spans_given >= pf__spans_limit) {
@@ -233,6 +234,7 @@ static char* pf__span_new(unsigned c) {
     if (i < pf__spans_committed) {
       pf__spans_next = i + 1;
       span = (char*)(pf__slab_base + ((size_t)i << PF__SPAN_SHIFT));
+      fresh = 1;
     }
   }
   if (span) {
@@ -240,6 +242,15 @@ static char* pf__span_new(unsigned c) {
     pf__span_class[i] = (uint8_t)c;
   }
   pthread_mutex_unlock(&pf__spans_lock);
+#ifdef MADV_POPULATE_WRITE
+  /* A span never used before: its 16 pages are made present in one call (Linux 5.14) instead of
+   * one page fault each as its blocks are first written. Best effort: where the call fails the
+   * pages fault in as before. (Not for spans given back: pages the system has not yet taken
+   * from a MADV_FREE span come back on their first write without a fault, and populating them
+   * measured slower.) */
+  if (fresh)
+    (void)madvise(span, PF__SPAN_BYTES, MADV_POPULATE_WRITE);
+#endif
   return span;
 }
 
