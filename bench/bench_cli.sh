@@ -10,6 +10,8 @@
 #   MIB     size of the float32 input in MiB (default 64)
 # With PACKFN_OTHER set to another packfn executable (an older build), its two rows are measured
 # too, in the same run, for a side-by-side comparison.
+# The rows: cp to a new file, cp followed by sync, cp onto an existing file, packfn call with its
+# output missing and existing.
 # Prints the median wall and CPU time of 7 runs of each command (after one run not counted, with the
 # input in the page cache; /usr/bin/time's own start included for every command alike) and the
 # largest peak RSS (/usr/bin/time %M), in a markdown table.
@@ -70,6 +72,9 @@ rows = [
     measure("cp x.npy c.npy", [cp, x, c], remove(c)),
     measure("cp x.npy c.npy && sync c.npy", ["/bin/sh", "-c", f'{cp} "$0" "$1" && {sync} "$1"',
                                              x, c], remove(c)),
+    # cp onto an existing file: it truncates and rewrites that file, and ext4 then writes the
+    # data back at close (its replace-by-truncate heuristic): the comparison for "y.npy exists"
+    measure("cp x.npy c.npy (c.npy exists)", [cp, x, c]),
     measure("packfn call rms_norm x.npy y.npy 1e-5 --out y.npy (y.npy missing)",
             [packfn, "call", "packfn.kernels.rms_norm", x, y, "1e-5", "--out", y], remove(y)),
     measure("packfn call rms_norm x.npy y.npy 1e-5 --out y.npy (y.npy exists)",
