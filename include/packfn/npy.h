@@ -75,7 +75,9 @@ typedef struct pf_npy_map_s {
  * host's byte order, in C order (or has at most one axis longer than 1) and starts at an
  * offset that is a multiple of its element size (np.save aligns to 64 bytes), the file is
  * mapped MAP_PRIVATE with read and write access: reading touches the page cache only, and a
- * write lands in a private copy of the page written (copy on write), never in the file.
+ * write lands in a private copy of the page written (copy on write), never in the file. A file
+ * of up to a quarter of the memory has its pages mapped at once (read-only with MAP_POPULATE,
+ * then made writable), so reading it takes no page faults; a larger one faults in as read.
  * Otherwise the data is read as pf_npy_read_file does (out->base NULL). The same checks and
  * messages as pf_npy_read_file; 0, or -1 with *out zeroed (fd -1). Release with
  * pf_npy_map_release. */
