@@ -78,7 +78,8 @@ int pf_cli_print_tensor(pf_object_t* tensor, FILE* out);
 int pf_cli_output_open(const char* path, pf_npy_output_t* out);
 
 /* Writes a tensor object (copied to the host first when needed) into the prepared output's
- * temporary file, flushed to disk; the target is replaced only by pf_npy_output_commit. 0, or
+ * temporary file (flushed to disk when it replaces a file, pf_npy_output_write); the target is
+ * replaced only by pf_npy_output_commit. 0, or
  * -1 with OSError (cannot write) or ValueError (no .npy form of its dtype) raised. */
 int pf_cli_output_write(pf_npy_output_t* out, pf_object_t* tensor);
 

@@ -1,6 +1,7 @@
 /* packfn.c: the packfn command line: dispatch, help, and the commands list and info (call lives
  * in cli_call.c, bench in cli_bench.c). Linked with packfn_kernels (and packfn_cuda and
  * packfn_kernels_cuda when built). */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -211,18 +212,28 @@ static const command_t* find_command(const char* name) {
   return NULL;
 }
 
+/* The CPUs this process may run on (its affinity mask: taskset, cpusets), else those online. */
+static int cpus_usable(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return CPU_COUNT(&set);
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 && online < 1024 ? (int)online : 1;
+}
+
 int main(int argc, char** argv) {
   /* keeps the kernel libraries linked under --as-needed, so their kernels register at load */
   (void)pf_kernels_count();
 #ifdef PF_CLI_HAVE_CUDA
   (void)pf_kernels_cuda_count();
 #endif
-  /* A command is the whole process: its kernel calls may use every CPU online (a library's
-   * default is one thread, as a host shares its CPUs). PACKFN_KERNEL_THREADS decides when set. */
+  /* A command is the whole process: its kernel calls may use every CPU it may run on (a
+   * library's default is one thread, as a host shares its CPUs). PACKFN_KERNEL_THREADS decides
+   * when set. */
   if (getenv("PACKFN_KERNEL_THREADS") == NULL) {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int cpus = cpus_usable();
     if (cpus > 1)
-      pf_kernels_set_threads(cpus < 64 ? (int)cpus : 64);
+      pf_kernels_set_threads(cpus < 64 ? cpus : 64);
   }
   if (pf_global_static_failures() > 0)
     startup_error = pf_error_take(); /* kept for list and info to report */

@@ -150,10 +150,21 @@ def test_info(cli):
     assert re.fullmatch(r"allocators: cpu( \w+)*", lines[3]), out
     assert re.fullmatch(r"kernels: 6 \(CPU( and CUDA)? versions\); CPU loops: (avx512|avx2|sse2|base), "
                         r"threads per call: [0-9]+", lines[4]), out
-    # kernel threads: every CPU online (at most 64) unless PACKFN_KERNEL_THREADS says
+    # kernel threads: every CPU the process may run on (at most 64) unless PACKFN_KERNEL_THREADS
+    # says; and under a restricted affinity mask, that mask's count
     threads = int(lines[4].rsplit(" ", 1)[1])
     if "PACKFN_KERNEL_THREADS" not in os.environ:
-        assert threads == min(os.cpu_count(), 64), (threads, os.cpu_count())
+        usable = len(os.sched_getaffinity(0))
+        assert threads == min(usable, 64), (threads, usable)
+        taskset = shutil.which("taskset")
+        if usable > 1 and taskset:
+            one = str(next(iter(os.sched_getaffinity(0))))
+            p = subprocess.run([taskset, "-c", one, cli.bin, "info"], cwd=cli.dir,
+                               capture_output=True, text=True, timeout=240)
+            assert p.returncode == 0, p.stderr
+            assert p.stdout.splitlines()[4].endswith("threads per call: 1"), p.stdout
+        elif usable > 1:
+            print("test_info: affinity case SKIPPED: no taskset on PATH")
     out3 = expect(cli, ["info"], OK, stderr="", env={"PACKFN_KERNEL_THREADS": "3"}, wrap=False)
     assert out3.splitlines()[4].endswith("threads per call: 3"), out3
     m = re.fullmatch(r"global functions: (\d+)", lines[5])

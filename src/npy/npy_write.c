@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -197,11 +198,15 @@ int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* err, size_t
 /* Flushes the temporary file to disk (fsync) when its rename will replace an existing file, so
  * that a crash after the rename cannot leave a file whose data never reached the disk in place of
  * the old one. A new target replaces nothing and is not flushed, as cp and numpy.save do not
- * flush: a crash may then lose the new file's data, never an older file's. 1 on success, 0 with
- * errno. */
+ * flush: a crash may then lose the new file's data, never an older file's (and a write error
+ * that only shows at writeback goes unreported, as with cp). A target stat cannot see for any
+ * other reason than its absence is flushed. 1 on success, 0 with errno. */
 static int flush_if_replacing(const pf_npy_output_t* out) {
   struct stat st;
-  return stat(out->path, &st) != 0 || fsync(out->fd) == 0;
+  if (stat(out->path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR)) {
+    return 1;
+  }
+  return fsync(out->fd) == 0;
 }
 
 int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* err,
@@ -223,7 +228,7 @@ int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* e
     if (arr->data != data && arr->nbytes > 0) {
       memcpy(data, arr->data, arr->nbytes);
     }
-    int ok = flush_if_replacing(out); /* writes back the pages dirtied through the map */
+    int ok = flush_if_replacing(out); /* when flushed: the pages dirtied through the map */
     int saved_errno = errno;
     if (close(out->fd) != 0 && ok) {
       ok = 0;
@@ -255,13 +260,33 @@ int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* e
 
 /* Allocates the blocks of the file's first `length` bytes (fallocate: they read as zeros), so
  * that a full disk or a quota is an error here, before the call, rather than a SIGBUS when the
- * function first writes a page of the shared map. 0, or -1 with errno; a file system that
- * cannot reserve blocks (EOPNOTSUPP) leaves the file sparse and counts as success. */
+ * function first writes a page of the shared map. A length beyond the space the file system
+ * says an unprivileged writer has left fails at once (ENOSPC) without allocating: a fallocate
+ * that fails keeps what it allocated until the file is removed, which on ext4 can fill the
+ * disk for every other writer meanwhile; such a failure also truncates the file at once. 0, or
+ * -1 with errno; a file system that cannot reserve blocks (EOPNOTSUPP) leaves the file sparse
+ * and counts as success. */
 static int reserve_blocks(int fd, size_t length) {
-  if (length == 0 || fallocate(fd, 0, 0, (off_t)length) == 0) {
+  struct statvfs fs;
+  if (length == 0) {
     return 0;
   }
-  return errno == EOPNOTSUPP || errno == ENOSYS ? 0 : -1;
+  if (fstatvfs(fd, &fs) == 0 && fs.f_blocks > 0 && fs.f_frsize > 0 &&
+      (uint64_t)fs.f_bavail < ((uint64_t)length + fs.f_frsize - 1) / fs.f_frsize) {
+    errno = ENOSPC;
+    return -1;
+  }
+  int rc;
+  do {
+    rc = fallocate(fd, 0, 0, (off_t)length);
+  } while (rc != 0 && errno == EINTR);
+  if (rc == 0 || errno == EOPNOTSUPP || errno == ENOSYS) {
+    return 0;
+  }
+  int e = errno;
+  (void)ftruncate(fd, 0); /* give back what it did allocate */
+  errno = e;
+  return -1;
 }
 
 /* Makes every page of a shared map of up to a quarter of the memory writable at once
