@@ -356,6 +356,40 @@ START_TEST(test_fork_while_allocating) {
 }
 END_TEST
 
+static int noop_call(void* self, const pf_any_t* args, int32_t n, pf_any_t* result) {
+  (void)self;
+  (void)args;
+  (void)n;
+  (void)result;
+  return 0;
+}
+
+START_TEST(test_shared_functions_own_a_line) {
+  /* functions made to be registered (direct form, static registrations) each take a cache line
+   * of their own, so two threads retaining two of them never write one line (functions of
+   * pf_function_create stay 48-byte blocks) */
+  if (!slabs_on()) {
+    printf("test_shared_functions_own_a_line: skipped (slabs off: PACKFN_NO_ALLOC_CACHE or "
+           "ASan)\n");
+    return;
+  }
+  enum { N = 8 };
+  pf_object_t* fns[2 * N];
+  pf_signature_t sig = {"line_fn", 0, NULL, PF_PARAM_NONE, NULL};
+  for (int i = 0; i < N; ++i) {
+    ck_assert_int_eq(pf_function_create_direct(noop_call, &fns[i]), 0);
+    ck_assert_int_eq(pf_function_create_static(&sig, noop_call, &fns[N + i]), 0);
+  }
+  for (int i = 0; i < 2 * N; ++i) {
+    ck_assert_msg((uintptr_t)fns[i] % 64 == 0, "function %d at %p", i, (void*)fns[i]);
+    for (int k = 0; k < i; ++k)
+      ck_assert_uint_ne((uintptr_t)fns[i] / 64, (uintptr_t)fns[k] / 64);
+  }
+  for (int i = 0; i < 2 * N; ++i)
+    pf_object_release(fns[i]);
+}
+END_TEST
+
 #define ADD_CASE(s, fn)                                                                            \
   do {                                                                                             \
     TCase* tc_ = tcase_create(#fn);                                                                \
@@ -375,6 +409,7 @@ int main(void) {
   ADD_CASE(s, test_spans_given_back);
   ADD_CASE(s, test_range_used_up);
   ADD_CASE(s, test_fork_while_allocating);
+  ADD_CASE(s, test_shared_functions_own_a_line);
   SRunner* sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);

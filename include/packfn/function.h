@@ -26,7 +26,10 @@ PF_API int pf_function_create(void* self, pf_safe_call_t call, void (*deleter)(v
 
 /* Creates a function object in the ABI's direct form: `call` sits in the cell itself and
  * receives the function object as `self` (it must ignore it). One jump cheaper per call than
- * pf_function_create; for stateless functions. Failure as pf_function_create. */
+ * pf_function_create; for stateless functions, such as those registered in the global table.
+ * The object takes a 64-byte cache line of its own (pf_function_create's plain form takes 48
+ * bytes), so that threads retaining and releasing different functions never write one line.
+ * Failure as pf_function_create. */
 PF_API int pf_function_create_direct(pf_safe_call_t call, pf_object_t** out);
 
 /* Failure path of pf_function_call: raises the error describing the bad input, returns -1. */
