@@ -137,13 +137,27 @@ pf__make_view(pf_object_t* base, const DLTensor* src, int32_t ndim, const int64_
   return 0;
 }
 
-/* Common entry of the view functions: checks out and tensor. */
-static int pf__view_args(pf_object_t* tensor, pf_object_t** out, const char* func, DLTensor** src) {
+/* Validates a tensor another runtime made as a description would be (packfn's own were at
+ * creation): the view code computes offsets from its shape and strides, which must therefore
+ * fit in int64. 0, or -1 with ValueError. Out of line: packfn's tensors never get here. */
+__attribute__((noinline, cold)) static int pf__view_check_foreign(const DLTensor* src,
+                                                                  const char* func) {
+  pf__layout_t layout;
+  return pf__dltensor_check(src, func, "tensor", &layout);
+}
+
+/* Common entry of the view functions: checks out and tensor (a foreign one's description too). */
+static inline int pf__view_args(pf_object_t* tensor, pf_object_t** out, const char* func,
+                                DLTensor** src) {
   if (!out) {
     return PF__NULL_ARG(func, "out");
   }
   *out = NULL;
-  return pf__tensor_arg(tensor, func, "tensor", src);
+  if (pf__tensor_arg(tensor, func, "tensor", src) != 0)
+    return -1;
+  if (PF_UNLIKELY(!pf__tensor_is_ours(tensor)))
+    return pf__view_check_foreign(*src, func);
+  return 0;
 }
 
 /* Normalises an axis that may count from the end; -1 with IndexError when out of range. */

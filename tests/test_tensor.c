@@ -730,6 +730,42 @@ START_TEST(test_foreign_tensor_views) {
 }
 END_TEST
 
+START_TEST(test_foreign_tensor_checked) {
+  /* another runtime's tensor whose description packfn would not have made: its views are
+   * refused with the validator's message, before any offset is computed from it */
+  g_foreign_deleted = 0;
+  pf_object_t* f = make_foreign();
+  foreign_tensor_t* ft = (foreign_tensor_t*)f;
+  int64_t strides[2] = {INT64_MAX / 2 + 1, 1};
+  ft->shape[0] = 3;
+  ft->dl.strides = strides;
+  pf_object_t* v = (pf_object_t*)&v;
+  ck_assert_int_eq(pf_tensor_view(f, 1, (int64_t[]){1}, NULL, 0, &v), -1);
+  ck_assert_ptr_null(v);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_view: argument tensor: expected strides whose "
+                                 "offsets fit in int64, got 4611686018427387904 at axis 0");
+  ck_assert_int_eq(pf_tensor_slice(f, 1, 0, 1, 1, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_slice: argument tensor: expected strides");
+  ck_assert_int_eq(pf_tensor_select(f, 0, 2, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_select: argument tensor: expected strides");
+  ft->dl.strides = NULL;
+  ft->shape[0] = -2;
+  ck_assert_int_eq(pf_tensor_permute(f, (int32_t[]){1, 0}, &v), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_tensor_permute: argument tensor: expected extents >= 0, got -2 at axis 0");
+  ck_assert_int_eq(pf_tensor_reshape(f, 1, (int64_t[]){6}, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_reshape: argument tensor: expected extents >= 0");
+  /* made valid again, it views as before */
+  ft->shape[0] = 2;
+  ck_assert_int_eq(pf_tensor_view(f, 1, (int64_t[]){2}, (int64_t[]){3}, 2, &v), 0);
+  ck_assert(at(v, (int64_t[]){1}) == 5.0);
+  pf_object_release(v);
+  pf_object_release(f);
+  ck_assert_int_eq(g_foreign_deleted, 1);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
 /* ---- DLTensor helpers and argument checks ---- */
 
 START_TEST(test_contiguity) {
@@ -900,6 +936,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_slice);
   tcase_add_test(tc, test_select_permute);
   tcase_add_test(tc, test_foreign_tensor_views);
+  tcase_add_test(tc, test_foreign_tensor_checked);
   suite_add_tcase(s, tc);
   tc = tcase_create("checks");
   tcase_add_test(tc, test_contiguity);

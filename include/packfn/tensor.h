@@ -52,8 +52,10 @@ PF_API int pf_tensor_is_read_only(pf_object_t* tensor);
 
 /* ---- views: new tensors sharing the memory of `tensor` (which they keep alive) ----
  * Each returns a new reference in *out, or -1 with an error and *out = NULL. `tensor` may be
- * a tensor object of any ABI runtime; a NULL or non-tensor `tensor` is a TypeError. Views
- * inherit read-only-ness. Views of views refer to the original storage directly. */
+ * a tensor object of any ABI runtime (another runtime's description is first checked as
+ * pf_tensor_from_dltensor checks one: ValueError when it fails); a NULL or non-tensor `tensor`
+ * is a TypeError. Views inherit read-only-ness. Views of views refer to the original storage
+ * directly. */
 
 /* The general view: `ndim` extents `shape` and element `strides` (NULL: compact row-major),
  * starting `offset` elements from the first element of `tensor`. Every element the view can
