@@ -27,10 +27,11 @@ static int usable_in_place(const pf__npy_header_t* h) {
  * up to a quarter of the memory is mapped read-only with its pages populated at once (its page
  * cache pages mapped in one call instead of one fault per 16 pages while the function reads),
  * then made writable: a page the function writes still becomes a private copy at that write.
- * (Populating a writable private map instead would copy every page up front.) */
-static void* pf__npy_map_private(int fd, size_t length) {
+ * (Populating a writable private map instead would copy every page up front.) Without
+ * `populate`, pages fault in as they are read. */
+static void* pf__npy_map_private(int fd, size_t length, int populate) {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages > 0 && page > 0 && length / (size_t)page <= (size_t)pages / 4) {
+  if (populate && pages > 0 && page > 0 && length / (size_t)page <= (size_t)pages / 4) {
     void* base = mmap(NULL, length, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     if (base != MAP_FAILED) {
       if (mprotect(base, length, PROT_READ | PROT_WRITE) == 0) {
@@ -42,7 +43,8 @@ static void* pf__npy_map_private(int fd, size_t length) {
   return mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 }
 
-int pf_npy_map_file(const char* path, pf_npy_map_t* out, char* err, size_t err_size) {
+int pf__npy_map_file_as(const char* path, int populate, pf_npy_map_t* out, char* err,
+                        size_t err_size) {
   if (out != NULL) {
     memset(out, 0, sizeof *out);
     out->fd = -1;
@@ -71,7 +73,7 @@ int pf_npy_map_file(const char* path, pf_npy_map_t* out, char* err, size_t err_s
     return pf_npy_read_file(path, &out->array, err, err_size);
   }
   size_t length = (size_t)st.st_size;
-  void* base = pf__npy_map_private(fileno(fp), length);
+  void* base = pf__npy_map_private(fileno(fp), length, populate);
   if (base == MAP_FAILED) {
     fclose(fp);
     return pf_npy_read_file(path, &out->array, err, err_size);
@@ -92,6 +94,10 @@ int pf_npy_map_file(const char* path, pf_npy_map_t* out, char* err, size_t err_s
   out->length = length;
   out->offset = (size_t)offset;
   return 0;
+}
+
+int pf_npy_map_file(const char* path, pf_npy_map_t* out, char* err, size_t err_size) {
+  return pf__npy_map_file_as(path, 1, out, err, err_size);
 }
 
 /* Compares the mapped bytes [from, to) of the map with the file. 1 differs, 0 same, -1 error. */

@@ -46,6 +46,12 @@ typedef struct {
   int64_t shape[PF_NPY_MAX_NDIM];
 } pf__npy_header_t;
 
+/* pf_npy_map_file, with the file's pages populated at once (as pf_npy_map_file does) only when
+ * `populate` is not 0: pf_npy_output_map copies an init file with copy_file_range and reads
+ * its map only where the kernel cannot copy. */
+int pf__npy_map_file_as(const char* path, int populate, pf_npy_map_t* out, char* err,
+                        size_t err_size);
+
 /* Reads the preamble and header of the .npy file open as fp (named `name` in messages), leaving
  * fp at the first byte of data: *h the header, *nbytes the size of the data. 0, or -1 with a
  * message in err. */

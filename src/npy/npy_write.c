@@ -332,7 +332,7 @@ int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* desc, const ch
   }
   if (init != NULL) {
     pf_npy_map_t src;
-    if (pf_npy_map_file(init, &src, err, err_size) != 0) {
+    if (pf__npy_map_file_as(init, 0, &src, err, err_size) != 0) {
       return -1;
     }
     int same = src.base != NULL && src.array.nbytes == shape.nbytes &&
