@@ -161,8 +161,11 @@ def test_info(cli):
             one = str(next(iter(os.sched_getaffinity(0))))
             p = subprocess.run([taskset, "-c", one, cli.bin, "info"], cwd=cli.dir,
                                capture_output=True, text=True, timeout=240)
-            assert p.returncode == 0, p.stderr
-            assert p.stdout.splitlines()[4].endswith("threads per call: 1"), p.stdout
+            if p.returncode != 0 and "affinity" in p.stderr:
+                print(f"test_info: affinity case SKIPPED: taskset could not set it: {p.stderr}")
+            else:
+                assert p.returncode == 0, p.stderr
+                assert p.stdout.splitlines()[4].endswith("threads per call: 1"), p.stdout
         elif usable > 1:
             print("test_info: affinity case SKIPPED: no taskset on PATH")
     out3 = expect(cli, ["info"], OK, stderr="", env={"PACKFN_KERNEL_THREADS": "3"}, wrap=False)
