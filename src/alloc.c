@@ -332,30 +332,33 @@ static void* pf__refill(unsigned c, uint32_t* n) {
   return first;
 }
 
-/* pf__alloc_slow for a class while this thread's state is 0 (undecided) or 1 (slabs on, the
- * list empty): blocks from the depot, or malloc once the range is used up. */
-__attribute__((noinline)) static void* pf__alloc_from_depot(size_t size, unsigned c) {
+/* pf__alloc_slow's depot half, for a class while this thread's state is 0 (undecided) or 1
+ * (slabs on, the list empty): a block, with the rest of the refill made the thread's list; NULL
+ * when the slabs are off for this thread or the range is used up (malloc serves then, and
+ * pf__free tells its blocks apart). */
+__attribute__((noinline)) static void* pf__alloc_from_depot(unsigned c) {
   if (pf__cache.state == 0)
     pf__thread_init();
-  if (pf__cache.state == 1) {
-    uint32_t n;
-    void* b = pf__refill(c, &n);
-    if (b) { /* this thread's list of class c is empty: the rest becomes it */
-      pf__cache.head[c] = *(void**)b;
-      pf__cache.room[c] = PF__LIST_MAX(c) - (n - 1);
-      return b;
-    }
-    /* the range is used up: malloc serves, and pf__free tells its blocks apart */
+  if (pf__cache.state != 1)
+    return NULL;
+  uint32_t n;
+  void* b = pf__refill(c, &n);
+  if (b) {
+    pf__cache.head[c] = *(void**)b;
+    pf__cache.room[c] = PF__LIST_MAX(c) - (n - 1);
   }
-  return malloc(size ? size : 1);
+  return b;
 }
 
 void* pf__alloc_slow(size_t size, unsigned c) {
-  /* No class (beyond 4 KiB), or the slabs off for this thread (off in the process, or the thread
-   * is exiting): a malloc block, without the depot path's frame. */
-  if (c >= PF__NCLASS || pf__cache.state < 0)
-    return size <= PF__ALLOC_MAX ? malloc(size ? size : 1) : NULL;
-  return pf__alloc_from_depot(size, c);
+  /* The depot only for a class while the slabs may be on for this thread; otherwise (beyond
+   * 4 KiB, slabs off, the thread exiting) straight to malloc, without the depot path's frame. */
+  if (c < PF__NCLASS && pf__cache.state >= 0) {
+    void* b = pf__alloc_from_depot(c);
+    if (b)
+      return b;
+  }
+  return size <= PF__ALLOC_MAX ? malloc(size ? size : 1) : NULL;
 }
 
 /* pf__free_slow for a slab block: onto this thread's full list (half of it going to the depot

@@ -113,29 +113,21 @@ __attribute__((noinline, cold)) int pf__empty_layout_overflows(int32_t ndim, con
 }
 
 __attribute__((noinline, cold)) int pf__dltensor_error(const DLTensor* desc, const char* func,
-                                                       const char* arg, int64_t numel) {
+                                                       const char* arg, int64_t numel,
+                                                       int32_t axis) {
   if (!desc) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a DLTensor, got NULL", func, arg);
+  } else if (axis >= 0) {
+    PF_ERROR_SET(
+        PF_ERR_VALUE,
+        "%s: argument %s: expected strides whose offsets fit in int64, got %lld at axis %d", func,
+        arg, (long long)desc->strides[axis], (int)axis);
   } else if (desc->device.device_id < 0) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a device index >= 0, got %d", func, arg,
                  (int)desc->device.device_id);
-  } else if (numel > 0 && !desc->data) {
+  } else {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected data for %lld elements, got NULL", func,
                  arg, (long long)numel);
-  } else if (desc->strides) { /* pf__dltensor_check found the overflow: the same loop finds it */
-    int64_t span = 0, term;
-    for (int32_t i = 0; i < desc->ndim; ++i) {
-      int64_t s = desc->strides[i];
-      int64_t reach = desc->shape[i] > 0 ? desc->shape[i] - 1 : 0;
-      if (s == INT64_MIN || __builtin_mul_overflow(s < 0 ? -s : s, reach, &term) ||
-          __builtin_add_overflow(span, term, &span)) {
-        PF_ERROR_SET(PF_ERR_VALUE,
-                     "%s: argument %s: expected strides whose offsets fit in int64, got %lld at "
-                     "axis %d",
-                     func, arg, (long long)s, (int)i);
-        break;
-      }
-    }
   }
   return -1;
 }

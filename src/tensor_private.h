@@ -95,11 +95,13 @@ typedef struct {
 } pf__layout_t;
 
 /* Out-of-line halves of pf__dltensor_check (tensor.c), each raising ValueError and returning -1
- * (pf__empty_layout_overflows: 1 when an empty layout's other extents overflow). */
+ * (pf__empty_layout_overflows: 1 when an empty layout's other extents overflow;
+ * pf__dltensor_error: the strides' message when `axis` >= 0, the axis where they overflow). */
 int pf__layout_error(int32_t ndim, const int64_t* shape, DLDataType dtype, const char* func,
                      const char* arg);
 int pf__empty_layout_overflows(int32_t ndim, const int64_t* shape, DLDataType dtype);
-int pf__dltensor_error(const DLTensor* desc, const char* func, const char* arg, int64_t numel);
+int pf__dltensor_error(const DLTensor* desc, const char* func, const char* arg, int64_t numel,
+                       int32_t axis);
 
 /* 1 for the dtypes most tensors have (int, uint and float of 16, 32 or 64 bits, any lane count
  * but 0), which pf_dtype_is_valid accepts too: checked inline before calling it. */
@@ -137,13 +139,40 @@ pf__validate_layout(int32_t ndim, const int64_t* shape, DLDataType dtype, const 
   return 0;
 }
 
+/* The lowest and highest element offsets that `ndim` axes of `shape` and `strides` reach from
+ * the first element, a zero extent counted as 1 (an empty tensor's views and slices still
+ * compute offsets from its other axes). 0, or -1 (nothing stored) when the sum of
+ * |stride| * (extent - 1) does not fit in int64, with the axis where it stops fitting in *axis.
+ * Each offset is bounded by that sum, so neither can overflow once it fits. */
+static inline __attribute__((always_inline)) int
+pf__strides_reach(int32_t ndim, const int64_t* shape, const int64_t* strides, int64_t* lo,
+                  int64_t* hi, int32_t* axis) {
+  int64_t span = 0, l = 0, h = 0, term;
+  for (int32_t i = 0; i < ndim; ++i) {
+    int64_t s = strides[i];
+    int64_t reach = shape[i] > 0 ? shape[i] - 1 : 0;
+    if (PF_UNLIKELY(s == INT64_MIN || __builtin_mul_overflow(s < 0 ? -s : s, reach, &term) ||
+                    __builtin_add_overflow(span, term, &span))) {
+      *axis = i;
+      return -1;
+    }
+    if (s < 0)
+      l -= term;
+    else
+      h += term;
+  }
+  *lo = l;
+  *hi = h;
+  return 0;
+}
+
 /* Validates the description `desc` as argument `arg` of `func` (ndim, shape, dtype, device
  * index, data, size and offset overflow) and fills *layout. 0, or -1 with ValueError (*layout
  * untouched). Inline where creation is hot (views); pf__dltensor_validate is the call. */
 static inline __attribute__((always_inline)) int
 pf__dltensor_check(const DLTensor* desc, const char* func, const char* arg, pf__layout_t* layout) {
   if (PF_UNLIKELY(!desc)) {
-    pf__dltensor_error(desc, func, arg, 0);
+    pf__dltensor_error(desc, func, arg, 0, -1);
     return -1;
   }
   int64_t numel = 0;
@@ -151,30 +180,18 @@ pf__dltensor_check(const DLTensor* desc, const char* func, const char* arg, pf__
   if (pf__validate_layout(desc->ndim, desc->shape, desc->dtype, func, arg, &numel, &nbytes) != 0)
     return -1;
   if (PF_UNLIKELY(desc->device.device_id < 0 || (numel > 0 && !desc->data))) {
-    pf__dltensor_error(desc, func, arg, numel);
+    pf__dltensor_error(desc, func, arg, numel, -1);
     return -1;
   }
-  /* Every element offset must be representable: sum |stride| * (extent - 1) fits in int64,
-   * counting a zero extent as 1 and checking empty tensors too, whose views, selections and
-   * slices still compute offsets from the other axes (issue 10, defect 5). The same pass sums
-   * the negative and the positive terms apart: the lowest and highest offsets reached, each
-   * bounded by the total, so they cannot overflow once it does not. */
+  /* Every element offset must be representable (pf__strides_reach), empty tensors checked
+   * too (issue 10, defect 5); a layout without elements reaches nothing. */
   int64_t lo = 0, hi = numel - 1; /* compact: 0..numel-1 */
+  int32_t axis;
   if (desc->strides) {
-    int64_t span = 0, term;
-    hi = 0;
-    for (int32_t i = 0; i < desc->ndim; ++i) {
-      int64_t s = desc->strides[i];
-      int64_t reach = desc->shape[i] > 0 ? desc->shape[i] - 1 : 0;
-      if (PF_UNLIKELY(s == INT64_MIN || __builtin_mul_overflow(s < 0 ? -s : s, reach, &term) ||
-                      __builtin_add_overflow(span, term, &span))) {
-        pf__dltensor_error(desc, func, arg, numel);
-        return -1;
-      }
-      if (s < 0)
-        lo -= term;
-      else
-        hi += term;
+    if (PF_UNLIKELY(pf__strides_reach(desc->ndim, desc->shape, desc->strides, &lo, &hi, &axis) !=
+                    0)) {
+      pf__dltensor_error(desc, func, arg, numel, axis);
+      return -1;
     }
     if (numel == 0) {
       lo = 0;

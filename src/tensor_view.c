@@ -20,7 +20,9 @@ static const int64_t* pf__strides_of(const DLTensor* t, int64_t* buf) {
 }
 
 /* The lowest and highest element offsets `t` reaches from its first element; 0 and -1 when it
- * has no element. Its layout is valid (its offsets fit in int64). */
+ * has no element. Its layout is valid (packfn made it, or pf__view_check_foreign passed it), so
+ * the unchecked sums of pf__strides_reach cannot overflow; one loop also finds an empty tensor,
+ * which the checked helper would not (it counts a zero extent as 1). */
 static void pf__reach(const DLTensor* t, int64_t* lo, int64_t* hi) {
   int64_t l = 0, h = 0;
   for (int32_t i = 0; i < t->ndim; ++i) {

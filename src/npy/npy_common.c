@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <string.h>
+#include <unistd.h>
 
 int pf__npy_fail(char* err, size_t err_size, const char* name, const char* fmt, ...) {
   if (err == NULL || err_size == 0) {
@@ -18,6 +19,11 @@ int pf__npy_fail(char* err, size_t err_size, const char* name, const char* fmt, 
     va_end(ap);
   }
   return -1;
+}
+
+int pf__npy_populate_fits(size_t length) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 && length / (size_t)page <= (size_t)pages / 4;
 }
 
 int pf__npy_host_is_little_endian(void) {

@@ -30,8 +30,7 @@ static int usable_in_place(const pf__npy_header_t* h) {
  * (Populating a writable private map instead would copy every page up front.) Without
  * `populate`, pages fault in as they are read. */
 static void* pf__npy_map_private(int fd, size_t length, int populate) {
-  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (populate && pages > 0 && page > 0 && length / (size_t)page <= (size_t)pages / 4) {
+  if (populate && pf__npy_populate_fits(length)) {
     void* base = mmap(NULL, length, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     if (base != MAP_FAILED) {
       if (mprotect(base, length, PROT_READ | PROT_WRITE) == 0) {

@@ -27,6 +27,10 @@ int pf__npy_fail(char* err, size_t err_size, const char* name, const char* fmt, 
 /* 1 on a little-endian host, else 0. */
 int pf__npy_host_is_little_endian(void);
 
+/* 1 when `length` bytes are at most a quarter of the machine's memory: the files whose pages
+ * the maps populate at once (larger ones fault in as used). */
+int pf__npy_populate_fits(size_t length);
+
 /* Python's repr of a tuple of ints into buf: "()", "(3,)", "(2, 3)"; cut short if size is too
  * small. */
 void pf__npy_format_shape(char* buf, size_t size, const int64_t* shape, int32_t ndim);

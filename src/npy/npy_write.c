@@ -294,8 +294,7 @@ static int reserve_blocks(int fd, size_t length) {
  * function fills it. Best effort: where it fails the pages fault in as they are written. */
 static void populate_for_write(void* map, size_t length) {
 #ifdef MADV_POPULATE_WRITE
-  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages > 0 && page > 0 && length / (size_t)page <= (size_t)pages / 4) {
+  if (pf__npy_populate_fits(length)) {
     (void)madvise(map, length, MADV_POPULATE_WRITE);
   }
 #else
