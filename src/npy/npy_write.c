@@ -284,7 +284,9 @@ static int reserve_blocks(int fd, size_t length) {
     return 0;
   }
   int e = errno;
-  (void)ftruncate(fd, 0); /* give back what it did allocate */
+  if (ftruncate(fd, 0) != 0) {
+    /* nothing more to give back: the reservation's error is the one reported */
+  }
   errno = e;
   return -1;
 }
