@@ -118,10 +118,10 @@ static void cpu_vector_add(const DLTensor* b, const DLTensor* c, DLTensor* a) {
     pf__k_vector_add_f32(pf_dltensor_data(b), nb, pf_dltensor_data(c), pf_dltensor_data(a), count);
 }
 
-/* ---- direct C entry points: dispatch on the device of the first tensor ---- */
+/* ---- the runs behind both the C entries and the packed functions: checked for the device of
+ * the first tensor, then the CPU version here or the CUDA version of libpackfn_kernels_cuda ---- */
 
-int pf_kernel_add_n(const DLTensor* x, DLTensor* out, double n) {
-  static const char func[] = "pf_kernel_add_n";
+static int add_n_run(const char* func, const DLTensor* x, DLTensor* out, double n) {
   int32_t dev;
   if (pf__k_device_of(func, x, "x", &dev) != 0 || pf__k_check_add_n(func, dev, x, out, n) != 0)
     return -1;
@@ -133,8 +133,8 @@ int pf_kernel_add_n(const DLTensor* x, DLTensor* out, double n) {
   return 0;
 }
 
-static int rms_norm_entry(const char* func, const char* name, const DLTensor* x, DLTensor* out,
-                          DLTensor* inv_rms, double eps) {
+static int rms_norm_run(const char* func, const char* name, const DLTensor* x, DLTensor* out,
+                        DLTensor* inv_rms, double eps) {
   int32_t dev;
   if (pf__k_device_of(func, x, "x", &dev) != 0 ||
       pf__k_check_rms_norm(func, dev, x, out, inv_rms, eps) != 0)
@@ -148,22 +148,8 @@ static int rms_norm_entry(const char* func, const char* name, const DLTensor* x,
   return 0;
 }
 
-int pf_kernel_rms_norm(const DLTensor* x, DLTensor* out, double eps) {
-  return rms_norm_entry("pf_kernel_rms_norm", "rms_norm", x, out, NULL, eps);
-}
-
-int pf_kernel_rms_norm_fwd(const DLTensor* x, DLTensor* out, DLTensor* inv_rms, double eps) {
-  if (!inv_rms) {
-    PF_ERROR_SET(PF_ERR_VALUE,
-                 "pf_kernel_rms_norm_fwd: argument 2 (inv_rms): expected a tensor, got NULL");
-    return -1;
-  }
-  return rms_norm_entry("pf_kernel_rms_norm_fwd", "rms_norm_fwd", x, out, inv_rms, eps);
-}
-
-int pf_kernel_rms_norm_bwd(const DLTensor* x, const DLTensor* inv_rms, const DLTensor* cotangent,
-                           DLTensor* dx) {
-  static const char func[] = "pf_kernel_rms_norm_bwd";
+static int rms_norm_bwd_run(const char* func, const DLTensor* x, const DLTensor* inv_rms,
+                            const DLTensor* cotangent, DLTensor* dx) {
   int32_t dev;
   if (pf__k_device_of(func, x, "x", &dev) != 0 ||
       pf__k_check_rms_norm_bwd(func, dev, x, inv_rms, cotangent, dx) != 0)
@@ -177,9 +163,8 @@ int pf_kernel_rms_norm_bwd(const DLTensor* x, const DLTensor* inv_rms, const DLT
   return 0;
 }
 
-int pf_kernel_kepler(const DLTensor* mean_anomaly, const DLTensor* eccentricity, DLTensor* sin_e,
-                     DLTensor* cos_e) {
-  static const char func[] = "pf_kernel_kepler";
+static int kepler_run(const char* func, const DLTensor* mean_anomaly, const DLTensor* eccentricity,
+                      DLTensor* sin_e, DLTensor* cos_e) {
   int32_t dev;
   if (pf__k_device_of(func, mean_anomaly, "mean_anomaly", &dev) != 0 ||
       pf__k_check_kepler(func, dev, mean_anomaly, eccentricity, sin_e, cos_e) != 0)
@@ -196,8 +181,7 @@ int pf_kernel_kepler(const DLTensor* mean_anomaly, const DLTensor* eccentricity,
   return 0;
 }
 
-int pf_kernel_vector_add(const DLTensor* b, const DLTensor* c, DLTensor* a) {
-  static const char func[] = "pf_kernel_vector_add";
+static int vector_add_run(const char* func, const DLTensor* b, const DLTensor* c, DLTensor* a) {
   int32_t dev;
   if (pf__k_device_of(func, b, "b", &dev) != 0 || pf__k_check_vector_add(func, dev, b, c, a) != 0)
     return -1;
@@ -210,50 +194,65 @@ int pf_kernel_vector_add(const DLTensor* b, const DLTensor* c, DLTensor* a) {
   return 0;
 }
 
-/* ---- packed CPU versions, registered when the library loads ---- */
+/* ---- direct C entry points ---- */
+
+int pf_kernel_add_n(const DLTensor* x, DLTensor* out, double n) {
+  return add_n_run("pf_kernel_add_n", x, out, n);
+}
+
+int pf_kernel_rms_norm(const DLTensor* x, DLTensor* out, double eps) {
+  return rms_norm_run("pf_kernel_rms_norm", "rms_norm", x, out, NULL, eps);
+}
+
+int pf_kernel_rms_norm_fwd(const DLTensor* x, DLTensor* out, DLTensor* inv_rms, double eps) {
+  if (!inv_rms) {
+    PF_ERROR_SET(PF_ERR_VALUE,
+                 "pf_kernel_rms_norm_fwd: argument 2 (inv_rms): expected a tensor, got NULL");
+    return -1;
+  }
+  return rms_norm_run("pf_kernel_rms_norm_fwd", "rms_norm_fwd", x, out, inv_rms, eps);
+}
+
+int pf_kernel_rms_norm_bwd(const DLTensor* x, const DLTensor* inv_rms, const DLTensor* cotangent,
+                           DLTensor* dx) {
+  return rms_norm_bwd_run("pf_kernel_rms_norm_bwd", x, inv_rms, cotangent, dx);
+}
+
+int pf_kernel_kepler(const DLTensor* mean_anomaly, const DLTensor* eccentricity, DLTensor* sin_e,
+                     DLTensor* cos_e) {
+  return kepler_run("pf_kernel_kepler", mean_anomaly, eccentricity, sin_e, cos_e);
+}
+
+int pf_kernel_vector_add(const DLTensor* b, const DLTensor* c, DLTensor* a) {
+  return vector_add_run("pf_kernel_vector_add", b, c, a);
+}
+
+/* ---- packed versions, registered when the library loads: CPU tensors here, CUDA tensors
+ * through libpackfn_kernels_cuda's versions (NotImplementedError when it is not loaded) ---- */
 
 PF__K_DEFINE(add_n, PF__K_PARAMS_ADD_N) {
   (void)result;
-  if (pf__k_check_add_n("add_n", PF_DEV_CPU, x, out, n) != 0)
-    return -1;
-  cpu_add_n(x, out, n);
-  return 0;
+  return add_n_run("add_n", x, out, n);
 }
 PF__K_DEFINE(rms_norm, PF__K_PARAMS_RMS_NORM) {
   (void)result;
-  if (pf__k_check_rms_norm("rms_norm", PF_DEV_CPU, x, out, NULL, eps) != 0)
-    return -1;
-  cpu_rms_norm(x, out, NULL, eps);
-  return 0;
+  return rms_norm_run("rms_norm", "rms_norm", x, out, NULL, eps);
 }
 PF__K_DEFINE(rms_norm_fwd, PF__K_PARAMS_RMS_NORM_FWD) {
   (void)result;
-  if (pf__k_check_rms_norm("rms_norm_fwd", PF_DEV_CPU, x, out, inv_rms, eps) != 0)
-    return -1;
-  cpu_rms_norm(x, out, inv_rms, eps);
-  return 0;
+  return rms_norm_run("rms_norm_fwd", "rms_norm_fwd", x, out, inv_rms, eps);
 }
 PF__K_DEFINE(rms_norm_bwd, PF__K_PARAMS_RMS_NORM_BWD) {
   (void)result;
-  if (pf__k_check_rms_norm_bwd("rms_norm_bwd", PF_DEV_CPU, x, inv_rms, cotangent, dx) != 0)
-    return -1;
-  cpu_rms_norm_bwd(x, inv_rms, cotangent, dx);
-  return 0;
+  return rms_norm_bwd_run("rms_norm_bwd", x, inv_rms, cotangent, dx);
 }
 PF__K_DEFINE(kepler, PF__K_PARAMS_KEPLER) {
   (void)result;
-  if (pf__k_check_kepler("kepler", PF_DEV_CPU, mean_anomaly, eccentricity, sin_e, cos_e) != 0 ||
-      pf__k_check_eccentricity("kepler", eccentricity) != 0)
-    return -1;
-  cpu_kepler(mean_anomaly, eccentricity, sin_e, cos_e);
-  return 0;
+  return kepler_run("kepler", mean_anomaly, eccentricity, sin_e, cos_e);
 }
 PF__K_DEFINE(vector_add, PF__K_PARAMS_VECTOR_ADD) {
   (void)result;
-  if (pf__k_check_vector_add("vector_add", PF_DEV_CPU, b, c, a) != 0)
-    return -1;
-  cpu_vector_add(b, c, a);
-  return 0;
+  return vector_add_run("vector_add", b, c, a);
 }
 
 PF__K_ENTRY(add_n, PF__K_OUTS_ADD_N);
@@ -275,13 +274,18 @@ PF__REGISTER_STATIC(PF_KERNELS_PREFIX "vector_add", vector_add_checked, &vector_
 
 /* ---- exports for module loading (pf_module_load on libpackfn_kernels.so) ---- */
 
-PF_EXPORT_DOC(add_n, add_n_checked, add_n_text, "out = x + n, elementwise (CPU)");
-PF_EXPORT_DOC(rms_norm, rms_norm_checked, rms_norm_text,
-              "out = x / sqrt(mean(x^2, last axis) + eps) (CPU)");
+PF_EXPORT_DOC(add_n, add_n_checked, add_n_text,
+              "out = x + n, elementwise (CPU, or CUDA with libpackfn_kernels_cuda)");
+PF_EXPORT_DOC(
+    rms_norm, rms_norm_checked, rms_norm_text,
+    "out = x / sqrt(mean(x^2, last axis) + eps) (CPU, or CUDA with libpackfn_kernels_cuda)");
 PF_EXPORT_DOC(rms_norm_fwd, rms_norm_fwd_checked, rms_norm_fwd_text,
-              "rms_norm that also writes inv_rms for the backward pass (CPU)");
-PF_EXPORT_DOC(rms_norm_bwd, rms_norm_bwd_checked, rms_norm_bwd_text, "gradient of rms_norm (CPU)");
+              "rms_norm that also writes inv_rms for the backward pass (CPU, or CUDA with "
+              "libpackfn_kernels_cuda)");
+PF_EXPORT_DOC(rms_norm_bwd, rms_norm_bwd_checked, rms_norm_bwd_text,
+              "gradient of rms_norm (CPU, or CUDA with libpackfn_kernels_cuda)");
 PF_EXPORT_DOC(kepler, kepler_checked, kepler_text,
-              "solves M = E - e sin E for 0 <= e < 1; writes sin E and cos E (CPU)");
+              "solves M = E - e sin E for 0 <= e < 1; writes sin E and cos E (CPU, or CUDA with "
+              "libpackfn_kernels_cuda)");
 PF_EXPORT_DOC(vector_add, vector_add_checked, vector_add_text,
-              "a[i] = b[i mod len(b)] + c[i] (CPU)");
+              "a[i] = b[i mod len(b)] + c[i] (CPU, or CUDA with libpackfn_kernels_cuda)");

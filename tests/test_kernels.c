@@ -302,13 +302,24 @@ START_TEST(test_refusals_touch_no_output) {
   a[1] = pf_any_object(scalar);
   ck_assert_int_eq(call(PF_KERNELS_PREFIX "rms_norm", a, 3), -1);
   PF_ASSERT_RAISED("ValueError", "argument 0 (x)");
-  /* a CUDA tensor to the CPU version: described by a DLTensor view */
+  /* CUDA tensors (described by DLTensor views) to the packed version: the output must be on the
+   * same device; then they go to the CUDA version, here not loaded */
   DLTensor fake = *pf_tensor_dltensor(x);
   fake.device = (DLDevice){kDLCUDA, 0};
   a[0] = pf_any_dltensor(&fake);
   a[1] = pf_any_object(out);
   ck_assert_int_eq(call(PF_KERNELS_PREFIX "rms_norm", a, 3), -1);
-  PF_ASSERT_RAISED("TypeError", "rms_norm: argument 0 (x): expected a tensor on cpu");
+  PF_ASSERT_RAISED("TypeError", "rms_norm: argument 1 (out): expected a tensor on cuda");
+  a[1] = pf_any_dltensor(&fake);
+  ck_assert_int_eq(call(PF_KERNELS_PREFIX "rms_norm", a, 3), -1);
+  PF_ASSERT_RAISED("NotImplementedError",
+                   "rms_norm: the tensors are on a CUDA device, and the CUDA kernels are in "
+                   "libpackfn_kernels_cuda, which is not loaded");
+  /* a device neither version has */
+  fake.device = (DLDevice){kDLROCM, 0};
+  ck_assert_int_eq(call(PF_KERNELS_PREFIX "rms_norm", a, 3), -1);
+  PF_ASSERT_RAISED("NotImplementedError",
+                   "rms_norm: argument 0 (x): no rms_norm version for tensors on rocm");
   /* inv_rms of the wrong shape, vector_add with a 2-d b, kepler with one buffer twice */
   pf_any_t f[4] = {pf_any_object(x), pf_any_object(out), pf_any_object(x), pf_any_float(0)};
   ck_assert_int_eq(call(PF_KERNELS_PREFIX "rms_norm_fwd", f, 4), -1);
@@ -365,7 +376,7 @@ START_TEST(test_module_exports) {
     ck_assert_ptr_nonnull(list[i].signature);
     ck_assert_str_eq(list[i].signature, pf_function_signature(registered));
     ck_assert_ptr_nonnull(list[i].doc);
-    ck_assert_ptr_nonnull(strstr(list[i].doc, "(CPU)"));
+    ck_assert_ptr_nonnull(strstr(list[i].doc, "(CPU, or CUDA with libpackfn_kernels_cuda)"));
     pf_object_release(registered);
     if (strcmp(list[i].name, "rms_norm") == 0)
       ck_assert_str_eq(list[i].signature, "rms_norm(x: Tensor, out: Tensor, eps: float) -> None");

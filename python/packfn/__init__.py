@@ -20,6 +20,7 @@ from ._packfn import (  # noqa: F401  (re-exported)
     Tensor,
     __version__,
     abi_version,
+    kernels_cuda_error,
     kernels_have_cuda,
     list_globals,
     load_module,

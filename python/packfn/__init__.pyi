@@ -5,6 +5,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence, overload
 __version__: str
 abi_version: str
 kernels_have_cuda: int
+kernels_cuda_error: str | None
 
 class Error(RuntimeError):
     """Base of packfn errors whose kind has no Python built-in exception."""

@@ -15,8 +15,10 @@
 #include "packfn/packfn.h"
 #include "packfn/tensor.h"
 
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 _Static_assert(sizeof(Py_ssize_t) == sizeof(int64_t), "Py_ssize_t is 64-bit");
 
@@ -547,26 +549,62 @@ static int tensor_from_buffer(Py_buffer* b, pf_object_t** out) {
   return 0;
 }
 
-/* A tensor object from an object's __dlpack__ (no copy). 0, or -1 with a Python exception. */
+/* The stream argument of a DLPack import from `o`: for a tensor on a CUDA or ROCm device (by
+ * __dlpack_device__), the stream packfn's kernels use there (pf_stream_get; 1, the legacy
+ * default stream, for NULL), so the producer orders its pending writes before them; else None.
+ * New reference, or NULL with an exception. */
+static PyObject* dlpack_stream_arg(PyObject* o) {
+  static PyObject* name;
+  if (!name && !(name = PyUnicode_InternFromString("__dlpack_device__")))
+    return NULL;
+  if (!PyObject_HasAttr((PyObject*)Py_TYPE(o), name))
+    Py_RETURN_NONE;
+  PyObject* dev = PyObject_CallMethodNoArgs(o, name);
+  if (!dev)
+    return NULL;
+  int type = 0, id = 0;
+  int ok = PyTuple_Check(dev) && PyArg_ParseTuple(dev, "ii", &type, &id);
+  Py_DECREF(dev);
+  if (!ok) {
+    if (!PyErr_Occurred())
+      PyErr_Format(PyExc_TypeError, "packfn: %s.__dlpack_device__() returned no (type, id) tuple",
+                   Py_TYPE(o)->tp_name);
+    return NULL;
+  }
+  if (type != kDLCUDA && type != kDLROCM)
+    Py_RETURN_NONE;
+  void* stream = pf_stream_get((DLDevice){(DLDeviceType)type, id});
+  return stream ? PyLong_FromVoidPtr(stream) : PyLong_FromLong(1);
+}
+
+/* A tensor object from an object's __dlpack__ (no copy), asked for DLPack 1.x and, for device
+ * tensors, for the current stream. 0, or -1 with a Python exception. */
 static int tensor_from_dlpack_obj(PyObject* o, pf_object_t** out) {
-  static PyObject* kwnames; /* ("max_version",) */
+  static PyObject *kwnames, *kwnames_old; /* ("stream", "max_version"), ("stream",) */
   static PyObject* name;
   if (!kwnames) {
     name = PyUnicode_InternFromString("__dlpack__");
-    kwnames = Py_BuildValue("(s)", "max_version");
-    if (!name || !kwnames)
+    kwnames = Py_BuildValue("(ss)", "stream", "max_version");
+    kwnames_old = Py_BuildValue("(s)", "stream");
+    if (!name || !kwnames || !kwnames_old)
       return -1;
   }
-  PyObject* version = Py_BuildValue("(ii)", PF_DLPACK_VERSIONED_MAJOR, PF_DLPACK_VERSIONED_MINOR);
-  if (!version)
+  PyObject* stream = dlpack_stream_arg(o);
+  if (!stream)
     return -1;
-  PyObject* args[2] = {o, version};
+  PyObject* version = Py_BuildValue("(ii)", PF_DLPACK_VERSIONED_MAJOR, PF_DLPACK_VERSIONED_MINOR);
+  if (!version) {
+    Py_DECREF(stream);
+    return -1;
+  }
+  PyObject* args[3] = {o, stream, version};
   PyObject* cap = PyObject_VectorcallMethod(name, args, 1, kwnames);
   Py_DECREF(version);
   if (!cap && PyErr_ExceptionMatches(PyExc_TypeError)) { /* a producer without max_version */
     PyErr_Clear();
-    cap = PyObject_VectorcallMethod(name, args, 1, NULL);
+    cap = PyObject_VectorcallMethod(name, args, 1, stream == Py_None ? NULL : kwnames_old);
   }
+  Py_DECREF(stream);
   if (!cap)
     return -1;
   int rc = -1;
@@ -2118,6 +2156,34 @@ static struct PyModuleDef packfn_module = {
     .m_methods = module_functions,
 };
 
+/* libpackfn_kernels_cuda, which a package built with CUDA installs next to this extension, is
+ * loaded for the life of the process so that packfn.kernels.* also run CUDA tensors. Returns
+ * None when it loaded or is absent (a package built without CUDA), else a new string: the
+ * loader's reason (such as no CUDA runtime library on this machine), or NULL with an exception
+ * set. */
+static PyObject* load_kernels_cuda(void) {
+  static const char lib[] = "libpackfn_kernels_cuda.so";
+  Dl_info info;
+  if (!dladdr(lib, &info) || !info.dli_fname) /* the object file holding this extension */
+    Py_RETURN_NONE;
+  const char* slash = strrchr(info.dli_fname, '/');
+  size_t dir = slash ? (size_t)(slash - info.dli_fname) + 1 : 0;
+  char* path = PyMem_Malloc(dir + sizeof lib);
+  if (!path)
+    return PyErr_NoMemory();
+  memcpy(path, info.dli_fname, dir);
+  memcpy(path + dir, lib, sizeof lib);
+  PyObject* why = NULL;
+  if (access(path, F_OK) != 0 || dlopen(path, RTLD_NOW | RTLD_LOCAL) != NULL) {
+    why = Py_NewRef(Py_None); /* absent, or loaded (and never closed) */
+  } else {
+    const char* text = dlerror();
+    why = PyUnicode_FromFormat("%s: %s", path, text ? text : "dlopen failed");
+  }
+  PyMem_Free(path);
+  return why;
+}
+
 PyMODINIT_FUNC PyInit__packfn(void) {
   /* the kernels library is a dependency of this extension: referencing it keeps the link, and
    * loading it registers packfn.kernels.* */
@@ -2149,6 +2215,11 @@ PyMODINIT_FUNC PyInit__packfn(void) {
   if (!Error_Type || !kind_classes || !callback_fns ||
       PyModule_AddObjectRef(m, "Error", Error_Type) < 0 ||
       PyModule_AddObjectRef(m, "_kind_classes", kind_classes) < 0)
+    goto fail;
+  PyObject* cuda_error = load_kernels_cuda(); /* before kernels_have_cuda is read */
+  rc = cuda_error ? PyModule_AddObjectRef(m, "kernels_cuda_error", cuda_error) : -1;
+  Py_XDECREF(cuda_error);
+  if (rc < 0)
     goto fail;
   static const char* names[] = {"Object", "Function", "Tensor", "Array", "Map", "Module"};
   for (size_t i = 0; i < sizeof types / sizeof types[0]; ++i)

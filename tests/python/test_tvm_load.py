@@ -58,7 +58,7 @@ def test_load_module_rms_norm_and_metadata():
     """)
     assert "rms_norm ok" in out
     assert "Callable[[Tensor, Tensor, float], None]" in out
-    assert "out = x / sqrt(mean(x^2, last axis) + eps) (CPU)" in out
+    assert "out = x / sqrt(mean(x^2, last axis) + eps) (CPU, or CUDA with libpackfn_kernels_cuda)" in out
 
 
 @pytest.mark.parametrize("first", ["tvm_ffi", "packfn"])

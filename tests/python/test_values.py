@@ -188,7 +188,10 @@ def test_read_only_flag(identity):
 
 def test_jax_arrays():
     jnp = pytest.importorskip("jax.numpy")
-    j = jnp.arange(8, dtype=jnp.float32).reshape(2, 4)
+    import jax
+
+    # on the CPU even where jax's default device is a GPU (tests/python/test_cuda.py has those)
+    j = jnp.arange(8, dtype=jnp.float32, device=jax.devices("cpu")[0]).reshape(2, 4)
     t = packfn.Tensor(j)
     assert t.data_ptr == j.unsafe_buffer_pointer()  # no copy
     assert t.shape == (2, 4) and t.dtype == "float32"
@@ -196,8 +199,6 @@ def test_jax_arrays():
     packfn.get_global("packfn.kernels.rms_norm")(j, out, 1e-5)
     x = np.asarray(j)
     np.testing.assert_allclose(out, x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5), rtol=1e-5)
-    import jax
-
     back = jax.dlpack.from_dlpack(packfn.Tensor(np.arange(3.0)))
     assert list(np.asarray(back)) == [0.0, 1.0, 2.0]
 
