@@ -164,6 +164,7 @@ PF_EXPORT_DOC(cuda_rms_norm_fwd, rms_norm_fwd_cuda_checked, rms_norm_fwd_cuda_te
 PF_EXPORT_DOC(cuda_rms_norm_bwd, rms_norm_bwd_cuda_checked, rms_norm_bwd_cuda_text,
               "gradient of rms_norm (CUDA, current stream)");
 PF_EXPORT_DOC(cuda_kepler, kepler_cuda_checked, kepler_cuda_text,
-              "solves M = E - e sin E for 0 <= e < 1 (CUDA, current stream)");
+              "solves M = E - e sin E for 0 <= e < 1 (CUDA, current stream); e is checked on the "
+              "host first, after the stream");
 PF_EXPORT_DOC(cuda_vector_add, vector_add_cuda_checked, vector_add_cuda_text,
               "a[i] = b[i mod len(b)] + c[i] (CUDA, current stream)");

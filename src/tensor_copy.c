@@ -14,6 +14,13 @@ static int pf__is_host(DLDevice d) {
   return type == PF_DEV_CPU || type == PF_DEV_CUDA_HOST || type == PF_DEV_ROCM_HOST;
 }
 
+/* The device type whose copy hook also serves `type`: managed memory is copied by the
+ * runtime that manages it (cuda_managed by CUDA's hook, which copies between any of its
+ * memories). */
+static int32_t pf__copy_family(int32_t type) {
+  return type == PF_DEV_CUDA_MANAGED ? PF_DEV_CUDA : type;
+}
+
 int pf_dltensor_copy(DLTensor* dst, const DLTensor* src) {
   static const char func[] = "pf_dltensor_copy";
   if (!dst || !src) {
@@ -57,7 +64,8 @@ int pf_dltensor_copy(DLTensor* dst, const DLTensor* src) {
   /* The non-host side decides whose copy hook runs. */
   DLDevice side = pf__is_host(dst->device) ? src->device : dst->device;
   if (!pf__is_host(dst->device) && !pf__is_host(src->device) &&
-      dst->device.device_type != src->device.device_type) {
+      pf__copy_family((int32_t)dst->device.device_type) !=
+          pf__copy_family((int32_t)src->device.device_type)) {
     char d1[PF_DEVICE_STR_MAX], d2[PF_DEVICE_STR_MAX];
     pf_device_format(dst->device, d1, sizeof d1);
     pf_device_format(src->device, d2, sizeof d2);

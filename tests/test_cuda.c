@@ -1,7 +1,9 @@
 /* Tests of libpackfn_cuda: allocator registration, CUDA statuses as errors, and (on a machine
- * with a GPU) tensors, copies, streams and devices; without one those say they were skipped. */
+ * with a GPU) tensors, copies, streams and devices, failed CUDA calls, DLPack import of CUDA
+ * memory, and tensors released on other threads; without one those say they were skipped. */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,6 +18,22 @@ static int32_t gpus(const char* test) {
   if (n == 0)
     printf("test_cuda: %s: skipped: no CUDA device\n", test);
   return n;
+}
+
+/* Asserts that an error of `kind` is raised whose message starts with `prefix` and ends with
+ * CUDA's error name in parentheses, then clears it. */
+static void expect_cuda_error(const char* kind, const char* prefix, const char* cuda_name) {
+  pf_object_t* err = pf_error_take();
+  ck_assert_msg(err != NULL, "expected %s to be raised", kind);
+  const char* msg = pf_error_message(err);
+  char tail[96];
+  snprintf(tail, sizeof tail, "(%s)", cuda_name);
+  size_t n = strlen(msg), m = strlen(tail);
+  ck_assert_str_eq(pf_error_kind(err), kind);
+  ck_assert_msg(strncmp(msg, prefix, strlen(prefix)) == 0 && n >= m &&
+                    strcmp(msg + n - m, tail) == 0,
+                "message '%s' does not read '%s...%s'", msg, prefix, tail);
+  pf_object_release(err);
 }
 
 /* ---- everywhere ---- */
@@ -163,6 +181,13 @@ START_TEST(test_gpu_tensor_round_trip) {
   pf_object_t* managed;
   ck_assert_int_eq(pf_tensor_to_device(host, pf_device(PF_DEV_CUDA_MANAGED, 0), &managed), 0);
   ck_assert(((float*)pf_dltensor_data(pf_tensor_dltensor(managed)))[3] == 1.5f);
+  /* device memory to managed memory and back, through CUDA's hooks */
+  pf_object_t *managed2, *dev2;
+  ck_assert_int_eq(pf_tensor_to_device(dev, pf_device(PF_DEV_CUDA_MANAGED, 0), &managed2), 0);
+  ck_assert(((float*)pf_dltensor_data(pf_tensor_dltensor(managed2)))[13] == 6.5f);
+  ck_assert_int_eq(pf_tensor_to_device(managed2, pf_device(PF_DEV_CUDA, 0), &dev2), 0);
+  pf_object_release(managed2);
+  pf_object_release(dev2);
   /* DLPack export of a device tensor */
   DLManagedTensor* m;
   ck_assert_int_eq(pf_tensor_to_dlpack(dev, &m), 0);
@@ -214,7 +239,293 @@ START_TEST(test_gpu_streams_and_devices) {
   int64_t huge = INT64_C(1) << 50;
   pf_object_t* t;
   ck_assert_int_eq(pf_tensor_empty(&huge, 1, PF_DTYPE_UINT8, pf_device(PF_DEV_CUDA, 0), &t), -1);
-  PF_ASSERT_RAISED("MemoryError", "cudaMalloc failed");
+  ck_assert_ptr_null(t);
+  expect_cuda_error("MemoryError",
+                    "pf_allocator(cuda): cudaMalloc failed: ", "cudaErrorMemoryAllocation");
+  /* not sticky: the next allocation works */
+  ck_assert_int_eq(pf_tensor_empty(&len, 1, PF_DTYPE_UINT8, pf_device(PF_DEV_CUDA, 0), &t), 0);
+  pf_object_release(t);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+/* A failed CUDA call (an invalid copy direction: refused on the host, before any work is queued,
+ * so nothing sticky) raised through PF_CUDA_CHECK names the call and CUDA's error name. */
+static int copy_with_bad_kind(void) {
+  char src[4] = {1, 2, 3, 4}, dst[4] = {0};
+  PF_CUDA_CHECK("copy_with_bad_kind", cudaMemcpy(dst, src, sizeof src, (enum cudaMemcpyKind)42));
+  return 0;
+}
+
+START_TEST(test_gpu_failed_call_names_cuda_error) {
+  if (gpus("test_gpu_failed_call_names_cuda_error") == 0)
+    return;
+  ck_assert_int_eq(copy_with_bad_kind(), -1);
+  expect_cuda_error("RuntimeError",
+                    "copy_with_bad_kind: cudaMemcpy(dst, src, sizeof src, (enum cudaMemcpyKind)42) "
+                    "failed: ",
+                    "cudaErrorInvalidMemcpyDirection");
+  ck_assert_int_eq(cudaGetLastError(), cudaSuccess); /* pf_cuda_check cleared it */
+  /* pf_cuda_check_launch reports the thread's last CUDA error once, then it is gone */
+  char buf[4] = {0};
+  ck_assert_int_eq(cudaMemcpy(buf, buf + 2, 2, (enum cudaMemcpyKind)42),
+                   cudaErrorInvalidMemcpyDirection);
+  ck_assert_int_eq(pf_cuda_check_launch("f", "k"), -1);
+  expect_cuda_error("RuntimeError", "f: launch of k failed: ", "cudaErrorInvalidMemcpyDirection");
+  ck_assert_int_eq(pf_cuda_check_launch("f", "k"), 0);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+/* ---- DLPack import of CUDA memory ---- */
+
+/* A foreign producer's CUDA buffer: cudaMalloc'd memory that its DLPack deleter frees, counting
+ * its runs and keeping cudaFree's status. */
+typedef struct {
+  DLManagedTensor legacy;
+  pf_dl_managed_tensor_versioned_t versioned;
+  int64_t shape[2];
+} foreign_t;
+
+static int foreign_deletes;
+static cudaError_t foreign_free_status;
+
+static void foreign_free(foreign_t* f, void* data) {
+  foreign_free_status = cudaFree(data);
+  ++foreign_deletes;
+  free(f);
+}
+
+static void foreign_legacy_deleter(DLManagedTensor* m) {
+  foreign_free(m->manager_ctx, m->dl_tensor.data);
+}
+
+static void foreign_versioned_deleter(pf_dl_managed_tensor_versioned_t* m) {
+  foreign_free(m->manager_ctx, m->dl_tensor.data);
+}
+
+/* A 3x5 float32 CUDA buffer holding 0, 1, ..., 14, described in both DLPack forms. */
+static foreign_t* foreign_new(void) {
+  float init[15];
+  for (int i = 0; i < 15; ++i)
+    init[i] = (float)i;
+  void* data = NULL;
+  ck_assert_int_eq(cudaMalloc(&data, sizeof init), cudaSuccess);
+  ck_assert_int_eq(cudaMemcpy(data, init, sizeof init, cudaMemcpyHostToDevice), cudaSuccess);
+  foreign_t* f = calloc(1, sizeof *f);
+  ck_assert_ptr_nonnull(f);
+  f->shape[0] = 3;
+  f->shape[1] = 5;
+  DLTensor dl = {data, {kDLCUDA, 0}, 2, {kDLFloat, 32, 1}, f->shape, NULL, 0};
+  f->legacy.dl_tensor = dl;
+  f->legacy.manager_ctx = f;
+  f->legacy.deleter = foreign_legacy_deleter;
+  f->versioned.version.major = PF_DLPACK_VERSIONED_MAJOR;
+  f->versioned.version.minor = PF_DLPACK_VERSIONED_MINOR;
+  f->versioned.dl_tensor = dl;
+  f->versioned.manager_ctx = f;
+  f->versioned.deleter = foreign_versioned_deleter;
+  foreign_deletes = 0;
+  foreign_free_status = cudaErrorUnknown;
+  return f;
+}
+
+/* The imported tensor is the producer's memory (same pointer, cuda:0, 3x5) and reads as it. */
+static void check_foreign_import(pf_object_t* t, const void* data) {
+  DLTensor* d = pf_tensor_dltensor(t);
+  ck_assert_ptr_nonnull(d);
+  ck_assert_int_eq(d->device.device_type, kDLCUDA);
+  ck_assert_int_eq(d->device.device_id, 0);
+  ck_assert_ptr_eq(pf_dltensor_data(d), data);
+  ck_assert_int_eq(d->ndim, 2);
+  ck_assert(d->shape[0] == 3 && d->shape[1] == 5);
+  pf_object_t* host;
+  ck_assert_int_eq(pf_tensor_to_device(t, PF_DEVICE_CPU, &host), 0);
+  ck_assert(((float*)pf_dltensor_data(pf_tensor_dltensor(host)))[14] == 14.0f);
+  pf_object_release(host);
+}
+
+START_TEST(test_gpu_dlpack_import_cuda) {
+  if (gpus("test_gpu_dlpack_import_cuda") == 0)
+    return;
+  foreign_t* f = foreign_new();
+  void* data = f->legacy.dl_tensor.data;
+  pf_object_t *t, *row;
+  ck_assert_int_eq(pf_tensor_from_dlpack(&f->legacy, &t), 0);
+  check_foreign_import(t, data);
+  /* a view keeps the producer's memory alive after the tensor is gone */
+  ck_assert_int_eq(pf_tensor_select(t, 0, 1, &row), 0);
+  ck_assert_ptr_eq(pf_dltensor_data(pf_tensor_dltensor(row)), (float*)data + 5);
+  pf_object_release(t);
+  ck_assert_int_eq(foreign_deletes, 0);
+  pf_object_release(row);
+  ck_assert_int_eq(foreign_deletes, 1);
+  ck_assert_int_eq(foreign_free_status, cudaSuccess);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+START_TEST(test_gpu_dlpack_import_cuda_versioned) {
+  if (gpus("test_gpu_dlpack_import_cuda_versioned") == 0)
+    return;
+  foreign_t* f = foreign_new();
+  void* data = f->versioned.dl_tensor.data;
+  f->versioned.flags = PF_DLPACK_FLAG_READ_ONLY;
+  pf_object_t* t;
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(&f->versioned, &t), 0);
+  check_foreign_import(t, data);
+  ck_assert_int_eq(pf_tensor_is_read_only(t), 1);
+  ck_assert_int_eq(foreign_deletes, 0);
+  pf_object_release(t);
+  ck_assert_int_eq(foreign_deletes, 1);
+  ck_assert_int_eq(foreign_free_status, cudaSuccess);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+/* Exporting a CUDA tensor and importing the export gives back the same tensor: no copy. */
+START_TEST(test_gpu_dlpack_round_trip) {
+  if (gpus("test_gpu_dlpack_round_trip") == 0)
+    return;
+  int64_t shape[2] = {4, 3};
+  pf_object_t *dev, *back;
+  ck_assert_int_eq(pf_tensor_empty(shape, 2, PF_DTYPE_FLOAT32, pf_device(PF_DEV_CUDA, 0), &dev), 0);
+  void* data = pf_dltensor_data(pf_tensor_dltensor(dev));
+  DLManagedTensor* m;
+  ck_assert_int_eq(pf_tensor_to_dlpack(dev, &m), 0);
+  ck_assert_ptr_eq(m->dl_tensor.data, data);
+  ck_assert_int_eq(pf_tensor_from_dlpack(m, &back), 0);
+  ck_assert_ptr_eq(back, dev);
+  ck_assert_ptr_eq(pf_dltensor_data(pf_tensor_dltensor(back)), data);
+  pf_object_release(back);
+  pf_dl_managed_tensor_versioned_t* v;
+  ck_assert_int_eq(pf_tensor_to_dlpack_versioned(dev, &v), 0);
+  ck_assert_int_eq(v->dl_tensor.device.device_type, kDLCUDA);
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(v, &back), 0);
+  ck_assert_ptr_eq(back, dev);
+  pf_object_release(back);
+  pf_object_release(dev);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+/* ---- tensors released on another thread ---- */
+
+/* What a thread saw after releasing a tensor: packfn's raised error, CUDA's last error and its
+ * current device. */
+typedef struct {
+  pf_object_t* tensor;
+  int raised;
+  int cuda_error;
+  int device_after;
+} release_job_t;
+
+static void* release_on_thread(void* arg) {
+  release_job_t* job = arg;
+  pf_object_release(job->tensor);
+  job->raised = pf_error_peek() != NULL;
+  job->cuda_error = (int)cudaGetLastError();
+  if (cudaGetDevice(&job->device_after) != cudaSuccess)
+    job->device_after = -1;
+  return NULL;
+}
+
+/* Releases `t` on a new thread, which has never touched CUDA, and checks it ended clean, its
+ * current device still `device`. */
+static void release_elsewhere(pf_object_t* t, int device) {
+  release_job_t job = {t, -1, -1, -1};
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, release_on_thread, &job), 0);
+  ck_assert_int_eq(pthread_join(th, NULL), 0);
+  ck_assert_int_eq(job.raised, 0);
+  ck_assert_int_eq(job.cuda_error, cudaSuccess);
+  ck_assert_int_eq(job.device_after, device);
+}
+
+static size_t free_device_memory(void) {
+  size_t free_bytes = 0, total = 0;
+  ck_assert_int_eq(cudaMemGetInfo(&free_bytes, &total), cudaSuccess);
+  return free_bytes;
+}
+
+/* packfn's CUDA allocator caches nothing (cudaMalloc and cudaFree directly), so the memory of a
+ * tensor released on another thread is the device's again; 64 MiB of slack covers the driver's
+ * own bookkeeping. */
+#define RELEASE_BYTES ((int64_t)256 << 20)
+#define RELEASE_SLACK ((size_t)64 << 20)
+
+START_TEST(test_gpu_release_on_fresh_thread) {
+  if (gpus("test_gpu_release_on_fresh_thread") == 0)
+    return;
+  static const int32_t types[] = {PF_DEV_CUDA, PF_DEV_CUDA_HOST, PF_DEV_CUDA_MANAGED};
+  int64_t len = RELEASE_BYTES;
+  size_t before = free_device_memory();
+  for (int i = 0; i < 3; ++i) {
+    pf_object_t* t;
+    ck_assert_int_eq(pf_tensor_empty(&len, 1, PF_DTYPE_UINT8, pf_device(types[i], 0), &t), 0);
+    if (types[i] == PF_DEV_CUDA)
+      ck_assert_uint_le(free_device_memory() + (size_t)RELEASE_BYTES / 2, before);
+    release_elsewhere(t, 0);
+  }
+  ck_assert_uint_ge(free_device_memory() + RELEASE_SLACK, before);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+/* A tensor made (and filled) on a worker thread, which then ends, is used and released on this
+ * one. */
+static void* make_on_thread(void* arg) {
+  int64_t n = 64;
+  pf_object_t *host, **out = arg;
+  *out = NULL;
+  if (pf_tensor_empty(&n, 1, PF_DTYPE_INT32, PF_DEVICE_CPU, &host) != 0)
+    return NULL;
+  for (int32_t i = 0; i < 64; ++i)
+    ((int32_t*)pf_dltensor_data(pf_tensor_dltensor(host)))[i] = 3 * i;
+  if (pf_tensor_to_device(host, pf_device(PF_DEV_CUDA, 0), out) != 0)
+    pf_error_clear();
+  pf_object_release(host);
+  return NULL;
+}
+
+START_TEST(test_gpu_tensor_from_ended_thread) {
+  if (gpus("test_gpu_tensor_from_ended_thread") == 0)
+    return;
+  pf_object_t *dev, *back;
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, make_on_thread, &dev), 0);
+  ck_assert_int_eq(pthread_join(th, NULL), 0);
+  ck_assert_ptr_nonnull(dev);
+  ck_assert_int_eq(pf_tensor_to_device(dev, PF_DEVICE_CPU, &back), 0);
+  ck_assert_int_eq(((int32_t*)pf_dltensor_data(pf_tensor_dltensor(back)))[63], 189);
+  pf_object_release(back);
+  pf_object_release(dev);
+  ck_assert_int_eq(cudaGetLastError(), cudaSuccess);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+/* A cuda:1 tensor released by a thread whose current device is cuda:0: freed on its own device,
+ * the thread's device unchanged. Needs two GPUs. */
+START_TEST(test_gpu_release_other_device) {
+  int32_t n = gpus("test_gpu_release_other_device");
+  if (n == 0)
+    return;
+  if (n < 2) {
+    printf("test_cuda: test_gpu_release_other_device: skipped: needs 2 CUDA devices, found %d\n",
+           (int)n);
+    return;
+  }
+  int64_t len = RELEASE_BYTES;
+  int before = -1, after = -1;
+  ck_assert_int_eq(cudaGetDevice(&before), cudaSuccess);
+  pf_object_t* t;
+  ck_assert_int_eq(pf_tensor_empty(&len, 1, PF_DTYPE_UINT8, pf_device(PF_DEV_CUDA, 1), &t), 0);
+  ck_assert_int_eq(pf_tensor_dltensor(t)->device.device_id, 1);
+  release_elsewhere(t, 0);
+  ck_assert_int_eq(cudaGetDevice(&after), cudaSuccess);
+  ck_assert_int_eq(after, before); /* nor did this thread's */
+  PF_ASSERT_NO_ERROR();
 }
 END_TEST
 
@@ -231,6 +542,13 @@ Suite* make_suite(void) {
   tc = tcase_create("gpu");
   tcase_add_test(tc, test_gpu_tensor_round_trip);
   tcase_add_test(tc, test_gpu_streams_and_devices);
+  tcase_add_test(tc, test_gpu_failed_call_names_cuda_error);
+  tcase_add_test(tc, test_gpu_dlpack_import_cuda);
+  tcase_add_test(tc, test_gpu_dlpack_import_cuda_versioned);
+  tcase_add_test(tc, test_gpu_dlpack_round_trip);
+  tcase_add_test(tc, test_gpu_release_on_fresh_thread);
+  tcase_add_test(tc, test_gpu_tensor_from_ended_thread);
+  tcase_add_test(tc, test_gpu_release_other_device);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -202,6 +202,45 @@ START_TEST(test_copy_cpu) {
 }
 END_TEST
 
+/* cuda and cuda_managed memory are copied by the CUDA runtime's hooks in either direction (the
+ * destination's, as for any two memories of one device type); rocm is another runtime */
+START_TEST(test_copy_cuda_and_managed_share_hooks) {
+  counter_t cu = {0}, mg = {0}, ro = {0};
+  pf_allocator_t hooks = {&cu, counting_alloc, counting_free, counting_copy};
+  pf_allocator_t saved_cu, saved_mg, saved_ro;
+  ck_assert_int_eq(pf_allocator_get(PF_DEV_CUDA, &saved_cu), 0); /* alloc NULL: none */
+  ck_assert_int_eq(pf_allocator_get(PF_DEV_CUDA_MANAGED, &saved_mg), 0);
+  ck_assert_int_eq(pf_allocator_get(PF_DEV_ROCM, &saved_ro), 0);
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_CUDA, &hooks), 0);
+  hooks.ctx = &mg;
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_CUDA_MANAGED, &hooks), 0);
+  hooks.ctx = &ro;
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_ROCM, &hooks), 0);
+  pf_object_t* a = cpu_iota(4);
+  pf_object_t *dev, *managed, *back, *bad = NULL;
+  ck_assert_int_eq(pf_tensor_to_device(a, pf_device(PF_DEV_CUDA, 0), &dev), 0);
+  ck_assert_int_eq(pf_tensor_to_device(dev, pf_device(PF_DEV_CUDA_MANAGED, 0), &managed), 0);
+  ck_assert_int_eq(mg.copies, 1);
+  ck_assert(pf_device_equal(mg.last_src, pf_device(PF_DEV_CUDA, 0)));
+  ck_assert_int_eq(pf_tensor_to_device(managed, pf_device(PF_DEV_CUDA, 0), &back), 0);
+  ck_assert_int_eq(cu.copies, 2);
+  ck_assert(pf_device_equal(cu.last_src, pf_device(PF_DEV_CUDA_MANAGED, 0)));
+  ck_assert(((double*)pf_dltensor_data(pf_tensor_dltensor(back)))[3] == 3.0);
+  ck_assert_int_eq(pf_tensor_to_device(managed, pf_device(PF_DEV_ROCM, 0), &bad), -1);
+  PF_ASSERT_RAISED("NotImplementedError", "cannot copy from cuda_managed:0 to rocm:0");
+  ck_assert_int_eq(ro.copies, 0);
+  pf_object_release(back);
+  pf_object_release(managed);
+  pf_object_release(dev);
+  pf_object_release(a);
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_CUDA, saved_cu.alloc ? &saved_cu : NULL), 0);
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_CUDA_MANAGED, saved_mg.alloc ? &saved_mg : NULL), 0);
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_ROCM, saved_ro.alloc ? &saved_ro : NULL), 0);
+  ck_assert_int_eq(cu.allocs, cu.frees);
+  ck_assert_int_eq(mg.allocs, mg.frees);
+}
+END_TEST
+
 START_TEST(test_copy_through_device_hooks) {
   counter_t vk = {0}, mt = {0};
   pf_allocator_t hooks = {&vk, counting_alloc, counting_free, counting_copy};
@@ -330,6 +369,7 @@ Suite* make_suite(void) {
   tc = tcase_create("copies");
   tcase_add_test(tc, test_copy_cpu);
   tcase_add_test(tc, test_copy_through_device_hooks);
+  tcase_add_test(tc, test_copy_cuda_and_managed_share_hooks);
   suite_add_tcase(s, tc);
   tc = tcase_create("streams");
   tcase_add_test(tc, test_streams);

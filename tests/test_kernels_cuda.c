@@ -1,10 +1,14 @@
 /* Tests of libpackfn_kernels_cuda. Everywhere: its registration and export metadata, and the
  * CPU library's C entries reaching it for CUDA tensors. On a real device: each kernel's result
- * copied back and compared with the CPU version's, and refusals; without one those print
- * "skipped: no CUDA device". */
+ * copied back and compared with the CPU version's, refusals, launches on the thread's current
+ * stream (seen by graph capture), launch errors, pinned and managed memory; without one those
+ * print "skipped: no CUDA device". */
+#include <cuda_runtime_api.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "packfn/cuda.h"
 #include "packfn/kernels.h"
@@ -268,6 +272,376 @@ START_TEST(test_cuda_read_only_output_refused) {
 }
 END_TEST
 
+/* ---- the current stream (pf_stream_set) ---- */
+
+/* A non-blocking stream: the legacy default stream, where the setup copies run, neither waits
+ * for it nor makes it wait. */
+static cudaStream_t user_stream(void) {
+  cudaStream_t s = NULL;
+  ck_assert_int_eq(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  return s;
+}
+
+/* Makes s the calling thread's current stream for cuda:0; returns the one it replaces. */
+static void* set_stream(void* s) {
+  void* prev = &prev;
+  ck_assert_int_eq(pf_stream_set(gpu, s, &prev), 0);
+  return prev;
+}
+
+/* A host function queued on a stream holds it for `ms` milliseconds, then marks itself done. */
+typedef struct {
+  long ms;
+  atomic_int done;
+} blocker_t;
+
+static void CUDART_CB block_stream(void* arg) {
+  blocker_t* b = arg;
+  struct timespec t = {b->ms / 1000, (b->ms % 1000) * 1000000L};
+  while (nanosleep(&t, &t) != 0) {
+  }
+  atomic_store(&b->done, 1);
+}
+
+static void copy_out(void* dst, pf_object_t* dev) {
+  DLTensor* d = pf_tensor_dltensor(dev);
+  ck_assert_int_eq(cudaMemcpy(dst, pf_dltensor_data(d), pf_dltensor_nbytes(d), cudaMemcpyDefault),
+                   cudaSuccess);
+}
+
+/* One kernel's arguments: each a 37x129 matrix (M), a vector of its 37 rows (R) or of 5 (B);
+ * `outs` has bit i set when argument i is written; `scalar` (when not NAN) comes last. */
+typedef struct {
+  const char* name;
+  const char* kinds;
+  unsigned outs;
+  double scalar;
+} kcase_t;
+
+static const kcase_t stream_cases[] = {
+    {"add_n", "MM", 1u << 1, 1.5},
+    {"rms_norm", "MM", 1u << 1, 1e-6},
+    {"rms_norm_fwd", "MMR", (1u << 1) | (1u << 2), 1e-6},
+    {"rms_norm_bwd", "MRMM", 1u << 3, NAN},
+    {"vector_add", "BMM", 1u << 2, NAN},
+};
+
+/* The graph has at least one node, and a kernel among them. */
+static void check_has_kernel(cudaGraph_t graph, const char* name) {
+  cudaGraphNode_t nodes[16];
+  size_t count = 0;
+  ck_assert_int_eq(cudaGraphGetNodes(graph, NULL, &count), cudaSuccess);
+  ck_assert_msg(count >= 1 && count <= 16, "%s: %zu nodes captured", name, count);
+  ck_assert_int_eq(cudaGraphGetNodes(graph, nodes, &count), cudaSuccess);
+  int kernels = 0;
+  for (size_t i = 0; i < count; ++i) {
+    enum cudaGraphNodeType type;
+    ck_assert_int_eq(cudaGraphNodeGetType(nodes[i], &type), cudaSuccess);
+    kernels += type == cudaGraphNodeTypeKernel;
+  }
+  ck_assert_msg(kernels >= 1, "%s: no kernel node among %zu", name, count);
+}
+
+/* Runs case c once on the default stream for the expected outputs, then again with s current,
+ * captured from s into a graph: the launch must land in the graph (a launch on any other stream
+ * would run at once and escape the capture), leaving the outputs unwritten until the graph runs
+ * on s. */
+static void run_captured(const kcase_t* c, cudaStream_t s) {
+  int64_t shape[2] = {37, 129}, rows = 37, nb = 5;
+  const DLDataType f32 = {kDLFloat, 32, 1};
+  int32_t n = (int32_t)strlen(c->kinds);
+  pf_object_t* dev[4];
+  void* expected[4] = {NULL};
+  void* seen[4] = {NULL};
+  size_t nbytes[4];
+  pf_any_t args[5], r;
+  for (int32_t i = 0; i < n; ++i) {
+    char k = c->kinds[i];
+    pf_object_t* h = k == 'M'   ? host(shape, 2, f32, 1.0 + i, 0.3 * i)
+                     : k == 'R' ? host(&rows, 1, f32, 0.5, 2.0)
+                                : host(&nb, 1, f32, 1.0, 1.0);
+    dev[i] = to(h, gpu);
+    pf_object_release(h);
+    args[i] = pf_any_object(dev[i]);
+    nbytes[i] = pf_dltensor_nbytes(pf_tensor_dltensor(dev[i]));
+  }
+  int32_t nargs = n;
+  if (!isnan(c->scalar))
+    args[nargs++] = pf_any_float(c->scalar);
+  char name[96];
+  snprintf(name, sizeof name, PF_KERNELS_CUDA_PREFIX "%s", c->name);
+
+  /* the expected outputs, from a run on the default stream (which also loads the kernel) */
+  ck_assert_int_eq(pf_global_call(name, args, nargs, &r), 0);
+  ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+  for (int32_t i = 0; i < n; ++i) {
+    if (!(c->outs & (1u << i)))
+      continue;
+    expected[i] = malloc(nbytes[i]);
+    seen[i] = malloc(nbytes[i]);
+    ck_assert(expected[i] && seen[i]);
+    copy_out(expected[i], dev[i]);
+    ck_assert_int_eq(cudaMemset(pf_dltensor_data(pf_tensor_dltensor(dev[i])), 0xff, nbytes[i]),
+                     cudaSuccess);
+  }
+  ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+
+  /* captured: the call must enqueue its kernel on s and nothing else */
+  void* prev = set_stream(s);
+  ck_assert_ptr_null(prev);
+  ck_assert_int_eq(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  int rc = pf_global_call(name, args, nargs, &r);
+  cudaGraph_t graph = NULL;
+  cudaError_t ended = cudaStreamEndCapture(s, &graph);
+  set_stream(prev);
+  if (rc != 0) {
+    pf_object_t* err = pf_error_take();
+    ck_abort_msg("%s under capture: %s", c->name, pf_error_message(err));
+  }
+  ck_assert_int_eq(ended, cudaSuccess);
+  ck_assert_ptr_nonnull(graph);
+  check_has_kernel(graph, c->name);
+  for (int32_t i = 0; i < n; ++i) {
+    if (!(c->outs & (1u << i)))
+      continue;
+    copy_out(seen[i], dev[i]);
+    for (size_t b = 0; b < nbytes[i]; ++b)
+      ck_assert_msg(((unsigned char*)seen[i])[b] == 0xff,
+                    "%s: output %d written before the graph ran (byte %zu)", c->name, (int)i, b);
+  }
+
+  /* replayed on s: now the outputs are those of the plain run */
+  cudaGraphExec_t exec = NULL;
+  ck_assert_int_eq(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ck_assert_int_eq(cudaGraphLaunch(exec, s), cudaSuccess);
+  ck_assert_int_eq(cudaStreamSynchronize(s), cudaSuccess);
+  for (int32_t i = 0; i < n; ++i) {
+    if (!(c->outs & (1u << i)))
+      continue;
+    copy_out(seen[i], dev[i]);
+    ck_assert_msg(memcmp(seen[i], expected[i], nbytes[i]) == 0,
+                  "%s: output %d of the graph differs from the plain run", c->name, (int)i);
+    free(seen[i]);
+    free(expected[i]);
+  }
+  ck_assert_int_eq(cudaGraphExecDestroy(exec), cudaSuccess);
+  ck_assert_int_eq(cudaGraphDestroy(graph), cudaSuccess);
+  for (int32_t i = 0; i < n; ++i)
+    pf_object_release(dev[i]);
+  PF_ASSERT_NO_ERROR();
+}
+
+START_TEST(test_cuda_kernels_launch_on_current_stream) {
+  if (gpus("test_cuda_kernels_launch_on_current_stream") == 0)
+    return;
+  cudaStream_t s = user_stream();
+  for (size_t i = 0; i < sizeof stream_cases / sizeof stream_cases[0]; ++i)
+    run_captured(&stream_cases[i], s);
+  ck_assert_ptr_null(pf_cuda_stream_get(0));
+  ck_assert_int_eq(cudaStreamDestroy(s), cudaSuccess);
+}
+END_TEST
+
+/* kepler cannot be captured: it first copies the eccentricities to the host for their check, a
+ * synchronous copy on the current stream. So the call waits for the work queued before it on
+ * that stream (its input may come from there): with the stream held 200 ms by a host function,
+ * the call returns only after that function has finished, and its output is right. */
+START_TEST(test_cuda_kepler_waits_for_current_stream) {
+  if (gpus("test_cuda_kepler_waits_for_current_stream") == 0)
+    return;
+  const DLDataType f64 = {kDLFloat, 64, 1};
+  int64_t n = 1000;
+  pf_object_t* h[4] = {host(&n, 1, f64, 3, 0), host(&n, 1, f64, 0.45, 1.0), host(&n, 1, f64, 0, 0),
+                       host(&n, 1, f64, 0, 0)};
+  double* e = pf_dltensor_data(pf_tensor_dltensor(h[1]));
+  for (int64_t i = 0; i < n; ++i)
+    e[i] += 0.45; /* in [0, 0.9] */
+  pf_object_t* d[4];
+  pf_any_t hargs[4], dargs[4], r;
+  for (int i = 0; i < 4; ++i) {
+    d[i] = to(h[i], gpu);
+    hargs[i] = pf_any_object(h[i]);
+    dargs[i] = pf_any_object(d[i]);
+  }
+  ck_assert_int_eq(pf_global_call(PF_KERNELS_PREFIX "kepler", hargs, 4, &r), 0);
+
+  cudaStream_t s = user_stream();
+  blocker_t blocker = {200, 0};
+  void* prev = set_stream(s);
+  ck_assert_int_eq(cudaLaunchHostFunc(s, block_stream, &blocker), cudaSuccess);
+  int rc = pf_global_call(PF_KERNELS_CUDA_PREFIX "kepler", dargs, 4, &r);
+  int done_at_return = atomic_load(&blocker.done);
+  ck_assert_int_eq(cudaStreamSynchronize(s), cudaSuccess);
+  set_stream(prev);
+  ck_assert_msg(rc == 0, "kepler_cuda: %s", pf_error_message(pf_error_peek()));
+  ck_assert_msg(done_at_return, "kepler_cuda returned before the work queued on its stream ran");
+
+  double* got = malloc((size_t)n * sizeof *got);
+  ck_assert_ptr_nonnull(got);
+  for (int k = 2; k < 4; ++k) {
+    copy_out(got, d[k]);
+    const double* want = pf_dltensor_data(pf_tensor_dltensor(h[k]));
+    for (int64_t i = 0; i < n; ++i)
+      ck_assert_msg(fabs(got[i] - want[i]) <= 1e-10, "kepler output %d [%lld]: cpu %g gpu %g", k,
+                    (long long)i, want[i], got[i]);
+  }
+  free(got);
+  ck_assert_int_eq(cudaStreamDestroy(s), cudaSuccess);
+  for (int i = 0; i < 4; ++i) {
+    pf_object_release(d[i]);
+    pf_object_release(h[i]);
+  }
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+/* Work on another stream does not hold a kernel back: with stream A held 300 ms by a host
+ * function, add_n launched with stream B current finishes while A is still busy. */
+START_TEST(test_cuda_kernel_overlaps_other_stream) {
+  if (gpus("test_cuda_kernel_overlaps_other_stream") == 0)
+    return;
+  int64_t shape[2] = {37, 129};
+  const DLDataType f32 = {kDLFloat, 32, 1};
+  pf_object_t* hx = host(shape, 2, f32, 2, 0);
+  pf_object_t *x = to(hx, gpu), *out = to(hx, gpu);
+  pf_any_t args[3] = {pf_any_object(x), pf_any_object(out), pf_any_float(1.5)}, r;
+  /* loaded before A is held: loading a kernel lazily may wait for the whole device */
+  ck_assert_int_eq(pf_global_call(PF_KERNELS_CUDA_PREFIX "add_n", args, 3, &r), 0);
+  ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+  ck_assert_int_eq(cudaMemset(pf_dltensor_data(pf_tensor_dltensor(out)), 0, 37 * 129 * 4),
+                   cudaSuccess);
+  ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+
+  cudaStream_t a = user_stream(), b = user_stream();
+  blocker_t blocker = {300, 0};
+  ck_assert_int_eq(cudaLaunchHostFunc(a, block_stream, &blocker), cudaSuccess);
+  void* prev = set_stream(b);
+  int rc = pf_global_call(PF_KERNELS_CUDA_PREFIX "add_n", args, 3, &r);
+  set_stream(prev);
+  cudaError_t synced = cudaStreamSynchronize(b);
+  cudaError_t a_state = cudaStreamQuery(a);
+  int a_done = atomic_load(&blocker.done);
+  ck_assert_int_eq(cudaStreamSynchronize(a), cudaSuccess);
+  (void)cudaGetLastError(); /* cudaErrorNotReady is no error to keep */
+  ck_assert_int_eq(rc, 0);
+  ck_assert_int_eq(synced, cudaSuccess);
+  ck_assert_int_eq(a_state, cudaErrorNotReady);
+  ck_assert_int_eq(a_done, 0);
+
+  float got[37 * 129];
+  copy_out(got, out);
+  const float* xs = pf_dltensor_data(pf_tensor_dltensor(hx));
+  for (int i = 0; i < 37 * 129; ++i)
+    ck_assert_msg(got[i] == xs[i] + 1.5f, "add_n [%d]: %g, expected %g", i, got[i], xs[i] + 1.5f);
+  ck_assert_int_eq(cudaStreamDestroy(a), cudaSuccess);
+  ck_assert_int_eq(cudaStreamDestroy(b), cudaSuccess);
+  pf_object_release(out);
+  pf_object_release(x);
+  pf_object_release(hx);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+/* A launch CUDA refuses surfaces as a packfn error naming CUDA's error, and leaves the device
+ * usable. The refusal: launching on the legacy default stream (current: none set) while a
+ * blocking stream is being captured would make the capture depend on the legacy stream, which
+ * CUDA rejects at the launch (cudaErrorStreamCaptureImplicit; not a sticky error). */
+START_TEST(test_cuda_launch_error_names_cuda_error) {
+  if (gpus("test_cuda_launch_error_names_cuda_error") == 0)
+    return;
+  int64_t count = 1000;
+  const DLDataType f32 = {kDLFloat, 32, 1};
+  pf_object_t* hx = host(&count, 1, f32, 1, 0);
+  pf_object_t *x = to(hx, gpu), *out = to(hx, gpu);
+  pf_any_t args[3] = {pf_any_object(x), pf_any_object(out), pf_any_float(2)}, r;
+  void* blocking;
+  ck_assert_int_eq(pf_cuda_stream_create(0, &blocking), 0); /* cudaStreamCreate: blocking */
+  ck_assert_ptr_null(pf_cuda_stream_get(0));
+
+  ck_assert_int_eq(cudaStreamBeginCapture(blocking, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  int rc = pf_global_call(PF_KERNELS_CUDA_PREFIX "add_n", args, 3, &r);
+  cudaGraph_t graph = NULL;
+  cudaError_t ended = cudaStreamEndCapture(blocking, &graph);
+  if (graph)
+    cudaGraphDestroy(graph);
+  (void)cudaGetLastError();
+  ck_assert_int_eq(rc, -1);
+  pf_object_t* err = pf_error_take();
+  ck_assert_ptr_nonnull(err);
+  ck_assert_str_eq(pf_error_kind(err), "RuntimeError");
+  const char* msg = pf_error_message(err);
+  ck_assert_msg(strncmp(msg, "add_n_cuda: add_n kernel launch failed: ", 40) == 0 &&
+                    strstr(msg, "(cudaErrorStreamCaptureImplicit)") != NULL,
+                "message: %s", msg);
+  pf_object_release(err);
+  ck_assert_int_eq(ended, cudaErrorStreamCaptureInvalidated);
+
+  /* the device still works: the same call succeeds once the capture is over */
+  ck_assert_int_eq(pf_global_call(PF_KERNELS_CUDA_PREFIX "add_n", args, 3, &r), 0);
+  ck_assert_int_eq(pf_cuda_stream_synchronize(0, NULL), 0);
+  float got[1000];
+  copy_out(got, out);
+  const float* xs = pf_dltensor_data(pf_tensor_dltensor(hx));
+  ck_assert(got[0] == xs[0] + 2 && got[999] == xs[999] + 2);
+  ck_assert_int_eq(pf_cuda_stream_destroy(0, blocking), 0);
+  pf_object_release(out);
+  pf_object_release(x);
+  pf_object_release(hx);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+/* Host-pinned and managed memory around a kernel: written by the host into a cuda_host tensor,
+ * copied to cuda, add_n into managed memory (handed to the kernel as a cuda:0 tensor over it:
+ * the kernels take cuda tensors, and managed memory is device memory too), read by the host
+ * after synchronising; then back through a kernel into pinned memory. */
+static void release_object(void* obj) {
+  pf_object_release(obj);
+}
+
+START_TEST(test_cuda_pinned_and_managed_around_kernel) {
+  if (gpus("test_cuda_pinned_and_managed_around_kernel") == 0)
+    return;
+  int64_t shape[2] = {64, 33};
+  const DLDataType f32 = {kDLFloat, 32, 1};
+  const int count = 64 * 33;
+  pf_object_t *pinned, *dev, *managed, *managed_as_cuda, *dev2, *pinned2;
+  ck_assert_int_eq(pf_tensor_empty(shape, 2, f32, pf_device(PF_DEV_CUDA_HOST, 0), &pinned), 0);
+  float* p = pf_dltensor_data(pf_tensor_dltensor(pinned));
+  for (int i = 0; i < count; ++i)
+    p[i] = (float)i * 0.25f;
+  dev = to(pinned, gpu);
+  ck_assert_int_eq(pf_tensor_empty(shape, 2, f32, pf_device(PF_DEV_CUDA_MANAGED, 0), &managed), 0);
+  DLTensor desc = *pf_tensor_dltensor(managed);
+  desc.device = gpu;
+  desc.strides = NULL;
+  pf_object_retain(managed);
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, managed, release_object, &managed_as_cuda), 0);
+
+  pf_any_t args[3] = {pf_any_object(dev), pf_any_object(managed_as_cuda), pf_any_float(2)}, r;
+  ck_assert_int_eq(pf_global_call(PF_KERNELS_CUDA_PREFIX "add_n", args, 3, &r), 0);
+  ck_assert_int_eq(pf_cuda_stream_synchronize(0, pf_cuda_stream_get(0)), 0);
+  const float* m = pf_dltensor_data(pf_tensor_dltensor(managed));
+  for (int i = 0; i < count; ++i)
+    ck_assert_msg(m[i] == p[i] + 2, "managed [%d]: %g, expected %g", i, m[i], p[i] + 2);
+
+  /* managed in, cuda out, copied back to pinned memory */
+  ck_assert_int_eq(pf_tensor_empty(shape, 2, f32, gpu, &dev2), 0);
+  args[0] = pf_any_object(managed_as_cuda);
+  args[1] = pf_any_object(dev2);
+  ck_assert_int_eq(pf_global_call(PF_KERNELS_CUDA_PREFIX "add_n", args, 3, &r), 0);
+  pinned2 = to(dev2, pf_device(PF_DEV_CUDA_HOST, 0));
+  const float* q = pf_dltensor_data(pf_tensor_dltensor(pinned2));
+  for (int i = 0; i < count; ++i)
+    ck_assert_msg(q[i] == p[i] + 4, "pinned [%d]: %g, expected %g", i, q[i], p[i] + 4);
+
+  pf_object_t* objs[6] = {pinned2, dev2, managed_as_cuda, managed, dev, pinned};
+  for (int i = 0; i < 6; ++i)
+    pf_object_release(objs[i]);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("kernels_cuda");
   TCase* tc = tcase_create("cuda");
@@ -277,6 +651,11 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_cuda_read_only_output_refused);
   tcase_add_test(tc, test_cuda_matches_cpu);
   tcase_add_test(tc, test_kepler_cuda_refuses_bad_eccentricity);
+  tcase_add_test(tc, test_cuda_kernels_launch_on_current_stream);
+  tcase_add_test(tc, test_cuda_kepler_waits_for_current_stream);
+  tcase_add_test(tc, test_cuda_kernel_overlaps_other_stream);
+  tcase_add_test(tc, test_cuda_launch_error_names_cuda_error);
+  tcase_add_test(tc, test_cuda_pinned_and_managed_around_kernel);
   suite_add_tcase(s, tc);
   return s;
 }

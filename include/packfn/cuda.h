@@ -48,8 +48,10 @@ PF_API int pf_cuda_check(int error, const char* func, const char* what);
       return -1;                                                                                   \
   } while (0)
 
-/* Checks that the kernel launched last from this thread started (cudaGetLastError): 0, or -1
- * with RuntimeError "<func>: launch of <kernel> failed: ...". Does not wait for the kernel. */
+/* Checks that the kernel launched last from this thread started: reads and clears
+ * cudaGetLastError, so it reports any CUDA error recorded on this thread since the last clear
+ * (a failed launch, or an earlier failed runtime call nobody checked). 0, or -1 with
+ * RuntimeError "<func>: launch of <kernel> failed: ...". Does not wait for the kernel. */
 PF_API int pf_cuda_check_launch(const char* func, const char* kernel);
 
 /* Makes CUDA device `device_id` current for the calling thread; *prev (may be NULL) receives
