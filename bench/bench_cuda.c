@@ -7,12 +7,13 @@
  *     device to device of the kernel's input bytes on the same stream, alternating within each
  *     sample; both as GB/s of the bytes moved (a copy of B bytes moves 2B: B read, B written),
  *     and their ratio. Each kernel's byte model counts what it must move, not what it issues:
- *     rms_norm reads each row twice (kernels/math_cuda.cu: a block sums a row's squares, then
- *     reads the row again to scale it), but a row of 4096 values is 16 or 32 KiB, still in
- *     L1/L2 for the second pass, so the model counts x once. Kepler is bound by arithmetic:
- *     its GB/s and elements/s are reported, its ratio is not a bandwidth ratio; the packed call
- *     also copies the eccentricities to the host and checks them there before each launch
- *     (kernels_cuda.c), so the same kernel launched raw is a second row.
+ *     rms_norm holds rows of up to 8192 f32 / 4096 f64 values in registers and reads x once
+ *     (kernels/math_cuda.cu); longer rows are read twice, the second time from L2, and the
+ *     model counts x once. Kepler is bound by arithmetic: its GB/s and elements/s are
+ *     reported, its ratio is not a bandwidth ratio; the packed call also checks the
+ *     eccentricities on the device and waits for that check (a pass over e, 8 bytes copied
+ *     back, a stream synchronisation) before it launches, so the same kernel launched raw is
+ *     a second row.
  *   Launch cost: a 1024-element float32 vector_add and add_n, as a packed call and as a plain
  *     `<<<>>>` launch of the same kernel body (bench_cuda_raw.cu; the library's own launchers
  *     are hidden), plus packed calls of CPU no-op functions for the cost of the call alone:
@@ -196,7 +197,7 @@ enum {
   OP_RMS_NORM,
   OP_RMS_NORM_FWD,
   OP_RMS_NORM_BWD,
-  OP_KEPLER,    /* the packed call: host check of e, then the kernel */
+  OP_KEPLER,    /* the packed call: device check of e, a sync, then the kernel */
   OP_KEPLER_RAW /* the same kernel body launched with <<<>>> (bench_cuda_raw.cu) */
 };
 
@@ -453,7 +454,7 @@ static const char* byte_model(const bw_case_t* c) {
   case OP_RMS_NORM_BWD:
     return "x, cotangent, inv_rms read once, dx written";
   case OP_KEPLER:
-    return "M, e read, sin E, cos E written; + e copied to host";
+    return "M, e read, sin E, cos E written; + e checked, then a sync";
   default:
     return "M, e read, sin E, cos E written";
   }
@@ -549,11 +550,11 @@ static void print_bandwidth(const bw_result_t* r, int count) {
            b->shape, b->copy_bytes / 1048576.0, b->calls, b->ms_kernel * 1e3, kg, cg, ratio,
            b->elements / (b->ms_kernel * 1e-3) / 1e9, b->model);
   }
-  printf(
-      "kepler is bound by arithmetic (a Halley iteration per element in double): its GB/s is\n"
-      "not a bandwidth figure and its ratio is not given. The packed kepler also copies e to\n"
-      "the host (synchronously) and checks it before each launch; the raw row is the kernel\n"
-      "alone. rms_norm reads each row twice; the second read hits L1/L2, the model counts one.\n");
+  printf("kepler is bound by arithmetic (a Halley iteration per element in double): its GB/s is\n"
+         "not a bandwidth figure and its ratio is not given. The packed kepler also checks e on\n"
+         "the device and waits for the result before each launch; the raw row is the kernel\n"
+         "alone. rms_norm rows longer than its register path are read twice (the second time from\n"
+         "L2); the model counts x once.\n");
   if (!md)
     return;
   fprintf(md, "## Bandwidth: packed call vs device-to-device cudaMemcpyAsync\n\n");

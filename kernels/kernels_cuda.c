@@ -6,6 +6,7 @@
 #include "kernels/kdefs.h"
 #include "kernels/math_cuda.h"
 #include "packfn/cuda.h"
+#include "packfn/error.h"
 #include "packfn/kernels.h"
 #include "packfn/module.h"
 
@@ -18,7 +19,7 @@
       return -1;                                                                                   \
     void* stream = pf_cuda_stream_get(dev);                                                        \
     int rc_ = pf_cuda_check((launch), (func), (what));                                             \
-    if (pf_cuda_device_exit(prev_) != 0)                                                           \
+    if (prev_ != (dev) && pf_cuda_device_exit(prev_) != 0) /* no call when nothing switched */     \
       rc_ = -1;                                                                                    \
     return rc_;                                                                                    \
   } while (0)
@@ -88,33 +89,47 @@ PF__K_DEFINE(rms_norm_bwd_cuda, PF__K_PARAMS_RMS_NORM_BWD) {
                           : pf__kc_rms_norm_bwd_f32(xd, id, cd, dd, rows, cols, stream));
 }
 
-/* The eccentricities are copied to the host (a synchronous copy) and checked there before the
- * launch, so a bad one raises rather than giving NaN. */
-static int check_eccentricity_on_host(const char* func, const DLTensor* e) {
-  pf_object_t* host;
-  if (pf_tensor_empty(e->shape, e->ndim, e->dtype, PF_DEVICE_CPU, &host) != 0)
+/* The eccentricities are checked on the device (pf__kc_kepler_check_*: one pass over them and
+ * a wait for the stream) before the launch, so a bad one raises rather than giving NaN. The
+ * message is the CPU check's (kcheck.c, pf__k_check_eccentricity), with the first bad index. */
+static int check_eccentricity(const char* func, const DLTensor* e, void* stream) {
+  int64_t count = pf_dltensor_numel(e), index = -1;
+  double value = 0;
+  const void* data = pf_dltensor_data(e);
+  int rc = is_f64(e) ? pf__kc_kepler_check_f64(data, count, &index, &value, stream)
+                     : pf__kc_kepler_check_f32(data, count, &index, &value, stream);
+  if (pf_cuda_check(rc, func, "eccentricity check") != 0)
     return -1;
-  int rc = pf_dltensor_copy(pf_tensor_dltensor(host), e);
-  if (rc == 0)
-    rc = pf__k_check_eccentricity(func, pf_tensor_dltensor(host));
-  pf_object_release(host);
-  return rc;
+  if (index < 0)
+    return 0;
+  PF_ERROR_SET(PF_ERR_VALUE,
+               "%s: argument 1 (eccentricity): expected values in [0, 1), got %g at index %lld",
+               func, value, (long long)index);
+  return -1;
 }
 
 PF__K_DEFINE(kepler_cuda, PF__K_PARAMS_KEPLER) {
   (void)result;
   static const char func[] = "kepler_cuda";
-  if (pf__k_check_kepler(func, PF_DEV_CUDA, mean_anomaly, eccentricity, sin_e, cos_e) != 0 ||
-      check_eccentricity_on_host(func, eccentricity) != 0)
+  if (pf__k_check_kepler(func, PF_DEV_CUDA, mean_anomaly, eccentricity, sin_e, cos_e) != 0)
     return -1;
   int64_t count = pf_dltensor_numel(mean_anomaly);
   void* md = pf_dltensor_data(mean_anomaly);
   void* ed = pf_dltensor_data(eccentricity);
   void* sd = pf_dltensor_data(sin_e);
   void* cd = pf_dltensor_data(cos_e);
-  PF__KCUDA_RUN(func, "kepler kernel launch", mean_anomaly->device.device_id,
-                is_f64(mean_anomaly) ? pf__kc_kepler_f64(md, ed, sd, cd, count, stream)
-                                     : pf__kc_kepler_f32(md, ed, sd, cd, count, stream));
+  int32_t prev;
+  if (pf_cuda_device_enter(mean_anomaly->device.device_id, &prev) != 0)
+    return -1;
+  void* stream = pf_cuda_stream_get(mean_anomaly->device.device_id);
+  int rc = check_eccentricity(func, eccentricity, stream);
+  if (rc == 0)
+    rc = pf_cuda_check(is_f64(mean_anomaly) ? pf__kc_kepler_f64(md, ed, sd, cd, count, stream)
+                                            : pf__kc_kepler_f32(md, ed, sd, cd, count, stream),
+                       func, "kepler kernel launch");
+  if (prev != mean_anomaly->device.device_id && pf_cuda_device_exit(prev) != 0)
+    rc = -1;
+  return rc;
 }
 
 PF__K_DEFINE(vector_add_cuda, PF__K_PARAMS_VECTOR_ADD) {
@@ -165,6 +180,6 @@ PF_EXPORT_DOC(cuda_rms_norm_bwd, rms_norm_bwd_cuda_checked, rms_norm_bwd_cuda_te
               "gradient of rms_norm (CUDA, current stream)");
 PF_EXPORT_DOC(cuda_kepler, kepler_cuda_checked, kepler_cuda_text,
               "solves M = E - e sin E for 0 <= e < 1 (CUDA, current stream); e is checked on the "
-              "host first, after the stream");
+              "device first, and the call waits for the stream");
 PF_EXPORT_DOC(cuda_vector_add, vector_add_cuda_checked, vector_add_cuda_text,
               "a[i] = b[i mod len(b)] + c[i] (CUDA, current stream)");

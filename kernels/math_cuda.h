@@ -26,7 +26,13 @@ const char* pf__kc_error_string(int code);
 int pf__kc_add_n_f32(const float* x, float* out, int64_t count, float n, void* stream);
 int pf__kc_add_n_f64(const double* x, double* out, int64_t count, double n, void* stream);
 
-/* One block per row (rows beyond the grid limit are taken in turn by the same blocks). */
+/* One block per row (rows beyond the grid limit are taken in turn by the same blocks); aligned
+ * rows of up to 8192 float32 or 4096 float64 values are held in registers, so x is read once.
+ * Rows too few to give each multiprocessor two blocks and long enough (8192 values or more) are
+ * split over several blocks each: a first kernel writes each chunk's partial sum (double) to
+ * stream-ordered scratch memory (cudaMallocAsync; without memory pools the rows stay unsplit),
+ * a second adds each row's partials in a fixed order and scales, so the results do not depend
+ * on timing. */
 int pf__kc_rms_norm_f32(const float* x, float* out, int64_t rows, int64_t cols, float eps,
                         void* stream);
 int pf__kc_rms_norm_f64(const double* x, double* out, int64_t rows, int64_t cols, double eps,
@@ -45,6 +51,17 @@ int pf__kc_kepler_f32(const float* mean_anomaly, const float* ecc, float* sin_e,
                       int64_t count, void* stream);
 int pf__kc_kepler_f64(const double* mean_anomaly, const double* ecc, double* sin_e, double* cos_e,
                       int64_t count, void* stream);
+
+/* Finds the first eccentricity outside [0, 1), or NaN: a kernel over ecc enqueued on stream,
+ * then a copy of its answer to the host and cudaStreamSynchronize(stream), so unlike the other
+ * launchers this one returns after the work queued before it (and cannot be captured into a
+ * graph). *index receives that index, or -1 when every value is good; *value the value there,
+ * widened to double (0 when none). Returns 0 or the first cudaError_t, with CUDA's last error
+ * cleared. */
+int pf__kc_kepler_check_f32(const float* ecc, int64_t count, int64_t* index, double* value,
+                            void* stream);
+int pf__kc_kepler_check_f64(const double* ecc, int64_t count, int64_t* index, double* value,
+                            void* stream);
 
 int pf__kc_vector_add_f32(const float* b, int64_t nb, const float* c, float* a, int64_t count,
                           void* stream);
