@@ -8,7 +8,7 @@
  *     sample; both as GB/s of the bytes moved (a copy of B bytes moves 2B: B read, B written),
  *     and their ratio. Each kernel's byte model counts what it must move, not what it issues:
  *     rms_norm holds rows of up to 8192 f32 / 4096 f64 values in registers and reads x once
- *     (kernels/math_cuda.cu); longer rows are read twice, the second time from L2, and the
+ *     (kernels/math_cuda_rows.cu); longer rows are read twice, the second time from L2, and the
  *     model counts x once. Kepler is bound by arithmetic: its GB/s and elements/s are
  *     reported, its ratio is not a bandwidth ratio; the packed call also checks the
  *     eccentricities on the device and waits for that check (a pass over e, 8 bytes copied

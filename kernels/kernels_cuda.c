@@ -1,8 +1,8 @@
-/* kernels/kernels_cuda.c: packfn_kernels_cuda, the CUDA library: the kernels of math_cuda.cu as
- * typed packed functions registered at load under packfn.kernels.cuda.<name> and exported as
- * cuda_<name>. Each checks its arguments as the CPU version does (kcheck.c), then launches on
- * the current stream of the tensors' device, inside a device guard, with CUDA errors raised.
- * libpackfn_kernels's C entries find these through the global table for CUDA tensors. */
+/* kernels/kernels_cuda.c: packfn_kernels_cuda, the CUDA library: the kernels of math_cuda.cu and
+ * math_cuda_rows.cu as typed packed functions registered at load under packfn.kernels.cuda.<name>
+ * and exported as cuda_<name>. Each checks its arguments as the CPU version does (kcheck.c), then
+ * launches on the current stream of the tensors' device, inside a device guard, with CUDA errors
+ * raised. libpackfn_kernels's C entries find these through the global table for CUDA tensors. */
 #include "kernels/kdefs.h"
 #include "kernels/math_cuda.h"
 #include "packfn/cuda.h"
