@@ -651,7 +651,7 @@ static const launch_path_t kPaths[L_COUNT] = {
     {"packed no-op, 0 args (pf_function_create_direct)", 0},
     {"packed no-op, vector_add's 3 tensor params (typed)", 0},
     {"vector_add raw <<<>>>", 1},
-    {"vector_add raw <<<>>> + the packed path's CUDA calls", 1}, /* and stream lookup */
+    {"vector_add raw <<<>>> + cudaGetLastError (the packed path's CUDA call)", 1},
     {"vector_add packed (packfn.kernels.cuda.vector_add)", 1},
     {"vector_add C entry pf_kernel_vector_add", 1},
     {"add_n raw <<<>>>", 1},
@@ -793,9 +793,8 @@ static void print_launch(const launch_result_t* r) {
          r[L_PACKED_ADDN].sync_ns - r[L_RAW_ADDN].sync_ns);
   printf(
       "vector_add's %+.0f ns, split (estimates, differences of medians): the CUDA runtime calls\n"
-      "the packed path adds and its stream lookup (cudaGetDevice, cudaGetLastError, "
-      "cudaSetDevice,\n"
-      "pf_cuda_stream_get) %+.0f ns; the packed call with typed conversion of 3 tensors (the "
+      "the packed path adds (with one GPU: cudaGetLastError after the launch, which the raw\n"
+      "row leaves out) %+.0f ns; the packed call with typed conversion of 3 tensors (the "
       "typed\n"
       "no-op) %+.1f ns; the rest (argument checks, writable checks) %+.0f ns.\n",
       v_extra, guard, r[L_NOOP3].cpu_ns, v_extra - guard - r[L_NOOP3].cpu_ns);

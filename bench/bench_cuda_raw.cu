@@ -104,20 +104,15 @@ void pf_bench_cuda_raw_kepler(const void* mean_anomaly, const void* ecc, void* s
 
 int pf_bench_cuda_guarded_vector_add_f32(const float* b, int64_t nb, const float* c, float* a,
                                          int64_t count, int device, void* stream) {
-  /* pf_cuda_device_enter: cudaGetDevice, and cudaSetDevice only when another is current. */
-  int prev = -1;
-  cudaError_t rc = cudaGetDevice(&prev);
-  if (rc == cudaSuccess && prev != device) {
-    rc = cudaSetDevice(device);
-  }
-  if (rc != cudaSuccess) {
-    return static_cast<int>(rc);
+  /* The CUDA calls of the packed path on a machine with one GPU: pf_cuda_device_enter makes
+   * none (device 0 is the only one, so it is current), the launch is checked with
+   * cudaGetLastError, and nothing is restored. With several GPUs the guard adds cudaGetDevice
+   * (and cudaSetDevice twice when another device is current). */
+  if (device != 0) {
+    return static_cast<int>(cudaErrorInvalidDevice);
   }
   vector_add_kernel<<<elementwise_grid(count), kBlock, 0, as_stream(stream)>>>(b, nb, c, a, count);
-  rc = cudaGetLastError();
-  /* pf_cuda_device_exit: cudaSetDevice(prev) whenever prev >= 0. */
-  cudaError_t back = cudaSetDevice(prev);
-  return static_cast<int>(rc != cudaSuccess ? rc : back);
+  return static_cast<int>(cudaGetLastError());
 }
 
 } /* extern "C" */

@@ -279,11 +279,14 @@ static PyObject* raise_pf_error(void) {
     return NULL;
   }
   PyObject* exc = exc_from_error(err, 0);
-  pf_object_release(err);
   if (exc) {
     PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
     Py_DECREF(exc);
+  } else if (!PyErr_Occurred()) {
+    PyErr_Format(PyExc_RuntimeError, "packfn: %s: %s (the exception could not be made)",
+                 pf_error_kind(err), pf_error_message(err));
   }
+  pf_object_release(err);
   return NULL;
 }
 
@@ -624,7 +627,14 @@ static int tensor_from_dlpack_obj(PyObject* o, pf_object_t** out) {
     PyErr_Format(PyExc_TypeError, "packfn: %s.__dlpack__() returned no DLPack capsule",
                  Py_TYPE(o)->tp_name);
   }
+  /* a refused capsule's destructor runs the producer's deleter, which may run Python code that
+   * clears the pending exception: kept aside meanwhile */
+  PyObject *et = NULL, *ev = NULL, *etb = NULL;
+  if (rc != 0)
+    PyErr_Fetch(&et, &ev, &etb);
   Py_DECREF(cap);
+  if (rc != 0)
+    PyErr_Restore(et, ev, etb);
   return rc;
 }
 
@@ -1275,8 +1285,14 @@ done:
     PyMem_Free(tmp);
     PyMem_Free(used);
   }
-  if (!called)
+  if (!called) {
+    if (!PyErr_Occurred())
+      PyErr_Format(PyExc_SystemError,
+                   "packfn: argument %zd of a call failed to convert without "
+                   "an exception",
+                   i);
     return NULL;
+  }
   if (rc != 0)
     return raise_pf_error();
   return any_to_py_steal(&result);

@@ -1,6 +1,7 @@
 /* libpackfn_cuda: CUDA allocators and copies for the tensor layer, CUDA statuses as packfn
  * errors, and the current-device and stream helpers kernel launchers use. */
 #include <cuda_runtime_api.h>
+#include <stdatomic.h>
 
 #include "packfn/cuda.h"
 
@@ -56,6 +57,27 @@ int pf_cuda_device_count(int32_t* out) {
   return 0;
 }
 
+/* 1 when the process sees exactly one CUDA device, 0 when it sees another number (or none),
+ * -1 before the first look. The count is fixed for a process (CUDA_VISIBLE_DEVICES is read
+ * once, at CUDA's initialisation). */
+static atomic_int pf__cuda_single = -1;
+
+/* Whether device 0 is the only device, and so necessarily the current one of every thread:
+ * the launch guard then needs no cudaGetDevice (a few hundred ns on the launch path). */
+static int pf__cuda_only_device_0(void) {
+  int single = atomic_load_explicit(&pf__cuda_single, memory_order_relaxed);
+  if (PF_LIKELY(single >= 0))
+    return single;
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError(); /* the guard's own call below reports why */
+    n = 0;
+  }
+  single = n == 1;
+  atomic_store_explicit(&pf__cuda_single, single, memory_order_relaxed);
+  return single;
+}
+
 /* pf_cuda_device_enter with errors named after `func`, for the hooks and helpers here. */
 static int pf__cuda_enter(int32_t device_id, const char* func, int32_t* prev) {
   if (prev)
@@ -64,6 +86,11 @@ static int pf__cuda_enter(int32_t device_id, const char* func, int32_t* prev) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument device_id: expected >= 0, got %d", func,
                  (int)device_id);
     return -1;
+  }
+  if (device_id == 0 && pf__cuda_only_device_0()) {
+    if (prev)
+      *prev = 0;
+    return 0;
   }
   int cur = -1;
   if (pf_cuda_check((int)cudaGetDevice(&cur), func, "cudaGetDevice") != 0)
