@@ -55,8 +55,10 @@ PF_API int pf_cuda_check(int error, const char* func, const char* what);
 PF_API int pf_cuda_check_launch(const char* func, const char* kernel);
 
 /* Makes CUDA device `device_id` current for the calling thread; *prev (may be NULL) receives
- * the device current before, for pf_cuda_device_exit. Returns 0, or -1 with ValueError (a
- * negative id) or RuntimeError (no such device, no driver; *prev is then -1). */
+ * the device current before, for pf_cuda_device_exit. In a process that sees exactly one GPU,
+ * device 0 is always current: entering it makes no CUDA call (*prev = 0). Returns 0, or -1
+ * with ValueError (a negative id) or RuntimeError (no such device, no driver; *prev is then
+ * -1). */
 PF_API int pf_cuda_device_enter(int32_t device_id, int32_t* prev);
 
 /* Makes `prev` current again (a negative prev does nothing). 0, or -1 with RuntimeError. */
