@@ -14,9 +14,10 @@
  *     eccentricities on the device and waits for that check (a pass over e, 8 bytes copied
  *     back, a stream synchronisation) before it launches, so the same kernel launched raw is
  *     a second row.
- *   Launch cost: a 1024-element float32 vector_add and add_n, as a packed call and as a plain
- *     `<<<>>>` launch of the same kernel body (bench_cuda_raw.cu; the library's own launchers
- *     are hidden), plus packed calls of CPU no-op functions for the cost of the call alone:
+ *   Launch cost: a 1024-element float32 vector_add and add_n, as a packed call and as the
+ *     library's own launcher called directly (bench_cuda_raw.cu compiles the same kernels and
+ *     launchers: the same `<<<>>>` launch and its cudaGetLastError, without packfn), plus
+ *     packed calls of CPU no-op functions for the cost of the call alone:
  *     CPU time per launch (M launches in a row, no synchronisation between them), the same with
  *     one synchronisation after the M, and the time of one launch + cudaStreamSynchronize.
  *
@@ -198,7 +199,7 @@ enum {
   OP_RMS_NORM_FWD,
   OP_RMS_NORM_BWD,
   OP_KEPLER,    /* the packed call: device check of e, a sync, then the kernel */
-  OP_KEPLER_RAW /* the same kernel body launched with <<<>>> (bench_cuda_raw.cu) */
+  OP_KEPLER_RAW /* the library's launcher called directly (bench_cuda_raw.cu) */
 };
 
 static const char* const kOpNames[] = {"add_n",        "vector_add", "rms_norm", "rms_norm_fwd",
@@ -238,9 +239,8 @@ typedef struct {
 
 static void run_op(const op_t* o) {
   if (o->c.op == OP_KEPLER_RAW) {
-    pf_bench_cuda_raw_kepler(data_of(o->t[0]), data_of(o->t[1]), data_of(o->t[2]), data_of(o->t[3]),
-                             o->c.f64, numel_of(o->t[0]), stream);
-    CK(cudaGetLastError());
+    CK(pf_bench_cuda_raw_kepler(data_of(o->t[0]), data_of(o->t[1]), data_of(o->t[2]),
+                                data_of(o->t[3]), o->c.f64, numel_of(o->t[0]), stream));
     return;
   }
   pf_any_t result = pf_any_none();
@@ -468,7 +468,7 @@ static bw_result_t bench_case(const bw_case_t* c) {
   bw_result_t r;
   memset(&r, 0, sizeof r);
   snprintf(r.kernel, sizeof r.kernel, "%s%s", kOpNames[c->op],
-           c->op == OP_KEPLER_RAW ? " (raw <<<>>>)" : "");
+           c->op == OP_KEPLER_RAW ? " (raw launcher)" : "");
   snprintf(r.dtype, sizeof r.dtype, "%s", c->f64 ? "f64" : "f32");
   if (c->op == OP_RMS_NORM || c->op == OP_RMS_NORM_FWD || c->op == OP_RMS_NORM_BWD)
     snprintf(r.shape, sizeof r.shape, "%lld x %lld", (long long)c->rows, (long long)c->cols);
@@ -634,7 +634,6 @@ enum {
   L_NOOP0,
   L_NOOP3,
   L_RAW_VADD,
-  L_GUARD_VADD,
   L_PACKED_VADD,
   L_ENTRY_VADD,
   L_RAW_ADDN,
@@ -650,11 +649,10 @@ typedef struct {
 static const launch_path_t kPaths[L_COUNT] = {
     {"packed no-op, 0 args (pf_function_create_direct)", 0},
     {"packed no-op, vector_add's 3 tensor params (typed)", 0},
-    {"vector_add raw <<<>>>", 1},
-    {"vector_add raw <<<>>> + cudaGetLastError (the packed path's CUDA call)", 1},
+    {"vector_add raw (the library's launcher, no packfn)", 1},
     {"vector_add packed (packfn.kernels.cuda.vector_add)", 1},
     {"vector_add C entry pf_kernel_vector_add", 1},
-    {"add_n raw <<<>>>", 1},
+    {"add_n raw (the library's launcher, no packfn)", 1},
     {"add_n packed (packfn.kernels.cuda.add_n)", 1},
 };
 
@@ -692,13 +690,7 @@ static void launch_loop(const launch_state_t* s, int kind, int n) {
     break;
   case L_RAW_VADD:
     for (int i = 0; i < n; ++i)
-      pf_bench_cuda_raw_vector_add_f32(b, LAUNCH_N, c, a, LAUNCH_N, stream);
-    CK(cudaGetLastError());
-    break;
-  case L_GUARD_VADD:
-    for (int i = 0; i < n; ++i)
-      CK(pf_bench_cuda_guarded_vector_add_f32(b, LAUNCH_N, c, a, LAUNCH_N, DEVICE,
-                                              pf_cuda_stream_get(DEVICE)));
+      CK(pf_bench_cuda_raw_vector_add_f32(b, LAUNCH_N, c, a, LAUNCH_N, stream));
     break;
   case L_PACKED_VADD:
     for (int i = 0; i < n; ++i)
@@ -716,8 +708,7 @@ static void launch_loop(const launch_state_t* s, int kind, int n) {
   }
   case L_RAW_ADDN:
     for (int i = 0; i < n; ++i)
-      pf_bench_cuda_raw_add_n_f32(data_of(s->x), data_of(s->out), LAUNCH_N, 1.0f, stream);
-    CK(cudaGetLastError());
+      CK(pf_bench_cuda_raw_add_n_f32(data_of(s->x), data_of(s->out), LAUNCH_N, 1.0f, stream));
     break;
   case L_PACKED_ADDN:
     for (int i = 0; i < n; ++i)
@@ -765,7 +756,8 @@ typedef struct {
 } launch_result_t;
 
 static void print_launch(const launch_result_t* r) {
-  printf("\n== Launch cost: %d-element float32 kernels, packed call vs raw <<<>>> ==\n", LAUNCH_N);
+  printf("\n== Launch cost: %d-element float32 kernels, packed call vs the raw launcher ==\n",
+         LAUNCH_N);
   printf("Wall clock, median of %d rounds. CPU ns: %d launches in a row without synchronising,\n"
          "divided by %d (what the calling thread spends per launch). +drain: the same %d launches\n"
          "and one cudaStreamSynchronize after them, / %d. synced: launch + cudaStreamSynchronize,\n"
@@ -782,7 +774,6 @@ static void print_launch(const launch_result_t* r) {
   }
   double v_extra = r[L_PACKED_VADD].cpu_ns - r[L_RAW_VADD].cpu_ns;
   double a_extra = r[L_PACKED_ADDN].cpu_ns - r[L_RAW_ADDN].cpu_ns;
-  double guard = r[L_GUARD_VADD].cpu_ns - r[L_RAW_VADD].cpu_ns;
   printf("vector_add: packed / raw CPU %.2fx (%+.0f ns per launch); synced %.3fx (%+.0f ns)\n",
          r[L_PACKED_VADD].cpu_ns / r[L_RAW_VADD].cpu_ns, v_extra,
          r[L_PACKED_VADD].sync_ns / r[L_RAW_VADD].sync_ns,
@@ -791,13 +782,10 @@ static void print_launch(const launch_result_t* r) {
          r[L_PACKED_ADDN].cpu_ns / r[L_RAW_ADDN].cpu_ns, a_extra,
          r[L_PACKED_ADDN].sync_ns / r[L_RAW_ADDN].sync_ns,
          r[L_PACKED_ADDN].sync_ns - r[L_RAW_ADDN].sync_ns);
-  printf(
-      "vector_add's %+.0f ns, split (estimates, differences of medians): the CUDA runtime calls\n"
-      "the packed path adds (with one GPU: cudaGetLastError after the launch, which the raw\n"
-      "row leaves out) %+.0f ns; the packed call with typed conversion of 3 tensors (the "
-      "typed\n"
-      "no-op) %+.1f ns; the rest (argument checks, writable checks) %+.0f ns.\n",
-      v_extra, guard, r[L_NOOP3].cpu_ns, v_extra - guard - r[L_NOOP3].cpu_ns);
+  printf("vector_add's %+.0f ns, split (estimates, differences of medians): the packed call with\n"
+         "typed conversion of 3 tensors (the typed no-op) %+.1f ns; the rest (argument checks,\n"
+         "the device guard, the stream lookup) %+.0f ns.\n",
+         v_extra, r[L_NOOP3].cpu_ns, v_extra - r[L_NOOP3].cpu_ns);
   if (!md)
     return;
   fprintf(md, "## Launch cost: %d-element float32 kernels\n\n", LAUNCH_N);
@@ -816,13 +804,13 @@ static void print_launch(const launch_result_t* r) {
   }
   fprintf(md,
           "\nvector_add packed / raw: CPU %.2fx (%+.0f ns), synced %.3fx; add_n: CPU %.2fx (%+.0f "
-          "ns), synced %.3fx. Of vector_add's extra: CUDA runtime calls %+.0f ns, packed typed "
-          "call %.1f ns, the rest %+.0f ns.\n\n",
+          "ns), synced %.3fx. Of vector_add's extra: the packed typed call %.1f ns, the rest "
+          "(checks, device guard, stream lookup) %+.0f ns.\n\n",
           r[L_PACKED_VADD].cpu_ns / r[L_RAW_VADD].cpu_ns, v_extra,
           r[L_PACKED_VADD].sync_ns / r[L_RAW_VADD].sync_ns,
           r[L_PACKED_ADDN].cpu_ns / r[L_RAW_ADDN].cpu_ns, a_extra,
-          r[L_PACKED_ADDN].sync_ns / r[L_RAW_ADDN].sync_ns, guard, r[L_NOOP3].cpu_ns,
-          v_extra - guard - r[L_NOOP3].cpu_ns);
+          r[L_PACKED_ADDN].sync_ns / r[L_RAW_ADDN].sync_ns, r[L_NOOP3].cpu_ns,
+          v_extra - r[L_NOOP3].cpu_ns);
 }
 
 static void run_launch(void) {

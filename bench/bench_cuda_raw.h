@@ -1,5 +1,5 @@
-/* bench/bench_cuda_raw.h: what bench_cuda.c calls in bench_cuda_raw.cu: plain `<<<>>>` launches
- * of copies of packfn's CUDA kernel bodies (the raw side of the launch-cost comparison and the
+/* bench/bench_cuda_raw.h: what bench_cuda.c calls in bench_cuda_raw.cu: packfn's CUDA kernel
+ * launchers without packfn around them (the raw side of the launch-cost comparison and the
  * Kepler kernel without its packed wrapper), the fill of the inputs on the device, and the value
  * pattern both the device fill and the host reference compute. */
 #ifndef PF_BENCH_CUDA_RAW_H
@@ -45,21 +45,15 @@ static inline PF_BENCH_HD double pf_bench_cuda_pattern(int which, int64_t i) {
  * cudaStream_t). Returns the cudaError_t of the launch. */
 int pf_bench_cuda_fill(void* data, int f64, int64_t count, int which, void* stream);
 
-/* Plain launches (`kernel<<<grid, 256, 0, stream>>>(...)`, no status read) of the bodies of
- * kernels/math_cuda.cu with its launch configuration: 256 threads, min(ceil(count / 256), 65535)
- * blocks. The caller reads cudaGetLastError when it wants to. */
-void pf_bench_cuda_raw_add_n_f32(const float* x, float* out, int64_t count, float n, void* stream);
-void pf_bench_cuda_raw_vector_add_f32(const float* b, int64_t nb, const float* c, float* a,
-                                      int64_t count, void* stream);
-void pf_bench_cuda_raw_kepler(const void* mean_anomaly, const void* ecc, void* sin_e, void* cos_e,
-                              int f64, int64_t count, void* stream);
-
-/* The CUDA runtime calls packfn's packed CUDA entry makes around its launch (kernels_cuda.c:
- * cudaGetDevice, the launch, cudaGetLastError, cudaSetDevice back to the previous device) with
- * the raw vector_add launch inside: what the packed call costs over a raw launch that is not
- * packfn's own code. Returns the first failing cudaError_t, or 0. */
-int pf_bench_cuda_guarded_vector_add_f32(const float* b, int64_t nb, const float* c, float* a,
-                                         int64_t count, int device, void* stream);
+/* The library's own launchers of add_n, vector_add and kepler (kernels/math_cuda_elementwise.cuh:
+ * the same kernels, grids and `<<<>>>` launches, then cudaGetLastError), called directly: the
+ * raw side of the launch-cost comparison, and Kepler without its packed wrapper. Each returns
+ * the cudaError_t. */
+int pf_bench_cuda_raw_add_n_f32(const float* x, float* out, int64_t count, float n, void* stream);
+int pf_bench_cuda_raw_vector_add_f32(const float* b, int64_t nb, const float* c, float* a,
+                                     int64_t count, void* stream);
+int pf_bench_cuda_raw_kepler(const void* mean_anomaly, const void* ecc, void* sin_e, void* cos_e,
+                             int f64, int64_t count, void* stream);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,8 @@
 
 #include "math_cuda_common.cuh"
 
+#include <type_traits>
+
 namespace {
 
 /* A row held in registers by rms_norm's row kernels spans at most this many packs per thread
@@ -308,6 +310,21 @@ int row_packs(int64_t packs) {
   return p;
 }
 
+/* f(std::integral_constant<int, P>{}) for the packs per thread P that row_packs picks for a row
+ * of `packs` packs: the register-held kernels are instantiated for P = 1, 2, 4 and 8. */
+template <typename F> int with_row_packs(int64_t packs, F f) {
+  switch (row_packs(packs)) {
+  case 1:
+    return f(std::integral_constant<int, 1>{});
+  case 2:
+    return f(std::integral_constant<int, 2>{});
+  case 4:
+    return f(std::integral_constant<int, 4>{});
+  default:
+    return f(std::integral_constant<int, 8>{});
+  }
+}
+
 template <typename T>
 int rms_norm(const T* x, T* out, T* inv_rms, int64_t rows, int64_t cols, T eps, void* stream) {
   /* With cols == 0 only rms_norm_fwd has something to write: inv_rms. */
@@ -335,16 +352,10 @@ int rms_norm(const T* x, T* out, T* inv_rms, int64_t rows, int64_t cols, T eps, 
   const int64_t packs = cols / kW;
   if (vec && packs <= static_cast<int64_t>(kMaxRowPacks) * kBlock) {
     const unsigned grid = row_grid(rows);
-    switch (row_packs(packs)) {
-    case 1:
-      return launch(rms_norm_row_kernel<T, 1>, grid, stream, x, out, inv_rms, rows, cols, eps);
-    case 2:
-      return launch(rms_norm_row_kernel<T, 2>, grid, stream, x, out, inv_rms, rows, cols, eps);
-    case 4:
-      return launch(rms_norm_row_kernel<T, 4>, grid, stream, x, out, inv_rms, rows, cols, eps);
-    default:
-      return launch(rms_norm_row_kernel<T, 8>, grid, stream, x, out, inv_rms, rows, cols, eps);
-    }
+    return with_row_packs(packs, [&](auto p) {
+      return launch(rms_norm_row_kernel<T, decltype(p)::value>, grid, stream, x, out, inv_rms, rows,
+                    cols, eps);
+    });
   }
   return launch(rms_norm_kernel<T>, row_grid(rows), stream, x, out, inv_rms, rows, cols, eps);
 }
@@ -372,16 +383,10 @@ int rms_norm_bwd(const T* x, const T* inv_rms, const T* ct, T* dx, int64_t rows,
   const int64_t packs = cols / kW;
   if (vec && packs <= static_cast<int64_t>(kMaxRowPacks) * kBlock) {
     const unsigned grid = row_grid(rows);
-    switch (row_packs(packs)) {
-    case 1:
-      return launch(rms_norm_bwd_row_kernel<T, 1>, grid, stream, x, inv_rms, ct, dx, rows, cols);
-    case 2:
-      return launch(rms_norm_bwd_row_kernel<T, 2>, grid, stream, x, inv_rms, ct, dx, rows, cols);
-    case 4:
-      return launch(rms_norm_bwd_row_kernel<T, 4>, grid, stream, x, inv_rms, ct, dx, rows, cols);
-    default:
-      return launch(rms_norm_bwd_row_kernel<T, 8>, grid, stream, x, inv_rms, ct, dx, rows, cols);
-    }
+    return with_row_packs(packs, [&](auto p) {
+      return launch(rms_norm_bwd_row_kernel<T, decltype(p)::value>, grid, stream, x, inv_rms, ct,
+                    dx, rows, cols);
+    });
   }
   return launch(rms_norm_bwd_kernel<T>, row_grid(rows), stream, x, inv_rms, ct, dx, rows, cols);
 }
