@@ -14,9 +14,9 @@ static int pf__is_host(DLDevice d) {
   return type == PF_DEV_CPU || type == PF_DEV_CUDA_HOST || type == PF_DEV_ROCM_HOST;
 }
 
-/* The device type whose copy hook also serves `type`: managed memory is copied by the
- * runtime that manages it (cuda_managed by CUDA's hook, which copies between any of its
- * memories). */
+/* The runtime whose memories may copy to each other: cuda_managed belongs to CUDA's (the
+ * hooks libpackfn_cuda installs copy between any of its memories). Between two device memories
+ * the destination's hook runs, as for any device-to-device copy. */
 static int32_t pf__copy_family(int32_t type) {
   return type == PF_DEV_CUDA_MANAGED ? PF_DEV_CUDA : type;
 }

@@ -283,8 +283,10 @@ static PyObject* raise_pf_error(void) {
     PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
     Py_DECREF(exc);
   } else if (!PyErr_Occurred()) {
+    const char* kind = pf_error_kind(err);
+    const char* msg = pf_error_message(err);
     PyErr_Format(PyExc_RuntimeError, "packfn: %s: %s (the exception could not be made)",
-                 pf_error_kind(err), pf_error_message(err));
+                 kind ? kind : "RuntimeError", msg ? msg : "");
   }
   pf_object_release(err);
   return NULL;
@@ -577,7 +579,10 @@ static PyObject* dlpack_stream_arg(PyObject* o) {
   if (type != kDLCUDA && type != kDLROCM)
     Py_RETURN_NONE;
   void* stream = pf_stream_get((DLDevice){(DLDeviceType)type, id});
-  return stream ? PyLong_FromVoidPtr(stream) : PyLong_FromLong(1);
+  if (stream)
+    return PyLong_FromVoidPtr(stream);
+  return PyLong_FromLong(
+      type == kDLCUDA ? 1 : 0); /* the default stream: 1 (legacy) on CUDA, 0 on ROCm */
 }
 
 /* A tensor object from an object's __dlpack__ (no copy), asked for DLPack 1.x and, for device
@@ -648,18 +653,23 @@ static int has_dlpack(PyObject* o) {
 /* A tensor object over any buffer-protocol or DLPack object: 1 and a new reference in *out,
  * 0 when `o` is neither (no exception), -1 with a Python exception. */
 static int tensor_from_object(PyObject* o, pf_object_t** out) {
+  /* looked up first: a type lookup with an exception pending (a refused buffer request, as
+   * CuPy's for GPU memory) may clear that exception and report "absent" (CPython's method
+   * cache), which left a NULL without an exception */
+  int dl = has_dlpack(o);
+  if (dl < 0)
+    return -1;
   PyTypeObject* tp = Py_TYPE(o);
   if (tp->tp_as_buffer && tp->tp_as_buffer->bf_getbuffer) {
     Py_buffer b;
     if (PyObject_GetBuffer(o, &b, PyBUF_RECORDS_RO) == 0)
       return tensor_from_buffer(&b, out) < 0 ? -1 : 1;
-    if (has_dlpack(o) != 1) /* no other route: the buffer's error stands */
+    if (!dl) /* no other route: the buffer's error stands */
       return -1;
     PyErr_Clear();
   }
-  int dl = has_dlpack(o);
-  if (dl <= 0)
-    return dl;
+  if (!dl)
+    return 0;
   return tensor_from_dlpack_obj(o, out) < 0 ? -1 : 1;
 }
 
@@ -1276,10 +1286,18 @@ static PyObject* fn_vectorcall(PyObject* self, PyObject* const* args, size_t nar
   }
   called = 1;
 done:
-  if (any_used)
+  if (any_used) {
+    /* releasing a temporary may run a producer's deleter (Python code): a conversion's
+     * exception is kept aside meanwhile */
+    PyObject *et = NULL, *ev = NULL, *etb = NULL;
+    if (!called)
+      PyErr_Fetch(&et, &ev, &etb);
     for (Py_ssize_t j = 0; j < i; ++j)
       if (used[j])
         argtmp_release(&tmp[j]);
+    if (!called)
+      PyErr_Restore(et, ev, etb);
+  }
   if (av != stack_any) {
     PyMem_Free(av);
     PyMem_Free(tmp);

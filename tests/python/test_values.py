@@ -226,3 +226,34 @@ def test_callback_from_partial_and_list_changed_while_converted():
     items.append(Shrinks())
     got = packfn.Function(lambda x: len(x))(items)
     assert got == 4 and items == []
+
+
+def test_refused_buffer_then_dlpack_with_a_cached_type_lookup():
+    """An object whose buffer request fails (as CuPy's GPU arrays do) but which has __dlpack__ on
+    a base class goes through DLPack, also when CPython's method cache holds the metatype's miss
+    for __dlpack__: a type lookup made with the buffer's exception pending used to clear it,
+    and packfn returned NULL without an exception (SystemError)."""
+    import mmap
+    import sys
+
+    class Base(mmap.mmap):
+        def __dlpack__(self, stream=None, max_version=None):
+            return np.arange(3.0).__dlpack__()
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    class Sub(Base):
+        pass
+
+    m = Sub(-1, 16)
+    m.close()  # its buffer request now fails
+    for _ in range(3):
+        sys._clear_type_cache()
+        hasattr(int, "__dlpack__")  # caches the metatype's miss
+        assert packfn.Tensor(m).shape == (3,)
+    out = np.zeros(3)
+    sys._clear_type_cache()
+    hasattr(int, "__dlpack__")
+    packfn.get_global("packfn.kernels.add_n")(m, out, 1.0)
+    assert list(out) == [1.0, 2.0, 3.0]
