@@ -54,10 +54,12 @@ template <typename T> __device__ Pack<T>* packs_of(T* p) {
 
 std::atomic<int> sm_counts[kCachedDevices];
 
-/* Multiprocessors of the current device (1 when CUDA cannot say: the launch then reports why). */
+/* Multiprocessors of the current device (1 when CUDA cannot say; the failed query's error is
+ * cleared, and a launch that then fails reports its own). */
 int sm_count() {
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError(); /* handled here: not the next launch's error */
     return 1;
   }
   const bool cached = dev >= 0 && dev < kCachedDevices;
@@ -67,6 +69,7 @@ int sm_count() {
   }
   if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
       count <= 0) {
+    (void)cudaGetLastError();
     return 1;
   }
   if (cached) {
