@@ -652,6 +652,32 @@ static int has_dlpack(PyObject* o) {
 
 /* A tensor object over any buffer-protocol or DLPack object: 1 and a new reference in *out,
  * 0 when `o` is neither (no exception), -1 with a Python exception. */
+/* Types whose buffer request failed for an object with __dlpack__ (CuPy's arrays refuse it for
+ * GPU memory): their objects go to DLPack directly, instead of raising and discarding that
+ * refusal on every call. At most 8, each kept (one reference) for the process; under the GIL
+ * (the module does not declare itself free-threaded). */
+static PyTypeObject* buffer_refusers[8];
+
+static int refuses_buffer(PyTypeObject* tp) {
+  for (size_t i = 0; i < sizeof buffer_refusers / sizeof buffer_refusers[0] && buffer_refusers[i];
+       ++i)
+    if (buffer_refusers[i] == tp)
+      return 1;
+  return 0;
+}
+
+static void note_buffer_refuser(PyTypeObject* tp) {
+  for (size_t i = 0; i < sizeof buffer_refusers / sizeof buffer_refusers[0]; ++i) {
+    if (buffer_refusers[i] == tp)
+      return;
+    if (!buffer_refusers[i]) {
+      Py_INCREF(tp);
+      buffer_refusers[i] = tp;
+      return;
+    }
+  }
+}
+
 static int tensor_from_object(PyObject* o, pf_object_t** out) {
   /* looked up first: a type lookup with an exception pending (a refused buffer request, as
    * CuPy's for GPU memory) may clear that exception and report "absent" (CPython's method
@@ -660,13 +686,14 @@ static int tensor_from_object(PyObject* o, pf_object_t** out) {
   if (dl < 0)
     return -1;
   PyTypeObject* tp = Py_TYPE(o);
-  if (tp->tp_as_buffer && tp->tp_as_buffer->bf_getbuffer) {
+  if (tp->tp_as_buffer && tp->tp_as_buffer->bf_getbuffer && !(dl && refuses_buffer(tp))) {
     Py_buffer b;
     if (PyObject_GetBuffer(o, &b, PyBUF_RECORDS_RO) == 0)
       return tensor_from_buffer(&b, out) < 0 ? -1 : 1;
     if (!dl) /* no other route: the buffer's error stands */
       return -1;
     PyErr_Clear();
+    note_buffer_refuser(tp);
   }
   if (!dl)
     return 0;
@@ -922,7 +949,7 @@ static int py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* h
   }
   /* a buffer-protocol object (NumPy arrays, memoryview, array.array, bytearray) is a tensor:
    * for a call, a writable one is described on the stack (no allocation) */
-  if (!owned && tp->tp_as_buffer && tp->tp_as_buffer->bf_getbuffer &&
+  if (!owned && tp->tp_as_buffer && tp->tp_as_buffer->bf_getbuffer && !refuses_buffer(tp) &&
       PyObject_GetBuffer(o, &t->buf, PyBUF_RECORDS_RO) == 0) {
     *has_tensor = 1;
     if (t->buf.readonly) { /* a tensor object carries the read-only flag */
