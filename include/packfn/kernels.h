@@ -60,7 +60,8 @@ PF_API int pf_kernel_rms_norm_bwd(const DLTensor* x, const DLTensor* inv_rms,
  * shape. An eccentricity outside [0, 1), or NaN, fails with ValueError before any output is
  * written: "kepler: argument 1 (eccentricity): expected values in [0, 1), got 1.5 at index 3"
  * (the CUDA version checks them on the device and waits for that check, so the call waits for
- * the work queued on the current stream). A non-finite M gives
+ * the work queued on the current stream; with no elements it launches nothing and does not
+ * wait). A non-finite M gives
  * NaN in both outputs for that element. */
 PF_API int pf_kernel_kepler(const DLTensor* mean_anomaly, const DLTensor* eccentricity,
                             DLTensor* sin_e, DLTensor* cos_e);
