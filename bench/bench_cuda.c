@@ -528,6 +528,28 @@ static double gbs(double bytes, double ms) {
   return bytes / (ms * 1e-3) / 1e9;
 }
 
+/* The bandwidth table's rows, as text columns or as Markdown (where the calls column is left
+ * out and a compute-bound kernel's ratio reads "-"). */
+static void print_bandwidth_rows(FILE* f, const bw_result_t* r, int count, int markdown) {
+  for (int i = 0; i < count; ++i) {
+    const bw_result_t* b = &r[i];
+    double kg = gbs(b->bytes, b->ms_kernel), cg = gbs(2 * b->copy_bytes, b->ms_copy);
+    double mib = b->copy_bytes / 1048576.0, us = b->ms_kernel * 1e3;
+    double gelem = b->elements / (b->ms_kernel * 1e-3) / 1e9;
+    char ratio[16];
+    if (b->compute)
+      snprintf(ratio, sizeof ratio, "%s", markdown ? "-" : "compute");
+    else
+      snprintf(ratio, sizeof ratio, "%.3f", kg / cg);
+    if (markdown)
+      fprintf(f, "| %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %s | %.2f | %s |\n", b->kernel,
+              b->dtype, b->shape, mib, us, kg, cg, ratio, gelem, b->model);
+    else
+      fprintf(f, "%-22s %-4s %-20s %9.1f %7d %9.1f %9.1f %9.1f %7s %9.2f  %s\n", b->kernel,
+              b->dtype, b->shape, mib, b->calls, us, kg, cg, ratio, gelem, b->model);
+  }
+}
+
 static void print_bandwidth(const bw_result_t* r, int count) {
   printf("\n== Bandwidth: packed call vs cudaMemcpyAsync device-to-device of the input ==\n");
   printf(
@@ -538,18 +560,7 @@ static void print_bandwidth(const bw_result_t* r, int count) {
       cfg.sample_ms, cfg.reps);
   printf("%-22s %-4s %-20s %9s %7s %9s %9s %9s %7s %9s  %s\n", "kernel", "type", "shape", "MiB in",
          "N", "us/call", "GB/s", "copy GB/s", "ratio", "Gelem/s", "byte model");
-  for (int i = 0; i < count; ++i) {
-    const bw_result_t* b = &r[i];
-    double kg = gbs(b->bytes, b->ms_kernel), cg = gbs(2 * b->copy_bytes, b->ms_copy);
-    char ratio[16];
-    if (b->compute)
-      snprintf(ratio, sizeof ratio, "%s", "compute");
-    else
-      snprintf(ratio, sizeof ratio, "%.3f", kg / cg);
-    printf("%-22s %-4s %-20s %9.1f %7d %9.1f %9.1f %9.1f %7s %9.2f  %s\n", b->kernel, b->dtype,
-           b->shape, b->copy_bytes / 1048576.0, b->calls, b->ms_kernel * 1e3, kg, cg, ratio,
-           b->elements / (b->ms_kernel * 1e-3) / 1e9, b->model);
-  }
+  print_bandwidth_rows(stdout, r, count, 0);
   printf("kepler is bound by arithmetic (a Halley iteration per element in double): its GB/s is\n"
          "not a bandwidth figure and its ratio is not given. The packed kepler also checks e on\n"
          "the device and waits for the result before each launch; the raw row is the kernel\n"
@@ -566,18 +577,7 @@ static void print_bandwidth(const bw_result_t* r, int count) {
           cfg.reps);
   fprintf(md, "| kernel | dtype | shape | MiB in | us/call | GB/s | copy GB/s | ratio | Gelem/s | "
               "byte model |\n|---|---|---|---:|---:|---:|---:|---:|---:|---|\n");
-  for (int i = 0; i < count; ++i) {
-    const bw_result_t* b = &r[i];
-    double kg = gbs(b->bytes, b->ms_kernel), cg = gbs(2 * b->copy_bytes, b->ms_copy);
-    char ratio[16];
-    if (b->compute)
-      snprintf(ratio, sizeof ratio, "%s", "-");
-    else
-      snprintf(ratio, sizeof ratio, "%.3f", kg / cg);
-    fprintf(md, "| %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %s | %.2f | %s |\n", b->kernel,
-            b->dtype, b->shape, b->copy_bytes / 1048576.0, b->ms_kernel * 1e3, kg, cg, ratio,
-            b->elements / (b->ms_kernel * 1e-3) / 1e9, b->model);
-  }
+  print_bandwidth_rows(md, r, count, 1);
   fprintf(md, "\n");
 }
 
@@ -755,6 +755,18 @@ typedef struct {
   double sync_ns;  /* per launch + synchronise */
 } launch_result_t;
 
+/* The launch table's rows, as text columns or as Markdown; CPU no-ops have no GPU columns. */
+static void print_launch_rows(FILE* f, const launch_result_t* r, int markdown) {
+  for (int k = 0; k < L_COUNT; ++k) {
+    if (kPaths[k].gpu)
+      fprintf(f, markdown ? "| %s | %.0f | %.0f | %.0f |\n" : "%-54s %10.0f %10.0f %10.0f\n",
+              kPaths[k].name, r[k].cpu_ns, r[k].drain_ns, r[k].sync_ns);
+    else
+      fprintf(f, markdown ? "| %s | %.1f | %s | %s |\n" : "%-54s %10.1f %10s %10s\n",
+              kPaths[k].name, r[k].cpu_ns, "-", "-");
+  }
+}
+
 static void print_launch(const launch_result_t* r) {
   printf("\n== Launch cost: %d-element float32 kernels, packed call vs the raw launcher ==\n",
          LAUNCH_N);
@@ -765,13 +777,7 @@ static void print_launch(const launch_result_t* r) {
          cfg.rounds, cfg.async_launches, cfg.async_launches, cfg.async_launches, cfg.async_launches,
          cfg.sync_launches, cfg.sync_launches);
   printf("%-54s %10s %10s %10s\n", "path", "CPU ns", "+drain ns", "synced ns");
-  for (int k = 0; k < L_COUNT; ++k) {
-    if (kPaths[k].gpu)
-      printf("%-54s %10.0f %10.0f %10.0f\n", kPaths[k].name, r[k].cpu_ns, r[k].drain_ns,
-             r[k].sync_ns);
-    else
-      printf("%-54s %10.1f %10s %10s\n", kPaths[k].name, r[k].cpu_ns, "-", "-");
-  }
+  print_launch_rows(stdout, r, 0);
   double v_extra = r[L_PACKED_VADD].cpu_ns - r[L_RAW_VADD].cpu_ns;
   double a_extra = r[L_PACKED_ADDN].cpu_ns - r[L_RAW_ADDN].cpu_ns;
   printf("vector_add: packed / raw CPU %.2fx (%+.0f ns per launch); synced %.3fx (%+.0f ns)\n",
@@ -795,13 +801,7 @@ static void print_launch(const launch_result_t* r) {
           "`cudaStreamSynchronize`, / launch.\n\n",
           cfg.rounds, cfg.async_launches, cfg.async_launches, cfg.async_launches);
   fprintf(md, "| path | CPU ns | +drain ns | synced ns |\n|---|---:|---:|---:|\n");
-  for (int k = 0; k < L_COUNT; ++k) {
-    if (kPaths[k].gpu)
-      fprintf(md, "| %s | %.0f | %.0f | %.0f |\n", kPaths[k].name, r[k].cpu_ns, r[k].drain_ns,
-              r[k].sync_ns);
-    else
-      fprintf(md, "| %s | %.1f | - | - |\n", kPaths[k].name, r[k].cpu_ns);
-  }
+  print_launch_rows(md, r, 1);
   fprintf(md,
           "\nvector_add packed / raw: CPU %.2fx (%+.0f ns), synced %.3fx; add_n: CPU %.2fx (%+.0f "
           "ns), synced %.3fx. Of vector_add's extra: the packed typed call %.1f ns, the rest "
