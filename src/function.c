@@ -209,8 +209,8 @@ static size_t pf__function_size(int form) {
 static pf__function_t* pf__function_new(pf_safe_call_t entry, int form, void* self,
                                         pf_safe_call_t call, void (*deleter)(void*)) {
   int closure = form == PF__FN_CLOSURE;
-  pf__function_t* f = form == PF__FN_LINE ? pf__alloc_aligned(PF__FN_LINE_BYTES, PF__FN_LINE_BYTES)
-                                          : pf__alloc(pf__function_size(form));
+  size_t size = pf__function_size(form);
+  pf__function_t* f = form == PF__FN_LINE ? pf__alloc_aligned(size, size) : pf__alloc(size);
   if (!f)
     return NULL;
   pf__object_init(&f->header, PF_TYPE_FUNCTION,
