@@ -96,7 +96,6 @@ static inline int64_t head_len(const void* out, int64_t n, int64_t elem, int str
 
 /* ---- reductions ---- */
 
-
 /* The low and the high half of v's lanes, widened to double. */
 static inline void widen_f(vf_t v, vd_t* lo, vd_t* hi) {
 #if PF__K_STREAM && PF__K_VBYTES == 64
