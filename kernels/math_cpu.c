@@ -329,11 +329,16 @@ typedef struct {
   int prefetch;    /* prefetch the next row while writing one */
   int64_t seg_len; /* elements per segment of a row */
   int64_t segs;    /* segments per row */
-  /* The row being split over threads (rows fewer than threads). */
+} rms_job_t;
+
+/* A row split over threads (rows fewer than threads): its segments' sums, then its writes. Kept
+ * out of rms_job_t, whose initializer would otherwise clear these 512 bytes on every call. */
+typedef struct {
+  rms_job_t* job;
   int64_t row;
   double seg_sum[PF__K_MAX_SEGS];
   double coef_a, coef_b; /* fwd: the scale in coef_a; bwd: dx = a ct - b x */
-} rms_job_t;
+} rms_split_t;
 
 static size_t elem_of(const rms_job_t* j) {
   return j->f64 ? sizeof(double) : sizeof(float);
@@ -382,13 +387,19 @@ static double dot_f32_wide(const float* a, const float* b, int64_t n) {
  * product. */
 static double row_total(const rms_job_t* j, int64_t r, const double* seg_sum) {
   double total = 0.0;
-  double comp = 0.0;
-  for (int64_t s = 0; s < j->segs; ++s) {
-    double t = total + seg_sum[s];
-    comp += (fabs(total) >= fabs(seg_sum[s])) ? (total - t) + seg_sum[s] : (seg_sum[s] - t) + total;
-    total = t;
+  if (j->segs == 1) {
+    /* What the loop gives for one term, without it: the sum, or NaN where it is not finite. */
+    total = seg_sum[0] + (seg_sum[0] - seg_sum[0]);
+  } else {
+    double comp = 0.0;
+    for (int64_t s = 0; s < j->segs; ++s) {
+      double t = total + seg_sum[s];
+      comp +=
+          (fabs(total) >= fabs(seg_sum[s])) ? (total - t) + seg_sum[s] : (seg_sum[s] - t) + total;
+      total = t;
+    }
+    total += comp;
   }
-  total += comp;
   if (j->f64 || (fabs(total) >= 0x1p-60 && fabs(total) <= DBL_MAX)) {
     return total;
   }
@@ -507,24 +518,24 @@ static void rows_part(void* ctx, int part, int parts) {
   end_stream(j);
 }
 
-/* Within j->row: this part's segment sums (segs_part), then its share of the writes. */
+/* Within the split row: this part's segment sums (segs_part), then its share of the writes. */
 static void segs_part(void* ctx, int part, int parts) {
-  rms_job_t* j = ctx;
+  rms_split_t* sp = ctx;
   int64_t s0, s1;
-  split(j->segs, part, parts, 1, &s0, &s1);
+  split(sp->job->segs, part, parts, 1, &s0, &s1);
   for (int64_t s = s0; s < s1; ++s) {
-    j->seg_sum[s] = seg_dot(j, j->row, s);
+    sp->seg_sum[s] = seg_dot(sp->job, sp->row, s);
   }
 }
 
 static void write_part(void* ctx, int part, int parts) {
-  rms_job_t* j = ctx;
+  rms_split_t* sp = ctx;
   int64_t lo, hi;
-  split(j->cols, part, parts, PF__K_SPLIT_ALIGN, &lo, &hi);
+  split(sp->job->cols, part, parts, PF__K_SPLIT_ALIGN, &lo, &hi);
   if (hi > lo) {
-    row_write(j, j->row, lo, hi, j->coef_a, j->coef_b);
+    row_write(sp->job, sp->row, lo, hi, sp->coef_a, sp->coef_b);
   }
-  end_stream(j);
+  end_stream(sp->job);
 }
 
 static void rms_run(rms_job_t* j) {
@@ -551,36 +562,45 @@ static void rms_run(rms_job_t* j) {
   if (parts <= 1 || (int64_t)parts <= j->rows) {
     run_parts(parts, rows_part, j);
   } else {
-    /* Fewer rows than threads: each row's reduction and writes are split over the threads. */
+    rms_split_t sp;
+    sp.job = j;
     for (int64_t r = 0; r < j->rows; ++r) {
-      j->row = r;
-      run_parts(parts < j->segs ? parts : (int)j->segs, segs_part, j);
-      if (row_coefs(j, r, row_total(j, r, j->seg_sum), &j->coef_a, &j->coef_b)) {
-        run_parts(parts, write_part, j);
+      sp.row = r;
+      run_parts(parts < j->segs ? parts : (int)j->segs, segs_part, &sp);
+      if (row_coefs(j, r, row_total(j, r, sp.seg_sum), &sp.coef_a, &sp.coef_b)) {
+        run_parts(parts, write_part, &sp);
       }
     }
   }
 }
 
-/* rms_norm, rms_norm_fwd (inv_rms not NULL) and rms_norm_bwd of either element type. */
+/* rms_norm, rms_norm_fwd (inv_store not NULL) and rms_norm_bwd (bwd) of either element type.
+ * The job's fields are assigned one by one (rms_run sets the others): an initializer would
+ * clear the whole struct first, a `rep stos` that costs small calls about 10%. */
+static void rms_start(int f64, int bwd, const void* x, const void* ct, void* out, void* inv_store,
+                      const void* inv_in, int64_t rows, int64_t cols, double eps) {
+  rms_job_t j;
+  j.f64 = f64;
+  j.bwd = bwd;
+  j.x = x;
+  j.ct = ct;
+  j.out = out;
+  j.inv_store = inv_store;
+  j.inv_in = inv_in;
+  j.rows = rows;
+  j.cols = cols;
+  j.eps = eps;
+  rms_run(&j);
+}
+
 static void fwd_run(int f64, const void* x, void* out, void* inv_rms, int64_t rows, int64_t cols,
                     double eps) {
-  rms_job_t j = {
-      .f64 = f64, .x = x, .out = out, .inv_store = inv_rms, .rows = rows, .cols = cols, .eps = eps};
-  rms_run(&j);
+  rms_start(f64, 0, x, NULL, out, inv_rms, NULL, rows, cols, eps);
 }
 
 static void bwd_run(int f64, const void* x, const void* inv_rms, const void* ct, void* dx,
                     int64_t rows, int64_t cols) {
-  rms_job_t j = {.f64 = f64,
-                 .bwd = 1,
-                 .x = x,
-                 .ct = ct,
-                 .out = dx,
-                 .inv_in = inv_rms,
-                 .rows = rows,
-                 .cols = cols};
-  rms_run(&j);
+  rms_start(f64, 1, x, ct, dx, NULL, inv_rms, rows, cols, 0.0);
 }
 
 void pf__k_rms_norm_f32(const float* x, float* out, int64_t rows, int64_t cols, float eps) {
