@@ -93,7 +93,7 @@ static volatile double sink;
  * AVX-512 accumulators, so that the adds' latency does not bound it), built for the widest
  * vectors the CPU has, as glibc's memcpy is: a limit made from it is then not lowered by the
  * baseline's 16-byte loads or by one accumulator's chain (either halves it in cache). */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__GLIBC__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 static double
