@@ -1,7 +1,8 @@
 /* bench/bench_kernels.c: bandwidth of the CPU kernels (kernels/kmath.h) at every instruction set
  * level the CPU has, against memcpy of the same bytes in the same run.
  *
- *   rms_norm float32, in cache (16, 64, 256 KiB; rows of 1024, rows of 4096, one row): time of
+ *   rms_norm float32, in cache (16, 64, 256 KiB; rows of 1024, rows of 4096, one row; the
+ *     median over 8 placements of the buffers, and their range): time of
  *     memcpy of the same bytes / time of rms_norm (both read the input once and write the
  *     output once; rms_norm also reads it a second time, from cache). For one row also the
  *     two-pass limit at that size, memcpy / (read-only pass + memcpy): one row must be summed
@@ -218,25 +219,45 @@ static void fill(float* x, size_t n) {
 }
 
 /* In cache: each size as rows of 1024 and of 4096 floats (a row's scaling shares its pass
- * with the next row's sum) and as one row (two passes over the data). */
+ * with the next row's sum) and as one row (two passes over the data), at PLACES placements of
+ * the two buffers. How fast the kernel runs depends on the buffers' virtual addresses beyond
+ * their offsets in a page (AMD Zen 4: 0.63-0.84x memcpy for rows of 1024 at 64 KiB in
+ * different processes of the same build, one figure again and again with ASLR off), so one
+ * placement is one process's luck: each ratio is the median over the placements, with their
+ * range. Placement p moves both buffers by p times 37 and 53 pages (both offsets 0 in a page,
+ * as large allocations are). */
+#define PLACES 8
 static void in_cache(float* x, float* y) {
   static const size_t KIB[] = {16, 64, 256};
   static const int64_t COLS[] = {1024, 4096, 0}; /* 0: one row */
   for (int s = 0; s < 3; ++s) {
     int64_t n = (int64_t)(KIB[s] * 1024 / sizeof(float));
-    job_t jobs[5] = {{.op = OP_MEMCPY, .x = x, .y = y, .rows = 1, .cols = n}};
-    for (int k = 0; k < 3; ++k) {
-      int64_t cols = COLS[k] == 0 ? n : COLS[k];
-      jobs[k + 1] = (job_t){.op = OP_RMS, .x = x, .y = y, .rows = n / cols, .cols = cols};
+    double ratio[5][PLACES], copy_gb[PLACES];
+    for (int p = 0; p < PLACES; ++p) {
+      float* xp = x + (size_t)p * 37 * 1024;
+      float* yp = y + (size_t)p * 53 * 1024;
+      job_t jobs[5] = {{.op = OP_MEMCPY, .x = xp, .y = yp, .rows = 1, .cols = n}};
+      for (int k = 0; k < 3; ++k) {
+        int64_t cols = COLS[k] == 0 ? n : COLS[k];
+        jobs[k + 1] = (job_t){.op = OP_RMS, .x = xp, .y = yp, .rows = n / cols, .cols = cols};
+      }
+      jobs[4] = (job_t){.op = OP_READ, .x = xp, .rows = 1, .cols = n};
+      double t[5];
+      time_jobs(jobs, 5, t);
+      copy_gb[p] = 2.0 * (double)(n * 4) / 1e9 / t[0];
+      for (int k = 0; k < 3; ++k) {
+        ratio[k][p] = t[0] / t[k + 1];
+      }
+      ratio[3][p] = t[0] / (t[0] + t[4]); /* one row's two-pass limit */
     }
-    jobs[4] = (job_t){.op = OP_READ, .x = x, .rows = 1, .cols = n};
-    double t[5];
-    time_jobs(jobs, 5, t);
-    double gb = 2.0 * (double)(n * 4) / 1e9;
-    printf("  %3zu KiB: memcpy %6.1f GB/s; rms_norm x1024 %6.1f GB/s (%.2fx), x4096 %6.1f GB/s "
-           "(%.2fx), one row %6.1f GB/s (%.2fx; two-pass limit %.2fx)\n",
-           KIB[s], gb / t[0], gb / t[1], t[0] / t[1], gb / t[2], t[0] / t[2], gb / t[3],
-           t[0] / t[3], t[0] / (t[0] + t[4]));
+    double lo[4], mid[4], hi[4];
+    for (int k = 0; k < 4; ++k) {
+      pf_bench_summarise(ratio[k], PLACES, &lo[k], &mid[k], &hi[k]);
+    }
+    printf("  %3zu KiB: memcpy %6.1f GB/s; rms_norm x1024 %.2fx (%.2f-%.2f), x4096 %.2fx "
+           "(%.2f-%.2f), one row %.2fx (%.2f-%.2f; two-pass limit %.2fx)\n",
+           KIB[s], median(copy_gb, PLACES), mid[0], lo[0], hi[0], mid[1], lo[1], hi[1], mid[2],
+           lo[2], hi[2], mid[3]);
   }
 }
 
