@@ -1,11 +1,14 @@
 /* Tests of libpackfn_cuda: allocator registration, CUDA statuses as errors, and (on a machine
- * with a GPU) tensors, copies, streams and devices, failed CUDA calls, DLPack import of CUDA
- * memory, and tensors released on other threads; without one those say they were skipped. */
+ * with a GPU) tensors, copies, streams and devices, ordering one stream after another, failed
+ * CUDA calls, DLPack import of CUDA memory, and tensors released on other threads; without one
+ * those say they were skipped. */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "packfn/cuda.h"
 #include "pf_test.h"
@@ -128,6 +131,8 @@ START_TEST(test_argument_errors) {
   PF_ASSERT_RAISED("ValueError", "argument device_id");
   ck_assert_int_eq(pf_cuda_stream_destroy(0, NULL), 0);
   ck_assert_ptr_null(pf_cuda_stream_get(0));
+  ck_assert_int_eq(pf_cuda_stream_wait(-1, NULL, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_cuda_stream_wait: argument device_id: expected >= 0, got -1");
 }
 END_TEST
 
@@ -150,6 +155,9 @@ START_TEST(test_without_gpu_fails_cleanly) {
   ck_assert_int_eq(pf_cuda_device_enter(0, &prev), -1);
   ck_assert_int_eq(prev, -1);
   PF_ASSERT_RAISED("RuntimeError", "pf_cuda_device_enter: cudaGetDevice failed: no CUDA device");
+  /* even two equal streams: the device is checked first */
+  ck_assert_int_eq(pf_cuda_stream_wait(0, NULL, NULL), -1);
+  PF_ASSERT_RAISED("RuntimeError", "pf_cuda_stream_wait: cudaGetDevice failed: no CUDA device");
 }
 END_TEST
 
@@ -245,6 +253,54 @@ START_TEST(test_gpu_streams_and_devices) {
   /* not sticky: the next allocation works */
   ck_assert_int_eq(pf_tensor_empty(&len, 1, PF_DTYPE_UINT8, pf_device(PF_DEV_CUDA, 0), &t), 0);
   pf_object_release(t);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+/* A host function that holds its stream 200 ms, then sets *flag; and one that records *flag
+ * as it was when it ran. Neither may call CUDA. */
+typedef struct {
+  atomic_int flag;
+  int seen;
+} order_t;
+
+static void CUDART_CB hold_then_set(void* arg) {
+  struct timespec t = {0, 200 * 1000000L};
+  while (nanosleep(&t, &t) != 0) {
+  }
+  atomic_store(&((order_t*)arg)->flag, 1);
+}
+
+static void CUDART_CB record_flag(void* arg) {
+  order_t* o = arg;
+  o->seen = atomic_load(&o->flag);
+}
+
+/* pf_cuda_stream_wait orders a non-blocking stream, and the per-thread default stream, after
+ * another non-blocking stream: the waiter's host function sees the producer's, which finished
+ * 200 ms later than it would have run unordered (with the wait a no-op it records 0). */
+START_TEST(test_gpu_stream_wait) {
+  if (gpus("test_gpu_stream_wait") == 0)
+    return;
+  cudaStream_t a, b;
+  ck_assert_int_eq(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
+  ck_assert_int_eq(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
+  cudaStream_t waiters[2] = {b, cudaStreamPerThread};
+  for (int w = 0; w < 2; ++w) {
+    order_t o = {.seen = -1};
+    atomic_init(&o.flag, 0);
+    ck_assert_int_eq(cudaLaunchHostFunc(a, hold_then_set, &o), cudaSuccess);
+    ck_assert_int_eq(pf_cuda_stream_wait(0, waiters[w], a), 0);
+    ck_assert_int_eq(cudaLaunchHostFunc(waiters[w], record_flag, &o), cudaSuccess);
+    ck_assert_int_eq(cudaStreamSynchronize(waiters[w]), cudaSuccess);
+    ck_assert_int_eq(o.seen, 1);
+    ck_assert_int_eq(cudaStreamSynchronize(a), cudaSuccess);
+  }
+  ck_assert_int_eq(pf_cuda_stream_wait(0, a, a), 0);    /* the same stream: nothing queued */
+  ck_assert_int_eq(pf_cuda_stream_wait(0, b, NULL), 0); /* after the default stream */
+  ck_assert_int_eq(cudaStreamSynchronize(b), cudaSuccess);
+  ck_assert_int_eq(cudaStreamDestroy(a), cudaSuccess);
+  ck_assert_int_eq(cudaStreamDestroy(b), cudaSuccess);
   PF_ASSERT_NO_ERROR();
 }
 END_TEST
@@ -542,6 +598,7 @@ Suite* make_suite(void) {
   tc = tcase_create("gpu");
   tcase_add_test(tc, test_gpu_tensor_round_trip);
   tcase_add_test(tc, test_gpu_streams_and_devices);
+  tcase_add_test(tc, test_gpu_stream_wait);
   tcase_add_test(tc, test_gpu_failed_call_names_cuda_error);
   tcase_add_test(tc, test_gpu_dlpack_import_cuda);
   tcase_add_test(tc, test_gpu_dlpack_import_cuda_versioned);

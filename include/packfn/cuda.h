@@ -84,6 +84,16 @@ PF_API int pf_cuda_stream_destroy(int32_t device_id, void* stream);
  * Returns 0, or -1 with RuntimeError (including errors of the kernels that ran there). */
 PF_API int pf_cuda_stream_synchronize(int32_t device_id, void* stream);
 
+/* Orders stream `waiter` after the work queued so far on stream `producer`, both of
+ * cuda:device_id: work queued on `waiter` after this call starts only once that work has
+ * finished; the calling thread does not wait. Streams are cudaStream_t values: NULL for the
+ * default stream, or cudaStreamLegacy (1) and cudaStreamPerThread (2). This is what a producer
+ * of a DLPack tensor owes a consumer that names its stream: the Python Tensor.__dlpack__(stream=)
+ * calls it with packfn's current stream as producer. Nothing is queued when the two are the
+ * same value. Returns 0, or -1 with ValueError (a negative id) or RuntimeError (no such device;
+ * an event CUDA could not create, record or wait for, CUDA's error named). */
+PF_API int pf_cuda_stream_wait(int32_t device_id, void* waiter, void* producer);
+
 #ifdef __cplusplus
 }
 #endif

@@ -41,6 +41,10 @@ static PyTypeObject Object_Type, Function_Type, Tensor_Type, Array_Type, Map_Typ
 static PyObject* Error_Type;   /* packfn.Error */
 static PyObject* kind_classes; /* dict: kind -> packfn.Error subclass */
 static PyObject* callback_fns; /* set: addresses of the live Python-callback functions */
+/* pf_cuda_stream_wait from libpackfn_cuda (a dependency of libpackfn_kernels_cuda), found when
+ * load_kernels_cuda loaded it; NULL otherwise: packfn then has queued no CUDA work to order. */
+typedef int (*stream_wait_fn)(int32_t device_id, void* waiter, void* producer);
+static stream_wait_fn cuda_stream_wait;
 
 static PyObject* fn_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
                                PyObject* kwnames);
@@ -1504,13 +1508,57 @@ static void capsule_legacy_destructor(PyObject* cap) {
   }
 }
 
+/* __dlpack__'s stream, for a tensor on `d`: on CUDA, the consumer's stream (None: the legacy
+ * default stream, 1; 2: the per-thread default stream; -1: no ordering asked for) is ordered
+ * after the stream packfn queues its work on there (pf_stream_get; NULL, the default stream, is
+ * the legacy one), so that what packfn's kernels and copies write is there when the consumer's
+ * work reads it. Other devices: ignored (CPU work is done when a call returns). Without
+ * libpackfn_cuda packfn queued no CUDA work, and nothing needs ordering. 0, or -1 with
+ * BufferError (stream 0, a negative stream, not an int) or packfn's error from CUDA. */
+static int dlpack_order_stream(PyObject* stream, DLDevice d) {
+  if (d.device_type != kDLCUDA)
+    return 0;
+  uintptr_t consumer = 1;
+  if (stream != Py_None) {
+    int overflow = 0;
+    long long v = PyLong_Check(stream) ? PyLong_AsLongLongAndOverflow(stream, &overflow) : 0;
+    if (v == -1 && PyErr_Occurred())
+      return -1;
+    if (overflow > 0) { /* a pointer above INT64_MAX */
+      unsigned long long u = PyLong_AsUnsignedLongLong(stream);
+      if (u == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+      consumer = (uintptr_t)u;
+    } else if (v == -1 && overflow == 0) {
+      return 0;
+    } else if (!PyLong_Check(stream) || v <= 0) { /* also below INT64_MIN */
+      PyErr_Format(PyExc_BufferError,
+                   "packfn.Tensor.__dlpack__: stream for a CUDA tensor: expected None, -1, 1, 2 "
+                   "or a stream pointer, got %R",
+                   stream);
+      return -1;
+    } else {
+      consumer = (uintptr_t)v;
+    }
+  }
+  uintptr_t producer = (uintptr_t)pf_stream_get(d);
+  if (producer == 0)
+    producer = 1; /* packfn's default stream is the legacy one (cudaStreamLegacy) */
+  if (consumer == producer || !cuda_stream_wait)
+    return 0;
+  if (cuda_stream_wait(d.device_id, (void*)consumer, (void*)producer) != 0) {
+    raise_pf_error();
+    return -1;
+  }
+  return 0;
+}
+
 static PyObject* tensor_dlpack(PyObject* self, PyObject* args, PyObject* kw) {
   static char* kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
   PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOO:__dlpack__", kwlist, &stream, &max_version,
                                    &dl_device, &copy))
     return NULL;
-  (void)stream; /* CPU tensors and CUDA tensors on the current stream need no synchronisation */
   if (copy == Py_True) {
     PyErr_SetString(PyExc_BufferError, "packfn.Tensor.__dlpack__: copy=True is not supported");
     return NULL;
@@ -1536,6 +1584,8 @@ static PyObject* tensor_dlpack(PyObject* self, PyObject* args, PyObject* kw) {
     if (major == -1 && PyErr_Occurred())
       return NULL;
   }
+  if (dlpack_order_stream(stream, tensor_dl(self)->device) != 0)
+    return NULL;
   pf_object_t* obj = ((PfObject*)self)->obj;
   if (major >= PF_DLPACK_VERSIONED_MAJOR) {
     pf_dl_managed_tensor_versioned_t* m;
@@ -2235,8 +2285,13 @@ static PyObject* load_kernels_cuda(void) {
   memcpy(path, info.dli_fname, dir);
   memcpy(path + dir, lib, sizeof lib);
   PyObject* why = NULL;
-  if (access(path, F_OK) != 0 || dlopen(path, RTLD_NOW | RTLD_LOCAL) != NULL) {
+  void* handle = NULL;
+  if (access(path, F_OK) != 0 || (handle = dlopen(path, RTLD_NOW | RTLD_LOCAL)) != NULL) {
     why = Py_NewRef(Py_None); /* absent, or loaded (and never closed) */
+    if (handle) {             /* dlsym searches the library's dependencies too */
+      void* sym = dlsym(handle, "pf_cuda_stream_wait");
+      memcpy(&cuda_stream_wait, &sym, sizeof sym); /* ISO C has no object-to-function cast */
+    }
   } else {
     const char* text = dlerror();
     why = PyUnicode_FromFormat("%s: %s", path, text ? text : "dlopen failed");

@@ -158,6 +158,33 @@ int pf_cuda_stream_synchronize(int32_t device_id, void* stream) {
   return rc;
 }
 
+int pf_cuda_stream_wait(int32_t device_id, void* waiter, void* producer) {
+  static const char func[] = "pf_cuda_stream_wait";
+  int32_t prev;
+  if (pf__cuda_enter(device_id, func, &prev) != 0)
+    return -1;
+  int rc = 0;
+  if (waiter != producer) {
+    /* an event recorded on the producer and waited for by the waiter; destroying it at once is
+     * allowed: CUDA frees it once the wait no longer needs it */
+    cudaEvent_t ev = NULL;
+    rc = pf_cuda_check((int)cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), func,
+                       "cudaEventCreateWithFlags");
+    if (rc == 0)
+      rc = pf_cuda_check((int)cudaEventRecord(ev, (cudaStream_t)producer), func, "cudaEventRecord");
+    if (rc == 0)
+      rc = pf_cuda_check((int)cudaStreamWaitEvent((cudaStream_t)waiter, ev, 0), func,
+                         "cudaStreamWaitEvent");
+    if (ev) {
+      cudaError_t e = cudaEventDestroy(ev);
+      if (rc == 0)
+        rc = pf_cuda_check((int)e, func, "cudaEventDestroy");
+    }
+  }
+  pf__cuda_device_restore(prev);
+  return rc;
+}
+
 /* ---- allocator hooks ---- */
 
 /* cudaMalloc and friends align to at least 256 bytes; more cannot be asked of them. */

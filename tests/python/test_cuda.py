@@ -1,6 +1,9 @@
 """CUDA tensors through the Python package: CuPy and JAX GPU arrays reach packfn's CUDA kernels
 with no copy, packfn.kernels.* run them (libpackfn_kernels_cuda, loaded at import), and the
-producer's pending work is ordered before them. Needs a GPU and CuPy; skips, saying so, without."""
+producer's pending work is ordered before them, and packfn's export orders the consumer's stream
+after its own. Needs a GPU and CuPy (but the checks of __dlpack__'s stream argument); skips,
+saying so, without."""
+import ctypes
 import os
 
 import numpy as np
@@ -28,6 +31,80 @@ def test_kernels_cuda_loaded_when_installed():
     else:
         assert packfn.kernels_have_cuda
         assert "packfn.kernels.cuda.rms_norm" in packfn.list_globals()
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", ctypes.c_uint8 * 4),  # code, bits, lanes (uint16)
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    _fields_ = [
+        ("dl_tensor", _DLTensor),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+    ]
+
+
+class _FakeCudaArray:
+    """A DLPack producer that says its 4 floats are on cuda:0 (the pointer is host memory that
+    nothing dereferences): enough to make a packfn tensor on CUDA on any machine."""
+
+    def __init__(self):
+        self.host = (ctypes.c_float * 4)()
+        self.shape = (ctypes.c_int64 * 1)(4)
+        self.m = _DLManagedTensor()
+        self.m.dl_tensor.data = ctypes.addressof(self.host)
+        self.m.dl_tensor.device = _DLDevice(2, 0)
+        self.m.dl_tensor.ndim = 1
+        self.m.dl_tensor.dtype[:] = [2, 32, 1, 0]
+        self.m.dl_tensor.shape = self.shape
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype = ctypes.py_object
+        new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return new(ctypes.addressof(self.m), b"dltensor", None)
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+
+def test_dlpack_export_stream_argument_of_a_cuda_tensor():
+    """Tensor.__dlpack__(stream=) on CUDA follows the array API: -1 asks for no ordering; None
+    and 1 (the legacy default stream) are packfn's own default stream; 0, other negative values
+    and non-integers are refused; another stream is ordered after packfn's with
+    pf_cuda_stream_wait, which without a GPU raises CUDA's error."""
+    fake = _FakeCudaArray()
+    t = packfn.Tensor(fake)
+    assert t.device == "cuda:0" and t.shape == (4,)
+    for stream in (-1, None, 1):
+        assert type(t.__dlpack__(stream=stream)).__name__ == "PyCapsule"
+    for bad in (0, -2, -(1 << 70), "1", 1.5):
+        with pytest.raises(BufferError, match=r"stream for a CUDA tensor: expected None, -1, 1, 2"):
+            t.__dlpack__(stream=bad)
+    gpu = os.path.exists("/dev/nvidia0")
+    if not packfn.kernels_have_cuda:
+        # no libpackfn_cuda: packfn queued no CUDA work, nothing to order
+        assert type(t.__dlpack__(stream=2)).__name__ == "PyCapsule"
+    elif gpu:
+        assert type(t.__dlpack__(stream=2)).__name__ == "PyCapsule"  # the per-thread stream
+    else:
+        no_device = r"pf_cuda_stream_wait: cudaGetDevice failed: no CUDA device"
+        with pytest.raises(RuntimeError, match=no_device):
+            t.__dlpack__(stream=2)
+    del t
 
 
 @pytest.fixture
@@ -106,6 +183,24 @@ def test_producer_stream_ordered_before_the_kernel(cp):
         packfn.get_global("packfn.kernels.add_n")(x, out, 1.0)
     cp.cuda.Device().synchronize()
     assert float(out.min()) == 3.0 and float(out.max()) == 3.0
+
+
+def test_export_orders_the_consumer_stream(cp):
+    """packfn's kernels write on its stream (the legacy default); a consumer on a non-blocking
+    CuPy stream imports the result at once (CuPy passes its stream to __dlpack__), and its first
+    read sees the finished result, not the zeros before it."""
+    n = 1 << 24
+    x = cp.ones(n, cp.float32)
+    out = cp.zeros(n, cp.float32)
+    cp.cuda.Device().synchronize()
+    t = packfn.Tensor(out)
+    add_n = packfn.get_global("packfn.kernels.add_n")
+    for _ in range(30):  # long enough that an unordered reader would see zeros
+        add_n(x, t, 1.0)
+    with cp.cuda.Stream(non_blocking=True):
+        y = cp.from_dlpack(t)
+        first = float(y.min())
+    assert first == 2.0
 
 
 def test_export_to_cupy_and_errors_name_cuda(cp):
