@@ -224,8 +224,9 @@ static void fill(float* x, size_t n) {
  * their offsets in a page (AMD Zen 4: 0.63-0.84x memcpy for rows of 1024 at 64 KiB in
  * different processes of the same build, one figure again and again with ASLR off), so one
  * placement is one process's luck: each ratio is the median over the placements, with their
- * range. Placement p moves both buffers by p times 37 and 53 pages (both offsets 0 in a page,
- * as large allocations are). */
+ * range. Placement p moves both buffers by p times 37 and 53 pages, so both keep the same
+ * offset in their pages (64 bytes: what aligned_alloc gives for large sizes), as separate large
+ * allocations do. */
 #define PLACES 8
 static void in_cache(float* x, float* y) {
   static const size_t KIB[] = {16, 64, 256};

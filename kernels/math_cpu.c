@@ -329,8 +329,9 @@ typedef struct {
   int prefetch;    /* prefetch the next row while writing one */
   int64_t seg_len; /* elements per segment of a row */
   int64_t segs;    /* segments per row */
-  /* 1 / cols: each row's mean is a multiply, not a division, on the path from its sum to its
-   * scale (one rounding more, in double: far below float32's resolution; 3% at 16 KiB) */
+  /* 1 / cols: a forward row's mean is a multiply, not a division, on the path from its sum to
+   * its scale (3% at 16 KiB). One rounding more, in double: far below float32's resolution;
+   * float64 results may move in the last bit, within the documented error. */
   double inv_cols;
 } rms_job_t;
 

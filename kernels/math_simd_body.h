@@ -149,7 +149,8 @@ static inline double hsum_d(vd_t* v, int count) {
 }
 
 /* sum_i a[i] * b[i] over n floats (same: a == b, one load per element), in float lanes of
- * at most 16 products folded into double lanes, added in a fixed tree at the end. When x is
+ * at most 16 products folded into two vectors of double lanes (block after block), whose lanes
+ * are added in a fixed tree at the end. When x is
  * not NULL the same pass also writes out[i] = x[i] * s (x, out another row than a): the
  * scaling of one row then shares its pass with the reduction of the next, its stores
  * overlapping the reduction's loads as in a memcpy, and the sum is bit for bit the one without.

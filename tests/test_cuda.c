@@ -257,48 +257,52 @@ START_TEST(test_gpu_streams_and_devices) {
 }
 END_TEST
 
-/* A host function that holds its stream 200 ms, then sets *flag; and one that records *flag
- * as it was when it ran. Neither may call CUDA. */
-typedef struct {
-  atomic_int flag;
-  int seen;
-} order_t;
-
-static void CUDART_CB hold_then_set(void* arg) {
-  struct timespec t = {0, 200 * 1000000L};
-  while (nanosleep(&t, &t) != 0) {
+/* A host function that holds its stream until *gate opens. It may not call CUDA. */
+static void CUDART_CB hold_until_open(void* gate) {
+  while (!atomic_load((atomic_int*)gate)) {
+    struct timespec t = {0, 1000000L};
+    nanosleep(&t, NULL);
   }
-  atomic_store(&((order_t*)arg)->flag, 1);
 }
 
-static void CUDART_CB record_flag(void* arg) {
-  order_t* o = arg;
-  o->seen = atomic_load(&o->flag);
-}
-
-/* pf_cuda_stream_wait orders a non-blocking stream, and the per-thread default stream, after
- * another non-blocking stream: the waiter's host function sees the producer's, which finished
- * 200 ms later than it would have run unordered (with the wait a no-op it records 0). */
+/* pf_cuda_stream_wait orders a non-blocking stream, and then the per-thread default stream,
+ * after another non-blocking stream held by a host function: an event recorded on the waiter
+ * after the wait stays pending for as long as the producer is held (50 ms here), and completes
+ * once it is let go. With the wait a no-op the event, on an idle stream, completes at once. */
 START_TEST(test_gpu_stream_wait) {
   if (gpus("test_gpu_stream_wait") == 0)
     return;
   cudaStream_t a, b;
+  cudaEvent_t e;
   ck_assert_int_eq(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
   ck_assert_int_eq(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
+  ck_assert_int_eq(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), cudaSuccess);
   cudaStream_t waiters[2] = {b, cudaStreamPerThread};
   for (int w = 0; w < 2; ++w) {
-    order_t o = {.seen = -1};
-    atomic_init(&o.flag, 0);
-    ck_assert_int_eq(cudaLaunchHostFunc(a, hold_then_set, &o), cudaSuccess);
-    ck_assert_int_eq(pf_cuda_stream_wait(0, waiters[w], a), 0);
-    ck_assert_int_eq(cudaLaunchHostFunc(waiters[w], record_flag, &o), cudaSuccess);
-    ck_assert_int_eq(cudaStreamSynchronize(waiters[w]), cudaSuccess);
-    ck_assert_int_eq(o.seen, 1);
+    atomic_int gate;
+    atomic_init(&gate, 0);
+    ck_assert_int_eq(cudaLaunchHostFunc(a, hold_until_open, &gate), cudaSuccess);
+    int waited = pf_cuda_stream_wait(0, waiters[w], a);
+    cudaError_t recorded = cudaEventRecord(e, waiters[w]);
+    struct timespec t = {0, 50 * 1000000L};
+    nanosleep(&t, NULL);
+    cudaError_t held = cudaEventQuery(e);
+    (void)cudaGetLastError(); /* cudaErrorNotReady is the expected answer, not an error */
+    atomic_store(&gate, 1);   /* opened before any assertion, so that nothing stays held */
     ck_assert_int_eq(cudaStreamSynchronize(a), cudaSuccess);
+    ck_assert_int_eq(cudaStreamSynchronize(waiters[w]), cudaSuccess);
+    ck_assert_int_eq(waited, 0);
+    ck_assert_int_eq(recorded, cudaSuccess);
+    ck_assert_msg(held == cudaErrorNotReady,
+                  "waiter %d: the event completed while the producer "
+                  "was held (%s)",
+                  w, cudaGetErrorName(held));
+    ck_assert_int_eq(cudaEventQuery(e), cudaSuccess);
   }
   ck_assert_int_eq(pf_cuda_stream_wait(0, a, a), 0);    /* the same stream: nothing queued */
   ck_assert_int_eq(pf_cuda_stream_wait(0, b, NULL), 0); /* after the default stream */
   ck_assert_int_eq(cudaStreamSynchronize(b), cudaSuccess);
+  ck_assert_int_eq(cudaEventDestroy(e), cudaSuccess);
   ck_assert_int_eq(cudaStreamDestroy(a), cudaSuccess);
   ck_assert_int_eq(cudaStreamDestroy(b), cudaSuccess);
   PF_ASSERT_NO_ERROR();

@@ -90,8 +90,9 @@ PF_API int pf_cuda_stream_synchronize(int32_t device_id, void* stream);
  * default stream, or cudaStreamLegacy (1) and cudaStreamPerThread (2). This is what a producer
  * of a DLPack tensor owes a consumer that names its stream: the Python Tensor.__dlpack__(stream=)
  * calls it with packfn's current stream as producer. Nothing is queued when the two are the
- * same value. Returns 0, or -1 with ValueError (a negative id) or RuntimeError (no such device;
- * an event CUDA could not create, record or wait for, CUDA's error named). */
+ * same value. Returns 0, or -1 with ValueError (a negative id), MemoryError (no memory for the
+ * event) or RuntimeError (no such device; an event CUDA could not create, record or wait for,
+ * CUDA's error named). */
 PF_API int pf_cuda_stream_wait(int32_t device_id, void* waiter, void* producer);
 
 #ifdef __cplusplus

@@ -1512,33 +1512,42 @@ static void capsule_legacy_destructor(PyObject* cap) {
  * default stream, 1; 2: the per-thread default stream; -1: no ordering asked for) is ordered
  * after the stream packfn queues its work on there (pf_stream_get; NULL, the default stream, is
  * the legacy one), so that what packfn's kernels and copies write is there when the consumer's
- * work reads it. Other devices: ignored (CPU work is done when a call returns). Without
+ * work reads it. Other devices: ignored, whatever the value (CPU work is done when a call
+ * returns; the array API asks CPU producers to accept only None, packfn is lenient). Without
  * libpackfn_cuda packfn queued no CUDA work, and nothing needs ordering. 0, or -1 with
  * BufferError (stream 0, a negative stream, not an int) or packfn's error from CUDA. */
 static int dlpack_order_stream(PyObject* stream, DLDevice d) {
   if (d.device_type != kDLCUDA)
     return 0;
-  uintptr_t consumer = 1;
+  uintptr_t consumer = 1; /* None */
   if (stream != Py_None) {
-    int overflow = 0;
-    long long v = PyLong_Check(stream) ? PyLong_AsLongLongAndOverflow(stream, &overflow) : 0;
-    if (v == -1 && PyErr_Occurred())
-      return -1;
-    if (overflow > 0) { /* a pointer above INT64_MAX */
-      unsigned long long u = PyLong_AsUnsignedLongLong(stream);
-      if (u == (unsigned long long)-1 && PyErr_Occurred())
+    int ok = 0;
+    if (PyLong_Check(stream) && !PyBool_Check(stream)) {
+      int overflow;
+      long long v = PyLong_AsLongLongAndOverflow(stream, &overflow);
+      if (v == -1 && PyErr_Occurred())
         return -1;
-      consumer = (uintptr_t)u;
-    } else if (v == -1 && overflow == 0) {
-      return 0;
-    } else if (!PyLong_Check(stream) || v <= 0) { /* also below INT64_MIN */
+      if (overflow == 0 && v == -1)
+        return 0; /* the consumer asks for no ordering */
+      if (overflow == 0 && v > 0) {
+        consumer = (uintptr_t)v;
+        ok = 1;
+      } else if (overflow > 0) { /* a pointer above INT64_MAX, or none (2^64 and beyond) */
+        unsigned long long u = PyLong_AsUnsignedLongLong(stream);
+        if (u == (unsigned long long)-1 && PyErr_Occurred())
+          PyErr_Clear();
+        else {
+          consumer = (uintptr_t)u;
+          ok = 1;
+        }
+      }
+    }
+    if (!ok) {
       PyErr_Format(PyExc_BufferError,
                    "packfn.Tensor.__dlpack__: stream for a CUDA tensor: expected None, -1, 1, 2 "
                    "or a stream pointer, got %R",
                    stream);
       return -1;
-    } else {
-      consumer = (uintptr_t)v;
     }
   }
   uintptr_t producer = (uintptr_t)pf_stream_get(d);

@@ -179,6 +179,8 @@ int pf_cuda_stream_wait(int32_t device_id, void* waiter, void* producer) {
       cudaError_t e = cudaEventDestroy(ev);
       if (rc == 0)
         rc = pf_cuda_check((int)e, func, "cudaEventDestroy");
+      else if (e != cudaSuccess)
+        (void)cudaGetLastError(); /* the first error is raised; this one must not linger */
     }
   }
   pf__cuda_device_restore(prev);
