@@ -20,6 +20,10 @@ typedef struct {
   void (*scale_f32)(const float* x, float* out, int64_t n, float s, const float* next, int stream);
   void (*scale_f64)(const double* x, double* out, int64_t n, double s, const double* next,
                     int stream);
+  /* out = x * s from the last element to the first (the same results): a row just summed is
+   * scaled starting with the part its sum read last, which is still in L1. */
+  void (*scale_back_f32)(const float* x, float* out, int64_t n, float s);
+  void (*scale_back_f64)(const double* x, double* out, int64_t n, double s);
   /* scale (without stream or prefetch) that also returns dot(next, next, n), bit for bit as
    * dot_f32 / dot_f64 would, next being another array of n elements. */
   double (*scale_dot_f32)(const float* x, float* out, int64_t n, float s, const float* next);

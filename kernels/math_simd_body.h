@@ -275,6 +275,19 @@ static double scale_dot_f64(const double* x, double* out, int64_t n, double s, c
     }                                                                                              \
   }                                                                                                \
                                                                                                    \
+  static void scale_back_##SUF(const T* x, T* out, int64_t n, T s) {                               \
+    V vs = (V){0} + s;                                                                             \
+    int64_t i = n;                                                                                 \
+    for (; i >= LINE; i -= LINE) {                                                                 \
+      for (int64_t j = LINE - W; j >= 0; j -= W) {                                                 \
+        STORE(out + i - LINE + j, LOAD(x + i - LINE + j) * vs);                                    \
+      }                                                                                            \
+    }                                                                                              \
+    while (i-- > 0) {                                                                              \
+      out[i] = x[i] * s;                                                                           \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
   static void axpby_##SUF(const T* p, const T* q, T* out, int64_t n, T a, T b) {                   \
     V va = (V){0} + a;                                                                             \
     V vb = (V){0} + b;                                                                             \
@@ -673,7 +686,7 @@ static void kepler_f32(const float* m, const float* e, float* s, float* c, int64
 }
 
 const pf__k_simd_t PF__K_TABLE = {
-    PF__K_NAME,     dot_f32,       dot_f64,   scale_f32,  scale_f64,
-    scale_dot_f32,  scale_dot_f64, axpby_f32, axpby_f64,  add_scalar_f32,
-    add_scalar_f64, add_f32,       add_f64,   kepler_f32, kepler_f64,
+    PF__K_NAME,     dot_f32,       dot_f64,       scale_f32,  scale_f64,  scale_back_f32,
+    scale_back_f64, scale_dot_f32, scale_dot_f64, axpby_f32,  axpby_f64,  add_scalar_f32,
+    add_scalar_f64, add_f32,       add_f64,       kepler_f32, kepler_f64,
 };

@@ -95,10 +95,12 @@ static double max_rel_err_f64(const double* got, const double* ref, int64_t n, d
 }
 
 /* Shapes (rows, cols) that every rms_norm test runs through: empty, rows of no columns, single
- * row, batched, odd column counts, a long row, and one of over 4 MiB, which takes the path of
- * non-temporal stores and prefetches. */
-static const int64_t SHAPES[][2] = {{0, 0},  {0, 5}, {4, 0},     {1, 1},      {1, 17},
-                                    {5, 33}, {7, 3}, {64, 1023}, {3, 100003}, {1031, 1024}};
+ * row, batched, odd column counts, rows scaled in the pass that sums the next (up to 8 KiB),
+ * rows summed then scaled forward (2049 floats) and from their end (over 16 KiB: 5001 floats,
+ * 100003), and one of over 4 MiB, which takes the path of non-temporal stores and prefetches. */
+static const int64_t SHAPES[][2] = {{0, 0},    {0, 5},    {4, 0},      {1, 1},
+                                    {1, 17},   {5, 33},   {7, 3},      {64, 1023},
+                                    {9, 2049}, {3, 5001}, {3, 100003}, {1031, 1024}};
 #define NUM_SHAPES ((int)(sizeof(SHAPES) / sizeof(SHAPES[0])))
 
 /* Reference rms_norm in double; inv_rms may be NULL. */
