@@ -462,9 +462,10 @@ static void row_write(const rms_job_t* j, int64_t r, int64_t lo, int64_t hi, dou
   int64_t n = hi - lo;
   size_t off = (size_t)(r * j->cols + lo);
   const void* next = (j->prefetch && r + 1 < j->rows) ? row_in(j, j->x, r + 1) : NULL;
-  /* a row too long for L1 with its output, not streamed: scaled from its end, which its sum
-   * read last and L1 still holds */
-  int back = !j->stream && !j->prefetch && n * (int64_t)elem_of(j) > PF__K_BACK_MIN_ROW_BYTES;
+  /* a row too long for L1 with its output, not streamed (nor prefetched: big rows in place
+   * are neither, and go backward too): scaled from its end, which its sum read last and L1
+   * still holds */
+  int back = !j->stream && !j->prefetch && n > PF__K_BACK_MIN_ROW_BYTES / (int64_t)elem_of(j);
   if (j->f64) {
     const double* x = (const double*)j->x + off;
     double* y = (double*)j->out + off;

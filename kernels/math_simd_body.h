@@ -276,15 +276,15 @@ static double scale_dot_f64(const double* x, double* out, int64_t n, double s, c
   }                                                                                                \
                                                                                                    \
   static void scale_back_##SUF(const T* x, T* out, int64_t n, T s) {                               \
+    int64_t i = n - n % LINE; /* the blocks scale_ has, so every element takes the same path */    \
+    for (int64_t k = n; k-- > i;) {                                                                \
+      out[k] = x[k] * s;                                                                           \
+    }                                                                                              \
     V vs = (V){0} + s;                                                                             \
-    int64_t i = n;                                                                                 \
-    for (; i >= LINE; i -= LINE) {                                                                 \
+    for (; i > 0; i -= LINE) {                                                                     \
       for (int64_t j = LINE - W; j >= 0; j -= W) {                                                 \
         STORE(out + i - LINE + j, LOAD(x + i - LINE + j) * vs);                                    \
       }                                                                                            \
-    }                                                                                              \
-    while (i-- > 0) {                                                                              \
-      out[i] = x[i] * s;                                                                           \
     }                                                                                              \
   }                                                                                                \
                                                                                                    \

@@ -95,12 +95,13 @@ static double max_rel_err_f64(const double* got, const double* ref, int64_t n, d
 }
 
 /* Shapes (rows, cols) that every rms_norm test runs through: empty, rows of no columns, single
- * row, batched, odd column counts, rows scaled in the pass that sums the next (up to 8 KiB),
- * rows summed then scaled forward (2049 floats) and from their end (over 16 KiB: 5001 floats,
- * 100003), and one of over 4 MiB, which takes the path of non-temporal stores and prefetches. */
-static const int64_t SHAPES[][2] = {{0, 0},    {0, 5},    {4, 0},      {1, 1},
-                                    {1, 17},   {5, 33},   {7, 3},      {64, 1023},
-                                    {9, 2049}, {3, 5001}, {3, 100003}, {1031, 1024}};
+ * row, batched, odd column counts, rows scaled in the pass that sums the next (up to 8 KiB:
+ * 1023 of either type, 2047 floats), rows summed then scaled forward (2049 floats, 2047
+ * doubles) and from their end (over 16 KiB: 2049 doubles, 5001, 100003), and one of over 4 MiB,
+ * which takes the path of non-temporal stores and prefetches. */
+static const int64_t SHAPES[][2] = {{0, 0},    {0, 5},      {4, 0},      {1, 1},    {1, 17},
+                                    {5, 33},   {7, 3},      {64, 1023},  {9, 2047}, {9, 2049},
+                                    {3, 5001}, {3, 100003}, {1031, 1024}};
 #define NUM_SHAPES ((int)(sizeof(SHAPES) / sizeof(SHAPES[0])))
 
 /* Reference rms_norm in double; inv_rms may be NULL. */
@@ -1069,11 +1070,13 @@ START_TEST(test_isa_and_threads_settings) {
 END_TEST
 
 /* Runs every kernel on arrays large enough to be split over threads (over 2 MiB: several
- * times PF__K_PAR_MIN_BYTES) into out, in the order: rms_norm f32 as one long row, rms_norm f32
- * over rows (in place), rms_norm_fwd f64 and its inv_rms, rms_norm_bwd f32, add_n f32,
+ * times PF__K_PAR_MIN_BYTES) into out, in the order: rms_norm f32 as one long row (streamed),
+ * as one row under 4 MiB (not streamed: each thread scales its part from the end), over rows (in
+ * place), rms_norm_fwd f64 and its inv_rms, rms_norm_bwd f32, add_n f32,
  * vector_add f64, kepler f64. Returns the number of floats/doubles written to each array. */
 enum {
   THR_ROW = (1 << 20) + 13,
+  THR_MID = 700001,
   THR_ROWS = 257,
   THR_COLS = 4099,
   THR_VADD = (1 << 19) + 7,
@@ -1082,6 +1085,7 @@ enum {
 
 typedef struct {
   float* row_out;   /* THR_ROW */
+  float* mid_out;   /* THR_MID */
   float* rows_io;   /* THR_ROWS * THR_COLS, in place */
   double* fwd_out;  /* THR_ROWS * THR_COLS */
   double* fwd_inv;  /* THR_ROWS */
@@ -1096,6 +1100,7 @@ static void thr_run(thr_out_t* o, const float* xf, const double* xd, const float
                     const float* inv, const double* m, const double* e) {
   int64_t grid = (int64_t)THR_ROWS * THR_COLS;
   pf__k_rms_norm_f32(xf, o->row_out, 1, THR_ROW, 1e-5f);
+  pf__k_rms_norm_f32(xf, o->mid_out, 1, THR_MID, 1e-5f);
   memcpy(o->rows_io, xf, (size_t)grid * sizeof(float));
   pf__k_rms_norm_f32(o->rows_io, o->rows_io, THR_ROWS, THR_COLS, 1e-5f);
   pf__k_rms_norm_fwd_f64(xd, o->fwd_out, o->fwd_inv, THR_ROWS, THR_COLS, 1e-9);
@@ -1107,16 +1112,17 @@ static void thr_run(thr_out_t* o, const float* xf, const double* xd, const float
 
 static thr_out_t thr_alloc(void) {
   int64_t grid = (int64_t)THR_ROWS * THR_COLS;
-  thr_out_t o = {xmalloc(THR_ROW * sizeof(float)),       xmalloc((size_t)grid * sizeof(float)),
-                 xmalloc((size_t)grid * sizeof(double)), xmalloc(THR_ROWS * sizeof(double)),
-                 xmalloc((size_t)grid * sizeof(float)),  xmalloc(THR_ROW * sizeof(float)),
-                 xmalloc(THR_VADD * sizeof(double)),     xmalloc(THR_KEPLER * sizeof(double)),
-                 xmalloc(THR_KEPLER * sizeof(double))};
+  thr_out_t o = {xmalloc(THR_ROW * sizeof(float)),      xmalloc(THR_MID * sizeof(float)),
+                 xmalloc((size_t)grid * sizeof(float)), xmalloc((size_t)grid * sizeof(double)),
+                 xmalloc(THR_ROWS * sizeof(double)),    xmalloc((size_t)grid * sizeof(float)),
+                 xmalloc(THR_ROW * sizeof(float)),      xmalloc(THR_VADD * sizeof(double)),
+                 xmalloc(THR_KEPLER * sizeof(double)),  xmalloc(THR_KEPLER * sizeof(double))};
   return o;
 }
 
 static void thr_free(thr_out_t* o) {
   free(o->row_out);
+  free(o->mid_out);
   free(o->rows_io);
   free(o->fwd_out);
   free(o->fwd_inv);
@@ -1132,6 +1138,9 @@ static const char* thr_diff(const thr_out_t* a, const thr_out_t* b) {
   size_t grid = (size_t)THR_ROWS * THR_COLS;
   if (memcmp(a->row_out, b->row_out, THR_ROW * sizeof(float)) != 0) {
     return "rms_norm f32, one long row";
+  }
+  if (memcmp(a->mid_out, b->mid_out, THR_MID * sizeof(float)) != 0) {
+    return "rms_norm f32, one row under 4 MiB";
   }
   if (memcmp(a->rows_io, b->rows_io, grid * sizeof(float)) != 0) {
     return "rms_norm f32 over rows, in place";
@@ -1180,6 +1189,9 @@ START_TEST(test_threads_bit_identical) {
     ref_rms_norm(wide, ref, NULL, 1, THR_ROW, 1e-5);
     double err = max_rel_err_f32(one.row_out, ref, THR_ROW, 1e-30);
     ck_assert_msg(err < 4 * FLT_EPSILON, "%s: long row error %g", pf__k_isa_name(), err);
+    ref_rms_norm(wide, ref, NULL, 1, THR_MID, 1e-5);
+    err = max_rel_err_f32(one.mid_out, ref, THR_MID, 1e-30);
+    ck_assert_msg(err < 4 * FLT_EPSILON, "%s: row under 4 MiB error %g", pf__k_isa_name(), err);
     free(wide);
     free(ref);
     for (int t = 2; t <= 4; ++t) {
