@@ -121,18 +121,20 @@ int pf__k_check_kepler(const char* func, int32_t dev, const DLTensor* m, const D
   return 0;
 }
 
+int pf__k_eccentricity_error(const char* func, double value, int64_t index) {
+  PF_ERROR_SET(PF_ERR_VALUE,
+               "%s: argument 1 (eccentricity): expected values in [0, 1), got %g at index %lld",
+               func, value, (long long)index);
+  return -1;
+}
+
 int pf__k_check_eccentricity(const char* func, const DLTensor* e) {
   int64_t count = pf_dltensor_numel(e);
   const void* data = pf_dltensor_data(e);
   for (int64_t i = 0; i < count; ++i) {
     double v = e->dtype.bits == 64 ? ((const double*)data)[i] : (double)((const float*)data)[i];
-    if (!(v >= 0.0 && v < 1.0)) { /* NaN fails both comparisons */
-      PF_ERROR_SET(PF_ERR_VALUE,
-                   "%s: argument 1 (eccentricity): expected values in [0, 1), got %g at index "
-                   "%lld",
-                   func, v, (long long)i);
-      return -1;
-    }
+    if (!(v >= 0.0 && v < 1.0)) /* NaN fails both comparisons */
+      return pf__k_eccentricity_error(func, v, i);
   }
   return 0;
 }

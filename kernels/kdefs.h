@@ -110,6 +110,9 @@ int pf__k_check_kepler(const char* func, int32_t dev, const DLTensor* m, const D
 /* Every element of `e` (compact float32/float64, in host memory) in [0, 1): else ValueError
  * "func: argument 1 (eccentricity): expected values in [0, 1), got 1.5 at index 3". */
 int pf__k_check_eccentricity(const char* func, const DLTensor* e);
+/* Raises the ValueError of an eccentricity `value` outside [0, 1) at `index`, as
+ * pf__k_check_eccentricity does (the CUDA check, which finds it on the device, too); -1. */
+int pf__k_eccentricity_error(const char* func, double value, int64_t index);
 int pf__k_check_vector_add(const char* func, int32_t dev, const DLTensor* b, const DLTensor* c,
                            const DLTensor* a);
 

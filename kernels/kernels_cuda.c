@@ -6,9 +6,14 @@
 #include "kernels/kdefs.h"
 #include "kernels/math_cuda.h"
 #include "packfn/cuda.h"
-#include "packfn/error.h"
 #include "packfn/kernels.h"
 #include "packfn/module.h"
+
+/* Leaves device `dev`, entered by pf_cuda_device_enter with *prev = prev: `rc`, or -1 when
+ * restoring prev failed. No call when nothing switched. */
+static int leave_device(int32_t prev, int32_t dev, int rc) {
+  return prev != dev && pf_cuda_device_exit(prev) != 0 ? -1 : rc;
+}
 
 /* Runs `launch` (a cudaError_t expression) with device `dev` current and `stream` its current
  * stream, then restores the previous device. */
@@ -18,10 +23,7 @@
     if (pf_cuda_device_enter((dev), &prev_) != 0)                                                  \
       return -1;                                                                                   \
     void* stream = pf_cuda_stream_get(dev);                                                        \
-    int rc_ = pf_cuda_check((launch), (func), (what));                                             \
-    if (prev_ != (dev) && pf_cuda_device_exit(prev_) != 0) /* no call when nothing switched */     \
-      rc_ = -1;                                                                                    \
-    return rc_;                                                                                    \
+    return leave_device(prev_, (dev), pf_cuda_check((launch), (func), (what)));                    \
   } while (0)
 
 static int is_f64(const DLTensor* t) {
@@ -100,12 +102,7 @@ static int check_eccentricity(const char* func, const DLTensor* e, void* stream)
                      : pf__kc_kepler_check_f32(data, count, &index, &value, stream);
   if (pf_cuda_check(rc, func, "eccentricity check") != 0)
     return -1;
-  if (index < 0)
-    return 0;
-  PF_ERROR_SET(PF_ERR_VALUE,
-               "%s: argument 1 (eccentricity): expected values in [0, 1), got %g at index %lld",
-               func, value, (long long)index);
-  return -1;
+  return index < 0 ? 0 : pf__k_eccentricity_error(func, value, index);
 }
 
 PF__K_DEFINE(kepler_cuda, PF__K_PARAMS_KEPLER) {
@@ -127,9 +124,7 @@ PF__K_DEFINE(kepler_cuda, PF__K_PARAMS_KEPLER) {
     rc = pf_cuda_check(is_f64(mean_anomaly) ? pf__kc_kepler_f64(md, ed, sd, cd, count, stream)
                                             : pf__kc_kepler_f32(md, ed, sd, cd, count, stream),
                        func, "kepler kernel launch");
-  if (prev != mean_anomaly->device.device_id && pf_cuda_device_exit(prev) != 0)
-    rc = -1;
-  return rc;
+  return leave_device(prev, mean_anomaly->device.device_id, rc);
 }
 
 PF__K_DEFINE(vector_add_cuda, PF__K_PARAMS_VECTOR_ADD) {
