@@ -558,6 +558,13 @@ static int tensor_from_buffer(Py_buffer* b, pf_object_t** out) {
   return 0;
 }
 
+/* The stream packfn queues its work on for CUDA or ROCm device `d`, as DLPack's stream argument
+ * names it: pf_stream_get's, or for the default stream 1 (the legacy one) on CUDA, 0 on ROCm. */
+static unsigned long long own_stream_value(DLDevice d) {
+  void* s = pf_stream_get(d);
+  return s ? (unsigned long long)(uintptr_t)s : (d.device_type == kDLCUDA ? 1u : 0u);
+}
+
 /* The stream argument of a DLPack import from `o`: for a tensor on a CUDA or ROCm device (by
  * __dlpack_device__), the stream packfn's kernels use there (pf_stream_get; 1, the legacy
  * default stream, for NULL), so the producer orders its pending writes before them; else None.
@@ -582,11 +589,7 @@ static PyObject* dlpack_stream_arg(PyObject* o) {
   }
   if (type != kDLCUDA && type != kDLROCM)
     Py_RETURN_NONE;
-  void* stream = pf_stream_get((DLDevice){(DLDeviceType)type, id});
-  if (stream)
-    return PyLong_FromVoidPtr(stream);
-  return PyLong_FromLong(
-      type == kDLCUDA ? 1 : 0); /* the default stream: 1 (legacy) on CUDA, 0 on ROCm */
+  return PyLong_FromUnsignedLongLong(own_stream_value((DLDevice){(DLDeviceType)type, id}));
 }
 
 /* A tensor object from an object's __dlpack__ (no copy), asked for DLPack 1.x and, for device
@@ -654,8 +657,6 @@ static int has_dlpack(PyObject* o) {
   return PyObject_HasAttr((PyObject*)Py_TYPE(o), name);
 }
 
-/* A tensor object over any buffer-protocol or DLPack object: 1 and a new reference in *out,
- * 0 when `o` is neither (no exception), -1 with a Python exception. */
 /* Types whose buffer request failed for an object with __dlpack__ (CuPy's arrays refuse it for
  * GPU memory): their objects go to DLPack directly, instead of raising and discarding that
  * refusal on every call. At most 8, each kept (one reference) for the process; under the GIL
@@ -682,6 +683,8 @@ static void note_buffer_refuser(PyTypeObject* tp) {
   }
 }
 
+/* A tensor object over any buffer-protocol or DLPack object: 1 and a new reference in *out,
+ * 0 when `o` is neither (no exception), -1 with a Python exception. */
 static int tensor_from_object(PyObject* o, pf_object_t** out) {
   /* looked up first: a type lookup with an exception pending (a refused buffer request, as
    * CuPy's for GPU memory) may clear that exception and report "absent" (CPython's method
@@ -1550,9 +1553,7 @@ static int dlpack_order_stream(PyObject* stream, DLDevice d) {
       return -1;
     }
   }
-  uintptr_t producer = (uintptr_t)pf_stream_get(d);
-  if (producer == 0)
-    producer = 1; /* packfn's default stream is the legacy one (cudaStreamLegacy) */
+  uintptr_t producer = (uintptr_t)own_stream_value(d);
   if (consumer == producer || !cuda_stream_wait)
     return 0;
   if (cuda_stream_wait(d.device_id, (void*)consumer, (void*)producer) != 0) {
