@@ -237,7 +237,7 @@ static void in_cache(float* x, float* y) {
   static const int64_t COLS[] = {1024, 4096, 0}; /* 0: one row */
   for (int s = 0; s < 3; ++s) {
     int64_t n = (int64_t)(KIB[s] * 1024 / sizeof(float));
-    double ratio[5][PLACES], copy_gb[PLACES];
+    double ratio[4][PLACES], copy_gb[PLACES];
     for (int p = 0; p < PLACES; ++p) {
       float* xp = x + (size_t)p * 37 * 1024;
       float* yp = y + (size_t)p * 53 * 1024;
