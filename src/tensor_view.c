@@ -114,9 +114,9 @@ pf__make_view(pf_object_t* base, const DLTensor* src, int32_t ndim, const int64_
       desc.byte_offset = 0;
     } else {
       PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED,
-                   "%s: the view would start %lld bytes before the data handle of a tensor on a "
+                   "%s: the view would start %llu bytes before the data handle of a tensor on a "
                    "device whose data is not an address",
-                   func, (long long)-byte_offset);
+                   func, (unsigned long long)(0 - (uint64_t)byte_offset)); /* INT64_MIN too */
       return -1;
     }
   }

@@ -523,6 +523,15 @@ START_TEST(test_view_negative_strides) {
   ck_assert_int_eq(pf_tensor_view(t, 1, (int64_t[]){4}, NULL, -3, &v), -1);
   PF_ASSERT_RAISED("NotImplementedError", "would start 24 bytes before the data handle");
   pf_object_release(t);
+  /* 2^63 bytes before it (2^45 elements of 2^18 bytes): the count in the message is not
+   * negated as int64, which cannot hold it (found by fuzz_dlpack under UBSan) */
+  DLDataType wide = {kDLFloat, 64, 32768};
+  int64_t far_shape[1] = {2}, far_strides[1] = {-(INT64_C(1) << 45)};
+  DLTensor far = {&buf[3], pf_device(PF_DEV_OPENCL, 0), 1, wide, far_shape, far_strides, 0};
+  ck_assert_int_eq(pf_tensor_from_dltensor(&far, NULL, NULL, &t), 0);
+  ck_assert_int_eq(pf_tensor_view(t, 1, (int64_t[]){1}, NULL, -(INT64_C(1) << 45), &v), -1);
+  PF_ASSERT_RAISED("NotImplementedError", "would start 9223372036854775808 bytes before");
+  pf_object_release(t);
 }
 END_TEST
 
