@@ -395,8 +395,10 @@ void pf__free_slow(void* p, unsigned c) {
 }
 
 void* pf__alloc_aligned_slow(size_t size, size_t alignment) {
+  /* Zero bytes skip pf__alloc_aligned's list: take a byte through it, since the refill below
+   * replaces the thread's list and would drop the blocks on it. */
   if (size == 0)
-    size = 1;
+    return pf__alloc_aligned(1, alignment);
   if (alignment <= 16)
     return pf__alloc(size);
   if (alignment <= 256 && size <= PF__SLAB_MAX) {

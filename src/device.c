@@ -108,7 +108,11 @@ int pf_allocator_set(int32_t device_type, const pf_allocator_t* allocator) {
   __atomic_store_n(&slot->copy, entry.copy, __ATOMIC_RELAXED);
   __atomic_fetch_add(&pf__allocators_seq, 1, __ATOMIC_RELEASE);
   if (device_type == PF_DEV_CPU)
-    __atomic_store_n(&pf__cpu_allocator_builtin, entry.alloc == pf__cpu_alloc, __ATOMIC_RELEASE);
+    /* pf_tensor_empty's shortcut allocates with the built-in hooks: only when all three are */
+    __atomic_store_n(&pf__cpu_allocator_builtin,
+                     entry.alloc == pf__cpu_alloc && entry.free == pf__cpu_free &&
+                         entry.ctx == NULL,
+                     __ATOMIC_RELEASE);
   pthread_mutex_unlock(&pf__allocators_lock);
   return 0;
 }

@@ -34,7 +34,9 @@ void pf__owner_release_object(void* obj) {
   pf_object_release((pf_object_t*)obj);
 }
 
-const char* pf__format_dims(const int64_t* dims, int32_t n, char* buf, size_t size) {
+/* pf__format_dims and pf__format_spec_dims: `wild` prints negative entries as "*". */
+static const char* pf__format_dims_as(const int64_t* dims, int32_t n, int wild, char* buf,
+                                      size_t size) {
   if (size == 0)
     return buf;
   size_t used = 0;
@@ -45,7 +47,7 @@ const char* pf__format_dims(const int64_t* dims, int32_t n, char* buf, size_t si
       snprintf(part, sizeof part, "(");
     else if (i == n)
       snprintf(part, sizeof part, n == 1 ? ",)" : ")");
-    else if (dims[i] < 0)
+    else if (wild && dims[i] < 0)
       snprintf(part, sizeof part, "%s*", i ? ", " : "");
     else
       snprintf(part, sizeof part, "%s%lld", i ? ", " : "", (long long)dims[i]);
@@ -56,10 +58,20 @@ const char* pf__format_dims(const int64_t* dims, int32_t n, char* buf, size_t si
       used += len;
     }
   }
-  /* Did not fit: end with an ellipsis so the reader knows it was cut. */
-  if (cut)
-    snprintf(buf + (size >= 5 ? size - 5 : 0), size >= 5 ? 5 : size, "...)");
+  /* Did not fit: end with an ellipsis, right after what fitted, so the reader knows it was cut. */
+  if (cut) {
+    size_t at = size >= 5 ? (used < size - 5 ? used : size - 5) : 0;
+    snprintf(buf + at, size - at, "...)");
+  }
   return buf;
+}
+
+const char* pf__format_dims(const int64_t* dims, int32_t n, char* buf, size_t size) {
+  return pf__format_dims_as(dims, n, 0, buf, size);
+}
+
+const char* pf__format_spec_dims(const int64_t* dims, int32_t n, char* buf, size_t size) {
+  return pf__format_dims_as(dims, n, 1, buf, size);
 }
 
 /* Raises the error pf__validate_layout found; out of line so the check itself stays cheap. */
@@ -300,7 +312,7 @@ int pf_dltensor_check(const DLTensor* t, const pf_tensor_spec_t* spec, const cha
     for (int32_t i = 0; i < t->ndim; ++i)
       if (spec->shape[i] >= 0 && spec->shape[i] != t->shape[i])
         return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected shape %s, got %s",
-                             pf__format_dims(spec->shape, spec->ndim, b, sizeof b),
+                             pf__format_spec_dims(spec->shape, spec->ndim, b, sizeof b),
                              pf__format_dims(t->shape, t->ndim, c, sizeof c));
   }
   if (spec->contiguous && !pf_dltensor_is_contiguous(t))

@@ -21,13 +21,78 @@ static int32_t pf__copy_family(int32_t type) {
   return type == PF_DEV_CUDA_MANAGED ? PF_DEV_CUDA : type;
 }
 
-int pf_dltensor_copy(DLTensor* dst, const DLTensor* src) {
-  static const char func[] = "pf_dltensor_copy";
+/* Copies the elements of host tensor src into host tensor dst (same shape, whole-byte elements
+ * of `esize` bytes, any strides, not overlapping): the last axis as runs when both step by one
+ * element there, else element by element. */
+static void pf__host_copy_strided(DLTensor* dst, const DLTensor* src, size_t esize) {
+  int32_t nd = src->ndim;
+  int64_t ds[PF_TENSOR_MAX_NDIM], ss[PF_TENSOR_MAX_NDIM], idx[PF_TENSOR_MAX_NDIM];
+  int64_t compact = 1;
+  for (int32_t i = nd - 1; i >= 0; --i) {
+    /* an axis of one element is never stepped along: its stride, however large, is not used */
+    ds[i] = src->shape[i] == 1 ? 0 : dst->strides ? dst->strides[i] : compact;
+    ss[i] = src->shape[i] == 1 ? 0 : src->strides ? src->strides[i] : compact;
+    compact *= src->shape[i];
+    idx[i] = 0;
+  }
+  char* to = pf_dltensor_data(dst);
+  const char* from = pf_dltensor_data(src);
+  if (nd == 0) {
+    memcpy(to, from, esize);
+    return;
+  }
+  int64_t n = src->shape[nd - 1];
+  int64_t dstep = ds[nd - 1] * (int64_t)esize, sstep = ss[nd - 1] * (int64_t)esize;
+  for (;;) {
+    if (ds[nd - 1] == 1 && ss[nd - 1] == 1) {
+      memcpy(to, from, (size_t)n * esize);
+    } else {
+      char* t = to;
+      const char* f = from;
+      for (int64_t k = 0; k < n; ++k, t += dstep, f += sstep)
+        memcpy(t, f, esize);
+    }
+    /* next index of the outer axes, odometer order */
+    int32_t i = nd - 2;
+    for (; i >= 0; --i) {
+      to += ds[i] * (int64_t)esize;
+      from += ss[i] * (int64_t)esize;
+      if (++idx[i] < src->shape[i])
+        break;
+      to -= ds[i] * (int64_t)esize * src->shape[i];
+      from -= ss[i] * (int64_t)esize * src->shape[i];
+      idx[i] = 0;
+    }
+    if (i < 0)
+      return;
+  }
+}
+
+/* The bytes [lo, hi) a validated description reaches; -1 when twice that span, in bytes, does
+ * not fit in int64 (no memory is that large; pf__host_copy_strided's byte steps stay within it
+ * otherwise). */
+static int pf__byte_range(const DLTensor* t, const pf__layout_t* l, size_t esize, uintptr_t* lo,
+                          uintptr_t* hi) {
+  int64_t span;
+  if (__builtin_mul_overflow(l->hi - l->lo + 1, (int64_t)esize * 2, &span))
+    return -1;
+  uintptr_t first = (uintptr_t)pf_dltensor_data(t);
+  *lo = first + (uintptr_t)l->lo * esize; /* unsigned: wraps for negative offsets */
+  *hi = first + (uintptr_t)(l->hi + 1) * esize;
+  return 0;
+}
+
+/* pf_dltensor_copy, raising as `func`. */
+static int pf__copy(DLTensor* dst, const DLTensor* src, const char* func) {
   if (!dst || !src) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a DLTensor, got NULL", func,
                  dst ? "src" : "dst");
     return -1;
   }
+  pf__layout_t dl, sl;
+  if (pf__dltensor_check(dst, func, "dst", &dl) != 0 ||
+      pf__dltensor_check(src, func, "src", &sl) != 0)
+    return -1;
   char a[PF_DTYPE_STR_MAX], b[128];
   if (!pf_dtype_equal(dst->dtype, src->dtype)) {
     pf_dtype_format(dst->dtype, a, sizeof a);
@@ -45,19 +110,50 @@ int pf_dltensor_copy(DLTensor* dst, const DLTensor* src) {
                  pf__format_dims(src->shape, src->ndim, c, sizeof c));
     return -1;
   }
-  if (!pf_dltensor_is_contiguous(dst) || !pf_dltensor_is_contiguous(src)) {
+  if (sl.numel == 0)
+    return 0;
+  int host = pf__is_host(dst->device) && pf__is_host(src->device);
+  int contiguous = pf_dltensor_is_contiguous(dst) && pf_dltensor_is_contiguous(src);
+  if (!contiguous) {
     const DLTensor* bad = pf_dltensor_is_contiguous(dst) ? src : dst;
-    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a contiguous tensor, got strides %s",
-                 func, bad == dst ? "dst" : "src",
-                 pf__format_dims(bad->strides, bad->ndim, b, sizeof b));
-    return -1;
+    uint64_t ebits = (uint64_t)src->dtype.bits * src->dtype.lanes;
+    if (!host) {
+      PF_ERROR_SET(PF_ERR_VALUE,
+                   "%s: argument %s: expected a contiguous tensor (copies to or from a device "
+                   "need both), got strides %s",
+                   func, bad == dst ? "dst" : "src",
+                   pf__format_dims(bad->strides, bad->ndim, b, sizeof b));
+      return -1;
+    }
+    if (ebits % 8 != 0) {
+      pf_dtype_format(src->dtype, a, sizeof a);
+      PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED,
+                   "%s: argument %s: strided copies of %s (elements smaller than a byte) are not "
+                   "supported, got strides %s",
+                   func, bad == dst ? "dst" : "src", a,
+                   pf__format_dims(bad->strides, bad->ndim, b, sizeof b));
+      return -1;
+    }
+    size_t esize = (size_t)(ebits / 8);
+    uintptr_t dlo, dhi, slo, shi;
+    if (pf__byte_range(dst, &dl, esize, &dlo, &dhi) != 0 ||
+        pf__byte_range(src, &sl, esize, &slo, &shi) != 0) {
+      PF_ERROR_SET(PF_ERR_VALUE, "%s: the strides of %s reach more bytes than memory has", func,
+                   pf__byte_range(dst, &dl, esize, &dlo, &dhi) != 0 ? "dst" : "src");
+      return -1;
+    }
+    if (dlo < shi && slo < dhi) {
+      PF_ERROR_SET(PF_ERR_VALUE,
+                   "%s: argument dst: overlaps src; a strided copy needs separate memory", func);
+      return -1;
+    }
+    pf__host_copy_strided(dst, src, esize);
+    return 0;
   }
   size_t nbytes = pf_dltensor_nbytes(src);
-  if (nbytes == 0)
-    return 0;
   void* to = pf_dltensor_data(dst);
   const void* from = pf_dltensor_data(src);
-  if (pf__is_host(dst->device) && pf__is_host(src->device)) {
+  if (host) {
     memmove(to, from, nbytes);
     return 0;
   }
@@ -91,6 +187,10 @@ int pf_dltensor_copy(DLTensor* dst, const DLTensor* src) {
   return 0;
 }
 
+int pf_dltensor_copy(DLTensor* dst, const DLTensor* src) {
+  return pf__copy(dst, src, "pf_dltensor_copy");
+}
+
 int pf_tensor_to_device(pf_object_t* tensor, DLDevice device, pf_object_t** out) {
   static const char func[] = "pf_tensor_to_device";
   if (!out) {
@@ -103,7 +203,21 @@ int pf_tensor_to_device(pf_object_t* tensor, DLDevice device, pf_object_t** out)
   pf_object_t* copy;
   if (pf_tensor_empty(src->shape, src->ndim, src->dtype, device, &copy) != 0)
     return -1;
-  if (pf_dltensor_copy(pf_tensor_dltensor(copy), src) != 0) {
+  DLTensor* to = pf_tensor_dltensor(copy);
+  pf_object_t* staged = NULL; /* a strided host tensor bound for a device: gathered here first */
+  int rc;
+  if (!pf_dltensor_is_contiguous(src) && pf__is_host(src->device) && !pf__is_host(device)) {
+    DLDevice cpu = {kDLCPU, 0};
+    rc = pf_tensor_empty(src->shape, src->ndim, src->dtype, cpu, &staged);
+    if (rc == 0)
+      rc = pf__copy(pf_tensor_dltensor(staged), src, func);
+    if (rc == 0)
+      rc = pf__copy(to, pf_tensor_dltensor(staged), func);
+    pf_object_release(staged);
+  } else {
+    rc = pf__copy(to, src, func);
+  }
+  if (rc != 0) {
     pf_object_release(copy);
     return -1;
   }

@@ -228,8 +228,11 @@ static inline int pf__tensor_is_ours(const pf_object_t* obj) {
 /* Releases an object reference held as an owner (owner_release of views and exports). */
 void pf__owner_release_object(void* obj);
 
-/* Writes "(2, 3)" for n extents into buf (truncated with "..." when it does not fit); -1
- * entries print as "*". Returns buf. */
+/* Writes "(2, 3)" for n extents or strides into buf (cut short with "...)" when it does not
+ * fit). Returns buf. */
 const char* pf__format_dims(const int64_t* dims, int32_t n, char* buf, size_t size);
+/* The same for a shape whose negative entries mean "any extent" (a pf_tensor_spec_t's, the -1
+ * of a reshape), printed as "*". */
+const char* pf__format_spec_dims(const int64_t* dims, int32_t n, char* buf, size_t size);
 
 #endif /* PACKFN_SRC_TENSOR_PRIVATE_H_ */

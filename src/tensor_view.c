@@ -192,7 +192,7 @@ int pf_tensor_reshape(pf_object_t* tensor, int32_t ndim, const int64_t* shape, p
   if (!pf_dltensor_is_contiguous(src)) {
     PF_ERROR_SET(PF_ERR_VALUE,
                  "%s: argument tensor: expected a contiguous tensor, got strides %s; copy it "
-                 "first",
+                 "first with pf_tensor_to_device",
                  func, pf__format_dims(src->strides, src->ndim, a, sizeof a));
     return -1;
   }
@@ -230,7 +230,7 @@ int pf_tensor_reshape(pf_object_t* tensor, int32_t ndim, const int64_t* shape, p
   if (!fits) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument shape: cannot view %lld elements of shape %s as %s",
                  func, (long long)numel, pf__format_dims(src->shape, src->ndim, a, sizeof a),
-                 pf__format_dims(shape, ndim, b, sizeof b));
+                 pf__format_spec_dims(shape, ndim, b, sizeof b));
     return -1;
   }
   return pf__make_view(tensor, src, ndim, dims, NULL, 0, func, out);

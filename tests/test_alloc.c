@@ -390,6 +390,31 @@ START_TEST(test_shared_functions_own_a_line) {
 }
 END_TEST
 
+START_TEST(test_zero_bytes_keep_the_list) {
+  /* A zero-byte aligned request from a thread whose list of that class holds blocks: it must
+   * take one of them, not refill the list over them (which lost the list's blocks for good:
+   * 256 per call). */
+  pf_allocator_t a;
+  ck_assert_int_eq(pf_allocator_get(kDLCPU, &a), 0);
+  DLDevice cpu = {kDLCPU, 0};
+  enum { NFILL = 200, NCALLS = 400 };
+  void* blocks[NFILL];
+  for (int i = 0; i < NFILL; ++i)
+    ck_assert_int_eq(a.alloc(a.ctx, cpu, 256, 256, &blocks[i]), 0);
+  for (int i = 0; i < NFILL; ++i)
+    a.free(a.ctx, cpu, blocks[i]);
+  size_t before = pf__alloc_slab_bytes();
+  for (int k = 0; k < NCALLS; ++k) {
+    void* p = NULL;
+    ck_assert_int_eq(a.alloc(a.ctx, cpu, 0, 256, &p), 0);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq((uintptr_t)p % 256, 0);
+    a.free(a.ctx, cpu, p);
+  }
+  ck_assert_uint_le(pf__alloc_slab_bytes(), before + 65536);
+}
+END_TEST
+
 #define ADD_CASE(s, fn)                                                                            \
   do {                                                                                             \
     TCase* tc_ = tcase_create(#fn);                                                                \
@@ -403,6 +428,7 @@ int main(void) {
   ADD_CASE(s, test_slab_bytes_follow_use); /* first: no freed 48-byte block to reuse */
   ADD_CASE(s, test_every_size);
   ADD_CASE(s, test_cpu_buffers_aligned);
+  ADD_CASE(s, test_zero_bytes_keep_the_list);
   ADD_CASE(s, test_freed_by_other_threads);
   ADD_CASE(s, test_thread_exit_keeps_blocks);
   ADD_CASE(s, test_threads_in_parallel);

@@ -179,10 +179,21 @@ START_TEST(test_copy_cpu) {
   PF_ASSERT_RAISED("ValueError", "expected shape (6,) like dst, got (3,)");
   int64_t three = 3;
   ck_assert_int_eq(pf_tensor_empty(&three, 1, PF_DTYPE_FLOAT64, PF_DEVICE_CPU, &c), 0);
-  ck_assert_int_eq(pf_dltensor_copy(pf_tensor_dltensor(c), pf_tensor_dltensor(sl)), -1);
-  PF_ASSERT_RAISED("ValueError", "argument src: expected a contiguous tensor, got strides (2,)");
-  ck_assert_int_eq(pf_dltensor_copy(pf_tensor_dltensor(sl), pf_tensor_dltensor(c)), -1);
-  PF_ASSERT_RAISED("ValueError", "argument dst: expected a contiguous tensor");
+  /* host memory: strided sides are copied element by element */
+  ck_assert_int_eq(pf_dltensor_copy(pf_tensor_dltensor(c), pf_tensor_dltensor(sl)), 0);
+  const double* cp = pf_dltensor_data(pf_tensor_dltensor(c));
+  ck_assert(cp[0] == 0.0 && cp[1] == 2.0 && cp[2] == 4.0);
+  ((double*)pf_dltensor_data(pf_tensor_dltensor(c)))[1] = -2.0;
+  ck_assert_int_eq(pf_dltensor_copy(pf_tensor_dltensor(sl), pf_tensor_dltensor(c)), 0);
+  const double* ap = pf_dltensor_data(pf_tensor_dltensor(a));
+  ck_assert(ap[0] == 0.0 && ap[1] == 1.0 && ap[2] == -2.0 && ap[3] == 3.0 && ap[4] == 4.0);
+  ap = NULL;
+  /* strided sides whose bytes overlap are refused, even when no element is shared */
+  pf_object_t* odd;
+  ck_assert_int_eq(pf_tensor_slice(a, 0, 1, 6, 2, &odd), 0);
+  ck_assert_int_eq(pf_dltensor_copy(pf_tensor_dltensor(odd), pf_tensor_dltensor(sl)), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dltensor_copy: argument dst: overlaps src");
+  pf_object_release(odd);
   ck_assert_int_eq(pf_dltensor_copy(NULL, pf_tensor_dltensor(c)), -1);
   PF_ASSERT_RAISED("ValueError", "argument dst: expected a DLTensor, got NULL");
   ck_assert_int_eq(pf_dltensor_copy(pf_tensor_dltensor(c), NULL), -1);
@@ -270,17 +281,17 @@ START_TEST(test_copy_through_device_hooks) {
   PF_ASSERT_RAISED("RuntimeError", "counting_copy: device lost");
   vk.copy_fail = 2;
   ck_assert_int_eq(pf_tensor_to_device(a, pf_device(PF_DEV_VULKAN, 0), &bad), -1);
-  PF_ASSERT_RAISED("RuntimeError", "pf_dltensor_copy: the copy hook failed without an error");
+  PF_ASSERT_RAISED("RuntimeError", "pf_tensor_to_device: the copy hook failed without an error");
   vk.copy_fail = 0;
   ck_assert_int_eq(vk.allocs, vk.frees + 1); /* only `dev` is alive */
 
   /* no copy hook; two different device types */
   ck_assert_int_eq(pf_tensor_to_device(a, pf_device(PF_DEV_METAL, 0), &bad), -1);
   PF_ASSERT_RAISED("NotImplementedError",
-                   "pf_dltensor_copy: the allocator of device type metal (8) has no copy hook");
+                   "pf_tensor_to_device: the allocator of device type metal (8) has no copy hook");
   ck_assert_int_eq(pf_tensor_to_device(dev, pf_device(PF_DEV_METAL, 0), &bad), -1);
   PF_ASSERT_RAISED("NotImplementedError",
-                   "pf_dltensor_copy: cannot copy from vulkan:1 to metal:0 (different device "
+                   "pf_tensor_to_device: cannot copy from vulkan:1 to metal:0 (different device "
                    "types)");
   ck_assert_int_eq(pf_allocator_set(PF_DEV_METAL, NULL), 0);
   ck_assert_int_eq(pf_tensor_to_device(a, pf_device(PF_DEV_METAL, 0), &bad), -1);
@@ -288,7 +299,7 @@ START_TEST(test_copy_through_device_hooks) {
   /* the copy of a device tensor whose allocator was removed */
   ck_assert_int_eq(pf_allocator_set(PF_DEV_VULKAN, NULL), 0);
   ck_assert_int_eq(pf_tensor_to_device(dev, PF_DEVICE_CPU, &bad), -1);
-  PF_ASSERT_RAISED("KeyError", "pf_dltensor_copy: no allocator for device type vulkan (7)");
+  PF_ASSERT_RAISED("KeyError", "pf_tensor_to_device: no allocator for device type vulkan (7)");
   ck_assert_int_eq(pf_tensor_to_device(NULL, PF_DEVICE_CPU, &bad), -1);
   PF_ASSERT_RAISED("TypeError", "pf_tensor_to_device: argument tensor: expected a Tensor");
   ck_assert_int_eq(pf_tensor_to_device(a, PF_DEVICE_CPU, NULL), -1);
@@ -359,17 +370,161 @@ START_TEST(test_streams_full) {
 }
 END_TEST
 
+/* Strided host copies over several axes and element sizes; invalid descriptions raise. */
+START_TEST(test_copy_strided_and_invalid) {
+  /* a 3-D int16 tensor permuted (2, 0, 1): pf_tensor_to_device gives a contiguous copy */
+  int64_t shape[3] = {2, 3, 4};
+  pf_object_t *t, *p, *c;
+  ck_assert_int_eq(pf_tensor_empty(shape, 3, PF_DTYPE_INT16, PF_DEVICE_CPU, &t), 0);
+  int16_t* tp = pf_dltensor_data(pf_tensor_dltensor(t));
+  for (int i = 0; i < 24; ++i)
+    tp[i] = (int16_t)i;
+  int32_t axes[3] = {2, 0, 1};
+  ck_assert_int_eq(pf_tensor_permute(t, axes, &p), 0);
+  ck_assert(!pf_dltensor_is_contiguous(pf_tensor_dltensor(p)));
+  ck_assert_int_eq(pf_tensor_to_device(p, PF_DEVICE_CPU, &c), 0);
+  DLTensor* cd = pf_tensor_dltensor(c);
+  ck_assert(pf_dltensor_is_contiguous(cd));
+  ck_assert_int_eq(cd->shape[0], 4);
+  ck_assert_int_eq(cd->shape[2], 3);
+  const int16_t* cv = pf_dltensor_data(cd);
+  for (int k = 0; k < 4; ++k)
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 3; ++j)
+        ck_assert_int_eq(cv[(k * 2 + i) * 3 + j], (i * 3 + j) * 4 + k);
+  pf_object_release(c);
+  /* a reversed uint8 axis (negative stride), and a 0-d tensor */
+  pf_object_t *u, *r, *ru;
+  int64_t five = 5;
+  ck_assert_int_eq(pf_tensor_empty(&five, 1, PF_DTYPE_UINT8, PF_DEVICE_CPU, &u), 0);
+  uint8_t* up = pf_dltensor_data(pf_tensor_dltensor(u));
+  for (int i = 0; i < 5; ++i)
+    up[i] = (uint8_t)(10 + i);
+  ck_assert_int_eq(pf_tensor_slice(u, 0, 4, -6, -1, &r), 0);
+  ck_assert_int_eq(pf_tensor_to_device(r, PF_DEVICE_CPU, &ru), 0);
+  const uint8_t* rp = pf_dltensor_data(pf_tensor_dltensor(ru));
+  ck_assert(rp[0] == 14 && rp[4] == 10);
+  pf_object_release(ru);
+  pf_object_release(r);
+  pf_object_t *s0, *s0c;
+  ck_assert_int_eq(pf_tensor_select(u, 0, 3, &s0), 0);
+  ck_assert_int_eq(pf_tensor_to_device(s0, PF_DEVICE_CPU, &s0c), 0);
+  ck_assert_int_eq(*(uint8_t*)pf_dltensor_data(pf_tensor_dltensor(s0c)), 13);
+  pf_object_release(s0c);
+  pf_object_release(s0);
+  /* elements smaller than a byte cannot be copied with strides */
+  int64_t i4shape[2] = {2, 4}, i4strides[2] = {1, 2};
+  uint8_t bytes[4] = {0};
+  DLTensor i4 = {bytes, PF_DEVICE_CPU, 2, {PF_DL_INT, 4, 1}, i4shape, i4strides, 0};
+  uint8_t out4[4];
+  DLTensor o4 = {out4, PF_DEVICE_CPU, 2, {PF_DL_INT, 4, 1}, i4shape, NULL, 0};
+  ck_assert_int_eq(pf_dltensor_copy(&o4, &i4), -1);
+  PF_ASSERT_RAISED("NotImplementedError", "strided copies of int4");
+  /* descriptions a tensor could not have: raised, never read */
+  int64_t neg[1] = {-3};
+  float f[4];
+  DLTensor bad = {f, PF_DEVICE_CPU, 1, PF_DTYPE_FLOAT32, neg, NULL, 0};
+  DLTensor bad2 = bad;
+  ck_assert_int_eq(pf_dltensor_copy(&bad, &bad2), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dltensor_copy: argument dst");
+  DLTensor ok = *pf_tensor_dltensor(t);
+  DLTensor noshape = ok;
+  noshape.shape = NULL;
+  ck_assert_int_eq(pf_dltensor_copy(&ok, &noshape), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dltensor_copy: argument src");
+  DLTensor nodata = ok;
+  nodata.data = NULL;
+  ck_assert_int_eq(pf_dltensor_copy(&nodata, &ok), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dltensor_copy: argument dst");
+  pf_object_release(p);
+  pf_object_release(u);
+  pf_object_release(t);
+}
+END_TEST
+
+/* A strided host tensor bound for a device is gathered on the host, then copied once through
+ * the device's hook; a strided device tensor is refused. */
+START_TEST(test_copy_strided_to_device) {
+  counter_t vk = {0};
+  pf_allocator_t hooks = {&vk, counting_alloc, counting_free, counting_copy};
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_VULKAN, &hooks), 0);
+  pf_object_t* a = cpu_iota(8);
+  pf_object_t *sl, *dev, *back, *dsl;
+  ck_assert_int_eq(pf_tensor_slice(a, 0, 1, 8, 3, &sl), 0); /* 1, 4, 7 */
+  ck_assert_int_eq(pf_tensor_to_device(sl, pf_device(PF_DEV_VULKAN, 0), &dev), 0);
+  ck_assert_int_eq(vk.copies, 1);
+  ck_assert_int_eq(pf_tensor_to_device(dev, PF_DEVICE_CPU, &back), 0);
+  const double* bp = pf_dltensor_data(pf_tensor_dltensor(back));
+  ck_assert(bp[0] == 1.0 && bp[1] == 4.0 && bp[2] == 7.0);
+  ck_assert_int_eq(pf_tensor_slice(dev, 0, 0, 3, 2, &dsl), 0);
+  pf_object_t* bad = (pf_object_t*)&bad;
+  ck_assert_int_eq(pf_tensor_to_device(dsl, PF_DEVICE_CPU, &bad), -1);
+  ck_assert_ptr_null(bad);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_to_device: argument src: expected a contiguous "
+                                 "tensor (copies to or from a device need both), got strides "
+                                 "(2,)");
+  pf_object_release(dsl);
+  pf_object_release(back);
+  pf_object_release(dev);
+  pf_object_release(sl);
+  pf_object_release(a);
+  ck_assert_int_eq(vk.allocs, vk.frees);
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_VULKAN, NULL), 0);
+}
+END_TEST
+
+/* packfn's CPU alloc hook with a host's own free (and ctx): tensors free through the hooks
+ * installed, not through pf_tensor_empty's shortcut for the built-in allocator. */
+typedef struct {
+  pf_allocator_t builtin;
+  int frees;
+} forward_t;
+
+static int forwarding_alloc(void* ctx, DLDevice device, size_t nbytes, size_t alignment,
+                            void** out) {
+  forward_t* f = ctx;
+  return f->builtin.alloc(f->builtin.ctx, device, nbytes, alignment, out);
+}
+
+static void forwarding_free(void* ctx, DLDevice device, void* ptr) {
+  forward_t* f = ctx;
+  f->frees++;
+  f->builtin.free(f->builtin.ctx, device, ptr);
+}
+
+START_TEST(test_cpu_allocator_own_free) {
+  forward_t f = {0};
+  ck_assert_int_eq(pf_allocator_get(PF_DEV_CPU, &f.builtin), 0);
+  int64_t shape[1] = {16};
+  pf_object_t* t;
+  /* the built-in alloc itself, with another free; then another alloc with the built-in free */
+  pf_allocator_t hooks[2] = {{&f, f.builtin.alloc, forwarding_free, NULL},
+                             {&f, forwarding_alloc, f.builtin.free, NULL}};
+  for (int k = 0; k < 2; ++k) {
+    f.frees = 0;
+    ck_assert_int_eq(pf_allocator_set(PF_DEV_CPU, &hooks[k]), 0);
+    ck_assert_int_eq(pf_tensor_empty(shape, 1, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &t), 0);
+    ck_assert_int_eq(pf_allocator_set(PF_DEV_CPU, NULL), 0);
+    pf_object_release(t);
+    ck_assert_int_eq(f.frees, k == 0 ? 1 : 0);
+  }
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("device");
   TCase* tc = tcase_create("allocators");
   tcase_add_test(tc, test_allocator_get_set);
   tcase_add_test(tc, test_cpu_allocator_replaced);
   tcase_add_test(tc, test_allocator_failures);
+  tcase_add_test(tc, test_cpu_allocator_own_free);
   suite_add_tcase(s, tc);
   tc = tcase_create("copies");
   tcase_add_test(tc, test_copy_cpu);
   tcase_add_test(tc, test_copy_through_device_hooks);
   tcase_add_test(tc, test_copy_cuda_and_managed_share_hooks);
+  tcase_add_test(tc, test_copy_strided_and_invalid);
+  tcase_add_test(tc, test_copy_strided_to_device);
   suite_add_tcase(s, tc);
   tc = tcase_create("streams");
   tcase_add_test(tc, test_streams);

@@ -788,6 +788,11 @@ START_TEST(test_contiguity) {
   ck_assert(!pf_dltensor_is_contiguous(&t));
   shape[1] = 0; /* nothing to lay out */
   ck_assert(pf_dltensor_is_contiguous(&t));
+  /* an empty tensor is contiguous even when a stride to the right of its zero extent is not
+   * the compact one (x[:, ::2] of shape (0, 6)) */
+  int64_t eshape[2] = {0, 3}, estrides[2] = {6, 2};
+  DLTensor e = {NULL, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT32, eshape, estrides, 0};
+  ck_assert(pf_dltensor_is_contiguous(&e));
   t.ndim = 0;
   ck_assert(pf_dltensor_is_contiguous(&t));
   ck_assert_int_eq(pf_dltensor_numel(&t), 1);
@@ -917,7 +922,24 @@ START_TEST(test_long_shapes_in_messages) {
   pf_tensor_spec_t s = {.ndim = PF_TENSOR_MAX_NDIM, .shape = other};
   ck_assert_int_eq(pf_dltensor_check(pf_tensor_dltensor(t), &s, "f", 0, "x"), -1);
   PF_ASSERT_RAISED("ValueError", "...)");
+  /* cut short where a whole entry ended before the last 5 bytes: the ellipsis follows that
+   * entry (it was written past the string's end, where no reader saw it) */
+  for (int i = 0; i < PF_TENSOR_MAX_NDIM; ++i)
+    other[i] = 10000007;
+  ck_assert_int_eq(pf_dltensor_check(pf_tensor_dltensor(t), &s, "f", 0, "x"), -1);
+  PF_ASSERT_RAISED("ValueError", ", 10000007...), got (1, 1");
   pf_object_release(t);
+  /* negative strides print as numbers (only a spec's or a reshape's -1 is "*") */
+  int64_t four = 4;
+  pf_object_t *x, *w = NULL;
+  ck_assert_int_eq(pf_tensor_empty(&four, 1, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &x), 0);
+  int64_t sh[2] = {2, 2}, st[2] = {-1, -2};
+  pf_object_t* g;
+  ck_assert_int_eq(pf_tensor_view(x, 2, sh, st, 3, &g), 0);
+  ck_assert_int_eq(pf_tensor_reshape(g, 1, &four, &w), -1);
+  PF_ASSERT_RAISED("ValueError", "got strides (-1, -2); copy it first with pf_tensor_to_device");
+  pf_object_release(g);
+  pf_object_release(x);
 }
 END_TEST
 

@@ -86,15 +86,21 @@ PF_API int pf_tensor_permute(pf_object_t* tensor, const int32_t* axes, pf_object
 
 /* ---- copies ---- */
 
-/* Copies the elements of `src` into `dst`: same dtype and shape, both contiguous, on the same
- * device or one of them on the host (cpu or cuda_host). Uses the device allocator's copy hook
- * (ordered on the device's current stream, complete on return) unless both sides are host
- * memory. Returns 0, or -1 with ValueError (NULL, dtype/shape mismatch, not contiguous),
- * NotImplementedError (two different non-host devices, no copy hook) or the hook's error. */
+/* Copies the elements of `src` into `dst`: same dtype and shape, on the same device or one of
+ * them on the host (cpu or cuda_host). Uses the device allocator's copy hook (ordered on the
+ * device's current stream, complete on return) unless both sides are host memory. Between host
+ * tensors any strides work (element by element where not contiguous; strided sides must not
+ * overlap); a device side needs both tensors contiguous. Both descriptions are validated as
+ * pf_tensor_from_dltensor validates one. Returns 0, or -1 with ValueError (NULL, an invalid
+ * description, dtype/shape mismatch, not contiguous across a device, overlapping strided
+ * sides), NotImplementedError (two different non-host devices, no copy hook, a strided copy of
+ * elements smaller than a byte) or the hook's error. */
 PF_API int pf_dltensor_copy(DLTensor* dst, const DLTensor* src);
 
-/* A contiguous copy of `tensor` on `device` (pf_tensor_empty then pf_dltensor_copy). New
- * reference in *out; -1 with their errors, or TypeError for a non-tensor, *out = NULL. */
+/* A contiguous copy of `tensor` on `device` (pf_tensor_empty then pf_dltensor_copy), whatever
+ * the strides of a host tensor (one bound for a device is gathered on the host first); a
+ * device tensor must be contiguous. New reference in *out; -1 with their errors (raised as
+ * pf_tensor_to_device), or TypeError for a non-tensor, *out = NULL. */
 PF_API int pf_tensor_to_device(pf_object_t* tensor, DLDevice device, pf_object_t** out);
 
 /* ======================================================================================
@@ -155,12 +161,13 @@ PF_INLINE void* pf_dltensor_data(const DLTensor* t) {
 PF_INLINE int pf_dltensor_is_contiguous(const DLTensor* t) {
   if (t->strides == NULL)
     return 1;
+  for (int32_t i = 0; i < t->ndim; ++i)
+    if (t->shape[i] == 0)
+      return 1; /* whatever its strides: the first pass, since a mismatch may come first */
   /* unsigned: the running product cannot overflow into undefined behaviour whatever the
    * description; for a valid one (packfn's validation bounds it) it never wraps */
   uint64_t expected = 1;
   for (int32_t i = t->ndim - 1; i >= 0; --i) {
-    if (t->shape[i] == 0)
-      return 1;
     if (t->shape[i] != 1 && (uint64_t)t->strides[i] != expected)
       return 0;
     expected *= (uint64_t)t->shape[i];
