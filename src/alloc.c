@@ -88,6 +88,21 @@ static void pf__unlock_all(void) {
     pthread_mutex_unlock(&pf__classes[c].lock);
 }
 
+/* Whether pf__alloc_fork_lock took the locks (the slabs were set up then). */
+static int pf__fork_locked;
+
+void pf__alloc_fork_lock(void) {
+  pf__fork_locked = __atomic_load_n(&pf__slab_base, __ATOMIC_ACQUIRE) != PF__SLAB_NONE;
+  if (pf__fork_locked)
+    pf__lock_all();
+}
+
+void pf__alloc_fork_unlock(void) {
+  if (pf__fork_locked)
+    pf__unlock_all();
+  pf__fork_locked = 0;
+}
+
 static void pf__span_return(uint32_t i);
 
 static size_t pf__span_index(const void* p) {
@@ -179,7 +194,6 @@ static void pf__slab_init_once(void) {
     munmap(raw, want + PF__SPAN_BYTES);
     return;
   }
-  (void)pthread_atfork(pf__lock_all, pf__unlock_all, pf__unlock_all);
   __atomic_store_n(&pf__slab_base, base, __ATOMIC_RELEASE);
 }
 

@@ -146,6 +146,11 @@ static inline void pf__free(void* p) {
     pf__free_nonnull(p);
 }
 
+/* fork(): the allocator's locks, taken last before a fork and given back after it in parent
+ * and child (from the one set of handlers in global.c, which takes the other locks first). */
+void pf__alloc_fork_lock(void);
+void pf__alloc_fork_unlock(void);
+
 /* Bytes of address space the slabs hold now (spans given to a class, whether their blocks are
  * in use or free), for benchmarks. */
 PF_API size_t pf__alloc_slab_bytes(void);

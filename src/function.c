@@ -49,6 +49,14 @@ static size_t pf__ext_bucket(const pf_object_t* fn, size_t shift) {
   return (size_t)(((uint64_t)(uintptr_t)fn * 0x9E3779B97F4A7C15ULL) >> shift);
 }
 
+void pf__function_fork_lock(void) {
+  pthread_mutex_lock(&pf__ext_lock);
+}
+
+void pf__function_fork_unlock(void) {
+  pthread_mutex_unlock(&pf__ext_lock);
+}
+
 /* The record of `fn`, or NULL; under pf__ext_lock. */
 static pf__fn_ext_t* pf__ext_find(const pf_object_t* fn) {
   if (pf__ext_shift == 64)

@@ -18,4 +18,9 @@ int pf__function_set_keepalive(pf_object_t* fn, pf_object_t* owner);
  * the functions whose code lies in a library about to be unmapped. Never raises. */
 size_t pf__function_code(const pf_object_t* fn, const void** addrs);
 
+/* fork(): the side table's lock (a leaf: nothing else is taken under it), taken before a fork
+ * and given back after it, from global.c's handlers. */
+void pf__function_fork_lock(void);
+void pf__function_fork_unlock(void);
+
 #endif /* PACKFN_SRC_FUNCTION_PRIVATE_H_ */

@@ -35,8 +35,10 @@
 
 #include "packfn/typed.h"
 
-#include "common.h"
+#include "alloc.h"
 #include "bytes.h"
+#include "common.h"
+#include "function_private.h"
 #include "global_private.h"
 #include "suggest.h"
 #include "tvm_private.h"
@@ -98,6 +100,9 @@ static pthread_mutex_t pf__readers_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t pf__key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t pf__key;
 static int pf__key_ok;
+static pthread_once_t pf__fork_once = PTHREAD_ONCE_INIT;
+static int pf__fork_ok; /* the fork handlers are registered (see "fork" below) */
+static void pf__fork_register(void);
 static int pf__membarrier_ok; /* set once, before any thread registers */
 
 /* Whether the kernel forces a barrier on this process's running threads for us. */
@@ -132,26 +137,13 @@ static void pf__reader_exit(void* arg) {
   me->gone = 1;
 }
 
-static void pf__fork_prepare(void) {
-  pthread_mutex_lock(&pf__readers_lock);
-}
-static void pf__fork_parent(void) {
-  pthread_mutex_unlock(&pf__readers_lock);
-}
-/* The child has one thread: the others' records would wait forever. */
-static void pf__fork_child(void) {
-  pf__me.next = NULL;
-  pf__readers = pf__me.mark != PF__UNREGISTERED ? &pf__me : NULL;
-  pthread_mutex_unlock(&pf__readers_lock);
-}
-
 static int pf__key_made; /* 1 once pf__key exists, until the library unloads */
 
 static void pf__key_create(void) {
   pf__key_made = pthread_key_create(&pf__key, pf__reader_exit) == 0;
-  /* glibc forgets a library's atfork handlers when it is unloaded (they are tied to its DSO) */
-  pf__key_ok =
-      pf__key_made && pthread_atfork(pf__fork_prepare, pf__fork_parent, pf__fork_child) == 0;
+  /* readers are listed only while a child's list can be rebuilt after fork */
+  pthread_once(&pf__fork_once, pf__fork_register);
+  pf__key_ok = pf__key_made && pf__fork_ok;
   /* PACKFN_NO_MEMBARRIER=1: the exchange everywhere (what kernels without it get; for tests) */
   const char* no = getenv("PACKFN_NO_MEMBARRIER");
   pf__membarrier_ok = !(no && *no && *no != '0') && pf__membarrier_register();
@@ -211,6 +203,44 @@ static void pf__synchronize(void) {
  * either table. Lock order: pf__tvm_table, then pf__writers. */
 static pthread_mutex_t pf__tvm_table = PTHREAD_MUTEX_INITIALIZER;
 
+/* ---- fork ----
+ * One set of handlers, registered when the library loads, for every lock a packfn call may
+ * hold, so that a child forked while another thread held one finds it free. They are taken in
+ * the order the code nests them: the TVM-FFI table, the writers, the readers' list, then the
+ * leaves (the functions' side table, the allocator's classes). glibc forgets a library's
+ * handlers when it is unloaded (they are tied to its DSO). */
+static void pf__fork_prepare(void) {
+  pthread_mutex_lock(&pf__tvm_table);
+  pthread_mutex_lock(&pf__writers);
+  pthread_mutex_lock(&pf__readers_lock);
+  pf__function_fork_lock();
+  pf__alloc_fork_lock();
+}
+
+static void pf__fork_parent(void) {
+  pf__alloc_fork_unlock();
+  pf__function_fork_unlock();
+  pthread_mutex_unlock(&pf__readers_lock);
+  pthread_mutex_unlock(&pf__writers);
+  pthread_mutex_unlock(&pf__tvm_table);
+}
+
+/* The child has one thread: the others' reader records would wait forever. */
+static void pf__fork_child(void) {
+  pf__me.next = NULL;
+  pf__readers = pf__me.mark != PF__UNREGISTERED ? &pf__me : NULL;
+  pf__fork_parent();
+}
+
+static void pf__fork_register(void) {
+  pf__fork_ok = pthread_atfork(pf__fork_prepare, pf__fork_parent, pf__fork_child) == 0;
+}
+
+/* At load, so that a fork before any lookup finds the table's locks handled too. */
+__attribute__((constructor)) static void pf__fork_register_at_load(void) {
+  pthread_once(&pf__fork_once, pf__fork_register);
+}
+
 /* After a failed call into TVM-FFI: moves the error it raised into packfn's slot (the same slot
  * once errors are joined) and returns -1. */
 static __attribute__((cold)) int pf__tvm_failed(const pf__tvm_t* tvm, const char* func) {
@@ -257,9 +287,10 @@ static int pf__tvm_remove(const pf__tvm_t* tvm, const char* name, pf_object_t* e
     return 0;
   }
   static const char remover[] = "ffi.FunctionRemoveGlobal";
-  if (pf__tvm_get(tvm, remover, sizeof remover - 1, &remove) != 0 || !remove) {
+  int got = pf__tvm_get(tvm, remover, sizeof remover - 1, &remove);
+  if (got != 0 || !remove) {
     *held = fn;
-    return remove ? -1 : 0; /* a TVM-FFI without it: the entry stays */
+    return got != 0 ? -1 : 0; /* a TVM-FFI without it: the entry stays */
   }
   pf_any_t arg = pf_any_cstr(name), result = pf_any_none();
   int rc = tvm->function_call(remove, &arg, 1, &result);
@@ -524,9 +555,11 @@ static int pf__set(const char* name, pf_object_t* fn, int allow_override, pf_obj
   }
   pf__cell_t* grown = pf__rebuild(t, &entry);
   if (!grown) {
+    /* sized while t is still ours: once the lock is given back another writer may free it */
+    size_t want = sizeof(pf__cell_t) * (pf__mask(t) + 2);
     pthread_mutex_unlock(&pf__writers);
     free(copy);
-    return pf__raise_oom("pf_global_set", sizeof(pf__cell_t) * (pf__mask(t) + 2));
+    return pf__raise_oom("pf_global_set", want);
   }
   pf_object_retain(fn);
   __atomic_store_n(&pf__cells, grown, __ATOMIC_SEQ_CST);
@@ -731,8 +764,8 @@ void pf__global_register_static(const char* name, pf_safe_call_t call, const pf_
   int rc = sig && call ? pf_function_create_static(sig, call, &fn)
            : sig       ? pf_function_create_typed(sig, typed, NULL, NULL, &fn)
                        : pf_function_create_direct(call, &fn);
-  if (rc == 0)
-    rc = pf_global_set(name ? name : sig->name, fn, 0);
+  if (rc == 0) /* neither name: pf_global_set raises for the NULL name */
+    rc = pf_global_set(name ? name : sig ? sig->name : NULL, fn, 0);
   if (rc != 0) {
     __atomic_fetch_add(&pf__static_failures, 1, __ATOMIC_RELAXED);
     pf_object_release(fn);
@@ -746,7 +779,9 @@ void pf__global_unregister_static(const char* name, const pf_signature_t* sig, p
   *slot = NULL;
   if (!fn)
     return;
-  name = name ? name : sig->name; /* as pf__global_register_static chose it */
+  name = name ? name : sig ? sig->name : NULL; /* as pf__global_register_static chose it */
+  if (!name)                                   /* not registered: *slot was NULL already */
+    return;
   size_t len = strlen(name);
   uint64_t tail;
   const pf__tvm_t* tvm = pf__tvm(); /* the library is unloading: TVM-FFI's entry goes too */

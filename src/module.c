@@ -401,14 +401,17 @@ static int pf__addr_in(const void* addr, const struct link_map* lm) {
 
 /* Removes every global function whose code or state lies in the library `handle`, which is
  * about to be unmapped (issue 10, defect 2): its constructors may have registered some before
- * it was refused. The raised error (the refusal) stays raised. When the globals cannot be
- * listed (out of memory), pins the library instead, so no table entry ever points into
- * unmapped memory. */
+ * it was refused. The raised error (the refusal) stays raised. Pins the library instead of
+ * letting it be unmapped when the globals cannot be listed (out of memory), and when another
+ * thread got one of those functions from the table before it was removed and still holds it
+ * (its calls and its release would run unmapped code): no table entry and no reference ever
+ * points into unmapped memory. */
 static void pf__forget_library(void* handle, const char* path) {
   pf_object_t* reason = pf_error_take();
   struct link_map* lm = NULL;
   char** names = NULL;
   size_t count = 0;
+  int held_elsewhere = 0;
   int ok = dlinfo(handle, RTLD_DI_LINKMAP, &lm) == 0 && lm && pf_global_list(&names, &count) == 0;
   for (size_t i = 0; ok && i < count; ++i) {
     pf_object_t* fn = NULL;
@@ -421,12 +424,14 @@ static void pf__forget_library(void* handle, const char* path) {
     for (size_t k = 0; k < n; ++k)
       if (pf__addr_in(addrs[k], lm)) {
         (void)pf_global_remove(names[i]);
+        /* the removal waited for lookups in flight: every other holder has retained by now */
+        held_elsewhere |= pf_object_strong_count(fn) > 1;
         break;
       }
     pf_object_release(fn);
   }
   pf_global_list_free(names);
-  if (!ok) {
+  if (!ok || held_elsewhere) {
     pf_error_clear();
     void* pin = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD | RTLD_NODELETE);
     if (pin)

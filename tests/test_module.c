@@ -28,6 +28,20 @@ static int sys_global(void* self, const pf_any_t* args, int32_t num_args, pf_any
 }
 PF_REGISTER_GLOBAL("test.module.global", sys_global);
 
+/* Keeps a reference to its argument, a function, for test_refused_library_still_held. */
+static pf_object_t* grabbed;
+static int grab(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  (void)result;
+  pf_object_t* fn = NULL;
+  if (num_args != 1 || pf_any_as_object(&args[0], &fn) != 0)
+    return -1;
+  pf_object_retain(fn);
+  grabbed = fn;
+  return 0;
+}
+PF_REGISTER_GLOBAL("test.module.grab", grab);
+
 /* ---- helpers ---- */
 
 static pf_object_t* load(const char* path) {
@@ -381,6 +395,24 @@ START_TEST(test_refused_libraries) {
 }
 END_TEST
 
+START_TEST(test_refused_library_still_held) {
+  /* The library registers a function and something takes a reference to it before the load
+   * is refused: the global goes, but the library stays mapped so that the reference can still
+   * be called and released (it was unmapped, and the call crashed). */
+  assert_load_fails(PF_TESTMOD_GRABBED, "ValueError", "exports no __packfn_abi stamp");
+  ck_assert_ptr_nonnull(grabbed);
+  pf_object_t* fn = NULL;
+  ck_assert_int_eq(pf_global_get("test.module.grabbed", &fn), 0);
+  ck_assert_ptr_null(fn);
+  ck_assert(is_loaded(PF_TESTMOD_GRABBED));
+  ck_assert_int_eq(call_int(grabbed, NULL, 0), 1);
+  pf_object_release(grabbed);
+  grabbed = NULL;
+  /* a refused library nobody holds anything of is still unmapped */
+  ck_assert(!is_loaded(PF_TESTMOD_NO_STAMP));
+}
+END_TEST
+
 START_TEST(test_sysv_hash_table) {
   pf_object_t* m = load(PF_TESTMOD_SYSV);
   pf_export_info_t* list;
@@ -474,6 +506,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_same_library_loaded_twice);
   tcase_add_test(tc, test_concurrent_first_lookups);
   tcase_add_test(tc, test_refused_libraries);
+  tcase_add_test(tc, test_refused_library_still_held);
   tcase_add_test(tc, test_sysv_hash_table);
   tcase_add_test(tc, test_newer_minor_accepted);
   tcase_add_test(tc, test_system_library);

@@ -1,6 +1,7 @@
 /* A library for test_module with a hand-made __packfn_abi, built once per variant from compile
  * definitions: another major, a newer minor, a bad magic, a stamp too small, no stamp, a global
- * registration that fails at load; also linked with a SysV (DT_HASH) symbol table. */
+ * registration that fails at load, a function handed to the host before the load is refused;
+ * also linked with a SysV (DT_HASH) symbol table. */
 #define PF_NO_ABI_STAMP
 #include "packfn/packfn.h"
 
@@ -34,4 +35,22 @@ PF_EXPORT(one, one);
 
 #ifdef REGISTER_NAME
 PF_REGISTER_GLOBAL(REGISTER_NAME, one);
+#endif
+
+#ifdef GRAB_NAME
+/* Registers `one` under GRAB_NAME and hands it to the host's "test.module.grab", which keeps a
+ * reference, as another thread might look it up between this constructor and the refusal of
+ * the library (it has no stamp). */
+__attribute__((constructor)) static void grab(void) {
+  pf_object_t* fn = NULL;
+  if (pf_function_create_direct(one, &fn) != 0)
+    return;
+  if (pf_global_set(GRAB_NAME, fn, 0) == 0) {
+    pf_any_t arg = pf_any_object(fn);
+    pf_any_t r = pf_any_none();
+    if (pf_global_call("test.module.grab", &arg, 1, &r) == 0)
+      pf_any_release(&r);
+  }
+  pf_object_release(fn);
+}
 #endif
