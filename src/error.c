@@ -23,9 +23,9 @@
  * text names them first (pf__frames_settle). Naming (dladdr per frame) is most of a full
  * stack's cost, so a raise that nobody reads the stack of stays cheap. */
 typedef struct {
-  size_t site_len;  /* bytes of the cell's text before the frame lines */
-  char* named;      /* the whole text with names, once built (published with a CAS) */
-  int n;            /* frames in pc */
+  size_t site_len; /* bytes of the cell's text before the frame lines */
+  char* named;     /* the whole text with names, once built (published with a CAS) */
+  int n;           /* frames in pc */
   void* pc[];
 } pf__frames_t;
 
@@ -76,9 +76,21 @@ static void pf__static_error_deleter(void* self, int flags) {
   (void)self;
   (void)flags;
 }
+/* Its backtrace stays empty: it is shared by every thread, and other runtimes call this hook
+ * without checking it for NULL (TVM-FFI's C++ and Python do when they re-raise an error). */
+static void pf__static_error_update_backtrace(void* self, const pf_byte_array_t* bt, int32_t mode) {
+  (void)self;
+  (void)bt;
+  (void)mode;
+}
 static pf__error_t pf__oom_error = {
     {PF__IMMORTAL_COUNT, PF_TYPE_ERROR, 0, {pf__static_error_deleter}},
-    {{"MemoryError", 11}, {"out of memory while raising an error", 36}, {"", 0}, NULL, NULL, NULL},
+    {{"MemoryError", 11},
+     {"out of memory while raising an error", 36},
+     {"", 0},
+     pf__static_error_update_backtrace,
+     NULL,
+     NULL},
     NULL,
     NULL};
 

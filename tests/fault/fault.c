@@ -749,6 +749,10 @@ static int run_point(const program_t* p, long n) {
   } else if (rc == 0 && err) {
     report(p, n, "succeeded but left an error raised: %s", pf_error_message(err));
   }
+  /* every error, the preallocated MemoryError included, has the hook other runtimes call
+   * without checking it for NULL when they re-raise it (TVM-FFI's C++ and Python) */
+  if (err && !((const pf_error_cell_t*)(err + 1))->update_backtrace)
+    report(p, n, "raised an error without update_backtrace: %s", pf_error_message(err));
   pf_object_release(err);
   if (objects_alive != objects_before)
     report(p, n, "%s", "counted objects or closures were not destroyed");
