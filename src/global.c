@@ -572,6 +572,8 @@ static int pf__set(const char* name, pf_object_t* fn, int allow_override, pf_obj
   return 0;
 }
 
+static pf_object_t* pf__remove(const char* name, size_t len, uint64_t h, pf_object_t* expect);
+
 int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
   if (pf__check_name("pf_global_set", name) != 0)
     return -1;
@@ -581,7 +583,7 @@ int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
     return -1;
   }
   const pf__tvm_t* tvm = pf__tvm_first_use();
-  pf_object_t *old = NULL, *theirs = NULL;
+  pf_object_t *old = NULL, *theirs = NULL, *undone = NULL;
   if (!tvm)
     return pf__set(name, fn, allow_override, &old) == 0 ? (pf_object_release(old), 0) : -1;
   /* joined: one name space, so a name TVM-FFI holds is taken too; both tables get fn */
@@ -595,12 +597,22 @@ int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
     rc = -1;
   else {
     pf_byte_array_t key = {name, strlen(name)};
-    if (tvm->function_set_global(&key, fn, 1) != 0)
+    if (tvm->function_set_global(&key, fn, 1) != 0) {
+      /* TVM-FFI refused it: packfn's table gets back what it had, so that a failed call
+       * changed nothing (putting back a name it holds allocates nothing) */
+      size_t len = strlen(name);
+      uint64_t tail;
+      if (old)
+        (void)pf__set(name, old, 1, &undone); /* undone: fn, the table's reference to it */
+      else
+        undone = pf__remove(name, len, pf__name_hash(name, len, &tail), fn);
       rc = -2;
+    }
   }
   pthread_mutex_unlock(&pf__tvm_table);
   pf_object_release(theirs); /* the replaced TVM-FFI entry dies here, outside the lock */
   pf_object_release(old);
+  pf_object_release(undone);
   return rc == -2 ? pf__tvm_failed(tvm, "pf_global_set") : rc;
 }
 

@@ -73,8 +73,9 @@ PF_API int pf_function_set_info(pf_object_t* fn, const char* signature, const ch
 
 /* Registers `fn` (retained by the table) under `name` (copied). Fails (-1) with ValueError for
  * a NULL or empty name, or when the name is taken and allow_override is 0 (the message names
- * the function); TypeError when fn is NULL or not a function; MemoryError. When overriding,
- * the table releases the function it held. */
+ * the function); TypeError when fn is NULL or not a function; MemoryError; joined, TVM-FFI's
+ * error when its table refuses the name (packfn's table then holds what it held before: a
+ * failed call changes neither). When overriding, the table releases the function it held. */
 PF_API int pf_global_set(const char* name, pf_object_t* fn, int allow_override);
 
 /* Failure path of pf_global_get for a NULL name or out: sets *out (when out is not NULL) to
@@ -98,7 +99,9 @@ PF_INLINE int pf_global_get(const char* name, pf_object_t** out) {
 }
 
 /* Removes `name`, releasing the table's reference (joined: from TVM-FFI's table too). -1 with
- * KeyError naming it when absent (from both), ValueError for NULL or empty. */
+ * KeyError naming it when absent (from both), ValueError for NULL or empty; joined, TVM-FFI's
+ * error when its removal fails, after packfn's own entry was removed (the name is then gone
+ * from packfn's table, and may still name TVM-FFI's function there). */
 PF_API int pf_global_remove(const char* name);
 
 /* Number of registered names. */
