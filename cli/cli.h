@@ -35,21 +35,32 @@ typedef struct pf_cli_arg_s {
                    rather than mapped), else NULL */
 } pf_cli_arg_t;
 
-/* Parses one token into arg->value (grammar in docs/cli.md). `outs` (num_outs paths given
- * with --out) decides whether a missing .npy file is created for the call: it is when named by
- * an --out, then with the dtype and shape of `like` (the first tensor argument before it; NULL:
- * no such argument, an error). With `files` (the --out files prepared, parallel to outs; may
- * be NULL), a .npy argument named by an --out is a tensor over the shared map of that output's
- * temporary file (pf_npy_output_map: zeros, or the existing file's data), so the function
- * writes the file directly. Returns 0; -1 with a one-line message in msg (a usage error: exit
- * 2); or -2 with an error raised (the output's file could not be laid out: exit 1); arg then
- * owns nothing. */
-int pf_cli_arg_parse(const char* text, const char* const* outs, int num_outs,
-                     pf_npy_output_t* files, pf_object_t* like, pf_cli_arg_t* arg, char* msg,
+/* What parsing one argument needs to know of the command line and the arguments before it. */
+typedef struct pf_cli_parse_s {
+  const char* const* outs; /* the num_outs paths given with --out (borrowed) */
+  int num_outs;
+  pf_npy_output_t* files; /* the --out files prepared, parallel to outs; may be NULL */
+  pf_object_t** shared;   /* parallel to outs, may be NULL: the tensor an earlier argument
+                             holds for that --out (borrowed), or NULL */
+  pf_object_t* like;      /* the first tensor argument so far (borrowed), or NULL */
+} pf_cli_parse_t;
+
+/* Parses one token into arg->value (grammar in docs/cli.md). ctx->outs decides whether a
+ * missing .npy file is created for the call: it is when named by an --out, then with the dtype
+ * and shape of ctx->like (NULL: no tensor argument before it, an error). With ctx->files, a
+ * .npy argument named by an --out is a tensor over the shared map of that output's temporary
+ * file (pf_npy_output_map: zeros, or the existing file's data), so the function writes the file
+ * directly. A .npy argument naming an --out that an earlier argument named (ctx->shared) is a
+ * new reference to that argument's tensor: the function sees one tensor, and the file gets
+ * what it wrote through either. Returns 0; -1 with a one-line message in msg (a usage error:
+ * exit 2); or -2 with an error raised (the output's file could not be laid out: exit 1); arg
+ * then owns nothing. */
+int pf_cli_arg_parse(const char* text, const pf_cli_parse_t* ctx, pf_cli_arg_t* arg, char* msg,
                      size_t msg_size);
 
 /* Parses tokens[0..n) into args[0..n) (zeroed by the caller) with pf_cli_arg_parse, each
- * tensor that is created being made like the first tensor argument before it. Returns 0, or
+ * tensor that is created being made like the first tensor argument before it, and the
+ * arguments naming one --out file sharing the tensor of the first of them. Returns 0, or
  * pf_cli_arg_parse's -1 or -2; the args parsed so far still own their values (clear them
  * all). */
 int pf_cli_args_parse(char** tokens, int n, const char* const* outs, int num_outs,
@@ -70,17 +81,19 @@ int pf_cli_report_raised(const char* fallback);
 int pf_cli_print_value(const pf_any_t* value, FILE* out);
 
 /* Prints a tensor object as NumPy's repr (or "<Tensor int4 (2, 3) on cpu:0>" when its dtype has
- * no NumPy form), copying it to the host first when needed. 0, or -1 with an error raised. */
+ * no NumPy form or it has more than 32 dimensions), copying it to the host first when needed.
+ * 0, or -1 with an error raised. */
 int pf_cli_print_tensor(pf_object_t* tensor, FILE* out);
 
 /* Prepares the --out file `path` (pf_npy_output_open: the target checked, a temporary file
  * created beside it). 0, or -1 with OSError raised. */
 int pf_cli_output_open(const char* path, pf_npy_output_t* out);
 
-/* Writes a tensor object (copied to the host first when needed) into the prepared output's
- * temporary file (flushed to disk when it replaces a file, pf_npy_output_write); the target is
- * replaced only by pf_npy_output_commit. 0, or
- * -1 with OSError (cannot write) or ValueError (no .npy form of its dtype) raised. */
+/* Writes a tensor object (copied to the host first when needed, and into C order when it is a
+ * strided view) into the prepared output's temporary file (flushed to disk when it replaces a
+ * file, pf_npy_output_write); the target is replaced only by pf_npy_output_commit. 0, or -1
+ * with ValueError (a dtype with no .npy form, more than 32 dimensions) or OSError (cannot
+ * write) raised. */
 int pf_cli_output_write(pf_npy_output_t* out, pf_object_t* tensor);
 
 /* 1 when the call changed the tensor of `arg` (from its map, its fill value or its copy), 0

@@ -109,6 +109,11 @@ static int try_device(const char* s, DLDevice* out) {
 
 /* ---- tensors ---- */
 
+/* The smallest magnitude that a float32 cannot hold: FLT_MAX plus half its last digit's step
+ * (2^103), from where rounding to nearest gives infinity: a finite value at or above it is out
+ * of float32's range (converting it is undefined), one below rounds to FLT_MAX at most. */
+#define FLOAT32_OVERFLOW 0x1.ffffffp+127
+
 static void release_map(void* ctx) {
   pf_npy_map_release(ctx);
   free(ctx);
@@ -206,6 +211,8 @@ static int store_element(DLTensor* t, int64_t i, const char* s, const char* e, c
     if (r != 1)
       return usage(msg, size, "bad tensor literal '%s': '%s' is not a %s", text, item,
                    r == 0 ? "number" : "finite number (too large)");
+    if (d.bits == 32 && isfinite(fv) && fabs(fv) >= FLOAT32_OVERFLOW)
+      return usage(msg, size, "bad tensor literal '%s': '%s' is too large for float32", text, item);
     if (d.bits == 32)
       *(float*)p = (float)fv;
     else
@@ -353,16 +360,25 @@ static int npy_into_output(const char* path, int exists, pf_object_t* like, pf_n
 
 /* A .npy argument: read it, or create it like `like` when missing and named by an --out; with
  * `files` (prepared --out files, parallel to outs), an argument named by an --out lives in the
- * temporary file of that output (npy_into_output). */
-static int parse_npy(const char* text, const char* path, const char* const* outs, int num_outs,
-                     pf_npy_output_t* files, pf_object_t* like, pf_cli_arg_t* arg, char* msg,
-                     size_t size) {
+ * temporary file of that output (npy_into_output). An argument naming an --out that an earlier
+ * argument named (shared[out] not NULL) is that argument's tensor, so that whichever of them
+ * the function writes is what the file receives. */
+static int parse_npy(const char* text, const char* path, const pf_cli_parse_t* ctx,
+                     pf_cli_arg_t* arg, char* msg, size_t size) {
+  if (path[0] == '\0')
+    return usage(msg, size, "bad argument '%s': the path is empty", text);
   arg->npy_path = path;
   int out = -1;
-  for (int i = 0; i < num_outs; ++i)
-    if (strcmp(outs[i], path) == 0)
+  for (int i = 0; i < ctx->num_outs; ++i)
+    if (strcmp(ctx->outs[i], path) == 0)
       out = i;
   arg->named_by_out = out >= 0;
+  if (out >= 0 && ctx->shared != NULL && ctx->shared[out] != NULL) {
+    pf_object_retain(ctx->shared[out]);
+    arg->value = pf_any_object(ctx->shared[out]);
+    return 0;
+  }
+  pf_object_t* like = ctx->like;
   struct stat st;
   int missing = stat(path, &st) != 0 && errno == ENOENT;
   if (missing && arg->named_by_out && like == NULL)
@@ -370,8 +386,8 @@ static int parse_npy(const char* text, const char* path, const char* const* outs
                  "%s does not exist, and no tensor argument comes before it to "
                  "create it like",
                  path);
-  if (files != NULL && out >= 0) {
-    int r = npy_into_output(path, !missing, like, &files[out], arg);
+  if (ctx->files != NULL && out >= 0) {
+    int r = npy_into_output(path, !missing, like, &ctx->files[out], arg);
     if (r != 1)
       return r;
   }
@@ -432,8 +448,7 @@ static int parse_prefixed(const char* text, pf_cli_arg_t* arg, char* msg, size_t
   return 0;
 }
 
-int pf_cli_arg_parse(const char* text, const char* const* outs, int num_outs,
-                     pf_npy_output_t* files, pf_object_t* like, pf_cli_arg_t* arg, char* msg,
+int pf_cli_arg_parse(const char* text, const pf_cli_parse_t* ctx, pf_cli_arg_t* arg, char* msg,
                      size_t msg_size) {
   memset(arg, 0, sizeof *arg);
   arg->text = text;
@@ -448,7 +463,7 @@ int pf_cli_arg_parse(const char* text, const char* const* outs, int num_outs,
   if (starts_with(text, "str:"))
     return make_string(text + 4, arg, msg, msg_size);
   if (starts_with(text, "npy:"))
-    return parse_npy(text, text + 4, outs, num_outs, files, like, arg, msg, msg_size);
+    return parse_npy(text, text + 4, ctx, arg, msg, msg_size);
   if (starts_with(text, "int:") || starts_with(text, "float:") || starts_with(text, "bool:") ||
       starts_with(text, "dtype:") || starts_with(text, "device:"))
     return parse_prefixed(text, arg, msg, msg_size);
@@ -475,7 +490,7 @@ int pf_cli_arg_parse(const char* text, const char* const* outs, int num_outs,
   if ((r = parse_tensor_literal(text, arg, msg, msg_size)) != 0)
     return r < 0 ? -1 : 0;
   if (ends_with(text, ".npy"))
-    return parse_npy(text, text, outs, num_outs, files, like, arg, msg, msg_size);
+    return parse_npy(text, text, ctx, arg, msg, msg_size);
   if (try_dtype(text, &dt)) {
     arg->value = pf_any_dtype(dt);
     return 0;
@@ -519,13 +534,23 @@ void pf_cli_arg_clear(pf_cli_arg_t* arg) {
 
 int pf_cli_args_parse(char** tokens, int n, const char* const* outs, int num_outs,
                       pf_npy_output_t* files, pf_cli_arg_t* args, char* msg, size_t msg_size) {
-  pf_object_t* like = NULL;
+  pf_object_t** shared = num_outs > 0 ? calloc((size_t)num_outs, sizeof(pf_object_t*)) : NULL;
+  if (num_outs > 0 && shared == NULL)
+    return usage(msg, msg_size, "out of memory");
+  pf_cli_parse_t ctx = {outs, num_outs, files, shared, NULL};
+  int rc = 0;
   for (int i = 0; i < n; ++i) {
-    int rc = pf_cli_arg_parse(tokens[i], outs, num_outs, files, like, &args[i], msg, msg_size);
+    rc = pf_cli_arg_parse(tokens[i], &ctx, &args[i], msg, msg_size);
     if (rc != 0)
-      return rc;
-    if (like == NULL && args[i].value.type_index == PF_TYPE_TENSOR)
-      like = args[i].value.v_obj;
+      break;
+    if (ctx.like == NULL && args[i].value.type_index == PF_TYPE_TENSOR)
+      ctx.like = args[i].value.v_obj;
+    /* the first argument naming an --out holds its tensor for the later ones (borrowed: args
+     * own it) */
+    for (int k = 0; args[i].named_by_out && k < num_outs; ++k)
+      if (strcmp(outs[k], args[i].npy_path) == 0 && shared[k] == NULL)
+        shared[k] = args[i].value.v_obj;
   }
-  return 0;
+  free(shared);
+  return rc;
 }

@@ -2,6 +2,7 @@
  * the timing of one function (global, or of a --lib library) with the arguments `call` takes. */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,7 +98,20 @@ static int run_suite(int argc, char** argv) {
   child[n] = NULL;
   fflush(NULL);
   pid_t pid;
-  int err = posix_spawnp(&pid, "sh", NULL, NULL, child, environ);
+  /* the suite gets the default SIGXFSZ back (main ignores it for packfn's own writes) */
+  posix_spawnattr_t attr;
+  sigset_t defaults;
+  int err = posix_spawnattr_init(&attr);
+  if (err == 0) {
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGXFSZ);
+    err = posix_spawnattr_setsigdefault(&attr, &defaults);
+    if (err == 0)
+      err = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+    if (err == 0)
+      err = posix_spawnp(&pid, "sh", NULL, &attr, child, environ);
+    posix_spawnattr_destroy(&attr);
+  }
   free(child);
   if (err != 0) {
     fprintf(stderr, "packfn bench: cannot run sh: %s\n", strerror(err));

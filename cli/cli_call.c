@@ -1,5 +1,6 @@
 /* cli_call.c: `packfn call`: options, argument parsing, the call itself (on --device when given),
  * which tensors count as outputs, and printing them or writing them with --out. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -69,7 +70,8 @@ static int usage_error(const char* fmt, const char* what) {
   return PF_CLI_EXIT_USAGE;
 }
 
-/* Reads an option's value: "--opt VALUE" or "--opt=VALUE". 1 when argv[*i] is that option. */
+/* Reads an option's value: "--opt VALUE" or "--opt=VALUE". 1 when argv[*i] is that option;
+ * *missing then 1 when no value follows, 2 when it is empty ("--out=", "--lib ''"). */
 static int option_value(int argc, char** argv, int* i, const char* opt, const char** value,
                         int* missing) {
   size_t n = strlen(opt);
@@ -77,15 +79,16 @@ static int option_value(int argc, char** argv, int* i, const char* opt, const ch
     return 0;
   if (argv[*i][n] == '=') {
     *value = argv[*i] + n + 1;
-    return 1;
-  }
-  if (argv[*i][n] != '\0')
+  } else if (argv[*i][n] != '\0') {
     return 0;
-  if (*i + 1 >= argc) {
+  } else if (*i + 1 >= argc) {
     *missing = 1;
     return 1;
+  } else {
+    *value = argv[++*i];
   }
-  *value = argv[++*i];
+  if ((*value)[0] == '\0')
+    *missing = 2;
   return 1;
 }
 
@@ -94,7 +97,7 @@ static int parse_options(int argc, char** argv, call_opts_t* o, char** positiona
   int n = 0, options_done = 0;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
-    const char* value = NULL;
+    const char *value = NULL, *opt = NULL;
     int missing = 0;
     if (options_done || strncmp(a, "--", 2) != 0) {
       if (strcmp(a, "-h") == 0 && !options_done) {
@@ -111,11 +114,11 @@ static int parse_options(int argc, char** argv, call_opts_t* o, char** positiona
       fputs(call_usage, stdout);
       fputs(call_help, stdout);
       return PF_CLI_EXIT_OK;
-    } else if (option_value(argc, argv, &i, "--lib", &value, &missing)) {
+    } else if (option_value(argc, argv, &i, opt = "--lib", &value, &missing)) {
       o->lib = value;
-    } else if (option_value(argc, argv, &i, "--device", &value, &missing)) {
+    } else if (option_value(argc, argv, &i, opt = "--device", &value, &missing)) {
       o->device = value;
-    } else if (option_value(argc, argv, &i, "--out", &value, &missing)) {
+    } else if (option_value(argc, argv, &i, opt = "--out", &value, &missing)) {
       if (!missing && o->num_outs == CALL_MAX_OUTS)
         return usage_error("too many --out options (at most %s)", "64");
       if (!missing)
@@ -124,7 +127,9 @@ static int parse_options(int argc, char** argv, call_opts_t* o, char** positiona
       return usage_error("unknown option '%s'", a);
     }
     if (missing)
-      return usage_error("option %s needs a value", a);
+      return usage_error(missing == 1 ? "option %s needs a value"
+                                      : "option %s needs a value, got an empty one",
+                         opt);
   }
   if (n == 0)
     return usage_error("missing the function NAME%s", "");
@@ -144,13 +149,30 @@ static int needs_copy(const pf_cli_arg_t* a) {
   return !a->created && !a->named_by_out && !a->filled && (a->map == NULL || a->map->base == NULL);
 }
 
+/* The first argument before args[i] that holds the same tensor object (arguments naming one
+ * --out file share it), or NULL. */
+static const pf_cli_arg_t* same_tensor_before(const pf_cli_arg_t* args, int i) {
+  for (int j = 0; j < i; ++j)
+    if (arg_tensor(&args[j]) != NULL && args[j].value.v_obj == args[i].value.v_obj)
+      return &args[j];
+  return NULL;
+}
+
 /* Before the call: keep a copy of the tensors that need one to see later whether the call
- * wrote them (needs_copy), and copy tensors to the --device. */
+ * wrote them (needs_copy), and copy tensors to the --device (a tensor given twice once, so the
+ * function sees one tensor there too). */
 static int prepare_tensors(pf_cli_arg_t* args, int n, const DLDevice* device) {
   for (int i = 0; i < n; ++i) {
     DLTensor* t = arg_tensor(&args[i]);
     if (t == NULL)
       continue;
+    const pf_cli_arg_t* first = same_tensor_before(args, i);
+    if (first != NULL) {
+      args[i].device_tensor = first->device_tensor;
+      if (first->device_tensor != NULL)
+        pf_object_retain(first->device_tensor);
+      continue;
+    }
     if (needs_copy(&args[i])) {
       size_t nbytes = pf_dltensor_nbytes(t);
       args[i].before = malloc(nbytes > 0 ? nbytes : 1);
@@ -167,17 +189,26 @@ static int prepare_tensors(pf_cli_arg_t* args, int n, const DLDevice* device) {
   return 0;
 }
 
-/* After the call: bring tensors back from the --device. */
+/* After the call: bring tensors back from the --device (each once). */
 static int fetch_tensors(pf_cli_arg_t* args, int n) {
   for (int i = 0; i < n; ++i)
-    if (args[i].device_tensor != NULL &&
+    if (args[i].device_tensor != NULL && same_tensor_before(args, i) == NULL &&
         pf_dltensor_copy(arg_tensor(&args[i]), pf_tensor_dltensor(args[i].device_tensor)) != 0)
       return -1;
   return 0;
 }
 
-/* The tensors the call produced: a tensor result, then the output arguments in order. Their
- * number, or -1 with an error raised. */
+/* The output among outs[0..count) that is the tensor object t, or NULL. */
+static call_output_t* find_output(call_output_t* outs, int count, const pf_object_t* t) {
+  for (int j = 0; j < count; ++j)
+    if (outs[j].tensor == t)
+      return &outs[j];
+  return NULL;
+}
+
+/* The tensors the call produced: a tensor result, then the output arguments in order, each
+ * tensor once (a result that is an argument, arguments naming one --out file: the first place
+ * it comes, with the argument's file). Their number, or -1 with an error raised. */
 static int collect_outputs(const pf_any_t* result, const pf_cli_arg_t* args, int n,
                            call_output_t* outs) {
   int count = 0;
@@ -186,6 +217,12 @@ static int collect_outputs(const pf_any_t* result, const pf_cli_arg_t* args, int
   for (int i = 0; i < n; ++i) {
     if (arg_tensor(&args[i]) == NULL)
       continue;
+    call_output_t* seen = find_output(outs, count, args[i].value.v_obj);
+    if (seen != NULL) {
+      if (seen->npy_path == NULL && args[i].named_by_out)
+        seen->npy_path = args[i].npy_path;
+      continue;
+    }
     int changed = args[i].created || args[i].named_by_out ? 1 : pf_cli_arg_changed(&args[i]);
     if (changed < 0)
       return -1;
@@ -223,60 +260,128 @@ static int assign_outs(const call_opts_t* o, call_output_t* outs, int count) {
   return 0;
 }
 
-/* Writes every output that has an --out file into its temporary file, then renames them all
- * over their targets: no target changes unless every write succeeded. 0, or -1 with an error
- * raised (the temporaries removed). */
-static int write_outputs(pf_npy_output_t* files, int num_files, const call_output_t* outs,
-                         int count) {
+/* Writes every output that has an --out file into its temporary file (not yet renamed over
+ * its target). 0, or -1 with an error raised. */
+static int write_outputs(pf_npy_output_t* files, const call_output_t* outs, int count) {
   for (int j = 0; j < count; ++j)
     if (outs[j].out >= 0 && pf_cli_output_write(&files[outs[j].out], outs[j].tensor) != 0)
       return -1;
-  char err[PF_CLI_MSG_MAX];
-  if (pf_npy_output_commit(files, (size_t)num_files, err, sizeof err) != 0) {
-    PF_ERROR_SET(PF_ERR_OS, "%s", err);
-    return -1;
+  return 0;
+}
+
+/* Prints the result and the outputs into `text` (see report). 0, or -1 with an error raised. */
+static int print_outputs(const call_opts_t* o, const pf_any_t* result, const call_output_t* outs,
+                         int count, FILE* text) {
+  int printed = 0;
+  if (result->type_index != PF_TYPE_NONE && result->type_index != PF_TYPE_TENSOR) {
+    if (pf_cli_print_value(result, text) != 0)
+      return -1;
+    fputc('\n', text);
+    printed = 1;
   }
+  for (int j = 0; j < count; ++j) {
+    if (outs[j].out >= 0) {
+      fprintf(text, "wrote %s\n", o->outs[outs[j].out]);
+    } else {
+      if (pf_cli_print_tensor(outs[j].tensor, text) != 0)
+        return -1;
+      fputc('\n', text);
+    }
+    printed = 1;
+  }
+  if (!printed)
+    fputs("None\n", text);
   return 0;
 }
 
 /* Prints the result and the outputs, writes those with an --out file (files[k] prepared for
- * o->outs[k]; committed or aborted here). Returns the exit code. */
+ * o->outs[k]; committed or aborted here). The text is composed in memory while the outputs'
+ * shared maps are still there (a tensor over one, or a result that holds one, is read when it
+ * prints; the commit unmaps them), and shown once every file is in place: nothing on stdout
+ * when a write fails. Returns the exit code. */
 static int report(const call_opts_t* o, const pf_any_t* result, const pf_cli_arg_t* args, int n,
                   pf_npy_output_t* files) {
   call_output_t* outs = malloc(sizeof(call_output_t) * (size_t)(n + 1));
-  if (outs == NULL) {
+  char* text = NULL;
+  size_t text_size = 0;
+  FILE* memory = outs != NULL ? open_memstream(&text, &text_size) : NULL;
+  if (memory == NULL) {
     pf_npy_output_abort(files, (size_t)o->num_outs); /* no temporary file left behind */
+    free(outs);
     return pf_cli_report_raised("out of memory");
   }
   int count = collect_outputs(result, args, n, outs);
   int rc = count < 0 ? pf_cli_report_raised("cannot compare an argument with its file")
                      : assign_outs(o, outs, count);
-  if (rc == 0 && write_outputs(files, o->num_outs, outs, count) != 0)
+  if (rc == 0 && write_outputs(files, outs, count) != 0)
     rc = pf_cli_report_raised("cannot write an output");
+  if (rc == 0 && print_outputs(o, result, outs, count, memory) != 0)
+    rc = pf_cli_report_raised("cannot print the result");
+  if (fclose(memory) != 0 && rc == 0) {
+    PF_ERROR_SET(PF_ERR_MEMORY, "packfn: out of memory");
+    rc = pf_cli_report_raised("out of memory");
+  }
+  char err[PF_CLI_MSG_MAX];
+  if (rc == 0 && pf_npy_output_commit(files, (size_t)o->num_outs, err, sizeof err) != 0) {
+    PF_ERROR_SET(PF_ERR_OS, "%s", err);
+    rc = pf_cli_report_raised("cannot write an output");
+  }
   pf_npy_output_abort(files, (size_t)o->num_outs); /* after a commit: nothing left to do */
-  int printed = 0;
-  if (rc == 0 && result->type_index != PF_TYPE_NONE && result->type_index != PF_TYPE_TENSOR) {
-    if (pf_cli_print_value(result, stdout) != 0)
-      rc = pf_cli_report_raised("cannot print the result");
-    fputc('\n', stdout);
-    printed = 1;
-  }
-  for (int j = 0; rc == 0 && j < count; ++j) {
-    if (outs[j].out >= 0) {
-      printf("wrote %s\n", o->outs[outs[j].out]);
-    } else {
-      if (pf_cli_print_tensor(outs[j].tensor, stdout) != 0) {
-        rc = pf_cli_report_raised("cannot print an output");
-        break;
-      }
-      fputc('\n', stdout);
-    }
-    printed = 1;
-  }
-  if (rc == 0 && !printed)
-    puts("None");
+  if (rc == 0)
+    fwrite(text, 1, text_size, stdout); /* a failure shows at exit (main checks stdout) */
+  free(text);
   free(outs);
   return rc;
+}
+
+/* Where an --out file goes: its folder (device and inode) and its name in that folder. */
+typedef struct out_target_s {
+  dev_t dev;
+  ino_t ino;
+  char name[PATH_MAX];
+} out_target_t;
+
+/* The target of the --out `path`, a symbolic link followed as pf_npy_output_open follows it;
+ * the file itself need not exist. 0, or -1 when it cannot be told (the folder missing, a path
+ * naming a folder: pf_npy_output_open then says why). */
+static int resolve_target(const char* path, out_target_t* t) {
+  char buf[PATH_MAX];
+  struct stat st;
+  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+    if (realpath(path, buf) == NULL)
+      return -1;
+  } else if (strlen(path) < sizeof buf) {
+    strcpy(buf, path);
+  } else {
+    return -1;
+  }
+  char* slash = strrchr(buf, '/');
+  const char* name = slash != NULL ? slash + 1 : buf;
+  if (name[0] == '\0' || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+    return -1; /* a folder: refused when it is opened */
+  snprintf(t->name, sizeof t->name, "%s", name);
+  if (slash == buf)
+    slash[1] = '\0'; /* "/name": the root */
+  else if (slash != NULL)
+    *slash = '\0';
+  if (stat(slash != NULL ? buf : ".", &st) != 0)
+    return -1;
+  t->dev = st.st_dev;
+  t->ino = st.st_ino;
+  return 0;
+}
+
+/* 1 when --out a and --out b name the same file: the same text, the same folder and name in it
+ * (so "w.npy" and "./w.npy" match also before w.npy exists), or one existing file (a hard
+ * link). */
+static int same_target(const char* a, const char* b) {
+  out_target_t ta, tb;
+  struct stat sa, sb;
+  return strcmp(a, b) == 0 ||
+         (resolve_target(a, &ta) == 0 && resolve_target(b, &tb) == 0 && ta.dev == tb.dev &&
+          ta.ino == tb.ino && strcmp(ta.name, tb.name) == 0) ||
+         (stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+          sa.st_ino == sb.st_ino);
 }
 
 /* Before the call: no --out file named twice, and each prepared (pf_cli_output_open: the
@@ -285,10 +390,7 @@ static int report(const call_opts_t* o, const pf_any_t* result, const pf_cli_arg
 static int prepare_outputs(const call_opts_t* o, pf_npy_output_t* files) {
   for (int k = 0; k < o->num_outs; ++k) {
     for (int m = 0; m < k; ++m) {
-      struct stat a, b;
-      if (strcmp(o->outs[k], o->outs[m]) == 0 ||
-          (stat(o->outs[k], &a) == 0 && stat(o->outs[m], &b) == 0 && a.st_dev == b.st_dev &&
-           a.st_ino == b.st_ino)) {
+      if (same_target(o->outs[k], o->outs[m])) {
         pf_npy_output_abort(files, (size_t)k);
         fprintf(stderr, "packfn call: --out %s: the same file as --out %s\n%s", o->outs[k],
                 o->outs[m], call_usage);

@@ -53,12 +53,12 @@ int pf_cli_print_tensor(pf_object_t* tensor, FILE* out) {
   DLTensor* t = pf_tensor_dltensor(host);
   char descr[8];
   int rc = 0;
-  if (pf_npy_dtype_descr(t->dtype, descr, sizeof descr) == 0 ||
-      pf_dtype_equal(t->dtype, PF_DTYPE_BFLOAT16)) {
+  if (t->ndim <= PF_NPY_MAX_NDIM && (pf_npy_dtype_descr(t->dtype, descr, sizeof descr) == 0 ||
+                                     pf_dtype_equal(t->dtype, PF_DTYPE_BFLOAT16))) {
     errno = 0;
     rc = pf_npy_format_raw(t->dtype, t->ndim, t->shape, t->strides, pf_dltensor_data(t), out);
   } else {
-    /* no NumPy form (int4, float8, lanes > 1): describe it instead */
+    /* no NumPy form (int4, float8, lanes > 1, more than 32 dimensions): describe it instead */
     char dtype[PF_DTYPE_STR_MAX], device[PF_DEVICE_STR_MAX];
     pf_dtype_format(t->dtype, dtype, sizeof dtype);
     pf_device_format(pf_tensor_dltensor(tensor)->device, device, sizeof device);
@@ -88,23 +88,41 @@ int pf_cli_output_write(pf_npy_output_t* out, pf_object_t* tensor) {
   if (host_tensor(tensor, &host) != 0)
     return -1;
   DLTensor* t = pf_tensor_dltensor(host);
-  int rc = -1;
-  if (!pf_dltensor_is_contiguous(t) || t->ndim > PF_NPY_MAX_NDIM) {
-    PF_ERROR_SET(PF_ERR_VALUE, "%s: cannot write a non-contiguous tensor or one of %d dimensions",
-                 out->path, (int)t->ndim);
-  } else {
-    pf_npy_array_t arr;
-    memset(&arr, 0, sizeof arr);
-    arr.dtype = t->dtype;
-    arr.ndim = t->ndim;
-    memcpy(arr.shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
-    arr.data = pf_dltensor_data(t);
-    arr.nbytes = pf_dltensor_nbytes(t);
-    char err[PF_CLI_MSG_MAX];
-    rc = pf_npy_output_write(out, &arr, err, sizeof err);
-    if (rc != 0)
-      PF_ERROR_SET(PF_ERR_OS, "%s", err);
+  char descr[8], dtype[PF_DTYPE_STR_MAX];
+  if (t->ndim > PF_NPY_MAX_NDIM) {
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: cannot write a tensor of %d dimensions (.npy has %d at most)",
+                 out->path, (int)t->ndim, PF_NPY_MAX_NDIM);
+    pf_object_release(host);
+    return -1;
   }
+  if (pf_npy_dtype_descr(t->dtype, descr, sizeof descr) != 0) {
+    pf_dtype_format(t->dtype, dtype, sizeof dtype);
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: cannot write a tensor of dtype %s: it has no .npy equivalent",
+                 out->path, dtype);
+    pf_object_release(host);
+    return -1;
+  }
+  if (!pf_dltensor_is_contiguous(t)) {
+    /* a strided view (a transpose, a slice): its elements in C order, copied */
+    pf_object_t* copy;
+    int rc = pf_tensor_to_device(host, PF_DEVICE_CPU, &copy);
+    pf_object_release(host);
+    if (rc != 0)
+      return -1;
+    host = copy;
+    t = pf_tensor_dltensor(host);
+  }
+  pf_npy_array_t arr;
+  memset(&arr, 0, sizeof arr);
+  arr.dtype = t->dtype;
+  arr.ndim = t->ndim;
+  memcpy(arr.shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+  arr.data = pf_dltensor_data(t);
+  arr.nbytes = pf_dltensor_nbytes(t);
+  char err[PF_CLI_MSG_MAX];
+  int rc = pf_npy_output_write(out, &arr, err, sizeof err);
+  if (rc != 0)
+    PF_ERROR_SET(PF_ERR_OS, "%s", err);
   pf_object_release(host);
   return rc;
 }
@@ -149,6 +167,10 @@ static void print_quoted(const char* data, size_t size, FILE* out, char prefix) 
       fprintf(out, "\\%c", c);
     else if (c == '\n')
       fputs("\\n", out);
+    else if (c == '\t')
+      fputs("\\t", out);
+    else if (c == '\r')
+      fputs("\\r", out);
     else if (c < 0x20 || c == 0x7f || (prefix && c >= 0x80))
       fprintf(out, "\\x%02x", c);
     else

@@ -1,7 +1,9 @@
 /* packfn.c: the packfn command line: dispatch, help, and the commands list and info (call lives
  * in cli_call.c, bench in cli_bench.c). Linked with packfn_kernels (and packfn_cuda and
  * packfn_kernels_cuda when built). */
+#include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -221,7 +223,7 @@ static int cpus_usable(void) {
   return online > 0 && online < 1024 ? (int)online : 1;
 }
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   /* keeps the kernel libraries linked under --as-needed, so their kernels register at load */
   (void)pf_kernels_count();
 #ifdef PF_CLI_HAVE_CUDA
@@ -264,4 +266,24 @@ int main(int argc, char** argv) {
   if (c == NULL)
     return usage_error(cmd[0] == '-' ? "unknown option" : "unknown command", cmd);
   return c->run(argc - 1, argv + 1);
+}
+
+/* Flushes stdout and says on stderr when what a command printed could not be written (a full
+ * disk, /dev/full): the exit code is then 1 (or the command's own failure), never 0 for output
+ * that was lost. */
+static int check_stdout(int rc) {
+  int error = fflush(stdout) != 0 ? errno : 0;
+  if (error == 0 && !ferror(stdout))
+    return rc;
+  fprintf(stderr, "packfn: cannot write to standard output: %s\n",
+          error != 0 ? strerror(error) : "write error");
+  return rc != PF_CLI_EXIT_OK ? rc : PF_CLI_EXIT_RAISED;
+}
+
+int main(int argc, char** argv) {
+  /* A file size limit (ulimit -f) makes a write past it fail with EFBIG, which the --out
+   * writers report and clean up after (docs/cli.md), rather than kill the process with SIGXFSZ
+   * and leave a temporary file behind. */
+  signal(SIGXFSZ, SIG_IGN);
+  return check_stdout(run_main(argc, argv));
 }

@@ -13,8 +13,10 @@ import resource
 import shutil
 import signal
 import stat
+import struct
 import subprocess
 import sys
+import threading
 
 try:
     import numpy as np
@@ -40,7 +42,9 @@ class Cli:
         `env` added to the environment and a file size limit of `fsize` bytes when given:
         (exit code, stdout, stderr)."""
         def limit():
-            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past it fails with EFBIG
+            # SIGXFSZ as a shell leaves it (it kills by default): packfn itself ignores it, so
+            # that a write past the limit fails with EFBIG and is reported
+            signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
             resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         p = subprocess.run((self.wrapper if wrap else []) + [self.bin] + list(args), cwd=self.dir,
                            capture_output=True, text=True, timeout=240,
@@ -109,6 +113,12 @@ def test_usage_errors(cli):
     expect(cli, ["call", "--frob", "f"], USAGE, stderr_re=r"unknown option '--frob'")
     expect(cli, ["call", "f", "--lib"], USAGE, stderr_re=r"option --lib needs a value")
     expect(cli, ["call", "--device", "gpu7", "f"], USAGE, stderr_re=r"bad --device 'gpu7'")
+    # an empty value is no value: a usage error naming the option, not an OSError
+    for empty in (["--out="], ["--out", ""], ["--lib="]):
+        expect(cli, ["call"] + empty + ["packfn.kernels.add_n", "float32[1]:1", "float32[1]",
+                                        "1"], USAGE, stdout="", wrap=False,
+               stderr_re=r"^packfn call: option --(out|lib) needs a value, got an empty one\n" +
+               CALL_USAGE)
 
 
 def test_bad_literals(cli):
@@ -124,6 +134,9 @@ def test_bad_literals(cli):
         ("float16[2]:1,2", r"inline values need"),
         ("int:abc", r"'int:abc': not an integer"),
         ("float:1e999", r"out of range for float64"),
+        ("float32[1]:1e39", r"'1e39' is too large for float32"),
+        ("float32[2]:1,-3.5e38", r"'-3.5e38' is too large for float32"),
+        ("npy:", r"bad argument 'npy:': the path is empty"),
         ("bool:yes", r"expected true or false"),
         ("dtype:float33", r"bad argument 'dtype:float33'"),
         ("device:gpu", r"bad argument 'device:gpu'"),
@@ -265,6 +278,12 @@ def test_literal_types(cli):
                  "int8[]:-5"], OK,
            stdout="[array([ True, False,  True]), array([255, 255], dtype=uint8), "
                   "array(-5, dtype=int8)]\n")
+    # control characters inside containers as Python's repr writes them
+    expect(cli, ["call", "--lib", cli.echo, "echo", "a\tb\rc\nd\x01", "str:\x7f"], OK,
+           stdout="['a\\tb\\rc\\nd\\x01', '\\x7f']\n")
+    # float32 literals up to the largest float32 (values that round to it), infinities as given
+    expect(cli, ["call", "--lib", cli.echo, "echo", "float32[3]:3.4028235e38,-inf,inf"], OK,
+           stdout="[array([3.4028235e+38,          -inf,           inf], dtype=float32)]\n")
     expect(cli, ["call", "--lib", cli.echo, "summary"], OK,
            stdout="{'name': 'cli', 'shape': (2, 3), 'values': [1, 2.5]}\n")
     expect(cli, ["call", "--lib", cli.good, "greet", "str:world"], OK, stdout="hello, world\n")
@@ -403,6 +422,15 @@ def test_atomic_out(cli):
     expect(cli, ["call", "packfn.kernels.add_n", "float32[2]:1", "--out", "ay.npy", "--out",
                  "./ay.npy"], USAGE, stderr_re=r"^packfn call: --out \./ay\.npy: the same file as "
                  r"--out ay\.npy$", wrap=False)
+    # the same before the file exists: the folder and the name are compared (two outputs, which
+    # were both written to the one file)
+    here = os.path.basename(cli.dir)
+    for other in ("./az.npy", f"../{here}/az.npy", cli.path("az.npy")):
+        expect(cli, ["call", "--lib", cli.echo, "fill_ones", "float32[2]", "float32[2]", "--out",
+                     "az.npy", "--out", other], USAGE, stdout="", wrap=False,
+               stderr_re=r"^packfn call: --out " + re.escape(other) + r": the same file as "
+                         r"--out az\.npy$")
+        assert not os.path.exists(cli.path("az.npy"))
     assert temporaries(cli) == [], temporaries(cli)
 
 
@@ -429,6 +457,152 @@ def test_mapped_inputs(cli):
            stdout="None\n")
     expect(cli, ["call", "packfn.kernels.add_n", "float32[5]:1", "float32[5]:1", "1"], OK,
            stdout="array([2., 2., 2., 2., 2.], dtype=float32)\n")
+
+
+def npy_bytes(descr, shape, data):
+    """A version 1.0 .npy file as NumPy writes it (no NumPy needed): descr such as '<f4'."""
+    dims = "".join(f"{d}, " for d in shape).rstrip(" ") if len(shape) != 1 else f"{shape[0]},"
+    text = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': ({dims}), }}"
+    text += " " * (63 - (10 + len(text)) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text.encode() + data
+
+
+def npy_contents(cli, name):
+    """(header dict with its padding stripped, data) of the .npy file `name` (version 1.0)."""
+    raw = read_bytes(cli, name)
+    assert raw[:8] == b"\x93NUMPY\x01\x00", raw[:8]
+    end = 10 + struct.unpack("<H", raw[8:10])[0]
+    return raw[10:end].decode().rstrip(), raw[end:]
+
+
+def holds(cli, name, descr, shape, data):
+    """Asserts that the .npy file `name` holds an array of this descr, shape and data."""
+    dims = ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "")
+    want = (f"{{'descr': '{descr}', 'fortran_order': False, 'shape': ({dims}), }}", data)
+    got = npy_contents(cli, name)
+    assert got == want, (name, got, want)
+    return True
+
+
+def write_file(cli, name, data):
+    with open(cli.path(name), "wb") as f:
+        f.write(data)
+
+
+def f32(*values, order="<"):
+    return struct.pack(order + "f" * len(values), *values)
+
+
+def test_out_file_in_the_result(cli):
+    # a result that holds the tensor written into an --out file (echo returns its arguments,
+    # first its first one) prints from that file's map before the map goes (it crashed after)
+    write_file(cli, "r1.npy", npy_bytes("<f4", (2,), f32(1.5, 2.5)))
+    expect(cli, ["call", "--lib", cli.echo, "echo", "r1.npy", "--out", "r1.npy"], OK, stderr="",
+           stdout="[array([1.5, 2.5], dtype=float32)]\nwrote r1.npy\n")
+    assert holds(cli, "r1.npy", "<f4", (2,), f32(1.5, 2.5))
+    # created for the call (missing), printed in the result, then written
+    expect(cli, ["call", "--lib", cli.echo, "echo", "float32[2]:1", "r2.npy", "--out", "r2.npy"],
+           OK, stdout="[array([1., 1.], dtype=float32), array([0., 0.], dtype=float32)]\n"
+           "wrote r2.npy\n")
+    assert holds(cli, "r2.npy", "<f4", (2,), f32(0, 0))
+    # a tensor result that is the argument written into the file: one output, the file
+    expect(cli, ["call", "--lib", cli.echo, "first", "r1.npy", "--out", "r1.npy"], OK,
+           stdout="wrote r1.npy\n")
+    assert holds(cli, "r1.npy", "<f4", (2,), f32(1.5, 2.5))
+    # an --out that fails to be written: nothing printed, the file as it was
+    expect(cli, ["call", "--lib", cli.echo, "echo", "r1.npy", "int4[2]", "--out", "r1.npy",
+                 "--out", "r3.npy"], RAISED, stdout="",
+           stderr="ValueError: r3.npy: cannot write a tensor of dtype int4: it has no .npy "
+                  "equivalent\n")
+    assert not os.path.exists(cli.path("r3.npy"))
+
+
+def test_out_file_given_twice_as_argument(cli):
+    # add_n(x, out, n) in place: both arguments are the --out file, one tensor, so the file gets
+    # the sum (it kept its old contents, and the changed private copy printed)
+    write_file(cli, "i1.npy", npy_bytes("<f4", (2, 3), f32(0, 1, 2, 3, 4, 5)))
+    expect(cli, ["call", "packfn.kernels.add_n", "i1.npy", "i1.npy", "1", "--out", "i1.npy"], OK,
+           stdout="wrote i1.npy\n", stderr="")
+    assert holds(cli, "i1.npy", "<f4", (2, 3), f32(1, 2, 3, 4, 5, 6))
+    # a file read rather than mapped (big-endian): the same, written in this host's order
+    write_file(cli, "i2.npy", npy_bytes(">f4", (3,), f32(1, 2, 3, order=">")))
+    expect(cli, ["call", "packfn.kernels.add_n", "npy:i2.npy", "i2.npy", "10", "--out", "i2.npy"],
+           OK, stdout="wrote i2.npy\n", wrap=False)
+    assert holds(cli, "i2.npy", "<f4", (3,), f32(11, 12, 13))
+    # created (missing) and named twice: one zero tensor like the first argument
+    expect(cli, ["call", "--lib", cli.echo, "fill_ones", "float32[2]", "i3.npy", "i3.npy",
+                 "--out", "i3.npy"], OK, stdout="array([1., 1.], dtype=float32)\nwrote i3.npy\n",
+           wrap=False)
+    assert holds(cli, "i3.npy", "<f4", (2,), f32(1, 1))
+
+
+def test_out_file_size_limit(cli):
+    # a file size limit with SIGXFSZ at its default (which kills): packfn ignores the signal,
+    # so the write fails with EFBIG, is reported, and leaves no temporary file
+    expect(cli, ["call", "packfn.kernels.add_n", "float32[64,64]:1", "float32[64,64]", "0",
+                 "--out", "fz.npy"], RAISED, stdout="", fsize=8192, wrap=False,
+           stderr_re=r"^OSError: .*fz\.npy: write error: File too large$")
+    assert not os.path.exists(cli.path("fz.npy"))
+    assert [n for n in os.listdir(cli.dir) if n.startswith(".fz.npy.")] == []
+
+
+def test_piped_inputs(cli):
+    # a pipe (/dev/stdin) and a FIFO give their bytes once: read from the stream packfn opened
+    data = npy_bytes("<f4", (2,), f32(4, 5))
+    argv = (cli.wrapper or []) + [cli.bin, "call", "--lib", cli.echo, "echo", "npy:/dev/stdin"]
+    p = subprocess.run(argv, cwd=cli.dir, input=data, capture_output=True, timeout=240)
+    assert (p.returncode, p.stdout, p.stderr) == (
+        OK, b"[array([4., 5.], dtype=float32)]\n", b""), (p.returncode, p.stdout, p.stderr)
+    fifo = cli.path("p1.npy")
+    os.mkfifo(fifo)
+
+    def feed():
+        with open(fifo, "wb") as f:
+            f.write(data)
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    try:
+        p = subprocess.run([cli.bin, "call", "--lib", cli.echo, "echo", "p1.npy"], cwd=cli.dir,
+                           capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired as e:
+        raise Failure("packfn call ... echo p1.npy (a FIFO) did not finish: it waits for "
+                      "another writer") from e
+    writer.join(5)
+    assert (p.returncode, p.stdout) == (OK, "[array([4., 5.], dtype=float32)]\n"), (
+        p.returncode, p.stdout, p.stderr)
+
+
+def test_stdout_write_errors(cli):
+    # what cannot be written to stdout is an error (exit 1, said on stderr), not success
+    if not os.path.exists("/dev/full"):
+        print("test_cli: test_stdout_write_errors SKIPPED: no /dev/full")
+        return
+    for args in (["list"], ["call", "--lib", cli.echo, "types", "1"], ["--version"]):
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([cli.bin] + args, cwd=cli.dir, stdout=full,
+                               stderr=subprocess.PIPE, text=True, timeout=240)
+        assert p.returncode == RAISED, (args, p.returncode, p.stderr)
+        assert p.stderr.endswith("packfn: cannot write to standard output: No space left on "
+                                 "device\n"), (args, p.stderr)
+
+
+def test_outputs_without_npy_form(cli):
+    # more dimensions than NumPy's 32 prints as a description; as an --out it is a ValueError
+    expect(cli, ["call", "--lib", cli.echo, "deep", "40"], OK, stderr="",
+           stdout="<Tensor float32 (" + ", ".join(["1"] * 40) + ") on cpu:0>\n")
+    expect(cli, ["call", "--lib", cli.echo, "deep", "32"], OK,
+           stdout="array(" + "[" * 32 + "1." + "]" * 32 + ",\n      dtype=float32)\n", wrap=False)
+    expect(cli, ["call", "--lib", cli.echo, "deep", "40", "--out", "n1.npy"], RAISED, stdout="",
+           stderr="ValueError: n1.npy: cannot write a tensor of 40 dimensions (.npy has 32 at "
+                  "most)\n")
+    expect(cli, ["call", "--lib", cli.echo, "echo", "int4[2]", "--out", "n2.npy"], RAISED,
+           stderr="ValueError: n2.npy: cannot write a tensor of dtype int4: it has no .npy "
+                  "equivalent\n", wrap=False)
+    assert not os.path.exists(cli.path("n1.npy")) and not os.path.exists(cli.path("n2.npy"))
+    # a strided view is written as a C-order copy
+    expect(cli, ["call", "--lib", cli.echo, "transpose", "float32[2,3]:1,2,3,4,5,6", "--out",
+                 "n3.npy"], OK, stdout="wrote n3.npy\n")
+    assert holds(cli, "n3.npy", "<f4", (3, 2), f32(1, 4, 2, 5, 3, 6))
 
 
 def test_registration_failures(cli):
@@ -520,7 +694,9 @@ TESTS = [test_version_and_help, test_usage_errors, test_bad_literals, test_info,
          test_call_inline_tensors, test_call_errors, test_literal_types,
          test_tensor_result_and_out, test_npy_interop, test_library_globals_and_function_results,
          test_bench_function, test_bench_suite_lookup, test_atomic_out, test_mapped_inputs,
-         test_registration_failures]
+         test_registration_failures, test_out_file_in_the_result,
+         test_out_file_given_twice_as_argument, test_out_file_size_limit, test_piped_inputs,
+         test_stdout_write_errors, test_outputs_without_npy_form]
 
 
 def test_tvm_ffi_library(cli):

@@ -1,6 +1,6 @@
 /* test_npy.c: unit tests of src/npy/: round trips for every dtype, hand-made Fortran-order,
  * big-endian and malformed files, and the NumPy-style printer against NumPy's own output. */
-#define _DEFAULT_SOURCE /* mkdtemp, rmdir, mkfifo, setrlimit, opendir, symlink */
+#define _DEFAULT_SOURCE /* mkdtemp, rmdir, mkfifo, setrlimit, opendir, symlink, fork */
 
 #include "packfn/npy.h"
 
@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define ERR_SIZE 256
@@ -1039,6 +1040,68 @@ START_TEST(test_map_falls_back_to_reading) {
 }
 END_TEST
 
+/* A FIFO (or a pipe, /dev/stdin) gives its bytes once: what follows the header is read from
+ * the stream already open, not by opening the path again, which would wait for another writer
+ * (a FIFO) or find the header gone (a pipe). A child writes the file into the FIFO once. */
+START_TEST(test_map_reads_a_fifo_once) {
+  char path[128], err[ERR_SIZE];
+  unsigned char buf[BUF_SIZE];
+  const float values[3] = {1.5f, -2.0f, 4.0f};
+  size_t len = make_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", values,
+                        sizeof values);
+  temp_path(path, sizeof path, "fifo.npy");
+  ck_assert_int_eq(mkfifo(path, 0600), 0);
+  pid_t child = fork();
+  ck_assert_int_ge(child, 0);
+  if (child == 0) {
+    int fd = open(path, O_WRONLY);
+    _exit(fd >= 0 && write(fd, buf, len) == (ssize_t)len && close(fd) == 0 ? 0 : 1);
+  }
+  pf_npy_map_t m;
+  int rc = pf_npy_map_file(path, &m, err, sizeof err);
+  int status = 0;
+  ck_assert_int_eq(waitpid(child, &status, 0), child);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ck_assert_msg(rc == 0, "%s", err);
+  ck_assert_ptr_null(m.base); /* read, not mapped */
+  ck_assert_int_eq(m.array.ndim, 1);
+  ck_assert_int_eq(m.array.shape[0], 3);
+  ck_assert_uint_eq(m.array.nbytes, sizeof values);
+  ck_assert_mem_eq(m.array.data, values, sizeof values);
+  pf_npy_map_release(&m);
+  unlink(path);
+}
+END_TEST
+
+/* pf_npy_output_map refuses more than PF_NPY_MAX_NDIM dimensions before it reads the shape:
+ * desc.shape has 32 entries, and what follows it here (negative numbers) must not be read as
+ * dimensions 32 to 39. */
+START_TEST(test_output_map_checks_ndim_first) {
+  char path[128], err[ERR_SIZE];
+  temp_path(path, sizeof path, "deep.npy");
+  struct {
+    pf_npy_array_t desc;
+    int64_t after[16];
+  } in;
+  memset(&in, 0xff, sizeof in); /* -1 everywhere past the fields set below */
+  in.desc.dtype = dtype(kDLFloat, 32);
+  in.desc.ndim = 40;
+  for (int k = 0; k < PF_NPY_MAX_NDIM; k++)
+    in.desc.shape[k] = 1;
+  pf_npy_output_t out;
+  void* data = NULL;
+  ck_assert_int_eq(pf_npy_output_open(path, &out, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_map(&out, &in.desc, NULL, &data, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "deep.npy: ndim is 40: expected 0 to 32") != NULL, "%s", err);
+  in.desc.ndim = -1;
+  ck_assert_int_eq(pf_npy_output_map(&out, &in.desc, NULL, &data, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "ndim is -1: expected 0 to 32") != NULL, "%s", err);
+  ck_assert_ptr_null(data);
+  pf_npy_output_abort(&out, 1);
+  ck_assert_int_eq(dir_entries(), 0);
+}
+END_TEST
+
 /* A mapped output gets its disk blocks before the call: an output larger than the space left is
  * an error there ("No space left on device", nothing allocated), not a SIGBUS in the function
  * writing the map. The size: the free space of the test folder's file system plus 1 GiB. */
@@ -1400,6 +1463,8 @@ static Suite* npy_suite(void) {
   tcase_add_test(tc, test_free_is_idempotent);
   tcase_add_test(tc, test_map_without_copy_and_changes);
   tcase_add_test(tc, test_map_falls_back_to_reading);
+  tcase_add_test(tc, test_map_reads_a_fifo_once);
+  tcase_add_test(tc, test_output_map_checks_ndim_first);
   tcase_add_test(tc, test_failed_write_keeps_the_old_file);
   tcase_add_test(tc, test_mapped_output_larger_than_the_disk);
   tcase_add_test(tc, test_output_refuses_non_regular_targets);

@@ -78,7 +78,8 @@ typedef struct pf_npy_map_s {
  * write lands in a private copy of the page written (copy on write), never in the file. A file
  * of up to a quarter of the memory has its pages mapped at once (read-only with MAP_POPULATE,
  * then made writable), so reading it takes no page faults; a larger one faults in as read.
- * Otherwise the data is read as pf_npy_read_file does (out->base NULL). The same checks and
+ * Otherwise the data is read as pf_npy_read_file does (out->base NULL), from the file as it was
+ * opened: a pipe or a FIFO (/dev/stdin) is read once, as it streams. The same checks and
  * messages as pf_npy_read_file; 0, or -1 with *out zeroed (fd -1). Release with
  * pf_npy_map_release. */
 PF_NPY_API int pf_npy_map_file(const char* path, pf_npy_map_t* out, char* err, size_t err_size);
@@ -133,7 +134,8 @@ PF_NPY_API int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* 
  * pf_npy_map_file maps; it is copied in the kernel, copy_file_range). Maps the file shared and
  * sets *data to its data: what is written there is the file's content, written once (no copy
  * at pf_npy_output_write). The map stays valid until commit or abort unmaps it. 0, or -1 with a
- * message in err (no room on the disk, a file size limit, an init file that differs). */
+ * message in err (desc->ndim outside 0..PF_NPY_MAX_NDIM, checked before desc->shape is read; no
+ * room on the disk, a file size limit, an init file that differs). */
 PF_NPY_API int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* desc, const char* init,
                                  void** data, char* err, size_t err_size);
 

@@ -42,6 +42,16 @@ static void* pf__npy_map_private(int fd, size_t length, int populate) {
   return mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 }
 
+/* Reads the data after the header h from fp, which stands at its first byte, and closes fp:
+ * from the stream already open, not the path again, since a pipe or a FIFO gives its bytes
+ * once (reopening a pipe finds the header gone, a FIFO waits for another writer). */
+static int read_rest(FILE* fp, const char* path, const pf__npy_header_t* h, pf_npy_map_t* out,
+                     char* err, size_t err_size) {
+  int rc = pf__npy_read_data_file(fp, path, h, &out->array, err, err_size);
+  fclose(fp);
+  return rc;
+}
+
 int pf__npy_map_file_as(const char* path, int populate, pf_npy_map_t* out, char* err,
                         size_t err_size) {
   if (out != NULL) {
@@ -68,14 +78,12 @@ int pf__npy_map_file_as(const char* path, int populate, pf_npy_map_t* out, char*
   if (offset < 0 || fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode) || !usable_in_place(&h) ||
       (size_t)offset % itemsize != 0 || (uint64_t)st.st_size != (uint64_t)offset + nbytes) {
     /* read it instead: a pipe, another layout, or a size the reader reports precisely */
-    fclose(fp);
-    return pf_npy_read_file(path, &out->array, err, err_size);
+    return read_rest(fp, path, &h, out, err, err_size);
   }
   size_t length = (size_t)st.st_size;
   void* base = pf__npy_map_private(fileno(fp), length, populate);
   if (base == MAP_FAILED) {
-    fclose(fp);
-    return pf_npy_read_file(path, &out->array, err, err_size);
+    return read_rest(fp, path, &h, out, err, err_size);
   }
   out->fd = dup(fileno(fp));
   fclose(fp);

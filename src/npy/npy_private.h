@@ -62,4 +62,11 @@ int pf__npy_map_file_as(const char* path, int populate, pf_npy_map_t* out, char*
 int pf__npy_read_header_file(FILE* fp, const char* name, pf__npy_header_t* h, size_t* nbytes,
                              char* err, size_t err_size);
 
+/* Reads the data that follows a header pf__npy_read_header_file read from fp, as
+ * pf_npy_read_file does (byte-swapped, transposed to C order, nothing left over), into *out
+ * (zeroed on failure): for a stream that cannot be read again from its start, a pipe or a
+ * FIFO. 0, or -1 with a message in err. */
+int pf__npy_read_data_file(FILE* fp, const char* name, const pf__npy_header_t* h,
+                           pf_npy_array_t* out, char* err, size_t err_size);
+
 #endif /* PACKFN_SRC_NPY_PRIVATE_H_ */

@@ -477,14 +477,11 @@ int pf__npy_read_header_file(FILE* fp, const char* name, pf__npy_header_t* h, si
   return read_header(&src, name, h, &count, nbytes, err, err_size);
 }
 
-static int read_npy(npy_source_t* src, const char* name, pf_npy_array_t* out, char* err,
-                    size_t err_size) {
-  pf__npy_header_t h;
-  size_t count = 0;
-  size_t nbytes = 0;
-  if (read_header(src, name, &h, &count, &nbytes, err, err_size) != 0) {
-    return -1;
-  }
+/* Reads the data that follows the header `h` (count elements, nbytes bytes) from src into *out:
+ * byte-swapped and transposed to C order as needed. 0, or -1 with a message in err. */
+static int read_data(npy_source_t* src, const char* name, const pf__npy_header_t* hp, size_t count,
+                     size_t nbytes, pf_npy_array_t* out, char* err, size_t err_size) {
+  const pf__npy_header_t h = *hp;
   size_t itemsize = h.dtype.bits / 8u;
   uint64_t left = 0;
   int left_known = source_left(src, &left) == 0;
@@ -536,6 +533,29 @@ static int read_npy(npy_source_t* src, const char* name, pf_npy_array_t* out, ch
   out->data = data;
   out->nbytes = nbytes;
   return 0;
+}
+
+static int read_npy(npy_source_t* src, const char* name, pf_npy_array_t* out, char* err,
+                    size_t err_size) {
+  pf__npy_header_t h;
+  size_t count = 0;
+  size_t nbytes = 0;
+  if (read_header(src, name, &h, &count, &nbytes, err, err_size) != 0) {
+    return -1;
+  }
+  return read_data(src, name, &h, count, nbytes, out, err, err_size);
+}
+
+int pf__npy_read_data_file(FILE* fp, const char* name, const pf__npy_header_t* h,
+                           pf_npy_array_t* out, char* err, size_t err_size) {
+  size_t count = 0;
+  size_t nbytes = 0;
+  memset(out, 0, sizeof *out);
+  if (pf__npy_array_size(h->shape, h->ndim, h->dtype.bits / 8u, &count, &nbytes) != 0) {
+    return pf__npy_fail(err, err_size, name, "shape is too large: its size in bytes overflows");
+  }
+  npy_source_t src = {fp, NULL, 0, 0};
+  return read_data(&src, name, h, count, nbytes, out, err, err_size);
 }
 
 int pf_npy_read_buffer(const void* buf, size_t size, pf_npy_array_t* out, char* err,

@@ -312,6 +312,11 @@ int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* desc, const ch
                         "output not open or already mapped, or NULL argument");
   }
   const char* name = out->path;
+  if (desc->ndim < 0 || desc->ndim > PF_NPY_MAX_NDIM) {
+    /* before anything reads desc->shape[0..ndim) */
+    return pf__npy_fail(err, err_size, name, "ndim is %d: expected 0 to %d", (int)desc->ndim,
+                        PF_NPY_MAX_NDIM);
+  }
   pf_npy_array_t shape = *desc;
   size_t count = 0;
   if (pf__npy_array_size(shape.shape, shape.ndim, shape.dtype.bits / 8u, &count, &shape.nbytes) !=

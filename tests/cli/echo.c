@@ -125,3 +125,57 @@ static int silent(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* 
   return -1;
 }
 PF_EXPORT(silent, silent);
+
+/* first(x, ...) -> x: its first argument itself (a tensor result that is also an argument) */
+static int first(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  if (num_args < 1) {
+    PF_ERROR_SET(PF_ERR_TYPE, "first: expected at least one argument");
+    return -1;
+  }
+  *result = args[0];
+  if (args[0].type_index >= PF_TYPE_STATIC_OBJECT_BEGIN)
+    pf_object_retain(args[0].v_obj);
+  return 0;
+}
+PF_EXPORT(first, first);
+
+/* deep(n) -> Tensor: a float32 tensor of n dimensions of extent 1 holding 1 (more than a .npy
+ * file can hold when n > 32) */
+static int deep(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  int64_t n, shape[64];
+  if (num_args != 1 || pf_any_as_int(&args[0], &n) != 0 || n < 0 || n > 64) {
+    pf_error_clear();
+    PF_ERROR_SET(PF_ERR_TYPE, "deep: expected one int from 0 to 64");
+    return -1;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    shape[i] = 1;
+  pf_object_t* t;
+  if (pf_tensor_empty(shape, (int32_t)n, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &t) != 0)
+    return -1;
+  *(float*)pf_dltensor_data(pf_tensor_dltensor(t)) = 1.0f;
+  *result = pf_any_object(t);
+  return 0;
+}
+PF_EXPORT(deep, deep);
+
+/* transpose(x) -> Tensor: a view of the 2-d tensor x with its axes swapped (not contiguous) */
+static int transpose(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  DLTensor* t = num_args == 1 && args[0].type_index == PF_TYPE_TENSOR
+                    ? pf_tensor_dltensor(args[0].v_obj)
+                    : NULL;
+  if (t == NULL || t->ndim != 2) {
+    PF_ERROR_SET(PF_ERR_TYPE, "transpose: expected one 2-d tensor");
+    return -1;
+  }
+  int32_t axes[2] = {1, 0};
+  pf_object_t* view;
+  if (pf_tensor_permute(args[0].v_obj, axes, &view) != 0)
+    return -1;
+  *result = pf_any_object(view);
+  return 0;
+}
+PF_EXPORT(transpose, transpose);
