@@ -62,6 +62,23 @@ static int k_shaped(const char* func, int32_t index, const char* name, const DLT
   return 0;
 }
 
+/* Output `o` (argument oi) must share no byte with argument ii (`in`), both compact (checked
+ * before): their bytes are compared from their first elements. With `same_ok` the very same
+ * array is allowed too (same first byte, `o` no larger than `in`), where the kernel supports
+ * working in place; a partial overlap never is (the kernel would read what it wrote). */
+static int k_apart(const char* func, int32_t oi, const char* on, const DLTensor* o, int32_t ii,
+                   const char* in_name, const DLTensor* in, int same_ok) {
+  size_t ob = pf_dltensor_nbytes(o), ib = pf_dltensor_nbytes(in);
+  uintptr_t a = (uintptr_t)pf_dltensor_data(o), b = (uintptr_t)pf_dltensor_data(in);
+  if (ob == 0 || ib == 0 || a >= b + ib || b >= a + ob || (same_ok && a == b && ob <= ib))
+    return 0;
+  PF_ERROR_SET(PF_ERR_VALUE,
+               "%s: argument %d (%s): expected memory apart from argument %d (%s)%s, got an "
+               "overlap",
+               func, (int)oi, on, (int)ii, in_name, same_ok ? " or the very same array" : "");
+  return -1;
+}
+
 static int k_scalar(const char* func, int32_t index, const char* name, double v, int nonneg) {
   if (!isfinite(v) || (nonneg && v < 0)) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %d (%s): expected a finite%s number, got %g", func,
@@ -81,6 +98,7 @@ __attribute__((cold)) int pf__k_read_only_error(const pf_signature_t* sig, int32
 int pf__k_check_add_n(const char* func, int32_t dev, const DLTensor* x, const DLTensor* out,
                       double n) {
   return k_input(func, 0, "x", x, dev, 0) != 0 || k_like(func, 1, "out", out, x, "x") != 0 ||
+                 k_apart(func, 1, "out", out, 0, "x", x, 1) != 0 ||
                  k_scalar(func, 2, "n", n, 0) != 0
              ? -1
              : 0;
@@ -88,9 +106,12 @@ int pf__k_check_add_n(const char* func, int32_t dev, const DLTensor* x, const DL
 
 int pf__k_check_rms_norm(const char* func, int32_t dev, const DLTensor* x, const DLTensor* out,
                          const DLTensor* inv_rms, double eps) {
-  if (k_input(func, 0, "x", x, dev, 1) != 0 || k_like(func, 1, "out", out, x, "x") != 0)
+  if (k_input(func, 0, "x", x, dev, 1) != 0 || k_like(func, 1, "out", out, x, "x") != 0 ||
+      k_apart(func, 1, "out", out, 0, "x", x, 1) != 0)
     return -1;
-  if (inv_rms && k_shaped(func, 2, "inv_rms", inv_rms, x, "x", x->ndim - 1, x->shape) != 0)
+  if (inv_rms && (k_shaped(func, 2, "inv_rms", inv_rms, x, "x", x->ndim - 1, x->shape) != 0 ||
+                  k_apart(func, 2, "inv_rms", inv_rms, 0, "x", x, 0) != 0 ||
+                  k_apart(func, 2, "inv_rms", inv_rms, 1, "out", out, 0) != 0))
     return -1;
   return k_scalar(func, inv_rms ? 3 : 2, "eps", eps, 1);
 }
@@ -100,7 +121,10 @@ int pf__k_check_rms_norm_bwd(const char* func, int32_t dev, const DLTensor* x,
   return k_input(func, 0, "x", x, dev, 1) != 0 ||
                  k_shaped(func, 1, "inv_rms", inv_rms, x, "x", x->ndim - 1, x->shape) != 0 ||
                  k_like(func, 2, "cotangent", ct, x, "x") != 0 ||
-                 k_like(func, 3, "dx", dx, x, "x") != 0
+                 k_like(func, 3, "dx", dx, x, "x") != 0 ||
+                 k_apart(func, 3, "dx", dx, 0, "x", x, 1) != 0 ||
+                 k_apart(func, 3, "dx", dx, 1, "inv_rms", inv_rms, 0) != 0 ||
+                 k_apart(func, 3, "dx", dx, 2, "cotangent", ct, 1) != 0
              ? -1
              : 0;
 }
@@ -112,13 +136,13 @@ int pf__k_check_kepler(const char* func, int32_t dev, const DLTensor* m, const D
       k_like(func, 2, "sin_e", sin_e, m, "mean_anomaly") != 0 ||
       k_like(func, 3, "cos_e", cos_e, m, "mean_anomaly") != 0)
     return -1;
-  if (sin_e->data == cos_e->data && sin_e->byte_offset == cos_e->byte_offset &&
-      pf_dltensor_numel(m) > 0) {
-    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument 3 (cos_e): expected a different buffer than sin_e",
-                 func);
-    return -1;
-  }
-  return 0;
+  return k_apart(func, 2, "sin_e", sin_e, 0, "mean_anomaly", m, 0) != 0 ||
+                 k_apart(func, 2, "sin_e", sin_e, 1, "eccentricity", e, 0) != 0 ||
+                 k_apart(func, 3, "cos_e", cos_e, 0, "mean_anomaly", m, 0) != 0 ||
+                 k_apart(func, 3, "cos_e", cos_e, 1, "eccentricity", e, 0) != 0 ||
+                 k_apart(func, 3, "cos_e", cos_e, 2, "sin_e", sin_e, 0) != 0
+             ? -1
+             : 0;
 }
 
 int pf__k_eccentricity_error(const char* func, double value, int64_t index) {
@@ -156,5 +180,8 @@ int pf__k_check_vector_add(const char* func, int32_t dev, const DLTensor* b, con
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument 0 (b): expected at least 1 element, got 0", func);
     return -1;
   }
-  return 0;
+  /* a may be c, or b when b is at least as long (then a[i] reads b[i] before writing it) */
+  return k_apart(func, 2, "a", a, 1, "c", c, 1) != 0 || k_apart(func, 2, "a", a, 0, "b", b, 1) != 0
+             ? -1
+             : 0;
 }

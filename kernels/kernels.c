@@ -82,11 +82,11 @@ static void cpu_rms_norm(const DLTensor* x, DLTensor* out, DLTensor* inv_rms, do
   if (inv_rms && F64(x))
     pf__k_rms_norm_fwd_f64(xd, od, pf_dltensor_data(inv_rms), rows, cols, eps);
   else if (inv_rms)
-    pf__k_rms_norm_fwd_f32(xd, od, pf_dltensor_data(inv_rms), rows, cols, (float)eps);
+    pf__k_rms_norm_fwd_f32(xd, od, pf_dltensor_data(inv_rms), rows, cols, eps);
   else if (F64(x))
     pf__k_rms_norm_f64(xd, od, rows, cols, eps);
   else
-    pf__k_rms_norm_f32(xd, od, rows, cols, (float)eps);
+    pf__k_rms_norm_f32(xd, od, rows, cols, eps);
 }
 
 static void cpu_rms_norm_bwd(const DLTensor* x, const DLTensor* inv_rms, const DLTensor* ct,

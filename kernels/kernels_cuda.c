@@ -58,11 +58,11 @@ static int launch_rms_norm(const char* func, const DLTensor* x, DLTensor* out, D
     void* id = pf_dltensor_data(inv_rms);
     PF__KCUDA_RUN(func, "rms_norm_fwd kernel launch", x->device.device_id,
                   is_f64(x) ? pf__kc_rms_norm_fwd_f64(xd, od, id, rows, cols, eps, stream)
-                            : pf__kc_rms_norm_fwd_f32(xd, od, id, rows, cols, (float)eps, stream));
+                            : pf__kc_rms_norm_fwd_f32(xd, od, id, rows, cols, eps, stream));
   }
   PF__KCUDA_RUN(func, "rms_norm kernel launch", x->device.device_id,
                 is_f64(x) ? pf__kc_rms_norm_f64(xd, od, rows, cols, eps, stream)
-                          : pf__kc_rms_norm_f32(xd, od, rows, cols, (float)eps, stream));
+                          : pf__kc_rms_norm_f32(xd, od, rows, cols, eps, stream));
 }
 
 PF__K_DEFINE(rms_norm_cuda, PF__K_PARAMS_RMS_NORM) {

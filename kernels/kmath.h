@@ -57,13 +57,13 @@ void pf__k_add_n_f64(const double* x, double* out, int64_t count, double n);
 /* rms_norm over the last axis of a rows x cols array:
  *   out[r][c] = x[r][c] * inv_rms[r],  inv_rms[r] = 1 / sqrt(mean_c(x[r][c]^2) + eps).
  * out may equal x (in place). A row of zero columns has mean square 0. */
-void pf__k_rms_norm_f32(const float* x, float* out, int64_t rows, int64_t cols, float eps);
+void pf__k_rms_norm_f32(const float* x, float* out, int64_t rows, int64_t cols, double eps);
 void pf__k_rms_norm_f64(const double* x, double* out, int64_t rows, int64_t cols, double eps);
 
 /* rms_norm_fwd: rms_norm that also stores inv_rms[r] (rows values), the residual that
  * rms_norm_bwd needs. out may equal x; inv_rms overlaps neither. */
 void pf__k_rms_norm_fwd_f32(const float* x, float* out, float* inv_rms, int64_t rows, int64_t cols,
-                            float eps);
+                            double eps);
 void pf__k_rms_norm_fwd_f64(const double* x, double* out, double* inv_rms, int64_t rows,
                             int64_t cols, double eps);
 

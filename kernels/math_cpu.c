@@ -425,6 +425,30 @@ static double row_total(const rms_job_t* j, int64_t r, const double* seg_sum) {
   return dot_f32_wide(a, x, j->cols);
 }
 
+/* 1 / rms of a float64 row whose sum of squares is not finite: with a NaN in the row, NaN; with
+ * an infinity, 0 (1 / sqrt(inf), as the plain formula gives); else its squares overflowed
+ * (|x| > 1e154), and the row is summed again scaled by its largest |x|, m:
+ * inv = 1 / (m * sqrt(mean((x / m)^2) + eps / m^2)), which is finite. Cold: rows of such
+ * values only. */
+__attribute__((noinline, cold)) static double inv_rms_scaled_f64(const double* x, int64_t cols,
+                                                                 double inv_cols, double eps) {
+  double m = 0.0;
+  for (int64_t c = 0; c < cols; ++c) {
+    double v = fabs(x[c]);
+    if (v != v)
+      return v;
+    m = v > m ? v : m;
+  }
+  if (isinf(m))
+    return 0.0;
+  double s = 0.0;
+  for (int64_t c = 0; c < cols; ++c) {
+    double q = x[c] / m;
+    s += q * q;
+  }
+  return 1.0 / (m * sqrt(s * inv_cols + eps / m / m));
+}
+
 /* Sets the row's coefficients from its total; returns 0 when the row was written here (a
  * float32 scale beyond FLT_MAX: a row of subnormals with eps ~ 0, whose results fit float). */
 static int row_coefs(rms_job_t* j, int64_t r, double total, double* a, double* b) {
@@ -436,7 +460,9 @@ static int row_coefs(rms_job_t* j, int64_t r, double total, double* a, double* b
     return 1;
   }
   double mean_sq = j->cols > 0 ? total * j->inv_cols : 0.0;
-  double inv = 1.0 / sqrt(mean_sq + j->eps);
+  double inv = __builtin_expect(isfinite(total) || !j->f64, 1)
+                   ? 1.0 / sqrt(mean_sq + j->eps)
+                   : inv_rms_scaled_f64(row_in(j, j->x, r), j->cols, j->inv_cols, j->eps);
   if (j->inv_store != NULL) {
     if (j->f64) {
       ((double*)j->inv_store)[r] = inv;
@@ -582,7 +608,9 @@ static void rms_run(rms_job_t* j) {
   int64_t elem = (int64_t)elem_of(j);
   int64_t limit = PF__K_BIG_BYTES / elem;
   int big = cols >= limit || (cols > 0 && j->rows >= (limit + cols - 1) / cols);
-  j->stream = big && !j->bwd && j->x != j->out;
+  /* non-temporal stores need `out` at a multiple of its element size (the head before the
+   * first aligned vector is whole elements); a misaligned out is written with plain stores */
+  j->stream = big && !j->bwd && j->x != j->out && (uintptr_t)j->out % (uintptr_t)elem == 0;
   j->prefetch = big && !j->bwd && j->rows > 1 && cols <= PF__K_PREFETCH_MAX_ROW_BYTES / elem;
   int64_t bytes =
       (cols > 0 && j->rows > INT64_MAX / cols / elem) ? INT64_MAX : j->rows * cols * elem;
@@ -631,7 +659,7 @@ static void bwd_run(int f64, const void* x, const void* inv_rms, const void* ct,
   rms_start(f64, 1, x, ct, dx, NULL, inv_rms, rows, cols, 0.0);
 }
 
-void pf__k_rms_norm_f32(const float* x, float* out, int64_t rows, int64_t cols, float eps) {
+void pf__k_rms_norm_f32(const float* x, float* out, int64_t rows, int64_t cols, double eps) {
   fwd_run(0, x, out, NULL, rows, cols, eps);
 }
 
@@ -640,7 +668,7 @@ void pf__k_rms_norm_f64(const double* x, double* out, int64_t rows, int64_t cols
 }
 
 void pf__k_rms_norm_fwd_f32(const float* x, float* out, float* inv_rms, int64_t rows, int64_t cols,
-                            float eps) {
+                            double eps) {
   fwd_run(0, x, out, inv_rms, rows, cols, eps);
 }
 

@@ -33,12 +33,12 @@ int pf__kc_add_n_f64(const double* x, double* out, int64_t count, double n, void
  * stream-ordered scratch memory (cudaMallocAsync; without memory pools the rows stay unsplit),
  * a second adds each row's partials in a fixed order and scales, so the results do not depend
  * on timing. */
-int pf__kc_rms_norm_f32(const float* x, float* out, int64_t rows, int64_t cols, float eps,
+int pf__kc_rms_norm_f32(const float* x, float* out, int64_t rows, int64_t cols, double eps,
                         void* stream);
 int pf__kc_rms_norm_f64(const double* x, double* out, int64_t rows, int64_t cols, double eps,
                         void* stream);
 int pf__kc_rms_norm_fwd_f32(const float* x, float* out, float* inv_rms, int64_t rows, int64_t cols,
-                            float eps, void* stream);
+                            double eps, void* stream);
 int pf__kc_rms_norm_fwd_f64(const double* x, double* out, double* inv_rms, int64_t rows,
                             int64_t cols, double eps, void* stream);
 int pf__kc_rms_norm_bwd_f32(const float* x, const float* inv_rms, const float* cotangent, float* dx,

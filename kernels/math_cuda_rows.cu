@@ -34,7 +34,7 @@ unsigned row_grid(int64_t rows) {
  * the second time mostly from L1/L2). */
 template <typename T>
 __global__ void __launch_bounds__(kBlock)
-    rms_norm_kernel(const T* x, T* out, T* inv_rms, int64_t rows, int64_t cols, T eps) {
+    rms_norm_kernel(const T* x, T* out, T* inv_rms, int64_t rows, int64_t cols, double eps) {
   __shared__ double scratch[kBlock / kWarp];
   __shared__ double row_scale;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -42,7 +42,7 @@ __global__ void __launch_bounds__(kBlock)
     double acc = thread_dot<T, true>(xr, nullptr, 0, cols, false);
     acc = block_sum(acc, scratch);
     if (threadIdx.x == 0) {
-      const double inv = inverse_rms(acc, cols, static_cast<double>(eps));
+      const double inv = inverse_rms(acc, cols, eps);
       row_scale = inv;
       if (inv_rms != nullptr) {
         inv_rms[row] = static_cast<T>(inv);
@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(kBlock)
  * all loaded before the reduction, so x is read once. */
 template <typename T, int kPacks>
 __global__ void __launch_bounds__(kBlock)
-    rms_norm_row_kernel(const T* x, T* out, T* inv_rms, int64_t rows, int64_t cols, T eps) {
+    rms_norm_row_kernel(const T* x, T* out, T* inv_rms, int64_t rows, int64_t cols, double eps) {
   constexpr int kW = Pack<T>::kSize;
   __shared__ double scratch[kBlock / kWarp];
   __shared__ double row_scale;
@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(kBlock)
     }
     acc = block_sum(acc, scratch);
     if (threadIdx.x == 0) {
-      const double inv = inverse_rms(acc, cols, static_cast<double>(eps));
+      const double inv = inverse_rms(acc, cols, eps);
       row_scale = inv;
       if (inv_rms != nullptr) {
         inv_rms[row] = static_cast<T>(inv);
@@ -142,13 +142,13 @@ __device__ double row_total(const double* partial, double* scratch) {
 template <typename T>
 __global__ void __launch_bounds__(kBlock)
     rms_norm_split_kernel(const T* x, T* out, T* inv_rms, const double* partial, int64_t cols,
-                          int64_t chunk, T eps, bool vec) {
+                          int64_t chunk, double eps, bool vec) {
   __shared__ double scratch[kBlock / kWarp];
   __shared__ double row_scale;
   const int64_t row = blockIdx.y;
   const double acc = row_total(partial, scratch);
   if (threadIdx.x == 0) {
-    const double inv = inverse_rms(acc, cols, static_cast<double>(eps));
+    const double inv = inverse_rms(acc, cols, eps);
     row_scale = inv;
     if (inv_rms != nullptr && blockIdx.x == 0) {
       inv_rms[row] = static_cast<T>(inv);
@@ -326,7 +326,7 @@ template <typename F> int with_row_packs(int64_t packs, F f) {
 }
 
 template <typename T>
-int rms_norm(const T* x, T* out, T* inv_rms, int64_t rows, int64_t cols, T eps, void* stream) {
+int rms_norm(const T* x, T* out, T* inv_rms, int64_t rows, int64_t cols, double eps, void* stream) {
   /* With cols == 0 only rms_norm_fwd has something to write: inv_rms. */
   if (rows <= 0 || (cols <= 0 && inv_rms == nullptr)) {
     return 0;
@@ -397,7 +397,7 @@ int rms_norm_bwd(const T* x, const T* inv_rms, const T* ct, T* dx, int64_t rows,
 
 extern "C" {
 
-int pf__kc_rms_norm_f32(const float* x, float* out, int64_t rows, int64_t cols, float eps,
+int pf__kc_rms_norm_f32(const float* x, float* out, int64_t rows, int64_t cols, double eps,
                         void* stream) {
   return rms_norm<float>(x, out, nullptr, rows, cols, eps, stream);
 }
@@ -408,7 +408,7 @@ int pf__kc_rms_norm_f64(const double* x, double* out, int64_t rows, int64_t cols
 }
 
 int pf__kc_rms_norm_fwd_f32(const float* x, float* out, float* inv_rms, int64_t rows, int64_t cols,
-                            float eps, void* stream) {
+                            double eps, void* stream) {
   return rms_norm(x, out, inv_rms, rows, cols, eps, stream);
 }
 

@@ -358,6 +358,142 @@ START_TEST(test_refusals_touch_no_output) {
 }
 END_TEST
 
+/* Outputs that partly overlap an input are refused (the kernel would read what it wrote);
+ * the very same array is allowed where the kernel works in place. */
+START_TEST(test_overlaps_refused) {
+  int64_t n8 = 8;
+  pf_object_t* buf = tensor(&n8, 1, f64);
+  fill(buf, 1.0, 0.0);
+  DLTensor whole = *pf_tensor_dltensor(buf);
+  int64_t n4 = 4, n2 = 2;
+  DLTensor lo = whole, hi = whole, mid = whole, two = whole;
+  lo.shape = &n4;
+  hi.shape = &n4;
+  hi.byte_offset = 4 * sizeof(double);
+  mid.shape = &n4;
+  mid.byte_offset = 1 * sizeof(double);
+  two.shape = &n2;
+  /* add_n, rms_norm: in place yes, shifted by one element no */
+  ck_assert_int_eq(pf_kernel_add_n(&lo, &lo, 1.0), 0);
+  ck_assert_int_eq(pf_kernel_add_n(&lo, &mid, 1.0), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_kernel_add_n: argument 1 (out): expected memory apart from "
+                                 "argument 0 (x) or the very same array, got an overlap");
+  ck_assert_int_eq(pf_kernel_add_n(&lo, &hi, 1.0), 0); /* adjacent: apart */
+  ck_assert_int_eq(pf_kernel_rms_norm(&lo, &mid, 1e-5), -1);
+  PF_ASSERT_RAISED("ValueError", "argument 1 (out): expected memory apart");
+  /* rms_norm_fwd: inv_rms may overlap neither x nor out */
+  DLTensor inv = whole;
+  int64_t one = 1;
+  inv.shape = &one;
+  inv.ndim = 0;
+  ck_assert_int_eq(pf_kernel_rms_norm_fwd(&hi, &hi, &inv, 1e-5), 0);
+  DLTensor inv_in = inv;
+  inv_in.byte_offset = 5 * sizeof(double);
+  ck_assert_int_eq(pf_kernel_rms_norm_fwd(&hi, &hi, &inv_in, 1e-5), -1);
+  PF_ASSERT_RAISED("ValueError", "argument 2 (inv_rms): expected memory apart from argument 0 "
+                                 "(x), got an overlap");
+  /* kepler: its outputs overlap no input and not each other (a shift by one was accepted) */
+  pf_object_t* m = tensor(&n2, 1, f64);
+  pf_object_t* e = tensor(&n2, 1, f64);
+  fill(m, 1.0, 0.0);
+  set(e, 0, 0.1);
+  set(e, 1, 0.2);
+  DLTensor s1 = two, c1 = two;
+  s1.byte_offset = 0;
+  c1.byte_offset = 1 * sizeof(double);
+  ck_assert_int_eq(pf_kernel_kepler(pf_tensor_dltensor(m), pf_tensor_dltensor(e), &s1, &c1), -1);
+  PF_ASSERT_RAISED("ValueError", "argument 3 (cos_e): expected memory apart from argument 2 "
+                                 "(sin_e), got an overlap");
+  ck_assert_int_eq(
+      pf_kernel_kepler(pf_tensor_dltensor(m), pf_tensor_dltensor(e), pf_tensor_dltensor(m), &c1),
+      -1);
+  PF_ASSERT_RAISED("ValueError", "argument 2 (sin_e): expected memory apart from argument 0 "
+                                 "(mean_anomaly)");
+  c1.byte_offset = 2 * sizeof(double);
+  ck_assert_int_eq(pf_kernel_kepler(pf_tensor_dltensor(m), pf_tensor_dltensor(e), &s1, &c1), 0);
+  /* vector_add: a may be c, or b when b is at least as long; not a shifted b */
+  DLTensor b2 = two, a4 = lo, c4 = hi;
+  ck_assert_int_eq(pf_kernel_vector_add(&b2, &c4, &c4), 0);
+  ck_assert_int_eq(pf_kernel_vector_add(&b2, &c4, &a4), -1); /* a (4) over b (2) */
+  PF_ASSERT_RAISED("ValueError", "argument 2 (a): expected memory apart from argument 0 (b) or "
+                                 "the very same array, got an overlap");
+  DLTensor b4 = lo;
+  ck_assert_int_eq(pf_kernel_vector_add(&b4, &c4, &a4), 0); /* a is b, as long */
+  pf_object_release(m);
+  pf_object_release(e);
+  pf_object_release(buf);
+}
+END_TEST
+
+/* rms_norm's large outputs are streamed; an output not at a multiple of its element size (a
+ * float32 array at an odd address) is written with plain stores (it crashed). */
+START_TEST(test_rms_norm_misaligned_large_out) {
+  enum { ROWS = 8, COLS = 200003 };
+  int64_t shape[2] = {ROWS, COLS};
+  pf_object_t* x = tensor(shape, 2, f32);
+  pf_object_t* ref = tensor(shape, 2, f32);
+  fill(x, 2.0, 0.3);
+  ck_assert_int_eq(pf_kernel_rms_norm(pf_tensor_dltensor(x), pf_tensor_dltensor(ref), 1e-5), 0);
+  size_t nbytes = (size_t)ROWS * COLS * sizeof(float);
+  char* raw = malloc(nbytes + 64);
+  ck_assert_ptr_nonnull(raw);
+  float* odd = (float*)(void*)(raw + 2); /* 2 bytes past a 16-byte boundary */
+  DLTensor out = {odd, cpu, 2, f32, shape, NULL, 0};
+  ck_assert_int_eq(pf_kernel_rms_norm(pf_tensor_dltensor(x), &out, 1e-5), 0);
+  const float* r = pf_dltensor_data(pf_tensor_dltensor(ref));
+  ck_assert_int_eq(memcmp(raw + 2, r, nbytes), 0);
+  free(raw);
+  pf_object_release(ref);
+  pf_object_release(x);
+}
+END_TEST
+
+/* eps reaches the float32 kernel as a double (it was rounded to float32: 1e39 became inf, and
+ * rows of zeros with eps = 1e-300 gave NaN); float64 rows whose squares overflow get finite
+ * results, rows with an infinity the plain formula's (0, and NaN at the infinity). */
+START_TEST(test_rms_norm_extreme_eps_and_rows) {
+  int64_t shape[2] = {1, 3};
+  pf_object_t* x = tensor(shape, 2, f32);
+  pf_object_t* out = tensor(shape, 2, f32);
+  set(x, 0, 1.0);
+  set(x, 1, 2.0);
+  set(x, 2, 3.0);
+  ck_assert_int_eq(pf_kernel_rms_norm(pf_tensor_dltensor(x), pf_tensor_dltensor(out), 1e39), 0);
+  double inv = 1.0 / sqrt(14.0 / 3.0 + 1e39);
+  for (int i = 0; i < 3; ++i)
+    ck_assert_double_eq_tol(get(out, i), (i + 1) * inv, 1e-6 * (i + 1) * inv);
+  for (int i = 0; i < 3; ++i)
+    set(x, i, 0.0);
+  ck_assert_int_eq(pf_kernel_rms_norm(pf_tensor_dltensor(x), pf_tensor_dltensor(out), 1e-300), 0);
+  for (int i = 0; i < 3; ++i)
+    ck_assert_double_eq(get(out, i), 0.0);
+  pf_object_release(x);
+  pf_object_release(out);
+
+  int64_t two[2] = {1, 2}, three[2] = {1, 3};
+  pf_object_t* big = tensor(two, 2, f64);
+  pf_object_t* bo = tensor(two, 2, f64);
+  set(big, 0, 1e160);
+  set(big, 1, 1.0);
+  ck_assert_int_eq(pf_kernel_rms_norm(pf_tensor_dltensor(big), pf_tensor_dltensor(bo), 1e-6), 0);
+  ck_assert_double_eq_tol(get(bo, 0), sqrt(2.0), 4e-16);
+  ck_assert_double_eq_tol(get(bo, 1), sqrt(2.0) * 1e-160, 4e-176);
+  pf_object_t* inf = tensor(three, 2, f64);
+  pf_object_t* io = tensor(three, 2, f64);
+  set(inf, 0, 1.0);
+  set(inf, 1, INFINITY);
+  set(inf, 2, 2.0);
+  ck_assert_int_eq(pf_kernel_rms_norm(pf_tensor_dltensor(inf), pf_tensor_dltensor(io), 1e-6), 0);
+  ck_assert_double_eq(get(io, 0), 0.0);
+  ck_assert(isnan(get(io, 1)));
+  ck_assert_double_eq(get(io, 2), 0.0);
+  pf_object_release(big);
+  pf_object_release(bo);
+  pf_object_release(inf);
+  pf_object_release(io);
+}
+END_TEST
+
 START_TEST(test_module_exports) {
   pf_object_t* mod;
   ck_assert_int_eq(pf_module_load(PF_KERNELS_LIBRARY, &mod), 0);
@@ -441,6 +577,9 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_kepler_refuses_bad_eccentricity);
   tcase_add_test(tc, test_vector_add);
   tcase_add_test(tc, test_refusals_touch_no_output);
+  tcase_add_test(tc, test_overlaps_refused);
+  tcase_add_test(tc, test_rms_norm_misaligned_large_out);
+  tcase_add_test(tc, test_rms_norm_extreme_eps_and_rows);
   tcase_add_test(tc, test_module_exports);
   tcase_add_test(tc, test_threads_and_isa);
   suite_add_tcase(s, tc);
