@@ -73,31 +73,41 @@ def _join_tvm_ffi() -> None:
 
     With both in one process, packfn and TVM-FFI share one error slot, type registry and global
     table (docs/interop.md). libtvm_ffi is loaded by `import tvm_ffi`, so when packfn is imported
-    first, a one-shot import hook joins once tvm_ffi's module has run."""
+    first, an import hook joins once tvm_ffi's module has run. The hook stays in sys.meta_path
+    until then: a probe such as importlib.util.find_spec("tvm_ffi") also asks it for a spec, and
+    throws that spec away; each spec it returns runs the join after the module, and the first
+    one executed removes the hook."""
     import sys
 
     if "tvm_ffi" in sys.modules:
         _joined()
         return
     import importlib.abc
-    import importlib.util
 
     class _JoinAfterImport(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path=None, target=None):
             if name != "tvm_ffi":
                 return None
-            try:
-                sys.meta_path.remove(self)
-            except ValueError:
-                return None
-            spec = importlib.util.find_spec(name)
+            spec = None
+            for finder in list(sys.meta_path):  # the others, in order, as the import system
+                find = getattr(finder, "find_spec", None)
+                if finder is self or find is None:
+                    continue
+                spec = find(name, path, target)
+                if spec is not None:
+                    break
             loader = spec.loader if spec is not None else None
             if loader is None or not hasattr(loader, "exec_module"):
                 return spec
             run = loader.exec_module
+            hook = self
 
             def exec_module(module):
                 run(module)
+                try:
+                    sys.meta_path.remove(hook)
+                except ValueError:
+                    pass
                 _joined()
 
             loader.exec_module = exec_module

@@ -134,12 +134,17 @@ def _scalar(t: Target, pname: str, kind: str, value: Any) -> Any:
             "array: XLA attributes are fixed when the call is compiled"
         )
     if kind == "float":
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        if (isinstance(value, (bool, np.bool_, complex, np.complexfloating))
+                or not isinstance(value, (int, float, np.number))):
             raise TypeError(f"{t.name}: argument {pname}: expected float, got {type(value).__name__}")
         return np.float64(value)
     if kind == "int":
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
             raise TypeError(f"{t.name}: argument {pname}: expected int, got {type(value).__name__}")
+        if not -(1 << 63) <= int(value) < (1 << 63):  # np.int64 would wrap a uint64 silently
+            raise TypeError(
+                f"{t.name}: argument {pname}: expected an int that fits in 64 bits, got "
+                f"{int(value).bit_length()} bits")
         return np.int64(value)
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{t.name}: argument {pname}: expected bool, got {type(value).__name__}")

@@ -16,6 +16,7 @@
 #include "packfn/tensor.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,6 +25,16 @@ _Static_assert(sizeof(Py_ssize_t) == sizeof(int64_t), "Py_ssize_t is 64-bit");
 
 #define PFPY_STACK_ARGS 8 /* arguments converted without a heap allocation */
 #define PFPY_STACK_DIMS 8 /* tensor dimensions whose strides fit in the argument slot */
+
+/* A rare path kept out of line, so that the call path around it keeps its registers; a helper
+ * of the call path kept in it. */
+#if defined(__GNUC__)
+#define PFPY_COLD   __attribute__((cold, noinline))
+#define PFPY_INLINE __attribute__((always_inline)) inline
+#else
+#define PFPY_COLD
+#define PFPY_INLINE inline
+#endif
 
 /* ======================================================================================
  * Types and module state
@@ -48,6 +59,33 @@ static stream_wait_fn cuda_stream_wait;
 
 static PyObject* fn_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
                                PyObject* kwnames);
+
+/* Where libpackfn's code lies: the loaded segment holding the deleters of the function
+ * objects packfn's runtime makes (found at import by find_packfn_code; both 0 when it was not
+ * found, and then every function is given owned tensors). */
+static uintptr_t packfn_code_begin, packfn_code_end;
+
+/* Whether a call of `fn` from Python passes tensor objects that own their buffers (1) rather
+ * than DLTensor descriptions on the C stack, borrowed for the call (0). Functions made by
+ * packfn's runtime (kernels, exports of load_module's libraries, C closures made with
+ * pf_function_create*) borrow a DLTensor for the call only, as the C convention for views
+ * says, and take the stack form. packfn's Python callbacks, and the functions of every other
+ * runtime (TVM-FFI's Python callbacks among them), may keep their arguments: owned tensors. */
+static int fn_may_keep_args(pf_object_t* fn) {
+  uintptr_t d = (uintptr_t)__atomic_load_n(&fn->deleter, __ATOMIC_RELAXED);
+  if (d - packfn_code_begin >= packfn_code_end - packfn_code_begin)
+    return 1; /* not made by packfn's runtime */
+  if (PySet_GET_SIZE(callback_fns) == 0)
+    return 0;
+  PyObject* key = PyLong_FromVoidPtr(fn);
+  int r = key ? PySet_Contains(callback_fns, key) : -1;
+  Py_XDECREF(key);
+  if (r < 0) { /* cannot tell: the safe form */
+    PyErr_Clear();
+    return 1;
+  }
+  return r;
+}
 
 /* Wraps a new reference (stolen) in the Python type of its kind. NULL obj gives None. */
 static PyObject* wrap_steal(pf_object_t* obj) {
@@ -86,15 +124,7 @@ static PyObject* wrap_steal(pf_object_t* obj) {
   }
   self->obj = obj;
   self->vectorcall = tp == &Function_Type ? fn_vectorcall : NULL;
-  self->owned_args = 0;
-  if (tp == &Function_Type && PySet_GET_SIZE(callback_fns) > 0) {
-    /* a Python callback may keep its arguments: it gets tensor objects owning their buffers
-     * rather than borrowed DLTensor descriptions */
-    PyObject* key = PyLong_FromVoidPtr(obj);
-    self->owned_args = key ? PySet_Contains(callback_fns, key) == 1 : 0;
-    Py_XDECREF(key);
-    PyErr_Clear();
-  }
+  self->owned_args = tp == &Function_Type ? fn_may_keep_args(obj) : 0;
   self->weakrefs = NULL;
   return (PyObject*)self;
 }
@@ -247,6 +277,15 @@ static PyObject* exc_from_error(pf_object_t* err, int depth) {
   if (!text)
     return NULL;
   PyObject* exc = PyObject_CallOneArg(cls, text);
+  if (!exc && cls != Error_Type) {
+    /* a class that is not made from one message (UnicodeDecodeError takes five arguments,
+     * ExceptionGroup two): packfn.Error, the message prefixed with the kind, rather than the
+     * constructor's complaint in place of the error */
+    PyErr_Clear();
+    PyObject* full = PyUnicode_FromFormat("%s: %U", kind ? kind : "RuntimeError", text);
+    exc = full ? PyObject_CallOneArg(Error_Type, full) : NULL;
+    Py_XDECREF(full);
+  }
   Py_DECREF(text);
   if (!exc)
     return NULL;
@@ -565,19 +604,18 @@ static unsigned long long own_stream_value(DLDevice d) {
   return s ? (unsigned long long)(uintptr_t)s : (d.device_type == kDLCUDA ? 1u : 0u);
 }
 
-/* The stream argument of a DLPack import from `o`: for a tensor on a CUDA or ROCm device (by
- * __dlpack_device__), the stream packfn's kernels use there (pf_stream_get; 1, the legacy
- * default stream, for NULL), so the producer orders its pending writes before them; else None.
- * New reference, or NULL with an exception. */
-static PyObject* dlpack_stream_arg(PyObject* o) {
+/* The device `o` reports through __dlpack_device__, into *out: 1, or 0 when its type has no
+ * __dlpack_device__ (*out is then the CPU), -1 with an exception. */
+static int dlpack_device(PyObject* o, DLDevice* out) {
   static PyObject* name;
+  *out = pf_device(PF_DEV_CPU, 0);
   if (!name && !(name = PyUnicode_InternFromString("__dlpack_device__")))
-    return NULL;
+    return -1;
   if (!PyObject_HasAttr((PyObject*)Py_TYPE(o), name))
-    Py_RETURN_NONE;
+    return 0;
   PyObject* dev = PyObject_CallMethodNoArgs(o, name);
   if (!dev)
-    return NULL;
+    return -1;
   int type = 0, id = 0;
   int ok = PyTuple_Check(dev) && PyArg_ParseTuple(dev, "ii", &type, &id);
   Py_DECREF(dev);
@@ -585,16 +623,17 @@ static PyObject* dlpack_stream_arg(PyObject* o) {
     if (!PyErr_Occurred())
       PyErr_Format(PyExc_TypeError, "packfn: %s.__dlpack_device__() returned no (type, id) tuple",
                    Py_TYPE(o)->tp_name);
-    return NULL;
+    return -1;
   }
-  if (type != kDLCUDA && type != kDLROCM)
-    Py_RETURN_NONE;
-  return PyLong_FromUnsignedLongLong(own_stream_value((DLDevice){(DLDeviceType)type, id}));
+  *out = (DLDevice){(DLDeviceType)type, id};
+  return 1;
 }
 
-/* A tensor object from an object's __dlpack__ (no copy), asked for DLPack 1.x and, for device
- * tensors, for the current stream. 0, or -1 with a Python exception. */
-static int tensor_from_dlpack_obj(PyObject* o, pf_object_t** out) {
+/* A tensor object from an object's __dlpack__ (no copy), asked for DLPack 1.x and, for a tensor
+ * on a CUDA or ROCm device `dev` (its __dlpack_device__), for the stream packfn's kernels use
+ * there (pf_stream_get; 1, the legacy default stream, for NULL), so the producer orders its
+ * pending writes before them. 0, or -1 with a Python exception. */
+static int tensor_from_dlpack_obj(PyObject* o, DLDevice dev, pf_object_t** out) {
   static PyObject *kwnames, *kwnames_old; /* ("stream", "max_version"), ("stream",) */
   static PyObject* name;
   if (!kwnames) {
@@ -604,7 +643,9 @@ static int tensor_from_dlpack_obj(PyObject* o, pf_object_t** out) {
     if (!name || !kwnames || !kwnames_old)
       return -1;
   }
-  PyObject* stream = dlpack_stream_arg(o);
+  PyObject* stream = dev.device_type == kDLCUDA || dev.device_type == kDLROCM
+                         ? PyLong_FromUnsignedLongLong(own_stream_value(dev))
+                         : Py_NewRef(Py_None);
   if (!stream)
     return -1;
   PyObject* version = Py_BuildValue("(ii)", PF_DLPACK_VERSIONED_MAJOR, PF_DLPACK_VERSIONED_MINOR);
@@ -657,10 +698,14 @@ static int has_dlpack(PyObject* o) {
   return PyObject_HasAttr((PyObject*)Py_TYPE(o), name);
 }
 
-/* Types whose buffer request failed for an object with __dlpack__ (CuPy's arrays refuse it for
- * GPU memory): their objects go to DLPack directly, instead of raising and discarding that
- * refusal on every call. At most 8, each kept (one reference) for the process; under the GIL
- * (the module does not declare itself free-threaded). */
+/* Types whose buffer request failed for an object on a device other than the CPU (CuPy's
+ * arrays refuse it for GPU memory, JAX's for its GPU arrays): their objects say where they are
+ * first, and those not on the CPU go to DLPack directly, instead of raising and discarding that
+ * refusal on every call. A CPU object whose buffer request fails (a bfloat16 or datetime64
+ * array) says nothing about the other objects of its type: it is not remembered, so NumPy's
+ * and JAX's other CPU arrays keep the buffer protocol (its speed and read-only flag). At most 8
+ * types, each kept (one reference) for the process; under the GIL (the module does not declare
+ * itself free-threaded). */
 static PyTypeObject* buffer_refusers[8];
 
 static int refuses_buffer(PyTypeObject* tp) {
@@ -693,18 +738,33 @@ static int tensor_from_object(PyObject* o, pf_object_t** out) {
   if (dl < 0)
     return -1;
   PyTypeObject* tp = Py_TYPE(o);
-  if (tp->tp_as_buffer && tp->tp_as_buffer->bf_getbuffer && !(dl && refuses_buffer(tp))) {
-    Py_buffer b;
-    if (PyObject_GetBuffer(o, &b, PyBUF_RECORDS_RO) == 0)
-      return tensor_from_buffer(&b, out) < 0 ? -1 : 1;
-    if (!dl) /* no other route: the buffer's error stands */
-      return -1;
-    PyErr_Clear();
-    note_buffer_refuser(tp);
+  DLDevice dev = pf_device(PF_DEV_CPU, 0);
+  int dev_known = 0;
+  if (tp->tp_as_buffer && tp->tp_as_buffer->bf_getbuffer) {
+    if (dl && refuses_buffer(tp)) { /* decided per object: a GPU array goes to DLPack */
+      if (dlpack_device(o, &dev) < 0)
+        return -1;
+      dev_known = 1;
+    }
+    if (dev.device_type == kDLCPU) {
+      Py_buffer b;
+      if (PyObject_GetBuffer(o, &b, PyBUF_RECORDS_RO) == 0)
+        return tensor_from_buffer(&b, out) < 0 ? -1 : 1;
+      if (!dl) /* no other route: the buffer's error stands */
+        return -1;
+      PyErr_Clear();
+      if (!dev_known && dlpack_device(o, &dev) < 0)
+        return -1;
+      dev_known = 1;
+      if (dev.device_type != kDLCPU)
+        note_buffer_refuser(tp);
+    }
   }
   if (!dl)
     return 0;
-  return tensor_from_dlpack_obj(o, out) < 0 ? -1 : 1;
+  if (!dev_known && dlpack_device(o, &dev) < 0)
+    return -1;
+  return tensor_from_dlpack_obj(o, dev, out) < 0 ? -1 : 1;
 }
 
 /* Callback function object around a Python callable (made below). */
@@ -797,9 +857,17 @@ fail:
   return -1;
 }
 
-static int int_overflow(PyObject* o) {
+/* OverflowError for an int beyond int64, sized by its bit length: the digits of a huge int
+ * would fill the message (and past 4300 of them str() itself raises ValueError). */
+static int int_overflow(PyObject* o, int overflow) {
+  PyObject* bits = PyObject_CallMethod((PyObject*)&PyLong_Type, "bit_length", "O", o);
+  if (!bits)
+    return -1;
   PyErr_Format(PyExc_OverflowError,
-               "packfn: int %R does not fit in a 64-bit signed integer (packfn ints are int64)", o);
+               "packfn: %s int of %S bits does not fit in a 64-bit signed integer (packfn ints "
+               "are int64)",
+               overflow < 0 ? "a negative" : "a positive", bits);
+  Py_DECREF(bits);
   return -1;
 }
 
@@ -867,7 +935,7 @@ static int py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* h
     int overflow;
     long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
     if (overflow)
-      return int_overflow(o);
+      return int_overflow(o, overflow);
     out->type_index = PF_TYPE_INT;
     out->v_int64 = x;
     return 0;
@@ -942,7 +1010,7 @@ static int py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* h
     int overflow;
     long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
     if (overflow)
-      return int_overflow(o);
+      return int_overflow(o, overflow);
     if (x == -1 && PyErr_Occurred())
       return -1;
     out->type_index = PF_TYPE_INT;
@@ -1260,6 +1328,74 @@ static PyObject* obj_new_forbidden(PyTypeObject* tp, PyObject* a, PyObject* k) {
   return NULL;
 }
 
+static PyObject* fn_get_name(PyObject* self, void* c);
+
+/* Releases the temporaries of `count` converted arguments. Releasing one may run a producer's
+ * deleter (Python code): a pending exception (`py_error`) is kept aside meanwhile. */
+static PFPY_INLINE void release_temporaries(argtmp_t* tmp, const unsigned char* used,
+                                            Py_ssize_t count, int py_error) {
+  PyObject *et = NULL, *ev = NULL, *etb = NULL;
+  if (py_error)
+    PyErr_Fetch(&et, &ev, &etb);
+  for (Py_ssize_t j = 0; j < count; ++j)
+    if (used[j])
+      argtmp_release(&tmp[j]);
+  if (py_error)
+    PyErr_Restore(et, ev, etb);
+}
+
+/* A DLTensor* result that one of the call's arguments describes: a tensor object keeping that
+ * argument alive (a stack description's buffer moves into one, and argtmp_release then leaves
+ * it; a tensor object argument is retained). NULL with TypeError when none does. */
+static PyObject* tensor_of_argument(PyObject* self, const DLTensor* dl, const pf_any_t* av,
+                                    argtmp_t* tmp, const unsigned char* used, Py_ssize_t n) {
+  for (Py_ssize_t j = 0; j < n; ++j) {
+    pf_object_t* t;
+    if (av[j].type_index == PF_TYPE_DLTENSOR_PTR && av[j].v_ptr == dl && used[j] &&
+        tmp[j].has_buffer) {
+      tmp[j].has_buffer = 0; /* tensor_from_buffer keeps or releases it */
+      return tensor_from_buffer(&tmp[j].buf, &t) < 0 ? NULL : wrap_steal(t);
+    }
+    if (av[j].type_index >= PF_TYPE_STATIC_OBJECT_BEGIN && pf_tensor_dltensor(av[j].v_obj) == dl) {
+      pf_object_retain(av[j].v_obj);
+      return wrap_steal(av[j].v_obj);
+    }
+  }
+  PyObject* name = fn_get_name(self, NULL);
+  if (name) {
+    PyErr_Format(PyExc_TypeError,
+                 "%U: result: expected a tensor object, got a borrowed DLTensor* that is none "
+                 "of its arguments (a view cannot outlive the call that lent it)",
+                 name);
+    Py_DECREF(name);
+  }
+  return NULL;
+}
+
+/* The end of a call that returned a view (type indexes 7-10: a DLTensor*, a string, a byte
+ * array, an object reference), which can point into the arguments' temporaries: the result is
+ * converted while they live, then they are released and the argument arrays freed (`heap`:
+ * they were allocated). A DLTensor* is valid only as long as what it describes: it becomes a
+ * tensor keeping its argument alive (tensor_of_argument), or a TypeError when no argument
+ * describes it, since nothing then says how long its memory lives; other views are copied.
+ * Out of line: the common call path keeps its registers. New reference, or NULL with an
+ * exception. */
+PFPY_COLD static PyObject* view_result(PyObject* self, const pf_any_t* result, pf_any_t* av,
+                                       argtmp_t* tmp, unsigned char* used, Py_ssize_t n,
+                                       int any_used, int heap) {
+  PyObject* r = result->type_index == PF_TYPE_DLTENSOR_PTR
+                    ? tensor_of_argument(self, result->v_ptr, av, tmp, used, n)
+                    : any_to_py(result); /* a view: nothing to release */
+  if (any_used)
+    release_temporaries(tmp, used, n, r == NULL);
+  if (heap) {
+    PyMem_Free(av);
+    PyMem_Free(tmp);
+    PyMem_Free(used);
+  }
+  return r;
+}
+
 static PyObject* fn_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
                                PyObject* kwnames) {
   Py_ssize_t n = PyVectorcall_NARGS(nargsf);
@@ -1318,20 +1454,14 @@ static PyObject* fn_vectorcall(PyObject* self, PyObject* const* args, size_t nar
   } else {
     rc = pf_function_call(fn, av, (int32_t)n, &result);
   }
+  if (PF_UNLIKELY((uint32_t)result.type_index - PF_TYPE_DLTENSOR_PTR <=
+                  PF_TYPE_OBJECT_RVALUE_REF - PF_TYPE_DLTENSOR_PTR) &&
+      rc == 0) /* a view, which may point into the temporaries */
+    return view_result(self, &result, av, tmp, used, n, any_used, av != stack_any);
   called = 1;
 done:
-  if (any_used) {
-    /* releasing a temporary may run a producer's deleter (Python code): a conversion's
-     * exception is kept aside meanwhile */
-    PyObject *et = NULL, *ev = NULL, *etb = NULL;
-    if (!called)
-      PyErr_Fetch(&et, &ev, &etb);
-    for (Py_ssize_t j = 0; j < i; ++j)
-      if (used[j])
-        argtmp_release(&tmp[j]);
-    if (!called)
-      PyErr_Restore(et, ev, etb);
-  }
+  if (any_used)
+    release_temporaries(tmp, used, i, !called);
   if (av != stack_any) {
     PyMem_Free(av);
     PyMem_Free(tmp);
@@ -1418,8 +1548,17 @@ static PyObject* fn_repr(PyObject* self) {
   return PyUnicode_FromFormat("<packfn.Function at %p>", (void*)((PfObject*)self)->obj);
 }
 
+static PyObject* fn_get_owned_args(PyObject* self, void* c) {
+  (void)c;
+  return PyBool_FromLong(((PfObject*)self)->owned_args);
+}
+
 static PyGetSetDef fn_getset[] = {
     {"signature", fn_get_signature_text, NULL, "signature text, or None", NULL},
+    {"_owned_args", fn_get_owned_args, NULL,
+     "True when calls pass tensors owning their buffers (the callee may keep them), False "
+     "when they pass DLTensor views borrowed for the call",
+     NULL},
     {"__doc__", fn_get_doc, NULL, NULL, NULL},
     {"__name__", fn_get_name, NULL, NULL, NULL},
     {"__qualname__", fn_get_name, NULL, NULL, NULL},
@@ -1576,6 +1715,14 @@ static PyObject* tensor_dlpack(PyObject* self, PyObject* args, PyObject* kw) {
   if (dl_device != Py_None) {
     DLDevice d = tensor_dl(self)->device;
     int type, id;
+    if (!PyTuple_Check(dl_device) || PyTuple_GET_SIZE(dl_device) != 2) {
+      PyErr_Format(PyExc_TypeError,
+                   "packfn.Tensor.__dlpack__: dl_device: expected a tuple (device_type, "
+                   "device_id), got %s",
+                   PyTuple_Check(dl_device) ? "a tuple of another length"
+                                            : Py_TYPE(dl_device)->tp_name);
+      return NULL;
+    }
     if (!PyArg_ParseTuple(dl_device, "ii", &type, &id))
       return NULL;
     if (type != (int)d.device_type || id != (int)d.device_id) {
@@ -1882,13 +2029,19 @@ static PyObject* module_getattro(PyObject* self, PyObject* name) {
   PyObject* r = PyObject_GenericGetAttr(self, name);
   if (r || !PyErr_ExceptionMatches(PyExc_AttributeError))
     return r;
-  const char* s = PyUnicode_AsUTF8(name);
+  Py_ssize_t len;
+  const char* s = PyUnicode_AsUTF8AndSize(name, &len);
   if (!s)
     return NULL;
   if (s[0] == '_' && s[1] == '_')
     return NULL; /* dunder lookups keep Python's AttributeError */
   PyErr_Clear();
   pf_object_t* module = ((PfObject*)self)->obj;
+  const char* where = pf_module_path(module); /* NULL for TVM-FFI's ffi.Module */
+  if (!where)
+    where = "the module";
+  if (memchr(s, 0, (size_t)len)) /* no export is named so, whatever its prefix up to the NUL */
+    return PyErr_Format(PyExc_AttributeError, "%s has no function %R", where, name);
   pf_object_t* fn;
   if (pf_module_get_function(module, s, &fn) != 0)
     return raise_pf_error();
@@ -1898,8 +2051,8 @@ static PyObject* module_getattro(PyObject* self, PyObject* name) {
     pf_error_clear(); /* a failed search only costs the suggestion */
     if (found)
       return PyErr_Format(PyExc_AttributeError, "%s has no function '%s' (did you mean '%s'?)",
-                          pf_module_path(module), s, near);
-    return PyErr_Format(PyExc_AttributeError, "%s has no function '%s'", pf_module_path(module), s);
+                          where, s, near);
+    return PyErr_Format(PyExc_AttributeError, "%s has no function '%s'", where, s);
   }
   return wrap_steal(fn);
 }
@@ -2047,10 +2200,20 @@ static PyObject* m_register_global(PyObject* m, PyObject* args, PyObject* kw) {
 
 static PyObject* m_remove_global(PyObject* m, PyObject* name) {
   (void)m;
-  const char* s = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+  Py_ssize_t n;
+  const char* s = PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &n) : NULL;
   if (!s) {
     if (!PyErr_Occurred())
       PyErr_SetString(PyExc_TypeError, "remove_global: name must be a str");
+    return NULL;
+  }
+  if (memchr(s, 0, (size_t)n)) { /* no global is named so (get_global's answer too); the C
+                                  * string would name its prefix up to the NUL */
+    PyObject* msg = PyUnicode_FromFormat("remove_global: no global function is named '%U'", name);
+    if (msg) {
+      PyErr_SetObject(PyExc_KeyError, msg);
+      Py_DECREF(msg);
+    }
     return NULL;
   }
   if (pf_global_remove(s) != 0)
@@ -2151,6 +2314,40 @@ static int noop_call(void* self, const pf_any_t* args, int32_t num_args, pf_any_
   return 0;
 }
 
+/* A static 0-d float32 tensor, which no argument of a call owns: what _echo() returns. */
+static float echo_scalar = 1.5f;
+static DLTensor echo_tensor = {
+    .data = &echo_scalar, .device = {kDLCPU, 0}, .ndim = 0, .dtype = {kDLFloat, 32, 1}};
+
+static int echo_call(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  if (num_args == 0) {
+    result->type_index = PF_TYPE_DLTENSOR_PTR;
+    result->v_ptr = &echo_tensor;
+    return 0;
+  }
+  *result = args[num_args - 1]; /* owned: an object is retained, a view stays a view */
+  if (result->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN)
+    pf_object_retain(result->v_obj);
+  return 0;
+}
+
+/* _echo(): a C function made by packfn returning its last argument as it came (a view stays a
+ * view, as TVM-FFI's testing.echo does), or with no argument a DLTensor* of its own; for tests
+ * of borrowed results. */
+static PyObject* m_echo(PyObject* m, PyObject* u) {
+  (void)m;
+  (void)u;
+  pf_object_t* fn;
+  if (pf_function_create_direct(echo_call, &fn) != 0)
+    return raise_pf_error();
+  if (pf_function_set_info(fn, "echo(*args) -> any", NULL) != 0) {
+    pf_object_release(fn);
+    return raise_pf_error();
+  }
+  return wrap_steal(fn);
+}
+
 /* _noop(): a C function that does nothing, for call-overhead measurements. */
 static PyObject* m_noop(PyObject* m, PyObject* u) {
   (void)m;
@@ -2175,6 +2372,8 @@ static PyMethodDef module_functions[] = {
     {"_tvm_ffi_join", m_tvm_ffi_join, METH_NOARGS,
      "_tvm_ffi_join() -> bool: joins the TVM-FFI runtime when it is loaded (pf_tvm_ffi_join)"},
     {"_noop", m_noop, METH_NOARGS, "_noop() -> Function: a C function that does nothing"},
+    {"_echo", m_echo, METH_NOARGS,
+     "_echo() -> Function: a C function returning its last argument as it came"},
     {"_get_global", m_get_global, METH_O, "the global function `name` (KeyError when absent)"},
     {"list_globals", m_list_globals, METH_NOARGS, "list_globals() -> sorted list of global names"},
     {"register_global", (PyCFunction)(void (*)(void))m_register_global,
@@ -2310,6 +2509,30 @@ static PyObject* load_kernels_cuda(void) {
   return why;
 }
 
+/* dl_iterate_phdr's callback for find_packfn_code: the loaded segment holding the address
+ * *data goes into packfn_code_begin and packfn_code_end (1 stops the walk). */
+static int note_code_segment(struct dl_phdr_info* info, size_t size, void* data) {
+  (void)size;
+  uintptr_t mark = *(const uintptr_t*)data;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
+    uintptr_t begin = (uintptr_t)info->dlpi_addr + (uintptr_t)ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && mark - begin < (uintptr_t)ph->p_memsz) {
+      packfn_code_begin = begin;
+      packfn_code_end = begin + (uintptr_t)ph->p_memsz;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Finds libpackfn's code from a function object it made (its deleter is libpackfn's), for
+ * fn_may_keep_args. */
+static void find_packfn_code(const pf_object_t* fn) {
+  uintptr_t mark = (uintptr_t)fn->deleter;
+  dl_iterate_phdr(note_code_segment, &mark);
+}
+
 PyMODINIT_FUNC PyInit__packfn(void) {
   /* the kernels library is a dependency of this extension: referencing it keeps the link, and
    * loading it registers packfn.kernels.* */
@@ -2326,6 +2549,7 @@ PyMODINIT_FUNC PyInit__packfn(void) {
   pf_object_t* handoff_fn;
   if (pf_function_create(NULL, tvm_handoff_call, NULL, &handoff_fn) != 0)
     return raise_pf_error();
+  find_packfn_code(handoff_fn);
   int rc = pf_global_set(TVM_HANDOFF_GLOBAL, handoff_fn, 1);
   pf_object_release(handoff_fn);
   if (rc != 0)

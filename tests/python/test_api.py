@@ -113,3 +113,22 @@ def test_objects_cannot_be_made_directly():
     for cls in (packfn.Object, packfn.Array, packfn.Map, packfn.Module):
         with pytest.raises(TypeError):
             cls()
+
+
+def test_names_with_a_nul_name_nothing():
+    """A name with an embedded NUL names no function: not the prefix up to the NUL, which C
+    strings would see (remove_global("a\\0b") used to remove "a")."""
+    packfn.register_global("test.victim", lambda: 1, override=True)
+    try:
+        name = r"'test\.victim\\x00other'"
+        with pytest.raises(KeyError, match=r"no global function is named " + name):
+            packfn.get_global("test.victim\0other")
+        with pytest.raises(KeyError, match=r"remove_global: no global function is named " + name):
+            packfn.remove_global("test.victim\0other")
+        assert "test.victim" in packfn.list_globals()
+    finally:
+        packfn.remove_global("test.victim")
+    m = packfn.load_module(os.path.join(os.path.dirname(packfn.__file__), "libpackfn_kernels.so"))
+    with pytest.raises(AttributeError, match=r"has no function 'rms_norm\\x00junk'"):
+        getattr(m, "rms_norm\0junk")
+    assert m.rms_norm is not None

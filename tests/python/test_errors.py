@@ -1,4 +1,6 @@
 """packfn errors as Python exceptions, Python exceptions through packfn, bad input."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -132,3 +134,19 @@ def test_unsupported_buffer_format():
     rec = np.zeros(2, dtype=[("a", "i4"), ("b", "f8")])
     with pytest.raises((TypeError, ValueError)):
         packfn.Tensor(rec)
+
+
+@pytest.mark.parametrize(
+    "kind", ["UnicodeDecodeError", "UnicodeEncodeError", "UnicodeTranslateError"]
+    + (["ExceptionGroup"] if sys.version_info >= (3, 11) else []),
+)
+def test_kind_of_a_class_not_made_from_one_message(kind):
+    """A built-in exception that takes more than the message (UnicodeDecodeError takes five
+    arguments) arrives as packfn.Error with the kind and message, not as the constructor's
+    TypeError in place of the error."""
+    with pytest.raises(packfn.Error) as e:
+        _packfn._raise(kind, "the real message", "ValueError", "its cause")
+    assert type(e.value) is packfn.Error
+    assert str(e.value) == f"{kind}: the real message"
+    assert e.value.kind == kind
+    assert isinstance(e.value.__cause__, ValueError)

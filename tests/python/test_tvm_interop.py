@@ -225,3 +225,76 @@ def test_big_integer_is_refused_with_a_type_error_naming_it():
     x = np.ones(2, np.float32)
     with pytest.raises(TypeError, match="(?i)big ?int"):
         rms(x, x, 2**70)  # TVM-FFI passes a big integer object (index 78) for eps
+
+
+def test_echo_of_a_numpy_array_keeps_it_alive():
+    """TVM-FFI's testing.echo returns the tensor it was given: what comes back holds the array
+    (it used to be a tensor over the freed array's memory)."""
+    import gc
+    import weakref
+
+    echo = packfn.get_global("testing.echo")
+    x = np.arange(1024, dtype=np.float32)
+    alive = weakref.ref(x)
+    r = echo(x)
+    assert isinstance(r, packfn.Tensor) and r.data_ptr == x.ctypes.data
+    del x
+    gc.collect()
+    assert alive() is not None
+    np.testing.assert_array_equal(np.from_dlpack(r), np.arange(1024, dtype=np.float32))
+
+
+def test_tvm_ffi_python_callback_may_keep_its_tensor_argument():
+    """A Python function registered through tvm_ffi and called through packfn gets a tensor that
+    owns the array's buffer, so keeping it is safe (it used to get the DLTensor described on the
+    C stack, and reading the kept tensor after the array went crashed)."""
+    import gc
+    import weakref
+
+    kept = []
+
+    def keep(t):
+        kept.append(t)
+
+    tvm_ffi.register_global_func("test.tvm_interop.keep", keep, override=True)
+    try:
+        f = packfn.get_global("test.tvm_interop.keep")
+        assert f._owned_args is True
+        x = np.arange(1024, dtype=np.float32)
+        alive = weakref.ref(x)
+        f(x)
+        del x
+        gc.collect()
+        assert alive() is not None
+        np.testing.assert_array_equal(np.from_dlpack(kept[0]), np.arange(1024, dtype=np.float32))
+    finally:
+        kept.clear()
+        packfn.remove_global("test.tvm_interop.keep")
+
+
+def test_functions_of_tvm_ffi_get_owned_tensors():
+    assert packfn.get_global("testing.echo")._owned_args is True
+    assert packfn.get_global("packfn.kernels.rms_norm")._owned_args is False
+
+
+def test_find_spec_probe_before_the_import_still_joins():
+    """packfn imported first, then an optional-dependency probe (importlib.util.find_spec), then
+    `import tvm_ffi`: the hook stays until the real import runs, joins, and leaves."""
+    code = (
+        "import importlib.util, sys\n"
+        "import packfn\n"
+        "from packfn import _packfn\n"
+        "assert importlib.util.find_spec('tvm_ffi') is not None\n"
+        "assert importlib.util.find_spec('tvm_ffi') is not None\n"
+        "import tvm_ffi\n"
+        "assert tvm_ffi.get_global_func('packfn.kernels.rms_norm') is not None\n"
+        "packfn.get_global('testing.echo')\n"
+        "assert not any(type(f).__name__ == '_JoinAfterImport' for f in sys.meta_path)\n"
+        "assert _packfn._tvm_ffi_join()  # joins itself: asked last\n"
+        "print('ok')\n"
+    )
+    env = dict(os.environ)
+    env.pop("PACKFN_NO_TVM_FFI", None)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"

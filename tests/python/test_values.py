@@ -257,3 +257,101 @@ def test_refused_buffer_then_dlpack_with_a_cached_type_lookup():
     hasattr(int, "__dlpack__")
     packfn.get_global("packfn.kernels.add_n")(m, out, 1.0)
     assert list(out) == [1.0, 2.0, 3.0]
+
+
+def test_huge_int_overflow_names_its_bit_length(identity):
+    """An int beyond int64 is an OverflowError giving its size in bits: its digits would fill the
+    message, and str() of one past 4300 digits raises ValueError itself."""
+    for big, bits in [(10**4300, 14285), (-(2**20000), 20001), (2**63, 64)]:
+        with pytest.raises(OverflowError, match=f"argument 0: .*int of {bits} bits does not fit "
+                                                "in a 64-bit signed integer") as e:
+            identity(big)
+        assert len(str(e.value)) < 200
+
+
+def test_dlpack_dl_device_not_a_tuple():
+    t = packfn.Tensor(np.zeros(3, np.float32))
+    for bad, got in [([1, 0], "got list"), ((1, 0, 0), "got a tuple of another length")]:
+        with pytest.raises(TypeError, match=r"__dlpack__: dl_device: expected a tuple "
+                                            rf"\(device_type, device_id\), {got}"):
+            t.__dlpack__(dl_device=bad)
+    assert type(t.__dlpack__(dl_device=(1, 0))).__name__ == "PyCapsule"
+    with pytest.raises(BufferError, match="another device"):
+        t.__dlpack__(dl_device=(2, 0))
+
+
+def _mmap_producer():
+    """A type whose objects have both routes: the buffer protocol (an mmap of 16 bytes: uint8,
+    shape (16,)) and DLPack (three float64), and say where they are by a per-object device.
+    Closing one makes its buffer request fail, as a GPU array's or a bfloat16 array's does."""
+    import mmap
+
+    class Producer(mmap.mmap):
+        device = (1, 0)
+
+        def __dlpack__(self, stream=None, max_version=None):
+            return np.arange(3.0).__dlpack__()
+
+        def __dlpack_device__(self):
+            return self.device
+
+    return Producer
+
+
+def test_cpu_object_refusing_its_buffer_does_not_mark_its_type():
+    """A CPU object whose buffer request fails (a bfloat16 or datetime64 array) goes through
+    DLPack, and its type's other objects keep the buffer protocol."""
+    Producer = _mmap_producer()
+    refusing = Producer(-1, 16)
+    refusing.close()
+    assert packfn.Tensor(refusing).shape == (3,)  # DLPack
+    ok = Producer(-1, 16)
+    assert packfn.Tensor(ok).shape == (16,) and packfn.Tensor(ok).dtype == "uint8"  # buffer
+    assert packfn._packfn._echo()(ok).shape == (16,)  # a call's stack route too
+
+
+def test_gpu_object_refusing_its_buffer_decides_per_object():
+    """A type whose object on a GPU refused its buffer sends its GPU objects to DLPack directly
+    from then on, and its CPU objects still to the buffer protocol."""
+    Producer = _mmap_producer()
+    gpu = Producer(-1, 16)
+    gpu.device = (2, 0)  # what it says; its __dlpack__ gives CPU memory, which nothing reads
+    gpu.close()
+    assert packfn.Tensor(gpu).shape == (3,)
+    cpu = Producer(-1, 16)
+    assert packfn.Tensor(cpu).shape == (16,) and packfn.Tensor(cpu).dtype == "uint8"
+    assert packfn._packfn._echo()(cpu).shape == (16,)
+    assert packfn.Tensor(gpu).shape == (3,)
+
+
+def test_numpy_and_jax_arrays_without_buffer_keep_the_others_fast_and_read_only():
+    """The reviewer's case: a bfloat16 or datetime64 array, whose buffer export fails, no longer
+    sends every later NumPy array through DLPack (3-4x slower, BufferError for a byte-swapped
+    array instead of TypeError) nor makes JAX arrays lose their read-only flag. In a child
+    process: before the fix, the failure marked ndarray for the process."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, packfn\n"
+        "rms = packfn.get_global('packfn.kernels.rms_norm')\n"
+        "x = np.ones((2, 4), np.float32); out = np.empty_like(x)\n"
+        "try: rms(np.zeros((2, 4), 'M8[s]'), out, 1e-5)\n"
+        "except (BufferError, TypeError): pass\n"
+        "try: rms(x.astype('>f4'), out, 1e-5)\n"
+        "except TypeError as e: assert 'buffer format' in str(e), e\n"
+        "ro = x.copy(); ro.setflags(write=False)\n"
+        "assert packfn.Tensor(ro).read_only\n"
+        "try:\n"
+        "    import jax, jax.numpy as jnp\n"
+        "except ImportError:\n"
+        "    jnp = None\n"
+        "if jnp is not None:\n"
+        "    cpu = jax.devices('cpu')[0]\n"
+        "    packfn.Tensor(jnp.ones(8, jnp.bfloat16, device=cpu))\n"
+        "    assert packfn.Tensor(jnp.zeros(8, jnp.float32, device=cpu)).read_only\n"
+        "print('ok')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"

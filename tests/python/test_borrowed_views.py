@@ -1,0 +1,72 @@
+"""Views a call lends and what may outlive it: a function made by packfn's runtime gets a NumPy
+array as a DLTensor described on the C stack, borrowed for the call; a function that may keep
+its arguments gets tensor objects owning their buffers; a DLTensor* a call returns becomes a
+tensor keeping its argument alive, or is refused."""
+import gc
+import os
+import weakref
+
+import numpy as np
+import pytest
+
+import packfn
+from packfn import _packfn
+
+
+def test_functions_made_by_packfn_take_the_stack_view(rms_norm):
+    assert rms_norm._owned_args is False
+    assert _packfn._noop()._owned_args is False
+    lib = os.path.join(os.path.dirname(_packfn.__file__), "libpackfn_kernels.so")
+    assert packfn.load_module(lib).rms_norm._owned_args is False
+
+
+def test_python_callbacks_get_owned_tensors(identity):
+    assert identity._owned_args is True
+    assert packfn.get_global("test.identity")._owned_args is True
+
+
+def test_dltensor_result_keeps_its_argument_alive():
+    """A function returning the DLTensor* it was lent gives a tensor that holds the array."""
+    echo = _packfn._echo()
+    x = np.arange(1024, dtype=np.float32)
+    alive = weakref.ref(x)
+    r = echo(x)
+    assert isinstance(r, packfn.Tensor)
+    assert r.data_ptr == x.ctypes.data and r.shape == (1024,) and not r.read_only
+    del x
+    gc.collect()
+    assert alive() is not None  # r holds the array's buffer
+    np.testing.assert_array_equal(np.from_dlpack(r), np.arange(1024, dtype=np.float32))
+    r = None
+    gc.collect()
+    assert alive() is None  # and lets it go with itself
+
+
+def test_dltensor_result_of_which_argument():
+    echo = _packfn._echo()
+    arrays = [np.full(4, i, np.float64) for i in range(10)]  # past the 8 stack slots
+    for n in (2, 10):
+        r = echo(*arrays[:n])
+        assert r.data_ptr == arrays[n - 1].ctypes.data
+        assert list(np.from_dlpack(r)) == [n - 1.0] * 4
+    ro = np.arange(3.0)
+    ro.setflags(write=False)  # passed as a tensor object: the same object comes back
+    r = echo(1, ro)
+    assert r.read_only and r.data_ptr == ro.ctypes.data
+
+
+def test_dltensor_result_that_no_argument_owns_is_refused():
+    echo = _packfn._echo()
+    with pytest.raises(TypeError, match=r"echo: result: expected a tensor object, got a borrowed "
+                                        r"DLTensor\* that is none of its arguments"):
+        echo()
+
+
+def test_view_results_converted_while_the_arguments_live():
+    """A byte array or string view a call returns may point into the call's temporaries (more
+    than 8 arguments are converted into heap memory freed after the call)."""
+    echo = _packfn._echo()
+    data = b"a bytes value longer than seven bytes"
+    assert echo(*range(9), data) == data
+    text = "a long string with a NUL\0 inside"
+    assert echo(*range(9), text) == text
