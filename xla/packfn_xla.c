@@ -321,6 +321,8 @@ static int scalar_of(const XLA_FFI_Scalar* s, int kind, pf_any_t* out) {
     return -1;
   }
   int is_float = s->dtype == XLA_FFI_DataType_F64 || s->dtype == XLA_FFI_DataType_F32;
+  if (s->dtype == XLA_FFI_DataType_PRED && kind != P_BOOL)
+    return -1; /* a bool is not a number here, as packfn's int and float parameters say */
   if (kind == P_FLOAT)
     *out = pf_any_float(f);
   else if (kind == P_INT && !is_float)
@@ -340,23 +342,31 @@ static int span_is(const XLA_FFI_ByteSpan* s, const char* text, size_t len) {
   return s->len == len && memcmp(s->ptr, text, len) == 0;
 }
 
-/* The plan named by the attributes packfn_name and packfn_slot. */
-static XLA_FFI_Error* plan_of(XLA_FFI_CallFrame* frame, plan_t** out) {
+/* The plan named by the attributes packfn_name and packfn_slot; *own receives how many of the
+ * call's attributes are those two (1 or 2). */
+static XLA_FFI_Error* plan_of(XLA_FFI_CallFrame* frame, plan_t** out, int64_t* own) {
   const XLA_FFI_Attrs* attrs = &frame->attrs;
   const XLA_FFI_ByteSpan* name = NULL;
   int64_t slot = -1;
+  *own = 0;
   for (int64_t a = 0; a < attrs->size; ++a) {
-    if (span_is(attrs->names[a], "packfn_name", 11) && attrs->types[a] == XLA_FFI_AttrType_STRING)
+    if (span_is(attrs->names[a], "packfn_name", 11) && attrs->types[a] == XLA_FFI_AttrType_STRING) {
       name = attrs->attrs[a];
-    else if (span_is(attrs->names[a], "packfn_slot", 11) &&
-             attrs->types[a] == XLA_FFI_AttrType_SCALAR &&
-             ((const XLA_FFI_Scalar*)attrs->attrs[a])->dtype == XLA_FFI_DataType_S64)
+      ++*own;
+    } else if (span_is(attrs->names[a], "packfn_slot", 11) &&
+               attrs->types[a] == XLA_FFI_AttrType_SCALAR &&
+               ((const XLA_FFI_Scalar*)attrs->attrs[a])->dtype == XLA_FFI_DataType_S64) {
       slot = *(const int64_t*)((const XLA_FFI_Scalar*)attrs->attrs[a])->value;
+      ++*own;
+    }
   }
   if (!name)
     return xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
                      "packfn_xla: the custom call has no string attribute packfn_name naming "
                      "the packfn function");
+  if (memchr(name->ptr, '\0', name->len) != NULL)
+    return xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                     "packfn_xla: the attribute packfn_name holds a NUL byte");
   plan_t* plan = slot_get(slot);
   if (PF_LIKELY(plan && plan->name_len == name->len &&
                 memcmp(plan->name, name->ptr, name->len) == 0)) {
@@ -389,7 +399,8 @@ static XLA_FFI_Error* call(XLA_FFI_CallFrame* frame, DLDevice device) {
   if (frame->stage != XLA_FFI_ExecutionStage_EXECUTE)
     return NULL;
   plan_t* plan = NULL;
-  XLA_FFI_Error* xerr = plan_of(frame, &plan);
+  int64_t own = 0;
+  XLA_FFI_Error* xerr = plan_of(frame, &plan, &own);
   if (xerr)
     return xerr;
   int64_t nargs = frame->args.size, nrets = frame->rets.size;
@@ -397,12 +408,14 @@ static XLA_FFI_Error* call(XLA_FFI_CallFrame* frame, DLDevice device) {
     return xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
                      "%s: %d tensor parameters, but the call has %lld operands and %lld results",
                      plan->name, (int)plan->num_tensors, (long long)nargs, (long long)nrets);
-  if (PF_UNLIKELY(frame->attrs.size != plan->num_params - plan->num_tensors + 2))
+  /* each scalar parameter finds its attribute by name below, so with this count no attribute
+   * is left over that none of them took (an unknown one is refused) */
+  if (PF_UNLIKELY(frame->attrs.size != plan->num_params - plan->num_tensors + own))
     return xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
                      "%s: %d scalar parameters, but the call has %lld attributes besides "
                      "packfn_name and packfn_slot",
                      plan->name, (int)(plan->num_params - plan->num_tensors),
-                     (long long)frame->attrs.size - 2);
+                     (long long)(frame->attrs.size - own));
 
   pf_any_t args_stack[STACK_PARAMS];
   DLTensor views_stack[STACK_PARAMS];

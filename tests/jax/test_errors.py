@@ -71,6 +71,14 @@ def test_trace_time_checks():
     g = pj.ffi_call("packfn.kernels.rms_norm", (spec(x), spec(x)))
     with pytest.raises(TypeError, match="1 operands and 2 results"):
         g(x, eps=1e-5)
+    with pytest.raises(TypeError, match="expected float, got complex"):
+        f(x, eps=np.complex128(1 + 2j))
+    # int parameters (no packfn kernel has one): values past 64 bits are refused, not wrapped
+    t = pj.register("packfn.kernels.add_n")
+    assert pj._scalar(t, "k", "int", np.uint64(2**63 - 1)) == 2**63 - 1
+    for big in (np.uint64(2**64 - 1), 2**63, -(2**63) - 1):
+        with pytest.raises(TypeError, match="fits in 64 bits"):
+            pj._scalar(t, "k", "int", big)
     h = pj.ffi_call("packfn.kernels.add_n", jax.ShapeDtypeStruct((2,), jnp.float8_e4m3fn))
     with pytest.raises(TypeError, match="no DLPack equivalent"):
         h(jnp.ones(2, jnp.float8_e4m3fn), n=1.0)
@@ -102,3 +110,24 @@ def test_call_without_the_function_name_attribute():
     with pytest.raises(RuntimeErr, match=r"argument 2 \(n\): expected a float attribute"):
         jax.block_until_ready(raw(x, packfn_name="packfn.kernels.add_n",
                                   packfn_slot=np.int64(t.slot), n="one"))
+
+
+def test_raw_call_refuses_unknown_attributes_bools_and_nul_names():
+    """The attributes are matched by name: one no parameter takes is refused (without
+    packfn_slot the count alone let it pass), a bool is no number for a float parameter, and a
+    name with a NUL byte is not cut at it."""
+    t = pj.register("packfn.kernels.add_n")
+    x = jnp.ones(3)
+    raw = jax.ffi.ffi_call(t.target, spec(x))
+    with pytest.raises(RuntimeErr, match="1 scalar parameters, but the call has 2 attributes"):
+        jax.block_until_ready(raw(x, packfn_name="packfn.kernels.add_n", n=np.float64(1),
+                                  bogus=np.float64(3)))
+    with pytest.raises(RuntimeErr, match=r"argument 2 \(n\): expected a float attribute"):
+        jax.block_until_ready(raw(x, packfn_name="packfn.kernels.add_n",
+                                  packfn_slot=np.int64(t.slot), n=True))
+    with pytest.raises(RuntimeErr, match="packfn_name holds a NUL byte"):
+        jax.block_until_ready(raw(x, packfn_name="packfn.kernels.add_n\0junk",
+                                  packfn_slot=np.int64(t.slot), n=np.float64(1)))
+    # without packfn_slot the call still binds by name
+    y = raw(x, packfn_name="packfn.kernels.add_n", n=np.float64(2))
+    np.testing.assert_array_equal(np.asarray(y), np.full(3, 3.0))
