@@ -1685,10 +1685,22 @@ static int dlpack_order_stream(PyObject* stream, DLDevice d) {
       }
     }
     if (!ok) {
-      PyErr_Format(PyExc_BufferError,
-                   "packfn.Tensor.__dlpack__: stream for a CUDA tensor: expected None, -1, 1, 2 "
-                   "or a stream pointer, got %R",
-                   stream);
+      PyObject* bits = PyLong_Check(stream) && !PyBool_Check(stream)
+                           ? PyObject_CallMethod((PyObject*)&PyLong_Type, "bit_length", "O", stream)
+                           : NULL;
+      if (bits) /* %R of an int fails past 4300 digits */
+        PyErr_Format(PyExc_BufferError,
+                     "packfn.Tensor.__dlpack__: stream for a CUDA tensor: expected None, -1, 1, "
+                     "2 or a stream pointer, got an int of %S bits",
+                     bits);
+      else if (PyErr_Occurred())
+        return -1;
+      else
+        PyErr_Format(PyExc_BufferError,
+                     "packfn.Tensor.__dlpack__: stream for a CUDA tensor: expected None, -1, 1, "
+                     "2 or a stream pointer, got %R",
+                     stream);
+      Py_XDECREF(bits);
       return -1;
     }
   }

@@ -103,7 +103,7 @@ def test_dlpack_export_stream_argument_of_a_cuda_tensor():
     assert t.device == "cuda:0" and t.shape == (4,)
     for stream in (-1, None, 1):
         assert type(t.__dlpack__(stream=stream)).__name__ == "PyCapsule"
-    for bad in (0, -2, -(1 << 70), 1 << 64, True, "1", 1.5):
+    for bad in (0, -2, -(1 << 70), 1 << 64, True, "1", 1.5, 1 << 20000):
         with pytest.raises(BufferError, match=r"stream for a CUDA tensor: expected None, -1, 1, 2"):
             t.__dlpack__(stream=bad)
     gpu = _cuda_driver_device_count() > 0
