@@ -2344,34 +2344,32 @@ static int echo_call(void* self, const pf_any_t* args, int32_t num_args, pf_any_
   return 0;
 }
 
-/* _echo(): a C function made by packfn returning its last argument as it came (a view stays a
- * view, as TVM-FFI's testing.echo does), or with no argument a DLTensor* of its own; for tests
- * of borrowed results. */
-static PyObject* m_echo(PyObject* m, PyObject* u) {
-  (void)m;
-  (void)u;
+/* A packfn function calling `call` directly, with its signature and doc, as a Python object. */
+static PyObject* direct_function(pf_safe_call_t call, const char* signature, const char* doc) {
   pf_object_t* fn;
-  if (pf_function_create_direct(echo_call, &fn) != 0)
+  if (pf_function_create_direct(call, &fn) != 0)
     return raise_pf_error();
-  if (pf_function_set_info(fn, "echo(*args) -> any", NULL) != 0) {
+  if (pf_function_set_info(fn, signature, doc) != 0) {
     pf_object_release(fn);
     return raise_pf_error();
   }
   return wrap_steal(fn);
 }
 
+/* _echo(): a C function made by packfn returning its last argument as it came (a view stays a
+ * view, as TVM-FFI's testing.echo does), or with no argument a DLTensor* of its own; for tests
+ * of borrowed results. */
+static PyObject* m_echo(PyObject* m, PyObject* u) {
+  (void)m;
+  (void)u;
+  return direct_function(echo_call, "echo(*args) -> any", NULL);
+}
+
 /* _noop(): a C function that does nothing, for call-overhead measurements. */
 static PyObject* m_noop(PyObject* m, PyObject* u) {
   (void)m;
   (void)u;
-  pf_object_t* fn;
-  if (pf_function_create_direct(noop_call, &fn) != 0)
-    return raise_pf_error();
-  if (pf_function_set_info(fn, "noop(*args) -> None", "Does nothing (call overhead).") != 0) {
-    pf_object_release(fn);
-    return raise_pf_error();
-  }
-  return wrap_steal(fn);
+  return direct_function(noop_call, "noop(*args) -> None", "Does nothing (call overhead).");
 }
 
 static PyObject* m_tvm_ffi_join(PyObject* m, PyObject* u) {

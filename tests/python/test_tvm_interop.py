@@ -28,6 +28,15 @@ def identity():
     packfn.remove_global("test.tvm_interop.identity")
 
 
+
+def _run_prints_ok(code):
+    """Runs `code` in a fresh interpreter allowed to join TVM-FFI; it must print ok."""
+    env = dict(os.environ)
+    env.pop("PACKFN_NO_TVM_FFI", None)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
+
 def test_joined():
     assert _packfn._tvm_ffi_join() is True
 
@@ -44,11 +53,7 @@ def test_either_import_order_joins_and_shares_the_global_table(first):
         "assert np.allclose(out, 1.0), out\n"
         "print('ok')\n"
     )
-    env = dict(os.environ)
-    env.pop("PACKFN_NO_TVM_FFI", None)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "ok"
+    _run_prints_ok(code)
 
 
 def test_no_tvm_ffi_env_keeps_them_apart():
@@ -293,8 +298,4 @@ def test_find_spec_probe_before_the_import_still_joins():
         "assert _packfn._tvm_ffi_join()  # joins itself: asked last\n"
         "print('ok')\n"
     )
-    env = dict(os.environ)
-    env.pop("PACKFN_NO_TVM_FFI", None)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "ok"
+    _run_prints_ok(code)
