@@ -1,6 +1,7 @@
 /* kernels/kcheck.c: the argument checks of every kernel (kdefs.h), shared by packfn_kernels and
  * packfn_kernels_cuda, so a call is refused the same way whichever library runs it. */
 #include <math.h>
+#include <stdint.h>
 
 #include "kernels/kdefs.h"
 #include "packfn/error.h"
@@ -22,22 +23,40 @@ int pf__k_device_of(const char* func, const DLTensor* first, const char* name, i
   return -1;
 }
 
+/* Argument `index` (checked: float32 or float64) must lie at a multiple of its element size:
+ * the kernels load and store whole elements (a float32 array at an odd address, which NumPy can
+ * make from a buffer, would be stores C does not allow, and crashed the streaming ones). */
+static int k_aligned(const char* func, int32_t index, const char* name, const DLTensor* t) {
+  size_t elem = t->dtype.bits / 8;
+  uintptr_t at = (uintptr_t)pf_dltensor_data(t);
+  if (at % elem == 0 || pf_dltensor_numel(t) == 0)
+    return 0;
+  PF_ERROR_SET(PF_ERR_VALUE,
+               "%s: argument %d (%s): expected data at a multiple of its element size (%zu "
+               "bytes), got an address %zu bytes past one",
+               func, (int)index, name, elem, (size_t)(at % elem));
+  return -1;
+}
+
 /* Argument `index` must be a compact float32/float64 tensor on device type `dev` with at least
- * `min_ndim` axes. */
+ * `min_ndim` axes, aligned to its element size. */
 static int k_input(const char* func, int32_t index, const char* name, const DLTensor* t,
                    int32_t dev, int32_t min_ndim) {
   pf_tensor_spec_t spec = {PF_DTYPES(PF_DTYPE_FLOAT32, PF_DTYPE_FLOAT64), .device_type = dev,
                            .min_ndim = min_ndim, .contiguous = 1};
-  return pf_dltensor_check(t, &spec, func, index, name);
+  if (pf_dltensor_check(t, &spec, func, index, name) != 0)
+    return -1;
+  return k_aligned(func, index, name, t);
 }
 
-/* Argument `index` must match `ref` (dtype, device, shape) and be compact. */
+/* Argument `index` must match `ref` (dtype, device, shape), be compact and aligned. */
 static int k_like(const char* func, int32_t index, const char* name, const DLTensor* t,
                   const DLTensor* ref, const char* ref_name) {
   pf_tensor_spec_t spec = {.contiguous = 1};
-  if (pf_dltensor_check_like(t, ref, func, index, name, ref_name) != 0)
+  if (pf_dltensor_check_like(t, ref, func, index, name, ref_name) != 0 ||
+      pf_dltensor_check(t, &spec, func, index, name) != 0)
     return -1;
-  return pf_dltensor_check(t, &spec, func, index, name);
+  return k_aligned(func, index, name, t);
 }
 
 /* Argument `index` must have ref's dtype and device, `ndim` axes with the given extents. */
@@ -49,7 +68,7 @@ static int k_shaped(const char* func, int32_t index, const char* name, const DLT
                            .ndim = ndim,
                            .shape = shape,
                            .contiguous = 1};
-  if (pf_dltensor_check(t, &spec, func, index, name) != 0)
+  if (pf_dltensor_check(t, &spec, func, index, name) != 0 || k_aligned(func, index, name, t) != 0)
     return -1;
   if (t->device.device_id != ref->device.device_id) {
     char a[32], b[32];
