@@ -19,6 +19,12 @@ int pf__any_expected(const char* expected, const pf_any_t* v) {
   return pf_any_type_error(v, expected);
 }
 
+int pf__any_null_view(const char* expected, const pf_any_t* v) {
+  PF_ERROR_SET(PF_ERR_VALUE, "expected %s, got a %s view with a NULL pointer",
+               expected ? expected : "a value", pf_type_name(v->type_index));
+  return -1;
+}
+
 int pf_any_as_cstr(const pf_any_t* v, const char** out) {
   if (!v || !out) {
     return PF__NULL_ARG("pf_any_as_cstr", v ? "out" : "v");
@@ -135,8 +141,9 @@ int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
   if (!view || !out) {
     return PF__NULL_ARG("pf_any_to_owned", view ? "out" : "view");
   }
+  const pf_any_t v = *view; /* first: out may be view itself */
   *out = pf_any_none();
-  switch (view->type_index) {
+  switch (v.type_index) {
   case PF_TYPE_NONE:
   case PF_TYPE_INT:
   case PF_TYPE_BOOL:
@@ -146,16 +153,20 @@ int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
   case PF_TYPE_DEVICE:
   case PF_TYPE_SMALL_STR:
   case PF_TYPE_SMALL_BYTES:
-    *out = *view;
+    *out = v;
     return 0;
   case PF_TYPE_RAW_STR:
-    return pf_string_from_cstr(view->v_c_str, out);
+    if (!v.v_c_str)
+      break;
+    return pf_string_from_cstr(v.v_c_str, out);
   case PF_TYPE_BYTE_ARRAY_PTR: {
-    const pf_byte_array_t* b = (const pf_byte_array_t*)view->v_ptr;
+    const pf_byte_array_t* b = (const pf_byte_array_t*)v.v_ptr;
+    if (!b)
+      break;
     return pf_bytes_create(b->data, b->size, out);
   }
   case PF_TYPE_OBJECT_RVALUE_REF: {
-    pf_object_t** handle = (pf_object_t**)view->v_ptr;
+    pf_object_t** handle = (pf_object_t**)v.v_ptr;
     if (!handle || !*handle) {
       PF_ERROR_SET(PF_ERR_VALUE, "pf_any_to_owned: object rvalue reference to a NULL handle");
       return -1;
@@ -171,32 +182,40 @@ int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
                               "in a tensor object first");
     return -1;
   default:
-    if (view->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN) {
-      if (!view->v_obj) {
+    if (v.type_index >= PF_TYPE_STATIC_OBJECT_BEGIN) {
+      if (!v.v_obj) {
         PF_ERROR_SET(PF_ERR_VALUE, "pf_any_to_owned: object value (%s) with a NULL pointer",
-                     pf_type_name(view->type_index));
+                     pf_type_name(v.type_index));
         return -1;
       }
-      pf_object_retain(view->v_obj);
-      *out = *view;
+      pf_object_retain(v.v_obj);
+      *out = v;
       return 0;
     }
     PF_ERROR_SET(PF_ERR_TYPE,
                  "pf_any_to_owned: a value of type %s (type index %d) has no owned "
                  "form in packfn",
-                 pf_type_name(view->type_index), (int)view->type_index);
+                 pf_type_name(v.type_index), (int)v.type_index);
     return -1;
   }
+  /* a raw string or byte-array pointer view with a NULL pointer */
+  PF_ERROR_SET(PF_ERR_VALUE, "pf_any_to_owned: %s view (type index %d) with a NULL pointer",
+               pf_type_name(v.type_index), (int)v.type_index);
+  return -1;
 }
 
-/* Which family a value's bytes belong to for equality: 1 string, 2 bytes, 0 neither. */
-static int pf__text_family(int32_t type_index) {
-  switch (type_index) {
+/* Which family a value's bytes belong to for equality: 1 string, 2 bytes, 0 neither. A raw
+ * string or byte-array view with a NULL pointer has no bytes: it compares and hashes by its
+ * bits, as other values do. */
+static int pf__text_family(const pf_any_t* v) {
+  switch (v->type_index) {
   case PF_TYPE_RAW_STR:
+    return v->v_ptr ? 1 : 0;
   case PF_TYPE_SMALL_STR:
   case PF_TYPE_STR:
     return 1;
   case PF_TYPE_BYTE_ARRAY_PTR:
+    return v->v_ptr ? 2 : 0;
   case PF_TYPE_SMALL_BYTES:
   case PF_TYPE_BYTES:
     return 2;
@@ -216,9 +235,9 @@ static void pf__text_of(const pf_any_t* v, int family, const char** data, size_t
 int pf_any_equal(const pf_any_t* a, const pf_any_t* b) {
   if (!a || !b)
     return a == b;
-  int fa = pf__text_family(a->type_index);
+  int fa = pf__text_family(a);
   if (fa != 0) {
-    if (fa != pf__text_family(b->type_index))
+    if (fa != pf__text_family(b))
       return 0;
     const char *da, *db;
     size_t sa, sb;
@@ -260,7 +279,7 @@ uint64_t pf_hash_bytes(const char* data, size_t size) {
 uint64_t pf_any_hash(const pf_any_t* v) {
   if (!v)
     return 0;
-  int family = pf__text_family(v->type_index);
+  int family = pf__text_family(v);
   if (family != 0) {
     const char* data;
     size_t size;

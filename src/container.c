@@ -258,14 +258,70 @@ typedef struct {
 /* Frames kept on the C stack before the walk asks malloc for more. */
 #define PF__EQ_LOCAL_FRAMES 32
 
+/* The pairs of maps (and dicts) the walk has entered. Dicts change in place, so they can hold
+ * themselves through other containers (d["a"] = [d]): a walk that meets a pair it entered before
+ * does not enter it again, and counts it equal (if it differs, the first entry of the pair finds
+ * that out). So the walk ends on cycles, and compares shared sub-maps once. Arrays are immutable
+ * and lists compare by identity, so every cycle the walk can follow passes through a map or
+ * dict: only those are recorded, and a deep chain of arrays pays nothing. */
+#define PF__EQ_LOCAL_PAIRS 32 /* a power of two; on the C stack before malloc */
+typedef struct {
+  const pf_object_t *x, *y;
+} pf__eq_pair_t;
+typedef struct {
+  pf__eq_pair_t* slots; /* open addressing, linear probing; x == NULL: empty */
+  size_t capacity;      /* a power of two, at least twice count */
+  size_t count;
+  pf__eq_pair_t local[PF__EQ_LOCAL_PAIRS];
+} pf__eq_seen_t;
+
+static size_t pf__eq_pair_hash(const pf_object_t* x, const pf_object_t* y) {
+  uint64_t h = (uint64_t)(uintptr_t)x * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)y;
+  h ^= h >> 29;
+  h *= 0xbf58476d1ce4e5b9ull;
+  return (size_t)(h ^ (h >> 32));
+}
+
+/* Records (x, y): 1 when it was recorded before, 0 when new, -1 when out of memory. */
+static int pf__eq_seen_add(pf__eq_seen_t* s, const pf_object_t* x, const pf_object_t* y) {
+  if (2 * (s->count + 1) > s->capacity) {
+    size_t cap = 2 * s->capacity;
+    pf__eq_pair_t* grown = cap <= SIZE_MAX / sizeof *grown ? calloc(cap, sizeof *grown) : NULL;
+    if (!grown)
+      return -1;
+    for (size_t i = 0; i < s->capacity; ++i) {
+      if (!s->slots[i].x)
+        continue;
+      size_t j = pf__eq_pair_hash(s->slots[i].x, s->slots[i].y) & (cap - 1);
+      while (grown[j].x)
+        j = (j + 1) & (cap - 1);
+      grown[j] = s->slots[i];
+    }
+    if (s->slots != s->local)
+      free(s->slots);
+    s->slots = grown;
+    s->capacity = cap;
+  }
+  size_t j = pf__eq_pair_hash(x, y) & (s->capacity - 1);
+  for (; s->slots[j].x; j = (j + 1) & (s->capacity - 1))
+    if (s->slots[j].x == x && s->slots[j].y == y)
+      return 1;
+  s->slots[j].x = x;
+  s->slots[j].y = y;
+  s->count++;
+  return 0;
+}
+
 static int pf__shape_equal(const pf_shape_cell_t* a, const pf_shape_cell_t* b) {
   return a->size == b->size &&
          (a->size == 0 || memcmp(a->data, b->data, a->size * sizeof(int64_t)) == 0);
 }
 
 /* Compares a and b as far as it can without descending: 1 or 0 when decided, 2 when both are
- * arrays (or both maps) of the same non-zero size, with *f set up to compare their items. */
-static int pf__equal_enter(const pf_any_t* a, const pf_any_t* b, pf__eq_frame_t* f) {
+ * arrays (or both maps, a pair not met before) of the same non-zero size, with *f set up to
+ * compare their items; -1 when out of memory for the pairs. */
+static int pf__equal_enter(const pf_any_t* a, const pf_any_t* b, pf__eq_frame_t* f,
+                           pf__eq_seen_t* seen) {
   if (a->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN &&
       b->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN && a->v_obj && b->v_obj &&
       a->v_obj != b->v_obj) {
@@ -290,6 +346,11 @@ static int pf__equal_enter(const pf_any_t* a, const pf_any_t* b, pf__eq_frame_t*
       return 0;
     if (nx == 0)
       return 1;
+    if (is_map) {
+      int met = pf__eq_seen_add(seen, x, y);
+      if (met != 0)
+        return met; /* 1: entered before (on the way, or found equal); -1: no memory */
+    }
     *f = (pf__eq_frame_t){x, y, 0, nx, is_map, {NULL, 0}};
     if (is_map)
       (void)pf_map_iter_init(x, &f->it); /* a map: cannot fail */
@@ -308,23 +369,20 @@ static int pf__equal_next(pf__eq_frame_t* f, const pf_any_t** a, const pf_any_t*
     return 1;
   }
   const pf_any_t* key;
-  (void)pf_map_iter_next(&f->it, &key, a); /* f->size entries: one is left */
+  if (pf_map_iter_next(&f->it, &key, a) != 1)
+    return 0; /* fewer entries than its size says: not a map to call equal */
   *b = pf__mapbase_find(f->y, key);
   return *b != NULL;
 }
 
-int pf_container_equal(const pf_any_t* a, const pf_any_t* b) {
-  if (!a || !b)
-    return a == b;
+/* Compares the items of frame `first`, descending: 1, 0, or -1 when out of memory. */
+static int pf__equal_frames(const pf__eq_frame_t* first, pf__eq_seen_t* seen) {
   pf__eq_frame_t local[PF__EQ_LOCAL_FRAMES];
   pf__eq_frame_t* stack = local;
-  size_t depth = 0, capacity = PF__EQ_LOCAL_FRAMES;
-  int eq = pf__equal_enter(a, b, &stack[0]);
-  if (eq == 2) {
-    depth = 1;
-    eq = 1;
-  }
-  while (depth > 0 && eq) {
+  size_t depth = 1, capacity = PF__EQ_LOCAL_FRAMES;
+  stack[0] = *first;
+  int eq = 1;
+  while (depth > 0 && eq == 1) {
     pf__eq_frame_t* top = &stack[depth - 1];
     if (top->i == top->size) {
       --depth; /* these two are equal; back to their parents */
@@ -336,7 +394,7 @@ int pf_container_equal(const pf_any_t* a, const pf_any_t* b) {
       break;
     }
     pf__eq_frame_t f;
-    int r = pf__equal_enter(x, y, &f);
+    int r = pf__equal_enter(x, y, &f, seen);
     if (r != 2) {
       eq = r;
       continue;
@@ -347,8 +405,9 @@ int pf_container_equal(const pf_any_t* a, const pf_any_t* b) {
           stack == local ? malloc(cap * sizeof *grown) : realloc(stack, cap * sizeof *grown);
       if (!grown) {
         /* out of memory: compare this pair with a nested walk (recursion, one level per
-         * PF__EQ_LOCAL_FRAMES of nesting) rather than fail, since equality never raises */
-        eq = pf_container_equal(x, y);
+         * PF__EQ_LOCAL_FRAMES of nesting) rather than fail, since equality never raises; the
+         * nested walk shares the pairs met, so it too ends on cycles */
+        eq = pf__equal_frames(&f, seen);
         continue;
       }
       if (stack == local)
@@ -361,6 +420,23 @@ int pf_container_equal(const pf_any_t* a, const pf_any_t* b) {
   if (stack != local)
     free(stack);
   return eq;
+}
+
+int pf_container_equal(const pf_any_t* a, const pf_any_t* b) {
+  if (!a || !b)
+    return a == b;
+  pf__eq_seen_t seen;
+  memset(seen.local, 0, sizeof seen.local);
+  seen.slots = seen.local;
+  seen.capacity = PF__EQ_LOCAL_PAIRS;
+  seen.count = 0;
+  pf__eq_frame_t first;
+  int eq = pf__equal_enter(a, b, &first, &seen);
+  if (eq == 2)
+    eq = pf__equal_frames(&first, &seen);
+  if (seen.slots != seen.local)
+    free(seen.slots);
+  return eq == 1; /* -1, out of memory for the pairs: not shown equal */
 }
 
 /* ---- list (75): a mutable sequence in TVM-FFI's ListObj layout ----
@@ -478,6 +554,15 @@ static int pf__list_reserve_one(const char* func, pf_seq_cell_t* c) {
   return 0;
 }
 
+/* ValueError when value is the list itself (or an rvalue reference to it): a list holding
+ * itself would keep itself alive forever, as a map holding itself would. */
+static int pf__list_self(const char* func, const pf_object_t* list, const pf_any_t* value) {
+  if (pf__object_of(value) != list)
+    return 0;
+  PF_ERROR_SET(PF_ERR_VALUE, "%s: argument value: a list cannot contain itself", func);
+  return -1;
+}
+
 /* Inserts before `index`, or at the end when `at_end`; raises naming func. */
 static int pf__list_insert(const char* func, pf_object_t* list, int64_t index, int at_end,
                            const pf_any_t* value) {
@@ -490,14 +575,15 @@ static int pf__list_insert(const char* func, pf_object_t* list, int64_t index, i
     index = c->size;
   if (index < 0 || index > c->size)
     return pf__index_error(func, index, (size_t)c->size, "an insert into a list of size");
+  if (pf__list_self(func, list, value) != 0)
+    return -1;
+  /* room first: owning moves an rvalue reference's object, which a failure must not do */
+  if (pf__list_reserve_one(func, c) != 0)
+    return -1;
   static const char* const names[] = {"value"};
   pf_any_t owned;
   if (pf__own_all(func, names, value, 1, &owned) != 0)
     return -1;
-  if (pf__list_reserve_one(func, c) != 0) {
-    pf_any_release(&owned);
-    return -1;
-  }
   pf_any_t* items = (pf_any_t*)c->data;
   memmove(items + index + 1, items + index, (size_t)(c->size - index) * sizeof(pf_any_t));
   items[index] = owned;
@@ -522,6 +608,8 @@ int pf_list_set(pf_object_t* list, int64_t index, const pf_any_t* value) {
     return PF__NULL_ARG(func, "value");
   if (index < 0 || index >= c->size)
     return pf__index_error(func, index, (size_t)c->size, "a list of size");
+  if (pf__list_self(func, list, value) != 0)
+    return -1;
   static const char* const names[] = {"value"};
   pf_any_t owned;
   if (pf__own_all(func, names, value, 1, &owned) != 0)

@@ -14,9 +14,22 @@ const char* pf__item_name(const char* const* names, size_t i, char* buf, size_t 
 
 /* Makes owned copies of views[0..n) in out[0..n); on failure nothing is retained or moved
  * (rvalue references keep their objects) and -1 is returned with the error raised. The packfn
- * maps among the values are frozen. */
+ * maps among the values are frozen. Two rvalue references to the same handle are refused
+ * (ValueError): its reference can move once. pf__own_begin + pf__freeze_maps. */
 int pf__own_all(const char* func, const char* const* names, const pf_any_t* views, size_t n,
                 pf_any_t* out);
+
+/* The first half of pf__own_all, for a caller with a step that can still fail after the values
+ * are owned: copies the values (retains, string objects) and takes the objects of the rvalue
+ * references out of their handles. The caller then either keeps out[0..n) (and calls
+ * pf__freeze_maps) or calls pf__own_abort, which puts everything back. On failure it has
+ * already put everything back: -1 with the error raised. */
+int pf__own_begin(const char* func, const char* const* names, const pf_any_t* views, size_t n,
+                  pf_any_t* out);
+
+/* Undoes pf__own_begin: releases the copies and gives each rvalue reference's handle its object
+ * back; out[0..n) is left none. */
+void pf__own_abort(const pf_any_t* views, pf_any_t* out, size_t n);
 
 /* Freezes the packfn maps among owned values (a map stored in a container never changes). */
 void pf__freeze_maps(const pf_any_t* values, size_t n);

@@ -260,6 +260,93 @@ START_TEST(test_views_to_owned) {
 }
 END_TEST
 
+/* out may be the view itself: the value is read before out is written */
+START_TEST(test_to_owned_in_place) {
+  char text[] = "a caller's buffer, longer than seven bytes";
+  pf_any_t v = pf_any_cstr(text);
+  ck_assert_int_eq(pf_any_to_owned(&v, &v), 0);
+  ck_assert_int_eq(v.type_index, PF_TYPE_STR);
+  text[0] = 'X'; /* an owned copy: the buffer no longer matters */
+  pf_any_t want = pf_any_cstr("a caller's buffer, longer than seven bytes");
+  ck_assert_int_eq(pf_any_equal(&v, &want), 1);
+  pf_any_release(&v);
+  v = pf_any_cstr("short");
+  ck_assert_int_eq(pf_any_to_owned(&v, &v), 0);
+  ck_assert_int_eq(v.type_index, PF_TYPE_SMALL_STR);
+  ck_assert_str_eq(v.v_bytes, "short");
+  v = pf_any_int(42);
+  ck_assert_int_eq(pf_any_to_owned(&v, &v), 0);
+  ck_assert_int_eq(v.type_index, PF_TYPE_INT);
+  ck_assert_int_eq(v.v_int64, 42);
+  pf_byte_array_t arr = {"0123456789abcdef", 16};
+  v = pf_any_byte_array(&arr);
+  ck_assert_int_eq(pf_any_to_owned(&v, &v), 0);
+  ck_assert_int_eq(v.type_index, PF_TYPE_BYTES);
+  pf_any_release(&v);
+  pf_object_t* obj;
+  ck_assert_int_eq(pf_string_object_create("an object, retained", 19, &obj), 0);
+  v = pf_any_object(obj);
+  ck_assert_int_eq(pf_any_to_owned(&v, &v), 0);
+  ck_assert_ptr_eq(v.v_obj, obj);
+  ck_assert_uint_eq(pf_object_strong_count(obj), 2);
+  pf_any_release(&v);
+  pf_object_t* handle = obj; /* an rvalue reference: the object moves out of the handle */
+  v = pf_any_none();
+  v.type_index = PF_TYPE_OBJECT_RVALUE_REF;
+  v.v_ptr = &handle;
+  ck_assert_int_eq(pf_any_to_owned(&v, &v), 0);
+  ck_assert_ptr_null(handle);
+  ck_assert_int_eq(v.type_index, PF_TYPE_STR);
+  ck_assert_ptr_eq(v.v_obj, obj);
+  ck_assert_uint_eq(pf_object_strong_count(obj), 1);
+  pf_any_release(&v);
+  DLTensor t;
+  memset(&t, 0, sizeof t);
+  v = pf_any_dltensor(&t); /* a failure in place leaves none */
+  ck_assert_int_eq(pf_any_to_owned(&v, &v), -1);
+  PF_ASSERT_RAISED("TypeError", "DLTensor");
+  ck_assert_int_eq(v.type_index, PF_TYPE_NONE);
+}
+END_TEST
+
+/* A raw string or byte-array pointer Any with a NULL pointer (pf_any_cstr and
+ * pf_any_byte_array never make one, a hand-made Any can): ValueError, no crash. */
+START_TEST(test_null_views) {
+  pf_any_t ba = pf_any_none(), rs = pf_any_none(), out = pf_any_int(1);
+  ba.type_index = PF_TYPE_BYTE_ARRAY_PTR;
+  rs.type_index = PF_TYPE_RAW_STR;
+  ck_assert_int_eq(pf_any_to_owned(&ba, &out), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_any_to_owned: bytes view (type index 9) with a NULL pointer");
+  ck_assert_int_eq(out.type_index, PF_TYPE_NONE);
+  ck_assert_int_eq(pf_any_to_owned(&rs, &out), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_any_to_owned: str view (type index 8) with a NULL pointer");
+  const char* data = "x";
+  size_t size = 9;
+  ck_assert_int_eq(pf_any_as_bytes(&ba, &data, &size), -1);
+  PF_ASSERT_RAISED("ValueError", "expected bytes, got a bytes view with a NULL pointer");
+  ck_assert_ptr_null(data);
+  ck_assert_uint_eq(size, 0);
+  data = "x";
+  ck_assert_int_eq(pf_any_as_str(&rs, &data, &size), -1);
+  PF_ASSERT_RAISED("ValueError", "expected str, got a str view with a NULL pointer");
+  ck_assert_ptr_null(data);
+  ck_assert_int_eq(pf_any_as_cstr(&rs, &data), -1);
+  PF_ASSERT_RAISED("ValueError", "NULL pointer");
+  /* equality and hashing never raise: such a view is equal only to the same bits */
+  pf_any_t empty_str = pf_any_cstr(""), ba2 = ba;
+  ck_assert_int_eq(pf_any_equal(&rs, &empty_str), 0);
+  ck_assert_int_eq(pf_any_equal(&ba, &ba2), 1);
+  ck_assert_uint_eq(pf_any_hash(&ba), pf_any_hash(&ba2));
+  (void)pf_any_hash(&rs);
+  PF_ASSERT_NO_ERROR();
+  /* containers refuse them too */
+  pf_object_t* arr = NULL;
+  ck_assert_int_eq(pf_array_create(&ba, 1, &arr), -1);
+  PF_ASSERT_RAISED("ValueError", "NULL pointer");
+  ck_assert_ptr_null(arr);
+}
+END_TEST
+
 START_TEST(test_equality_and_hash) {
   pf_any_t small, heap, raw = pf_any_cstr("abc");
   ck_assert_int_eq(pf_string_create("abc", 3, &small), 0);
@@ -321,6 +408,8 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_cstr_embedded_nul);
   tcase_add_test(tc, test_bytes_forms);
   tcase_add_test(tc, test_views_to_owned);
+  tcase_add_test(tc, test_to_owned_in_place);
+  tcase_add_test(tc, test_null_views);
   tcase_add_test(tc, test_equality_and_hash);
   tcase_add_test(tc, test_type_names);
   suite_add_tcase(s, tc);

@@ -152,8 +152,13 @@ PF_API int pf_any_type_error(const pf_any_t* v, const char* expected);
 /* pf_any_type_error with its arguments swapped, for the inline accessors below: `v` stays in
  * the register it arrived in, so a successful access pays no move for the failure path. */
 PF_API int pf__any_expected(const char* expected, const pf_any_t* v);
+/* Raises ValueError "expected <expected>, got a <type of v> view with a NULL pointer" and
+ * returns -1: the failure path of the accessors below for a raw string (8) or byte-array
+ * pointer (9) whose pointer is NULL (pf_any_cstr and pf_any_byte_array never make one). */
+PF_API int pf__any_null_view(const char* expected, const pf_any_t* v);
 
 /* ---- checked accessors: 0 on success, -1 with TypeError naming both types ----
+ * (ValueError for a raw string or byte-array pointer view whose pointer is NULL.)
  * On failure the outputs are zeroed (NULL, 0). `v` must not be NULL.
  * Conversions: int and bool convert to each other (bool as 0/1; int to bool is x != 0); int
  * and bool convert to float; nothing converts to int from float or str. */
@@ -254,6 +259,8 @@ PF_INLINE int pf_any_as_str(const pf_any_t* v, const char** data, size_t* size) 
     return 0;
   }
   case PF_TYPE_RAW_STR:
+    if (!v->v_c_str)
+      break;
     *data = v->v_c_str;
     *size = strlen(v->v_c_str);
     return 0;
@@ -262,6 +269,9 @@ PF_INLINE int pf_any_as_str(const pf_any_t* v, const char** data, size_t* size) 
     *size = 0;
     return pf__any_expected("str", v);
   }
+  *data = NULL;
+  *size = 0;
+  return pf__any_null_view("str", v);
 }
 /* Bytes contents of a byte-array pointer, small bytes or bytes object, borrowed as above. */
 PF_INLINE int pf_any_as_bytes(const pf_any_t* v, const char** data, size_t* size) {
@@ -278,6 +288,8 @@ PF_INLINE int pf_any_as_bytes(const pf_any_t* v, const char** data, size_t* size
   }
   case PF_TYPE_BYTE_ARRAY_PTR: {
     const pf_byte_array_t* b = (const pf_byte_array_t*)v->v_ptr;
+    if (!b)
+      break;
     *data = b->data;
     *size = b->size;
     return 0;
@@ -287,6 +299,9 @@ PF_INLINE int pf_any_as_bytes(const pf_any_t* v, const char** data, size_t* size
     *size = 0;
     return pf__any_expected("bytes", v);
   }
+  *data = NULL;
+  *size = 0;
+  return pf__any_null_view("bytes", v);
 }
 /* A string as a C string: as pf_any_as_str, but fails with ValueError when the contents hold
  * an embedded NUL (they would be cut short). */
@@ -334,8 +349,11 @@ PF_API int pf_bytes_create(const char* data, size_t size, pf_any_t* out);
 /* Makes an owned copy of any value in *out: objects are retained; a raw string becomes a
  * small string or string object; a byte-array pointer becomes small bytes or a bytes object;
  * an object rvalue reference moves the object out of its handle (the handle becomes NULL);
- * other value types are copied. A DLTensor pointer has no owned form here: TypeError.
- * An unknown type index below 64: TypeError. On failure *out is none. */
+ * other value types are copied. out may be view itself (converts in place).
+ * -1 with TypeError (a DLTensor pointer has no owned form here; an unknown type index below
+ * 64), ValueError (NULL view or out; an object, raw string or byte-array pointer with a NULL
+ * pointer; an rvalue reference to a NULL handle) or MemoryError. On failure *out is none (so
+ * is *view when out is view) and no handle is changed. */
 PF_API int pf_any_to_owned(const pf_any_t* view, pf_any_t* out);
 
 /* Value equality: ints, bools, floats (==), pointers, dtypes and devices by value, strings by

@@ -17,9 +17,12 @@ extern "C" {
  * objects), and the container's last release releases each of them exactly once.
  * Getters hand out borrowed pointers into the container, valid while it lives (and, for a map
  * still being built, until its next pf_map_set).
- * Storing a map into an array or a map freezes it, so containers stored in containers never
- * change again: nested containers are safe to share between threads and can never form a
- * reference cycle. */
+ * Storing a map into an array or a map freezes it, so maps and arrays stored in containers
+ * never change again and are safe to share between threads. Dicts and lists change in place,
+ * so a dict or list can hold itself through other containers (d["a"] = [d]; a list or map is
+ * refused as its own direct element): such a cycle keeps itself alive, as any reference cycle
+ * does under reference counting, until it is broken (pf_dict_erase, pf_list_clear).
+ * pf_container_equal ends on cycles. */
 
 /* ---- shape (type 69): a run of int64 extents, the ABI's pf_shape_cell_t ---- */
 
@@ -84,7 +87,8 @@ PF_API int pf_list_create(pf_object_t** out);
 
 /* Appends an owned copy of `value` (as pf_array_create makes one; a map among them is
  * frozen). -1 with TypeError (not a list, a value without an owned form), ValueError (NULL
- * value) or MemoryError; the list is then unchanged. */
+ * value; the list itself, or an rvalue reference to it) or MemoryError; the list is then
+ * unchanged and nothing is retained or moved. */
 PF_API int pf_list_append(pf_object_t* list, const pf_any_t* value);
 
 /* Inserts an owned copy of `value` before position index (0 <= index <= size; size appends).
@@ -111,11 +115,17 @@ PF_API int pf_list_clear(pf_object_t* list);
  * in place on its 5th key. Keys hash and compare as TVM-FFI's AnyHash / AnyEqual do, so either
  * runtime finds keys in, iterates and writes the other's maps.
  * Keys are strings (raw, small or object: equal contents are the same key whatever the form),
- * bytes (likewise), ints, or objects (the same object, by identity; TVM-FFI types hashed by a
- * registered __any_hash__, such as its BigInt, are not found by packfn). Other key types (bool,
+ * bytes (likewise), ints, or objects (the same object, by identity). Other key types (bool,
  * float, none, pointers...) are refused with TypeError. Values are any value with an owned
  * form. Iteration follows insertion order (an erase in the small form closes the gap; in the
  * dense form an erase keeps the order of the rest).
+ * Keys TVM-FFI hashes through a registered __any_hash__ (its BigInt, type 78, and any type the
+ * joined TVM-FFI lists) have a hash packfn cannot compute: packfn's lookups may miss them in
+ * the dense form; it refuses them as new keys (TypeError), and refuses with TypeError, changing
+ * nothing, a write into a map holding one that would place stored keys again (the switch to the
+ * dense form, a growth) or move the chain such a key heads. A dense table whose metadata no
+ * TVM-FFI map can have (a jump index of 126 or more, a chain that loops or leads nowhere) is
+ * refused with ValueError by every lookup and write, which then change nothing.
  *
  * Copy-on-write (the rule of TVM-FFI's ffi::Map and ffi::Array): a Map is a value. packfn
  * builds one with pf_map_create and pf_map_set in place, then it is frozen explicitly
@@ -134,11 +144,14 @@ PF_API int pf_map_create(pf_object_t** out);
 
 /* Sets map[key] = value in place; both are views, copied to owned values. A new key goes last
  * in the iteration order; an existing key keeps its place and its stored key, and the old value
- * is released. A packfn map given as the value or the key is frozen.
+ * is released. A packfn map given as the value or the key is frozen. The table grows as often
+ * as a new key needs to find a place.
  * -1 with TypeError (map not an open packfn Map: frozen, made elsewhere, or not a map; key of
- * an unsupported type; value without an owned form), ValueError (NULL key or value; the map
- * itself as key or value) or MemoryError; the map is then unchanged and nothing is retained or
- * moved. */
+ * an unsupported type or hashed by TVM-FFI's __any_hash__; value without an owned form; a write
+ * that would move a stored key hashed by __any_hash__), ValueError (NULL key or value; the map
+ * itself as key or value; key and value both rvalue references to one handle; a broken table,
+ * see above) or MemoryError; the map is then unchanged and nothing is retained or moved (an
+ * rvalue reference keeps its object). */
 PF_API int pf_map_set(pf_object_t* map, const pf_any_t* key, const pf_any_t* value);
 
 /* Freezes a packfn map: later pf_map_set calls fail with TypeError. Freezing twice is fine.
@@ -149,7 +162,10 @@ PF_API int pf_map_freeze(pf_object_t* map);
 PF_API int pf_map_is_frozen(const pf_object_t* map);
 
 /* Copies any map or dict (made by any runtime) into a new open packfn Map with the same entries
- * in the same order (keys and values retained): the copy-on-write step. New reference in *out.
+ * in the same order (keys and values retained): the copy-on-write step. The table is copied as
+ * it lies (no key is hashed again), so keys of every type are copied, including those
+ * pf_map_set refuses (float, bool, none, BigInt); the packfn maps among keys and values are
+ * frozen. New reference in *out.
  * -1 with TypeError (not a Map or Dict), ValueError (NULL out) or MemoryError; *out is then
  * NULL. */
 PF_API int pf_map_copy(const pf_object_t* map, pf_object_t** out);
@@ -157,7 +173,8 @@ PF_API int pf_map_copy(const pf_object_t* map, pf_object_t** out);
 /* The value stored under key in a map (made by any runtime), borrowed (valid while the map
  * lives and is not changed), into *out. Follows the lookup rule (see packfn/function.h): an
  * absent key gives 0 with *out = NULL and raises nothing. -1 with TypeError (not a Map; key of
- * an unsupported type) or ValueError (NULL key or out); *out is then NULL. */
+ * an unsupported type) or ValueError (NULL key or out; a broken table on the key's chain);
+ * *out is then NULL. */
 PF_API int pf_map_get(const pf_object_t* map, const pf_any_t* key, const pf_any_t** out);
 
 /* The older name of pf_map_get, kept for existing code: same behaviour. */
@@ -194,18 +211,19 @@ PF_API int pf_map_iter_next(pf_map_iter_t* it, const pf_any_t** key, const pf_an
 PF_API int pf_dict_create(pf_object_t** out);
 
 /* Sets dict[key] = value in place in any Dict (made by any runtime); key and value as
- * pf_map_set. -1 with TypeError (not a Dict; key or value as pf_map_set), ValueError (NULL key
- * or value; the dict itself as key or value) or MemoryError; the dict is then unchanged and
- * nothing is retained or moved. */
+ * pf_map_set. -1 with TypeError (not a Dict; key, value or a stored key as pf_map_set),
+ * ValueError (as pf_map_set) or MemoryError; the dict is then unchanged and nothing is
+ * retained or moved. */
 PF_API int pf_dict_set(pf_object_t* dict, const pf_any_t* key, const pf_any_t* value);
 
 /* The value under key in a dict, borrowed (valid until the dict changes), into *out; absent
  * key: 0 with *out = NULL. -1 with TypeError (not a Dict; key type) or ValueError (NULL key or
- * out); *out is then NULL. */
+ * out; a broken table); *out is then NULL. */
 PF_API int pf_dict_get(const pf_object_t* dict, const pf_any_t* key, const pf_any_t** out);
 
 /* Removes key from a dict, releasing its key and value: 1 when it was there, 0 when absent
- * (nothing raised). -1 with TypeError (not a Dict; key type) or ValueError (NULL key). */
+ * (nothing raised). -1 with TypeError (not a Dict; key type) or ValueError (NULL key; a broken
+ * table), the dict then unchanged. */
 PF_API int pf_dict_erase(pf_object_t* dict, const pf_any_t* key);
 
 /* Number of entries of a dict into *out. -1 with TypeError (not a Dict) or ValueError (NULL
@@ -216,8 +234,11 @@ PF_API int pf_dict_count(const pf_object_t* dict, size_t* out);
 
 /* Deep equality: shapes by extents, arrays element by element, maps (and dicts, each with its
  * own kind) by the same keys with equal values (in any order), recursing into nested containers;
- * every other pair as pf_any_equal (so strings by contents, other objects by identity). Returns 1
- * or 0; never raises. Two NULL pointers are equal. */
+ * every other pair as pf_any_equal (so strings by contents, other objects by identity, lists
+ * included). Returns 1 or 0; never raises. Two NULL pointers are equal. Ends on reference
+ * cycles (through dicts): a pair of maps met again while comparing counts as equal, so two
+ * cycles of the same shape and contents are equal. Should memory for remembering the pairs run
+ * out (millions of maps), it returns 0. */
 PF_API int pf_container_equal(const pf_any_t* a, const pf_any_t* b);
 
 #ifdef __cplusplus
