@@ -11,20 +11,9 @@
 #include <cstdio>
 #include <string>
 
-extern "C" {
-#include "packfn/packfn.h"
-}
+#include "interop_check.h"
 
 namespace ffi = tvm::ffi;
-
-static int g_failures = 0;
-#define CHECK(cond)                                                                                \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                \
-      ++g_failures;                                                                                \
-    }                                                                                              \
-  } while (0)
 
 static std::string key_name(int i) {
   return "key-" + std::to_string(i) + (i % 3 ? "" : "-long-enough-for-a-heap-string");
@@ -232,7 +221,7 @@ int main() {
     dicts(n);
     lists(n);
   }
-  if (g_failures)
-    std::fprintf(stderr, "%d checks failed\n", g_failures);
-  return g_failures ? 1 : 0;
+  if (failures)
+    std::fprintf(stderr, "%d checks failed\n", failures);
+  return failures ? 1 : 0;
 }

@@ -15,20 +15,9 @@
 #include <cstring>
 #include <vector>
 
-extern "C" {
-#include "packfn/packfn.h"
-}
+#include "interop_check.h"
 
 namespace ffi = tvm::ffi;
-
-static int g_failures = 0;
-#define CHECK(cond)                                                                                \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                \
-      ++g_failures;                                                                                \
-    }                                                                                              \
-  } while (0)
 
 static ffi::BigInt big(int i) {
   return (ffi::BigInt(1) << 70) + static_cast<int64_t>(7919) * i;
@@ -243,7 +232,7 @@ int main() {
   for (int n : {0, 1, 30})
     copies(n);
   structural_keys(100);
-  if (g_failures)
-    std::fprintf(stderr, "%d checks failed\n", g_failures);
-  return g_failures ? 1 : 0;
+  if (failures)
+    std::fprintf(stderr, "%d checks failed\n", failures);
+  return failures ? 1 : 0;
 }
