@@ -23,14 +23,8 @@ int pf__k_device_of(const char* func, const DLTensor* first, const char* name, i
   return -1;
 }
 
-/* Argument `index` (checked: float32 or float64) must lie at a multiple of its element size:
- * the kernels load and store whole elements (a float32 array at an odd address, which NumPy can
- * make from a buffer, would be stores C does not allow, and crashed the streaming ones). */
-static int k_aligned(const char* func, int32_t index, const char* name, const DLTensor* t) {
-  size_t elem = t->dtype.bits / 8;
-  uintptr_t at = (uintptr_t)pf_dltensor_data(t);
-  if (at % elem == 0 || pf_dltensor_numel(t) == 0)
-    return 0;
+__attribute__((cold, noinline)) static int
+k_misaligned(const char* func, int32_t index, const char* name, size_t elem, uintptr_t at) {
   PF_ERROR_SET(PF_ERR_VALUE,
                "%s: argument %d (%s): expected data at a multiple of its element size (%zu "
                "bytes), got an address %zu bytes past one",
@@ -38,10 +32,23 @@ static int k_aligned(const char* func, int32_t index, const char* name, const DL
   return -1;
 }
 
+/* Argument `index` (checked: float32 or float64) must lie at a multiple of its element size:
+ * the kernels load and store whole elements (a float32 array at an odd address, which NumPy can
+ * make from a buffer, would be stores C does not allow, and crashed the streaming ones). */
+static inline __attribute__((always_inline)) int k_aligned(const char* func, int32_t index,
+                                                           const char* name, const DLTensor* t) {
+  size_t elem = t->dtype.bits / 8; /* 4 or 8 */
+  uintptr_t at = (uintptr_t)pf_dltensor_data(t);
+  if (PF_LIKELY((at & (elem - 1)) == 0) || pf_dltensor_numel(t) == 0)
+    return 0;
+  return k_misaligned(func, index, name, elem, at);
+}
+
 /* Argument `index` must be a compact float32/float64 tensor on device type `dev` with at least
  * `min_ndim` axes, aligned to its element size. */
-static int k_input(const char* func, int32_t index, const char* name, const DLTensor* t,
-                   int32_t dev, int32_t min_ndim) {
+static inline __attribute__((always_inline)) int k_input(const char* func, int32_t index,
+                                                         const char* name, const DLTensor* t,
+                                                         int32_t dev, int32_t min_ndim) {
   pf_tensor_spec_t spec = {PF_DTYPES(PF_DTYPE_FLOAT32, PF_DTYPE_FLOAT64), .device_type = dev,
                            .min_ndim = min_ndim, .contiguous = 1};
   if (pf_dltensor_check(t, &spec, func, index, name) != 0)
@@ -50,8 +57,9 @@ static int k_input(const char* func, int32_t index, const char* name, const DLTe
 }
 
 /* Argument `index` must match `ref` (dtype, device, shape), be compact and aligned. */
-static int k_like(const char* func, int32_t index, const char* name, const DLTensor* t,
-                  const DLTensor* ref, const char* ref_name) {
+static inline __attribute__((always_inline)) int k_like(const char* func, int32_t index,
+                                                        const char* name, const DLTensor* t,
+                                                        const DLTensor* ref, const char* ref_name) {
   pf_tensor_spec_t spec = {.contiguous = 1};
   if (pf_dltensor_check_like(t, ref, func, index, name, ref_name) != 0 ||
       pf_dltensor_check(t, &spec, func, index, name) != 0)
@@ -81,21 +89,29 @@ static int k_shaped(const char* func, int32_t index, const char* name, const DLT
   return 0;
 }
 
-/* Output `o` (argument oi) must share no byte with argument ii (`in`), both compact (checked
- * before): their bytes are compared from their first elements. With `same_ok` the very same
- * array is allowed too (same first byte, `o` no larger than `in`), where the kernel supports
- * working in place; a partial overlap never is (the kernel would read what it wrote). */
-static int k_apart(const char* func, int32_t oi, const char* on, const DLTensor* o, int32_t ii,
-                   const char* in_name, const DLTensor* in, int same_ok) {
-  size_t ob = pf_dltensor_nbytes(o), ib = pf_dltensor_nbytes(in);
-  uintptr_t a = (uintptr_t)pf_dltensor_data(o), b = (uintptr_t)pf_dltensor_data(in);
-  if (ob == 0 || ib == 0 || a >= b + ib || b >= a + ob || (same_ok && a == b && ob <= ib))
-    return 0;
+__attribute__((cold, noinline)) static int k_overlap_error(const char* func, int32_t oi,
+                                                           const char* on, int32_t ii,
+                                                           const char* in_name, int same_ok) {
   PF_ERROR_SET(PF_ERR_VALUE,
                "%s: argument %d (%s): expected memory apart from argument %d (%s)%s, got an "
                "overlap",
                func, (int)oi, on, (int)ii, in_name, same_ok ? " or the very same array" : "");
   return -1;
+}
+
+/* Output `o` (argument oi, `ob` bytes) must share no byte with argument ii (`in`, `ib` bytes),
+ * both compact (checked before): their bytes are compared from their first elements. With
+ * `same_ok` the very same array is allowed too (same first byte, `o` no larger than `in`), where
+ * the kernel supports working in place; a partial overlap never is (the kernel would read what
+ * it wrote). */
+static inline int k_apart(const char* func, int32_t oi, const char* on, const DLTensor* o,
+                          size_t ob, int32_t ii, const char* in_name, const DLTensor* in, size_t ib,
+                          int same_ok) {
+  uintptr_t a = (uintptr_t)pf_dltensor_data(o), b = (uintptr_t)pf_dltensor_data(in);
+  if (PF_LIKELY(a >= b + ib || b >= a + ob) || ob == 0 || ib == 0 ||
+      (same_ok && a == b && ob <= ib))
+    return 0;
+  return k_overlap_error(func, oi, on, ii, in_name, same_ok);
 }
 
 static int k_scalar(const char* func, int32_t index, const char* name, double v, int nonneg) {
@@ -116,8 +132,10 @@ __attribute__((cold)) int pf__k_read_only_error(const pf_signature_t* sig, int32
 
 int pf__k_check_add_n(const char* func, int32_t dev, const DLTensor* x, const DLTensor* out,
                       double n) {
-  return k_input(func, 0, "x", x, dev, 0) != 0 || k_like(func, 1, "out", out, x, "x") != 0 ||
-                 k_apart(func, 1, "out", out, 0, "x", x, 1) != 0 ||
+  if (k_input(func, 0, "x", x, dev, 0) != 0 || k_like(func, 1, "out", out, x, "x") != 0)
+    return -1;
+  size_t nb = pf_dltensor_nbytes(x); /* out alike */
+  return k_apart(func, 1, "out", out, nb, 0, "x", x, nb, 1) != 0 ||
                  k_scalar(func, 2, "n", n, 0) != 0
              ? -1
              : 0;
@@ -125,25 +143,33 @@ int pf__k_check_add_n(const char* func, int32_t dev, const DLTensor* x, const DL
 
 int pf__k_check_rms_norm(const char* func, int32_t dev, const DLTensor* x, const DLTensor* out,
                          const DLTensor* inv_rms, double eps) {
-  if (k_input(func, 0, "x", x, dev, 1) != 0 || k_like(func, 1, "out", out, x, "x") != 0 ||
-      k_apart(func, 1, "out", out, 0, "x", x, 1) != 0)
+  if (k_input(func, 0, "x", x, dev, 1) != 0 || k_like(func, 1, "out", out, x, "x") != 0)
     return -1;
-  if (inv_rms && (k_shaped(func, 2, "inv_rms", inv_rms, x, "x", x->ndim - 1, x->shape) != 0 ||
-                  k_apart(func, 2, "inv_rms", inv_rms, 0, "x", x, 0) != 0 ||
-                  k_apart(func, 2, "inv_rms", inv_rms, 1, "out", out, 0) != 0))
+  size_t nb = pf_dltensor_nbytes(x); /* out alike */
+  if (k_apart(func, 1, "out", out, nb, 0, "x", x, nb, 1) != 0)
     return -1;
+  if (inv_rms) {
+    if (k_shaped(func, 2, "inv_rms", inv_rms, x, "x", x->ndim - 1, x->shape) != 0)
+      return -1;
+    size_t ni = pf_dltensor_nbytes(inv_rms);
+    if (k_apart(func, 2, "inv_rms", inv_rms, ni, 0, "x", x, nb, 0) != 0 ||
+        k_apart(func, 2, "inv_rms", inv_rms, ni, 1, "out", out, nb, 0) != 0)
+      return -1;
+  }
   return k_scalar(func, inv_rms ? 3 : 2, "eps", eps, 1);
 }
 
 int pf__k_check_rms_norm_bwd(const char* func, int32_t dev, const DLTensor* x,
                              const DLTensor* inv_rms, const DLTensor* ct, const DLTensor* dx) {
-  return k_input(func, 0, "x", x, dev, 1) != 0 ||
-                 k_shaped(func, 1, "inv_rms", inv_rms, x, "x", x->ndim - 1, x->shape) != 0 ||
-                 k_like(func, 2, "cotangent", ct, x, "x") != 0 ||
-                 k_like(func, 3, "dx", dx, x, "x") != 0 ||
-                 k_apart(func, 3, "dx", dx, 0, "x", x, 1) != 0 ||
-                 k_apart(func, 3, "dx", dx, 1, "inv_rms", inv_rms, 0) != 0 ||
-                 k_apart(func, 3, "dx", dx, 2, "cotangent", ct, 1) != 0
+  if (k_input(func, 0, "x", x, dev, 1) != 0 ||
+      k_shaped(func, 1, "inv_rms", inv_rms, x, "x", x->ndim - 1, x->shape) != 0 ||
+      k_like(func, 2, "cotangent", ct, x, "x") != 0 || k_like(func, 3, "dx", dx, x, "x") != 0)
+    return -1;
+  size_t nb = pf_dltensor_nbytes(x); /* ct and dx alike */
+  return k_apart(func, 3, "dx", dx, nb, 0, "x", x, nb, 1) != 0 ||
+                 k_apart(func, 3, "dx", dx, nb, 1, "inv_rms", inv_rms, pf_dltensor_nbytes(inv_rms),
+                         0) != 0 ||
+                 k_apart(func, 3, "dx", dx, nb, 2, "cotangent", ct, nb, 1) != 0
              ? -1
              : 0;
 }
@@ -155,11 +181,12 @@ int pf__k_check_kepler(const char* func, int32_t dev, const DLTensor* m, const D
       k_like(func, 2, "sin_e", sin_e, m, "mean_anomaly") != 0 ||
       k_like(func, 3, "cos_e", cos_e, m, "mean_anomaly") != 0)
     return -1;
-  return k_apart(func, 2, "sin_e", sin_e, 0, "mean_anomaly", m, 0) != 0 ||
-                 k_apart(func, 2, "sin_e", sin_e, 1, "eccentricity", e, 0) != 0 ||
-                 k_apart(func, 3, "cos_e", cos_e, 0, "mean_anomaly", m, 0) != 0 ||
-                 k_apart(func, 3, "cos_e", cos_e, 1, "eccentricity", e, 0) != 0 ||
-                 k_apart(func, 3, "cos_e", cos_e, 2, "sin_e", sin_e, 0) != 0
+  size_t nb = pf_dltensor_nbytes(m); /* all four alike (checked above) */
+  return k_apart(func, 2, "sin_e", sin_e, nb, 0, "mean_anomaly", m, nb, 0) != 0 ||
+                 k_apart(func, 2, "sin_e", sin_e, nb, 1, "eccentricity", e, nb, 0) != 0 ||
+                 k_apart(func, 3, "cos_e", cos_e, nb, 0, "mean_anomaly", m, nb, 0) != 0 ||
+                 k_apart(func, 3, "cos_e", cos_e, nb, 1, "eccentricity", e, nb, 0) != 0 ||
+                 k_apart(func, 3, "cos_e", cos_e, nb, 2, "sin_e", sin_e, nb, 0) != 0
              ? -1
              : 0;
 }
@@ -200,7 +227,9 @@ int pf__k_check_vector_add(const char* func, int32_t dev, const DLTensor* b, con
     return -1;
   }
   /* a may be c, or b when b is at least as long (then a[i] reads b[i] before writing it) */
-  return k_apart(func, 2, "a", a, 1, "c", c, 1) != 0 || k_apart(func, 2, "a", a, 0, "b", b, 1) != 0
+  size_t nc = pf_dltensor_nbytes(c); /* a alike */
+  return k_apart(func, 2, "a", a, nc, 1, "c", c, nc, 1) != 0 ||
+                 k_apart(func, 2, "a", a, nc, 0, "b", b, pf_dltensor_nbytes(b), 1) != 0
              ? -1
              : 0;
 }

@@ -161,18 +161,19 @@ PF_INLINE void* pf_dltensor_data(const DLTensor* t) {
 PF_INLINE int pf_dltensor_is_contiguous(const DLTensor* t) {
   if (t->strides == NULL)
     return 1;
-  for (int32_t i = 0; i < t->ndim; ++i)
-    if (t->shape[i] == 0)
-      return 1; /* whatever its strides: the first pass, since a mismatch may come first */
   /* unsigned: the running product cannot overflow into undefined behaviour whatever the
-   * description; for a valid one (packfn's validation bounds it) it never wraps */
+   * description; for a valid one (packfn's validation bounds it) it never wraps. A mismatch
+   * does not end the loop: a zero extent further left still makes the tensor contiguous. */
   uint64_t expected = 1;
+  int compact = 1;
   for (int32_t i = t->ndim - 1; i >= 0; --i) {
+    if (t->shape[i] == 0)
+      return 1;
     if (t->shape[i] != 1 && (uint64_t)t->strides[i] != expected)
-      return 0;
+      compact = 0;
     expected *= (uint64_t)t->shape[i];
   }
-  return 1;
+  return compact;
 }
 
 /* What a kernel requires of a tensor argument. Zero-initialised fields require nothing, so
