@@ -5,7 +5,10 @@
 
 /* Private to packfn_kernels; needs no CUDA header. Every pointer is a device pointer (or
  * managed memory) to a contiguous row-major array; the semantics, aliasing rules and empty
- * cases are those of the CPU kernel of the same name in math.h.
+ * cases are those of the CPU kernel of the same name in kmath.h, but for rms_norm's float64
+ * rows whose squares overflow (|x| > 1e154), which the CPU sums again scaled and these do not
+ * (their inv_rms is 0 there), and the mean taken as sum / cols where the CPU multiplies by
+ * 1 / cols (the last bit may differ).
  *
  * Every launcher only enqueues work on stream (a cudaStream_t; NULL is the legacy default
  * stream) and returns at once: 0 (cudaSuccess) when the launch was accepted, otherwise the

@@ -211,7 +211,8 @@ __device__ void scale_range(const T* x, T* y, int64_t begin, int64_t end, bool v
   thread_map(x, static_cast<const T*>(nullptr), y, begin, end, vec, [s](T v, T) { return v * s; });
 }
 
-/* 1 / sqrt(mean of the squares + eps), from their sum, as the CPU computes it. */
+/* 1 / sqrt(mean of the squares + eps), from their sum (the CPU multiplies by 1 / cols instead
+ * of dividing, and rescales float64 rows whose sum overflowed; see math_cuda.h). */
 __device__ double inverse_rms(double sum_sq, int64_t cols, double eps) {
   const double mean_sq = cols > 0 ? sum_sq / static_cast<double>(cols) : 0.0;
   return 1.0 / sqrt(mean_sq + eps);

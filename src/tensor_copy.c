@@ -172,6 +172,19 @@ static int pf__copy(DLTensor* dst, const DLTensor* src, const char* func) {
     memmove(to, from, nbytes);
     return 0;
   }
+  /* Device copies (cudaMemcpyAsync and the like) are undefined for overlapping memory, where
+   * memmove is not: the same bytes are left alone, a partial overlap refused. Addresses of two
+   * memories compare only within one runtime's (unified) address space, where this is asked. */
+  uintptr_t t0 = (uintptr_t)to, f0 = (uintptr_t)from;
+  if (t0 < f0 + nbytes && f0 < t0 + nbytes &&
+      pf__copy_family((int32_t)dst->device.device_type) ==
+          pf__copy_family((int32_t)src->device.device_type)) {
+    if (t0 == f0)
+      return 0;
+    PF_ERROR_SET(PF_ERR_VALUE,
+                 "%s: argument dst: overlaps src; a copy on a device needs separate memory", func);
+    return -1;
+  }
   /* The non-host side decides whose copy hook runs. */
   DLDevice side = pf__is_host(dst->device) ? src->device : dst->device;
   if (!pf__is_host(dst->device) && !pf__is_host(src->device) &&

@@ -133,6 +133,18 @@ START_TEST(test_argument_errors) {
   ck_assert_ptr_null(pf_cuda_stream_get(0));
   ck_assert_int_eq(pf_cuda_stream_wait(-1, NULL, NULL), -1);
   PF_ASSERT_RAISED("ValueError", "pf_cuda_stream_wait: argument device_id: expected >= 0, got -1");
+  ck_assert_int_eq(pf_cuda_stream_synchronize(-1, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_cuda_stream_synchronize: argument device_id");
+  /* the allocator hook refuses an alignment of 0 (it divided by it) or one 256 is no multiple
+   * of, before any CUDA call */
+  pf_allocator_t a;
+  ck_assert_int_eq(pf_allocator_get(PF_DEV_CUDA, &a), 0);
+  void* p = &p;
+  ck_assert_int_eq(a.alloc(a.ctx, pf_device(PF_DEV_CUDA, 0), 16, 0, &p), -1);
+  ck_assert_ptr_null(p);
+  PF_ASSERT_RAISED("ValueError", "argument alignment: expected a divisor of 256, got 0");
+  ck_assert_int_eq(a.alloc(a.ctx, pf_device(PF_DEV_CUDA, 0), 16, 48, &p), -1);
+  PF_ASSERT_RAISED("ValueError", "got 48");
 }
 END_TEST
 

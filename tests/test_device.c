@@ -285,6 +285,21 @@ START_TEST(test_copy_through_device_hooks) {
   vk.copy_fail = 0;
   ck_assert_int_eq(vk.allocs, vk.frees + 1); /* only `dev` is alive */
 
+  /* on one device: the same bytes are left alone, overlapping ones refused (the hooks'
+   * device copies are undefined for them, unlike memmove) */
+  DLTensor d4 = *pf_tensor_dltensor(dev), d4s = d4;
+  int64_t four = 4;
+  d4.shape = &four;
+  d4s.shape = &four;
+  d4s.byte_offset += sizeof(double);
+  int copies = vk.copies;
+  ck_assert_int_eq(pf_dltensor_copy(&d4, &d4), 0);
+  ck_assert_int_eq(pf_dltensor_copy(&d4s, &d4), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_dltensor_copy: argument dst: overlaps src; a copy on a device needs "
+                   "separate memory");
+  ck_assert_int_eq(vk.copies, copies);
+
   /* no copy hook; two different device types */
   ck_assert_int_eq(pf_tensor_to_device(a, pf_device(PF_DEV_METAL, 0), &bad), -1);
   PF_ASSERT_RAISED("NotImplementedError",

@@ -81,7 +81,8 @@ PF_API int pf_cuda_stream_create(int32_t device_id, void** out);
 PF_API int pf_cuda_stream_destroy(int32_t device_id, void* stream);
 
 /* Waits for the work queued on `stream` (NULL: the default stream) of cuda:device_id.
- * Returns 0, or -1 with RuntimeError (including errors of the kernels that ran there). */
+ * Returns 0, or -1 with ValueError (a negative id) or RuntimeError (including errors of the
+ * kernels that ran there). */
 PF_API int pf_cuda_stream_synchronize(int32_t device_id, void* stream);
 
 /* Orders stream `waiter` after the work queued so far on stream `producer`, both of

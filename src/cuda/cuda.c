@@ -112,10 +112,12 @@ int pf_cuda_device_exit(int32_t prev) {
   return pf_cuda_check((int)cudaSetDevice(prev), "pf_cuda_device_exit", "cudaSetDevice");
 }
 
-/* Restores the previous device where nothing may fail (deleters, hooks after their work is
- * done): a failure here only clears CUDA's last error. */
-static void pf__cuda_device_restore(int32_t prev) {
-  if (prev >= 0 && cudaSetDevice(prev) != cudaSuccess)
+/* Restores the previous device after pf__cuda_enter(device_id) where nothing may fail
+ * (deleters, hooks after their work is done): a failure here only clears CUDA's last error.
+ * Nothing to do when the device did not change: no cudaSetDevice, which would also make the
+ * device's primary context current over a context the caller had made current itself. */
+static void pf__cuda_device_restore(int32_t prev, int32_t device_id) {
+  if (prev >= 0 && prev != device_id && cudaSetDevice(prev) != cudaSuccess)
     (void)cudaGetLastError();
 }
 
@@ -132,7 +134,7 @@ int pf_cuda_stream_create(int32_t device_id, void** out) {
     return -1;
   cudaStream_t s = NULL;
   int rc = pf_cuda_check((int)cudaStreamCreate(&s), "pf_cuda_stream_create", "cudaStreamCreate");
-  pf__cuda_device_restore(prev);
+  pf__cuda_device_restore(prev, device_id);
   if (rc == 0)
     *out = s;
   return rc;
@@ -154,7 +156,7 @@ int pf_cuda_stream_synchronize(int32_t device_id, void* stream) {
     return -1;
   int rc = pf_cuda_check((int)cudaStreamSynchronize((cudaStream_t)stream),
                          "pf_cuda_stream_synchronize", "cudaStreamSynchronize");
-  pf__cuda_device_restore(prev);
+  pf__cuda_device_restore(prev, device_id);
   return rc;
 }
 
@@ -183,7 +185,7 @@ int pf_cuda_stream_wait(int32_t device_id, void* waiter, void* producer) {
         (void)cudaGetLastError(); /* the first error is raised; this one must not linger */
     }
   }
-  pf__cuda_device_restore(prev);
+  pf__cuda_device_restore(prev, device_id);
   return rc;
 }
 
@@ -195,7 +197,7 @@ int pf_cuda_stream_wait(int32_t device_id, void* waiter, void* producer) {
 static int pf__cuda_alloc_common(DLDevice device, size_t nbytes, size_t alignment, void** out,
                                  const char* func) {
   *out = NULL;
-  if (alignment > PF__CUDA_ALIGNMENT || (PF__CUDA_ALIGNMENT % alignment) != 0) {
+  if (alignment == 0 || alignment > PF__CUDA_ALIGNMENT || (PF__CUDA_ALIGNMENT % alignment) != 0) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument alignment: expected a divisor of %d, got %zu", func,
                  PF__CUDA_ALIGNMENT, alignment);
     return -1;
@@ -219,7 +221,7 @@ static int pf__cuda_alloc_common(DLDevice device, size_t nbytes, size_t alignmen
     what = "cudaMalloc";
     break;
   }
-  pf__cuda_device_restore(prev);
+  pf__cuda_device_restore(prev, device.device_id);
   if (e != cudaSuccess)
     *out = NULL;
   return pf_cuda_check((int)e, func, what);
@@ -234,13 +236,14 @@ static void pf__cuda_free(void* ctx, DLDevice device, void* ptr) {
   (void)ctx;
   int32_t prev = -1;
   /* Freeing must not fail; errors (e.g. the runtime already unloading at exit) are dropped. */
-  if (cudaGetDevice(&prev) != cudaSuccess || cudaSetDevice(device.device_id) != cudaSuccess)
+  if (cudaGetDevice(&prev) != cudaSuccess ||
+      (prev != device.device_id && cudaSetDevice(device.device_id) != cudaSuccess))
     (void)cudaGetLastError();
   cudaError_t e =
       (int32_t)device.device_type == PF_DEV_CUDA_HOST ? cudaFreeHost(ptr) : cudaFree(ptr);
   if (e != cudaSuccess)
     (void)cudaGetLastError();
-  pf__cuda_device_restore(prev);
+  pf__cuda_device_restore(prev, device.device_id);
 }
 
 /* Copies with cudaMemcpyDefault (unified addressing tells the directions apart) on the current
@@ -260,7 +263,7 @@ static int pf__cuda_copy(void* ctx, void* dst, DLDevice dst_device, const void* 
                          "cudaMemcpyAsync");
   if (rc == 0)
     rc = pf_cuda_check((int)cudaStreamSynchronize(s), func, "cudaStreamSynchronize");
-  pf__cuda_device_restore(prev);
+  pf__cuda_device_restore(prev, side.device_id);
   return rc;
 }
 
