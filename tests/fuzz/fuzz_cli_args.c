@@ -52,7 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   pf_cli_arg_t arg;
   char msg[PF_CLI_MSG_MAX];
   msg[0] = '\0';
-  int rc = pf_cli_arg_parse(text, NULL, 0, NULL, NULL, &arg, msg, sizeof msg);
+  pf_cli_parse_t ctx = {NULL, 0, NULL, NULL, NULL}; /* no --out, no tensor before */
+  int rc = pf_cli_arg_parse(text, &ctx, &arg, msg, sizeof msg);
   if (rc == 0) {
     if (arg.value.type_index == PF_TYPE_TENSOR) {
       DLTensor* t = pf_tensor_dltensor(arg.value.v_obj);
