@@ -243,6 +243,11 @@ START_TEST(test_foreign_error) {
 }
 END_TEST
 
+/* Raises from one place (exported, so that the dynamic symbol table names its frame). */
+__attribute__((noinline, visibility("default"))) void raise_deep(void) {
+  PF_ERROR_SET(PF_ERR_VALUE, "again");
+}
+
 /* Full native stacks (PACKFN_BACKTRACE, read once per process: the test_error_full_backtrace
  * run sets it): taken at the raise, shown by address in the cell, named when packfn reads the
  * text, named before the text changes. Without the variable: raise sites only. */
@@ -278,6 +283,20 @@ START_TEST(test_full_backtrace) {
   /* an error with unnamed frames that nobody read is released cleanly (valgrind, ASan) */
   PF_ERROR_SET(PF_ERR_VALUE, "unread");
   pf_error_clear();
+  /* the same stack raised again is named from the lines kept for its addresses: the same text */
+  char* first = NULL;
+  for (int k = 0; k < 3; ++k) {
+    raise_deep();
+    pf_object_t* e2 = pf_error_take();
+    const char* text = pf_error_backtrace(e2);
+    ck_assert_msg(strstr(text, "raise_deep") != NULL, "unnamed: '%s'", text);
+    if (k == 0)
+      first = strdup(text);
+    else
+      ck_assert_str_eq(text, first);
+    pf_object_release(e2);
+  }
+  free(first);
 }
 END_TEST
 
