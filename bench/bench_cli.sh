@@ -6,15 +6,19 @@
 #   PACKFN  the packfn executable (BUILD/cli/packfn)
 #   PYTHON  a Python with NumPy (writes the input file)
 #   DIR     where the files go (default: a new folder under /tmp); its file system matters:
-#           packfn fsyncs what it writes, cp does not
+#           packfn writes a temporary file and renames it over the output, and fsyncs it first
+#           only when it replaces an existing file (the "y.npy exists" row; src/npy/npy_write.c);
+#           a new output is not flushed, as cp does not flush its copy
 #   MIB     size of the float32 input in MiB (default 64)
 # With PACKFN_OTHER set to another packfn executable (an older build), its two rows are measured
 # too, in the same run, for a side-by-side comparison.
 # The rows: cp to a new file, cp followed by sync, cp onto an existing file, packfn call with its
 # output missing and existing.
-# Prints the median wall and CPU time of 7 runs of each command (after one run not counted, with the
-# input in the page cache; /usr/bin/time's own start included for every command alike) and the
-# largest peak RSS (/usr/bin/time %M), in a markdown table.
+# Prints the median wall and CPU time of 7 runs of each command and the largest peak RSS
+# (/usr/bin/time %M), in a markdown table. The commands alternate: one run of each in turn, not
+# counted (it puts the input in the page cache), then 7 rounds of one run of each in turn, so
+# that drift over the run hits every command alike; /usr/bin/time's own start is included for
+# every command alike.
 set -eu
 packfn=$1
 python=$2
@@ -57,37 +61,43 @@ def remove(path):
     return lambda: os.path.exists(path) and os.remove(path)
 
 
-def measure(name, argv, before=None, reps=7):
-    run(argv, before)  # not counted: warms the page cache and the binary
-    runs = [run(argv, before) for _ in range(reps)]
-    wall = statistics.median(r[0] for r in runs)
-    rss = max(r[1] for r in runs)
-    cpu = statistics.median(r[2] for r in runs)
-    return name, wall, rss, cpu
+def measure(commands, reps=7):
+    """(name, median wall, largest RSS, median CPU) of each (name, argv, before) command, the
+    commands run in turn: one round not counted, then reps rounds."""
+    for _, argv, before in commands:
+        run(argv, before)  # not counted: warms the page cache and the binary
+    runs = [[] for _ in commands]
+    for _ in range(reps):
+        for i, (_, argv, before) in enumerate(commands):
+            runs[i].append(run(argv, before))
+    return [(name, statistics.median(r[0] for r in rs), max(r[1] for r in rs),
+             statistics.median(r[2] for r in rs))
+            for (name, _, _), rs in zip(commands, runs)]
 
 
 cp = "/bin/cp"
 sync = "/bin/sync"
-rows = [
-    measure("cp x.npy c.npy", [cp, x, c], remove(c)),
-    measure("cp x.npy c.npy && sync c.npy", ["/bin/sh", "-c", f'{cp} "$0" "$1" && {sync} "$1"',
-                                             x, c], remove(c)),
+commands = [
+    ("cp x.npy c.npy", [cp, x, c], remove(c)),
+    ("cp x.npy c.npy && sync c.npy", ["/bin/sh", "-c", f'{cp} "$0" "$1" && {sync} "$1"', x, c],
+     remove(c)),
     # cp onto an existing file: it truncates and rewrites that file, and ext4 then writes the
     # data back at close (its replace-by-truncate heuristic): the comparison for "y.npy exists"
-    measure("cp x.npy c.npy (c.npy exists)", [cp, x, c]),
-    measure("packfn call rms_norm x.npy y.npy 1e-5 --out y.npy (y.npy missing)",
-            [packfn, "call", "packfn.kernels.rms_norm", x, y, "1e-5", "--out", y], remove(y)),
-    measure("packfn call rms_norm x.npy y.npy 1e-5 --out y.npy (y.npy exists)",
-            [packfn, "call", "packfn.kernels.rms_norm", x, y, "1e-5", "--out", y]),
+    ("cp x.npy c.npy (c.npy exists)", [cp, x, c], None),
+    ("packfn call rms_norm x.npy y.npy 1e-5 --out y.npy (y.npy missing)",
+     [packfn, "call", "packfn.kernels.rms_norm", x, y, "1e-5", "--out", y], remove(y)),
+    ("packfn call rms_norm x.npy y.npy 1e-5 --out y.npy (y.npy exists)",
+     [packfn, "call", "packfn.kernels.rms_norm", x, y, "1e-5", "--out", y], None),
 ]
 other = os.environ.get("PACKFN_OTHER")
 if other:
-    rows += [
-        measure("PACKFN_OTHER: (y.npy missing)",
-                [other, "call", "packfn.kernels.rms_norm", x, y, "1e-5", "--out", y], remove(y)),
-        measure("PACKFN_OTHER: (y.npy exists)",
-                [other, "call", "packfn.kernels.rms_norm", x, y, "1e-5", "--out", y]),
+    commands += [
+        ("PACKFN_OTHER: (y.npy missing)",
+         [other, "call", "packfn.kernels.rms_norm", x, y, "1e-5", "--out", y], remove(y)),
+        ("PACKFN_OTHER: (y.npy exists)",
+         [other, "call", "packfn.kernels.rms_norm", x, y, "1e-5", "--out", y], None),
     ]
+rows = measure(commands)
 print(f"input: float32 ({tensor // 4 // cols}, {cols}), {tensor / 2**20:.0f} MiB of data, in {d}")
 print("| command | median wall [ms] | / cp | / cp+sync | median CPU user+sys [ms] | / cp | "
       "peak RSS [MiB] | / tensor |")

@@ -7,11 +7,14 @@
  *     output once; rms_norm also reads it a second time, from cache). For one row also its
  *     bound at that size, memcpy / (read-only pass + memset of the output): one row must be
  *     summed whole before any of it can be scaled, so no store can start before the last load.
- *   rms_norm float32, 1-D, 64 MiB: against the two-pass limit, the time of one read-only pass
- *     over the input plus one memcpy of it (rms_norm must read a row once to sum it before it
- *     can scale it, and a 64 MiB row does not stay in cache between the passes).
- *   rms_norm float32, 4096 x 4096 (64 MiB): against memcpy (each row stays in cache between
- *     its passes).
+ *   rms_norm float32, 1-D, 256 MiB: against the two-pass limit, the time of one read-only pass
+ *     over the input plus one memcpy of it, both of the same 256 MiB (rms_norm must read a row
+ *     once to sum it before it can scale it; at 256 MiB, 8 times a 32 MiB L3, the row does
+ *     not stay in cache between the passes; at 64 MiB a good part of it did, which the
+ *     backward scale pass reused). Input, output and memcpy's destination: 512 MiB in all
+ *     (the output is memcpy's destination).
+ *   rms_norm float32, 4096 x 4096 (64 MiB): against memcpy of 64 MiB (each row stays in cache
+ *     between its passes).
  *   With --threads T (default: the CPUs online), the last two again with T kernel threads
  *     against T threads each copying a 1/T share.
  *   add_n and vector_add float32 (256 KiB, 64 MiB) against memcpy of the bytes they move.
@@ -36,6 +39,8 @@
 #include <unistd.h>
 
 #define BIG_BYTES ((size_t)64 << 20)
+/* The 1-D row of the two-pass limit: well above any L3 (32 MiB on the machines measured). */
+#define ROW_BYTES ((size_t)256 << 20)
 #define MAX_T     PF__K_MAX_THREADS
 
 static int reps = 15;
@@ -269,35 +274,44 @@ static void in_cache(float* x, float* y) {
 
 static void dram(float* x, float* y, int threads) {
   int64_t n = (int64_t)(BIG_BYTES / sizeof(float));
+  int64_t row = (int64_t)(ROW_BYTES / sizeof(float));
   double gb = 2.0 * (double)BIG_BYTES / 1e9;
+  double row_gb = 2.0 * (double)ROW_BYTES / 1e9;
+  int row_mib = (int)(ROW_BYTES >> 20);
   job_t cp = {.op = threads > 1 ? OP_MEMCPY_T : OP_MEMCPY,
               .x = x,
               .y = y,
               .rows = 1,
               .cols = n,
               .threads = threads};
-  job_t rd = {.op = OP_READ, .x = x, .rows = 1, .cols = n};
-  job_t r1 = {.op = OP_RMS, .x = x, .y = y, .rows = 1, .cols = n};
+  job_t cp_row = cp;
+  cp_row.cols = row;
+  job_t rd = {.op = OP_READ, .x = x, .rows = 1, .cols = row};
+  job_t r1 = {.op = OP_RMS, .x = x, .y = y, .rows = 1, .cols = row};
   job_t r2 = {.op = OP_RMS, .x = x, .y = y, .rows = 4096, .cols = n / 4096};
   if (threads > 1) {
     /* The two-pass limit with threads: T threads read and copy. Reading is not split here,
-     * so the 1-D row is compared with memcpy alone below. */
-    job_t jobs[3] = {cp, r1, r2};
-    double t[3];
-    time_jobs(jobs, 3, t);
-    printf("  %d threads: memcpy %6.1f GB/s  rms_norm 1-D 64 MiB %6.1f GB/s (%.2fx memcpy)  "
-           "4096x4096 %6.1f GB/s (%.2fx memcpy)\n",
-           threads, gb / t[0], gb / t[1], t[0] / t[1], gb / t[2], t[0] / t[2]);
+     * so the 1-D row is compared with memcpy (of the same bytes) alone below. */
+    job_t jobs[4] = {cp_row, r1, cp, r2};
+    double t[4];
+    time_jobs(jobs, 4, t);
+    printf("  %d threads: memcpy %d MiB %6.1f GB/s  rms_norm 1-D %d MiB %6.1f GB/s (%.2fx "
+           "memcpy)  4096x4096 (64 MiB) %6.1f GB/s (%.2fx memcpy of 64 MiB)\n",
+           threads, row_mib, row_gb / t[0], row_mib, row_gb / t[1], t[0] / t[1], gb / t[3],
+           t[2] / t[3]);
     return;
   }
-  job_t jobs[4] = {cp, rd, r1, r2};
-  double t[4];
-  time_jobs(jobs, 4, t);
+  job_t jobs[5] = {cp_row, rd, r1, cp, r2};
+  double t[5];
+  time_jobs(jobs, 5, t);
   double limit = t[0] + t[1];
-  printf("  memcpy 64 MiB %6.1f GB/s, read pass %6.1f GB/s\n", gb / t[0], gb / 2 / t[1]);
-  printf("  rms_norm 1-D 64 MiB %6.2f ms: %.2fx the two-pass limit (read + memcpy, %.2f ms)\n",
-         t[2] * 1e3, limit / t[2], limit * 1e3);
-  printf("  rms_norm 4096x4096  %6.1f GB/s: %.2fx memcpy\n", gb / t[3], t[0] / t[3]);
+  printf("  memcpy %d MiB %6.1f GB/s, read pass %d MiB %6.1f GB/s, memcpy 64 MiB %6.1f GB/s\n",
+         row_mib, row_gb / t[0], row_mib, row_gb / 2 / t[1], gb / t[3]);
+  printf("  rms_norm 1-D %d MiB %6.2f ms: %.2fx the two-pass limit (read + memcpy of %d MiB, "
+         "%.2f ms)\n",
+         row_mib, t[2] * 1e3, limit / t[2], row_mib, limit * 1e3);
+  printf("  rms_norm 4096x4096 (64 MiB) %6.1f GB/s: %.2fx memcpy of 64 MiB\n", gb / t[4],
+         t[3] / t[4]);
 }
 
 #define KEPLER_N 20000
@@ -334,6 +348,7 @@ static void others(float* x, float* y, float* z, const job_t* kp) {
 }
 
 int main(int argc, char** argv) {
+  pf_bench_conditions(); /* the date and load average at start */
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   int threads = cpus > 1 ? (int)(cpus < MAX_T ? cpus : MAX_T) : 1;
   int only_kepler = 0;
@@ -356,9 +371,9 @@ int main(int argc, char** argv) {
     fprintf(stderr, "bench_kernels: bad --reps or --threads\n");
     return 2;
   }
-  size_t n = BIG_BYTES / sizeof(float);
-  float* x = xalloc(BIG_BYTES);
-  float* y = xalloc(BIG_BYTES);
+  size_t n = ROW_BYTES / sizeof(float);
+  float* x = xalloc(ROW_BYTES); /* the other sections use the first BIG_BYTES */
+  float* y = xalloc(ROW_BYTES);
   float* z = xalloc(1000 * sizeof(float));
   job_t kp = {.m = xalloc(KEPLER_N * sizeof(double)),
               .e = xalloc(KEPLER_N * sizeof(double)),
@@ -379,6 +394,7 @@ int main(int argc, char** argv) {
     kp.ef[i] = (float)kp.e[i];
   }
   int best = pf__k_isa_set(PF__K_ISA_AUTO);
+  pf_bench_conditions_print(stdout, "");
   printf("float32, median of %d samples; ratios > 1 are faster than what they compare with\n",
          reps);
   for (int level = quick && !only_kepler ? best : 0; level <= best; ++level) {

@@ -520,8 +520,9 @@ static void write_markdown(FILE* out, const options_t* opt, int have_ir) {
   const size_t p = variant_index("packfn"), pn = variant_index("packfn_nocache");
   const size_t t = variant_index("tvmffi");
   const int tvm = t != (size_t)-1;
+  pf_bench_conditions_print(out, "");
   fprintf(out,
-          "### Memory per live object (%lld live; bytes in use per object: malloc's, mallinfo2, "
+          "\n### Memory per live object (%lld live; bytes in use per object: malloc's, mallinfo2, "
           "plus packfn's slab spans)\n\n",
           (long long)opt->n);
   fprintf(out, "| kind | what | packfn B | packfn no cache B | TVM-FFI B | packfn / TVM-FFI |\n");
@@ -558,7 +559,10 @@ static void json_num(FILE* out, const char* key, double x, int comma) {
 }
 
 static void write_json(FILE* out, const options_t* opt) {
-  fprintf(out, "{\n  \"live_objects\": %lld, \"rounds\": %d, \"reps\": %d, \"callgrind_objects\": ",
+  fprintf(out, "{\n  \"conditions\": {");
+  pf_bench_conditions_json(out);
+  fprintf(out,
+          "},\n  \"live_objects\": %lld, \"rounds\": %d, \"reps\": %d, \"callgrind_objects\": ",
           (long long)opt->n, opt->rounds, opt->reps);
   if (opt->callgrind)
     fprintf(out, "%lld,\n", (long long)opt->cg_n);
@@ -635,6 +639,7 @@ int main(int argc, char** argv) {
   if (argc == 6 && strcmp(argv[1], "--child") == 0)
     return run_child(argv[2], argv[3], parse_count(argv[4], 1, INT64_C(1) << 40),
                      (int)parse_count(argv[5], 1, MAX_ROUNDS));
+  pf_bench_conditions(); /* the date and load average at start */
   options_t opt = {1000000, 100000, 4, 5, NULL, 0, "bench_objects_cg", NULL, NULL};
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];

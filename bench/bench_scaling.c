@@ -305,6 +305,8 @@ typedef struct point {
   int threads;
   double median, min, max; /* ns per operation, or calls per second for "threads" */
   uint64_t checksum;
+  int64_t iters; /* per loop (per thread in a threads series) */
+  int reps;      /* samples */
 } point_t;
 
 static point_t points[MAX_POINTS];
@@ -329,6 +331,8 @@ static void summarise(point_t* p, double* samples, int reps) {
 static void time_loop(point_t* p, uint64_t (*run)(void*, int64_t), void* state, int64_t iters,
                       int reps) {
   double samples[MAX_REPS];
+  p->iters = iters;
+  p->reps = reps;
   sink = run(state, iters / 10 > 0 ? iters / 10 : 1);
   for (int r = 0; r < reps; ++r) {
     double t0 = pf_bench_now_ns();
@@ -364,48 +368,93 @@ typedef struct {
   int64_t iters;
   pthread_barrier_t* barrier;
   uint64_t sum;
+  double start, end; /* this thread's own clock reads around its loop (monotonic) */
 } worker_t;
 
-static void* worker_main(void* arg) {
-  worker_t* w = arg;
+static void worker_run(worker_t* w) {
   pthread_barrier_wait(w->barrier);
+  w->start = pf_bench_now_ns();
   w->sum = w->run(w->ctx, w->iters);
-  pthread_barrier_wait(w->barrier);
+  w->end = pf_bench_now_ns();
+}
+
+static void* worker_main(void* arg) {
+  worker_run(arg);
   return NULL;
 }
 
-/* Operations per second with `n` threads running run(ctx[k]) at once, iters each; the clock
-   runs from the start barrier to the end barrier, read by the main thread (one of the n). */
+/* Samples of the threads series: at least this many, each at least this long (the loop of one
+ * thread alone is sized to THREAD_SAMPLE_NS, above the floor: threads running at once take no
+ * less), whatever --quick, --iters and --reps say: a sample of a few milliseconds measures
+ * thread start-up and the scheduler more than the loop. */
+#define THREAD_MIN_REPS  7
+#define THREAD_MIN_NS    20e6
+#define THREAD_SAMPLE_NS 25e6
+
+/* Operations per second with `n` threads running run(ctx[k]) at once (the main thread is thread
+ * 0). Each thread reads the clock itself around its own loop; a sample spans the earliest start
+ * to the latest end, n * loop length operations. The checksum both implementations agree on is
+ * that of one loop of `iters` per thread (run before the samples, also the warm-up); the samples
+ * use loops sized to last THREAD_SAMPLE_NS and must agree with each other. */
 static void time_threads(point_t* p, const char* impl, run_fn run, void* const* ctx, int n,
                          int64_t iters, int reps) {
   double samples[MAX_REPS];
+  uint64_t check = 0;
   for (int k = 0; k < n; ++k)
-    sink = run(ctx[k], iters / 10 > 0 ? iters / 10 : 1);
+    check += run(ctx[k], iters);
+  p->checksum = check;
+  /* the loop's speed from one thread, over a loop of at least 2 ms */
+  int64_t probe = iters;
+  double once;
+  for (;;) {
+    double t0 = pf_bench_now_ns();
+    sink = run(ctx[0], probe);
+    once = pf_bench_now_ns() - t0;
+    if (once >= 2e6 || probe > ((int64_t)1 << 40))
+      break;
+    probe *= 4;
+  }
+  int64_t loop = iters;
+  if (once < THREAD_SAMPLE_NS)
+    loop = (int64_t)((double)probe * THREAD_SAMPLE_NS / once) + 1;
+  if (reps < THREAD_MIN_REPS)
+    reps = THREAD_MIN_REPS;
+  p->iters = loop;
+  p->reps = reps;
+  uint64_t first = 0;
+  double shortest = 0;
   for (int r = 0; r < reps; ++r) {
     pthread_barrier_t barrier;
     pthread_t tid[MAX_THREADS];
     worker_t w[MAX_THREADS];
     pthread_barrier_init(&barrier, NULL, (unsigned)n);
     for (int k = 0; k < n; ++k) {
-      w[k] = (worker_t){run, ctx[k], iters, &barrier, 0};
+      w[k] = (worker_t){run, ctx[k], loop, &barrier, 0, 0, 0};
       if (k > 0 && pthread_create(&tid[k], NULL, worker_main, &w[k]) != 0)
         sc_fail(impl, "threads", strerror(errno));
     }
-    pthread_barrier_wait(&barrier);
-    double t0 = pf_bench_now_ns();
-    w[0].sum = run(ctx[0], iters);
-    pthread_barrier_wait(&barrier);
-    double t1 = pf_bench_now_ns();
+    worker_run(&w[0]);
     uint64_t total = 0;
+    double start = w[0].start, end = w[0].end;
     for (int k = 0; k < n; ++k) {
       if (k > 0)
         pthread_join(tid[k], NULL);
       total += w[k].sum;
+      start = w[k].start < start ? w[k].start : start;
+      end = w[k].end > end ? w[k].end : end;
     }
     pthread_barrier_destroy(&barrier);
-    p->checksum = total;
-    samples[r] = (double)n * (double)iters / ((t1 - t0) * 1e-9);
+    if (r == 0)
+      first = total;
+    else if (total != first)
+      sc_fail(impl, p->series, "checksum changed between samples");
+    sink = total;
+    shortest = r == 0 || end - start < shortest ? end - start : shortest;
+    samples[r] = (double)n * (double)loop / ((end - start) * 1e-9);
   }
+  if (shortest < THREAD_MIN_NS)
+    fprintf(stderr, "bench_scaling: %s %s %d threads: a sample lasted %.1f ms (< %.0f ms)\n", impl,
+            p->series, n, shortest * 1e-6, THREAD_MIN_NS * 1e-6);
   summarise(p, samples, reps);
 }
 
@@ -455,7 +504,8 @@ static void time_calls_threads(const sc_impl_t* impl, int t, const options_t* op
   void* ctx[MAX_THREADS] = {st, st};
   time_threads(p, impl->name, impl->threads_run, ctx, t, opt->iters, opt->reps);
   impl->teardown(st);
-  fprintf(stderr, "%-7s threads %d: %8.3g calls/s\n", impl->name, t, p->median);
+  fprintf(stderr, "%-7s threads %d: %8.3g calls/s (%d samples of %lld calls per thread)\n",
+          impl->name, t, p->median, p->reps, (long long)p->iters);
 }
 
 static void run_impl(const sc_impl_t* impl, const options_t* opt) {
@@ -628,7 +678,7 @@ static void write_csv(FILE* f) {
 }
 
 static void write_json(FILE* f, const options_t* opt) {
-  fprintf(f, "{\n  \"meta\": {\"iters\": %lld, \"reps\": %d, \"quick\": %s, \"tvmffi\": %s},\n",
+  fprintf(f, "{\n  \"meta\": {\"iters\": %lld, \"reps\": %d, \"quick\": %s, \"tvmffi\": %s, ",
           (long long)opt->iters, opt->reps, opt->quick ? "true" : "false",
 #ifdef PF_BENCH_HAVE_TVMFFI
           "true"
@@ -636,6 +686,8 @@ static void write_json(FILE* f, const options_t* opt) {
           "false"
 #endif
   );
+  pf_bench_conditions_json(f);
+  fprintf(f, "},\n");
   fprintf(f, "  \"x\": {\"args\": \"number of int arguments\", \"lookup\": \"registered names\", "
              "\"lookup_random\": \"registered names per kind\", \"lookup_suffix\": "
              "\"registered names per kind\", \"lookup_threads\": \"threads\", "
@@ -645,9 +697,10 @@ static void write_json(FILE* f, const options_t* opt) {
     const point_t* p = &points[i];
     fprintf(f,
             "%s\n    {\"series\": \"%s\", \"impl\": \"%s\", \"x\": %lld, \"unit\": \"%s\", "
-            "\"median\": %.4f, \"min\": %.4f, \"max\": %.4f, \"checksum\": %llu}",
+            "\"median\": %.4f, \"min\": %.4f, \"max\": %.4f, \"checksum\": %llu, "
+            "\"iters\": %lld, \"samples\": %d}",
             i ? "," : "", p->series, p->impl, (long long)p->x, unit_of(p->series), p->median,
-            p->min, p->max, (unsigned long long)p->checksum);
+            p->min, p->max, (unsigned long long)p->checksum, (long long)p->iters, p->reps);
   }
   fprintf(f, "\n  ]\n}\n");
 }
@@ -661,10 +714,14 @@ static void usage(FILE* out) {
           "to 1000000 with --full); lookup_threads, lookup_threads_own, lookup_threads_random\n"
           "(lookups/s from 1 and 2 threads: one shared name, a name and function per thread,\n"
           "random names; 1000 names of each kind); alloc (1 B..64 MiB); threads (calls/s, 1 and 2\n"
-          "threads, one shared function). CSV to stdout unless --csv.\n");
+          "threads, one shared function). The series from 1 and 2 threads take at least 7\n"
+          "samples of at least 20 ms each (loops sized from a first run), whatever --quick,\n"
+          "--iters and --reps ask; each thread reads the clock around its own loop, a sample\n"
+          "spans the first start to the last end. CSV to stdout unless --csv.\n");
 }
 
 int main(int argc, char** argv) {
+  pf_bench_conditions(); /* the date and load average at start */
   options_t opt = {0, 0, 7, 200000, NULL, NULL, NULL};
   int reps_set = 0, iters_set = 0;
   for (int i = 1; i < argc; ++i) {
@@ -699,6 +756,7 @@ int main(int argc, char** argv) {
   if (opt.reps < 1 || opt.reps > MAX_REPS || opt.iters < 1)
     sc_fail("driver", "options", "--reps must be 1..101 and --iters positive");
 
+  pf_bench_conditions_print(stderr, "bench_scaling: ");
   size_t nsizes;
   const int64_t* sizes = lookup_sizes(&opt, &nsizes);
   make_names(sizes[nsizes - 1] > THREADS_TABLE ? sizes[nsizes - 1] : THREADS_TABLE);

@@ -1,14 +1,20 @@
-/* dlpack_foreign_ops.c: DLPack exchange across the two runtimes, for packfn_bench. One
-   iteration: the producer exports its tensor (DLManagedTensorVersioned), the consumer imports
-   it, exports its own tensor again, releases it and calls the export's deleter (which lets the
-   import, and through it the producer's export, go): import -> export -> delete, the producer's
-   export included. Checksum: shape[0] of the consumer's export (1024) per iteration.
-     dlpack_foreign  the producer is the other runtime: packfn's column imports a TVM-FFI
-                     tensor, TVM-FFI's column a packfn tensor (no shortcut can apply);
+/* dlpack_foreign_ops.c: DLPack exchange rows that need both runtimes in one file, for
+   packfn_bench. One iteration: a producer exports a tensor (DLManagedTensorVersioned), the
+   consumer (the column's runtime) imports it, exports its tensor again, releases it and calls
+   the export's deleter (which lets the import, and through it the producer's export, go):
+   export -> import -> export -> release -> delete, the producer's deleter included. Checksum:
+   shape[0] of the consumer's export (1024) per iteration.
+     dlpack_neutral  the producer is neutral, the same for both columns: plain C in this file,
+                     one DLManagedTensorVersioned over a buffer the benchmark owns, handed out
+                     again each iteration (its deleter marks it returned; exporting it while a
+                     consumer still holds it fails the row). Both columns do the same producer
+                     work (a few stores), so the ratio compares the consumers only. No shortcut
+                     can apply: the export is neither runtime's.
      dlpack_own      the producer is the consumer itself: packfn's import recognises its own
                      export and gives back the very tensor (a shortcut), TVM-FFI's wraps it.
-   The TVM-FFI tensor is TVM-FFI's own object, made by TVMFFITensorFromDLPackVersioned over a
-   malloc'd buffer (its C API allocates no CPU tensor by itself). */
+   The TVM-FFI tensor of dlpack_own is TVM-FFI's own object, made by
+   TVMFFITensorFromDLPackVersioned over a malloc'd buffer (its C API allocates no CPU tensor by
+   itself). */
 #include "harness.h"
 
 #include <stdlib.h>
@@ -124,39 +130,95 @@ static uint64_t consume_tvmffi(pf_dl_managed_tensor_versioned_t* in) {
   return n;
 }
 
-/* One loop: producer's export, then the consumer's import, export, release, delete. Inlined
-   into each run_ below with its two functions known. */
-static inline uint64_t run_exchange(void* state, int64_t iters,
-                                    pf_dl_managed_tensor_versioned_t* (*produce)(void*),
-                                    uint64_t (*consume)(pf_dl_managed_tensor_versioned_t*)) {
+/* The neutral producer: one managed tensor, lent out to one consumer at a time. */
+typedef struct neutral {
+  pf_dl_managed_tensor_versioned_t managed; /* first: the deleter's self is the producer */
+  int64_t shape[1];
+  float* data;
+  int lent; /* 1 from its export until the consumer calls its deleter */
+} neutral_t;
+
+static void neutral_deleter(pf_dl_managed_tensor_versioned_t* self) {
+  ((neutral_t*)self)->lent = 0;
+}
+
+static void* new_neutral(void) {
+  neutral_t* p = calloc(1, sizeof *p);
+  float* data = aligned_alloc(64, PF_BENCH_TENSOR_NUMEL * sizeof(float));
+  if (!p || !data)
+    pf_bench_fail("neutral", "tensor", "out of memory");
+  p->data = data;
+  return p;
+}
+
+static void free_neutral(void* state) {
+  neutral_t* p = state;
+  if (p->lent)
+    pf_bench_fail("neutral", "teardown", "a consumer kept the export");
+  free(p->data);
+  free(p);
+}
+
+/* The producer's export: the managed tensor's fields written afresh (a consumer must not
+ * change them, and any that did would not carry over), then lent. */
+static inline pf_dl_managed_tensor_versioned_t* export_neutral(neutral_t* p) {
+  if (p->lent)
+    pf_bench_fail("neutral", "export", "the last consumer did not call the deleter");
+  p->lent = 1;
+  p->shape[0] = PF_BENCH_TENSOR_NUMEL;
+  p->managed.version.major = PF_DLPACK_VERSIONED_MAJOR;
+  p->managed.version.minor = 1;
+  p->managed.manager_ctx = p;
+  p->managed.deleter = neutral_deleter;
+  p->managed.flags = 0;
+  p->managed.dl_tensor.data = p->data;
+  p->managed.dl_tensor.device = kCPU;
+  p->managed.dl_tensor.ndim = 1;
+  p->managed.dl_tensor.dtype = kFloat32;
+  p->managed.dl_tensor.shape = p->shape;
+  p->managed.dl_tensor.strides = NULL;
+  p->managed.dl_tensor.byte_offset = 0;
+  return &p->managed;
+}
+
+static uint64_t run_packfn_neutral(void* state, int64_t iters) {
   uint64_t sum = 0;
   for (int64_t i = 0; i < iters; ++i)
-    sum += consume(produce(state));
+    sum += consume_packfn(export_neutral(state));
+  return sum;
+}
+static uint64_t run_tvmffi_neutral(void* state, int64_t iters) {
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i)
+    sum += consume_tvmffi(export_neutral(state));
   return sum;
 }
 
-static uint64_t run_packfn_foreign(void* state, int64_t iters) {
-  return run_exchange(state, iters, export_tvmffi, consume_packfn);
-}
+/* dlpack_own: the runtime's own export, then its import, export, release, delete. */
 static uint64_t run_packfn_own(void* state, int64_t iters) {
-  return run_exchange(state, iters, export_packfn, consume_packfn);
-}
-static uint64_t run_tvmffi_foreign(void* state, int64_t iters) {
-  return run_exchange(state, iters, export_packfn, consume_tvmffi);
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i)
+    sum += consume_packfn(export_packfn(state));
+  return sum;
 }
 static uint64_t run_tvmffi_own(void* state, int64_t iters) {
-  return run_exchange(state, iters, export_tvmffi, consume_tvmffi);
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i)
+    sum += consume_tvmffi(export_tvmffi(state));
+  return sum;
 }
 
 static const pf_bench_op_t ops[] = {
-    {"dlpack_foreign", "packfn",
-     "TVMFFITensorToDLPackVersioned (TVM-FFI's tensor) + pf_tensor_from_dlpack_versioned + "
-     "pf_tensor_to_dlpack_versioned + pf_object_release + deleter",
-     new_tvmffi_tensor, run_packfn_foreign, release_tvmffi},
-    {"dlpack_foreign", "tvmffi",
-     "pf_tensor_to_dlpack_versioned (packfn's tensor) + TVMFFITensorFromDLPackVersioned + "
-     "TVMFFITensorToDLPackVersioned + TVMFFIObjectDecRef + deleter",
-     new_packfn_tensor, run_tvmffi_foreign, release_packfn},
+    {"dlpack_neutral", "packfn",
+     "neutral producer's export (plain C, lent again each iteration) + "
+     "pf_tensor_from_dlpack_versioned + pf_tensor_to_dlpack_versioned + pf_object_release + "
+     "deleter (-> the producer's deleter)",
+     new_neutral, run_packfn_neutral, free_neutral},
+    {"dlpack_neutral", "tvmffi",
+     "neutral producer's export (plain C, lent again each iteration) + "
+     "TVMFFITensorFromDLPackVersioned + TVMFFITensorToDLPackVersioned + TVMFFIObjectDecRef + "
+     "deleter (-> the producer's deleter)",
+     new_neutral, run_tvmffi_neutral, free_neutral},
     {"dlpack_own", "packfn",
      "pf_tensor_to_dlpack_versioned + pf_tensor_from_dlpack_versioned (its own export: the same "
      "tensor back) + pf_tensor_to_dlpack_versioned + pf_object_release + deleter",

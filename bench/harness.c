@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,8 +56,12 @@ static const catalogue_entry_t catalogue[] = {
     {"weak_lock", "object", "weak reference promoted (lock) + release"},
     {"string_5", "string", "string create + release, 5 bytes"},
     {"string_100", "string", "string create + release, 100 bytes"},
-    {"error_roundtrip", "error", "error raise + take + release"},
-    {"error_roundtrip_nobt", "error", "same, no backtrace captured"},
+    {"error_roundtrip_bt", "error",
+     "error raise + take + backtrace text read + release; both sides walk the stack and name "
+     "the frames (packfn: PACKFN_BACKTRACE=1; TVM-FFI: always)"},
+    {"error_roundtrip_nobt", "error",
+     "error raise + take + release; neither side walks the stack (packfn: raise site only, "
+     "PACKFN_BACKTRACE off; TVM-FFI: empty backtrace)"},
     {"error_to_tvmffi", "error", "packfn raise, TVM-FFI take + release (joined, --joined)"},
     {"error_from_tvmffi", "error", "TVM-FFI raise, packfn take + release (joined, --joined)"},
     {"map_get_small", "map", "map lookup, 4 string keys (small form)"},
@@ -70,11 +75,43 @@ static const catalogue_entry_t catalogue[] = {
      "recognises it and returns the same tensor, a shortcut)"},
     {"dlpack_versioned", "dlpack",
      "to DLManagedTensorVersioned + from + release (its own export: packfn's shortcut, as above)"},
-    {"dlpack_foreign", "dlpack",
-     "versioned, the other runtime's tensor: its export + import + export + release + delete"},
+    {"dlpack_neutral", "dlpack",
+     "versioned, a neutral producer (plain C, the benchmark's): its export + import + export + "
+     "release + delete + its deleter"},
     {"dlpack_own", "dlpack",
      "versioned, its own tensor: export + import + export + release + delete"},
 };
+
+/* Rows that need packfn's backtrace mode one way (1: PACKFN_BACKTRACE=1, full native stacks; 0:
+   off, the raise site only). packfn reads the variable once per process, so a row whose mode
+   differs from this process's runs in a process of its own: the harness runs itself again for
+   that row with the variable set (both columns, alike). Under valgrind, where a new process
+   would go uncounted, such a row must be run alone with the variable set: run_callgrind.sh
+   does, from --pairs. */
+static const struct {
+  const char* op;
+  int backtrace;
+} row_backtrace[] = {
+    {"error_roundtrip_bt", 1},
+    {"error_roundtrip_nobt", 0},
+};
+
+#define BACKTRACE_ENV "PACKFN_BACKTRACE"
+
+/* The backtrace mode a row needs: 1, 0, or -1 when it does not matter. */
+static int required_backtrace(const char* op) {
+  for (size_t i = 0; i < ARRAY_SIZE(row_backtrace); ++i) {
+    if (strcmp(row_backtrace[i].op, op) == 0)
+      return row_backtrace[i].backtrace;
+  }
+  return -1;
+}
+
+/* This process's backtrace mode, read as packfn reads it (src/error.c). */
+static int process_backtrace(void) {
+  const char* v = getenv(BACKTRACE_ENV);
+  return v && *v && strcmp(v, "0") != 0;
+}
 
 /* Column order of the report. */
 static const char* const impl_order[] = {"direct", "libffi", "tvmffi", "packfn"};
@@ -100,6 +137,8 @@ typedef struct options {
   const char* ir_path;
   int cpu;
   int list;
+  int pairs; /* --pairs: impl, op and the environment each selected row needs */
+  int child; /* --child: one row for a parent harness, result on stdout */
   int callgrind;
   int no_time;
   int joined;
@@ -373,7 +412,87 @@ static void measure_callgrind(entry_t* e, void* state, int64_t iters) {
   e->checksum = sum;
 }
 
+/* Measures e in a new process of this program with PACKFN_BACKTRACE set to `backtrace`
+   (--child: the same options, e's row only), and reads its result back. */
+static void measure_in_child(entry_t* e, const options_t* opt, int backtrace) {
+  char iters[32], reps[32], cpu[32];
+  snprintf(iters, sizeof iters, "%lld", (long long)opt->iters);
+  snprintf(reps, sizeof reps, "%d", opt->reps);
+  snprintf(cpu, sizeof cpu, "%d", opt->cpu);
+  const char* args[16];
+  int n = 0;
+  args[n++] = "packfn_bench";
+  args[n++] = "--child";
+  args[n++] = "--op";
+  args[n++] = e->op->op;
+  args[n++] = "--impl";
+  args[n++] = e->op->impl;
+  args[n++] = "--iters";
+  args[n++] = iters;
+  args[n++] = "--reps";
+  args[n++] = reps;
+  if (opt->no_time)
+    args[n++] = "--no-time";
+  if (opt->joined)
+    args[n++] = "--joined";
+  if (opt->cpu >= 0) {
+    args[n++] = "--cpu";
+    args[n++] = cpu;
+  }
+  args[n] = NULL;
+  int fd[2];
+  if (pipe(fd) != 0)
+    pf_bench_fail("harness", e->op->op, strerror(errno));
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0)
+    pf_bench_fail("harness", e->op->op, strerror(errno));
+  if (pid == 0) {
+    dup2(fd[1], STDOUT_FILENO);
+    close(fd[0]);
+    close(fd[1]);
+    setenv(BACKTRACE_ENV, backtrace ? "1" : "0", 1);
+    execv("/proc/self/exe", (char* const*)args);
+    _exit(127);
+  }
+  close(fd[1]);
+  FILE* f = fdopen(fd[0], "r");
+  char line[256];
+  unsigned long long sum = 0;
+  double med = -1, lo = -1, hi = -1;
+  int got = f != NULL && fgets(line, sizeof line, f) != NULL &&
+            sscanf(line, "pfbench-child %llu %lf %lf %lf", &sum, &med, &lo, &hi) == 4;
+  if (f != NULL)
+    fclose(f);
+  else
+    close(fd[0]);
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !got)
+    pf_bench_fail(e->op->impl, e->op->op, "its own process (" BACKTRACE_ENV " set) failed");
+  e->iters = opt->iters;
+  e->reps = opt->no_time ? 1 : opt->reps;
+  e->checksum = sum;
+  e->ns_median = med;
+  e->ns_min = lo;
+  e->ns_max = hi;
+  e->measured = 1;
+}
+
 static void measure(entry_t* e, const options_t* opt) {
+  int want = required_backtrace(e->op->op);
+  if (want >= 0 && want != process_backtrace()) {
+    if (opt->callgrind || opt->child) {
+      char detail[160];
+      snprintf(detail, sizeof detail,
+               "this row needs " BACKTRACE_ENV "=%d: run it alone with that set "
+               "(run_callgrind.sh does)",
+               want);
+      pf_bench_fail(e->op->impl, e->op->op, detail);
+    }
+    measure_in_child(e, opt, want);
+    return;
+  }
   void* state = e->op->setup ? e->op->setup() : NULL;
   e->iters = opt->iters;
   if (opt->callgrind) {
@@ -531,8 +650,9 @@ static void write_markdown(FILE* out, const options_t* opt) {
 #ifndef PF_BENCH_HAVE_LIBFFI
   fprintf(out, ", libffi absent");
 #endif
-  fprintf(out, "%s\n\n", have_ir ? "; Ir/op from callgrind" : "");
-  fprintf(out, "| op |");
+  fprintf(out, "%s\n", have_ir ? "; Ir/op from callgrind" : "");
+  pf_bench_conditions_print(out, "");
+  fprintf(out, "\n| op |");
   size_t ncols = 0;
   for (size_t k = 0; k < ARRAY_SIZE(report_order); ++k) {
     const char* impl = report_order[k];
@@ -578,6 +698,15 @@ static void write_markdown(FILE* out, const options_t* opt) {
     }
     fprintf(out, "\n");
   }
+  /* what each row compares: both columns of a row do this work */
+  fprintf(out, "\nRows:\n");
+  for (size_t c = 0; c < ARRAY_SIZE(catalogue); ++c) {
+    int any = 0;
+    for (size_t k = 0; k < ARRAY_SIZE(impl_order); ++k)
+      any |= find_entry(c, impl_order[k]) != NULL;
+    if (any)
+      fprintf(out, "- %s: %s\n", catalogue[c].op, catalogue[c].what);
+  }
 }
 
 /* Our strings are identifiers and API names; escape the two characters JSON requires. */
@@ -612,6 +741,8 @@ static void write_json(FILE* out, const options_t* opt) {
 #else
   fprintf(out, "null, \"tvmffi_abi\": null");
 #endif
+  fprintf(out, ", ");
+  pf_bench_conditions_json(out);
   fprintf(out, ", \"cpu\": %d, \"available\": {", opt->cpu);
   for (size_t k = 0; k < ARRAY_SIZE(report_order); ++k)
     fprintf(out, "%s\"%s\": %s", k ? ", " : "", report_order[k],
@@ -748,11 +879,17 @@ static void usage(FILE* out) {
           "  --no-time      run each loop once and check checksums, no timing\n"
           "  --cpu N        pin the process to CPU N\n"
           "  --list         list the selected operations and their entry points\n"
+          "  --pairs        list the selected (impl, op) pairs, tab-separated, with the\n"
+          "                 environment each needs (e.g. " BACKTRACE_ENV "=1) as a third field\n"
           "  --joined       let packfn join the TVM-FFI runtime this process links (one error\n"
           "                 slot, registry and global table); by default packfn runs alone\n"
           "                 (PACKFN_NO_TVM_FFI=1), as in a program without TVM-FFI\n"
           "Under valgrind --tool=callgrind --collect-atstart=no each loop runs once with\n"
-          "collection on around it only, dumped as 'pfbench <impl> <op> <iters>'.\n",
+          "collection on around it only, dumped as 'pfbench <impl> <op> <iters>'.\n"
+          "A row that needs packfn's backtrace mode set one way (" BACKTRACE_ENV "=1 for\n"
+          "error_roundtrip_bt, off for error_roundtrip_nobt; read once per process) and this\n"
+          "process's differs runs in a process of its own with it set; under valgrind it must\n"
+          "be run alone with it set (--pairs gives it; run_callgrind.sh does).\n",
           DEFAULT_ITERS, DEFAULT_CALLGRIND_ITERS, DEFAULT_REPS);
 }
 
@@ -803,6 +940,10 @@ static void parse_options(int argc, char** argv, options_t* opt) {
       opt->no_time = 1;
     else if (strcmp(a, "--list") == 0)
       opt->list = 1;
+    else if (strcmp(a, "--pairs") == 0)
+      opt->pairs = 1;
+    else if (strcmp(a, "--child") == 0)
+      opt->child = 1;
     else if (strcmp(a, "--joined") == 0)
       opt->joined = 1;
     else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -837,6 +978,7 @@ static int packfn_joined(void) {
 
 int main(int argc, char** argv) {
   options_t opt;
+  pf_bench_conditions(); /* the date and load average at start */
   parse_options(argc, argv, &opt);
   /* packfn alone unless --joined: PACKFN_NO_TVM_FFI=1 before packfn looks for TVM-FFI. A
    * library built with packfn's export macros (libpackfn_kernels) looks when it loads, before
@@ -865,6 +1007,18 @@ int main(int argc, char** argv) {
       printf("%-8s %-20s %s\n", entries[i].op->impl, entries[i].op->op, entries[i].op->entry);
     return 0;
   }
+  if (opt.pairs) {
+    for (size_t i = 0; i < num_entries; ++i) {
+      int want = required_backtrace(entries[i].op->op);
+      printf("%s\t%s\t", entries[i].op->impl, entries[i].op->op);
+      if (want >= 0)
+        printf(BACKTRACE_ENV "=%d", want);
+      printf("\n");
+    }
+    return 0;
+  }
+  if (opt.child && num_entries != 1)
+    pf_bench_fail("harness", "--child", "needs exactly one (impl, op) pair");
   if (opt.cpu >= 0)
     pin_cpu(opt.cpu);
   if (opt.callgrind)
@@ -873,6 +1027,12 @@ int main(int argc, char** argv) {
 
   for (size_t i = 0; i < num_entries; ++i)
     measure(&entries[i], &opt);
+  if (opt.child && !opt.callgrind) {
+    const entry_t* e = &entries[0];
+    printf("pfbench-child %llu %.6f %.6f %.6f\n", (unsigned long long)e->checksum, e->ns_median,
+           e->ns_min, e->ns_max);
+    return 0;
+  }
   int bad = check_agreement();
   if (opt.callgrind) {
     /* The counts are in the dumps; run_callgrind.sh turns them into a table. */

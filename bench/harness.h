@@ -40,7 +40,9 @@ extern "C" {
      call_typed             typed add(i, 1) called as a packed function; sum of i + 1
      call_typed_dynamic     the same, the typed function built at run time from a declaration
      module_call            as call_1int, the function taken from a loaded library
-     add_n_1                add_n(x, out, 1.0) on one float32 element x = 0; + out[0] (1)
+     add_n_1                add_n(x, out, n) on one float32 element x = 0, n = (i mod 8) + 1
+                            (each call's result differs from the last); + out[0], checked
+                            against that sum at the end of the loop
      global_get_short/long  look up a registered name, release it    +1 per hit
      function_lifecycle     create (no state) + retain + release + release; + strong count seen
                             after the retain (2)
@@ -48,15 +50,23 @@ extern "C" {
      retain_release         retain + release of a live object; + strong count seen (2)
      weak_lock              promote a weak reference, release the strong one; + 1 when alive
      string_5 / string_100  create a string value from bytes, release it; + its size read back
-     error_roundtrip        raise (kind, message) in this thread, take it, release it;
+                            (the value passes PF_BENCH_OPAQUE_MEM first, so it is built in memory
+                            and read back each iteration)
+     error_roundtrip_bt     raise (kind, message) in this thread with a full native backtrace
+                            on both sides (packfn: PACKFN_BACKTRACE=1, the row in its own
+                            process), take it, read its backtrace text, release it;
                             + size of the message read back (11)
-     error_roundtrip_nobt   the same with an empty backtrace (no stack walk)
+     error_roundtrip_nobt   raise, take, release with no stack walk on either side (packfn:
+                            PACKFN_BACKTRACE off, the raise site's line only; TVM-FFI: an empty
+                            backtrace); + size of the message (11)
      tensor_empty           1-d float32 CPU tensor of 1024 elements, release; + shape[0]
      tensor_empty_env       the same through an allocator the host installs
      dlpack_legacy          tensor -> DLManagedTensor -> tensor, release; + shape[0]
      dlpack_versioned       the same with DLManagedTensorVersioned
-     dlpack_foreign         the other runtime exports its tensor (versioned); import, export,
-                            release, delete; + shape[0] of the export (1024)
+     dlpack_neutral         a neutral producer (plain C in the benchmark, the same for every
+                            column) exports its tensor (versioned); the runtime imports it,
+                            exports it, releases its tensor and deletes its export, which calls
+                            the producer's deleter; + shape[0] of the export (1024)
      dlpack_own             the same with the runtime's own tensor
    A packed callee checks its argument count and argument type indices before using them, as a
    real callee does, and raises an error when they are wrong. */
@@ -83,6 +93,16 @@ typedef struct pf_bench_op {
 #define PF_BENCH_OPAQUE(x) __asm__ volatile("" : "+r"(x))
 #else
 #define PF_BENCH_OPAQUE(x) ((void)0)
+#endif
+
+/* The same for a value in memory (a pf_any_t, a TVMFFIAny): the optimiser must store all of it
+   before this point and read back whatever it reads after, so a value built inline (a small
+   string) is built every iteration even when what is read back is a constant. No instruction
+   of its own. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PF_BENCH_OPAQUE_MEM(x) __asm__ volatile("" : "+m"(x))
+#else
+#define PF_BENCH_OPAQUE_MEM(x) ((void)0)
 #endif
 
 /* Prints "packfn_bench: <impl> <what>: <detail>" to stderr and exits with status 2. A benchmark

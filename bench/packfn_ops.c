@@ -309,8 +309,13 @@ static uint64_t run_string(const char* data, size_t size, int64_t iters) {
     const char* d;
     size_t n;
     PF_BENCH_OPAQUE(data);
-    if (pf_string_create(data, size, &s) != 0 || pf_any_as_str(&s, &d, &n) != 0)
+    if (pf_string_create(data, size, &s) != 0)
       fail_raised("string create");
+    /* A small string is built inline and its size is a constant: without this the loop would
+     * keep neither the value nor the read back. */
+    PF_BENCH_OPAQUE_MEM(s);
+    if (pf_any_as_str(&s, &d, &n) != 0)
+      fail_raised("string read");
     sum += n;
     pf_any_release(&s);
   }
@@ -468,20 +473,65 @@ static uint64_t run_error_from_tvmffi(void* state, int64_t iters) {
 }
 #endif
 
-/* pf_error_set records the raise site (file:line, function) and never walks the stack unless
- * PACKFN_BACKTRACE asks for it: the same work as TVM-FFI's raise without its stack walk. */
-static uint64_t run_error(void* state, int64_t iters) {
-  (void)state;
+/* The two error rows differ in packfn's backtrace mode, which PACKFN_BACKTRACE sets once per
+ * process (the harness runs a row in a process of its own when its mode differs from the
+ * harness's). Each setup checks the mode on a probe error: its backtrace text has the raise
+ * site's line only (off), or native frames after it (on). */
+static void* setup_error_mode(int full, const char* op) {
+  PF_ERROR_SET(PF_BENCH_ERROR_KIND, PF_BENCH_ERROR_MESSAGE);
+  pf_object_t* err = pf_error_take();
+  if (!err)
+    pf_bench_fail(kImpl, op, "no error was raised");
+  int lines = 0;
+  for (const char* bt = pf_error_backtrace(err); bt && *bt; ++bt)
+    lines += *bt == '\n';
+  pf_object_release(err);
+  if ((lines > 1) != full)
+    pf_bench_fail(kImpl, op,
+                  full ? "errors carry no native stack: PACKFN_BACKTRACE=1 was not in effect"
+                       : "errors carry a native stack: PACKFN_BACKTRACE is on");
+  return NULL;
+}
+
+static void* setup_error_bt(void) {
+  return setup_error_mode(1, "error_roundtrip_bt");
+}
+static void* setup_error_nobt(void) {
+  return setup_error_mode(0, "error_roundtrip_nobt");
+}
+
+/* The error rows' loop: raise, take, read the backtrace text when `read_bt`, release.
+ * error_roundtrip_nobt: PF_ERROR_SET records the raise site (file:line, function) as the
+ * backtrace's one line and walks no stack (PACKFN_BACKTRACE off). error_roundtrip_bt: with
+ * PACKFN_BACKTRACE=1 the raise also takes the native stack (backtrace(3), addresses); the
+ * frames are named when the text is first read, as here: TVM-FFI's raise walks and names its
+ * frames at once (libbacktrace), and its row reads the text too. */
+static inline __attribute__((always_inline)) uint64_t error_loop(int64_t iters, int read_bt,
+                                                                 const char* op) {
   uint64_t sum = 0;
   for (int64_t i = 0; i < iters; ++i) {
     PF_ERROR_SET(PF_BENCH_ERROR_KIND, PF_BENCH_ERROR_MESSAGE);
     pf_object_t* err = pf_error_take();
     if (!err)
-      pf_bench_fail(kImpl, "error_roundtrip", "no error was raised");
+      pf_bench_fail(kImpl, op, "no error was raised");
+    if (read_bt) {
+      const char* bt = pf_error_backtrace(err);
+      PF_BENCH_OPAQUE(bt);
+    }
     sum += ((const pf_error_cell_t*)(err + 1))->message.size;
     pf_object_release(err);
   }
   return sum;
+}
+
+static uint64_t run_error(void* state, int64_t iters) {
+  (void)state;
+  return error_loop(iters, 0, "error_roundtrip_nobt");
+}
+
+static uint64_t run_error_bt(void* state, int64_t iters) {
+  (void)state;
+  return error_loop(iters, 1, "error_roundtrip_bt");
 }
 
 /* ---- tensors ---- */
@@ -748,18 +798,32 @@ static void teardown_add_n(void* state) {
   free(s);
 }
 
-/* out = x + 1 with x = 0: +1 per call, read back from out. */
+/* The n of call i: 1 .. 8, never the same twice in a row, so a call that left out as it was
+ * would show in the sum. */
+static inline double add_n_value(int64_t i) {
+  return (double)((i & 7) + 1);
+}
+
+/* The sum of (i mod 8) + 1 over i < iters: what out[0] adds up to when every call worked. */
+static void check_add_n(uint64_t sum, int64_t iters, const char* impl) {
+  uint64_t full = (uint64_t)(iters / 8), rest = (uint64_t)(iters % 8);
+  if (sum != full * 36 + rest * (rest + 1) / 2)
+    pf_bench_fail(impl, "add_n_1", "out[0] is not x + n after some call");
+}
+
+/* out = x + n with x = 0: + n per call, read back from out. */
 static uint64_t run_add_n(void* state, int64_t iters) {
   add_n_state_t* s = state;
   const float* out = pf_dltensor_data(pf_tensor_dltensor(s->out));
   uint64_t sum = 0;
   for (int64_t i = 0; i < iters; ++i) {
-    pf_any_t args[3] = {pf_any_object(s->x), pf_any_object(s->out), pf_any_float(1.0)};
+    pf_any_t args[3] = {pf_any_object(s->x), pf_any_object(s->out), pf_any_float(add_n_value(i))};
     pf_any_t result;
     if (pf_function_call(s->fn, args, 3, &result) != 0)
       fail_raised("add_n_1");
     sum += (uint64_t)out[0];
   }
+  check_add_n(sum, iters, kImpl);
   return sum;
 }
 
@@ -770,10 +834,11 @@ static uint64_t run_add_n_direct(void* state, int64_t iters) {
   const float* data = pf_dltensor_data(out);
   uint64_t sum = 0;
   for (int64_t i = 0; i < iters; ++i) {
-    if (pf_kernel_add_n(x, out, 1.0) != 0)
+    if (pf_kernel_add_n(x, out, add_n_value(i)) != 0)
       fail_raised("add_n_1 direct");
     sum += (uint64_t)data[0];
   }
+  check_add_n(sum, iters, "direct");
   return sum;
 }
 
@@ -819,10 +884,14 @@ static const pf_bench_op_t kOps[] = {
      teardown_weak},
     {"string_5", kImpl, "pf_string_create + pf_any_release", NULL, run_string5, NULL},
     {"string_100", kImpl, "pf_string_create + pf_any_release", NULL, run_string100, NULL},
-    {"error_roundtrip", kImpl, "pf_error_set + pf_error_take + pf_object_release", NULL, run_error,
-     NULL},
-    {"error_roundtrip_nobt", kImpl, "pf_error_set + pf_error_take + pf_object_release", NULL,
-     run_error, NULL},
+    {"error_roundtrip_bt", kImpl,
+     "PACKFN_BACKTRACE=1: PF_ERROR_SET (site + backtrace(3)) + pf_error_take + "
+     "pf_error_backtrace (frames named: backtrace_symbols) + pf_object_release",
+     setup_error_bt, run_error_bt, NULL},
+    {"error_roundtrip_nobt", kImpl,
+     "PACKFN_BACKTRACE off: PF_ERROR_SET (raise site line only) + pf_error_take + "
+     "pf_object_release",
+     setup_error_nobt, run_error, NULL},
     {"map_get_small", kImpl, "pf_map_get", setup_map_small, run_map_get, teardown_map},
     {"map_get_1k_str", kImpl, "pf_map_get", setup_map_1k_str, run_map_get, teardown_map},
     {"map_get_1k_int", kImpl, "pf_map_get", setup_map_1k_int, run_map_get, teardown_map},

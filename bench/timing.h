@@ -1,8 +1,10 @@
-/* timing.h: the clock and the sample summary both benchmark programs (packfn_bench's harness.c
-   and bench_scaling.c) time their loops with. */
+/* timing.h: the clock and the sample summary the benchmark programs (packfn_bench's harness.c,
+   bench_scaling.c, bench_objects.c, bench_kernels.c) time their loops with, and the conditions
+   of a run their reports record. */
 #ifndef PF_BENCH_TIMING_H
 #define PF_BENCH_TIMING_H
 
+#include <stdio.h>
 #include <time.h>
 
 /* Monotonic time in nanoseconds. Inline so that a clock read around a timed loop costs the same
@@ -17,5 +19,25 @@ static inline double pf_bench_now_ns(void) {
 /* Sorts samples[0..reps) in place (reps >= 1) and sets *min, *median (the mean of the middle two
    when reps is even) and *max. */
 void pf_bench_summarise(double* samples, int reps, double* min, double* median, double* max);
+
+/* The conditions of a run: how the benchmark was built (from CMake at configure time: build
+   type, C flags, `git describe --always --dirty` of the sources, "unknown" when not known) and
+   where and when it ran (CPU model from /proc/cpuinfo, UTC date and 1/5/15-minute load average,
+   both taken by the first call: call it when the run starts). */
+typedef struct pf_bench_conditions {
+  const char* build_type;
+  const char* c_flags;
+  const char* git;
+  char cpu_model[128];
+  char date[32];    /* ISO 8601, UTC */
+  char loadavg[48]; /* "0.12 0.34 0.56", or "unknown" */
+} pf_bench_conditions_t;
+
+const pf_bench_conditions_t* pf_bench_conditions(void);
+/* One line, "conditions: ...\n", each line starting with `prefix` (e.g. "" or "# "). */
+void pf_bench_conditions_print(FILE* out, const char* prefix);
+/* The conditions as JSON members: "build_type": "...", "c_flags": ..., "git", "cpu_model",
+   "date", "loadavg" (no braces, no trailing comma). */
+void pf_bench_conditions_json(FILE* out);
 
 #endif /* PF_BENCH_TIMING_H */

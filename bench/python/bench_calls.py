@@ -8,11 +8,22 @@ the two runtimes share the ABI). The ctypes column calls that function's safe_ca
 arguments packed by hand into 16-byte Anys; the Python column calls `def noop(*args): pass`.
 Each row is the median over repetitions of the mean time per call of a loop.
 
+The error rows raise ValueError("bad value") from C through a packed call on each side and catch
+it in Python: packfn's is a packfn Function made in C that raises (packfn._packfn._raiser()),
+TVM-FFI's its testing.test_raise_error. TVM-FFI's raise always walks the stack and names the
+frames (libbacktrace); packfn's records the raise site only unless PACKFN_BACKTRACE=1, which
+packfn reads once per process: the script measures packfn's raise in this process and again in
+a process of its own with the other setting, and pairs with TVM-FFI only the figure where both
+walk the stack (both backtraces become text: the exception's). packfn's figure without a stack
+walk has no TVM-FFI counterpart reachable from Python.
+
     python bench/python/bench_calls.py [--quick]
 """
 import argparse
 import ctypes
+import os
 import statistics
+import subprocess
 import sys
 import timeit
 
@@ -109,11 +120,50 @@ def measure(call, args, number, repeat):
     return statistics.median(per)
 
 
+BACKTRACE_ENV = "PACKFN_BACKTRACE"
+
+
+def packfn_backtrace_on():
+    """packfn's backtrace mode in this process, read as packfn reads it."""
+    v = os.environ.get(BACKTRACE_ENV, "")
+    return v not in ("", "0")
+
+
+def packfn_raise_call():
+    """A packed call of a packfn Function (C) that raises ValueError, caught in Python."""
+    raiser = _packfn._raiser()
+
+    def call():
+        try:
+            raiser("ValueError", "bad value")
+        except ValueError:
+            pass
+
+    return call
+
+
+def packfn_raise_other_mode(quick):
+    """ns per packfn raise with the other PACKFN_BACKTRACE setting: this script again, in a
+    process of its own (packfn reads the variable once per process)."""
+    env = dict(os.environ)
+    env[BACKTRACE_ENV] = "0" if packfn_backtrace_on() else "1"
+    argv = [sys.executable, os.path.abspath(__file__), "--error-only"]
+    if quick:
+        argv.append("--quick")
+    out = subprocess.run(argv, env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
+    return float(out.split()[-1])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--error-only", action="store_true",
+                    help="(internal) print ns per packfn raise in this process's mode and exit")
     opts = ap.parse_args()
     number, repeat = (20_000, 5) if opts.quick else (200_000, 11)
+    if opts.error_only:
+        print(f"{measure(packfn_raise_call(), (), number // 4, repeat):.3f}")
+        return
 
     noop = _packfn._noop()
     arr = np.zeros(16, dtype=np.float32)
@@ -140,12 +190,6 @@ def main():
     cb = lambda x: x  # noqa: E731
     extra = [("callback round trip (1 int)", packfn.Function(cb),
               tvm_ffi.convert(cb) if tvm_ffi else None)]
-    def raise_packfn():  # a C function raising ValueError, converted to a Python exception
-        try:
-            _packfn._raise("ValueError", "bad value")
-        except ValueError:
-            pass
-
     tvm_raise = None
     if tvm_ffi is not None:
         tvm_test_raise = tvm_ffi.get_global_func("testing.test_raise_error")
@@ -156,8 +200,17 @@ def main():
             except ValueError:
                 pass
 
+    # the error rows: packfn in this process's backtrace mode and, in a process of its own, in
+    # the other; TVM-FFI always walks the stack
+    here = measure(packfn_raise_call(), (), number // 4, repeat)
+    other = packfn_raise_other_mode(opts.quick)
+    pf_bt, pf_site = (here, other) if packfn_backtrace_on() else (other, here)
+    tvm_bt = measure(tvm_raise, (), number // 4, repeat) if tvm_raise is not None else None
+    err_bt = "error raised to Python, both walk the stack [1]"
+    err_site = "error raised to Python, packfn raise site only [2]"
+
     names = [c[0] for c in columns]
-    width = max(len(r[0]) for r in rows + [(e[0],) for e in extra]) + 2
+    width = max(len(r[0]) for r in rows + [(e[0],) for e in extra] + [(err_bt,), (err_site,)]) + 2
     head = "".join(f"{n:>11}" for n in names)
     ratio = "  packfn/tvm_ffi" if tvm_ffi is not None else ""
     print(f"per-call time in ns (median of {repeat} x {number} calls), Python {sys.version.split()[0]}")
@@ -172,13 +225,21 @@ def main():
             print(f"{label:<{width}}{a:>11.0f}{b:>11.0f}{'':>22}{a / b:>16.2f}")
         else:
             print(f"{label:<{width}}{a:>11.0f}")
-    a = measure(raise_packfn, (), number // 4, repeat)
-    if tvm_raise is not None:
-        b = measure(tvm_raise, (), number // 4, repeat)
-        print(f"{'error raised to Python':<{width}}{a:>11.0f}{b:>11.0f}{'':>22}{a / b:>16.2f}")
+    if tvm_bt is not None:
+        print(f"{err_bt:<{width}}{pf_bt:>11.0f}{tvm_bt:>11.0f}{'':>22}{pf_bt / tvm_bt:>16.2f}")
+        print(f"{err_site:<{width}}{pf_site:>11.0f}{'-':>11}")
     else:
-        print(f"{'error raised to Python':<{width}}{a:>11.0f}")
-
+        print(f"{err_bt:<{width}}{pf_bt:>11.0f}")
+        print(f"{err_site:<{width}}{pf_site:>11.0f}")
+    where = "this process" if packfn_backtrace_on() else "a process of its own"
+    print(f"[1] packfn: a packed call of packfn._packfn._raiser() with {BACKTRACE_ENV}=1 ({where}):"
+          " raise site + native stack (backtrace(3)), frames named when the exception is made;"
+          " TVM-FFI: testing.test_raise_error, stack walked and named at raise (libbacktrace),"
+          " always")
+    where = "a process of its own" if packfn_backtrace_on() else "this process"
+    print(f"[2] packfn: the same call with {BACKTRACE_ENV} off ({where}): the raise site's line"
+          " only, no stack walk; TVM-FFI has no raise without a stack walk reachable from Python:"
+          " no figure, no ratio")
 
 if __name__ == "__main__":
     main()
