@@ -283,17 +283,26 @@ START_TEST(test_full_backtrace) {
   /* an error with unnamed frames that nobody read is released cleanly (valgrind, ASan) */
   PF_ERROR_SET(PF_ERR_VALUE, "unread");
   pf_error_clear();
-  /* the same stack raised again is named from the lines kept for its addresses: the same text */
+  /* frames raised again at the same addresses are named from the lines kept for them: the
+   * same lines (compared up to the frame that calls raise_deep, since the compiler may call it
+   * from two places in the loop below) */
   char* first = NULL;
+  size_t first_len = 0;
   for (int k = 0; k < 3; ++k) {
     raise_deep();
     pf_object_t* e2 = pf_error_take();
     const char* text = pf_error_backtrace(e2);
-    ck_assert_msg(strstr(text, "raise_deep") != NULL, "unnamed: '%s'", text);
-    if (k == 0)
-      first = strdup(text);
-    else
-      ck_assert_str_eq(text, first);
+    ck_assert_msg(strstr(text, "in raise_deep") != NULL, "unnamed: '%s'", text);
+    const char* cut = strstr(text, "pf_error_set_frame");
+    ck_assert_msg(cut != NULL && strchr(cut, '\n') != NULL, "unnamed: '%s'", text);
+    size_t len = (size_t)(strchr(cut, '\n') - text);
+    if (k == 0) {
+      first = strndup(text, len);
+      first_len = len;
+    } else {
+      ck_assert_uint_eq(len, first_len);
+      ck_assert_int_eq(strncmp(text, first, len), 0);
+    }
     pf_object_release(e2);
   }
   free(first);
