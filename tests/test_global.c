@@ -228,6 +228,14 @@ START_TEST(test_list_sorted) {
 }
 END_TEST
 
+static int static_one_for_null(void* self, const pf_any_t* args, int32_t n, pf_any_t* result) {
+  (void)self;
+  (void)args;
+  (void)n;
+  *result = pf_any_int(1);
+  return 0;
+}
+
 START_TEST(test_static_registration) {
   ck_assert_int_eq(pf_global_static_failures(), 0);
   pf_any_t a = pf_any_int(7), r;
@@ -246,6 +254,20 @@ START_TEST(test_static_registration) {
   pf_object_release(fn);
   ck_assert_int_eq(pf_global_call("test_static_negate", &a, 1, &r), 0);
   ck_assert_int_eq(r.v_int64, -7);
+}
+END_TEST
+
+/* A static registration with neither a name nor a signature (PF_REGISTER_GLOBAL(NULL, f))
+ * is counted as failed with pf_global_set's error; it crashed reading sig->name. Added last:
+ * the count is the process's. */
+START_TEST(test_static_registration_without_name) {
+  int before = pf_global_static_failures();
+  pf_object_t* slot = (pf_object_t*)&slot;
+  pf__global_register_static(NULL, static_one_for_null, NULL, NULL, &slot);
+  ck_assert_ptr_null(slot);
+  ck_assert_int_eq(pf_global_static_failures(), before + 1);
+  PF_ASSERT_RAISED("ValueError", "pf_global_set");
+  pf__global_unregister_static(NULL, NULL, &slot); /* nothing registered: nothing to do */
 }
 END_TEST
 
@@ -673,6 +695,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_short_lived_reader_threads);
   tcase_add_test(tc, test_tombstones_are_reused_and_dropped);
   tcase_add_test(tc, test_probe_lengths_suffix_names);
+  tcase_add_test(tc, test_static_registration_without_name);
   suite_add_tcase(s, tc);
   return s;
 }
