@@ -483,19 +483,16 @@ static inline uint64_t pf__chain_next(const pf__mapcell_t* m, uint64_t i) {
 static pf__kv_t pf__broken_chain;
 #define PF__BROKEN (&pf__broken_chain)
 
-/* The last slot of the chain whose head is slot i (`meta` its metadata byte), or PF__BAD_INDEX
- * when the chain is not a table's (as in pf__find). */
-static inline uint64_t pf__chain_tail(const pf__mapcell_t* m, uint64_t i, uint8_t meta) {
-  if (PF_UNLIKELY(meta >= PF__NUM_JUMPS))
-    return PF__BAD_INDEX;
+/* The last slot of the chain whose head is slot i, or PF__BAD_INDEX when the chain is not a
+ * table's (as in pf__find). */
+static inline uint64_t pf__chain_tail(const pf__mapcell_t* m, uint64_t i) {
   for (uint64_t left = m->size;;) {
-    uint64_t jump = pf__probe[meta & 0x7F];
-    if (!jump)
+    uint64_t n = pf__chain_next(m, i);
+    if (n == PF__NO_INDEX)
       return i;
-    i = (i + jump) & (m->slots - 1);
-    meta = *pf__meta(m, i);
-    if (PF_UNLIKELY((uint8_t)(meta - 0x80) >= 0x7E || --left == 0))
+    if (PF_UNLIKELY(n == PF__BAD_INDEX || --left == 0))
       return PF__BAD_INDEX;
+    i = n;
   }
 }
 
@@ -521,13 +518,12 @@ static pf__kv_t* pf__find(const pf__mapcell_t* m, const pf_any_t* key, uint64_t 
     pf__item_t* it = pf__item(m, i);
     if (pf__key_equal(key, &it->kv.key))
       return &it->kv;
-    uint64_t jump = pf__probe[meta & 0x7F];
-    if (!jump)
+    uint64_t n = pf__chain_next(m, i);
+    if (n == PF__NO_INDEX)
       return NULL;
-    i = (i + jump) & (m->slots - 1);
-    meta = *pf__meta(m, i);
-    if (PF_UNLIKELY((uint8_t)(meta - 0x80) >= 0x7E || --left == 0))
+    if (PF_UNLIKELY(n == PF__BAD_INDEX || --left == 0))
       return PF__BROKEN;
+    i = n;
   }
 }
 
@@ -745,7 +741,7 @@ static int pf__dense_insert(const char* func, pf__mapcell_t* m, const pf_any_t* 
       return r;
     *pf__meta(m, i) = 0x00;
   } else {
-    uint64_t tail = pf__chain_tail(m, i, meta);
+    uint64_t tail = pf__chain_tail(m, i);
     if (tail == PF__BAD_INDEX)
       return pf__corrupt(func, m, i);
     uint8_t jump;
