@@ -608,9 +608,7 @@ static void rms_run(rms_job_t* j) {
   int64_t elem = (int64_t)elem_of(j);
   int64_t limit = PF__K_BIG_BYTES / elem;
   int big = cols >= limit || (cols > 0 && j->rows >= (limit + cols - 1) / cols);
-  /* non-temporal stores need `out` at a multiple of its element size (the head before the
-   * first aligned vector is whole elements); a misaligned out is written with plain stores */
-  j->stream = big && !j->bwd && j->x != j->out && (uintptr_t)j->out % (uintptr_t)elem == 0;
+  j->stream = big && !j->bwd && j->x != j->out;
   j->prefetch = big && !j->bwd && j->rows > 1 && cols <= PF__K_PREFETCH_MAX_ROW_BYTES / elem;
   int64_t bytes =
       (cols > 0 && j->rows > INT64_MAX / cols / elem) ? INT64_MAX : j->rows * cols * elem;
