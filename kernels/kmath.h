@@ -6,8 +6,9 @@
 /* Private to packfn_kernels. Every kernel works on contiguous, row-major arrays given as raw
  * pointers, each at a multiple of its element size (the non-temporal stores of large outputs
  * need it); the kernel checks (kcheck.c) have already checked dtypes, shapes, devices,
- * contiguity, that alignment and overlaps, so nothing here fails or reports errors. A count, rows or cols <= 0 means an empty array: the
- * kernel writes nothing (rms_norm_fwd still writes inv_rms when only cols is 0).
+ * contiguity, that alignment and overlaps, so nothing here fails or reports errors. A count, rows
+ * or cols <= 0 means an empty array: the kernel writes nothing (rms_norm_fwd still writes inv_rms
+ * when only cols is 0).
  *
  * Aliasing: an output may be the very same array as an input where a comment says so, never a
  * partial overlap. Sums accumulate in double precision (float32 ones in float partial sums of

@@ -128,9 +128,9 @@ static int pf__copy(DLTensor* dst, const DLTensor* src, const char* func) {
   if (sl.numel == 0)
     return 0;
   int host = pf__is_host(dst->device) && pf__is_host(src->device);
-  int contiguous = pf_dltensor_is_contiguous(dst) && pf_dltensor_is_contiguous(src);
-  if (!contiguous) {
-    const DLTensor* bad = pf_dltensor_is_contiguous(dst) ? src : dst;
+  int dst_compact = pf_dltensor_is_contiguous(dst);
+  if (!dst_compact || !pf_dltensor_is_contiguous(src)) {
+    const DLTensor* bad = dst_compact ? src : dst;
     uint64_t ebits = (uint64_t)src->dtype.bits * src->dtype.lanes;
     if (!host) {
       PF_ERROR_SET(PF_ERR_VALUE,
