@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,25 @@ static int pf__cpu_copy(void* ctx, void* dst, DLDevice dst_device, const void* s
   (void)src_device;
   memmove(dst, src, nbytes);
   return 0;
+}
+
+void* pf__cpu_alloc_tensor(size_t nbytes, void** block) {
+  /* malloc's blocks are aligned to max_align_t: at most this many bytes before an aligned
+   * address */
+  const size_t room = PF_TENSOR_ALIGNMENT - _Alignof(max_align_t);
+  void* p = NULL;
+  if (nbytes <= PF__SLAB_MAX) {
+    p = pf__alloc_aligned(nbytes, PF_TENSOR_ALIGNMENT);
+    *block = p;
+  } else if (nbytes <= PF__ALLOC_MAX - room) {
+    char* raw = malloc(nbytes + room);
+    *block = raw;
+    if (raw)
+      p = raw + (-(uintptr_t)raw & (PF_TENSOR_ALIGNMENT - 1));
+  }
+  if (!p)
+    pf__raise_oom("pf_allocator(cpu)", nbytes);
+  return p;
 }
 
 const pf_allocator_t pf__cpu_allocator = {NULL, pf__cpu_alloc, pf__cpu_free, pf__cpu_copy};

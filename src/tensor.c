@@ -178,24 +178,28 @@ int pf_tensor_empty(const int64_t* shape, int32_t ndim, DLDataType dtype, DLDevi
   pf_allocator_t a;
   /* Empty tensors get a real (1-byte) buffer too: consumers may reject a NULL data pointer. */
   void* ptr = NULL;
+  void* block = NULL; /* what a.free takes: ptr, or for large CPU buffers the block holding it */
   if (device.device_type == kDLCPU &&
       __atomic_load_n(&pf__cpu_allocator_builtin, __ATOMIC_ACQUIRE)) {
     /* packfn's own CPU allocator, called directly: no table lookup, no indirect call */
     a = pf__cpu_allocator;
-    if (a.alloc(NULL, device, nbytes ? nbytes : 1, PF_TENSOR_ALIGNMENT, &ptr) != 0)
+    ptr = pf__cpu_alloc_tensor(nbytes ? nbytes : 1, &block);
+    if (!ptr)
       return -1;
   } else if (pf__allocator_find((int32_t)device.device_type, func, &a) != 0 ||
              pf__allocator_call(&a, device, nbytes ? nbytes : 1, func, &ptr) != 0) {
     return -1;
+  } else {
+    block = ptr;
   }
   DLTensor desc = {ptr, device, ndim, dtype, (int64_t*)shape, NULL, 0};
   pf__tensor_t* t;
   if (pf__tensor_make(&desc, 0, func, &t) != 0) {
-    a.free(a.ctx, device, ptr);
+    a.free(a.ctx, device, block);
     return -1;
   }
   t->header.deleter = pf__tensor_deleter_owning;
-  t->alloc_ptr = ptr;
+  t->alloc_ptr = block;
   t->alloc_free = a.free;
   t->alloc_ctx = a.ctx;
   *out = &t->header;

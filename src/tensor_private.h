@@ -25,7 +25,8 @@ typedef struct pf__tensor_s {
       void (*owner_release)(void* owner); /* NULL when there is nothing to release */
     };
     struct {
-      void* alloc_ptr; /* what the allocator's alloc hook gave */
+      void* alloc_ptr; /* what alloc_free takes: the alloc hook's buffer (packfn's own large CPU
+                        * buffers: the malloc block holding dl.data, pf__cpu_alloc_tensor) */
       void (*alloc_free)(void* ctx, DLDevice device, void* ptr); /* its free hook */
       void* alloc_ctx;                                           /* and context */
     };

@@ -258,6 +258,31 @@ START_TEST(test_empty) {
 }
 END_TEST
 
+/* Buffers on both sides of the slab sizes (4 KiB): every one aligned, all of its bytes writable
+ * (ASan, valgrind), and freed whole by the release (a buffer past 4 KiB lies inside a larger
+ * malloc block: freeing its aligned address instead would be caught by the checkers). */
+START_TEST(test_empty_sizes) {
+  const int64_t sizes[] = {
+      1, 255, 256, 4095, 4096, 4097, 5000, 65536 + 3, INT64_C(1) << 20, (INT64_C(1) << 22) + 17};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i) {
+    pf_object_t* t;
+    ck_assert_int_eq(pf_tensor_empty(&sizes[i], 1, PF_DTYPE_UINT8, PF_DEVICE_CPU, &t), 0);
+    DLTensor* dl = pf_tensor_dltensor(t);
+    ck_assert_uint_eq((uintptr_t)dl->data % PF_TENSOR_ALIGNMENT, 0);
+    ck_assert_uint_eq(pf_dltensor_nbytes(dl), (uint64_t)sizes[i]);
+    memset(dl->data, 0x5a, (size_t)sizes[i]);
+    /* a view keeps the buffer alive past the tensor's own release */
+    pf_object_t* v;
+    int64_t one = 1;
+    ck_assert_int_eq(pf_tensor_view(t, 1, &one, NULL, sizes[i] - 1, &v), 0);
+    pf_object_release(t);
+    ck_assert_uint_eq(*(uint8_t*)pf_dltensor_data(pf_tensor_dltensor(v)), 0x5a);
+    pf_object_release(v);
+  }
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
 START_TEST(test_empty_errors) {
   int64_t shape[2] = {2, -3};
   pf_object_t* t = (pf_object_t*)&t;
@@ -954,6 +979,7 @@ Suite* make_suite(void) {
   suite_add_tcase(s, tc);
   tc = tcase_create("tensors");
   tcase_add_test(tc, test_empty);
+  tcase_add_test(tc, test_empty_sizes);
   tcase_add_test(tc, test_empty_errors);
   tcase_add_test(tc, test_dltensor_of_non_tensors);
   tcase_add_test(tc, test_from_dltensor);
