@@ -1,0 +1,146 @@
+/* The private header of packfn._packfn: what the extension's files share. The Python object
+ * every packfn type is (PfObject), the temporaries of a converted argument (argtmp_t), the six
+ * type objects and the module state, and the helpers one file defines and others call: errors
+ * (errors.c), values both ways (convert.c), tensors from buffers and DLPack (tensor.c), Arrays
+ * and Maps from lists and dicts (containers.c), callbacks and calls (function.c), wrapping C
+ * objects (object.c). Names shared across files start with pfpy_ (macros PFPY_); the rest of
+ * each file is static. */
+#ifndef PACKFN_PYTHON_SRC_PACKFN_H_
+#define PACKFN_PYTHON_SRC_PACKFN_H_
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "packfn/container.h"
+#include "packfn/kernels.h"
+#include "packfn/module.h"
+#include "packfn/packfn.h"
+#include "packfn/tensor.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(sizeof(Py_ssize_t) == sizeof(int64_t), "Py_ssize_t is 64-bit");
+
+#define PFPY_STACK_DIMS 8 /* tensor dimensions whose strides fit in the argument slot */
+
+/* ======================================================================================
+ * Types and module state
+ * ====================================================================================== */
+
+/* Every packfn object seen from Python: one strong reference to the C object. */
+typedef struct {
+  PyObject_HEAD pf_object_t* obj;
+  vectorcallfunc vectorcall; /* Function only */
+  int owned_args;            /* Function only: a Python callback, given owned tensors */
+  PyObject* weakrefs;
+} PfObject;
+
+/* The types, each defined beside its methods: Object (object.c), Function (function.c),
+ * Tensor (tensor.c), Array and Map (containers.c), Module (module.c). */
+extern PyTypeObject Object_Type, Function_Type, Tensor_Type, Array_Type, Map_Type, Module_Type;
+extern PyObject* Error_Type;        /* packfn.Error (errors.c) */
+extern PyObject* pfpy_kind_classes; /* dict: kind -> packfn.Error subclass (errors.c) */
+extern PyObject* pfpy_callback_fns; /* set: addresses of the live Python-callback functions */
+/* pf_cuda_stream_wait from libpackfn_cuda (a dependency of libpackfn_kernels_cuda), found when
+ * load_kernels_cuda loaded it; NULL otherwise: packfn then has queued no CUDA work to order. */
+typedef int (*stream_wait_fn)(int32_t device_id, void* waiter, void* producer);
+extern stream_wait_fn pfpy_cuda_stream_wait;
+
+/* The fields every packfn type shares; `cmp` is its rich comparison. */
+#define PF_TYPE_HEAD(tname, doc, cmp)                                                              \
+  PyVarObject_HEAD_INIT(NULL, 0).tp_name = "packfn." tname, .tp_basicsize = sizeof(PfObject),      \
+                              .tp_dealloc = pfpy_obj_dealloc, .tp_doc = doc,                       \
+                              .tp_weaklistoffset = offsetof(PfObject, weakrefs),                   \
+                              .tp_hash = pfpy_obj_hash, .tp_richcompare = cmp
+
+/* Storage one converted argument may need while the call runs. */
+typedef struct {
+  pf_byte_array_t bytes; /* bytes argument */
+  pf_object_t* owned;    /* owned object to release after the call, or NULL */
+  int has_buffer;        /* buf holds a buffer to release */
+  Py_buffer buf;         /* buffer-protocol tensor */
+  DLTensor dl;           /* its description */
+  int64_t strides[PFPY_STACK_DIMS];
+  int64_t* heap_strides; /* strides for more dimensions, or NULL */
+} argtmp_t;
+
+/* Releases what a converted argument holds (inline: the call path releases them). */
+static inline void pfpy_argtmp_release(argtmp_t* t) {
+  pf_object_release(t->owned);
+  if (t->has_buffer)
+    PyBuffer_Release(&t->buf);
+  PyMem_Free(t->heap_strides);
+}
+
+/* ======================================================================================
+ * object.c: the Object base type, C objects wrapped in the Python type of their kind
+ * ====================================================================================== */
+
+/* Wraps a new reference (stolen) in the Python type of its kind. NULL obj gives None. */
+PyObject* pfpy_wrap_steal(pf_object_t* obj);
+/* Finds libpackfn's code from a function object it made, for whether functions keep args. */
+void pfpy_find_packfn_code(const pf_object_t* fn);
+/* Object's tp_dealloc, tp_hash, tp_richcompare and tp_new (refusing), shared by every type. */
+void pfpy_obj_dealloc(PyObject* self);
+Py_hash_t pfpy_obj_hash(PyObject* self);
+PyObject* pfpy_obj_richcompare(PyObject* a, PyObject* b, int op);
+PyObject* pfpy_obj_new_forbidden(PyTypeObject* tp, PyObject* a, PyObject* k);
+
+/* The global __tvm_ffi_object__ hands objects to TVM-FFI through, and its function. */
+#define TVM_HANDOFF_GLOBAL "packfn._tvm_ffi_handoff"
+int pfpy_tvm_handoff_call(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result);
+
+/* ======================================================================================
+ * errors.c: packfn errors as Python exceptions, and back
+ * ====================================================================================== */
+
+/* Raises the pending Python exception in packfn (inside a callback; the GIL is held). */
+int pfpy_pyerr_to_pf(void);
+/* Sets the Python exception for the error raised in this thread; returns NULL. */
+PyObject* pfpy_raise_pf_error(void);
+
+/* ======================================================================================
+ * convert.c: values between Python and packfn
+ * ====================================================================================== */
+
+/* A Python object for a value; `v` is not consumed (objects are retained). */
+PyObject* pfpy_any_to_py(const pf_any_t* v);
+/* Converts a Python value into a view for a call: 0, 1 (release `t` after) or -1. */
+int pfpy_py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* has_tensor);
+/* An owned value from a Python value. 0, or -1 with a Python exception. */
+int pfpy_py_to_owned(PyObject* o, pf_any_t* out);
+
+/* ======================================================================================
+ * tensor.c: tensors over buffer-protocol and DLPack objects
+ * ====================================================================================== */
+
+/* Fills `dl` from a buffer, strides converted to elements into `strides`. 0, or -1. */
+int pfpy_dl_from_buffer(const Py_buffer* b, DLTensor* dl, int64_t* strides);
+/* A tensor object owning the buffer `b` (moved in). 0, or -1 with a Python exception. */
+int pfpy_tensor_from_buffer(Py_buffer* b, pf_object_t** out);
+/* Whether objects of `tp` refused a buffer request for device memory before. */
+int pfpy_refuses_buffer(PyTypeObject* tp);
+/* A tensor object over any buffer-protocol or DLPack object: 1, 0 when neither, or -1. */
+int pfpy_tensor_from_object(PyObject* o, pf_object_t** out);
+
+/* ======================================================================================
+ * containers.c: Array and Map
+ * ====================================================================================== */
+
+/* An Array from a list or tuple: new reference in *out. 0, or -1 with an exception. */
+int pfpy_array_from_seq(PyObject* list_or_tuple, pf_object_t** out);
+/* A frozen Map from a dict: new reference in *out. 0, or -1 with an exception. */
+int pfpy_map_from_dict(PyObject* d, pf_object_t** out);
+
+/* ======================================================================================
+ * function.c: Function, calls from Python, Python callables as packfn functions
+ * ====================================================================================== */
+
+/* Function's tp_vectorcall: a call of the packfn function from Python. */
+PyObject* pfpy_fn_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
+                             PyObject* kwnames);
+/* Callback function object around a Python callable. 0, or -1 with an exception. */
+int pfpy_make_callback(PyObject* callable, pf_object_t** out);
+
+#endif /* PACKFN_PYTHON_SRC_PACKFN_H_ */

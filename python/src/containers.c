@@ -1,0 +1,320 @@
+/* packfn.Array and packfn.Map, immutable: a list or tuple passed to packfn becomes an Array, a
+ * dict a frozen Map (each item converted as an argument is); from Python they read as a
+ * sequence and as an insertion-ordered mapping. */
+
+#include "_packfn.h"
+
+/* ======================================================================================
+ * Arrays and Maps from lists, tuples and dicts
+ * ====================================================================================== */
+
+/* An Array from a list or tuple: new reference in *out. Converting an item may run Python code
+ * (__dlpack__, __index__) that changes a list, so the items come from a tuple snapshot that
+ * holds them until the array owns its copies. */
+int pfpy_array_from_seq(PyObject* list_or_tuple, pf_object_t** out) {
+  PyObject* seq = PySequence_Tuple(list_or_tuple);
+  if (!seq)
+    return -1;
+  Py_ssize_t n = PyTuple_GET_SIZE(seq);
+  PyObject** items = &PyTuple_GET_ITEM(seq, 0);
+  pf_any_t* views = PyMem_Malloc(sizeof(pf_any_t) * (size_t)(n ? n : 1));
+  argtmp_t* tmps = PyMem_Malloc(sizeof(argtmp_t) * (size_t)(n ? n : 1));
+  unsigned char* used = PyMem_Calloc((size_t)(n ? n : 1), 1);
+  int rc = -1, ht = 0;
+  Py_ssize_t i = 0;
+  if (!views || !tmps || !used) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  for (; i < n; ++i) {
+    int r = pfpy_py_to_view(items[i], &views[i], &tmps[i], 1, &ht);
+    if (r < 0)
+      goto done;
+    used[i] = (unsigned char)r;
+  }
+  rc = pf_array_create(views, (size_t)n, out) == 0 ? 0 : (pfpy_raise_pf_error(), -1);
+done:
+  for (Py_ssize_t j = 0; j < i; ++j)
+    if (used[j])
+      pfpy_argtmp_release(&tmps[j]);
+  PyMem_Free(views);
+  PyMem_Free(tmps);
+  PyMem_Free(used);
+  Py_DECREF(seq);
+  return rc;
+}
+
+/* A frozen Map from a dict: new reference in *out. Converting a key or value may run Python
+ * code that changes the dict, so the pairs come from a snapshot (a list of (key, value)
+ * tuples) that holds them while they are converted. */
+int pfpy_map_from_dict(PyObject* d, pf_object_t** out) {
+  PyObject* pairs = PyDict_Items(d);
+  if (!pairs)
+    return -1;
+  pf_object_t* map;
+  if (pf_map_create(&map) != 0) {
+    Py_DECREF(pairs);
+    pfpy_raise_pf_error();
+    return -1;
+  }
+  int ht = 0;
+  for (Py_ssize_t pos = 0; pos < PyList_GET_SIZE(pairs); ++pos) {
+    PyObject* pair = PyList_GET_ITEM(pairs, pos);
+    PyObject* k = PyTuple_GET_ITEM(pair, 0);
+    PyObject* v = PyTuple_GET_ITEM(pair, 1);
+    pf_any_t kv, vv;
+    argtmp_t kt, vt;
+    int rk = pfpy_py_to_view(k, &kv, &kt, 1, &ht);
+    if (rk < 0)
+      goto fail;
+    int rv = pfpy_py_to_view(v, &vv, &vt, 1, &ht);
+    if (rv < 0) {
+      if (rk)
+        pfpy_argtmp_release(&kt);
+      goto fail;
+    }
+    int rc = pf_map_set(map, &kv, &vv);
+    if (rk)
+      pfpy_argtmp_release(&kt);
+    if (rv)
+      pfpy_argtmp_release(&vt);
+    if (rc != 0) {
+      pfpy_raise_pf_error();
+      goto fail;
+    }
+  }
+  Py_DECREF(pairs);
+  pf_map_freeze(map);
+  *out = map;
+  return 0;
+fail:
+  Py_DECREF(pairs);
+  pf_object_release(map);
+  return -1;
+}
+
+/* ======================================================================================
+ * Array and Map
+ * ====================================================================================== */
+
+static Py_ssize_t array_len(PyObject* self) {
+  size_t n;
+  if (pf_array_count(((PfObject*)self)->obj, &n) != 0) {
+    pfpy_raise_pf_error();
+    return -1;
+  }
+  return (Py_ssize_t)n;
+}
+
+static PyObject* array_item(PyObject* self, Py_ssize_t i) {
+  const pf_any_t* v;
+  if (pf_array_get(((PfObject*)self)->obj, i, &v) != 0)
+    return pfpy_raise_pf_error();
+  return pfpy_any_to_py(v);
+}
+
+static PyObject* array_subscript(PyObject* self, PyObject* key) {
+  if (PySlice_Check(key)) {
+    PyObject* lst = PySequence_List(self);
+    if (!lst)
+      return NULL;
+    PyObject* r = PyObject_GetItem(lst, key);
+    Py_DECREF(lst);
+    return r;
+  }
+  Py_ssize_t i = PyNumber_AsSsize_t(key, PyExc_IndexError);
+  if (i == -1 && PyErr_Occurred())
+    return NULL;
+  if (i < 0) {
+    Py_ssize_t n = array_len(self);
+    if (n < 0)
+      return NULL;
+    i += n;
+  }
+  return array_item(self, i);
+}
+
+static PyObject* array_repr(PyObject* self) {
+  PyObject* lst = PySequence_List(self);
+  if (!lst)
+    return NULL;
+  PyObject* r = PyUnicode_FromFormat("packfn.Array(%R)", lst);
+  Py_DECREF(lst);
+  return r;
+}
+
+static PyObject* array_richcompare(PyObject* a, PyObject* b, int op) {
+  if ((op == Py_EQ || op == Py_NE) && (PyList_Check(b) || PyTuple_Check(b))) {
+    PyObject* la = PySequence_List(a);
+    PyObject* lb = la ? PySequence_List(b) : NULL;
+    PyObject* r = lb ? PyObject_RichCompare(la, lb, op) : NULL;
+    Py_XDECREF(la);
+    Py_XDECREF(lb);
+    return r;
+  }
+  return pfpy_obj_richcompare(a, b, op);
+}
+
+static PySequenceMethods array_as_seq = {.sq_length = array_len, .sq_item = array_item};
+static PyMappingMethods array_as_map = {.mp_length = array_len, .mp_subscript = array_subscript};
+
+/* Maps (72) and dicts (76) share the Python type: their C readers differ by name only. */
+static int mapbase_count(pf_object_t* m, size_t* n) {
+  return m->type_index == PF_TYPE_DICT ? pf_dict_count(m, n) : pf_map_count(m, n);
+}
+
+static Py_ssize_t map_len(PyObject* self) {
+  size_t n;
+  if (mapbase_count(((PfObject*)self)->obj, &n) != 0) {
+    pfpy_raise_pf_error();
+    return -1;
+  }
+  return (Py_ssize_t)n;
+}
+
+/* Looks key up: 1 and *out (borrowed), 0 when absent, -1 with an exception. */
+static int map_lookup(PyObject* self, PyObject* key, const pf_any_t** out) {
+  pf_any_t kv;
+  argtmp_t t;
+  int ht = 0;
+  int r = pfpy_py_to_view(key, &kv, &t, 1, &ht);
+  if (r < 0)
+    return -1;
+  pf_object_t* m = ((PfObject*)self)->obj;
+  int rc = m->type_index == PF_TYPE_DICT ? pf_dict_get(m, &kv, out) : pf_map_find(m, &kv, out);
+  if (r)
+    pfpy_argtmp_release(&t);
+  if (rc != 0) {
+    pfpy_raise_pf_error();
+    return -1;
+  }
+  return *out != NULL;
+}
+
+static PyObject* map_subscript(PyObject* self, PyObject* key) {
+  const pf_any_t* v;
+  int r = map_lookup(self, key, &v);
+  if (r < 0)
+    return NULL;
+  if (!r) {
+    PyErr_SetObject(PyExc_KeyError, key);
+    return NULL;
+  }
+  return pfpy_any_to_py(v);
+}
+
+static int map_contains(PyObject* self, PyObject* key) {
+  const pf_any_t* v;
+  return map_lookup(self, key, &v);
+}
+
+/* which: 0 keys, 1 values, 2 items; a list. */
+static PyObject* map_list(PyObject* self, int which) {
+  pf_object_t* map = ((PfObject*)self)->obj;
+  pf_map_iter_t it;
+  const pf_any_t *key, *value;
+  size_t n;
+  if (mapbase_count(map, &n) != 0 || pf_map_iter_init(map, &it) != 0)
+    return pfpy_raise_pf_error();
+  PyObject* lst = PyList_New((Py_ssize_t)n);
+  for (size_t i = 0; lst && i < n && pf_map_iter_next(&it, &key, &value) == 1; ++i) {
+    PyObject* x;
+    if (which == 2) {
+      PyObject* k = pfpy_any_to_py(key);
+      PyObject* v = k ? pfpy_any_to_py(value) : NULL;
+      x = v ? PyTuple_Pack(2, k, v) : NULL;
+      Py_XDECREF(k);
+      Py_XDECREF(v);
+    } else {
+      x = pfpy_any_to_py(which == 0 ? key : value);
+    }
+    if (!x) {
+      Py_CLEAR(lst);
+      break;
+    }
+    PyList_SET_ITEM(lst, (Py_ssize_t)i, x);
+  }
+  return lst;
+}
+
+static PyObject* map_keys(PyObject* self, PyObject* u) {
+  (void)u;
+  return map_list(self, 0);
+}
+static PyObject* map_values(PyObject* self, PyObject* u) {
+  (void)u;
+  return map_list(self, 1);
+}
+static PyObject* map_items(PyObject* self, PyObject* u) {
+  (void)u;
+  return map_list(self, 2);
+}
+static PyObject* map_iter(PyObject* self) {
+  PyObject* keys = map_list(self, 0);
+  if (!keys)
+    return NULL;
+  PyObject* it = PyObject_GetIter(keys);
+  Py_DECREF(keys);
+  return it;
+}
+static PyObject* map_get(PyObject* self, PyObject* const* args, Py_ssize_t n) {
+  if (n < 1 || n > 2) {
+    PyErr_SetString(PyExc_TypeError, "get expected 1 or 2 arguments");
+    return NULL;
+  }
+  const pf_any_t* v;
+  int r = map_lookup(self, args[0], &v);
+  if (r < 0)
+    return NULL;
+  if (!r)
+    return Py_NewRef(n == 2 ? args[1] : Py_None);
+  return pfpy_any_to_py(v);
+}
+static PyObject* map_repr(PyObject* self) {
+  PyObject* items = map_list(self, 2);
+  if (!items)
+    return NULL;
+  PyObject* d = PyDict_New();
+  for (Py_ssize_t i = 0; d && i < PyList_GET_SIZE(items); ++i) {
+    PyObject* kv = PyList_GET_ITEM(items, i);
+    if (PyDict_SetItem(d, PyTuple_GET_ITEM(kv, 0), PyTuple_GET_ITEM(kv, 1)) < 0)
+      Py_CLEAR(d);
+  }
+  Py_DECREF(items);
+  if (!d)
+    return NULL;
+  PyObject* r = PyUnicode_FromFormat("packfn.Map(%R)", d);
+  Py_DECREF(d);
+  return r;
+}
+
+static PyMappingMethods map_as_map = {.mp_length = map_len, .mp_subscript = map_subscript};
+static PySequenceMethods map_as_seq = {.sq_contains = map_contains};
+static PyMethodDef map_methods[] = {
+    {"keys", map_keys, METH_NOARGS, "keys, in insertion order"},
+    {"values", map_values, METH_NOARGS, "values, in insertion order"},
+    {"items", map_items, METH_NOARGS, "(key, value) pairs, in insertion order"},
+    {"get", (PyCFunction)(void (*)(void))map_get, METH_FASTCALL, "get(key, default=None)"},
+    {NULL, NULL, 0, NULL}};
+
+PyTypeObject Array_Type = {
+    PF_TYPE_HEAD("Array", "An immutable packfn sequence.", array_richcompare),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_SEQUENCE,
+    .tp_base = &Object_Type,
+    .tp_repr = array_repr,
+    .tp_as_sequence = &array_as_seq,
+    .tp_as_mapping = &array_as_map,
+    .tp_new = pfpy_obj_new_forbidden,
+};
+
+PyTypeObject Map_Type = {
+    PF_TYPE_HEAD("Map", "An immutable packfn mapping (insertion ordered).", pfpy_obj_richcompare),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_MAPPING,
+    .tp_base = &Object_Type,
+    .tp_repr = map_repr,
+    .tp_as_mapping = &map_as_map,
+    .tp_as_sequence = &map_as_seq,
+    .tp_iter = map_iter,
+    .tp_methods = map_methods,
+    .tp_new = pfpy_obj_new_forbidden,
+};

@@ -1,0 +1,349 @@
+/* Values between Python and packfn: a packfn value becomes a Python object (numbers and strings
+ * copied, objects wrapped); a Python value becomes a view for a call (ints, floats, bools, None,
+ * short strings inline; longer strings and bytes borrowed; buffer-protocol arrays as a stack
+ * DLTensor; lists, tuples and dicts as Arrays and Maps; TVM-FFI's objects as the same C
+ * object; callables as callbacks) or an owned value. */
+
+#include "_packfn.h"
+
+/* ======================================================================================
+ * Values: packfn -> Python
+ * ====================================================================================== */
+
+static PyObject* str_from(const char* data, size_t size) {
+  return PyUnicode_DecodeUTF8(data, (Py_ssize_t)size, "surrogateescape");
+}
+
+/* A Python object for a value; `v` is not consumed (objects are retained). */
+PyObject* pfpy_any_to_py(const pf_any_t* v) {
+  char buf[64];
+  switch (v->type_index) {
+  case PF_TYPE_NONE:
+    Py_RETURN_NONE;
+  case PF_TYPE_INT:
+    return PyLong_FromLongLong(v->v_int64);
+  case PF_TYPE_BOOL:
+    return PyBool_FromLong(v->v_int64 != 0);
+  case PF_TYPE_FLOAT:
+    return PyFloat_FromDouble(v->v_float64);
+  case PF_TYPE_OPAQUE_PTR:
+    return PyLong_FromVoidPtr(v->v_ptr);
+  case PF_TYPE_DTYPE:
+    if (pf_dtype_format(v->v_dtype, buf, sizeof buf) != 0)
+      return pfpy_raise_pf_error();
+    return PyUnicode_FromString(buf);
+  case PF_TYPE_DEVICE:
+    if (pf_device_format(v->v_device, buf, sizeof buf) != 0)
+      return pfpy_raise_pf_error();
+    return PyUnicode_FromString(buf);
+  case PF_TYPE_RAW_STR:
+    return str_from(v->v_c_str, strlen(v->v_c_str));
+  case PF_TYPE_SMALL_STR:
+    return str_from(v->v_bytes, v->small_str_len);
+  case PF_TYPE_SMALL_BYTES:
+    return PyBytes_FromStringAndSize(v->v_bytes, v->small_str_len);
+  case PF_TYPE_BYTE_ARRAY_PTR: {
+    const pf_byte_array_t* b = (const pf_byte_array_t*)v->v_ptr;
+    return PyBytes_FromStringAndSize(b->data, (Py_ssize_t)b->size);
+  }
+  case PF_TYPE_DLTENSOR_PTR: {
+    /* a borrowed DLTensor (a C caller's view): wrapped without owning its memory, valid for
+     * the duration of the call that handed it over */
+    pf_object_t* t;
+    if (pf_tensor_from_dltensor((const DLTensor*)v->v_ptr, NULL, NULL, &t) != 0)
+      return pfpy_raise_pf_error();
+    return pfpy_wrap_steal(t);
+  }
+  case PF_TYPE_OBJECT_RVALUE_REF: {
+    pf_object_t* o = *(pf_object_t**)v->v_ptr;
+    pf_object_retain(o);
+    return pfpy_wrap_steal(o);
+  }
+  default:
+    break;
+  }
+  if (v->type_index < PF_TYPE_STATIC_OBJECT_BEGIN) {
+    PyErr_Format(PyExc_TypeError, "packfn: value of unknown type index %d", (int)v->type_index);
+    return NULL;
+  }
+  pf_object_t* o = v->v_obj;
+  if (o->type_index == PF_TYPE_STR || o->type_index == PF_TYPE_BYTES) {
+    const pf_string_cell_t* c = (const pf_string_cell_t*)(o + 1);
+    return o->type_index == PF_TYPE_STR ? str_from(c->data, c->size)
+                                        : PyBytes_FromStringAndSize(c->data, (Py_ssize_t)c->size);
+  }
+  if (o->type_index == PF_TYPE_SHAPE) {
+    const int64_t* dims;
+    size_t n;
+    if (pf_shape_data(o, &dims, &n) != 0)
+      return pfpy_raise_pf_error();
+    PyObject* t = PyTuple_New((Py_ssize_t)n);
+    for (size_t i = 0; t && i < n; ++i) {
+      PyObject* d = PyLong_FromLongLong(dims[i]);
+      if (!d) {
+        Py_CLEAR(t);
+        break;
+      }
+      PyTuple_SET_ITEM(t, (Py_ssize_t)i, d);
+    }
+    return t;
+  }
+  pf_object_retain(o);
+  return pfpy_wrap_steal(o);
+}
+
+/* ======================================================================================
+ * TVM-FFI's Python objects (packfn and TVM-FFI share the object ABI, docs/interop.md)
+ * ====================================================================================== */
+
+/* A tvm_ffi.Object (any of its subclasses: Function, Tensor, Array, Map, ...) passed to packfn
+ * is the same C object, borrowed for the call like a packfn.Object: its __chandle__() is the
+ * object's address. 1 when `o` is one (a view in *out), 0 when not, -1 with an exception. Only
+ * instances of tvm_ffi.core.Object are trusted to answer __chandle__ with an address. */
+static int tvm_ffi_handle(PyObject* o, pf_any_t* out, int* has_tensor) {
+  PyTypeObject* tp = Py_TYPE(o);
+  /* tvm_ffi.core.Object: the base of every TVM-FFI object class, the ones it makes for types
+   * it knows only by key included; looked up once tvm_ffi.core is imported */
+  static PyObject* tvm_object;
+  if (!tvm_object) {
+    static PyObject* name; /* interned once: this runs for every such argument until then */
+    if (!name && !(name = PyUnicode_InternFromString("tvm_ffi.core")))
+      return -1;
+    PyObject* core = PyImport_GetModule(name);
+    if (!core)
+      return PyErr_Occurred() ? -1 : 0;
+    tvm_object = PyObject_GetAttrString(core, "Object");
+    Py_DECREF(core);
+    if (!tvm_object) {
+      PyErr_Clear();
+      return 0;
+    }
+  }
+  int is = PyObject_IsInstance(o, tvm_object);
+  if (is <= 0)
+    return is;
+  PyObject* meth = PyObject_GetAttrString(o, "__chandle__");
+  if (!meth) {
+    PyErr_Clear();
+    return 0;
+  }
+  PyObject* addr = PyObject_CallNoArgs(meth);
+  Py_DECREF(meth);
+  if (!addr)
+    return -1;
+  void* p = PyLong_AsVoidPtr(addr);
+  Py_DECREF(addr);
+  if (!p) {
+    if (!PyErr_Occurred())
+      PyErr_Format(PyExc_ValueError, "packfn: a '%s' holds no object (None handle)", tp->tp_name);
+    return -1;
+  }
+  pf_object_t* obj = p;
+  *out = pf_any_object(obj);
+  if (obj->type_index == PF_TYPE_TENSOR)
+    *has_tensor = 1;
+  return 1;
+}
+
+/* ======================================================================================
+ * Values: Python -> packfn
+ * ====================================================================================== */
+
+/* OverflowError for an int beyond int64, sized by its bit length: the digits of a huge int
+ * would fill the message (and past 4300 of them str() itself raises ValueError). */
+static int int_overflow(PyObject* o, int overflow) {
+  PyObject* bits = PyObject_CallMethod((PyObject*)&PyLong_Type, "bit_length", "O", o);
+  if (!bits)
+    return -1;
+  PyErr_Format(PyExc_OverflowError,
+               "packfn: %s int of %S bits does not fit in a 64-bit signed integer (packfn ints "
+               "are int64)",
+               overflow < 0 ? "a negative" : "a positive", bits);
+  Py_DECREF(bits);
+  return -1;
+}
+
+/* Converts a Python value into a view for a call. Returns 0 (nothing to release), 1 (release
+ * `t` after the call) or -1 with a Python exception. `owned`: tensors become tensor objects
+ * (for values that outlive the call: container items, callback results). *has_tensor is set
+ * when a tensor is passed. */
+int pfpy_py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* has_tensor) {
+  PyTypeObject* tp = Py_TYPE(o);
+  out->zero_padding = 0;
+  if (tp == &PyLong_Type) {
+    int overflow;
+    long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow)
+      return int_overflow(o, overflow);
+    out->type_index = PF_TYPE_INT;
+    out->v_int64 = x;
+    return 0;
+  }
+  if (tp == &PyFloat_Type) {
+    out->type_index = PF_TYPE_FLOAT;
+    out->v_float64 = PyFloat_AS_DOUBLE(o);
+    return 0;
+  }
+  if (tp == &PyUnicode_Type) {
+    Py_ssize_t n;
+    const char* s = PyUnicode_AsUTF8AndSize(o, &n);
+    if (!s)
+      return -1;
+    if (n <= PF_SMALL_STR_MAX) {
+      out->type_index = PF_TYPE_SMALL_STR;
+      out->small_str_len = (uint32_t)n;
+      out->v_int64 = 0;
+      memcpy(out->v_bytes, s, (size_t)n);
+      return 0;
+    }
+    if (!memchr(s, 0, (size_t)n)) { /* borrowed: the caller's reference keeps it alive */
+      out->type_index = PF_TYPE_RAW_STR;
+      out->v_c_str = s;
+      return 0;
+    }
+    if (pf_string_object_create(s, (size_t)n, &t->owned) != 0) {
+      pfpy_raise_pf_error();
+      return -1;
+    }
+    t->has_buffer = 0;
+    t->heap_strides = NULL;
+    *out = pf_any_object(t->owned);
+    return 1;
+  }
+  if (o == Py_None) {
+    out->type_index = PF_TYPE_NONE;
+    out->v_int64 = 0;
+    return 0;
+  }
+  if (tp == &PyBool_Type) {
+    out->type_index = PF_TYPE_BOOL;
+    out->v_int64 = o == Py_True;
+    return 0;
+  }
+  if (tp == &PyBytes_Type) {
+    Py_ssize_t n = PyBytes_GET_SIZE(o);
+    if (n <= PF_SMALL_STR_MAX) {
+      out->type_index = PF_TYPE_SMALL_BYTES;
+      out->small_str_len = (uint32_t)n;
+      out->v_int64 = 0;
+      memcpy(out->v_bytes, PyBytes_AS_STRING(o), (size_t)n);
+      return 0;
+    }
+    t->bytes.data = PyBytes_AS_STRING(o);
+    t->bytes.size = (size_t)n;
+    out->type_index = PF_TYPE_BYTE_ARRAY_PTR;
+    out->v_ptr = &t->bytes;
+    return 0;
+  }
+  if (PyObject_TypeCheck(o, &Object_Type)) {
+    pf_object_t* obj = ((PfObject*)o)->obj;
+    *out = pf_any_object(obj);
+    if (tp == &Tensor_Type)
+      *has_tensor = 1;
+    return 0;
+  }
+  t->owned = NULL;
+  t->has_buffer = 0;
+  t->heap_strides = NULL;
+  if (PyLong_Check(o)) { /* int subclasses (IntEnum, ...), before buffers: NumPy's float64 scalar */
+    int overflow;
+    long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow)
+      return int_overflow(o, overflow);
+    if (x == -1 && PyErr_Occurred())
+      return -1;
+    out->type_index = PF_TYPE_INT;
+    out->v_int64 = x;
+    return 0;
+  }
+  if (PyFloat_Check(o)) {
+    out->type_index = PF_TYPE_FLOAT;
+    out->v_float64 = PyFloat_AS_DOUBLE(o);
+    return 0;
+  }
+  /* a buffer-protocol object (NumPy arrays, memoryview, array.array, bytearray) is a tensor:
+   * for a call, a writable one is described on the stack (no allocation) */
+  if (!owned && tp->tp_as_buffer && tp->tp_as_buffer->bf_getbuffer && !pfpy_refuses_buffer(tp) &&
+      PyObject_GetBuffer(o, &t->buf, PyBUF_RECORDS_RO) == 0) {
+    *has_tensor = 1;
+    if (t->buf.readonly) { /* a tensor object carries the read-only flag */
+      if (pfpy_tensor_from_buffer(&t->buf, &t->owned) < 0)
+        return -1;
+      *out = pf_any_object(t->owned);
+      return 1;
+    }
+    t->has_buffer = 1;
+    int64_t* strides = t->strides;
+    if (t->buf.ndim > PFPY_STACK_DIMS &&
+        !(strides = t->heap_strides = PyMem_Malloc(sizeof(int64_t) * (size_t)t->buf.ndim))) {
+      PyErr_NoMemory();
+      pfpy_argtmp_release(t);
+      return -1;
+    }
+    if (pfpy_dl_from_buffer(&t->buf, &t->dl, strides) < 0) {
+      pfpy_argtmp_release(t);
+      return -1;
+    }
+    out->type_index = PF_TYPE_DLTENSOR_PTR;
+    out->v_ptr = &t->dl;
+    return 1;
+  }
+  PyErr_Clear(); /* a failed buffer request may still have a DLPack route, tried below */
+  if (PyList_Check(o) || PyTuple_Check(o)) {
+    if (Py_EnterRecursiveCall(" while converting a sequence to a packfn Array"))
+      return -1;
+    int r = pfpy_array_from_seq(o, &t->owned);
+    Py_LeaveRecursiveCall();
+    if (r < 0)
+      return -1;
+    *out = pf_any_object(t->owned);
+    return 1;
+  }
+  if (PyDict_Check(o)) {
+    if (Py_EnterRecursiveCall(" while converting a dict to a packfn Map"))
+      return -1;
+    int r = pfpy_map_from_dict(o, &t->owned);
+    Py_LeaveRecursiveCall();
+    if (r < 0)
+      return -1;
+    *out = pf_any_object(t->owned);
+    return 1;
+  }
+  int h = tvm_ffi_handle(o, out, has_tensor);
+  if (h != 0)
+    return h < 0 ? -1 : 0;
+  int r = pfpy_tensor_from_object(o, &t->owned);
+  if (r < 0)
+    return -1;
+  if (r) {
+    *has_tensor = 1;
+    *out = pf_any_object(t->owned);
+    return 1;
+  }
+  if (PyCallable_Check(o)) {
+    if (pfpy_make_callback(o, &t->owned) < 0)
+      return -1;
+    *out = pf_any_object(t->owned);
+    return 1;
+  }
+  PyErr_Format(PyExc_TypeError, "packfn: cannot pass a value of type '%s'", tp->tp_name);
+  return -1;
+}
+
+/* An owned value from a Python value. 0, or -1 with a Python exception. */
+int pfpy_py_to_owned(PyObject* o, pf_any_t* out) {
+  argtmp_t t;
+  pf_any_t view;
+  int ht = 0;
+  int r = pfpy_py_to_view(o, &view, &t, 1, &ht);
+  if (r < 0)
+    return -1;
+  int rc = pf_any_to_owned(&view, out);
+  if (r)
+    pfpy_argtmp_release(&t);
+  if (rc != 0) {
+    pfpy_raise_pf_error();
+    return -1;
+  }
+  return 0;
+}

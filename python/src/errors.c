@@ -1,0 +1,211 @@
+/* Errors between packfn and Python: a packfn error becomes a Python exception (a built-in
+ * class when its kind names one, else a packfn.Error subclass made once per kind, with its
+ * backtrace as a note and its cause chain), and a Python exception raised in a callback travels
+ * through C as an error object of its own (type 67, the ABI's cell) that keeps the original. */
+
+#include "_packfn.h"
+
+PyObject* Error_Type;        /* packfn.Error */
+PyObject* pfpy_kind_classes; /* dict: kind -> packfn.Error subclass */
+
+/* An error object carrying a Python exception (from a callback). The cell is the ABI's, so
+ * every packfn function reads kind, message, backtrace and cause as usual. */
+typedef struct {
+  pf_object_t header;
+  pf_error_cell_t cell;
+  PyObject* exc; /* the original exception, owned */
+  char* text;    /* kind NUL message NUL, owned */
+  char* bt;      /* backtrace, owned, or NULL (then the cell points at "") */
+} pyerr_t;
+
+static void pyerr_deleter(void* self, int flags) {
+  pyerr_t* e = (pyerr_t*)self;
+  if (flags & PF_DELETER_STRONG) {
+    pf_object_release((pf_object_t*)e->cell.cause_chain);
+    pf_object_release((pf_object_t*)e->cell.extra_context);
+    if (e->exc && Py_IsInitialized()) {
+      PyGILState_STATE g = PyGILState_Ensure();
+      Py_CLEAR(e->exc);
+      PyGILState_Release(g);
+    }
+    free(e->text);
+    free(e->bt);
+  }
+  if (flags & PF_DELETER_WEAK)
+    pf_object_free(self);
+}
+
+static void pyerr_update_backtrace(void* self, const pf_byte_array_t* bt, int32_t mode) {
+  pyerr_t* e = (pyerr_t*)self;
+  size_t old = mode == 1 && e->bt ? strlen(e->bt) : 0;
+  char* s = malloc(old + bt->size + 1);
+  if (!s)
+    return; /* the backtrace is best effort */
+  if (old)
+    memcpy(s, e->bt, old);
+  memcpy(s + old, bt->data, bt->size);
+  s[old + bt->size] = '\0';
+  free(e->bt);
+  e->bt = s;
+  e->cell.backtrace.data = s;
+  e->cell.backtrace.size = old + bt->size;
+}
+
+/* Kind name of a Python exception class: its __name__ ("ValueError"). */
+static const char* exc_kind(PyObject* exc) {
+  const char* name = Py_TYPE(exc)->tp_name;
+  const char* dot = strrchr(name, '.');
+  return dot ? dot + 1 : name;
+}
+
+/* Raises the pending Python exception in packfn (inside a callback; the GIL is held). */
+int pfpy_pyerr_to_pf(void) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  if (tb && value)
+    PyException_SetTraceback(value, tb);
+  Py_XDECREF(type);
+  Py_XDECREF(tb);
+  if (!value) {
+    PF_ERROR_SET(PF_ERR_RUNTIME, "Python callback failed without an exception");
+    return -1;
+  }
+  const char* kind = exc_kind(value);
+  const char* msg = NULL;
+  PyObject* str = PyObject_Str(value);
+  if (str)
+    msg = PyUnicode_AsUTF8(str);
+  if (!msg) { /* str() or its conversion failed: clear that exception too */
+    PyErr_Clear();
+    msg = "<unprintable exception>";
+  }
+  size_t kl = strlen(kind), ml = strlen(msg);
+  pf_object_t* obj = NULL;
+  char* text = malloc(kl + ml + 2);
+  if (!text || pf_object_alloc(sizeof(pyerr_t), PF_TYPE_ERROR, pyerr_deleter, &obj) != 0) {
+    free(text);
+    Py_XDECREF(str);
+    Py_DECREF(value);
+    if (text)
+      return -1; /* pf_object_alloc raised MemoryError */
+    PF_ERROR_SET(PF_ERR_MEMORY, "out of memory converting a Python exception");
+    return -1;
+  }
+  memcpy(text, kind, kl + 1);
+  memcpy(text + kl + 1, msg, ml + 1);
+  Py_XDECREF(str);
+  pyerr_t* e = (pyerr_t*)obj;
+  e->text = text;
+  e->exc = value; /* takes the reference */
+  e->cell.kind = (pf_byte_array_t){text, kl};
+  e->cell.message = (pf_byte_array_t){text + kl + 1, ml};
+  e->cell.backtrace = (pf_byte_array_t){"", 0};
+  e->cell.update_backtrace = pyerr_update_backtrace;
+  pf_error_raise(obj);
+  pf_object_release(obj);
+  return -1;
+}
+
+/* The Python exception class for a packfn error kind. Borrowed. A kind naming a built-in
+ * exception (TypeError, ValueError, KeyError, IndexError, AttributeError, MemoryError,
+ * NotImplementedError, RuntimeError, OSError, ...) gives that class; any other kind a subclass
+ * of packfn.Error named after it, made once. */
+static PyObject* class_for_kind(const char* kind) {
+  PyObject* builtins = PyEval_GetBuiltins();
+  PyObject* b = builtins ? PyDict_GetItemString(builtins, kind) : NULL;
+  if (b && PyType_Check(b) && PyType_IsSubtype((PyTypeObject*)b, (PyTypeObject*)PyExc_Exception))
+    return b;
+  PyObject* cls = PyDict_GetItemString(pfpy_kind_classes, kind);
+  if (cls)
+    return cls;
+  /* a new kind: packfn.<Kind>, derived from packfn.Error, when the kind is an identifier */
+  int ok = kind[0] != '\0';
+  for (const char* p = kind; *p && ok; ++p)
+    ok = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || *p == '_' ||
+         (p != kind && *p >= '0' && *p <= '9');
+  if (!ok)
+    return Error_Type;
+  PyObject* qual = PyUnicode_FromFormat("packfn.%s", kind);
+  if (!qual)
+    return NULL;
+  cls = PyErr_NewException(PyUnicode_AsUTF8(qual), Error_Type, NULL);
+  Py_DECREF(qual);
+  if (!cls)
+    return NULL;
+  int rc = PyDict_SetItemString(pfpy_kind_classes, kind, cls);
+  Py_DECREF(cls); /* the dict holds it */
+  return rc == 0 ? cls : NULL;
+}
+
+/* A Python exception (new reference) for a packfn error and its causes. */
+static PyObject* exc_from_error(pf_object_t* err, int depth) {
+  if (err->deleter == pyerr_deleter && ((pyerr_t*)err)->exc)
+    return Py_NewRef(((pyerr_t*)err)->exc);
+  const char* kind = pf_error_kind(err);
+  const char* msg = pf_error_message(err);
+  PyObject* cls = class_for_kind(kind ? kind : "RuntimeError");
+  if (!cls)
+    return NULL;
+  PyObject* text =
+      PyUnicode_DecodeUTF8(msg ? msg : "", msg ? (Py_ssize_t)strlen(msg) : 0, "surrogateescape");
+  if (!text)
+    return NULL;
+  PyObject* exc = PyObject_CallOneArg(cls, text);
+  if (!exc && cls != Error_Type) {
+    /* a class that is not made from one message (UnicodeDecodeError takes five arguments,
+     * ExceptionGroup two): packfn.Error, the message prefixed with the kind, rather than the
+     * constructor's complaint in place of the error */
+    PyErr_Clear();
+    PyObject* full = PyUnicode_FromFormat("%s: %U", kind ? kind : "RuntimeError", text);
+    exc = full ? PyObject_CallOneArg(Error_Type, full) : NULL;
+    Py_XDECREF(full);
+  }
+  Py_DECREF(text);
+  if (!exc)
+    return NULL;
+  const char* bt = pf_error_backtrace(err);
+  PyObject* ks = PyUnicode_FromString(kind ? kind : "");
+  if (!ks || PyObject_SetAttrString(exc, "kind", ks) < 0)
+    PyErr_Clear(); /* exceptions without a __dict__ just lack the attribute */
+  Py_XDECREF(ks);
+  if (bt && bt[0]) {
+    PyObject* bts = PyUnicode_FromFormat("packfn backtrace (newest last):\n%s", bt);
+    if (bts) {
+      PyObject* r = PyObject_CallMethod(exc, "add_note", "O", bts);
+      Py_XDECREF(r);
+      Py_DECREF(bts);
+    }
+    PyErr_Clear();
+  }
+  pf_object_t* cause = pf_error_cause(err);
+  if (cause && depth < 64) {
+    PyObject* c = exc_from_error(cause, depth + 1);
+    if (c)
+      PyException_SetCause(exc, c); /* steals */
+    else
+      PyErr_Clear();
+  }
+  return exc;
+}
+
+/* Sets the Python exception for the error raised in this thread; returns NULL. */
+PyObject* pfpy_raise_pf_error(void) {
+  pf_object_t* err = pf_error_take();
+  if (!err) {
+    PyErr_SetString(PyExc_RuntimeError, "packfn call failed without raising an error");
+    return NULL;
+  }
+  PyObject* exc = exc_from_error(err, 0);
+  if (exc) {
+    PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
+  } else if (!PyErr_Occurred()) {
+    const char* kind = pf_error_kind(err);
+    const char* msg = pf_error_message(err);
+    PyErr_Format(PyExc_RuntimeError, "packfn: %s: %s (the exception could not be made)",
+                 kind ? kind : "RuntimeError", msg ? msg : "");
+  }
+  pf_object_release(err);
+  return NULL;
+}
