@@ -18,18 +18,24 @@
 # (/usr/bin/time %M), in a markdown table. The commands alternate: one run of each in turn, not
 # counted (it puts the input in the page cache), then 7 rounds of one run of each in turn, so
 # that drift over the run hits every command alike; /usr/bin/time's own start is included for
-# every command alike.
+# every command alike. The report starts with the run's conditions (bench/python/
+# bench_conditions.py, the line the C benchmarks print): packfn's --version, the build type and C
+# flags of the CMakeCache.txt above PACKFN, the commit, CPU, date and load at start.
 set -eu
+here=$(cd "$(dirname "$0")" && pwd)
 packfn=$1
 python=$2
 dir=${3:-$(mktemp -d /tmp/bench_cli.XXXXXX)}
 mib=${4:-64}
 mkdir -p "$dir"
-"$python" - "$packfn" "$dir" "$mib" <<'PY'
+PYTHONPATH="$here/python${PYTHONPATH:+:$PYTHONPATH}" "$python" - "$packfn" "$dir" "$mib" <<'PY'
 import os, statistics, subprocess, sys, time
 import numpy as np
 
+import bench_conditions
+
 packfn, d, mib = sys.argv[1], sys.argv[2], int(sys.argv[3])
+conditions = bench_conditions.take(bench_conditions.packfn_cli(packfn), ("numpy",))
 x = os.path.join(d, "x.npy")
 y = os.path.join(d, "y.npy")
 c = os.path.join(d, "c.npy")
@@ -98,6 +104,7 @@ if other:
          [other, "call", "packfn.kernels.rms_norm", x, y, "1e-5", "--out", y], None),
     ]
 rows = measure(commands)
+print(conditions.line())
 print(f"input: float32 ({tensor // 4 // cols}, {cols}), {tensor / 2**20:.0f} MiB of data, in {d}")
 print("| command | median wall [ms] | / cp | / cp+sync | median CPU user+sys [ms] | / cp | "
       "peak RSS [MiB] | / tensor |")

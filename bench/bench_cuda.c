@@ -22,9 +22,11 @@
  *     one synchronisation after the M, and the time of one launch + cudaStreamSynchronize.
  *
  * Every kernel's output is checked once against a host reference before it is timed; a wrong
- * result or any failing CUDA or packfn call exits 1. Without a CUDA device: prints
- * "bench_cuda: skipped: no CUDA device" and exits 0. Options: --quick (small sizes, few
- * samples: the CTest smoke test), --md FILE (the tables in Markdown). */
+ * result or any failing CUDA or packfn call exits 1. The report starts with the GPU, the CUDA
+ * versions and the run's conditions (timing.h: build, commit, CPU, date, load). Without a CUDA
+ * device: prints "bench_cuda: skipped: no CUDA device" and the conditions, writes no --md file
+ * and exits 0. Options: --quick (small sizes, few samples: the CTest smoke test), --md FILE (the
+ * tables in Markdown). */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime, for timing.h */
 
 #include "bench_cuda_raw.h"
@@ -916,8 +918,12 @@ static void print_conditions(void) {
       "every call, copy and event; tensors from pf_tensor_empty on cuda:0 (cudaMalloc)";
   printf("bench_cuda: packfn CUDA kernels (libpackfn_kernels_cuda)\n%s\n%s\n%s\n", line, versions,
          conditions);
-  if (md)
-    fprintf(md, "# bench_cuda\n\n- %s\n- %s\n- %s\n\n", line, versions, conditions);
+  pf_bench_conditions_print(stdout, "");
+  if (md) {
+    fprintf(md, "# bench_cuda\n\n- %s\n- %s\n- %s\n", line, versions, conditions);
+    pf_bench_conditions_print(md, "- ");
+    fprintf(md, "\n");
+  }
 }
 
 static void usage(const char* argv0) {
@@ -925,6 +931,7 @@ static void usage(const char* argv0) {
 }
 
 int main(int argc, char** argv) {
+  pf_bench_conditions(); /* the date and load average at start */
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--quick") == 0) {
       cfg.quick = 1;
@@ -959,6 +966,7 @@ int main(int argc, char** argv) {
   OK(pf_cuda_device_count(&devices));
   if (devices == 0) {
     printf("bench_cuda: skipped: no CUDA device\n");
+    pf_bench_conditions_print(stdout, "bench_cuda: ");
     return 0;
   }
   /* Keeps libpackfn_kernels_cuda linked (its registrations are what this program calls). */

@@ -1,5 +1,6 @@
 /* bench/bench_rms_norm.c: float32 rms_norm bandwidth on a 64 MiB input against single-thread
- * memcpy bandwidth in the same run; with --check, fails when the ratio is below 0.70. */
+ * memcpy bandwidth in the same run; with --check, fails when the ratio is below 0.70. The report
+ * starts with the run's conditions (timing.h). */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
 
 #include "kernels/kmath.h"
@@ -34,6 +35,7 @@ static void usage(const char* argv0) {
 }
 
 int main(int argc, char** argv) {
+  pf_bench_conditions(); /* the date and load average at start */
   int check = 0;
   int reps = DEFAULT_REPS;
   for (int i = 1; i < argc; ++i) {
@@ -87,6 +89,7 @@ int main(int argc, char** argv) {
   double gbs_memcpy = moved / median(t_memcpy, reps) / 1e9;
   double gbs_rms = moved / median(t_rms, reps) / 1e9;
   double ratio = gbs_rms / gbs_memcpy;
+  pf_bench_conditions_print(stdout, "");
   printf("shape %dx%d float32 (%zu MiB), median of %d runs\n", ROWS, COLS, bytes >> 20, reps);
   printf("memcpy:       %7.2f GB/s\n", gbs_memcpy);
   printf("rms_norm_f32: %7.2f GB/s\n", gbs_rms);

@@ -305,8 +305,10 @@ typedef struct point {
   int threads;
   double median, min, max; /* ns per operation, or calls per second for "threads" */
   uint64_t checksum;
-  int64_t iters; /* per loop (per thread in a threads series) */
-  int reps;      /* samples */
+  int64_t iters;      /* per loop (per thread in a threads series) */
+  int reps;           /* samples */
+  double shortest_ns; /* wall time of the shortest sample (the whole loop, not per operation) */
+  int resized;        /* threads series: times the loop was re-sized after a short sample */
 } point_t;
 
 static point_t points[MAX_POINTS];
@@ -344,6 +346,8 @@ static void time_loop(point_t* p, uint64_t (*run)(void*, int64_t), void* state, 
       sc_fail(p->impl, p->series, "checksum changed between repetitions");
     sink = sum;
     samples[r] = (t1 - t0) / (double)iters;
+    if (r == 0 || t1 - t0 < p->shortest_ns)
+      p->shortest_ns = t1 - t0;
   }
   summarise(p, samples, reps);
 }
@@ -383,19 +387,53 @@ static void* worker_main(void* arg) {
   return NULL;
 }
 
-/* Samples of the threads series: at least this many, each at least this long (the loop of one
- * thread alone is sized to THREAD_SAMPLE_NS, above the floor: threads running at once take no
- * less), whatever --quick, --iters and --reps say: a sample of a few milliseconds measures
- * thread start-up and the scheduler more than the loop. */
+/* Samples of the threads series: at least this many, each at least this long, whatever --quick,
+ * --iters and --reps say: a sample of a few milliseconds measures thread start-up and the
+ * scheduler more than the loop. The loop of one thread alone is sized to THREAD_SAMPLE_NS, above
+ * the floor (threads running at once take no less), from the fastest of THREAD_PROBES timed
+ * loops (a probe slowed by the machine would make the loop too short). When a sample still comes
+ * out under THREAD_MIN_NS (the machine was busy during the probes and then quiet), the loop is
+ * re-sized by the shortfall (to THREAD_SAMPLE_NS for the shortest sample) and every sample is
+ * measured again, at most THREAD_RESIZES times; a series still short after that is reported. */
 #define THREAD_MIN_REPS  7
 #define THREAD_MIN_NS    20e6
 #define THREAD_SAMPLE_NS 25e6
+#define THREAD_PROBES    3
+#define THREAD_RESIZES   3
+
+/* One sample: n threads run run(ctx[k], loop) at once; the operations and the wall time from the
+ * earliest start to the latest end (*ns), and the threads' checksum (*total). */
+static double sample_threads(const char* impl, run_fn run, void* const* ctx, int n, int64_t loop,
+                             double* ns, uint64_t* total) {
+  pthread_barrier_t barrier;
+  pthread_t tid[MAX_THREADS];
+  worker_t w[MAX_THREADS];
+  pthread_barrier_init(&barrier, NULL, (unsigned)n);
+  for (int k = 0; k < n; ++k) {
+    w[k] = (worker_t){run, ctx[k], loop, &barrier, 0, 0, 0};
+    if (k > 0 && pthread_create(&tid[k], NULL, worker_main, &w[k]) != 0)
+      sc_fail(impl, "threads", strerror(errno));
+  }
+  worker_run(&w[0]);
+  *total = 0;
+  double start = w[0].start, end = w[0].end;
+  for (int k = 0; k < n; ++k) {
+    if (k > 0)
+      pthread_join(tid[k], NULL);
+    *total += w[k].sum;
+    start = w[k].start < start ? w[k].start : start;
+    end = w[k].end > end ? w[k].end : end;
+  }
+  pthread_barrier_destroy(&barrier);
+  *ns = end - start;
+  return (double)n * (double)loop;
+}
 
 /* Operations per second with `n` threads running run(ctx[k]) at once (the main thread is thread
  * 0). Each thread reads the clock itself around its own loop; a sample spans the earliest start
  * to the latest end, n * loop length operations. The checksum both implementations agree on is
  * that of one loop of `iters` per thread (run before the samples, also the warm-up); the samples
- * use loops sized to last THREAD_SAMPLE_NS and must agree with each other. */
+ * use loops sized to last THREAD_SAMPLE_NS (see above) and must agree with each other. */
 static void time_threads(point_t* p, const char* impl, run_fn run, void* const* ctx, int n,
                          int64_t iters, int reps) {
   double samples[MAX_REPS];
@@ -403,7 +441,7 @@ static void time_threads(point_t* p, const char* impl, run_fn run, void* const* 
   for (int k = 0; k < n; ++k)
     check += run(ctx[k], iters);
   p->checksum = check;
-  /* the loop's speed from one thread, over a loop of at least 2 ms */
+  /* the loop's speed from one thread: a loop of at least 2 ms, the fastest of THREAD_PROBES */
   int64_t probe = iters;
   double once;
   for (;;) {
@@ -414,47 +452,50 @@ static void time_threads(point_t* p, const char* impl, run_fn run, void* const* 
       break;
     probe *= 4;
   }
+  for (int k = 1; k < THREAD_PROBES; ++k) {
+    double t0 = pf_bench_now_ns();
+    sink = run(ctx[0], probe);
+    double t = pf_bench_now_ns() - t0;
+    once = t < once ? t : once;
+  }
   int64_t loop = iters;
   if (once < THREAD_SAMPLE_NS)
     loop = (int64_t)((double)probe * THREAD_SAMPLE_NS / once) + 1;
   if (reps < THREAD_MIN_REPS)
     reps = THREAD_MIN_REPS;
-  p->iters = loop;
   p->reps = reps;
-  uint64_t first = 0;
-  double shortest = 0;
-  for (int r = 0; r < reps; ++r) {
-    pthread_barrier_t barrier;
-    pthread_t tid[MAX_THREADS];
-    worker_t w[MAX_THREADS];
-    pthread_barrier_init(&barrier, NULL, (unsigned)n);
-    for (int k = 0; k < n; ++k) {
-      w[k] = (worker_t){run, ctx[k], loop, &barrier, 0, 0, 0};
-      if (k > 0 && pthread_create(&tid[k], NULL, worker_main, &w[k]) != 0)
-        sc_fail(impl, "threads", strerror(errno));
+  p->resized = 0;
+  double shortest;
+  for (;;) {
+    shortest = 0;
+    uint64_t first = 0;
+    for (int r = 0; r < reps; ++r) {
+      double ns;
+      uint64_t total;
+      double ops = sample_threads(impl, run, ctx, n, loop, &ns, &total);
+      if (r == 0)
+        first = total;
+      else if (total != first)
+        sc_fail(impl, p->series, "checksum changed between samples");
+      sink = total;
+      shortest = r == 0 || ns < shortest ? ns : shortest;
+      samples[r] = ops / (ns * 1e-9);
     }
-    worker_run(&w[0]);
-    uint64_t total = 0;
-    double start = w[0].start, end = w[0].end;
-    for (int k = 0; k < n; ++k) {
-      if (k > 0)
-        pthread_join(tid[k], NULL);
-      total += w[k].sum;
-      start = w[k].start < start ? w[k].start : start;
-      end = w[k].end > end ? w[k].end : end;
-    }
-    pthread_barrier_destroy(&barrier);
-    if (r == 0)
-      first = total;
-    else if (total != first)
-      sc_fail(impl, p->series, "checksum changed between samples");
-    sink = total;
-    shortest = r == 0 || end - start < shortest ? end - start : shortest;
-    samples[r] = (double)n * (double)loop / ((end - start) * 1e-9);
+    if (shortest >= THREAD_MIN_NS || p->resized == THREAD_RESIZES)
+      break;
+    /* too short: longer loops by the shortfall (at least 10 % more, at most 8 times as many) */
+    double scale = THREAD_SAMPLE_NS / (shortest > 0 ? shortest : 1.0);
+    scale = scale < 1.1 ? 1.1 : scale > 8.0 ? 8.0 : scale;
+    loop = (int64_t)((double)loop * scale) + 1;
+    p->resized++;
   }
+  p->iters = loop;
+  p->shortest_ns = shortest;
   if (shortest < THREAD_MIN_NS)
-    fprintf(stderr, "bench_scaling: %s %s %d threads: a sample lasted %.1f ms (< %.0f ms)\n", impl,
-            p->series, n, shortest * 1e-6, THREAD_MIN_NS * 1e-6);
+    fprintf(stderr,
+            "bench_scaling: %s %s %d threads: a sample lasted %.1f ms (< %.0f ms) after %d "
+            "re-sizings\n",
+            impl, p->series, n, shortest * 1e-6, THREAD_MIN_NS * 1e-6, p->resized);
   summarise(p, samples, reps);
 }
 
@@ -504,8 +545,11 @@ static void time_calls_threads(const sc_impl_t* impl, int t, const options_t* op
   void* ctx[MAX_THREADS] = {st, st};
   time_threads(p, impl->name, impl->threads_run, ctx, t, opt->iters, opt->reps);
   impl->teardown(st);
-  fprintf(stderr, "%-7s threads %d: %8.3g calls/s (%d samples of %lld calls per thread)\n",
-          impl->name, t, p->median, p->reps, (long long)p->iters);
+  fprintf(
+      stderr,
+      "%-7s threads %d: %8.3g calls/s (%d samples of %lld calls per thread, shortest %.1f ms%s)\n",
+      impl->name, t, p->median, p->reps, (long long)p->iters, p->shortest_ns * 1e-6,
+      p->resized ? ", loop re-sized after a short sample" : "");
 }
 
 static void run_impl(const sc_impl_t* impl, const options_t* opt) {
@@ -564,8 +608,9 @@ static void run_impl(const sc_impl_t* impl, const options_t* opt) {
     impl->teardown(st);
     fprintf(stderr,
             "%-7s lookup threads %d: one name %8.3g, own name each %8.3g, random %8.3g "
-            "lookups/s\n",
-            impl->name, t, p->median, o->median, q->median);
+            "lookups/s (shortest samples %.1f, %.1f, %.1f ms; loops re-sized %d, %d, %d times)\n",
+            impl->name, t, p->median, o->median, q->median, p->shortest_ns * 1e-6,
+            o->shortest_ns * 1e-6, q->shortest_ns * 1e-6, p->resized, o->resized, q->resized);
   }
   sizes = opt->quick ? kAllocQuick : kAllocFull;
   n = opt->quick ? ARRAY_SIZE(kAllocQuick) : ARRAY_SIZE(kAllocFull);
@@ -668,12 +713,36 @@ static void print_lookup_ratios(const options_t* opt) {
   }
 }
 
-static void write_csv(FILE* f) {
-  fprintf(f, "series,impl,x,unit,median,min,max\n");
+/* The shortest sample of the series from 1 and 2 threads (the usage text promises at least
+   THREAD_MIN_NS), to stderr, with the number of re-sized series. */
+static void print_thread_samples(void) {
+  const point_t* low = NULL;
+  int series = 0, resized = 0;
   for (size_t i = 0; i < num_points; ++i) {
     const point_t* p = &points[i];
-    fprintf(f, "%s,%s,%lld,%s,%.4f,%.4f,%.4f\n", p->series, p->impl, (long long)p->x,
-            unit_of(p->series), p->median, p->min, p->max);
+    if (strcmp(unit_of(p->series), "ns_per_op") == 0)
+      continue;
+    series++;
+    resized += p->resized > 0;
+    if (low == NULL || p->shortest_ns < low->shortest_ns)
+      low = p;
+  }
+  if (low == NULL)
+    return;
+  fprintf(stderr,
+          "bench_scaling: threads series: shortest sample %.1f ms (%s %s, %d thread%s; at least "
+          "%.0f ms promised), %d of %d series re-sized after a short sample\n",
+          low->shortest_ns * 1e-6, low->impl, low->series, (int)low->x, low->x == 1 ? "" : "s",
+          THREAD_MIN_NS * 1e-6, resized, series);
+}
+
+static void write_csv(FILE* f) {
+  /* shortest_ms last: plot_scaling.gp.sh reads columns 1-7 */
+  fprintf(f, "series,impl,x,unit,median,min,max,shortest_ms\n");
+  for (size_t i = 0; i < num_points; ++i) {
+    const point_t* p = &points[i];
+    fprintf(f, "%s,%s,%lld,%s,%.4f,%.4f,%.4f,%.3f\n", p->series, p->impl, (long long)p->x,
+            unit_of(p->series), p->median, p->min, p->max, p->shortest_ns * 1e-6);
   }
 }
 
@@ -698,9 +767,10 @@ static void write_json(FILE* f, const options_t* opt) {
     fprintf(f,
             "%s\n    {\"series\": \"%s\", \"impl\": \"%s\", \"x\": %lld, \"unit\": \"%s\", "
             "\"median\": %.4f, \"min\": %.4f, \"max\": %.4f, \"checksum\": %llu, "
-            "\"iters\": %lld, \"samples\": %d}",
+            "\"iters\": %lld, \"samples\": %d, \"shortest_ms\": %.3f, \"resized\": %d}",
             i ? "," : "", p->series, p->impl, (long long)p->x, unit_of(p->series), p->median,
-            p->min, p->max, (unsigned long long)p->checksum, (long long)p->iters, p->reps);
+            p->min, p->max, (unsigned long long)p->checksum, (long long)p->iters, p->reps,
+            p->shortest_ns * 1e-6, p->resized);
   }
   fprintf(f, "\n  ]\n}\n");
 }
@@ -715,9 +785,12 @@ static void usage(FILE* out) {
           "(lookups/s from 1 and 2 threads: one shared name, a name and function per thread,\n"
           "random names; 1000 names of each kind); alloc (1 B..64 MiB); threads (calls/s, 1 and 2\n"
           "threads, one shared function). The series from 1 and 2 threads take at least 7\n"
-          "samples of at least 20 ms each (loops sized from a first run), whatever --quick,\n"
-          "--iters and --reps ask; each thread reads the clock around its own loop, a sample\n"
-          "spans the first start to the last end. CSV to stdout unless --csv.\n");
+          "samples of at least 20 ms each (loops sized from the fastest of 3 timed runs, and\n"
+          "sized again and measured again, up to 3 times, when a sample comes out shorter),\n"
+          "whatever --quick, --iters and --reps ask; each thread reads the clock around its own\n"
+          "loop, a sample spans the first start to the last end; the report gives each series'\n"
+          "shortest sample. CSV to stdout unless --csv (columns series,impl,x,unit,median,min,\n"
+          "max,shortest_ms: the wall time of the point's shortest sample, its whole loop).\n");
 }
 
 int main(int argc, char** argv) {
@@ -771,6 +844,7 @@ int main(int argc, char** argv) {
       run_impl(impls[i], &opt);
   }
   print_lookup_ratios(&opt);
+  print_thread_samples();
   int bad = check_agreement();
   FILE* f = opt.csv_path ? open_out(opt.csv_path) : stdout;
   write_csv(f);

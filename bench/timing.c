@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Set by bench/CMakeLists.txt per program; a program built without them says so. */
 #ifndef PF_BENCH_BUILD_TYPE
@@ -67,6 +68,9 @@ const pf_bench_conditions_t* pf_bench_conditions(void) {
     c.c_flags = PF_BENCH_C_FLAGS;
     c.git = PF_BENCH_GIT;
     read_cpu_model(c.cpu_model, sizeof c.cpu_model);
+    c.cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (c.cpus < 0)
+      c.cpus = 0;
     read_loadavg(c.loadavg, sizeof c.loadavg);
     time_t now = time(NULL);
     struct tm tm;
@@ -80,9 +84,13 @@ const pf_bench_conditions_t* pf_bench_conditions(void) {
 
 void pf_bench_conditions_print(FILE* out, const char* prefix) {
   const pf_bench_conditions_t* c = pf_bench_conditions();
+  char cpus[24] = "unknown";
+  if (c->cpus > 0)
+    snprintf(cpus, sizeof cpus, "%ld", c->cpus);
   fprintf(out,
-          "%sconditions: %s build, C flags '%s', git %s; CPU %s; %s; load average %s at start\n",
-          prefix, c->build_type, c->c_flags, c->git, c->cpu_model, c->date, c->loadavg);
+          "%sconditions: %s build, C flags '%s', git %s; CPU %s, %s logical CPUs; %s; load average "
+          "%s at start\n",
+          prefix, c->build_type, c->c_flags, c->git, c->cpu_model, cpus, c->date, c->loadavg);
 }
 
 static void json_text(FILE* out, const char* key, const char* s, int comma) {
@@ -102,6 +110,7 @@ void pf_bench_conditions_json(FILE* out) {
   json_text(out, "c_flags", c->c_flags, 1);
   json_text(out, "git", c->git, 1);
   json_text(out, "cpu_model", c->cpu_model, 1);
+  fprintf(out, "\"logical_cpus\": %ld, ", c->cpus);
   json_text(out, "date", c->date, 1);
   json_text(out, "loadavg", c->loadavg, 0);
 }

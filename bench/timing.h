@@ -1,6 +1,7 @@
 /* timing.h: the clock and the sample summary the benchmark programs (packfn_bench's harness.c,
-   bench_scaling.c, bench_objects.c, bench_kernels.c) time their loops with, and the conditions
-   of a run their reports record. */
+   bench_scaling.c, bench_objects.c, bench_kernels.c, bench_rms_norm.c, bench_cuda.c) time their
+   loops with, and the conditions of a run their reports record (the scripts, bench_cli.sh and
+   the Python ones, print the same line through bench/python/bench_conditions.py). */
 #ifndef PF_BENCH_TIMING_H
 #define PF_BENCH_TIMING_H
 
@@ -22,13 +23,14 @@ void pf_bench_summarise(double* samples, int reps, double* min, double* median, 
 
 /* The conditions of a run: how the benchmark was built (from CMake at configure time: build
    type, C flags, `git describe --always --dirty` of the sources, "unknown" when not known) and
-   where and when it ran (CPU model from /proc/cpuinfo, UTC date and 1/5/15-minute load average,
-   both taken by the first call: call it when the run starts). */
+   where and when it ran (CPU model from /proc/cpuinfo, logical CPUs online, UTC date and
+   1/5/15-minute load average, all taken by the first call: call it when the run starts). */
 typedef struct pf_bench_conditions {
   const char* build_type;
   const char* c_flags;
   const char* git;
   char cpu_model[128];
+  long cpus;        /* logical CPUs online (sysconf), 0 when not known */
   char date[32];    /* ISO 8601, UTC */
   char loadavg[48]; /* "0.12 0.34 0.56", or "unknown" */
 } pf_bench_conditions_t;
@@ -37,7 +39,7 @@ const pf_bench_conditions_t* pf_bench_conditions(void);
 /* One line, "conditions: ...\n", each line starting with `prefix` (e.g. "" or "# "). */
 void pf_bench_conditions_print(FILE* out, const char* prefix);
 /* The conditions as JSON members: "build_type": "...", "c_flags": ..., "git", "cpu_model",
-   "date", "loadavg" (no braces, no trailing comma). */
+   "logical_cpus" (a number), "date", "loadavg" (no braces, no trailing comma). */
 void pf_bench_conditions_json(FILE* out);
 
 #endif /* PF_BENCH_TIMING_H */

@@ -17,6 +17,7 @@ repetitions in which the columns take turns:
 
 The native handler is compiled here with the system C++ compiler against jax's ffi.h; its
 column (and jax-tvm-ffi's, when that package is not installed) is left out when it cannot be.
+The report starts with the run's conditions (../python/bench_conditions.py).
 """
 import argparse
 import os
@@ -35,6 +36,7 @@ import packfn.jax as pj
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
+import bench_conditions  # noqa: E402
 from bench_calls import tvm_ffi_function  # noqa: E402
 
 EPS = 1e-5
@@ -102,6 +104,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     opts = ap.parse_args()
+    conditions = bench_conditions.take(bench_conditions.packfn_package(),
+                                       ("numpy", "jax", "jaxlib", "tvm_ffi", "jax_tvm_ffi"))
     number, repeat, loop_n = (500, 5, 2000) if opts.quick else (5000, 11, 20000)
 
     x = jnp.asarray(np.random.default_rng(0).normal(size=SHAPE).astype(np.float32))
@@ -125,6 +129,7 @@ def main():
                 calls[name].append(time_ns(single, number))
                 loops[name].append(time_ns(looped, 1) / loop_n)
 
+    print(conditions.line())
     print(f"rms_norm of {SHAPE[0]} float32, jax {jax.__version__}, {os.cpu_count()} CPUs; ns per "
           f"call, minimum and median of {repeat} interleaved repetitions")
     print(f"{'column':<14}{'jit call min':>13}{'median':>8}{'in loop min':>13}{'median':>8}"

@@ -15,7 +15,8 @@ frames (libbacktrace); packfn's records the raise site only unless PACKFN_BACKTR
 packfn reads once per process: the script measures packfn's raise in this process and again in
 a process of its own with the other setting, and pairs with TVM-FFI only the figure where both
 walk the stack (both backtraces become text: the exception's). packfn's figure without a stack
-walk has no TVM-FFI counterpart reachable from Python.
+walk has no TVM-FFI counterpart reachable from Python. The report starts with the run's
+conditions (bench_conditions.py: packfn's version, commit, CPU, date, load, package versions).
 
     python bench/python/bench_calls.py [--quick]
 """
@@ -31,6 +32,8 @@ import numpy as np
 
 import packfn
 from packfn import _packfn
+
+import bench_conditions
 
 try:
     import tvm_ffi
@@ -164,6 +167,7 @@ def main():
     if opts.error_only:
         print(f"{measure(packfn_raise_call(), (), number // 4, repeat):.3f}")
         return
+    conditions = bench_conditions.take(bench_conditions.packfn_package(), ("numpy", "tvm_ffi"))
 
     noop = _packfn._noop()
     arr = np.zeros(16, dtype=np.float32)
@@ -213,6 +217,7 @@ def main():
     width = max(len(r[0]) for r in rows + [(e[0],) for e in extra] + [(err_bt,), (err_site,)]) + 2
     head = "".join(f"{n:>11}" for n in names)
     ratio = "  packfn/tvm_ffi" if tvm_ffi is not None else ""
+    print(conditions.line())
     print(f"per-call time in ns (median of {repeat} x {number} calls), Python {sys.version.split()[0]}")
     print(f"{'call':<{width}}{head}{ratio}")
     for label, ts in rows:

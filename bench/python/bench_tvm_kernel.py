@@ -10,7 +10,8 @@ Rows, each calling rms_norm(x, out, eps) from tvm_ffi on NumPy float32 arrays:
               from TVM-FFI's)
 The loop body is the same C function in every row, so the ratio is the cost of the call path
 (argument conversion by tvm_ffi, the safe call, packfn's or TVM-FFI's argument checks). Each
-row is the median over repetitions (rows interleaved) of the mean time per call of a loop.
+row is the median over repetitions (rows interleaved) of the mean time per call of a loop. The
+report starts with the run's conditions (bench_conditions.py).
 
     python bench/python/bench_tvm_kernel.py --tvm-lib BUILD/bench/libpf_bench_tvm_rms_norm.so [--quick]
 """
@@ -24,6 +25,8 @@ import numpy as np
 
 import packfn  # noqa: F401  (loads libpackfn and libpackfn_kernels; joins TVM-FFI once imported)
 import tvm_ffi
+
+import bench_conditions
 
 
 def kernels_path():
@@ -39,6 +42,7 @@ def main():
     ap.add_argument("--tvm-lib", required=True, help="path of libpf_bench_tvm_rms_norm.so")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
     args = ap.parse_args()
+    conditions = bench_conditions.take(bench_conditions.packfn_package(), ("numpy", "tvm_ffi"))
     reps = 5 if args.quick else 21
     ref = tvm_ffi.load_module(args.tvm_lib)
     ref.bind(kernels_path())
@@ -47,6 +51,7 @@ def main():
         "packfn_lib": tvm_ffi.load_module(kernels_path()).rms_norm,
         "packfn_glob": tvm_ffi.get_global_func("packfn.kernels.rms_norm"),
     }
+    print(conditions.line("# "))
     print(f"# rms_norm called from tvm_ffi {tvm_ffi.__version__} (Python {sys.version.split()[0]})")
     print("# median over %d repetitions of the mean time per call; ratio = row / tvm_macro" % reps)
     print(f"{'shape':>12} {'row':>12} {'ns/call':>10} {'ratio':>7}")
