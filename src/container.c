@@ -1,5 +1,5 @@
 /* Containers: shapes (69) and arrays (71) in their ABI cells with the contents inline, and deep
- * equality across nested containers (maps and dicts live in map.c). */
+ * equality across nested containers (maps and dicts live in map.c and map_read.c). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>

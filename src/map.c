@@ -1,7 +1,7 @@
-/* Maps (72) and dicts (76) in TVM-FFI 0.1.x's MapBaseObj layout (a small form of up to 4 entries
- * searched linearly, a dense form of 16-slot blocks with Fibonacci hashing, chained slots and an
- * insertion-order list) with TVM-FFI's key hashing, and the value-owning rules of containers. */
-#include <dlfcn.h>
+/* Writing maps (72) and dicts (76) in TVM-FFI 0.1.x's MapBaseObj layout (map_private.h): the
+ * value-owning rules of containers, inserting into and erasing from either form (the dense
+ * form's chains, moves and growth), and packfn's map and dict objects with the API that makes
+ * and changes them. Hashing, lookups and iteration are map_read.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,8 +9,7 @@
 #include "container_private.h"
 
 #include "common.h"
-#include "bytes.h"
-#include "tvm_private.h"
+#include "map_private.h"
 
 /* ---- owning values (every container stores owned values) ---- */
 
@@ -131,280 +130,7 @@ int pf__own_all(const char* func, const char* const* names, const pf_any_t* view
   return 0;
 }
 
-/* ---- the layout (TVM-FFI 0.1.x, tvm/ffi/container/map_base.h) ---- */
-
-typedef struct {
-  pf_any_t key;
-  pf_any_t value;
-} pf__kv_t;
-
-/* MapBaseObj, then the fields DenseMapBaseObj adds. A small map's object is allocated large
- * enough for the dense fields, so either runtime may switch it to the dense form in place. */
-typedef struct {
-  pf_object_t header;
-  void* data;                    /* small: pf__kv_t[slots]; dense: pf__block_t[slots / 16] */
-  uint64_t size;                 /* number of entries */
-  uint64_t slots;                /* slot count; bit 63 set in the small form */
-  void (*data_deleter)(void*);   /* frees data, or NULL when data is inline in the object */
-  uint32_t fib_shift;            /* dense: 64 - log2(slots) */
-  uint32_t padding;              /* dense: unused */
-  uint64_t iter_head, iter_tail; /* dense: slots of the first and last entry inserted */
-} pf__mapcell_t;
-
-/* A dense entry: the pair and its neighbours on the insertion-order list. */
-typedef struct {
-  pf__kv_t kv;
-  uint64_t prev, next;
-} pf__item_t;
-
-#define PF__BLOCK_CAP 16
-/* 16 metadata bytes, then 16 entries. Metadata: 0xFF empty, 0xFE protected (empty, not to be
- * written during a move), else bit 7 clear for the head of a chain, and the low 7 bits the
- * index of the distance to the next entry of the chain in pf__probe (0: last). */
-typedef struct {
-  uint8_t meta[PF__BLOCK_CAP];
-  pf__item_t items[PF__BLOCK_CAP];
-} pf__block_t;
-
-#define PF__SMALL_TAG ((uint64_t)1 << 63)
-#define PF__SMALL_MAX 4 /* TVM-FFI writes a small map only up to 4 slots, then goes dense */
-#define PF__EMPTY     0xFF
-#define PF__PROTECTED 0xFE
-#define PF__NO_INDEX  UINT64_MAX
-#define PF__BAD_INDEX (UINT64_MAX - 1) /* a chain walk met metadata no table can have */
-#define PF__NUM_JUMPS 126
-
-_Static_assert(sizeof(pf__mapcell_t) == 80, "dense map object is 80 bytes");
-_Static_assert(offsetof(pf__mapcell_t, data_deleter) == 48, "MapBaseObj::data_deleter_ at 48");
-_Static_assert(offsetof(pf__mapcell_t, fib_shift) == 56, "fib_shift_ at 56");
-_Static_assert(sizeof(pf__item_t) == 48, "dense item is 48 bytes");
-_Static_assert(sizeof(pf__block_t) == 16 * 49, "block is 16 metadata bytes and 16 items");
-
-/* The distances a chain may jump (metadata low 7 bits index this): 0-15, then triangle
- * numbers, then sparser triangle numbers; the same table as TVM-FFI's, as readers of either
- * runtime follow the other's chains. */
-/* clang-format off */
-static const uint64_t pf__probe[PF__NUM_JUMPS] = {
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 21, 28, 36, 45, 55, 66, 78, 91, 105, 120,
-    136, 153, 171, 190, 210, 231, 253, 276, 300, 325, 351, 378, 406, 435, 465, 496, 528, 561, 595,
-    630, 666, 703, 741, 780, 820, 861, 903, 946, 990, 1035, 1081, 1128, 1176, 1225, 1275, 1326,
-    1378, 1431, 1485, 1540, 1596, 1653, 1711, 1770, 1830, 1891, 1953, 2016, 2080, 2145, 2211, 2278,
-    2346, 2415, 2485, 2556, 2628, 8515, 19110, 42778, 96141, 216153, 486591, 1092981, 2458653,
-    5532801, 12442566, 27993903, 62983476, 141717030, 318844378, 717352503, 1614057336, 3631522476,
-    8170957530, 18384510628, 41364789378, 93070452520, 209408356380, 471168559170, 1060128894105,
-    2385289465695, 5366898840628, 12075518705635, 27169915244790, 61132312065111, 137547689707000,
-    309482283181501, 696335127828753, 1566753995631385, 3525196511162271, 7931691992677701,
-    17846306936293605, 40154190677507445, 90346928918121501, 203280589587557251, 457381325854679626,
-    1029107982097042876, 2315492959180353330, 5209859154120846435u};
-/* clang-format on */
-
-/* A packfn map or dict: the cell, the frozen flag (maps only), then room for a small form. */
-typedef struct {
-  pf__mapcell_t cell;
-  int frozen; /* set once, never cleared */
-  int padding;
-  pf__kv_t inline_kv[PF__SMALL_MAX];
-} pf__map_t;
-
-/* ---- hashing and key equality (TVM-FFI's AnyHash / AnyEqual) ---- */
-
-static inline uint64_t pf__hash_combine(uint64_t key, uint64_t value) {
-  return key ^ (value + 0x9e3779b9u + (key << 6) + (key >> 2));
-}
-
-/* The 1..7 bytes at p as a little-endian word (the rest zero): overlapping loads, no loop. */
-static inline uint64_t pf__load_le64(const char* p, size_t n) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  uint64_t v = 0;
-  for (size_t i = 0; i < n; ++i)
-    v |= (uint64_t)(unsigned char)p[i] << (8 * i);
-  return v;
-#else
-  if (n >= 4) {
-    uint32_t lo, hi;
-    memcpy(&lo, p, 4);
-    memcpy(&hi, p + n - 4, 4);
-    return lo | ((uint64_t)hi << (8 * (n - 4)));
-  }
-  return (uint64_t)(unsigned char)p[0] | (uint64_t)(unsigned char)p[n / 2] << (8 * (n / 2)) |
-         (uint64_t)(unsigned char)p[n - 1] << (8 * (n - 1));
-#endif
-}
-
-/* x mod (2^31 - 1) without a division: 2^31 is 1 modulo 2^31 - 1. */
-static inline uint64_t pf__mod_m31(uint64_t x) {
-  const uint64_t m = 2147483647ull;
-  x = (x & m) + (x >> 31);
-  x = (x & m) + (x >> 31);
-  return x >= m ? x - m : x;
-}
-
-/* Bytes hashed 8 at a time (little-endian words) modulo 2^31 - 1, as TVM-FFI's stable hash. */
-static uint64_t pf__hash_text(const char* data, size_t size) {
-  const uint64_t mul = 1099511628211ull;
-  uint64_t h = 0;
-  size_t i = 0;
-  for (; i + 8 <= size; i += 8) {
-    uint64_t w;
-    memcpy(&w, data + i, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    w = __builtin_bswap64(w);
-#endif
-    h = pf__mod_m31(h * mul + w);
-  }
-  if (i < size)
-    h = pf__mod_m31(h * mul + pf__load_le64(data + i, size - i));
-  return h;
-}
-
-/* The text of a string or bytes key (1 string, 2 bytes), or 0 for other keys. */
-static int pf__key_text(const pf_any_t* k, const char** data, size_t* size) {
-  switch (k->type_index) {
-  case PF_TYPE_SMALL_STR:
-  case PF_TYPE_SMALL_BYTES:
-    *data = (const char*)k->v_bytes;
-    *size = k->small_str_len;
-    return k->type_index == PF_TYPE_SMALL_STR ? 1 : 2;
-  case PF_TYPE_STR:
-  case PF_TYPE_BYTES: {
-    const pf_byte_array_t* cell = (const pf_byte_array_t*)(k->v_obj + 1);
-    *data = cell->data;
-    *size = cell->size;
-    return k->type_index == PF_TYPE_STR ? 1 : 2;
-  }
-  case PF_TYPE_RAW_STR:
-    *data = k->v_c_str;
-    *size = strlen(k->v_c_str);
-    return 1;
-  case PF_TYPE_BYTE_ARRAY_PTR:
-    *data = ((const pf_byte_array_t*)k->v_ptr)->data;
-    *size = ((const pf_byte_array_t*)k->v_ptr)->size;
-    return 2;
-  default:
-    return 0;
-  }
-}
-
-/* The key an rvalue reference stands for (its object), else the key itself. */
-static pf_any_t pf__key_view(const pf_any_t* key) {
-  if (key->type_index == PF_TYPE_OBJECT_RVALUE_REF)
-    return pf_any_object(*(pf_object_t* const*)key->v_ptr);
-  return *key;
-}
-
-static uint64_t pf__key_hash(const pf_any_t* k) {
-  const char* data;
-  size_t size;
-  int text = pf__key_text(k, &data, &size);
-  if (text)
-    return pf__hash_combine(text == 1 ? PF_TYPE_STR : PF_TYPE_BYTES, pf__hash_text(data, size));
-  return pf__hash_combine((uint64_t)(uint32_t)k->type_index, k->v_uint64);
-}
-
-/* Equality of a looked-up key `a` (str, bytes, int or object) and a stored key `b`. */
-static int pf__key_equal(const pf_any_t* a, const pf_any_t* b) {
-  if (a->type_index == b->type_index && a->v_uint64 == b->v_uint64 &&
-      a->type_index < PF_TYPE_SMALL_STR)
-    return 1;
-  if (a->type_index == PF_TYPE_STR && b->type_index == PF_TYPE_STR) { /* the common key */
-    if (a->v_obj == b->v_obj)
-      return 1;
-    const pf_byte_array_t* ca = (const pf_byte_array_t*)(a->v_obj + 1);
-    const pf_byte_array_t* cb = (const pf_byte_array_t*)(b->v_obj + 1);
-    return ca->size == cb->size && pf__bytes_equal(ca->data, cb->data, ca->size);
-  }
-  const char *da, *db;
-  size_t sa, sb;
-  int ta = pf__key_text(a, &da, &sa);
-  if (!ta)
-    return a->type_index == b->type_index && a->v_uint64 == b->v_uint64;
-  return ta == pf__key_text(b, &db, &sb) && sa == sb && (sa == 0 || memcmp(da, db, sa) == 0);
-}
-
-/* 0 when `key` can key a map (str, bytes, int or a non-NULL object); else raises. */
-static int pf__check_key(const char* func, const pf_any_t* key) {
-  switch (key->type_index) {
-  case PF_TYPE_INT:
-  case PF_TYPE_SMALL_STR:
-  case PF_TYPE_SMALL_BYTES:
-    return 0;
-  case PF_TYPE_RAW_STR:
-  case PF_TYPE_BYTE_ARRAY_PTR:
-  case PF_TYPE_OBJECT_RVALUE_REF:
-    if (key->v_ptr && (key->type_index != PF_TYPE_OBJECT_RVALUE_REF || *(void**)key->v_ptr))
-      return 0;
-    break;
-  default:
-    if (key->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN && key->v_obj)
-      return 0;
-    break;
-  }
-  PF_ERROR_SET(PF_ERR_TYPE, "%s: argument key: expected str, bytes, int or Object, got %s", func,
-               key->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN ? "an object with a NULL pointer"
-                                                              : pf_type_name(key->type_index));
-  return -1;
-}
-
-/* ---- keys TVM-FFI hashes its own way ---- */
-
-/* TVM-FFI's TVMFFITypeAttrColumn: the value of one type attribute for each type index in
- * [begin_index, begin_index + size). */
-typedef struct {
-  const pf_any_t* data;
-  int32_t size;
-  int32_t begin_index;
-} pf__attr_column_t;
-
-typedef const pf__attr_column_t* (*pf__get_column_t)(const pf_byte_array_t* name);
-
-/* The column of TVM-FFI's "__any_hash__" attribute (the types AnyHash hashes through a function
- * of their own, such as BigInt), or NULL when TVM-FFI is not joined or no type registered one.
- * TVM-FFI keeps a column at one address once it exists (its AnyHash caches the pointer too), so
- * a column found is kept; an absent one is asked for again, as a type may register it later. */
-static const pf__attr_column_t* pf__any_hash_column(void) {
-  static const pf__attr_column_t* column;
-  static pf__get_column_t get_column;
-  const pf__attr_column_t* c = __atomic_load_n(&column, __ATOMIC_ACQUIRE);
-  if (c)
-    return c;
-  const pf__tvm_t* tvm = pf__tvm_first_use();
-  if (!tvm)
-    return NULL;
-  pf__get_column_t get = __atomic_load_n(&get_column, __ATOMIC_ACQUIRE);
-  if (!get) {
-    *(void**)&get = dlsym(tvm->library, "TVMFFIGetTypeAttrColumn");
-    if (!get)
-      return NULL; /* a 0.1.x without type attributes: no custom hashes either */
-    __atomic_store_n(&get_column, get, __ATOMIC_RELEASE);
-  }
-  static const pf_byte_array_t name = {"__any_hash__", sizeof "__any_hash__" - 1};
-  c = get(&name);
-  if (c)
-    __atomic_store_n(&column, c, __ATOMIC_RELEASE);
-  return c;
-}
-
-/* pf__hash_known for an object type other than string and bytes. */
-static int pf__object_hash_known(int32_t t) {
-  if (t == PF_TYPE_BIG_INT)
-    return 0;
-  const pf__attr_column_t* c = pf__any_hash_column();
-  if (!c || t < c->begin_index || t - c->begin_index >= c->size)
-    return 1;
-  return c->data[t - c->begin_index].type_index == PF_TYPE_NONE;
-}
-
-/* 1 when pf__key_hash(k) is what TVM-FFI's AnyHash gives for k, so packfn may place k in a
- * table or find where TVM-FFI placed it; 0 for the keys TVM-FFI hashes through a registered
- * __any_hash__ (BigInt always; any type the joined TVM-FFI lists), and for DLTensor pointers
- * and rvalue references, which no table holds. Values below 64 and strings and bytes hash
- * alike in both runtimes; other objects by address unless TVM-FFI says otherwise. */
-static inline int pf__hash_known(const pf_any_t* k) {
-  int32_t t = k->type_index;
-  if (t < PF_TYPE_STATIC_OBJECT_BEGIN)
-    return t >= 0 && t != PF_TYPE_DLTENSOR_PTR && t != PF_TYPE_OBJECT_RVALUE_REF;
-  return t == PF_TYPE_STR || t == PF_TYPE_BYTES || pf__object_hash_known(t);
-}
+/* ---- refusing keys TVM-FFI hashes its own way ---- */
 
 /* Raises TypeError for a new key of a type pf__hash_known refuses. */
 static int pf__unhashable_key(const char* func, const pf_any_t* key) {
@@ -427,61 +153,7 @@ static int pf__unhashable_stored(const char* func, const pf__mapcell_t* m, const
   return -1;
 }
 
-/* Raises ValueError for a dense table whose metadata no TVM-FFI 0.1.x map can have (a jump
- * index past the 126 distances, a link to a slot that is no chain's body, a chain without its
- * head); the map is left unchanged. */
-static int pf__corrupt(const char* func, const pf__mapcell_t* m, uint64_t slot) {
-  const char* arg = m->header.type_index == PF_TYPE_DICT ? "dict" : "map";
-  PF_ERROR_SET(PF_ERR_VALUE,
-               "%s: argument %s: expected a valid %s table, got inconsistent metadata at slot "
-               "%llu of %llu (the %s is unchanged)",
-               func, arg, arg, (unsigned long long)slot, (unsigned long long)m->slots, arg);
-  return -1;
-}
-
-/* pf__corrupt for the chain a lookup of `key` walked; out of line, off the lookups' path. */
-__attribute__((noinline, cold)) static int pf__corrupt_at(const char* func, const pf__mapcell_t* m,
-                                                          const pf_any_t* key);
-
-/* ---- reading either form ---- */
-
-static inline int pf__is_small(const pf__mapcell_t* m) {
-  return (m->slots & PF__SMALL_TAG) != 0;
-}
-
-static inline uint8_t* pf__meta(const pf__mapcell_t* m, uint64_t i) {
-  return &((pf__block_t*)m->data)[i / PF__BLOCK_CAP].meta[i % PF__BLOCK_CAP];
-}
-
-static inline pf__item_t* pf__item(const pf__mapcell_t* m, uint64_t i) {
-  return &((pf__block_t*)m->data)[i / PF__BLOCK_CAP].items[i % PF__BLOCK_CAP];
-}
-
-static inline uint64_t pf__fib_hash(uint64_t h, uint32_t shift) {
-  return (11400714819323198485ull * h) >> shift;
-}
-
-/* 1 when metadata byte `meta` holds an entry that is not the head of its chain. */
-static inline int pf__is_body(uint8_t meta) {
-  return (meta & 0x80) && meta != PF__EMPTY && meta != PF__PROTECTED;
-}
-
-/* The slot after i on its chain: PF__NO_INDEX at the chain's end, PF__BAD_INDEX when the
- * metadata is not a table's (a jump index >= 126, whose distance pf__probe does not have, or a
- * jump to a slot that is not a chain's body). */
-static inline uint64_t pf__chain_next(const pf__mapcell_t* m, uint64_t i) {
-  uint8_t jump = *pf__meta(m, i) & 0x7F;
-  if (jump == 0)
-    return PF__NO_INDEX;
-  if (PF_UNLIKELY(jump >= PF__NUM_JUMPS))
-    return PF__BAD_INDEX;
-  uint64_t n = (i + pf__probe[jump]) & (m->slots - 1);
-  return PF_LIKELY(pf__is_body(*pf__meta(m, n))) ? n : PF__BAD_INDEX;
-}
-
-/* What pf__find gives for a chain no table can have (see pf__corrupt); never read or written. */
-static pf__kv_t pf__broken_chain;
-#define PF__BROKEN (&pf__broken_chain)
+/* ---- writing: the dense form ---- */
 
 /* The last slot of the chain whose head is slot i, or PF__BAD_INDEX when the chain is not a
  * table's (as in pf__find). */
@@ -495,56 +167,6 @@ static inline uint64_t pf__chain_tail(const pf__mapcell_t* m, uint64_t i) {
     i = n;
   }
 }
-
-/* The entry whose key equals `key` (hash h, computed by the caller for dense maps), NULL when
- * absent, or PF__BROKEN (nothing raised) when the chain walked is not a table's: a head whose
- * jump index has no distance (126, 127), a jump to a slot that is no chain's body (whose
- * metadata, 0x80-0xFD, always holds a valid jump index), a walk longer than the map. */
-static pf__kv_t* pf__find(const pf__mapcell_t* m, const pf_any_t* key, uint64_t h) {
-  if (m->size == 0)
-    return NULL;
-  if (pf__is_small(m)) {
-    pf__kv_t* kv = (pf__kv_t*)m->data;
-    for (uint64_t i = 0; i < m->size; ++i)
-      if (pf__key_equal(key, &kv[i].key))
-        return &kv[i];
-    return NULL;
-  }
-  uint64_t i = pf__fib_hash(h, m->fib_shift);
-  uint8_t meta = *pf__meta(m, i);
-  if (PF_UNLIKELY(meta >= 0x7E)) /* empty, protected, another chain's body: no chain here */
-    return meta & 0x80 ? NULL : PF__BROKEN;
-  for (uint64_t left = m->size;;) {
-    pf__item_t* it = pf__item(m, i);
-    if (pf__key_equal(key, &it->kv.key))
-      return &it->kv;
-    uint64_t n = pf__chain_next(m, i);
-    if (n == PF__NO_INDEX)
-      return NULL;
-    if (PF_UNLIKELY(n == PF__BAD_INDEX || --left == 0))
-      return PF__BROKEN;
-    i = n;
-  }
-}
-
-static pf__kv_t* pf__lookup(const pf__mapcell_t* m, const pf_any_t* key) {
-  return pf__find(m, key, pf__is_small(m) ? 0 : pf__key_hash(key));
-}
-
-static int pf__corrupt_at(const char* func, const pf__mapcell_t* m, const pf_any_t* key) {
-  return pf__corrupt(func, m, pf__fib_hash(pf__key_hash(key), m->fib_shift));
-}
-
-size_t pf__mapbase_size(const pf_object_t* map) {
-  return (size_t)((const pf__mapcell_t*)map)->size;
-}
-
-const pf_any_t* pf__mapbase_find(const pf_object_t* map, const pf_any_t* key) {
-  pf__kv_t* kv = pf__lookup((const pf__mapcell_t*)map, key);
-  return kv && kv != PF__BROKEN ? &kv->value : NULL; /* a broken table: nothing found */
-}
-
-/* ---- writing: the dense form ---- */
 
 static void pf__free_data(void* data) {
   free(data);
@@ -957,6 +579,14 @@ static int pf__dense_erase(const char* func, pf__mapcell_t* m, uint64_t i) {
 
 /* ---- packfn's maps and dicts ---- */
 
+/* A packfn map or dict: the cell, the frozen flag (maps only), then room for a small form. */
+typedef struct {
+  pf__mapcell_t cell;
+  int frozen; /* set once, never cleared */
+  int padding;
+  pf__kv_t inline_kv[PF__SMALL_MAX];
+} pf__map_t;
+
 static void pf__release_entries(pf__mapcell_t* m) {
   if (pf__is_small(m)) {
     pf__kv_t* kv = (pf__kv_t*)m->data;
@@ -1018,49 +648,6 @@ static int pf__mapbase_new(const char* func, int32_t type_index, pf_object_t** o
   return 0;
 }
 
-/* The argument as a map or dict cell of type `type` (any maker), or NULL with TypeError. */
-static pf__mapcell_t* pf__cell_arg(const char* func, const char* arg, const pf_object_t* obj,
-                                   int32_t type) {
-  if (obj && obj->type_index == type)
-    return (pf__mapcell_t*)obj;
-  PF_ERROR_SET(PF_ERR_TYPE, "%s: argument %s: expected %s, got %s", func, arg, pf_type_name(type),
-               obj ? pf_type_name(obj->type_index) : "NULL");
-  return NULL;
-}
-
-/* Shared lookup: *out is the value or NULL when absent. */
-static int pf__get(const char* func, const pf_object_t* map, int32_t type, const pf_any_t* key,
-                   const pf_any_t** out) {
-  if (!out)
-    return PF__NULL_ARG(func, "out");
-  *out = NULL;
-  const pf__mapcell_t* m = pf__cell_arg(func, type == PF_TYPE_MAP ? "map" : "dict", map, type);
-  if (!m)
-    return -1;
-  if (!key)
-    return PF__NULL_ARG(func, "key");
-  if (pf__check_key(func, key) != 0)
-    return -1;
-  pf_any_t k = pf__key_view(key);
-  pf__kv_t* kv = pf__lookup(m, &k);
-  if (PF_UNLIKELY(kv == PF__BROKEN))
-    return pf__corrupt_at(func, m, &k);
-  if (kv)
-    *out = &kv->value;
-  return 0;
-}
-
-static int pf__count(const char* func, const pf_object_t* map, int32_t type, size_t* out) {
-  if (!out)
-    return PF__NULL_ARG(func, "out");
-  *out = 0;
-  const pf__mapcell_t* m = pf__cell_arg(func, type == PF_TYPE_MAP ? "map" : "dict", map, type);
-  if (!m)
-    return -1;
-  *out = (size_t)m->size;
-  return 0;
-}
-
 int pf_map_create(pf_object_t** out) {
   return pf__mapbase_new("pf_map_create", PF_TYPE_MAP, out);
 }
@@ -1094,25 +681,6 @@ int pf_map_freeze(pf_object_t* map) {
 int pf_map_is_frozen(const pf_object_t* map) {
   return pf__map_is_ours(map) &&
          __atomic_load_n(&((const pf__map_t*)map)->frozen, __ATOMIC_ACQUIRE);
-}
-
-int pf_map_get(const pf_object_t* map, const pf_any_t* key, const pf_any_t** out) {
-  return pf__get("pf_map_get", map, PF_TYPE_MAP, key, out);
-}
-
-int pf_map_find(const pf_object_t* map, const pf_any_t* key, const pf_any_t** out) {
-  return pf__get("pf_map_find", map, PF_TYPE_MAP, key, out);
-}
-
-int pf_map_contains(const pf_object_t* map, const pf_any_t* key) {
-  const pf_any_t* v;
-  if (pf__get("pf_map_contains", map, PF_TYPE_MAP, key, &v) != 0)
-    return -1;
-  return v != NULL;
-}
-
-int pf_map_count(const pf_object_t* map, size_t* out) {
-  return pf__count("pf_map_count", map, PF_TYPE_MAP, out);
 }
 
 /* The entries of src copied into the empty packfn map dst as they lie, retained: the same
@@ -1184,49 +752,6 @@ int pf_map_copy(const pf_object_t* map, pf_object_t** out) {
   return 0;
 }
 
-int pf_map_iter_init(const pf_object_t* map, pf_map_iter_t* it) {
-  if (!it)
-    return PF__NULL_ARG("pf_map_iter_init", "it");
-  it->map = NULL;
-  it->position = PF__NO_INDEX;
-  if (!pf__is_mapbase(map)) {
-    PF_ERROR_SET(PF_ERR_TYPE, "pf_map_iter_init: argument map: expected Map or Dict, got %s",
-                 map ? pf_type_name(map->type_index) : "NULL");
-    return -1;
-  }
-  const pf__mapcell_t* m = (const pf__mapcell_t*)map;
-  it->map = map;
-  it->position = pf__is_small(m) ? 0 : (m->size ? m->iter_head : PF__NO_INDEX);
-  return 0;
-}
-
-int pf_map_iter_next(pf_map_iter_t* it, const pf_any_t** key, const pf_any_t** value) {
-  if (key)
-    *key = NULL;
-  if (value)
-    *value = NULL;
-  if (!it || !key || !value)
-    return PF__NULL_ARG("pf_map_iter_next", !it ? "it" : !key ? "key" : "value");
-  if (!it->map)
-    return 0;
-  const pf__mapcell_t* m = (const pf__mapcell_t*)it->map;
-  const pf__kv_t* kv;
-  if (pf__is_small(m)) {
-    if (it->position >= m->size)
-      return 0;
-    kv = (const pf__kv_t*)m->data + it->position++;
-  } else {
-    if (it->position >= m->slots) /* the end, or a link no table has */
-      return 0;
-    const pf__item_t* item = pf__item(m, it->position);
-    it->position = item->next;
-    kv = &item->kv;
-  }
-  *key = &kv->key;
-  *value = &kv->value;
-  return 1;
-}
-
 int pf_dict_create(pf_object_t** out) {
   return pf__mapbase_new("pf_dict_create", PF_TYPE_DICT, out);
 }
@@ -1234,14 +759,6 @@ int pf_dict_create(pf_object_t** out) {
 int pf_dict_set(pf_object_t* dict, const pf_any_t* key, const pf_any_t* value) {
   pf__mapcell_t* m = pf__cell_arg("pf_dict_set", "dict", dict, PF_TYPE_DICT);
   return m ? pf__set("pf_dict_set", m, key, value) : -1;
-}
-
-int pf_dict_get(const pf_object_t* dict, const pf_any_t* key, const pf_any_t** out) {
-  return pf__get("pf_dict_get", dict, PF_TYPE_DICT, key, out);
-}
-
-int pf_dict_count(const pf_object_t* dict, size_t* out) {
-  return pf__count("pf_dict_count", dict, PF_TYPE_DICT, out);
 }
 
 int pf_dict_erase(pf_object_t* dict, const pf_any_t* key) {
