@@ -1,5 +1,5 @@
-/* bench/bench_cuda_raw.h: what bench_cuda.c calls in bench_cuda_raw.cu: packfn's CUDA kernel
- * launchers without packfn around them (the raw side of the launch-cost comparison and the
+/* bench/bench_cuda_raw.h: what bench_cuda's C files call in bench_cuda_raw.cu: packfn's CUDA
+ * kernel launchers without packfn around them (the raw side of the launch-cost comparison and the
  * Kepler kernel without its packed wrapper), the fill of the inputs on the device, and the value
  * pattern both the device fill and the host reference compute. */
 #ifndef PF_BENCH_CUDA_RAW_H

@@ -1,7 +1,9 @@
-/* harness.c: the benchmark driver: operation catalogue, timing and callgrind bracketing,
-   checksum agreement between implementations, markdown and JSON reports, and the direct floor. */
+/* harness.c: the benchmark driver: operation catalogue, options, selection, timing and
+   callgrind bracketing, and checksum agreement between implementations (the reports are
+   harness_report.c's, the direct floor direct_ops.c's). */
 #define _GNU_SOURCE
 #include "harness.h"
+#include "harness_private.h"
 #include "timing.h"
 
 #include <errno.h>
@@ -10,14 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "valgrind_compat.h"
-
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Defaults follow the suite's rules: at least 7 repetitions of at least 1e6 iterations. Under
    callgrind the count is exact, so fewer iterations suffice and keep the run short. */
@@ -29,14 +28,8 @@
 /* Warm-up under callgrind: enough to bind PLT slots and fill allocator caches. */
 #define CALLGRIND_WARMUP_ITERS 1000
 
-typedef struct catalogue_entry {
-  const char* op;
-  const char* group;
-  const char* what;
-} catalogue_entry_t;
-
 /* The operations, in report order. Every implementation's op must be one of these. */
-static const catalogue_entry_t catalogue[] = {
+const catalogue_entry_t pf_bench_catalogue[] = {
     {"call_0", "call", "packed call, no argument"},
     {"call_1int", "call", "packed call, 1 int"},
     {"call_1int_closure", "call", "packed call, 1 int, function with self + deleter"},
@@ -81,6 +74,7 @@ static const catalogue_entry_t catalogue[] = {
     {"dlpack_own", "dlpack",
      "versioned, its own tensor: export + import + export + release + delete"},
 };
+const size_t pf_bench_catalogue_size = ARRAY_SIZE(pf_bench_catalogue);
 
 /* Rows that need packfn's backtrace mode one way (1: PACKFN_BACKTRACE=1, full native stacks; 0:
    off, the raise site only). packfn reads the variable once per process, so a row whose mode
@@ -114,51 +108,11 @@ static int process_backtrace(void) {
 }
 
 /* Column order of the report. */
-static const char* const impl_order[] = {"direct", "libffi", "tvmffi", "packfn"};
+const char* const pf_bench_impl_order[] = {"direct", "libffi", "tvmffi", "packfn"};
+const size_t pf_bench_impl_order_size = ARRAY_SIZE(pf_bench_impl_order);
 
-typedef struct entry {
-  const pf_bench_op_t* op;
-  size_t catalogue_index;
-  int measured;
-  uint64_t checksum;
-  int64_t iters;
-  int reps;
-  double ns_median, ns_min, ns_max; /* per operation; negative when not timed */
-  double ir_per_op;                 /* negative when unknown */
-} entry_t;
-
-typedef struct options {
-  int64_t iters;
-  int reps;
-  const char* op_patterns;   /* comma-separated fnmatch patterns, NULL for all */
-  const char* impl_patterns; /* comma-separated, NULL for all */
-  const char* json_path;
-  const char* md_path;
-  const char* ir_path;
-  int cpu;
-  int list;
-  int pairs; /* --pairs: impl, op and the environment each selected row needs */
-  int child; /* --child: one row for a parent harness, result on stdout */
-  int callgrind;
-  int no_time;
-  int joined;
-} options_t;
-
-static entry_t entries[MAX_ENTRIES];
-static size_t num_entries;
-
-#if defined(__clang__)
-#define COMPILER_NAME __VERSION__
-#elif defined(__GNUC__)
-#define COMPILER_NAME "gcc " __VERSION__
-#else
-#define COMPILER_NAME "unknown"
-#endif
-
-/* The wheel's own version (from CMake) and the C ABI version libtvm_ffi reports differ. */
-#ifndef PF_BENCH_TVMFFI_WHEEL
-#define PF_BENCH_TVMFFI_WHEEL "unknown"
-#endif
+entry_t pf_bench_entries[MAX_ENTRIES];
+size_t pf_bench_num_entries;
 
 /* Checksums land here so that no loop result is dead. */
 static volatile uint64_t sink;
@@ -166,122 +120,6 @@ static volatile uint64_t sink;
 void pf_bench_fail(const char* impl, const char* what, const char* detail) {
   fprintf(stderr, "packfn_bench: %s %s: %s\n", impl, what, detail ? detail : "failed");
   exit(2);
-}
-
-/* ---- direct floor: plain C functions called through volatile function pointers ---- */
-
-/* The DLTensor layout (DLPack), mirrored so the harness builds without any dlpack.h. */
-typedef struct direct_dltensor {
-  void* data;
-  struct {
-    int32_t device_type, device_id;
-  } device;
-  int32_t ndim;
-  struct {
-    uint8_t code, bits;
-    uint16_t lanes;
-  } dtype;
-  int64_t* shape;
-  int64_t* strides;
-  uint64_t byte_offset;
-} direct_dltensor_t;
-
-static int64_t direct_f0(void) {
-  return 1;
-}
-static int64_t direct_f1(int64_t a) {
-  return a + 1;
-}
-static int64_t direct_f3(int64_t a, double b, const char* s) {
-  return a + (int64_t)b + (int64_t)(unsigned char)s[0];
-}
-static int64_t direct_f6(int64_t a, int64_t b, int64_t c, int64_t d, int64_t e, int64_t f) {
-  return a + b + c + d + e + f;
-}
-static int64_t direct_ftensor(const direct_dltensor_t* t) {
-  return t->shape[0];
-}
-static int64_t direct_add(int64_t a, int64_t b) {
-  return a + b;
-}
-
-static int64_t (*volatile direct_p0)(void) = direct_f0;
-static int64_t (*volatile direct_p1)(int64_t) = direct_f1;
-static int64_t (*volatile direct_p3)(int64_t, double, const char*) = direct_f3;
-static int64_t (*volatile direct_p6)(int64_t, int64_t, int64_t, int64_t, int64_t,
-                                     int64_t) = direct_f6;
-static int64_t (*volatile direct_ptensor)(const direct_dltensor_t*) = direct_ftensor;
-static int64_t (*volatile direct_padd)(int64_t, int64_t) = direct_add;
-
-static uint64_t direct_run_call_0(void* state, int64_t iters) {
-  (void)state;
-  uint64_t sum = 0;
-  for (int64_t i = 0; i < iters; ++i)
-    sum += (uint64_t)direct_p0();
-  return sum;
-}
-
-static uint64_t direct_run_call_1int(void* state, int64_t iters) {
-  (void)state;
-  uint64_t sum = 0;
-  for (int64_t i = 0; i < iters; ++i)
-    sum += (uint64_t)direct_p1(i);
-  return sum;
-}
-
-static uint64_t direct_run_call_3mixed(void* state, int64_t iters) {
-  (void)state;
-  uint64_t sum = 0;
-  for (int64_t i = 0; i < iters; ++i)
-    sum += (uint64_t)direct_p3(i, PF_BENCH_FLOAT_ARG, PF_BENCH_STR_ARG);
-  return sum;
-}
-
-static uint64_t direct_run_call_6int(void* state, int64_t iters) {
-  (void)state;
-  uint64_t sum = 0;
-  for (int64_t i = 0; i < iters; ++i)
-    sum += (uint64_t)direct_p6(i, 1, 2, 3, 4, 5);
-  return sum;
-}
-
-static uint64_t direct_run_call_dltensor(void* state, int64_t iters) {
-  (void)state;
-  static float data[PF_BENCH_TENSOR_NUMEL];
-  int64_t shape[1] = {PF_BENCH_TENSOR_NUMEL};
-  direct_dltensor_t t = {data, {1, 0}, 1, {2, 32, 1}, shape, NULL, 0};
-  uint64_t sum = 0;
-  for (int64_t i = 0; i < iters; ++i)
-    sum += (uint64_t)direct_ptensor(&t);
-  return sum;
-}
-
-static uint64_t direct_run_call_typed(void* state, int64_t iters) {
-  (void)state;
-  uint64_t sum = 0;
-  for (int64_t i = 0; i < iters; ++i)
-    sum += (uint64_t)direct_padd(i, 1);
-  return sum;
-}
-
-static const pf_bench_op_t direct_ops[] = {
-    {"call_0", "direct", "C call through a volatile function pointer", NULL, direct_run_call_0,
-     NULL},
-    {"call_1int", "direct", "C call through a volatile function pointer", NULL,
-     direct_run_call_1int, NULL},
-    {"call_3mixed", "direct", "C call through a volatile function pointer", NULL,
-     direct_run_call_3mixed, NULL},
-    {"call_6int", "direct", "C call through a volatile function pointer", NULL,
-     direct_run_call_6int, NULL},
-    {"call_dltensor", "direct", "C call through a volatile function pointer", NULL,
-     direct_run_call_dltensor, NULL},
-    {"call_typed", "direct", "C call through a volatile function pointer", NULL,
-     direct_run_call_typed, NULL},
-};
-
-const pf_bench_op_t* pf_bench_direct_ops(size_t* count) {
-  *count = ARRAY_SIZE(direct_ops);
-  return direct_ops;
 }
 
 /* ---- selection ---- */
@@ -302,19 +140,19 @@ static int matches_any(const char* patterns, const char* name) {
 }
 
 static size_t catalogue_find(const char* op) {
-  for (size_t i = 0; i < ARRAY_SIZE(catalogue); ++i) {
-    if (strcmp(catalogue[i].op, op) == 0)
+  for (size_t i = 0; i < ARRAY_SIZE(pf_bench_catalogue); ++i) {
+    if (strcmp(pf_bench_catalogue[i].op, op) == 0)
       return i;
   }
   return (size_t)-1;
 }
 
 static size_t impl_rank(const char* impl) {
-  for (size_t i = 0; i < ARRAY_SIZE(impl_order); ++i) {
-    if (strcmp(impl_order[i], impl) == 0)
+  for (size_t i = 0; i < ARRAY_SIZE(pf_bench_impl_order); ++i) {
+    if (strcmp(pf_bench_impl_order[i], impl) == 0)
       return i;
   }
-  return ARRAY_SIZE(impl_order);
+  return ARRAY_SIZE(pf_bench_impl_order);
 }
 
 static void add_table(const pf_bench_op_t* ops, size_t count, const options_t* opt) {
@@ -322,13 +160,13 @@ static void add_table(const pf_bench_op_t* ops, size_t count, const options_t* o
     size_t index = catalogue_find(ops[i].op);
     if (index == (size_t)-1)
       pf_bench_fail(ops[i].impl, ops[i].op, "operation is not in the catalogue");
-    if (impl_rank(ops[i].impl) == ARRAY_SIZE(impl_order))
+    if (impl_rank(ops[i].impl) == ARRAY_SIZE(pf_bench_impl_order))
       pf_bench_fail(ops[i].impl, ops[i].op, "unknown implementation name");
     if (!matches_any(opt->op_patterns, ops[i].op) || !matches_any(opt->impl_patterns, ops[i].impl))
       continue;
-    if (num_entries == MAX_ENTRIES)
+    if (pf_bench_num_entries == MAX_ENTRIES)
       pf_bench_fail("harness", "registry", "more than MAX_ENTRIES operations");
-    entry_t* e = &entries[num_entries++];
+    entry_t* e = &pf_bench_entries[pf_bench_num_entries++];
     memset(e, 0, sizeof(*e));
     e->op = &ops[i];
     e->catalogue_index = index;
@@ -516,9 +354,9 @@ static void measure(entry_t* e, const options_t* opt) {
 /* Every implementation of one operation must agree on the checksum; 0 when they do. */
 static int check_agreement(void) {
   int bad = 0;
-  for (size_t i = 1; i < num_entries; ++i) {
-    const entry_t* a = &entries[i - 1];
-    const entry_t* b = &entries[i];
+  for (size_t i = 1; i < pf_bench_num_entries; ++i) {
+    const entry_t* a = &pf_bench_entries[i - 1];
+    const entry_t* b = &pf_bench_entries[i];
     if (a->catalogue_index == b->catalogue_index && a->checksum != b->checksum) {
       fprintf(stderr, "packfn_bench: %s: checksum %llu (%s) differs from %llu (%s)\n", b->op->op,
               (unsigned long long)b->checksum, b->op->impl, (unsigned long long)a->checksum,
@@ -527,341 +365,6 @@ static int check_agreement(void) {
     }
   }
   return bad;
-}
-
-/* ---- instruction counts from run_callgrind.sh: lines "impl<TAB>op<TAB>ir_per_op" ---- */
-
-static void read_ir_file(const char* path) {
-  FILE* f = fopen(path, "r");
-  if (f == NULL)
-    pf_bench_fail("harness", path, strerror(errno));
-  char line[512];
-  while (fgets(line, sizeof(line), f) != NULL) {
-    char impl[64], op[128];
-    double ir;
-    if (line[0] == '#' || sscanf(line, "%63s %127s %lf", impl, op, &ir) != 3)
-      continue;
-    for (size_t i = 0; i < num_entries; ++i) {
-      if (strcmp(entries[i].op->impl, impl) == 0 && strcmp(entries[i].op->op, op) == 0)
-        entries[i].ir_per_op = ir;
-    }
-  }
-  fclose(f);
-}
-
-/* ---- reports ---- */
-
-static const entry_t* find_entry(size_t catalogue_index, const char* impl) {
-  for (size_t i = 0; i < num_entries; ++i) {
-    if (entries[i].catalogue_index == catalogue_index && strcmp(entries[i].op->impl, impl) == 0)
-      return &entries[i];
-  }
-  return NULL;
-}
-
-static int impl_present(const char* impl) {
-  for (size_t i = 0; i < num_entries; ++i) {
-    if (strcmp(entries[i].op->impl, impl) == 0)
-      return 1;
-  }
-  return 0;
-}
-
-static void print_ratio(FILE* out, double num, double den) {
-  if (num >= 0 && den > 0)
-    fprintf(out, " %.2fx |", num / den);
-  else
-    fprintf(out, " - |");
-}
-
-/* Column order of the markdown table: packfn, TVM-FFI, their ratios, then libffi and the
-   direct floor. */
-static const char* const report_order[] = {"packfn", "tvmffi", "libffi", "direct"};
-
-/* 1 when this build has the implementation at all (an absent one gets an "absent" column). */
-static int impl_built(const char* impl) {
-  if (strcmp(impl, "tvmffi") == 0) {
-#ifdef PF_BENCH_HAVE_TVMFFI
-    return 1;
-#else
-    return 0;
-#endif
-  }
-  if (strcmp(impl, "libffi") == 0) {
-#ifdef PF_BENCH_HAVE_LIBFFI
-    return 1;
-#else
-    return 0;
-#endif
-  }
-  if (strcmp(impl, "packfn") == 0) {
-#ifdef PF_BENCH_HAVE_PACKFN
-    return 1;
-#else
-    return 0;
-#endif
-  }
-  return 1;
-}
-
-/* Shown: measured in this run, or not built (then its cells read "absent"). */
-static int impl_shown(const char* impl) {
-  return impl_present(impl) || !impl_built(impl);
-}
-
-static void write_cells(FILE* out, const entry_t* e, const char* impl, int have_time, int have_ir,
-                        int show_sum) {
-  const char* none = impl_built(impl) ? "-" : "absent";
-  if (have_time) {
-    if (e != NULL && e->ns_median >= 0)
-      fprintf(out, " %.2f [%.2f-%.2f] |", e->ns_median, e->ns_min, e->ns_max);
-    else
-      fprintf(out, " %s |", none);
-  }
-  if (have_ir) {
-    if (e != NULL && e->ir_per_op >= 0)
-      fprintf(out, " %.1f |", e->ir_per_op);
-    else
-      fprintf(out, " %s |", none);
-  }
-  if (show_sum) {
-    if (e != NULL)
-      fprintf(out, " %llu |", (unsigned long long)e->checksum);
-    else
-      fprintf(out, " %s |", none);
-  }
-}
-
-static void write_markdown(FILE* out, const options_t* opt) {
-  int have_time = !opt->callgrind && !opt->no_time;
-  int have_ir = 0;
-  for (size_t i = 0; i < num_entries; ++i)
-    have_ir |= entries[i].ir_per_op >= 0;
-  int show_sum = !have_time && !have_ir; /* --no-time alone: show what was checked */
-  int ratio = impl_present("packfn") && impl_shown("tvmffi");
-
-  fprintf(out, "packfn_bench: %lld iterations x %d repetitions, %s", (long long)opt->iters,
-          have_time ? opt->reps : 1, COMPILER_NAME);
-#ifdef PF_BENCH_HAVE_TVMFFI
-  fprintf(out, ", TVM-FFI %s (C ABI %s)", PF_BENCH_TVMFFI_WHEEL, pf_bench_tvmffi_version());
-#else
-  fprintf(out, ", TVM-FFI absent");
-#endif
-#ifndef PF_BENCH_HAVE_LIBFFI
-  fprintf(out, ", libffi absent");
-#endif
-  fprintf(out, "%s\n", have_ir ? "; Ir/op from callgrind" : "");
-  pf_bench_conditions_print(out, "");
-  fprintf(out, "\n| op |");
-  size_t ncols = 0;
-  for (size_t k = 0; k < ARRAY_SIZE(report_order); ++k) {
-    const char* impl = report_order[k];
-    if (impl_shown(impl)) {
-      if (have_time)
-        fprintf(out, " %s ns/op median [min-max] |", impl), ++ncols;
-      if (have_ir)
-        fprintf(out, " %s Ir/op |", impl), ++ncols;
-      if (show_sum)
-        fprintf(out, " %s checksum |", impl), ++ncols;
-    }
-    if (ratio && strcmp(impl, "tvmffi") == 0) {
-      if (have_ir)
-        fprintf(out, " packfn/tvmffi Ir |"), ++ncols;
-      if (have_time)
-        fprintf(out, " packfn/tvmffi time |"), ++ncols;
-    }
-  }
-  fprintf(out, "\n|---|");
-  for (size_t k = 0; k < ncols; ++k)
-    fprintf(out, "---:|");
-  fprintf(out, "\n");
-
-  for (size_t c = 0; c < ARRAY_SIZE(catalogue); ++c) {
-    int any = 0;
-    for (size_t k = 0; k < ARRAY_SIZE(impl_order); ++k)
-      any |= find_entry(c, impl_order[k]) != NULL;
-    if (!any)
-      continue;
-    fprintf(out, "| %s |", catalogue[c].op);
-    for (size_t k = 0; k < ARRAY_SIZE(report_order); ++k) {
-      const char* impl = report_order[k];
-      if (impl_shown(impl))
-        write_cells(out, find_entry(c, impl), impl, have_time, have_ir, show_sum);
-      if (ratio && strcmp(impl, "tvmffi") == 0) {
-        const entry_t* p = find_entry(c, "packfn");
-        const entry_t* t = find_entry(c, "tvmffi");
-        if (have_ir)
-          print_ratio(out, p ? p->ir_per_op : -1, t ? t->ir_per_op : -1);
-        if (have_time)
-          print_ratio(out, p ? p->ns_median : -1, t ? t->ns_median : -1);
-      }
-    }
-    fprintf(out, "\n");
-  }
-  /* what each row compares: both columns of a row do this work */
-  fprintf(out, "\nRows:\n");
-  for (size_t c = 0; c < ARRAY_SIZE(catalogue); ++c) {
-    int any = 0;
-    for (size_t k = 0; k < ARRAY_SIZE(impl_order); ++k)
-      any |= find_entry(c, impl_order[k]) != NULL;
-    if (any)
-      fprintf(out, "- %s: %s\n", catalogue[c].op, catalogue[c].what);
-  }
-}
-
-/* Our strings are identifiers and API names; escape the two characters JSON requires. */
-static void json_string(FILE* out, const char* s) {
-  fputc('"', out);
-  for (; *s; ++s) {
-    if (*s == '"' || *s == '\\')
-      fputc('\\', out);
-    fputc(*s, out);
-  }
-  fputc('"', out);
-}
-
-static void json_number(FILE* out, double v) {
-  if (v >= 0)
-    fprintf(out, "%.4f", v);
-  else
-    fprintf(out, "null");
-}
-
-static void write_json(FILE* out, const options_t* opt) {
-  fprintf(out, "{\n  \"meta\": {\"mode\": ");
-  json_string(out, opt->callgrind ? "callgrind" : opt->no_time ? "check" : "time");
-  fprintf(out, ", \"iters\": %lld, \"reps\": %d, \"compiler\": ", (long long)opt->iters,
-          opt->callgrind || opt->no_time ? 1 : opt->reps);
-  json_string(out, COMPILER_NAME);
-  fprintf(out, ", \"tvmffi_wheel\": ");
-#ifdef PF_BENCH_HAVE_TVMFFI
-  json_string(out, PF_BENCH_TVMFFI_WHEEL);
-  fprintf(out, ", \"tvmffi_abi\": ");
-  json_string(out, pf_bench_tvmffi_version());
-#else
-  fprintf(out, "null, \"tvmffi_abi\": null");
-#endif
-  fprintf(out, ", ");
-  pf_bench_conditions_json(out);
-  fprintf(out, ", \"cpu\": %d, \"available\": {", opt->cpu);
-  for (size_t k = 0; k < ARRAY_SIZE(report_order); ++k)
-    fprintf(out, "%s\"%s\": %s", k ? ", " : "", report_order[k],
-            impl_built(report_order[k]) ? "true" : "false");
-  fprintf(out, "}},\n  \"results\": [");
-  for (size_t i = 0; i < num_entries; ++i) {
-    const entry_t* e = &entries[i];
-    fprintf(out, "%s\n    {\"op\": ", i ? "," : "");
-    json_string(out, e->op->op);
-    fprintf(out, ", \"impl\": ");
-    json_string(out, e->op->impl);
-    fprintf(out, ", \"group\": ");
-    json_string(out, catalogue[e->catalogue_index].group);
-    fprintf(out, ", \"entry\": ");
-    json_string(out, e->op->entry);
-    fprintf(out, ", \"iters\": %lld, \"reps\": %d, \"ns_median\": ", (long long)e->iters, e->reps);
-    json_number(out, e->ns_median);
-    fprintf(out, ", \"ns_min\": ");
-    json_number(out, e->ns_min);
-    fprintf(out, ", \"ns_max\": ");
-    json_number(out, e->ns_max);
-    fprintf(out, ", \"ir_per_op\": ");
-    json_number(out, e->ir_per_op);
-    fprintf(out, ", \"checksum\": %llu}", (unsigned long long)e->checksum);
-  }
-  fprintf(out, "\n  ],\n  \"ratios\": [");
-  /* packfn / TVM-FFI per operation, where both have a figure. */
-  int first = 1;
-  for (size_t c = 0; c < ARRAY_SIZE(catalogue); ++c) {
-    const entry_t* p = find_entry(c, "packfn");
-    const entry_t* t = find_entry(c, "tvmffi");
-    if (p == NULL || t == NULL)
-      continue;
-    fprintf(out, "%s\n    {\"op\": ", first ? "" : ",");
-    json_string(out, catalogue[c].op);
-    fprintf(out, ", \"ir\": ");
-    json_number(out, p->ir_per_op >= 0 && t->ir_per_op > 0 ? p->ir_per_op / t->ir_per_op : -1);
-    fprintf(out, ", \"time\": ");
-    json_number(out, p->ns_median >= 0 && t->ns_median > 0 ? p->ns_median / t->ns_median : -1);
-    fprintf(out, "}");
-    first = 0;
-  }
-  fprintf(out, "\n  ]\n}\n");
-}
-
-/* ---- result files: written beside their targets, renamed over them when all are complete ---- */
-
-/* A result file being written. */
-typedef struct result_file_s {
-  const char* path; /* the target */
-  char* tmp;        /* the temporary file beside it (malloc'ed), or NULL */
-  int device;       /* 1: the target is a character device, written in place at the end */
-} result_file_t;
-
-/* Removes every temporary file of files[0..n) and fails with `detail` about `path`. */
-static void results_fail(result_file_t* files, size_t n, const char* path, const char* detail) {
-  for (size_t i = 0; i < n; ++i)
-    if (files[i].tmp != NULL)
-      unlink(files[i].tmp);
-  pf_bench_fail("harness", path, detail);
-}
-
-/* Writes files[i] with writers[i] into a temporary file beside each, flushed to disk; then,
- * only when every one is complete, renames them over their targets: a failure leaves every
- * existing target as it was. A target that exists and is not a regular file is refused, except
- * a character device (/dev/null, a terminal), which cannot be replaced and holds nothing to
- * lose: it is written in place, last. */
-static void write_results(result_file_t* files, void (*const* writers)(FILE*, const options_t*),
-                          size_t n, const options_t* opt) {
-  mode_t mask = umask(0);
-  umask(mask);
-  for (size_t i = 0; i < n; ++i) {
-    struct stat st;
-    files[i].device = stat(files[i].path, &st) == 0 && S_ISCHR(st.st_mode);
-    if (files[i].device)
-      continue;
-    if (stat(files[i].path, &st) == 0 && !S_ISREG(st.st_mode))
-      results_fail(files, i, files[i].path, "not a regular file: refusing to replace it");
-    size_t len = strlen(files[i].path) + 8;
-    files[i].tmp = malloc(len);
-    if (files[i].tmp == NULL)
-      results_fail(files, i, files[i].path, "out of memory");
-    snprintf(files[i].tmp, len, "%s.XXXXXX", files[i].path);
-    int fd = mkstemp(files[i].tmp);
-    if (fd < 0) {
-      free(files[i].tmp);
-      files[i].tmp = NULL;
-      results_fail(files, i, files[i].path, strerror(errno));
-    }
-    FILE* f = fdopen(fd, "w");
-    if (f == NULL) {
-      close(fd);
-      results_fail(files, i + 1, files[i].path, strerror(errno));
-    }
-    writers[i](f, opt);
-    int ok = fchmod(fd, 0666 & ~mask) == 0 && fflush(f) == 0 && !ferror(f) && fsync(fd) == 0;
-    int saved = errno;
-    if (fclose(f) != 0 && ok) {
-      ok = 0;
-      saved = errno;
-    }
-    if (!ok)
-      results_fail(files, i + 1, files[i].path, strerror(saved));
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (files[i].device) {
-      FILE* f = fopen(files[i].path, "w");
-      if (f == NULL)
-        results_fail(files + i, n - i, files[i].path, strerror(errno));
-      writers[i](f, opt);
-      if (fclose(f) != 0)
-        results_fail(files + i, n - i, files[i].path, strerror(errno));
-      continue;
-    }
-    if (rename(files[i].tmp, files[i].path) != 0)
-      results_fail(files + i, n - i, files[i].path, strerror(errno));
-    free(files[i].tmp);
-    files[i].tmp = NULL;
-  }
 }
 
 /* ---- command line ---- */
@@ -998,26 +501,27 @@ int main(int argc, char** argv) {
     }
   }
   collect_entries(&opt);
-  qsort(entries, num_entries, sizeof(entry_t), compare_entries);
-  if (num_entries == 0)
+  qsort(pf_bench_entries, pf_bench_num_entries, sizeof(entry_t), compare_entries);
+  if (pf_bench_num_entries == 0)
     pf_bench_fail("harness", "selection", "no operation matches --op / --impl");
 
   if (opt.list) {
-    for (size_t i = 0; i < num_entries; ++i)
-      printf("%-8s %-20s %s\n", entries[i].op->impl, entries[i].op->op, entries[i].op->entry);
+    for (size_t i = 0; i < pf_bench_num_entries; ++i)
+      printf("%-8s %-20s %s\n", pf_bench_entries[i].op->impl, pf_bench_entries[i].op->op,
+             pf_bench_entries[i].op->entry);
     return 0;
   }
   if (opt.pairs) {
-    for (size_t i = 0; i < num_entries; ++i) {
-      int want = required_backtrace(entries[i].op->op);
-      printf("%s\t%s\t", entries[i].op->impl, entries[i].op->op);
+    for (size_t i = 0; i < pf_bench_num_entries; ++i) {
+      int want = required_backtrace(pf_bench_entries[i].op->op);
+      printf("%s\t%s\t", pf_bench_entries[i].op->impl, pf_bench_entries[i].op->op);
       if (want >= 0)
         printf(BACKTRACE_ENV "=%d", want);
       printf("\n");
     }
     return 0;
   }
-  if (opt.child && num_entries != 1)
+  if (opt.child && pf_bench_num_entries != 1)
     pf_bench_fail("harness", "--child", "needs exactly one (impl, op) pair");
   if (opt.cpu >= 0)
     pin_cpu(opt.cpu);
@@ -1025,10 +529,10 @@ int main(int argc, char** argv) {
     fprintf(stderr, "packfn_bench: under valgrind: one loop of %lld per op, collected alone\n",
             (long long)opt.iters);
 
-  for (size_t i = 0; i < num_entries; ++i)
-    measure(&entries[i], &opt);
+  for (size_t i = 0; i < pf_bench_num_entries; ++i)
+    measure(&pf_bench_entries[i], &opt);
   if (opt.child && !opt.callgrind) {
-    const entry_t* e = &entries[0];
+    const entry_t* e = &pf_bench_entries[0];
     printf("pfbench-child %llu %.6f %.6f %.6f\n", (unsigned long long)e->checksum, e->ns_median,
            e->ns_min, e->ns_max);
     return 0;
@@ -1036,27 +540,28 @@ int main(int argc, char** argv) {
   int bad = check_agreement();
   if (opt.callgrind) {
     /* The counts are in the dumps; run_callgrind.sh turns them into a table. */
-    for (size_t i = 0; i < num_entries; ++i)
-      printf("dumped: pfbench %s %s %lld checksum %llu\n", entries[i].op->impl, entries[i].op->op,
-             (long long)entries[i].iters, (unsigned long long)entries[i].checksum);
+    for (size_t i = 0; i < pf_bench_num_entries; ++i)
+      printf("dumped: pfbench %s %s %lld checksum %llu\n", pf_bench_entries[i].op->impl,
+             pf_bench_entries[i].op->op, (long long)pf_bench_entries[i].iters,
+             (unsigned long long)pf_bench_entries[i].checksum);
     return bad;
   }
   if (opt.ir_path != NULL)
-    read_ir_file(opt.ir_path);
+    pf_bench_read_ir_file(opt.ir_path);
 
   result_file_t files[2];
   void (*writers[2])(FILE*, const options_t*);
   size_t num_files = 0;
   if (opt.md_path != NULL) {
     files[num_files] = (result_file_t){opt.md_path, NULL, 0};
-    writers[num_files++] = write_markdown;
+    writers[num_files++] = pf_bench_write_markdown;
   } else {
-    write_markdown(stdout, &opt);
+    pf_bench_write_markdown(stdout, &opt);
   }
   if (opt.json_path != NULL) {
     files[num_files] = (result_file_t){opt.json_path, NULL, 0};
-    writers[num_files++] = write_json;
+    writers[num_files++] = pf_bench_write_json;
   }
-  write_results(files, writers, num_files, &opt);
+  pf_bench_write_results(files, writers, num_files, &opt);
   return bad;
 }

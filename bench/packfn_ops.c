@@ -1,10 +1,13 @@
 /* packfn_ops.c: the packfn implementation of every benchmark operation (see harness.h for the
- * contract each one follows), written as a packfn user would write it, through the public API. */
+ * contract each one follows), written as a packfn user would write it, through the public API:
+ * calls, the global table, functions and references, and the table of every row (the rows of
+ * strings, maps, errors, tensors and DLPack are packfn_ops_objects.c's). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
+#include "packfn_ops.h"
 #include "packfn/module.h"
 #include "packfn/packfn.h"
 #include "packfn/tensor.h"
@@ -12,9 +15,7 @@
 #include "packfn/kernels.h"
 #endif
 
-static const char kImpl[] = "packfn";
-
-__attribute__((noreturn)) static void fail_raised(const char* what) {
+void pf_bench_packfn_fail_raised(const char* what) {
   pf_object_t* err = pf_error_take();
   char msg[512];
   if (err)
@@ -126,7 +127,7 @@ static void teardown_call(void* state) {
 static void* setup_direct(pf_safe_call_t call, const char* what) {
   pf_object_t* fn;
   if (pf_function_create_direct(call, &fn) != 0)
-    fail_raised(what);
+    pf_bench_packfn_fail_raised(what);
   return new_state(fn);
 }
 
@@ -149,14 +150,14 @@ static void* setup_dltensor(void) {
 static void* setup_closure(void) {
   pf_object_t* fn;
   if (pf_function_create(&closure_step, callee_closure, closure_deleter, &fn) != 0)
-    fail_raised("call_1int_closure");
+    pf_bench_packfn_fail_raised("call_1int_closure");
   return new_state(fn);
 }
 
 static void* setup_typed(void) {
   pf_object_t* fn;
   if (PF_TYPED_CREATE(typed_add, &fn) != 0)
-    fail_raised("call_typed");
+    pf_bench_packfn_fail_raised("call_typed");
   return new_state(fn);
 }
 
@@ -164,7 +165,7 @@ static inline int64_t call_or_fail(pf_object_t* fn, const pf_any_t* args, int32_
                                    const char* what) {
   pf_any_t result;
   if (pf_function_call(fn, args, n, &result) != 0)
-    fail_raised(what);
+    pf_bench_packfn_fail_raised(what);
   return result.v_int64; /* an int result holds nothing to release */
 }
 
@@ -231,19 +232,54 @@ static uint64_t run_dltensor(void* state, int64_t iters) {
   return sum;
 }
 
+/* call_tensor: the callee is callee_tensor, which takes a tensor object as well as a view. */
+typedef struct {
+  pf_object_t* fn;
+  pf_object_t* tensor;
+} tensor_call_state_t;
+
+static void* setup_call_tensor(void) {
+  tensor_call_state_t* s = malloc(sizeof *s);
+  if (!s)
+    pf_bench_fail(kImpl, "setup", "out of memory");
+  if (pf_function_create_direct(callee_tensor, &s->fn) != 0)
+    pf_bench_packfn_fail_raised("call_tensor");
+  s->tensor = pf_bench_packfn_new_tensor("call_tensor");
+  return s;
+}
+
+static void teardown_call_tensor(void* state) {
+  tensor_call_state_t* s = state;
+  pf_object_release(s->fn);
+  pf_object_release(s->tensor);
+  free(s);
+}
+
+static uint64_t run_call_tensor(void* state, int64_t iters) {
+  tensor_call_state_t* s = state;
+  pf_object_t* fn = s->fn;
+  pf_object_t* tensor = s->tensor;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    pf_any_t args[1] = {pf_any_object(tensor)};
+    sum += (uint64_t)call_or_fail(fn, args, 1, "call_tensor");
+  }
+  return sum;
+}
+
 /* ---- global table ---- */
 
 static void* setup_global(void) {
   call_state_t* s = setup_direct(callee0, "global");
   if (pf_global_set(PF_BENCH_GLOBAL_SHORT, s->fn, 1) != 0 ||
       pf_global_set(PF_BENCH_GLOBAL_LONG, s->fn, 1) != 0)
-    fail_raised("global set");
+    pf_bench_packfn_fail_raised("global set");
   return s;
 }
 
 static void teardown_global(void* state) {
   if (pf_global_remove(PF_BENCH_GLOBAL_SHORT) != 0 || pf_global_remove(PF_BENCH_GLOBAL_LONG) != 0)
-    fail_raised("global remove");
+    pf_bench_packfn_fail_raised("global remove");
   teardown_call(state);
 }
 
@@ -252,7 +288,7 @@ static uint64_t run_global(const char* name, int64_t iters) {
   for (int64_t i = 0; i < iters; ++i) {
     pf_object_t* fn;
     if (pf_global_get(name, &fn) != 0)
-      fail_raised("global get");
+      pf_bench_packfn_fail_raised("global get");
     sum += fn != NULL;
     pf_object_release(fn);
   }
@@ -276,7 +312,7 @@ static uint64_t run_function_lifecycle(void* state, int64_t iters) {
   for (int64_t i = 0; i < iters; ++i) {
     pf_object_t* fn;
     if (pf_function_create_direct(callee1, &fn) != 0)
-      fail_raised("function create");
+      pf_bench_packfn_fail_raised("function create");
     pf_object_retain(fn);
     sum += pf_object_strong_count(fn);
     pf_object_release(fn);
@@ -291,376 +327,11 @@ static uint64_t run_closure_lifecycle(void* state, int64_t iters) {
   for (int64_t i = 0; i < iters; ++i) {
     pf_object_t* fn;
     if (pf_function_create(&closure_step, callee_closure, closure_deleter, &fn) != 0)
-      fail_raised("function create");
+      pf_bench_packfn_fail_raised("function create");
     pf_object_retain(fn);
     sum += pf_object_strong_count(fn);
     pf_object_release(fn);
     pf_object_release(fn);
-  }
-  return sum;
-}
-
-/* ---- strings ---- */
-
-static uint64_t run_string(const char* data, size_t size, int64_t iters) {
-  uint64_t sum = 0;
-  for (int64_t i = 0; i < iters; ++i) {
-    pf_any_t s;
-    const char* d;
-    size_t n;
-    PF_BENCH_OPAQUE(data);
-    if (pf_string_create(data, size, &s) != 0)
-      fail_raised("string create");
-    /* A small string is built inline and its size is a constant: without this the loop would
-     * keep neither the value nor the read back. */
-    PF_BENCH_OPAQUE_MEM(s);
-    if (pf_any_as_str(&s, &d, &n) != 0)
-      fail_raised("string read");
-    sum += n;
-    pf_any_release(&s);
-  }
-  return sum;
-}
-
-static uint64_t run_string5(void* state, int64_t iters) {
-  (void)state;
-  return run_string(PF_BENCH_STRING_5, sizeof(PF_BENCH_STRING_5) - 1, iters);
-}
-static uint64_t run_string100(void* state, int64_t iters) {
-  (void)state;
-  return run_string(PF_BENCH_STRING_100, sizeof(PF_BENCH_STRING_100) - 1, iters);
-}
-
-/* ---- maps ---- */
-
-/* The keys of the map rows: "op.name.NNNN" (12 bytes: string objects, as real names are) or
- * ints; a map from each key to its position. */
-#define PF_BENCH_MAP_MAX 1024
-
-typedef struct {
-  pf_object_t* map;
-  pf_any_t keys[PF_BENCH_MAP_MAX];
-  int64_t n;
-} map_state_t;
-
-static void map_key(map_state_t* st, int64_t i, int str) {
-  if (!str) {
-    st->keys[i] = pf_any_int(i * 7919);
-    return;
-  }
-  char name[32];
-  int len = snprintf(name, sizeof name, "op.name.%04d", (int)i);
-  if (pf_string_create(name, (size_t)len, &st->keys[i]) != 0)
-    pf_bench_fail(kImpl, "map", "pf_string_create failed");
-}
-
-static map_state_t* map_setup(int64_t n, int str) {
-  map_state_t* st = calloc(1, sizeof *st);
-  if (!st || pf_map_create(&st->map) != 0)
-    pf_bench_fail(kImpl, "map", "setup failed");
-  st->n = n;
-  for (int64_t i = 0; i < n; ++i) {
-    map_key(st, i, str);
-    pf_any_t v = pf_any_int(i);
-    if (pf_map_set(st->map, &st->keys[i], &v) != 0)
-      pf_bench_fail(kImpl, "map", "pf_map_set failed");
-  }
-  return st;
-}
-
-static void* setup_map_small(void) {
-  return map_setup(4, 1);
-}
-static void* setup_map_1k_str(void) {
-  return map_setup(PF_BENCH_MAP_MAX, 1);
-}
-static void* setup_map_1k_int(void) {
-  return map_setup(PF_BENCH_MAP_MAX, 0);
-}
-static void* setup_map_keys(void) { /* keys only: map_build_64 makes its maps */
-  map_state_t* st = map_setup(0, 1);
-  pf_object_release(st->map);
-  st->map = NULL;
-  st->n = 64;
-  for (int64_t i = 0; i < st->n; ++i)
-    map_key(st, i, 1);
-  return st;
-}
-
-static void teardown_map(void* state) {
-  map_state_t* st = state;
-  for (int64_t i = 0; i < PF_BENCH_MAP_MAX; ++i)
-    pf_any_release(&st->keys[i]);
-  pf_object_release(st->map);
-  free(st);
-}
-
-static uint64_t run_map_get(void* state, int64_t iters) {
-  map_state_t* st = state;
-  uint64_t sum = 0;
-  const int64_t mask = st->n - 1; /* n is a power of two */
-  for (int64_t i = 0; i < iters; ++i) {
-    const pf_any_t* v;
-    if (pf_map_get(st->map, &st->keys[i & mask], &v) != 0 || !v)
-      pf_bench_fail(kImpl, "map_get", "key not found");
-    sum += (uint64_t)v->v_int64;
-  }
-  return sum;
-}
-
-static uint64_t run_map_build(void* state, int64_t iters) {
-  map_state_t* st = state;
-  uint64_t sum = 0;
-  for (int64_t i = 0; i < iters; ++i) {
-    pf_object_t* m;
-    if (pf_map_create(&m) != 0)
-      pf_bench_fail(kImpl, "map_build_64", "pf_map_create failed");
-    for (int64_t k = 0; k < st->n; ++k) {
-      pf_any_t v = pf_any_int(k);
-      if (pf_map_set(m, &st->keys[k], &v) != 0)
-        pf_bench_fail(kImpl, "map_build_64", "pf_map_set failed");
-    }
-    size_t count;
-    pf_map_count(m, &count);
-    sum += count;
-    pf_object_release(m);
-  }
-  return sum;
-}
-
-/* ---- errors ---- */
-
-#ifdef PF_BENCH_HAVE_TVMFFI
-/* TVM-FFI's C API (tvm/ffi/c_api.h; declared here so this file keeps packfn's dlpack.h). */
-void TVMFFIErrorMoveFromRaised(void** result);
-void TVMFFIErrorSetRaisedFromCStr(const char* kind, const char* message);
-int TVMFFIObjectDecRef(void* obj);
-
-/* Errors crossing the shared slot: only meaningful once packfn has joined (--joined). */
-static void* setup_joined(void) {
-  if (!pf_tvm_ffi_join())
-    pf_bench_fail(kImpl, "error_to_tvmffi", "packfn did not join TVM-FFI (run with --joined)");
-  return NULL;
-}
-
-static uint64_t run_error_to_tvmffi(void* state, int64_t iters) {
-  (void)state;
-  uint64_t sum = 0;
-  for (int64_t i = 0; i < iters; ++i) {
-    PF_ERROR_SET(PF_BENCH_ERROR_KIND, PF_BENCH_ERROR_MESSAGE);
-    void* err = NULL;
-    TVMFFIErrorMoveFromRaised(&err);
-    if (!err)
-      pf_bench_fail(kImpl, "error_to_tvmffi", "TVM-FFI took no error");
-    sum += ((const pf_error_cell_t*)((pf_object_t*)err + 1))->message.size;
-    TVMFFIObjectDecRef(err);
-  }
-  return sum;
-}
-
-static uint64_t run_error_from_tvmffi(void* state, int64_t iters) {
-  (void)state;
-  uint64_t sum = 0;
-  for (int64_t i = 0; i < iters; ++i) {
-    TVMFFIErrorSetRaisedFromCStr(PF_BENCH_ERROR_KIND, PF_BENCH_ERROR_MESSAGE);
-    pf_object_t* err = pf_error_take();
-    if (!err)
-      pf_bench_fail(kImpl, "error_from_tvmffi", "packfn took no error");
-    sum += ((const pf_error_cell_t*)(err + 1))->message.size;
-    pf_object_release(err);
-  }
-  return sum;
-}
-#endif
-
-/* The two error rows differ in packfn's backtrace mode, which PACKFN_BACKTRACE sets once per
- * process (the harness runs a row in a process of its own when its mode differs from the
- * harness's). Each setup checks the mode on a probe error: its backtrace text has the raise
- * site's line only (off), or native frames after it (on). */
-static void* setup_error_mode(int full, const char* op) {
-  PF_ERROR_SET(PF_BENCH_ERROR_KIND, PF_BENCH_ERROR_MESSAGE);
-  pf_object_t* err = pf_error_take();
-  if (!err)
-    pf_bench_fail(kImpl, op, "no error was raised");
-  int lines = 0;
-  for (const char* bt = pf_error_backtrace(err); bt && *bt; ++bt)
-    lines += *bt == '\n';
-  pf_object_release(err);
-  if ((lines > 1) != full)
-    pf_bench_fail(kImpl, op,
-                  full ? "errors carry no native stack: PACKFN_BACKTRACE=1 was not in effect"
-                       : "errors carry a native stack: PACKFN_BACKTRACE is on");
-  return NULL;
-}
-
-static void* setup_error_bt(void) {
-  return setup_error_mode(1, "error_roundtrip_bt");
-}
-static void* setup_error_nobt(void) {
-  return setup_error_mode(0, "error_roundtrip_nobt");
-}
-
-/* The error rows' loop: raise, take, read the backtrace text when `read_bt`, release.
- * error_roundtrip_nobt: PF_ERROR_SET records the raise site (file:line, function) as the
- * backtrace's one line and walks no stack (PACKFN_BACKTRACE off). error_roundtrip_bt: with
- * PACKFN_BACKTRACE=1 the raise also takes the native stack (backtrace(3), addresses); the
- * frames are named when the text is first read, as here: TVM-FFI's raise walks and names its
- * frames at once (libbacktrace), and its row reads the text too. */
-static inline __attribute__((always_inline)) uint64_t error_loop(int64_t iters, int read_bt,
-                                                                 const char* op) {
-  uint64_t sum = 0;
-  for (int64_t i = 0; i < iters; ++i) {
-    PF_ERROR_SET(PF_BENCH_ERROR_KIND, PF_BENCH_ERROR_MESSAGE);
-    pf_object_t* err = pf_error_take();
-    if (!err)
-      pf_bench_fail(kImpl, op, "no error was raised");
-    if (read_bt) {
-      const char* bt = pf_error_backtrace(err);
-      PF_BENCH_OPAQUE(bt);
-    }
-    sum += ((const pf_error_cell_t*)(err + 1))->message.size;
-    pf_object_release(err);
-  }
-  return sum;
-}
-
-static uint64_t run_error(void* state, int64_t iters) {
-  (void)state;
-  return error_loop(iters, 0, "error_roundtrip_nobt");
-}
-
-static uint64_t run_error_bt(void* state, int64_t iters) {
-  (void)state;
-  return error_loop(iters, 1, "error_roundtrip_bt");
-}
-
-/* ---- tensors ---- */
-
-static const int64_t kTensorShape[1] = {PF_BENCH_TENSOR_NUMEL};
-
-static pf_object_t* new_tensor(const char* what) {
-  pf_object_t* t;
-  if (pf_tensor_empty(kTensorShape, 1, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &t) != 0)
-    fail_raised(what);
-  return t;
-}
-
-/* call_tensor: the callee is callee_tensor, which takes a tensor object as well as a view. */
-typedef struct {
-  pf_object_t* fn;
-  pf_object_t* tensor;
-} tensor_call_state_t;
-
-static void* setup_call_tensor(void) {
-  tensor_call_state_t* s = malloc(sizeof *s);
-  if (!s)
-    pf_bench_fail(kImpl, "setup", "out of memory");
-  if (pf_function_create_direct(callee_tensor, &s->fn) != 0)
-    fail_raised("call_tensor");
-  s->tensor = new_tensor("call_tensor");
-  return s;
-}
-
-static void teardown_call_tensor(void* state) {
-  tensor_call_state_t* s = state;
-  pf_object_release(s->fn);
-  pf_object_release(s->tensor);
-  free(s);
-}
-
-static uint64_t run_call_tensor(void* state, int64_t iters) {
-  tensor_call_state_t* s = state;
-  pf_object_t* fn = s->fn;
-  pf_object_t* tensor = s->tensor;
-  uint64_t sum = 0;
-  for (int64_t i = 0; i < iters; ++i) {
-    pf_any_t args[1] = {pf_any_object(tensor)};
-    sum += (uint64_t)call_or_fail(fn, args, 1, "call_tensor");
-  }
-  return sum;
-}
-
-static uint64_t run_tensor_empty(void* state, int64_t iters) {
-  (void)state;
-  uint64_t sum = 0;
-  for (int64_t i = 0; i < iters; ++i) {
-    pf_object_t* t;
-    if (pf_tensor_empty(kTensorShape, 1, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &t) != 0)
-      fail_raised("tensor_empty");
-    sum += (uint64_t)pf_tensor_dltensor(t)->shape[0];
-    pf_object_release(t);
-  }
-  return sum;
-}
-
-/* tensor_empty_env: a host allocator installed for the CPU (aligned_alloc / free), as TVM-FFI's
- * TVMFFIEnvTensorAlloc goes through a host DLPack allocator. */
-static int env_alloc(void* ctx, DLDevice device, size_t nbytes, size_t alignment, void** out) {
-  (void)ctx;
-  (void)device;
-  *out = aligned_alloc(alignment, (nbytes + alignment - 1) / alignment * alignment);
-  if (*out == NULL) {
-    PF_ERROR_SET(PF_ERR_MEMORY, "bench env allocator: out of memory");
-    return -1;
-  }
-  return 0;
-}
-
-static void env_free(void* ctx, DLDevice device, void* ptr) {
-  (void)ctx;
-  (void)device;
-  free(ptr);
-}
-
-static void* setup_tensor_env(void) {
-  pf_allocator_t a = {NULL, env_alloc, env_free, NULL};
-  if (pf_allocator_set(PF_DEV_CPU, &a) != 0)
-    fail_raised("allocator set");
-  return NULL;
-}
-
-static void teardown_tensor_env(void* state) {
-  (void)state;
-  if (pf_allocator_set(PF_DEV_CPU, NULL) != 0)
-    fail_raised("allocator restore");
-}
-
-/* ---- DLPack exchange: the state is one tensor object ---- */
-
-static void* setup_tensor(void) {
-  return new_tensor("dlpack");
-}
-
-static void teardown_tensor(void* state) {
-  pf_object_release(state);
-}
-
-static uint64_t run_dlpack_legacy(void* state, int64_t iters) {
-  uint64_t sum = 0;
-  for (int64_t i = 0; i < iters; ++i) {
-    DLManagedTensor* managed;
-    pf_object_t* back;
-    if (pf_tensor_to_dlpack(state, &managed) != 0)
-      fail_raised("to dlpack");
-    if (pf_tensor_from_dlpack(managed, &back) != 0)
-      fail_raised("from dlpack");
-    sum += (uint64_t)pf_tensor_dltensor(back)->shape[0];
-    pf_object_release(back);
-  }
-  return sum;
-}
-
-static uint64_t run_dlpack_versioned(void* state, int64_t iters) {
-  uint64_t sum = 0;
-  for (int64_t i = 0; i < iters; ++i) {
-    pf_dl_managed_tensor_versioned_t* managed;
-    pf_object_t* back;
-    if (pf_tensor_to_dlpack_versioned(state, &managed) != 0)
-      fail_raised("to dlpack versioned");
-    if (pf_tensor_from_dlpack_versioned(managed, &back) != 0)
-      fail_raised("from dlpack versioned");
-    sum += (uint64_t)pf_tensor_dltensor(back)->shape[0];
-    pf_object_release(back);
   }
   return sum;
 }
@@ -716,7 +387,7 @@ static void* setup_typed_dynamic(void) {
   static const pf_signature_t sig = {"add", 2, params, PF_PARAM_INT, NULL};
   pf_object_t* fn;
   if (pf_function_create_typed(&sig, typed_dynamic_add, NULL, NULL, &fn) != 0)
-    fail_raised("call_typed_dynamic");
+    pf_bench_packfn_fail_raised("call_typed_dynamic");
   return new_state(fn);
 }
 
@@ -733,9 +404,9 @@ static void* setup_module(void) {
   if (!s)
     pf_bench_fail(kImpl, "setup", "out of memory");
   if (pf_module_load(PF_BENCH_MODULE_PATH, &s->module) != 0)
-    fail_raised("module_call: load");
+    pf_bench_packfn_fail_raised("module_call: load");
   if (pf_module_get_function(s->module, "add1", &s->fn) != 0)
-    fail_raised("module_call: get function");
+    pf_bench_packfn_fail_raised("module_call: get function");
   return s;
 #else
   pf_bench_fail(kImpl, "module_call", "built without PF_BENCH_MODULE_PATH");
@@ -775,10 +446,10 @@ static void* setup_add_n_common(int packed) {
   if (!s)
     pf_bench_fail(kImpl, "setup", "out of memory");
   if (packed && pf_global_get(PF_KERNELS_PREFIX "add_n", &s->fn) != 0)
-    fail_raised("add_n_1: lookup");
+    pf_bench_packfn_fail_raised("add_n_1: lookup");
   if (pf_tensor_empty(kOneShape, 1, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &s->x) != 0 ||
       pf_tensor_empty(kOneShape, 1, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &s->out) != 0)
-    fail_raised("add_n_1: tensors");
+    pf_bench_packfn_fail_raised("add_n_1: tensors");
   *(float*)pf_dltensor_data(pf_tensor_dltensor(s->x)) = 0.0f;
   return s;
 }
@@ -820,7 +491,7 @@ static uint64_t run_add_n(void* state, int64_t iters) {
     pf_any_t args[3] = {pf_any_object(s->x), pf_any_object(s->out), pf_any_float(add_n_value(i))};
     pf_any_t result;
     if (pf_function_call(s->fn, args, 3, &result) != 0)
-      fail_raised("add_n_1");
+      pf_bench_packfn_fail_raised("add_n_1");
     sum += (uint64_t)out[0];
   }
   check_add_n(sum, iters, kImpl);
@@ -835,7 +506,7 @@ static uint64_t run_add_n_direct(void* state, int64_t iters) {
   uint64_t sum = 0;
   for (int64_t i = 0; i < iters; ++i) {
     if (pf_kernel_add_n(x, out, add_n_value(i)) != 0)
-      fail_raised("add_n_1 direct");
+      pf_bench_packfn_fail_raised("add_n_1 direct");
     sum += (uint64_t)data[0];
   }
   check_add_n(sum, iters, "direct");
@@ -882,37 +553,45 @@ static const pf_bench_op_t kOps[] = {
      run_retain_release, teardown_call},
     {"weak_lock", kImpl, "pf_object_weak_lock + pf_object_release", setup_weak, run_weak_lock,
      teardown_weak},
-    {"string_5", kImpl, "pf_string_create + pf_any_release", NULL, run_string5, NULL},
-    {"string_100", kImpl, "pf_string_create + pf_any_release", NULL, run_string100, NULL},
+    {"string_5", kImpl, "pf_string_create + pf_any_release", NULL, pf_bench_packfn_run_string5,
+     NULL},
+    {"string_100", kImpl, "pf_string_create + pf_any_release", NULL, pf_bench_packfn_run_string100,
+     NULL},
     {"error_roundtrip_bt", kImpl,
      "PACKFN_BACKTRACE=1: PF_ERROR_SET (site + backtrace(3)) + pf_error_take + "
      "pf_error_backtrace (frames named: backtrace_symbols) + pf_object_release",
-     setup_error_bt, run_error_bt, NULL},
+     pf_bench_packfn_setup_error_bt, pf_bench_packfn_run_error_bt, NULL},
     {"error_roundtrip_nobt", kImpl,
      "PACKFN_BACKTRACE off: PF_ERROR_SET (raise site line only) + pf_error_take + "
      "pf_object_release",
-     setup_error_nobt, run_error, NULL},
-    {"map_get_small", kImpl, "pf_map_get", setup_map_small, run_map_get, teardown_map},
-    {"map_get_1k_str", kImpl, "pf_map_get", setup_map_1k_str, run_map_get, teardown_map},
-    {"map_get_1k_int", kImpl, "pf_map_get", setup_map_1k_int, run_map_get, teardown_map},
-    {"map_build_64", kImpl, "pf_map_create + 64 x pf_map_set + pf_object_release", setup_map_keys,
-     run_map_build, teardown_map},
+     pf_bench_packfn_setup_error_nobt, pf_bench_packfn_run_error, NULL},
+    {"map_get_small", kImpl, "pf_map_get", pf_bench_packfn_setup_map_small,
+     pf_bench_packfn_run_map_get, pf_bench_packfn_teardown_map},
+    {"map_get_1k_str", kImpl, "pf_map_get", pf_bench_packfn_setup_map_1k_str,
+     pf_bench_packfn_run_map_get, pf_bench_packfn_teardown_map},
+    {"map_get_1k_int", kImpl, "pf_map_get", pf_bench_packfn_setup_map_1k_int,
+     pf_bench_packfn_run_map_get, pf_bench_packfn_teardown_map},
+    {"map_build_64", kImpl, "pf_map_create + 64 x pf_map_set + pf_object_release",
+     pf_bench_packfn_setup_map_keys, pf_bench_packfn_run_map_build, pf_bench_packfn_teardown_map},
     {"tensor_empty", kImpl, "pf_tensor_empty (1024 float32 CPU) + pf_object_release", NULL,
-     run_tensor_empty, NULL},
+     pf_bench_packfn_run_tensor_empty, NULL},
     {"tensor_empty_env", kImpl,
      "pf_tensor_empty through a host allocator (pf_allocator_set, aligned_alloc/free)",
-     setup_tensor_env, run_tensor_empty, teardown_tensor_env},
+     pf_bench_packfn_setup_tensor_env, pf_bench_packfn_run_tensor_empty,
+     pf_bench_packfn_teardown_tensor_env},
     {"dlpack_legacy", kImpl, "pf_tensor_to_dlpack + pf_tensor_from_dlpack + pf_object_release",
-     setup_tensor, run_dlpack_legacy, teardown_tensor},
+     pf_bench_packfn_setup_tensor, pf_bench_packfn_run_dlpack_legacy,
+     pf_bench_packfn_teardown_tensor},
     {"dlpack_versioned", kImpl,
      "pf_tensor_to_dlpack_versioned + pf_tensor_from_dlpack_versioned + pf_object_release",
-     setup_tensor, run_dlpack_versioned, teardown_tensor},
+     pf_bench_packfn_setup_tensor, pf_bench_packfn_run_dlpack_versioned,
+     pf_bench_packfn_teardown_tensor},
 #ifdef PF_BENCH_HAVE_TVMFFI
     /* last: left out unless packfn may join TVM-FFI (--joined) */
     {"error_to_tvmffi", kImpl, "PF_ERROR_SET + TVMFFIErrorMoveFromRaised + TVMFFIObjectDecRef",
-     setup_joined, run_error_to_tvmffi, NULL},
+     pf_bench_packfn_setup_joined, pf_bench_packfn_run_error_to_tvmffi, NULL},
     {"error_from_tvmffi", kImpl, "TVMFFIErrorSetRaisedFromCStr + pf_error_take + release",
-     setup_joined, run_error_from_tvmffi, NULL},
+     pf_bench_packfn_setup_joined, pf_bench_packfn_run_error_from_tvmffi, NULL},
 #endif
 };
 

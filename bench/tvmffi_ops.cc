@@ -657,7 +657,7 @@ uint64_t RunDLPackVersioned(void* state, int64_t iters) {
   return sum;
 }
 
-// ---- maps: the same keys and sizes as packfn_ops.c's rows ----
+// ---- maps: the same keys and sizes as packfn_ops_objects.c's rows ----
 
 constexpr int64_t kMapMax = 1024;
 
