@@ -1,11 +1,11 @@
 /* Errors: error objects in one allocation (kind, message and raise site inline), the thread's
- * raised slot, cause chains, the out-of-memory fallback and optional full backtraces. */
+ * raised slot, cause chains, the out-of-memory fallback and the native stack a raise captures
+ * (PACKFN_BACKTRACE); naming its frames is error_backtrace.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__GLIBC__)
 #include <execinfo.h>
-#include <link.h>
 #endif
 
 #include <pthread.h>
@@ -13,30 +13,12 @@
 #include "packfn/any.h"
 #include "packfn/error.h"
 
+#include "error_private.h"
+
 #include "common.h"
 #include "alloc.h"
 #include "bytes.h"
 #include "tvm_private.h"
-
-/* Native frames a raise captured (PACKFN_BACKTRACE) but has not named yet: the cell's text
- * shows them by address (`  File "<native>", line 0, in 0x7f...`) and packfn's readers
- * (pf_error_backtrace) get the named text, built the first time it is read; an update of the
- * text names them first (pf__frames_settle). Naming (dladdr per frame) is most of a full
- * stack's cost, so a raise that nobody reads the stack of stays cheap. */
-typedef struct {
-  size_t site_len; /* bytes of the cell's text before the frame lines */
-  char* named;     /* the whole text with names, once built (published with a CAS) */
-  int n;           /* frames in pc */
-  void* pc[];
-} pf__frames_t;
-
-typedef struct {
-  pf_object_t header;
-  pf_error_cell_t cell;
-  char* heap_backtrace; /* owned when the backtrace was updated after creation */
-  pf__frames_t* frames; /* unnamed native frames, or NULL */
-  /* then: kind NUL message NUL backtrace NUL */
-} pf__error_t;
 
 /* The error raised in this thread (owned), or NULL. Once packfn has joined TVM-FFI the raised
  * slot is TVM-FFI's (TVMFFIErrorSetRaised / TVMFFIErrorMoveFromRaised) and this one stays
@@ -194,12 +176,6 @@ typedef struct {
   char digits[12]; /* room for formatting a line number (no NUL counted) */
 } pf__site_t;
 
-#define PF__UNKNOWN      "<unknown>"
-#define PF__FRAME_FILE   "  File \""
-#define PF__FRAME_LINE   "\", line "
-#define PF__FRAME_FUNC   ", in "
-#define PF__LIT_LEN(lit) (sizeof(lit) - 1)
-
 static void pf__site_measure(pf__site_t* site, const char* file, int line, const char* func) {
   site->file = file ? file : PF__UNKNOWN;
   site->file_len = strlen(site->file);
@@ -256,153 +232,6 @@ static void pf__site_write(const pf__site_t* site, char* out) {
   }
   pf__copy(out, site->func, site->func_len);
   out[site->func_len] = '\n';
-}
-
-/* One frame line for a native frame: named from glibc's "object(symbol+0x12) [0x7f...]"
- * (object as the file, symbol as the function), into line (size bytes); its length. */
-static size_t pf__frame_named(const char* name, char* line, size_t size) {
-  const char* open = strchr(name, '(');
-  const char* close = open ? strchr(open, ')') : NULL;
-  int obj_len = open ? (int)(open - name) : (int)strlen(name);
-  int has_sym = open && close && close > open + 1;
-  const char* sym = has_sym ? open + 1 : PF__UNKNOWN;
-  int sym_len = has_sym ? (int)(close - sym) : (int)PF__LIT_LEN(PF__UNKNOWN);
-  int len = snprintf(line, size, PF__FRAME_FILE "%.*s" PF__FRAME_LINE "0" PF__FRAME_FUNC "%.*s\n",
-                     obj_len, name, sym_len, sym);
-  if (len < 0)
-    return 0;
-  return (size_t)len >= size ? size - 1 : (size_t)len;
-}
-
-#define PF__FRAME_NATIVE PF__FRAME_FILE "<native>" PF__FRAME_LINE "0" PF__FRAME_FUNC "0x"
-
-/* One frame line by address, `  File "<native>", line 0, in 0x00007f0123456789\n`: no call. */
-static size_t pf__frame_unnamed(const void* pc, char* line) {
-  static const char hex[] = "0123456789abcdef";
-  memcpy(line, PF__FRAME_NATIVE, PF__LIT_LEN(PF__FRAME_NATIVE));
-  char* d = line + PF__LIT_LEN(PF__FRAME_NATIVE);
-  uintptr_t v = (uintptr_t)pc;
-  for (int i = (int)sizeof v * 2 - 1; i >= 0; --i, v >>= 4)
-    d[i] = hex[v & 15];
-  d[sizeof v * 2] = '\n';
-  return PF__LIT_LEN(PF__FRAME_NATIVE) + sizeof v * 2 + 1;
-}
-
-/* ---- names of native frames, cached by address ----
- * Naming a frame (backtrace_symbols: dladdr, a walk of every loaded object's symbols) is most of
- * a full backtrace's cost, and a program raises from the same few places again and again. So the
- * line of each address named is kept (a table of PF__PC_CACHE lines, filled until full, under a
- * mutex: only readers of named texts come here). A library unloaded and another loaded at its
- * addresses would make a kept line wrong: the table is emptied whenever the dynamic loader's
- * count of unloads (dl_iterate_phdr's dlpi_subs) has changed since it was filled. */
-#define PF__PC_CACHE 1024 /* a power of two */
-
-typedef struct {
-  const void* pc;
-  char* line; /* malloc'd, NUL-terminated */
-  size_t len;
-} pf__pc_line_t;
-
-static pf__pc_line_t pf__pc_lines[PF__PC_CACHE];
-static size_t pf__pc_count;
-static unsigned long long pf__pc_subs;
-static pthread_mutex_t pf__pc_lock = PTHREAD_MUTEX_INITIALIZER;
-
-#if defined(__GLIBC__)
-static int pf__loader_subs_of(struct dl_phdr_info* info, size_t size, void* out) {
-  *(unsigned long long*)out =
-      size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs ? info->dlpi_subs
-                                                                                : ~0ull;
-  return 1; /* the counts are the same in every entry: the first will do */
-}
-#endif
-
-/* Under pf__pc_lock: the slot of pc (its line, or the empty slot it would take). */
-static pf__pc_line_t* pf__pc_slot(const void* pc) {
-  size_t i = (size_t)(((uintptr_t)pc * UINT64_C(0x9E3779B97F4A7C15)) >> 54) & (PF__PC_CACHE - 1);
-  while (pf__pc_lines[i].pc && pf__pc_lines[i].pc != pc)
-    i = (i + 1) & (PF__PC_CACHE - 1);
-  return &pf__pc_lines[i];
-}
-
-/* Under pf__pc_lock: empties the table when a library has been unloaded since it was filled. */
-static void pf__pc_check_unloads(void) {
-  unsigned long long subs = 0;
-#if defined(__GLIBC__)
-  dl_iterate_phdr(pf__loader_subs_of, &subs);
-#endif
-  if (subs == pf__pc_subs && subs != ~0ull)
-    return;
-  for (size_t i = 0; i < PF__PC_CACHE; ++i) {
-    free(pf__pc_lines[i].line);
-    pf__pc_lines[i] = (pf__pc_line_t){NULL, NULL, 0};
-  }
-  pf__pc_count = 0;
-  pf__pc_subs = subs;
-}
-
-/* The backtrace text with e's frames named: the site lines, then a named line per frame.
- * malloc'd, NUL-terminated, length in *len; NULL when memory runs out. */
-static char* pf__frames_name(const pf__error_t* e, size_t* len) {
-  const pf__frames_t* f = e->frames;
-  char* text = NULL;
-  pthread_mutex_lock(&pf__pc_lock);
-  pf__pc_check_unloads();
-  /* the addresses not named yet, named in one call */
-  void* miss[64];
-  int nmiss = 0;
-  for (int i = 0; i < f->n; ++i) {
-    pf__pc_line_t* slot = pf__pc_slot(f->pc[i]);
-    if (!slot->pc && nmiss < (int)(sizeof miss / sizeof miss[0])) {
-      int dup = 0;
-      for (int k = 0; k < nmiss && !dup; ++k)
-        dup = miss[k] == f->pc[i];
-      if (!dup)
-        miss[nmiss++] = f->pc[i];
-    }
-  }
-  char** names = nmiss ? backtrace_symbols(miss, nmiss) : NULL;
-  char line[1024];
-  for (int k = 0; names && k < nmiss; ++k) {
-    if (pf__pc_count >= PF__PC_CACHE / 2) /* kept at most half full: probes stay short */
-      break;
-    size_t n = pf__frame_named(names[k], line, sizeof line);
-    char* copy = malloc(n + 1);
-    if (!copy)
-      break;
-    memcpy(copy, line, n + 1);
-    *pf__pc_slot(miss[k]) = (pf__pc_line_t){miss[k], copy, n};
-    pf__pc_count++;
-  }
-  size_t cap = f->site_len + 1, used = f->site_len;
-  for (int i = 0; i < f->n; ++i) {
-    const pf__pc_line_t* slot = pf__pc_slot(f->pc[i]);
-    cap += slot->pc ? slot->len : sizeof line;
-  }
-  text = malloc(cap);
-  if (text) {
-    memcpy(text, e->cell.backtrace.data, f->site_len);
-    for (int i = 0; i < f->n; ++i) {
-      const pf__pc_line_t* slot = pf__pc_slot(f->pc[i]);
-      if (slot->pc) {
-        memcpy(text + used, slot->line, slot->len);
-        used += slot->len;
-        continue;
-      }
-      /* not kept (the table full, or memory short): named from this call's names, else by
-       * address */
-      int k = 0;
-      while (k < nmiss && miss[k] != f->pc[i])
-        ++k;
-      used += names && k < nmiss ? pf__frame_named(names[k], text + used, cap - used)
-                                 : pf__frame_unnamed(f->pc[i], text + used);
-    }
-    text[used] = '\0';
-    *len = used;
-  }
-  pthread_mutex_unlock(&pf__pc_lock);
-  free(names);
-  return text;
 }
 
 /* Before the text changes: makes the named text the cell's own and forgets the frames (kept
@@ -870,11 +699,6 @@ char* pf__strdup(const char* s) {
  * thread's pending error, if any, is leaked. */
 __attribute__((destructor)) static void pf__error_fini(void) {
   pf__local_clear(); /* TVM-FFI's slot is its own: it may already be gone */
-  for (size_t i = 0; i < PF__PC_CACHE; ++i) { /* the named frames kept */
-    free(pf__pc_lines[i].line);
-    pf__pc_lines[i] = (pf__pc_line_t){NULL, NULL, 0};
-  }
-  pf__pc_count = 0;
   if (pf__exit_key_made) {
     (void)pthread_key_delete(pf__exit_key);
     pf__exit_key_made = 0;

@@ -1,0 +1,470 @@
+/* Changing the global function table (global_table.h): registering, replacing and removing
+ * names under the writers' mutex, and rebuilds, each waiting out the readers' grace period
+ * (global.c) before it frees what it took out; TVM-FFI's table kept in step once joined;
+ * listing, suggestions and calls by name; static registration. Lookups are global.c's. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "packfn/typed.h"
+
+#include "global_table.h"
+
+#include "common.h"
+#include "global_private.h"
+#include "suggest.h"
+
+/* ---- the writers' state ---- */
+
+static pf__cell_t* volatile pf__block =
+    pf__empty;              /* pf__cells - 1: the allocation, for leak checkers */
+static size_t pf__live;     /* names with a function */
+static size_t pf__rebuilds; /* for pf__global_stats; under pf__writers */
+
+/* Room for a name's copy (len + 1 bytes) on cache lines of its own: a lookup of a name longer
+ * than 8 bytes reads its copy, and a copy sharing a line with something other threads write
+ * (a function's reference count, say) would make every lookup of it miss the cache while they
+ * run (lookups from two threads then ran at half the speed of one). */
+#define PF__LINE 64
+static char* pf__name_copy_alloc(size_t len) {
+  void* p = NULL;
+  size_t size = (len + 1 + PF__LINE - 1) & ~(size_t)(PF__LINE - 1);
+  return len < SIZE_MAX - PF__LINE && posix_memalign(&p, PF__LINE, size) == 0 ? p : NULL;
+}
+
+/* ---- TVM-FFI's table, once joined (pf__tvm_table, pf__tvm_get: global_table.h) ---- */
+
+/* Drops the error a failed call into TVM-FFI raised (where packfn must not raise). */
+static void pf__tvm_discard(const pf__tvm_t* tvm) {
+  void* err = NULL;
+  tvm->error_move_from_raised(&err);
+  pf_object_release(err);
+}
+
+/* Removes `name` from TVM-FFI's table through its global ffi.FunctionRemoveGlobal (its C API
+ * has no removal) when it names a function and, with `expect`, that function is `expect`. 1
+ * when removed, 0 when not, -1 with TVM-FFI's error raised in TVM-FFI's slot. Caller holds
+ * pf__tvm_table; *held receives what to release after unlocking (the removed function). */
+static int pf__tvm_remove(const pf__tvm_t* tvm, const char* name, pf_object_t* expect,
+                          pf_object_t** held) {
+  pf_object_t *fn = NULL, *remove = NULL;
+  *held = NULL;
+  if (pf__tvm_get(tvm, name, strlen(name), &fn) != 0)
+    return -1;
+  if (!fn || (expect && fn != expect)) {
+    *held = fn;
+    return 0;
+  }
+  static const char remover[] = "ffi.FunctionRemoveGlobal";
+  int got = pf__tvm_get(tvm, remover, sizeof remover - 1, &remove);
+  if (got != 0 || !remove) {
+    *held = fn;
+    return got != 0 ? -1 : 0; /* a TVM-FFI without it: the entry stays */
+  }
+  pf_any_t arg = pf_any_cstr(name), result = pf_any_none();
+  int rc = tvm->function_call(remove, &arg, 1, &result);
+  pf_object_release(remove); /* TVM-FFI's own function: its release calls nothing of ours */
+  *held = fn;
+  return rc == 0 ? result.v_int64 != 0 : -1;
+}
+
+static int pf__check_name(const char* func, const char* name) {
+  if (!name || !*name) {
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument name: expected a non-empty string, got %s", func,
+                 name ? "\"\"" : "NULL");
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- writers (all under pf__writers) ---- */
+
+/* The slot naming (name, len, h), live or removed, or NULL with *hole the empty slot that
+ * ends its probe. */
+static pf__entry_t* pf__find(pf__cell_t* t, const char* name, size_t len, uint64_t h,
+                             pf__entry_t** hole) {
+  size_t mask = pf__mask(t);
+  for (size_t i = pf__home(t, h);; i = (i + 1) & mask) {
+    pf__entry_t* e = pf__slot(t, i);
+    if (!e->name) {
+      *hole = e;
+      return NULL;
+    }
+    if (e->hash == h && e->len == len && memcmp(e->name, name, len) == 0)
+      return e;
+  }
+}
+
+/* Fills an empty slot; its length, stored last with release, publishes it. */
+static void pf__fill(pf__cell_t* t, pf__entry_t* e, const pf__entry_t* from) {
+  e->hash = from->hash;
+  e->tail = from->tail;
+  __atomic_store_n(&e->fn, from->fn, __ATOMIC_RELAXED);
+  __atomic_store_n(&e->name, from->name, __ATOMIC_RELAXED);
+  __atomic_store_n(&e->len, from->len, __ATOMIC_RELEASE);
+  t[-1].head.used++;
+}
+
+/* A new array holding t's live entries plus `entry` (NULL on failure to allocate), sized so
+ * that it is at most 3/8 full; not yet visible to readers. */
+static pf__cell_t* pf__rebuild(pf__cell_t* t, const pf__entry_t* entry) {
+  size_t need = __atomic_load_n(&pf__live, __ATOMIC_RELAXED) + 1, cap = 64, shift = 58;
+  while (need * 8 > cap * 3)
+    cap *= 2, shift--;
+  pf__cell_t* grown = calloc(cap + 1, sizeof(pf__cell_t));
+  if (!grown)
+    return NULL;
+  grown->head.mask = cap - 1;
+  grown->head.shift = shift;
+  grown++;
+  pf__entry_t* hole;
+  for (size_t i = 0; i <= pf__mask(t); ++i) {
+    pf__entry_t* e = pf__slot(t, i);
+    if (e->fn && !pf__find(grown, e->name, e->len, e->hash, &hole))
+      pf__fill(grown, hole, e);
+  }
+  if (!pf__find(grown, entry->name, entry->len, entry->hash, &hole))
+    pf__fill(grown, hole, entry);
+  return grown;
+}
+
+/* Frees a table no reader can reach any more, with the names of its removed entries (those
+ * a rebuild dropped); the live ones moved to the new table. The static empty table is not
+ * freed, but a name registered into it and removed again is (it leaked). */
+static void pf__free_table(pf__cell_t* t) {
+  for (size_t i = 0; i <= pf__mask(t); ++i) {
+    pf__entry_t* e = pf__slot(t, i);
+    if (e->name && !e->fn)
+      free(e->name);
+  }
+  if (t != pf__empty + 1)
+    free(t - 1);
+}
+
+static int pf__already(const char* name) {
+  PF_ERROR_SET(PF_ERR_VALUE,
+               "pf_global_set: function '%s' is already registered (pass allow_override=1 "
+               "to replace it)",
+               name);
+  return -1;
+}
+
+/* pf_global_set in this table: 0, with *old the replaced function (owned, no lookup can reach
+ * it any more) or NULL; -1 with the error raised. */
+static int pf__set(const char* name, pf_object_t* fn, int allow_override, pf_object_t** old_out) {
+  *old_out = NULL;
+  size_t len = strlen(name);
+  uint64_t tail;
+  uint64_t h = pf__name_hash(name, len, &tail);
+  pthread_mutex_lock(&pf__writers);
+  pf__cell_t* t = pf__cells;
+  pf__entry_t* hole = NULL;
+  pf__entry_t* e = pf__find(t, name, len, h, &hole);
+  if (e && e->fn && !allow_override) {
+    pthread_mutex_unlock(&pf__writers);
+    return pf__already(name);
+  }
+  if (e) { /* replaces the function, or brings a removed name back */
+    pf_object_retain(fn);
+    pf_object_t* old = e->fn;
+    __atomic_store_n(&e->fn, fn, __ATOMIC_SEQ_CST);
+    if (!old)
+      __atomic_fetch_add(&pf__live, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&pf__writers);
+    if (old) {
+      pf__synchronize();
+      *old_out = old; /* released outside every lock: its deleter may use the table */
+    }
+    return 0;
+  }
+  char* copy = pf__name_copy_alloc(len);
+  if (!copy) {
+    pthread_mutex_unlock(&pf__writers);
+    return pf__raise_oom("pf_global_set", len + 1);
+  }
+  memcpy(copy, name, len + 1);
+  pf__entry_t entry = {h, tail, len, copy, fn};
+  if ((t[-1].head.used + 1) * 2 <= pf__mask(t) + 1) {
+    pf_object_retain(fn);
+    pf__fill(t, hole, &entry);
+    __atomic_fetch_add(&pf__live, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&pf__writers);
+    return 0;
+  }
+  pf__cell_t* grown = pf__rebuild(t, &entry);
+  if (!grown) {
+    /* sized while t is still ours: once the lock is given back another writer may free it */
+    size_t want = sizeof(pf__cell_t) * (pf__mask(t) + 2);
+    pthread_mutex_unlock(&pf__writers);
+    free(copy);
+    return pf__raise_oom("pf_global_set", want);
+  }
+  pf_object_retain(fn);
+  __atomic_store_n(&pf__cells, grown, __ATOMIC_SEQ_CST);
+  pf__block = grown - 1;
+  pf__rebuilds++;
+  __atomic_fetch_add(&pf__live, 1, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&pf__writers);
+  pf__synchronize();
+  pf__free_table(t);
+  return 0;
+}
+
+static pf_object_t* pf__remove(const char* name, size_t len, uint64_t h, pf_object_t* expect);
+
+int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
+  if (pf__check_name("pf_global_set", name) != 0)
+    return -1;
+  if (!fn || fn->type_index != PF_TYPE_FUNCTION) {
+    PF_ERROR_SET(PF_ERR_TYPE, "pf_global_set: argument fn (for '%s'): expected Function, got %s",
+                 name, fn ? pf_type_name(fn->type_index) : "NULL");
+    return -1;
+  }
+  const pf__tvm_t* tvm = pf__tvm_first_use();
+  pf_object_t *old = NULL, *theirs = NULL, *undone = NULL;
+  if (!tvm)
+    return pf__set(name, fn, allow_override, &old) == 0 ? (pf_object_release(old), 0) : -1;
+  /* joined: one name space, so a name TVM-FFI holds is taken too; both tables get fn */
+  int rc = 0;
+  pthread_mutex_lock(&pf__tvm_table);
+  if (pf__tvm_get(tvm, name, strlen(name), &theirs) != 0)
+    rc = -2;
+  else if (theirs && !allow_override)
+    rc = pf__already(name);
+  else if (pf__set(name, fn, allow_override, &old) != 0)
+    rc = -1;
+  else {
+    pf_byte_array_t key = {name, strlen(name)};
+    if (tvm->function_set_global(&key, fn, 1) != 0) {
+      /* TVM-FFI refused it: packfn's table gets back what it had, so that a failed call
+       * changed nothing (putting back a name it holds allocates nothing) */
+      size_t len = strlen(name);
+      uint64_t tail;
+      if (old)
+        (void)pf__set(name, old, 1, &undone); /* undone: fn, the table's reference to it */
+      else
+        undone = pf__remove(name, len, pf__name_hash(name, len, &tail), fn);
+      rc = -2;
+    }
+  }
+  pthread_mutex_unlock(&pf__tvm_table);
+  pf_object_release(theirs); /* the replaced TVM-FFI entry dies here, outside the lock */
+  pf_object_release(old);
+  pf_object_release(undone);
+  return rc == -2 ? pf__tvm_failed(tvm, "pf_global_set") : rc;
+}
+
+/* Removes the function named (name, len, h) when `expect` is NULL or it is `expect`; the name
+ * stays as a removed slot until a rebuild. Returns the function (owned) once no lookup can
+ * still reach it, or NULL when nothing matched. */
+static pf_object_t* pf__remove(const char* name, size_t len, uint64_t h, pf_object_t* expect) {
+  pthread_mutex_lock(&pf__writers);
+  pf__entry_t* hole;
+  pf__entry_t* e = pf__find(pf__cells, name, len, h, &hole);
+  pf_object_t* fn = e ? e->fn : NULL;
+  if (!fn || (expect && fn != expect)) {
+    pthread_mutex_unlock(&pf__writers);
+    return NULL;
+  }
+  __atomic_store_n(&e->fn, NULL, __ATOMIC_SEQ_CST);
+  __atomic_fetch_sub(&pf__live, 1, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&pf__writers);
+  pf__synchronize();
+  return fn;
+}
+
+int pf_global_remove(const char* name) {
+  if (pf__check_name("pf_global_remove", name) != 0)
+    return -1;
+  size_t len = strlen(name);
+  uint64_t tail;
+  const pf__tvm_t* tvm = pf__tvm_first_use();
+  pf_object_t* held = NULL;
+  int theirs = 0; /* 1: removed from TVM-FFI's table, -1: TVM-FFI failed */
+  if (tvm)
+    pthread_mutex_lock(&pf__tvm_table);
+  pf_object_t* fn = pf__remove(name, len, pf__name_hash(name, len, &tail), NULL);
+  if (tvm) {
+    theirs = pf__tvm_remove(tvm, name, NULL, &held);
+    pthread_mutex_unlock(&pf__tvm_table);
+  }
+  pf_object_release(held);
+  pf_object_release(fn);
+  if (theirs < 0)
+    return pf__tvm_failed(tvm, "pf_global_remove");
+  if (!fn && !theirs) {
+    PF_ERROR_SET(PF_ERR_KEY, "pf_global_remove: no global function is named '%s'", name);
+    return -1;
+  }
+  return 0;
+}
+
+size_t pf_global_count(void) {
+  return __atomic_load_n(&pf__live, __ATOMIC_RELAXED);
+}
+
+static int pf__cmp_names(const void* a, const void* b) {
+  return strcmp(*(char* const*)a, *(char* const*)b);
+}
+
+int pf_global_list(char*** out, size_t* count) {
+  if (!out) {
+    return PF__NULL_ARG("pf_global_list", "out");
+  }
+  *out = NULL;
+  pthread_mutex_lock(&pf__writers);
+  pf__cell_t* t = pf__cells;
+  size_t n = 0, bytes = 0;
+  for (size_t i = 0; i <= pf__mask(t); ++i)
+    if (pf__slot(t, i)->fn)
+      n++, bytes += pf__slot(t, i)->len + 1;
+  size_t total = sizeof(char*) * (n + 1) + bytes;
+  char** names = malloc(total);
+  if (names) {
+    char* text = (char*)(names + n + 1);
+    size_t k = 0;
+    for (size_t i = 0; i <= pf__mask(t); ++i) {
+      const pf__entry_t* e = pf__slot(t, i);
+      if (!e->fn)
+        continue;
+      memcpy(text, e->name, e->len + 1);
+      names[k++] = text;
+      text += e->len + 1;
+    }
+    names[k] = NULL;
+  }
+  pthread_mutex_unlock(&pf__writers);
+  if (!names)
+    return pf__raise_oom("pf_global_list", total);
+  qsort(names, n, sizeof(char*), pf__cmp_names);
+  *out = names;
+  if (count)
+    *count = n;
+  return 0;
+}
+
+void pf_global_list_free(char** names) {
+  free(names);
+}
+
+int pf_global_suggest(const char* name, char* buf, size_t size) {
+  if (!name || (!buf && size > 0))
+    return PF__NULL_ARG("pf_global_suggest", name ? "buf" : "name");
+  pf__suggest_t s;
+  pf__suggest_init(&s, name);
+  pthread_mutex_lock(&pf__writers);
+  pf__cell_t* t = pf__cells;
+  for (size_t i = 0; i <= pf__mask(t); ++i)
+    if (pf__slot(t, i)->fn)
+      pf__suggest_offer(&s, pf__slot(t, i)->name);
+  int found = pf__suggest_result(&s, buf, size); /* copied before the entry may go */
+  pthread_mutex_unlock(&pf__writers);
+  return found;
+}
+
+void pf__global_stats(pf__global_stats_t* out) {
+  memset(out, 0, sizeof *out);
+  pthread_mutex_lock(&pf__writers);
+  pf__cell_t* t = pf__cells;
+  out->capacity = pf__mask(t) + 1;
+  out->used = t[-1].head.used;
+  out->rebuilds = pf__rebuilds;
+  for (size_t i = 0; i <= pf__mask(t); ++i) {
+    const pf__entry_t* e = pf__slot(t, i);
+    if (!e->fn)
+      continue;
+    size_t probes = ((i - pf__home(t, e->hash)) & pf__mask(t)) + 1;
+    out->live++;
+    out->total_probes += probes;
+    if (probes > out->max_probes)
+      out->max_probes = probes;
+  }
+  pthread_mutex_unlock(&pf__writers);
+}
+
+int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  pf_object_t* fn;
+  if (result)
+    *result = pf_any_none();
+  if (pf__check_name("pf_global_call", name) != 0 || pf_global_get(name, &fn) != 0)
+    return -1;
+  if (!fn) {
+    char near[128];
+    int found = pf_global_suggest(name, near, sizeof near) == 1;
+    PF_ERROR_SET(PF_ERR_KEY, "pf_global_call: no global function is named '%s'%s%s%s", name,
+                 found ? " (did you mean '" : "", near, found ? "'?)" : "");
+    return -1;
+  }
+  int rc = pf_function_call(fn, args, num_args, result);
+  pf_object_release(fn);
+  return rc == 0 ? 0 : pf_error_ensure(name, rc);
+}
+
+/* ---- static registration ---- */
+
+static int pf__static_failures;
+
+int pf_global_static_failures(void) {
+  return __atomic_load_n(&pf__static_failures, __ATOMIC_RELAXED);
+}
+
+void pf__global_register_static(const char* name, pf_safe_call_t call, const pf_signature_t* sig,
+                                pf_typed_call_t typed, pf_object_t** slot) {
+  pf_object_t* fn = NULL;
+  int rc = sig && call ? pf_function_create_static(sig, call, &fn)
+           : sig       ? pf_function_create_typed(sig, typed, NULL, NULL, &fn)
+                       : pf_function_create_direct(call, &fn);
+  if (rc == 0) /* neither name: pf_global_set raises for the NULL name */
+    rc = pf_global_set(name ? name : sig ? sig->name : NULL, fn, 0);
+  if (rc != 0) {
+    __atomic_fetch_add(&pf__static_failures, 1, __ATOMIC_RELAXED);
+    pf_object_release(fn);
+    fn = NULL;
+  }
+  *slot = fn;
+}
+
+void pf__global_unregister_static(const char* name, const pf_signature_t* sig, pf_object_t** slot) {
+  pf_object_t* fn = *slot;
+  *slot = NULL;
+  if (!fn)
+    return;
+  name = name ? name : sig ? sig->name : NULL; /* as pf__global_register_static chose it */
+  if (!name)                                   /* not registered: *slot was NULL already */
+    return;
+  size_t len = strlen(name);
+  uint64_t tail;
+  const pf__tvm_t* tvm = pf__tvm(); /* the library is unloading: TVM-FFI's entry goes too */
+  pf_object_t* held = NULL;
+  if (tvm)
+    pthread_mutex_lock(&pf__tvm_table);
+  pf_object_t* removed = pf__remove(name, len, pf__name_hash(name, len, &tail), fn);
+  if (tvm) {
+    if (pf__tvm_remove(tvm, name, fn, &held) < 0)
+      pf__tvm_discard(tvm);
+    pthread_mutex_unlock(&pf__tvm_table);
+  }
+  pf_object_release(held);
+  pf_object_release(removed);
+  pf_object_release(fn);
+}
+
+/* Joining TVM-FFI (tvm.c): every function of this table is registered in TVM-FFI's, except
+ * under a name TVM-FFI already holds (each table then keeps its own). Raises nothing. */
+static void pf__global_tvm_joined(const pf__tvm_t* tvm) {
+  pthread_mutex_lock(&pf__tvm_table);
+  pthread_mutex_lock(&pf__writers);
+  pf__cell_t* t = pf__cells;
+  for (size_t i = 0; i <= pf__mask(t); ++i) {
+    const pf__entry_t* e = pf__slot(t, i);
+    pf_byte_array_t key = {e->name, e->len};
+    if (e->fn && tvm->function_set_global(&key, e->fn, 0) != 0)
+      pf__tvm_discard(tvm); /* the name is TVM-FFI's */
+  }
+  pthread_mutex_unlock(&pf__writers);
+  pthread_mutex_unlock(&pf__tvm_table);
+}
+
+__attribute__((constructor)) static void pf__global_tvm_joined_hook(void) {
+  pf__tvm_join_hooks[PF__TVM_HOOK_GLOBALS] = pf__global_tvm_joined;
+}
