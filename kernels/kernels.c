@@ -18,13 +18,12 @@ const char* pf_kernels_name(int32_t i) {
   return i >= 0 && i < pf_kernels_count() ? pf__kernel_names[i] : NULL;
 }
 
-/* The CUDA version of kernel `name`, registered by libpackfn_kernels_cuda: new reference, or
- * NULL (nothing raised) when that library is not loaded. */
-static pf_object_t* cuda_version(const char* name) {
-  char full[64];
-  snprintf(full, sizeof full, PF_KERNELS_CUDA_PREFIX "%s", name);
+/* The CUDA version of a kernel, registered by libpackfn_kernels_cuda under `full_name`
+ * (PF_KERNELS_CUDA_PREFIX and the kernel's name, a literal at every call: no formatting per
+ * call): new reference, or NULL (nothing raised) when that library is not loaded. */
+static pf_object_t* cuda_version(const char* full_name) {
   pf_object_t* fn = NULL;
-  if (pf_global_get(full, &fn) != 0)
+  if (pf_global_get(full_name, &fn) != 0)
     pf_error_clear();
   return fn;
 }
@@ -40,14 +39,17 @@ const char* pf_kernels_isa(void) {
 }
 
 int pf_kernels_have_cuda(void) {
-  pf_object_t* fn = cuda_version(pf__kernel_names[0]);
+  char full[64];
+  snprintf(full, sizeof full, PF_KERNELS_CUDA_PREFIX "%s", pf__kernel_names[0]);
+  pf_object_t* fn = cuda_version(full);
   pf_object_release(fn);
   return fn != NULL;
 }
 
-/* Runs the CUDA version of `name` on args that `func` has checked. */
-static int run_cuda(const char* func, const char* name, const pf_any_t* args, int32_t num_args) {
-  pf_object_t* fn = cuda_version(name);
+/* Runs the CUDA version registered as `full_name` on args that `func` has checked. */
+static int run_cuda(const char* func, const char* full_name, const pf_any_t* args,
+                    int32_t num_args) {
+  pf_object_t* fn = cuda_version(full_name);
   if (fn == NULL) {
     PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED,
                  "%s: the tensors are on a CUDA device, and the CUDA kernels are in "
@@ -127,13 +129,13 @@ static int add_n_run(const char* func, const DLTensor* x, DLTensor* out, double 
     return -1;
   if (dev == PF_DEV_CUDA) {
     pf_any_t args[] = {pf_any_dltensor((DLTensor*)x), pf_any_dltensor(out), pf_any_float(n)};
-    return run_cuda(func, "add_n", args, 3);
+    return run_cuda(func, PF_KERNELS_CUDA_PREFIX "add_n", args, 3);
   }
   cpu_add_n(x, out, n);
   return 0;
 }
 
-static int rms_norm_run(const char* func, const char* name, const DLTensor* x, DLTensor* out,
+static int rms_norm_run(const char* func, const char* cuda_name, const DLTensor* x, DLTensor* out,
                         DLTensor* inv_rms, double eps) {
   int32_t dev;
   if (pf__k_device_of(func, x, "x", &dev) != 0 ||
@@ -142,7 +144,7 @@ static int rms_norm_run(const char* func, const char* name, const DLTensor* x, D
   if (dev == PF_DEV_CUDA) {
     pf_any_t args[] = {pf_any_dltensor((DLTensor*)x), pf_any_dltensor(out),
                        inv_rms ? pf_any_dltensor(inv_rms) : pf_any_float(eps), pf_any_float(eps)};
-    return run_cuda(func, name, args, inv_rms ? 4 : 3);
+    return run_cuda(func, cuda_name, args, inv_rms ? 4 : 3);
   }
   cpu_rms_norm(x, out, inv_rms, eps);
   return 0;
@@ -157,7 +159,7 @@ static int rms_norm_bwd_run(const char* func, const DLTensor* x, const DLTensor*
   if (dev == PF_DEV_CUDA) {
     pf_any_t args[] = {pf_any_dltensor((DLTensor*)x), pf_any_dltensor((DLTensor*)inv_rms),
                        pf_any_dltensor((DLTensor*)cotangent), pf_any_dltensor(dx)};
-    return run_cuda(func, "rms_norm_bwd", args, 4);
+    return run_cuda(func, PF_KERNELS_CUDA_PREFIX "rms_norm_bwd", args, 4);
   }
   cpu_rms_norm_bwd(x, inv_rms, cotangent, dx);
   return 0;
@@ -173,7 +175,7 @@ static int kepler_run(const char* func, const DLTensor* mean_anomaly, const DLTe
     pf_any_t args[] = {pf_any_dltensor((DLTensor*)mean_anomaly),
                        pf_any_dltensor((DLTensor*)eccentricity), pf_any_dltensor(sin_e),
                        pf_any_dltensor(cos_e)};
-    return run_cuda(func, "kepler", args, 4);
+    return run_cuda(func, PF_KERNELS_CUDA_PREFIX "kepler", args, 4);
   }
   if (pf__k_check_eccentricity(func, eccentricity) != 0)
     return -1;
@@ -188,7 +190,7 @@ static int vector_add_run(const char* func, const DLTensor* b, const DLTensor* c
   if (dev == PF_DEV_CUDA) {
     pf_any_t args[] = {pf_any_dltensor((DLTensor*)b), pf_any_dltensor((DLTensor*)c),
                        pf_any_dltensor(a)};
-    return run_cuda(func, "vector_add", args, 3);
+    return run_cuda(func, PF_KERNELS_CUDA_PREFIX "vector_add", args, 3);
   }
   cpu_vector_add(b, c, a);
   return 0;
@@ -201,7 +203,7 @@ int pf_kernel_add_n(const DLTensor* x, DLTensor* out, double n) {
 }
 
 int pf_kernel_rms_norm(const DLTensor* x, DLTensor* out, double eps) {
-  return rms_norm_run("pf_kernel_rms_norm", "rms_norm", x, out, NULL, eps);
+  return rms_norm_run("pf_kernel_rms_norm", PF_KERNELS_CUDA_PREFIX "rms_norm", x, out, NULL, eps);
 }
 
 int pf_kernel_rms_norm_fwd(const DLTensor* x, DLTensor* out, DLTensor* inv_rms, double eps) {
@@ -210,7 +212,8 @@ int pf_kernel_rms_norm_fwd(const DLTensor* x, DLTensor* out, DLTensor* inv_rms, 
                  "pf_kernel_rms_norm_fwd: argument 2 (inv_rms): expected a tensor, got NULL");
     return -1;
   }
-  return rms_norm_run("pf_kernel_rms_norm_fwd", "rms_norm_fwd", x, out, inv_rms, eps);
+  return rms_norm_run("pf_kernel_rms_norm_fwd", PF_KERNELS_CUDA_PREFIX "rms_norm_fwd", x, out,
+                      inv_rms, eps);
 }
 
 int pf_kernel_rms_norm_bwd(const DLTensor* x, const DLTensor* inv_rms, const DLTensor* cotangent,
@@ -236,11 +239,11 @@ PF__K_DEFINE(add_n, PF__K_PARAMS_ADD_N) {
 }
 PF__K_DEFINE(rms_norm, PF__K_PARAMS_RMS_NORM) {
   (void)result;
-  return rms_norm_run("rms_norm", "rms_norm", x, out, NULL, eps);
+  return rms_norm_run("rms_norm", PF_KERNELS_CUDA_PREFIX "rms_norm", x, out, NULL, eps);
 }
 PF__K_DEFINE(rms_norm_fwd, PF__K_PARAMS_RMS_NORM_FWD) {
   (void)result;
-  return rms_norm_run("rms_norm_fwd", "rms_norm_fwd", x, out, inv_rms, eps);
+  return rms_norm_run("rms_norm_fwd", PF_KERNELS_CUDA_PREFIX "rms_norm_fwd", x, out, inv_rms, eps);
 }
 PF__K_DEFINE(rms_norm_bwd, PF__K_PARAMS_RMS_NORM_BWD) {
   (void)result;
