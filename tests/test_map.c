@@ -1,0 +1,451 @@
+/* Tests of maps and dicts: set, get and iterate, bytes and object keys, growth in order, erase
+ * across the small and dense forms, bad keys, copies, failed sets, release and freezing. Part of
+ * the container suite (test_container.c runs them). */
+#include <stdint.h>
+
+#include "pf_test_container.h"
+
+/* ---- map ---- */
+
+START_TEST(test_map_set_get_iterate) {
+  pf_object_t* map;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  ck_assert_int_eq(map->type_index, PF_TYPE_MAP);
+  pf_any_t long_key = str_object("a key long enough to be an object");
+  pf_object_t* obj_key = counted_new();
+  pf_any_t k1 = pf_any_cstr("name"), v1 = pf_any_cstr("packfn");
+  pf_any_t k2 = pf_any_int(42), v2 = pf_any_float(0.5);
+  pf_any_t k3 = pf_any_object(obj_key), v3 = pf_any_int(3);
+  pf_any_t v4 = pf_any_bool(1);
+  ck_assert_int_eq(pf_map_set(map, &k1, &v1), 0);
+  ck_assert_int_eq(pf_map_set(map, &k2, &v2), 0);
+  ck_assert_int_eq(pf_map_set(map, &k3, &v3), 0);
+  ck_assert_int_eq(pf_map_set(map, &long_key, &v4), 0);
+  size_t n;
+  ck_assert_int_eq(pf_map_count(map, &n), 0);
+  ck_assert_uint_eq(n, 4);
+
+  /* a string key matches whatever its form */
+  pf_any_t small;
+  ck_assert_int_eq(pf_string_from_cstr("name", &small), 0);
+  ck_assert_int_eq(small.type_index, PF_TYPE_SMALL_STR);
+  const pf_any_t* got;
+  ck_assert_int_eq(pf_map_get(map, &small, &got), 0);
+  ck_assert_int_eq(got->type_index, PF_TYPE_SMALL_STR);
+  ck_assert(pf_any_equal(got, &v1));
+  pf_any_t raw_long = pf_any_cstr("a key long enough to be an object");
+  ck_assert_int_eq(pf_map_get(map, &raw_long, &got), 0);
+  ck_assert_int_eq(got->type_index, PF_TYPE_BOOL);
+  ck_assert_int_eq(pf_map_get(map, &k2, &got), 0);
+  ck_assert(got->v_float64 == 0.5);
+  ck_assert_int_eq(pf_map_get(map, &k3, &got), 0);
+  ck_assert_int_eq(got->v_int64, 3);
+  /* another object is another key, even of the same type */
+  pf_object_t* other = counted_new();
+  pf_any_t k_other = pf_any_object(other);
+  ck_assert_int_eq(pf_map_contains(map, &k_other), 0);
+  ck_assert_int_eq(pf_map_contains(map, &k3), 1);
+  ck_assert_int_eq(pf_map_find(map, &k_other, &got), 0);
+  ck_assert_ptr_null(got);
+  pf_any_t k_int = pf_any_int(43);
+  ck_assert_int_eq(pf_map_contains(map, &k_int), 0);
+
+  /* replacing keeps the position (and the stored key) */
+  pf_any_t v5 = pf_any_cstr("replaced");
+  ck_assert_int_eq(pf_map_set(map, &small, &v5), 0);
+  ck_assert_int_eq(pf_map_count(map, &n), 0);
+  ck_assert_uint_eq(n, 4);
+  pf_map_item_t items[4];
+  ck_assert_uint_eq(map_entries(map, items, 4), 4);
+  ck_assert_int_eq(items[0].key.type_index, PF_TYPE_SMALL_STR);
+  ck_assert(pf_any_equal(&items[0].value, &v5));
+  ck_assert_int_eq(items[1].key.v_int64, 42);
+  ck_assert_ptr_eq(items[2].key.v_obj, obj_key);
+  ck_assert_ptr_eq(items[3].key.v_obj, long_key.v_obj);
+
+  pf_object_release(map);
+  pf_any_release(&long_key);
+  pf_object_release(obj_key);
+  pf_object_release(other);
+}
+END_TEST
+
+START_TEST(test_map_bytes_keys) {
+  pf_object_t* map;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  pf_byte_array_t raw = {"bytes\0key, long", 15};
+  pf_any_t k = pf_any_byte_array(&raw), v = pf_any_int(1);
+  ck_assert_int_eq(pf_map_set(map, &k, &v), 0);
+  pf_any_t as_object;
+  ck_assert_int_eq(pf_bytes_create(raw.data, raw.size, &as_object), 0);
+  ck_assert_int_eq(as_object.type_index, PF_TYPE_BYTES);
+  ck_assert_int_eq(pf_map_contains(map, &as_object), 1);
+  pf_any_t as_str = pf_any_cstr("bytes"); /* a string is never a bytes key */
+  ck_assert_int_eq(pf_map_contains(map, &as_str), 0);
+  pf_any_t small_bytes;
+  ck_assert_int_eq(pf_bytes_create("ab", 2, &small_bytes), 0);
+  ck_assert_int_eq(pf_map_set(map, &small_bytes, &v), 0);
+  pf_byte_array_t ab = {"ab", 2};
+  pf_any_t ab_view = pf_any_byte_array(&ab);
+  ck_assert_int_eq(pf_map_contains(map, &ab_view), 1);
+  pf_any_release(&as_object);
+  pf_object_release(map);
+}
+END_TEST
+
+START_TEST(test_map_growth_keeps_order) {
+  pf_object_t* map;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  char name[32];
+  for (int i = 0; i < 600; ++i) {
+    pf_any_t k = pf_any_int(i * 7919), v = pf_any_int(i);
+    ck_assert_int_eq(pf_map_set(map, &k, &v), 0);
+    snprintf(name, sizeof name, "key number %d", i);
+    pf_any_t ks = pf_any_cstr(name);
+    ck_assert_int_eq(pf_map_set(map, &ks, &v), 0);
+  }
+  static pf_map_item_t items[1200];
+  ck_assert_uint_eq(map_entries(map, items, 1200), 1200);
+  for (int i = 0; i < 600; ++i) {
+    ck_assert_int_eq(items[2 * i].key.v_int64, (int64_t)i * 7919);
+    ck_assert_int_eq(items[2 * i + 1].value.v_int64, i);
+    const pf_any_t* got;
+    snprintf(name, sizeof name, "key number %d", i);
+    pf_any_t ks = pf_any_cstr(name);
+    ck_assert_int_eq(pf_map_get(map, &ks, &got), 0);
+    ck_assert_int_eq(got->v_int64, i);
+    pf_any_t k = pf_any_int(i * 7919 + 1);
+    ck_assert_int_eq(pf_map_contains(map, &k), i * 7919 + 1 == 0);
+  }
+  pf_object_release(map);
+}
+END_TEST
+
+START_TEST(test_dict_set_get_erase_across_forms) {
+  pf_object_t* d;
+  ck_assert_int_eq(pf_dict_create(&d), 0);
+  char name[32];
+  for (int i = 0; i < 300; ++i) { /* small form, the switch at the 5th key, then dense */
+    snprintf(name, sizeof name, "k%d", i);
+    pf_any_t k = pf_any_cstr(name), v = pf_any_int(i);
+    ck_assert_int_eq(pf_dict_set(d, &k, &v), 0);
+  }
+  size_t n;
+  ck_assert_int_eq(pf_dict_count(d, &n), 0);
+  ck_assert_uint_eq(n, 300);
+  for (int i = 0; i < 300; i += 3) {
+    snprintf(name, sizeof name, "k%d", i);
+    pf_any_t k = pf_any_cstr(name);
+    ck_assert_int_eq(pf_dict_erase(d, &k), 1);
+    ck_assert_int_eq(pf_dict_erase(d, &k), 0); /* absent: nothing raised */
+  }
+  ck_assert_int_eq(pf_dict_count(d, &n), 0);
+  ck_assert_uint_eq(n, 200);
+  static pf_map_item_t items[300];
+  ck_assert_uint_eq(map_entries(d, items, 300), 200);
+  int expect = 1; /* the survivors keep their insertion order */
+  for (size_t j = 0; j < 200; ++j) {
+    ck_assert_int_eq(items[j].value.v_int64, expect);
+    expect += expect % 3 == 1 ? 1 : 2;
+  }
+  for (int i = 0; i < 300; ++i) {
+    snprintf(name, sizeof name, "k%d", i);
+    pf_any_t k = pf_any_cstr(name);
+    const pf_any_t* got;
+    ck_assert_int_eq(pf_dict_get(d, &k, &got), 0);
+    if (i % 3 == 0)
+      ck_assert_ptr_null(got);
+    else
+      ck_assert_int_eq(got->v_int64, i);
+  }
+  /* small-form erase closes the gap */
+  pf_object_t* s;
+  ck_assert_int_eq(pf_dict_create(&s), 0);
+  for (int i = 0; i < 3; ++i) {
+    pf_any_t k = pf_any_int(i), v = pf_any_int(10 * i);
+    ck_assert_int_eq(pf_dict_set(s, &k, &v), 0);
+  }
+  pf_any_t k1 = pf_any_int(1);
+  ck_assert_int_eq(pf_dict_erase(s, &k1), 1);
+  ck_assert_uint_eq(map_entries(s, items, 3), 2);
+  ck_assert_int_eq(items[1].value.v_int64, 20);
+  pf_object_release(s);
+  pf_object_release(d);
+}
+END_TEST
+
+START_TEST(test_dict_errors) {
+  pf_object_t *d, *map;
+  ck_assert_int_eq(pf_dict_create(&d), 0);
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  pf_any_t k = pf_any_int(1), v = pf_any_int(2), bad = pf_any_float(1.0);
+  const pf_any_t* got = &v;
+  size_t n = 9;
+  ck_assert_int_eq(pf_dict_create(NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_create: argument out");
+  ck_assert_int_eq(pf_dict_set(map, &k, &v), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_dict_set: argument dict: expected Dict, got Map");
+  ck_assert_int_eq(pf_dict_set(d, NULL, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_set: argument key");
+  ck_assert_int_eq(pf_dict_set(d, &bad, &v), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_dict_set: argument key: expected str, bytes, int or Object");
+  pf_any_t self = pf_any_object(d);
+  ck_assert_int_eq(pf_dict_set(d, &k, &self), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_set: argument value: a map cannot contain itself");
+  ck_assert_int_eq(pf_dict_get(map, &k, &got), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_dict_get: argument dict: expected Dict, got Map");
+  ck_assert_ptr_null(got);
+  ck_assert_int_eq(pf_dict_get(d, &k, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_get: argument out");
+  ck_assert_int_eq(pf_dict_get(d, &k, &got), 0); /* absent */
+  ck_assert_ptr_null(got);
+  ck_assert_int_eq(pf_dict_erase(NULL, &k), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_dict_erase: argument dict: expected Dict, got NULL");
+  ck_assert_int_eq(pf_dict_erase(d, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_erase: argument key");
+  ck_assert_int_eq(pf_dict_erase(d, &bad), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_dict_erase: argument key");
+  ck_assert_int_eq(pf_dict_count(map, &n), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_dict_count: argument dict: expected Dict, got Map");
+  ck_assert_uint_eq(n, 0);
+  ck_assert_int_eq(pf_dict_count(d, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_count: argument out");
+  /* a map's functions refuse a dict */
+  ck_assert_int_eq(pf_map_get(d, &k, &got), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_get: argument map: expected Map, got Dict");
+  pf_object_release(map);
+  pf_object_release(d);
+}
+END_TEST
+
+START_TEST(test_map_copy_is_open_and_independent) {
+  pf_object_t *map, *copy;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  for (int i = 0; i < 20; ++i) {
+    pf_any_t k = pf_any_int(i), v = pf_any_int(-i);
+    ck_assert_int_eq(pf_map_set(map, &k, &v), 0);
+  }
+  ck_assert_int_eq(pf_map_freeze(map), 0);
+  ck_assert_int_eq(pf_map_copy(map, &copy), 0);
+  ck_assert_int_eq(pf_map_is_frozen(copy), 0);
+  pf_any_t k = pf_any_int(99), v = pf_any_int(1);
+  ck_assert_int_eq(pf_map_set(copy, &k, &v), 0);
+  ck_assert_int_eq(pf_map_contains(map, &k), 0);
+  ck_assert_int_eq(pf_map_contains(copy, &k), 1);
+  pf_any_t a = pf_any_object(map), b = pf_any_object(copy);
+  ck_assert_int_eq(pf_container_equal(&a, &b), 0);
+  pf_object_t* copy2;
+  ck_assert_int_eq(pf_map_copy(map, &copy2), 0);
+  b = pf_any_object(copy2);
+  ck_assert_int_eq(pf_container_equal(&a, &b), 1);
+  ck_assert_int_eq(pf_map_copy(map, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_copy: argument out");
+  pf_object_t* out = map;
+  ck_assert_int_eq(pf_map_copy(NULL, &out), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_copy: argument map: expected Map or Dict, got NULL");
+  ck_assert_ptr_null(out);
+  pf_object_release(copy2);
+  pf_object_release(copy);
+  pf_object_release(map);
+}
+END_TEST
+
+START_TEST(test_map_key_errors) {
+  pf_object_t* map;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  pf_any_t v = pf_any_int(1), bad = pf_any_float(1.0);
+  ck_assert_int_eq(pf_map_set(map, &bad, &v), -1);
+  PF_ASSERT_RAISED("TypeError",
+                   "pf_map_set: argument key: expected str, bytes, int or Object, got float");
+  bad = pf_any_bool(1);
+  ck_assert_int_eq(pf_map_set(map, &bad, &v), -1);
+  PF_ASSERT_RAISED("TypeError", "got bool");
+  bad = pf_any_none();
+  const pf_any_t* got = &v;
+  ck_assert_int_eq(pf_map_get(map, &bad, &got), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_get: argument key: expected str, bytes, int or Object, "
+                                "got None");
+  ck_assert_ptr_null(got);
+  bad.type_index = PF_TYPE_STR; /* an object key with a NULL pointer */
+  ck_assert_int_eq(pf_map_contains(map, &bad), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_contains");
+
+  /* the lookup rule: an absent key is 0 with NULL and no error, whatever the key */
+  char long_key[200];
+  memset(long_key, 'z', sizeof long_key - 1);
+  long_key[sizeof long_key - 1] = '\0';
+  pf_byte_array_t b = {"a\x01'", 3};
+  pf_any_t absent[] = {pf_any_cstr("missing"), pf_any_int(-42), pf_any_byte_array(&b),
+                       pf_any_cstr(long_key), pf_any_object(map)};
+  for (size_t i = 0; i < sizeof absent / sizeof absent[0]; ++i) {
+    got = &v;
+    ck_assert_int_eq(pf_map_get(map, &absent[i], &got), 0);
+    ck_assert_ptr_null(got);
+    PF_ASSERT_NO_ERROR();
+    got = &v;
+    ck_assert_int_eq(pf_map_find(map, &absent[i], &got), 0);
+    ck_assert_ptr_null(got);
+    ck_assert_int_eq(pf_map_contains(map, &absent[i]), 0);
+    PF_ASSERT_NO_ERROR();
+  }
+  pf_any_t k = pf_any_object(map);
+
+  ck_assert_int_eq(pf_map_get(map, NULL, &got), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_get: argument key");
+  ck_assert_int_eq(pf_map_get(map, &k, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_get: argument out");
+  ck_assert_int_eq(pf_map_find(NULL, &k, &got), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_find: argument map: expected Map, got NULL");
+  ck_assert_int_eq(pf_map_set(map, NULL, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "argument key");
+  k = pf_any_int(1);
+  ck_assert_int_eq(pf_map_set(map, &k, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument value");
+  size_t n = 3;
+  ck_assert_int_eq(pf_map_count(map, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_count: argument out");
+  pf_map_iter_t it;
+  const pf_any_t *ik, *iv;
+  ck_assert_int_eq(pf_map_iter_init(map, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_iter_init: argument it");
+  ck_assert_int_eq(pf_map_iter_init(map, &it), 0);
+  ck_assert_int_eq(pf_map_iter_next(&it, NULL, &iv), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_iter_next: argument key");
+  ck_assert_int_eq(pf_map_iter_next(&it, &ik, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_iter_next: argument value");
+  ck_assert_int_eq(pf_map_iter_next(NULL, &ik, &iv), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_iter_next: argument it");
+  ck_assert_ptr_null(ik);
+  ck_assert_int_eq(pf_map_create(NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_create: argument out");
+
+  /* not a map */
+  pf_object_t* arr;
+  ck_assert_int_eq(pf_array_create(NULL, 0, &arr), 0);
+  ck_assert_int_eq(pf_map_set(arr, &k, &v), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_set: argument map: expected an open Map made by "
+                                "packfn, got Array");
+  ck_assert_int_eq(pf_map_count(arr, &n), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_count");
+  ck_assert_uint_eq(n, 0);
+  ck_assert_int_eq(pf_map_iter_init(arr, &it), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_iter_init: argument map: expected Map or Dict, got Array");
+  ck_assert_int_eq(pf_map_iter_next(&it, &ik, &iv), 0); /* a failed init yields nothing */
+  ck_assert_int_eq(pf_map_freeze(arr), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_freeze");
+  ck_assert_int_eq(pf_map_is_frozen(arr), 0);
+  pf_object_release(arr);
+  pf_object_release(map);
+}
+END_TEST
+
+START_TEST(test_map_failed_set_changes_nothing) {
+  g_destroyed = 0;
+  pf_object_t* map;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  pf_object_t* key_obj = counted_new();
+  pf_any_t k = pf_any_object(key_obj);
+  DLTensor t;
+  memset(&t, 0, sizeof t);
+  pf_any_t bad_value = pf_any_dltensor(&t);
+  ck_assert_int_eq(pf_map_set(map, &k, &bad_value), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_set: argument value: expected a value with an owned form");
+  ck_assert_uint_eq(pf_object_strong_count(key_obj), 1);
+  size_t n;
+  ck_assert_int_eq(pf_map_count(map, &n), 0);
+  ck_assert_uint_eq(n, 0);
+  /* replacing with a bad value keeps the old one */
+  pf_any_t good = pf_any_int(5);
+  ck_assert_int_eq(pf_map_set(map, &k, &good), 0);
+  ck_assert_int_eq(pf_map_set(map, &k, &bad_value), -1);
+  PF_ASSERT_RAISED("TypeError", "argument value");
+  const pf_any_t* got;
+  ck_assert_int_eq(pf_map_get(map, &k, &got), 0);
+  ck_assert_int_eq(got->v_int64, 5);
+  pf_object_release(key_obj);
+  pf_object_release(map);
+  ck_assert_int_eq(g_destroyed, 1);
+}
+END_TEST
+
+START_TEST(test_map_releases_contents_once) {
+  g_destroyed = 0;
+  pf_object_t* map;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  pf_object_t* objs[4] = {counted_new(), counted_new(), counted_new(), counted_new()};
+  pf_any_t k0 = pf_any_object(objs[0]), v1 = pf_any_object(objs[1]);
+  pf_any_t k2 = pf_any_cstr("k2"), v3 = pf_any_object(objs[3]);
+  pf_any_t v2 = pf_any_object(objs[2]);
+  ck_assert_int_eq(pf_map_set(map, &k0, &v1), 0);
+  ck_assert_int_eq(pf_map_set(map, &k2, &v2), 0);
+  for (int i = 0; i < 3; ++i)
+    pf_object_release(objs[i]);
+  ck_assert_int_eq(g_destroyed, 0);
+  ck_assert_int_eq(pf_map_set(map, &k2, &v3), 0); /* the old value goes, exactly once */
+  ck_assert_int_eq(g_destroyed, 1);
+  ck_assert_int_eq(pf_map_set(map, &k0, &v3), 0);
+  ck_assert_int_eq(g_destroyed, 2);
+  pf_object_release(objs[3]);
+  pf_object_release(map);
+  ck_assert_int_eq(g_destroyed, 4);
+}
+END_TEST
+
+START_TEST(test_map_freeze) {
+  pf_object_t* map;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  ck_assert_int_eq(pf_map_is_frozen(map), 0);
+  pf_any_t k = pf_any_int(1), v = pf_any_int(2);
+  ck_assert_int_eq(pf_map_set(map, &k, &v), 0);
+  ck_assert_int_eq(pf_map_freeze(map), 0);
+  ck_assert_int_eq(pf_map_freeze(map), 0);
+  ck_assert_int_eq(pf_map_is_frozen(map), 1);
+  ck_assert_int_eq(pf_map_set(map, &k, &v), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_set: argument map: the map is frozen");
+  pf_object_release(map);
+
+  /* storing a map in a container freezes it */
+  pf_object_t *inner, *outer, *arr;
+  ck_assert_int_eq(pf_map_create(&inner), 0);
+  ck_assert_int_eq(pf_map_create(&outer), 0);
+  pf_any_t vi = pf_any_object(inner);
+  ck_assert_int_eq(pf_map_set(outer, &k, &vi), 0);
+  ck_assert_int_eq(pf_map_is_frozen(inner), 1);
+  ck_assert_int_eq(pf_map_is_frozen(outer), 0);
+  pf_any_t vo = pf_any_object(outer);
+  ck_assert_int_eq(pf_array_create(&vo, 1, &arr), 0);
+  ck_assert_int_eq(pf_map_is_frozen(outer), 1);
+  pf_object_release(arr);
+  pf_object_release(outer);
+  pf_object_release(inner);
+
+  /* a map cannot hold itself */
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  pf_any_t self = pf_any_object(map);
+  ck_assert_int_eq(pf_map_set(map, &k, &self), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_set: argument value: a map cannot contain itself");
+  ck_assert_int_eq(pf_map_set(map, &self, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "argument key: a map cannot contain itself");
+  pf_object_t* handle = map;
+  pf_any_t ref = {PF_TYPE_OBJECT_RVALUE_REF, {0}, {.v_ptr = &handle}};
+  ck_assert_int_eq(pf_map_set(map, &k, &ref), -1);
+  PF_ASSERT_RAISED("ValueError", "cannot contain itself");
+  ck_assert_int_eq(pf_map_is_frozen(map), 0);
+  ck_assert_uint_eq(pf_object_strong_count(map), 1);
+  pf_object_release(map);
+}
+END_TEST
+
+/* Adds this file's tests to the container suite's TCase, in their order. */
+void pf_test_map_add_tests(TCase* tc) {
+  tcase_add_test(tc, test_map_set_get_iterate);
+  tcase_add_test(tc, test_map_bytes_keys);
+  tcase_add_test(tc, test_map_growth_keeps_order);
+  tcase_add_test(tc, test_map_key_errors);
+  tcase_add_test(tc, test_dict_set_get_erase_across_forms);
+  tcase_add_test(tc, test_dict_errors);
+  tcase_add_test(tc, test_map_copy_is_open_and_independent);
+  tcase_add_test(tc, test_map_failed_set_changes_nothing);
+  tcase_add_test(tc, test_map_releases_contents_once);
+  tcase_add_test(tc, test_map_freeze);
+}

@@ -1,0 +1,396 @@
+/* Tests of tensor views: general views and their errors, negative strides, reshape, slice,
+ * select and permute, and views of a tensor object made by another runtime. Part of the tensor
+ * suite (test_tensor.c runs them). */
+#include <stdint.h>
+
+#include "pf_test_tensor.h"
+
+/* ---- views ---- */
+
+START_TEST(test_view_general) {
+  pf_object_t* base = iota((int64_t[]){12}, 1);
+  pf_object_t* v;
+  /* a 3x2 window with row stride 4, starting at element 1 */
+  ck_assert_int_eq(pf_tensor_view(base, 2, (int64_t[]){3, 2}, (int64_t[]){4, 1}, 1, &v), 0);
+  ck_assert(at(v, (int64_t[]){0, 0}) == 1.0);
+  ck_assert(at(v, (int64_t[]){2, 1}) == 10.0);
+  ck_assert_uint_eq(pf_tensor_dltensor(v)->byte_offset, 8);
+  ck_assert_ptr_eq(pf_tensor_dltensor(v)->data, pf_tensor_dltensor(base)->data);
+  ck_assert_uint_eq(pf_object_strong_count(base), 2);
+  /* a view of a view holds the original storage, not the intermediate view */
+  pf_object_t* w;
+  ck_assert_int_eq(pf_tensor_view(v, 1, (int64_t[]){2}, NULL, 8, &w), 0);
+  ck_assert_uint_eq(pf_object_strong_count(base), 3);
+  ck_assert_uint_eq(pf_object_strong_count(v), 1);
+  ck_assert(at(w, (int64_t[]){1}) == 10.0);
+  pf_object_release(v);
+  pf_object_release(base);
+  ck_assert(at(w, (int64_t[]){0}) == 9.0);
+  pf_object_release(w);
+
+  /* broadcasting with stride 0, empty views anywhere */
+  base = iota((int64_t[]){3}, 1);
+  ck_assert_int_eq(pf_tensor_view(base, 2, (int64_t[]){4, 3}, (int64_t[]){0, 1}, 0, &v), 0);
+  ck_assert(at(v, (int64_t[]){3, 2}) == 2.0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){0}, NULL, 1000, &v), 0);
+  ck_assert_uint_eq(pf_tensor_dltensor(v)->byte_offset, 0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_view(base, 0, NULL, NULL, 2, &v), 0);
+  ck_assert(at(v, NULL) == 2.0);
+  pf_object_release(v);
+  /* an empty view whose other axes reach far: valid (it reads nothing), and its reach is never
+   * computed from the zero extent (found by fuzz_dlpack: an overflow under UBSan) */
+  const int64_t far = (int64_t)1 << 62;
+  ck_assert_int_eq(
+      pf_tensor_view(base, 4, (int64_t[]){0, 0, 0, 3}, (int64_t[]){far, far, far, 1}, 0, &v), 0);
+  ck_assert_int_eq(pf_dltensor_numel(pf_tensor_dltensor(v)), 0);
+  pf_object_release(v);
+  pf_object_release(base);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+START_TEST(test_view_errors) {
+  pf_object_t* base = iota((int64_t[]){2, 3}, 2);
+  pf_object_t* v = (pf_object_t*)&v;
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){7}, NULL, 0, &v), -1);
+  ck_assert_ptr_null(v);
+  PF_ASSERT_RAISED("IndexError",
+                   "pf_tensor_view: the view reaches elements 0..6, outside the tensor's 0..5");
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){2}, NULL, -1, &v), -1);
+  PF_ASSERT_RAISED("IndexError", "reaches elements -1..0");
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){2}, (int64_t[]){INT64_MAX / 2}, 0, &v), -1);
+  PF_ASSERT_RAISED("IndexError", "outside the tensor's 0..5");
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){1}, NULL, INT64_MAX, &v), -1);
+  PF_ASSERT_RAISED("IndexError", "outside");
+  /* the reach of mixed strides, from the validator's one pass: rows down, columns backwards
+   * from element 2 reach 0..5 exactly; one element further either way is outside */
+  ck_assert_int_eq(pf_tensor_view(base, 2, (int64_t[]){2, 3}, (int64_t[]){3, -1}, 2, &v), 0);
+  ck_assert(at(v, (int64_t[]){1, 2}) == 3.0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_view(base, 2, (int64_t[]){2, 3}, (int64_t[]){3, -1}, 1, &v), -1);
+  PF_ASSERT_RAISED("IndexError", "the view reaches elements -1..4, outside the tensor's 0..5");
+  ck_assert_int_eq(pf_tensor_view(base, 2, (int64_t[]){2, 3}, (int64_t[]){-3, 1}, 2, &v), -1);
+  PF_ASSERT_RAISED("IndexError", "the view reaches elements -1..4, outside the tensor's 0..5");
+  ck_assert_int_eq(pf_tensor_view(base, 2, (int64_t[]){2, 3}, (int64_t[]){-3, 1}, 4, &v), -1);
+  PF_ASSERT_RAISED("IndexError", "the view reaches elements 1..6, outside the tensor's 0..5");
+  /* strides whose offsets overflow name the axis where the sum first does (axis 1's term
+   * fits beside axis 0's; axis 2's alone fits, added to them it does not) */
+  ck_assert_int_eq(pf_tensor_view(base, 3, (int64_t[]){2, 3, 3},
+                                  (int64_t[]){1, INT64_MAX / 4, INT64_MAX / 2}, 0, &v),
+                   -1);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_view: argument shape: expected strides whose "
+                                 "offsets fit in int64, got 4611686018427387903 at axis 2");
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){-1}, NULL, 0, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_view: argument shape: expected extents >= 0");
+  ck_assert_int_eq(pf_tensor_view(base, 2, NULL, NULL, 0, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "got NULL");
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){1}, NULL, 0, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument out");
+  pf_object_release(base);
+  /* nothing inside an empty tensor */
+  base = iota((int64_t[]){0}, 1);
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){1}, NULL, 0, &v), -1);
+  PF_ASSERT_RAISED("IndexError", "outside the tensor's 0..-1");
+  pf_object_release(base);
+  /* sub-byte elements cannot be offset */
+  ck_assert_int_eq(
+      pf_tensor_empty((int64_t[]){4}, 1, pf_dtype(PF_DL_INT, 4, 1), PF_DEVICE_CPU, &base), 0);
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){2}, NULL, 1, &v), -1);
+  PF_ASSERT_RAISED("NotImplementedError", "sub-byte type int4");
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){2}, NULL, 0, &v), 0);
+  pf_object_release(v);
+  pf_object_release(base);
+}
+END_TEST
+
+START_TEST(test_view_negative_strides) {
+  /* data points at the last element, as NumPy exports a reversed array */
+  double buf[4] = {0, 1, 2, 3};
+  int64_t shape[1] = {4}, strides[1] = {-1};
+  DLTensor desc = {&buf[3], PF_DEVICE_CPU, 1, PF_DTYPE_FLOAT64, shape, strides, 0};
+  pf_object_t *t, *v;
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, NULL, NULL, &t), 0);
+  ck_assert(at(t, (int64_t[]){0}) == 3.0);
+  /* forward view from three elements before the first: moves the data pointer */
+  ck_assert_int_eq(pf_tensor_view(t, 1, (int64_t[]){4}, NULL, -3, &v), 0);
+  ck_assert_ptr_eq(pf_tensor_dltensor(v)->data, &buf[0]);
+  ck_assert_uint_eq(pf_tensor_dltensor(v)->byte_offset, 0);
+  ck_assert(at(v, (int64_t[]){1}) == 1.0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_slice(t, 0, INT64_MAX, INT64_MIN, -1, &v), 0);
+  ck_assert(at(v, (int64_t[]){0}) == 0.0);
+  ck_assert(at(v, (int64_t[]){3}) == 3.0);
+  pf_object_release(v);
+  pf_object_release(t);
+  /* on a device whose data is a handle, the pointer cannot move */
+  desc.device = pf_device(PF_DEV_OPENCL, 0);
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, NULL, NULL, &t), 0);
+  ck_assert_int_eq(pf_tensor_view(t, 1, (int64_t[]){4}, NULL, -3, &v), -1);
+  PF_ASSERT_RAISED("NotImplementedError", "would start 24 bytes before the data handle");
+  pf_object_release(t);
+  /* 2^63 bytes before it (2^45 elements of 2^18 bytes): the count in the message is not
+   * negated as int64, which cannot hold it (found by fuzz_dlpack under UBSan) */
+  DLDataType wide = {kDLFloat, 64, 32768};
+  int64_t far_shape[1] = {2}, far_strides[1] = {-(INT64_C(1) << 45)};
+  DLTensor far = {&buf[3], pf_device(PF_DEV_OPENCL, 0), 1, wide, far_shape, far_strides, 0};
+  ck_assert_int_eq(pf_tensor_from_dltensor(&far, NULL, NULL, &t), 0);
+  ck_assert_int_eq(pf_tensor_view(t, 1, (int64_t[]){1}, NULL, -(INT64_C(1) << 45), &v), -1);
+  PF_ASSERT_RAISED("NotImplementedError", "would start 9223372036854775808 bytes before");
+  pf_object_release(t);
+}
+END_TEST
+
+START_TEST(test_reshape) {
+  pf_object_t* base = iota((int64_t[]){2, 3, 4}, 3);
+  pf_object_t* v;
+  ck_assert_int_eq(pf_tensor_reshape(base, 2, (int64_t[]){6, -1}, &v), 0);
+  DLTensor* dl = pf_tensor_dltensor(v);
+  ck_assert_int_eq(dl->shape[1], 4);
+  ck_assert(at(v, (int64_t[]){5, 3}) == 23.0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_reshape(base, 1, (int64_t[]){-1}, &v), 0);
+  ck_assert_int_eq(pf_tensor_dltensor(v)->shape[0], 24);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_reshape(base, 4, (int64_t[]){1, 24, 1, 1}, &v), 0);
+  pf_object_release(v);
+
+  pf_object_t* bad = (pf_object_t*)&bad;
+  ck_assert_int_eq(pf_tensor_reshape(base, 2, (int64_t[]){5, 5}, &bad), -1);
+  ck_assert_ptr_null(bad);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_tensor_reshape: argument shape: cannot view 24 elements of shape "
+                   "(2, 3, 4) as (5, 5)");
+  ck_assert_int_eq(pf_tensor_reshape(base, 2, (int64_t[]){5, -1}, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "as (5, *)");
+  ck_assert_int_eq(pf_tensor_reshape(base, 2, (int64_t[]){-1, -1}, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "at most one -1, got -1 at axis 1");
+  ck_assert_int_eq(pf_tensor_reshape(base, 2, (int64_t[]){-2, 4}, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "got -2 at axis 0");
+  ck_assert_int_eq(pf_tensor_reshape(base, 2, (int64_t[]){INT64_MAX, 4}, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "cannot view 24 elements");
+  ck_assert_int_eq(pf_tensor_reshape(base, 2, NULL, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "got NULL");
+  ck_assert_int_eq(pf_tensor_reshape(base, 70, NULL, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "expected ndim in 0..64, got 70");
+  /* a transposed tensor is not contiguous */
+  pf_object_t* tr;
+  ck_assert_int_eq(pf_tensor_permute(base, (int32_t[]){2, 1, 0}, &tr), 0);
+  ck_assert_int_eq(pf_tensor_reshape(tr, 1, (int64_t[]){24}, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "expected a contiguous tensor, got strides (1, 4, 12)");
+  pf_object_release(tr);
+  pf_object_release(base);
+  /* 0 elements: -1 cannot be inferred, but an explicit shape works */
+  base = iota((int64_t[]){0, 3}, 2);
+  ck_assert_int_eq(pf_tensor_reshape(base, 2, (int64_t[]){0, -1}, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "cannot view 0 elements");
+  ck_assert_int_eq(pf_tensor_reshape(base, 3, (int64_t[]){3, 0, 7}, &v), 0);
+  pf_object_release(v);
+  pf_object_release(base);
+}
+END_TEST
+
+START_TEST(test_slice) {
+  pf_object_t* base = iota((int64_t[]){10}, 1);
+  pf_object_t* v;
+  ck_assert_int_eq(pf_tensor_slice(base, 0, 2, 8, 3, &v), 0); /* 2, 5 */
+  ck_assert_int_eq(pf_tensor_dltensor(v)->shape[0], 2);
+  ck_assert_int_eq(pf_tensor_dltensor(v)->strides[0], 3);
+  ck_assert(at(v, (int64_t[]){1}) == 5.0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_slice(base, -1, -3, INT64_MAX, 1, &v), 0); /* 7, 8, 9 */
+  ck_assert_int_eq(pf_tensor_dltensor(v)->shape[0], 3);
+  ck_assert(at(v, (int64_t[]){0}) == 7.0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_slice(base, 0, INT64_MAX, INT64_MIN, -4, &v), 0); /* 9, 5, 1 */
+  ck_assert_int_eq(pf_tensor_dltensor(v)->shape[0], 3);
+  ck_assert(at(v, (int64_t[]){2}) == 1.0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_slice(base, 0, 5, 100, INT64_MAX, &v), 0); /* 5 */
+  ck_assert_int_eq(pf_tensor_dltensor(v)->shape[0], 1);
+  ck_assert(at(v, (int64_t[]){0}) == 5.0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_slice(base, 0, 9, -100, INT64_MIN, &v), 0); /* 9 */
+  ck_assert_int_eq(pf_tensor_dltensor(v)->shape[0], 1);
+  ck_assert(at(v, (int64_t[]){0}) == 9.0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_slice(base, 0, 8, 2, 1, &v), 0); /* empty */
+  ck_assert_int_eq(pf_tensor_dltensor(v)->shape[0], 0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_slice(base, 0, -100, 100, 1, &v), 0); /* clamped: all */
+  ck_assert_int_eq(pf_tensor_dltensor(v)->shape[0], 10);
+  pf_object_release(v);
+
+  pf_object_t* bad = (pf_object_t*)&bad;
+  ck_assert_int_eq(pf_tensor_slice(base, 0, 0, 1, 0, &bad), -1);
+  ck_assert_ptr_null(bad);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_slice: argument step: expected a non-zero step, got 0");
+  ck_assert_int_eq(pf_tensor_slice(base, 1, 0, 1, 1, &bad), -1);
+  PF_ASSERT_RAISED("IndexError", "pf_tensor_slice: argument axis: expected -1..0, got 1");
+  ck_assert_int_eq(pf_tensor_slice(base, -2, 0, 1, 1, &bad), -1);
+  PF_ASSERT_RAISED("IndexError", "got -2");
+  pf_object_release(base);
+
+  /* 2-d: every other column */
+  base = iota((int64_t[]){3, 4}, 2);
+  ck_assert_int_eq(pf_tensor_slice(base, 1, 1, 4, 2, &v), 0);
+  ck_assert(at(v, (int64_t[]){2, 1}) == 11.0);
+  ck_assert(!pf_dltensor_is_contiguous(pf_tensor_dltensor(v)));
+  pf_object_release(v);
+  pf_object_release(base);
+}
+END_TEST
+
+START_TEST(test_select_permute) {
+  pf_object_t* base = iota((int64_t[]){2, 3, 4}, 3);
+  pf_object_t *v, *w;
+  ck_assert_int_eq(pf_tensor_select(base, 1, -1, &v), 0); /* [:, 2, :] */
+  ck_assert_int_eq(pf_tensor_dltensor(v)->ndim, 2);
+  ck_assert(at(v, (int64_t[]){1, 3}) == 23.0);
+  ck_assert_int_eq(pf_tensor_select(v, 0, 0, &w), 0);
+  ck_assert(at(w, (int64_t[]){1}) == 9.0);
+  pf_object_release(w);
+  ck_assert_int_eq(pf_tensor_select(v, 0, 1, &w), 0);
+  pf_object_t* s;
+  ck_assert_int_eq(pf_tensor_select(w, 0, 2, &s), 0); /* a 0-d view */
+  ck_assert_int_eq(pf_tensor_dltensor(s)->ndim, 0);
+  ck_assert(at(s, NULL) == 22.0);
+  pf_object_release(s);
+  pf_object_release(w);
+  pf_object_release(v);
+
+  ck_assert_int_eq(pf_tensor_permute(base, (int32_t[]){2, 0, -2}, &v), 0);
+  DLTensor* dl = pf_tensor_dltensor(v);
+  ck_assert_int_eq(dl->shape[0], 4);
+  ck_assert_int_eq(dl->shape[1], 2);
+  ck_assert_int_eq(dl->shape[2], 3);
+  ck_assert(at(v, (int64_t[]){3, 1, 2}) == 23.0);
+  ck_assert(at(v, (int64_t[]){1, 0, 2}) == 9.0);
+  pf_object_release(v);
+
+  pf_object_t* bad = (pf_object_t*)&bad;
+  ck_assert_int_eq(pf_tensor_select(base, 0, 2, &bad), -1);
+  ck_assert_ptr_null(bad);
+  PF_ASSERT_RAISED("IndexError",
+                   "pf_tensor_select: argument index: expected -2..1 along axis 0, got 2");
+  ck_assert_int_eq(pf_tensor_select(base, 0, -3, &bad), -1);
+  PF_ASSERT_RAISED("IndexError", "got -3");
+  ck_assert_int_eq(pf_tensor_select(base, 3, 0, &bad), -1);
+  PF_ASSERT_RAISED("IndexError", "argument axis: expected -3..2, got 3");
+  ck_assert_int_eq(pf_tensor_permute(base, (int32_t[]){0, 0, 1}, &bad), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_tensor_permute: argument axes: expected a permutation of 0..2, got 0 at "
+                   "position 1");
+  ck_assert_int_eq(pf_tensor_permute(base, (int32_t[]){0, 1, 3}, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "got 3 at position 2");
+  ck_assert_int_eq(pf_tensor_permute(base, NULL, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "expected 3 axes, got NULL");
+  ck_assert_int_eq(pf_tensor_permute(base, (int32_t[]){0, 1, 2}, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "argument out");
+  pf_object_release(base);
+  /* a 0-d tensor permutes with no axes */
+  base = iota(NULL, 0);
+  ck_assert_int_eq(pf_tensor_permute(base, NULL, &v), 0);
+  pf_object_release(v);
+  ck_assert_int_eq(pf_tensor_select(base, 0, 0, &bad), -1);
+  PF_ASSERT_RAISED("IndexError", "argument axis");
+  pf_object_release(base);
+}
+END_TEST
+
+/* A tensor object made by hand the way another ABI runtime would: DLTensor at offset 24, no
+ * strides. packfn's views and exports must work on it through the ABI alone. */
+typedef struct {
+  pf_object_t header;
+  DLTensor dl;
+  int64_t shape[2];
+  double data[6];
+} foreign_tensor_t;
+
+static int g_foreign_deleted;
+static void foreign_deleter(void* self, int flags) {
+  if (flags & PF_DELETER_STRONG)
+    g_foreign_deleted++;
+  if (flags & PF_DELETER_WEAK)
+    pf_object_free(self);
+}
+
+static pf_object_t* make_foreign(void) {
+  pf_object_t* obj;
+  ck_assert_int_eq(pf_object_alloc(sizeof(foreign_tensor_t), PF_TYPE_TENSOR, foreign_deleter, &obj),
+                   0);
+  foreign_tensor_t* f = (foreign_tensor_t*)obj;
+  f->shape[0] = 2;
+  f->shape[1] = 3;
+  for (int i = 0; i < 6; ++i)
+    f->data[i] = i;
+  DLTensor dl = {f->data, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, f->shape, NULL, 0};
+  f->dl = dl;
+  return obj;
+}
+
+START_TEST(test_foreign_tensor_views) {
+  g_foreign_deleted = 0;
+  pf_object_t* f = make_foreign();
+  pf_object_t *v, *w;
+  ck_assert_int_eq(pf_tensor_permute(f, (int32_t[]){1, 0}, &v), 0);
+  ck_assert(at(v, (int64_t[]){2, 1}) == 5.0);
+  ck_assert_int_eq(pf_tensor_slice(v, 0, 1, 3, 1, &w), 0);
+  pf_object_release(v);
+  pf_object_release(f);
+  ck_assert_int_eq(g_foreign_deleted, 0);
+  ck_assert(at(w, (int64_t[]){0, 1}) == 4.0);
+  pf_object_release(w);
+  ck_assert_int_eq(g_foreign_deleted, 1);
+}
+END_TEST
+
+START_TEST(test_foreign_tensor_checked) {
+  /* another runtime's tensor whose description packfn would not have made: its views are
+   * refused with the validator's message, before any offset is computed from it */
+  g_foreign_deleted = 0;
+  pf_object_t* f = make_foreign();
+  foreign_tensor_t* ft = (foreign_tensor_t*)f;
+  int64_t strides[2] = {INT64_MAX / 2 + 1, 1};
+  ft->shape[0] = 3;
+  ft->dl.strides = strides;
+  pf_object_t* v = (pf_object_t*)&v;
+  ck_assert_int_eq(pf_tensor_view(f, 1, (int64_t[]){1}, NULL, 0, &v), -1);
+  ck_assert_ptr_null(v);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_view: argument tensor: expected strides whose "
+                                 "offsets fit in int64, got 4611686018427387904 at axis 0");
+  ck_assert_int_eq(pf_tensor_slice(f, 1, 0, 1, 1, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_slice: argument tensor: expected strides");
+  ck_assert_int_eq(pf_tensor_select(f, 0, 2, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_select: argument tensor: expected strides");
+  ft->dl.strides = NULL;
+  ft->shape[0] = -2;
+  ck_assert_int_eq(pf_tensor_permute(f, (int32_t[]){1, 0}, &v), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_tensor_permute: argument tensor: expected extents >= 0, got -2 at axis 0");
+  ck_assert_int_eq(pf_tensor_reshape(f, 1, (int64_t[]){6}, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_reshape: argument tensor: expected extents >= 0");
+  /* made valid again, it views as before */
+  ft->shape[0] = 2;
+  ck_assert_int_eq(pf_tensor_view(f, 1, (int64_t[]){2}, (int64_t[]){3}, 2, &v), 0);
+  ck_assert(at(v, (int64_t[]){1}) == 5.0);
+  pf_object_release(v);
+  pf_object_release(f);
+  ck_assert_int_eq(g_foreign_deleted, 1);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+TCase* pf_test_tensor_views_tcase(void) {
+  TCase* tc = tcase_create("views");
+  tcase_add_test(tc, test_view_general);
+  tcase_add_test(tc, test_view_errors);
+  tcase_add_test(tc, test_view_negative_strides);
+  tcase_add_test(tc, test_reshape);
+  tcase_add_test(tc, test_slice);
+  tcase_add_test(tc, test_select_permute);
+  tcase_add_test(tc, test_foreign_tensor_views);
+  tcase_add_test(tc, test_foreign_tensor_checked);
+  return tc;
+}
