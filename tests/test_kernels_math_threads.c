@@ -1,0 +1,194 @@
+/* tests/test_kernels_math_threads.c: the "levels and threads" case of test_kernels_math: the
+ * kernel level and thread count settings of kernels/kmath.h, and the same bits from every
+ * thread count at every level. */
+#include "kernels/kmath.h"
+#include "pf_test_kmath.h"
+
+#include <check.h>
+#include <float.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- instruction set levels and threads ---- */
+
+START_TEST(test_isa_and_threads_settings) {
+  int best = pf__k_isa_set(PF__K_ISA_AUTO);
+  ck_assert_int_ge(best, PF__K_ISA_BASE);
+  ck_assert_int_le(best, PF__K_ISA_AVX512);
+  ck_assert_int_eq(pf__k_isa_get(), best);
+  ck_assert_int_eq(pf__k_isa_set(PF__K_ISA_AVX512 + 1), best); /* above the CPU: lowered */
+  ck_assert_int_eq(pf__k_isa_set(PF__K_ISA_BASE), PF__K_ISA_BASE);
+#if defined(__x86_64__)
+  ck_assert_str_eq(pf__k_isa_name(), "sse2");
+#endif
+  if (best >= PF__K_ISA_AVX2) {
+    ck_assert_int_eq(pf__k_isa_set(PF__K_ISA_AVX2), PF__K_ISA_AVX2);
+    ck_assert_str_eq(pf__k_isa_name(), "avx2");
+  }
+  pf__k_isa_set(PF__K_ISA_AUTO);
+  ck_assert_int_eq(pf__k_threads_set(3), 3);
+  ck_assert_int_eq(pf__k_threads_get(), 3);
+  ck_assert_int_eq(pf__k_threads_set(100000), PF__K_MAX_THREADS);
+  ck_assert_int_ge(pf__k_threads_set(0), 1); /* the default (PACKFN_KERNEL_THREADS, or 1) */
+  ck_assert_int_eq(pf__k_threads_set(1), 1);
+}
+END_TEST
+
+/* Runs every kernel on arrays large enough to be split over threads (over 2 MiB: several
+ * times PF__K_PAR_MIN_BYTES) into out, in the order: rms_norm f32 as one long row (streamed),
+ * as one row under 4 MiB (not streamed: each thread scales its part from the end), over rows (in
+ * place), rms_norm_fwd f64 and its inv_rms, rms_norm_bwd f32, add_n f32,
+ * vector_add f64, kepler f64. Returns the number of floats/doubles written to each array. */
+enum {
+  THR_ROW = (1 << 20) + 13,
+  THR_MID = 700001,
+  THR_ROWS = 257,
+  THR_COLS = 4099,
+  THR_VADD = (1 << 19) + 7,
+  THR_KEPLER = 9001 /* 4.6 MB of work at PF__K_KEPLER_BYTES_PER: 4 threads */
+};
+
+typedef struct {
+  float* row_out;   /* THR_ROW */
+  float* mid_out;   /* THR_MID */
+  float* rows_io;   /* THR_ROWS * THR_COLS, in place */
+  double* fwd_out;  /* THR_ROWS * THR_COLS */
+  double* fwd_inv;  /* THR_ROWS */
+  float* bwd_out;   /* THR_ROWS * THR_COLS */
+  float* addn_out;  /* THR_ROW */
+  double* vadd_out; /* THR_VADD */
+  double* kep_s;    /* THR_KEPLER */
+  double* kep_c;
+} thr_out_t;
+
+static void thr_run(thr_out_t* o, const float* xf, const double* xd, const float* ct,
+                    const float* inv, const double* m, const double* e) {
+  int64_t grid = (int64_t)THR_ROWS * THR_COLS;
+  pf__k_rms_norm_f32(xf, o->row_out, 1, THR_ROW, 1e-5f);
+  pf__k_rms_norm_f32(xf, o->mid_out, 1, THR_MID, 1e-5f);
+  memcpy(o->rows_io, xf, (size_t)grid * sizeof(float));
+  pf__k_rms_norm_f32(o->rows_io, o->rows_io, THR_ROWS, THR_COLS, 1e-5f);
+  pf__k_rms_norm_fwd_f64(xd, o->fwd_out, o->fwd_inv, THR_ROWS, THR_COLS, 1e-9);
+  pf__k_rms_norm_bwd_f32(xf, inv, ct, o->bwd_out, THR_ROWS, THR_COLS);
+  pf__k_add_n_f32(xf, o->addn_out, THR_ROW, 0.25f);
+  pf__k_vector_add_f64(xd, 1000, xd + 5, o->vadd_out, THR_VADD);
+  pf__k_kepler_f64(m, e, o->kep_s, o->kep_c, THR_KEPLER);
+}
+
+static thr_out_t thr_alloc(void) {
+  int64_t grid = (int64_t)THR_ROWS * THR_COLS;
+  thr_out_t o = {xmalloc(THR_ROW * sizeof(float)),      xmalloc(THR_MID * sizeof(float)),
+                 xmalloc((size_t)grid * sizeof(float)), xmalloc((size_t)grid * sizeof(double)),
+                 xmalloc(THR_ROWS * sizeof(double)),    xmalloc((size_t)grid * sizeof(float)),
+                 xmalloc(THR_ROW * sizeof(float)),      xmalloc(THR_VADD * sizeof(double)),
+                 xmalloc(THR_KEPLER * sizeof(double)),  xmalloc(THR_KEPLER * sizeof(double))};
+  return o;
+}
+
+static void thr_free(thr_out_t* o) {
+  free(o->row_out);
+  free(o->mid_out);
+  free(o->rows_io);
+  free(o->fwd_out);
+  free(o->fwd_inv);
+  free(o->bwd_out);
+  free(o->addn_out);
+  free(o->vadd_out);
+  free(o->kep_s);
+  free(o->kep_c);
+}
+
+/* Which array of thr_out_t differs between a and b, or NULL. */
+static const char* thr_diff(const thr_out_t* a, const thr_out_t* b) {
+  size_t grid = (size_t)THR_ROWS * THR_COLS;
+  if (memcmp(a->row_out, b->row_out, THR_ROW * sizeof(float)) != 0) {
+    return "rms_norm f32, one long row";
+  }
+  if (memcmp(a->mid_out, b->mid_out, THR_MID * sizeof(float)) != 0) {
+    return "rms_norm f32, one row under 4 MiB";
+  }
+  if (memcmp(a->rows_io, b->rows_io, grid * sizeof(float)) != 0) {
+    return "rms_norm f32 over rows, in place";
+  }
+  if (memcmp(a->fwd_out, b->fwd_out, grid * sizeof(double)) != 0 ||
+      memcmp(a->fwd_inv, b->fwd_inv, THR_ROWS * sizeof(double)) != 0) {
+    return "rms_norm_fwd f64";
+  }
+  if (memcmp(a->bwd_out, b->bwd_out, grid * sizeof(float)) != 0) {
+    return "rms_norm_bwd f32";
+  }
+  if (memcmp(a->addn_out, b->addn_out, THR_ROW * sizeof(float)) != 0) {
+    return "add_n f32";
+  }
+  if (memcmp(a->vadd_out, b->vadd_out, THR_VADD * sizeof(double)) != 0) {
+    return "vector_add f64";
+  }
+  if (memcmp(a->kep_s, b->kep_s, THR_KEPLER * sizeof(double)) != 0 ||
+      memcmp(a->kep_c, b->kep_c, THR_KEPLER * sizeof(double)) != 0) {
+    return "kepler f64";
+  }
+  return NULL;
+}
+
+/* Every thread count gives the very same bits as one thread, at every level; and the results
+ * of the long row and of the rows still match the reference (the split writes every element). */
+START_TEST(test_threads_bit_identical) {
+  int64_t grid = (int64_t)THR_ROWS * THR_COLS;
+  float* xf = rand_f32(THR_ROW > grid ? THR_ROW : grid, -3, 3);
+  double* xd = rand_f64(grid, -3, 3);
+  float* ct = rand_f32(grid, -1, 1);
+  float* inv = rand_f32(THR_ROWS, 0.5, 2);
+  double* m = rand_f64(THR_KEPLER, -10, 10);
+  double* e = rand_f64(THR_KEPLER, 0, 0.99);
+  thr_out_t one = thr_alloc();
+  thr_out_t many = thr_alloc();
+  int best = pf__k_isa_set(PF__K_ISA_AUTO);
+  for (int level = PF__K_ISA_BASE; level <= best; ++level) {
+    pf__k_isa_set(level);
+    pf__k_threads_set(1);
+    thr_run(&one, xf, xd, ct, inv, m, e);
+    /* The single-thread results against the reference (rms_norm only; the other kernels'
+     * values are checked by their own tests at every level). */
+    double* wide = widen(xf, THR_ROW);
+    double* ref = xmalloc(THR_ROW * sizeof(double));
+    ref_rms_norm(wide, ref, NULL, 1, THR_ROW, 1e-5);
+    double err = max_rel_err_f32(one.row_out, ref, THR_ROW, 1e-30);
+    ck_assert_msg(err < 4 * FLT_EPSILON, "%s: long row error %g", pf__k_isa_name(), err);
+    ref_rms_norm(wide, ref, NULL, 1, THR_MID, 1e-5);
+    err = max_rel_err_f32(one.mid_out, ref, THR_MID, 1e-30);
+    ck_assert_msg(err < 4 * FLT_EPSILON, "%s: row under 4 MiB error %g", pf__k_isa_name(), err);
+    free(wide);
+    free(ref);
+    for (int t = 2; t <= 4; ++t) {
+      pf__k_threads_set(t);
+      thr_run(&many, xf, xd, ct, inv, m, e);
+      const char* diff = thr_diff(&one, &many);
+      ck_assert_msg(diff == NULL, "%s, %d threads: %s differs from 1 thread", pf__k_isa_name(), t,
+                    diff);
+    }
+  }
+  pf__k_threads_set(1);
+  pf__k_isa_set(PF__K_ISA_AUTO);
+  thr_free(&one);
+  thr_free(&many);
+  free(xf);
+  free(xd);
+  free(ct);
+  free(inv);
+  free(m);
+  free(e);
+}
+END_TEST
+
+/* ---- test case ---- */
+
+/* The default level: the last case leaves it set. */
+static void at_auto(void) {
+  pf__k_isa_set(PF__K_ISA_AUTO);
+}
+
+TCase* pf_test_kmath_threads_tcase(void) {
+  const TTest* settings[] = {test_isa_and_threads_settings, test_threads_bit_identical};
+  return pf_test_kmath_tcase("levels and threads", settings, 2, at_auto);
+}

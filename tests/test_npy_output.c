@@ -1,0 +1,544 @@
+/* test_npy_output.c: tests of test_npy's "write" case on mapped reading (pf_npy_map_file) and
+ * atomic outputs (pf_npy_output_*): no copy where the file allows it, a fallback to reading
+ * where it does not, and a failed or aborted write that leaves the old file in place. */
+#define _DEFAULT_SOURCE /* mkdtemp, rmdir, mkfifo, setrlimit, opendir, symlink, fork */
+
+#include "pf_test_npy.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- mapped reading and atomic writes ------------------------------------------------------ */
+
+/* Number of entries in the test folder (temporary files left behind show up here). */
+/* Writes len bytes of buf to path (replacing it). */
+static void write_bytes(const char* path, const void* buf, size_t len) {
+  FILE* fp = fopen(path, "wb");
+  ck_assert_ptr_nonnull(fp);
+  ck_assert_uint_eq(fwrite(buf, 1, len, fp), len);
+  fclose(fp);
+}
+
+static int dir_entries(void) {
+  DIR* d = opendir(pf_test_npy_dir);
+  ck_assert_ptr_nonnull(d);
+  int n = 0;
+  for (struct dirent* e; (e = readdir(d)) != NULL;)
+    n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+  closedir(d);
+  return n;
+}
+
+/* Writes n float32 values v, v+1, ... to path with pf_npy_write_file. */
+static void write_floats(const char* path, size_t n, float v) {
+  float* data = malloc(n * sizeof(float));
+  ck_assert_ptr_nonnull(data);
+  for (size_t i = 0; i < n; i++)
+    data[i] = v + (float)i;
+  pf_npy_array_t arr = {dtype(kDLFloat, 32), 1, {(int64_t)n}, 0, data, n * sizeof(float)};
+  char err[ERR_SIZE];
+  ck_assert_msg(pf_npy_write_file(path, &arr, err, sizeof err) == 0, "%s", err);
+  free(data);
+}
+
+/* 1 when path holds n float32 values v, v+1, ... */
+static int holds_floats(const char* path, size_t n, float v) {
+  pf_npy_array_t arr;
+  char err[ERR_SIZE];
+  if (pf_npy_read_file(path, &arr, err, sizeof err) != 0)
+    return 0;
+  int ok = arr.nbytes == n * sizeof(float);
+  for (size_t i = 0; ok && i < n; i++)
+    ok = ((float*)arr.data)[i] == v + (float)i;
+  pf_npy_array_free(&arr);
+  return ok;
+}
+
+START_TEST(test_map_without_copy_and_changes) {
+  char path[128], err[ERR_SIZE];
+  temp_path(path, sizeof path, "map.npy");
+  write_floats(path, 5000, 1.0f); /* several pages */
+  pf_npy_map_t m;
+  ck_assert_msg(pf_npy_map_file(path, &m, err, sizeof err) == 0, "%s", err);
+  ck_assert_ptr_nonnull(m.base);
+  ck_assert_uint_eq(m.offset, 128);
+  ck_assert_ptr_eq(m.array.data, (char*)m.base + 128);
+  ck_assert_int_eq(m.array.ndim, 1);
+  ck_assert_int_eq(m.array.shape[0], 5000);
+  float* x = m.array.data;
+  ck_assert(x[0] == 1.0f && x[4999] == 5000.0f);
+  int changed = -1;
+  ck_assert_int_eq(pf_npy_map_changed(&m, &changed, err, sizeof err), 0);
+  ck_assert_int_eq(changed, 0);
+  x[3000] = x[3000]; /* a page copied, the same bytes: not a change */
+  ck_assert_int_eq(pf_npy_map_changed(&m, &changed, err, sizeof err), 0);
+  ck_assert_int_eq(changed, 0);
+  x[4000] = -1.0f;
+  ck_assert_int_eq(pf_npy_map_changed(&m, &changed, err, sizeof err), 0);
+  ck_assert_int_eq(changed, 1);
+  pf_npy_map_release(&m);
+  ck_assert_int_eq(m.fd, -1);
+  ck_assert(holds_floats(path, 5000, 1.0f)); /* the write stayed private */
+  pf_npy_map_release(&m);                    /* released twice: a no-op */
+  unlink(path);
+}
+END_TEST
+
+START_TEST(test_map_falls_back_to_reading) {
+  char path[128], err[ERR_SIZE];
+  unsigned char buf[BUF_SIZE];
+  const unsigned char be[8] = {0x3f, 0x80, 0, 0, 0x40, 0, 0, 0}; /* 1.0f, 2.0f big-endian */
+  size_t len =
+      make_npy(buf, 1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", be, sizeof be);
+  temp_path(path, sizeof path, "big.npy");
+  write_bytes(path, buf, len);
+  pf_npy_map_t m;
+  ck_assert_msg(pf_npy_map_file(path, &m, err, sizeof err) == 0, "%s", err);
+  ck_assert_ptr_null(m.base);
+  ck_assert(((float*)m.array.data)[0] == 1.0f && ((float*)m.array.data)[1] == 2.0f);
+  int changed;
+  ck_assert_int_eq(pf_npy_map_changed(&m, &changed, err, sizeof err), -1);
+  pf_npy_map_release(&m);
+  temp_path(path, sizeof path, "missing.npy");
+  ck_assert_int_eq(pf_npy_map_file(path, &m, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "cannot open"));
+  ck_assert_int_eq(m.fd, -1);
+  temp_path(path, sizeof path, "big.npy");
+  unlink(path);
+}
+END_TEST
+
+/* A FIFO (or a pipe, /dev/stdin) gives its bytes once: what follows the header is read from
+ * the stream already open, not by opening the path again, which would wait for another writer
+ * (a FIFO) or find the header gone (a pipe). A child writes the file into the FIFO once. */
+START_TEST(test_map_reads_a_fifo_once) {
+  char path[128], err[ERR_SIZE];
+  unsigned char buf[BUF_SIZE];
+  const float values[3] = {1.5f, -2.0f, 4.0f};
+  size_t len = make_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", values,
+                        sizeof values);
+  temp_path(path, sizeof path, "fifo.npy");
+  ck_assert_int_eq(mkfifo(path, 0600), 0);
+  pid_t child = fork();
+  ck_assert_int_ge(child, 0);
+  if (child == 0) {
+    int fd = open(path, O_WRONLY);
+    _exit(fd >= 0 && write(fd, buf, len) == (ssize_t)len && close(fd) == 0 ? 0 : 1);
+  }
+  pf_npy_map_t m;
+  int rc = pf_npy_map_file(path, &m, err, sizeof err);
+  int status = 0;
+  ck_assert_int_eq(waitpid(child, &status, 0), child);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ck_assert_msg(rc == 0, "%s", err);
+  ck_assert_ptr_null(m.base); /* read, not mapped */
+  ck_assert_int_eq(m.array.ndim, 1);
+  ck_assert_int_eq(m.array.shape[0], 3);
+  ck_assert_uint_eq(m.array.nbytes, sizeof values);
+  ck_assert_mem_eq(m.array.data, values, sizeof values);
+  pf_npy_map_release(&m);
+  unlink(path);
+}
+END_TEST
+
+/* pf_npy_output_map refuses more than PF_NPY_MAX_NDIM dimensions before it reads the shape:
+ * desc.shape has 32 entries, and what follows it here (negative numbers) must not be read as
+ * dimensions 32 to 39. */
+START_TEST(test_output_map_checks_ndim_first) {
+  char path[128], err[ERR_SIZE];
+  temp_path(path, sizeof path, "deep.npy");
+  struct {
+    pf_npy_array_t desc;
+    int64_t after[16];
+  } in;
+  memset(&in, 0xff, sizeof in); /* -1 everywhere past the fields set below */
+  in.desc.dtype = dtype(kDLFloat, 32);
+  in.desc.ndim = 40;
+  for (int k = 0; k < PF_NPY_MAX_NDIM; k++)
+    in.desc.shape[k] = 1;
+  pf_npy_output_t out;
+  void* data = NULL;
+  ck_assert_int_eq(pf_npy_output_open(path, &out, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_map(&out, &in.desc, NULL, &data, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "deep.npy: ndim is 40: expected 0 to 32") != NULL, "%s", err);
+  in.desc.ndim = -1;
+  ck_assert_int_eq(pf_npy_output_map(&out, &in.desc, NULL, &data, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "ndim is -1: expected 0 to 32") != NULL, "%s", err);
+  ck_assert_ptr_null(data);
+  pf_npy_output_abort(&out, 1);
+  ck_assert_int_eq(dir_entries(), 0);
+}
+END_TEST
+
+/* A mapped output gets its disk blocks before the call: an output larger than the space left is
+ * an error there ("No space left on device", nothing allocated), not a SIGBUS in the function
+ * writing the map. The size: the free space of the test folder's file system plus 1 GiB. */
+START_TEST(test_mapped_output_larger_than_the_disk) {
+  char path[128], probe[128], err[ERR_SIZE];
+  temp_path(path, sizeof path, "huge.npy");
+  temp_path(probe, sizeof probe, "probe");
+  struct statvfs fs;
+  ck_assert_int_eq(statvfs(pf_test_npy_dir, &fs), 0);
+  uint64_t rows = (uint64_t)fs.f_bavail * fs.f_frsize / (1u << 20) + 1024; /* rows of 1 MiB */
+  /* the file must be sizable (sparse) first: a file size limit or maximum stops that */
+  int fd = open(probe, O_RDWR | O_CREAT | O_EXCL, 0600);
+  ck_assert_int_ge(fd, 0);
+  signal(SIGXFSZ, SIG_IGN);
+  int sizable = fs.f_blocks > 0 && ftruncate(fd, (off_t)(rows << 20) + 4096) == 0;
+  signal(SIGXFSZ, SIG_DFL);
+  close(fd);
+  unlink(probe);
+  if (!sizable) {
+    printf("test_mapped_output_larger_than_the_disk: SKIPPED: a file of %llu MiB cannot be "
+           "made in %s (file size limit, or no free-space figure)\n",
+           (unsigned long long)rows, pf_test_npy_dir);
+    return;
+  }
+  write_floats(path, 4, 1.0f);
+  pf_npy_output_t out;
+  pf_npy_array_t desc = {dtype(kDLFloat, 32), 2, {(int64_t)rows, 1 << 18}, 0, NULL, 0};
+  void* data = NULL;
+  ck_assert_int_eq(pf_npy_output_open(path, &out, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_map(&out, &desc, NULL, &data, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "huge.npy: write error: No space left on device") != NULL, "%s", err);
+  ck_assert_ptr_null(data);
+  pf_npy_output_abort(&out, 1);
+  ck_assert(holds_floats(path, 4, 1.0f)); /* the old file stays */
+  ck_assert_int_eq(dir_entries(), 1);     /* no temporary left */
+  unlink(path);
+}
+END_TEST
+
+START_TEST(test_failed_write_keeps_the_old_file) {
+  char a[128], b[128], err[ERR_SIZE];
+  temp_path(a, sizeof a, "a.npy");
+  temp_path(b, sizeof b, "b.npy");
+  write_floats(a, 4, 1.0f);
+  write_floats(b, 4, 1.0f);
+  /* a file size limit of 4 KiB: the second output (64 KiB) cannot be written */
+  signal(SIGXFSZ, SIG_IGN);
+  struct rlimit old_lim, lim;
+  ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old_lim), 0);
+  lim = old_lim; /* the soft limit only: restored at the end (coverage data is written at exit) */
+  lim.rlim_cur = 4096;
+  ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+  pf_npy_output_t outs[2];
+  ck_assert_int_eq(pf_npy_output_open(a, &outs[0], err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_open(b, &outs[1], err, sizeof err), 0);
+  ck_assert_int_eq(dir_entries(), 4);
+  float small[8] = {7, 8, 9, 10, 11, 12, 13, 14};
+  pf_npy_array_t s = {dtype(kDLFloat, 32), 1, {8}, 0, small, sizeof small};
+  ck_assert_int_eq(pf_npy_output_write(&outs[0], &s, err, sizeof err), 0);
+  float* big = calloc(16384, sizeof(float));
+  pf_npy_array_t l = {dtype(kDLFloat, 32), 1, {16384}, 0, big, 16384 * sizeof(float)};
+  ck_assert_int_eq(pf_npy_output_write(&outs[1], &l, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "write error: File too large") != NULL, "%s", err);
+  pf_npy_output_abort(outs, 2);
+  ck_assert(holds_floats(a, 4, 1.0f) && holds_floats(b, 4, 1.0f)); /* neither changed */
+  ck_assert_int_eq(dir_entries(), 2);                              /* no temporary left */
+  /* the one-file writer the same way: the old file stays */
+  ck_assert_int_eq(pf_npy_write_file(b, &l, err, sizeof err), -1);
+  ck_assert(holds_floats(b, 4, 1.0f));
+  ck_assert_int_eq(dir_entries(), 2);
+  /* and both outputs committed together when both fit */
+  ck_assert_int_eq(pf_npy_output_open(a, &outs[0], err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_open(b, &outs[1], err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_write(&outs[0], &s, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_write(&outs[1], &s, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_commit(outs, 2, err, sizeof err), 0);
+  ck_assert(holds_floats(a, 8, 7.0f) && holds_floats(b, 8, 7.0f));
+  ck_assert_int_eq(dir_entries(), 2);
+  /* a mapped output larger than the limit: the file cannot be sized */
+  pf_npy_array_t desc = {dtype(kDLFloat, 32), 1, {16384}, 0, NULL, 0};
+  void* data = NULL;
+  ck_assert_int_eq(pf_npy_output_open(b, &outs[0], err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_map(&outs[0], &desc, NULL, &data, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "write error: File too large") != NULL, "%s", err);
+  ck_assert_ptr_null(data);
+  pf_npy_output_abort(outs, 1);
+  ck_assert(holds_floats(b, 8, 7.0f));
+  ck_assert_int_eq(dir_entries(), 2);
+  ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old_lim), 0);
+  signal(SIGXFSZ, SIG_DFL);
+  free(big);
+  unlink(a);
+  unlink(b);
+}
+END_TEST
+
+START_TEST(test_output_map_writes_the_file_in_place) {
+  char a[128], b[128], err[ERR_SIZE];
+  temp_path(a, sizeof a, "src.npy");
+  temp_path(b, sizeof b, "dst.npy");
+  write_floats(a, 3000, 1.0f);
+  pf_npy_array_t desc = {dtype(kDLFloat, 32), 1, {3000}, 0, NULL, 0};
+  /* zeros: a new file like src */
+  pf_npy_output_t out;
+  void* data = NULL;
+  ck_assert_int_eq(pf_npy_output_open(b, &out, err, sizeof err), 0);
+  ck_assert_msg(pf_npy_output_map(&out, &desc, NULL, &data, err, sizeof err) == 0, "%s", err);
+  float* y = data;
+  ck_assert(y[0] == 0.0f && y[2999] == 0.0f);
+  for (int i = 0; i < 3000; i++)
+    y[i] = 5.0f + (float)i;
+  pf_npy_array_t arr = {dtype(kDLFloat, 32), 1, {3000}, 0, data, 3000 * sizeof(float)};
+  ck_assert_int_eq(pf_npy_output_write(&out, &arr, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_commit(&out, 1, err, sizeof err), 0);
+  ck_assert(holds_floats(b, 3000, 5.0f));
+  /* initial data from an existing file, aborted: the target keeps its contents */
+  ck_assert_int_eq(pf_npy_output_open(b, &out, err, sizeof err), 0);
+  ck_assert_msg(pf_npy_output_map(&out, &desc, a, &data, err, sizeof err) == 0, "%s", err);
+  ck_assert(((float*)data)[0] == 1.0f && ((float*)data)[2999] == 3000.0f);
+  ((float*)data)[7] = -1.0f;
+  pf_npy_output_abort(&out, 1);
+  ck_assert(holds_floats(b, 3000, 5.0f));
+  /* an initial file of another shape is refused */
+  pf_npy_array_t other = {dtype(kDLFloat, 32), 1, {10}, 0, NULL, 0};
+  ck_assert_int_eq(pf_npy_output_open(b, &out, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_map(&out, &other, a, &data, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "cannot be mapped as the output's initial data"));
+  pf_npy_output_abort(&out, 1);
+  ck_assert_int_eq(dir_entries(), 2);
+  unlink(a);
+  unlink(b);
+}
+END_TEST
+
+START_TEST(test_output_refuses_non_regular_targets) {
+  char fifo[128], err[ERR_SIZE];
+  temp_path(fifo, sizeof fifo, "fifo.npy");
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  pf_npy_output_t out;
+  ck_assert_int_eq(pf_npy_output_open(fifo, &out, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "not a regular file (a FIFO): refusing to replace it") != NULL, "%s",
+                err);
+  ck_assert_int_eq(pf_npy_output_open(pf_test_npy_dir, &out, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "(a directory)"));
+  float v = 1;
+  pf_npy_array_t arr = {dtype(kDLFloat, 32), 1, {1}, 0, &v, sizeof v};
+  ck_assert_int_eq(pf_npy_write_file(fifo, &arr, err, sizeof err), -1);
+  struct stat st;
+  ck_assert_int_eq(stat(fifo, &st), 0);
+  ck_assert(S_ISFIFO(st.st_mode)); /* still there, still a FIFO */
+  ck_assert_int_eq(dir_entries(), 1);
+  unlink(fifo);
+}
+END_TEST
+
+START_TEST(test_output_refusals_and_failed_commits) {
+  char a[128], b[128], err[ERR_SIZE];
+  temp_path(a, sizeof a, "a.npy");
+  temp_path(b, sizeof b, "b.npy");
+  write_floats(a, 4, 1.0f);
+  write_floats(b, 4, 1.0f);
+  pf_npy_output_t outs[2];
+  float v[8] = {7, 8, 9, 10, 11, 12, 13, 14};
+  pf_npy_array_t s = {dtype(kDLFloat, 32), 1, {8}, 0, v, sizeof v};
+  /* NULL and empty arguments */
+  ck_assert_int_eq(pf_npy_output_open(NULL, &outs[0], err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "path or output is NULL or empty"));
+  ck_assert_int_eq(pf_npy_output_open("", &outs[0], err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "path or output is NULL or empty"));
+  ck_assert_int_eq(pf_npy_output_open(a, NULL, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "path or output is NULL or empty"));
+  pf_npy_output_t closed = {NULL, NULL, -1, NULL, 0, 0};
+  ck_assert_int_eq(pf_npy_output_write(&closed, &s, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "output not open, or array is NULL"));
+  void* data = NULL;
+  ck_assert_int_eq(pf_npy_output_map(&closed, &s, NULL, &data, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "output not open or already mapped, or NULL argument"));
+  /* a path naming a folder (trailing slash) and a dangling symbolic link */
+  char folder[160], link_path[128], missing[128];
+  snprintf(folder, sizeof folder, "%s/not-yet/", pf_test_npy_dir);
+  ck_assert_int_eq(pf_npy_output_open(folder, &outs[0], err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "names a folder, not a file") != NULL, "%s", err);
+  temp_path(link_path, sizeof link_path, "dangling.npy");
+  temp_path(missing, sizeof missing, "missing-target.npy");
+  ck_assert_int_eq(symlink(missing, link_path), 0);
+  ck_assert_int_eq(pf_npy_output_open(link_path, &outs[0], err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "a symbolic link to a missing file: refusing it") != NULL, "%s", err);
+  unlink(link_path);
+  /* a symbolic link to a file: the file is replaced, the link stays */
+  ck_assert_int_eq(symlink(a, link_path), 0);
+  ck_assert_int_eq(pf_npy_write_file(link_path, &s, err, sizeof err), 0);
+  ck_assert(holds_floats(a, 8, 7.0f));
+  struct stat st;
+  ck_assert_int_eq(lstat(link_path, &st), 0);
+  ck_assert(S_ISLNK(st.st_mode));
+  unlink(link_path);
+  /* bad arrays refused at the write and at the map, the target untouched */
+  ck_assert_int_eq(pf_npy_output_open(b, &outs[0], err, sizeof err), 0);
+  pf_npy_array_t bad = s;
+  bad.dtype = dtype(kDLBfloat, 16);
+  bad.nbytes = 16;
+  ck_assert_int_eq(pf_npy_output_write(&outs[0], &bad, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "bfloat16") != NULL || strstr(err, "no .npy") != NULL, "%s", err);
+  ck_assert_int_eq(pf_npy_output_map(&outs[0], &bad, NULL, &data, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "bfloat16") != NULL || strstr(err, "no .npy") != NULL, "%s", err);
+  pf_npy_array_t huge = {dtype(kDLFloat, 32), 2, {INT64_MAX / 2, 4}, 0, NULL, 0};
+  ck_assert_int_eq(pf_npy_output_map(&outs[0], &huge, NULL, &data, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "shape is negative or too large") != NULL, "%s", err);
+  /* mapped for 8 floats, then handed 4 other floats to write */
+  pf_npy_array_t desc = {dtype(kDLFloat, 32), 1, {8}, 0, NULL, 0};
+  ck_assert_int_eq(pf_npy_output_map(&outs[0], &desc, NULL, &data, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_map(&outs[0], &desc, NULL, &data, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "already mapped"));
+  pf_npy_array_t four = {dtype(kDLFloat, 32), 1, {4}, 0, v, 4 * sizeof(float)};
+  ck_assert_int_eq(pf_npy_output_write(&outs[0], &four, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "16 bytes of data for a file mapped for 32") != NULL, "%s", err);
+  /* data of the right size from elsewhere is copied into the map */
+  ck_assert_int_eq(pf_npy_output_write(&outs[0], &s, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_commit(outs, 1, err, sizeof err), 0);
+  ck_assert(holds_floats(b, 8, 7.0f));
+  /* a commit before every output was written: nothing replaced, temporaries removed */
+  write_floats(a, 4, 1.0f);
+  write_floats(b, 4, 1.0f);
+  ck_assert_int_eq(pf_npy_output_open(a, &outs[0], err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_open(b, &outs[1], err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_write(&outs[0], &s, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_commit(outs, 2, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "not written before commit") != NULL, "%s", err);
+  ck_assert(holds_floats(a, 4, 1.0f) && holds_floats(b, 4, 1.0f));
+  ck_assert_int_eq(dir_entries(), 2);
+  /* a rename that fails (the target became a folder that is not empty): earlier outputs are in
+   * place, that one and the later ones are removed */
+  ck_assert_int_eq(pf_npy_output_open(a, &outs[0], err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_open(b, &outs[1], err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_write(&outs[0], &s, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_write(&outs[1], &s, err, sizeof err), 0);
+  char inside[160];
+  snprintf(inside, sizeof inside, "%s/keep", b);
+  ck_assert_int_eq(unlink(b), 0);
+  ck_assert_int_eq(mkdir(b, 0700), 0);
+  write_floats(inside, 1, 1.0f);
+  ck_assert_int_eq(pf_npy_output_commit(outs, 2, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "cannot replace") != NULL, "%s", err);
+  ck_assert(holds_floats(a, 8, 7.0f));
+  ck_assert(holds_floats(inside, 1, 1.0f));
+  ck_assert_int_eq(dir_entries(), 2); /* a.npy and the folder b.npy */
+  unlink(inside);
+  rmdir(b);
+  unlink(a);
+}
+END_TEST
+
+START_TEST(test_output_refuses_a_socket) {
+  char path[128], err[ERR_SIZE];
+  temp_path(path, sizeof path, "sock.npy");
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  ck_assert_int_ge(fd, 0);
+  struct sockaddr_un addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sun_family = AF_UNIX;
+  ck_assert_uint_lt(strlen(path), sizeof addr.sun_path);
+  memcpy(addr.sun_path, path, strlen(path) + 1);
+  ck_assert_int_eq(bind(fd, (struct sockaddr*)&addr, sizeof addr), 0);
+  pf_npy_output_t out;
+  ck_assert_int_eq(pf_npy_output_open(path, &out, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "not a regular file (a socket): refusing to replace it") != NULL, "%s",
+                err);
+  close(fd);
+  unlink(path);
+  ck_assert_int_eq(dir_entries(), 0);
+}
+END_TEST
+
+START_TEST(test_map_refusals_and_empty_arrays) {
+  char path[128], err[ERR_SIZE];
+  pf_npy_map_t m;
+  int changed = -1;
+  ck_assert_int_eq(pf_npy_map_file(NULL, &m, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "path or output is NULL"));
+  ck_assert_int_eq(pf_npy_map_changed(NULL, &changed, err, sizeof err), -1);
+  ck_assert_int_eq(changed, -1);
+  pf_npy_map_release(NULL); /* a no-op */
+  /* an empty array maps (no data to compare) and never changes */
+  temp_path(path, sizeof path, "empty.npy");
+  pf_npy_array_t e = {dtype(kDLFloat, 32), 2, {0, 5}, 0, &changed, 0};
+  ck_assert_int_eq(pf_npy_write_file(path, &e, err, sizeof err), 0);
+  ck_assert_msg(pf_npy_map_file(path, &m, err, sizeof err) == 0, "%s", err);
+  ck_assert_int_eq(m.array.shape[1], 5);
+  ck_assert_int_eq(pf_npy_map_changed(&m, &changed, err, sizeof err), 0);
+  ck_assert_int_eq(changed, 0);
+  pf_npy_map_release(&m);
+  unlink(path);
+}
+END_TEST
+
+START_TEST(test_small_error_buffers_and_map_fallbacks) {
+  unsigned char buf[BUF_SIZE];
+  pf_npy_array_t arr;
+  const unsigned char junk[16] = "not an npy file";
+  /* no room for a message, a message cut to the buffer, a name longer than the buffer */
+  ck_assert_int_eq(pf_npy_read_buffer(junk, sizeof junk, &arr, NULL, 0), -1);
+  char err[ERR_SIZE];
+  memset(err, 'x', sizeof err);
+  ck_assert_int_eq(pf_npy_read_buffer(junk, sizeof junk, &arr, err, 1), -1);
+  ck_assert_int_eq(err[0], '\0');
+  ck_assert_int_eq(pf_npy_read_buffer(junk, sizeof junk, &arr, err, 14), -1);
+  ck_assert_str_eq(err, "<buffer>: not");
+  ck_assert_int_eq(pf_npy_read_buffer(junk, sizeof junk, &arr, err, 5), -1);
+  ck_assert_str_eq(err, "<buf");
+  char descr[8] = "zz";
+  ck_assert_int_eq(pf_npy_dtype_descr(dtype(kDLFloat, 32), descr, 3), -1);
+  ck_assert_str_eq(descr, "");
+  ck_assert_int_eq(pf_npy_dtype_descr(dtype(kDLFloat, 32), descr, 0), -1);
+  ck_assert_int_eq(pf_npy_dtype_descr(dtype(kDLFloat, 32), descr, 4), 0);
+  ck_assert_str_eq(descr, "<f4");
+  /* a Fortran-order file with two long axes cannot be used in place: it is read instead */
+  const int32_t data[6] = {1, 4, 2, 5, 3, 6}; /* column-major [[1, 2, 3], [4, 5, 6]] */
+  size_t len = make_npy(buf, 1, "{'descr': '<i4', 'fortran_order': True, 'shape': (2, 3), }", data,
+                        sizeof data);
+  char path[128];
+  temp_path(path, sizeof path, "fortran.npy");
+  write_bytes(path, buf, len);
+  pf_npy_map_t m;
+  ck_assert_msg(pf_npy_map_file(path, &m, err, sizeof err) == 0, "%s", err);
+  ck_assert_ptr_null(m.base);
+  const int32_t* got = m.array.data;
+  ck_assert(got[0] == 1 && got[1] == 2 && got[2] == 3 && got[3] == 4 && got[5] == 6);
+  ck_assert_int_eq(pf_npy_map_changed(&m, NULL, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "pf_npy_map_changed"));
+  pf_npy_map_release(&m);
+  ck_assert_int_eq(pf_npy_map_file(path, NULL, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "path or output is NULL"));
+  /* a file whose size does not match its header is read, and refused as the reader does */
+  FILE* fp = fopen(path, "ab");
+  ck_assert_ptr_nonnull(fp);
+  ck_assert_uint_eq(fwrite("xyz", 1, 3, fp), 3);
+  fclose(fp);
+  ck_assert_int_eq(pf_npy_map_file(path, &m, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, path) != NULL, "%s", err);
+  unlink(path);
+}
+END_TEST
+
+/* ---- test case ---------------------------------------------------------------------------- */
+
+void pf_test_npy_add_output_tests(TCase* tc) {
+  tcase_add_test(tc, test_map_without_copy_and_changes);
+  tcase_add_test(tc, test_map_falls_back_to_reading);
+  tcase_add_test(tc, test_map_reads_a_fifo_once);
+  tcase_add_test(tc, test_output_map_checks_ndim_first);
+  tcase_add_test(tc, test_failed_write_keeps_the_old_file);
+  tcase_add_test(tc, test_mapped_output_larger_than_the_disk);
+  tcase_add_test(tc, test_output_refuses_non_regular_targets);
+  tcase_add_test(tc, test_output_map_writes_the_file_in_place);
+  tcase_add_test(tc, test_output_refusals_and_failed_commits);
+  tcase_add_test(tc, test_output_refuses_a_socket);
+  tcase_add_test(tc, test_map_refusals_and_empty_arrays);
+  tcase_add_test(tc, test_small_error_buffers_and_map_fallbacks);
+}
