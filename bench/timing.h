@@ -1,7 +1,8 @@
 /* timing.h: the clock and the sample summary the benchmark programs (packfn_bench's harness.c,
-   bench_scaling.c, bench_objects.c, bench_kernels.c, bench_rms_norm.c, bench_cuda.c) time their
-   loops with, and the conditions of a run their reports record (the scripts, bench_cli.sh and
-   the Python ones, print the same line through bench/python/bench_conditions.py). */
+   bench_scaling.c, bench_objects.c, bench_kernels.c, bench_rms_norm.c, bench_tensor_churn.c,
+   bench_cuda*.c) time their loops with, and the conditions of a run their reports record (the
+   scripts, bench_cli.sh and the Python ones, print the same line through
+   bench/python/bench_conditions.py). */
 #ifndef PF_BENCH_TIMING_H
 #define PF_BENCH_TIMING_H
 
