@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "packfn/error.h"
 
@@ -30,10 +31,11 @@ static size_t pf__class_size(unsigned c) {
 /* Each span in use keeps the blocks of its class that are in the depot (freed, on no thread's
  * list) on a free list of its own; the spans with such blocks form the class's partial list. */
 typedef struct {
-  void* free;     /* depot blocks of this span, linked through their first word */
-  uint32_t nfree; /* how many */
-  uint32_t prev;  /* in the class's partial list, or PF__NONE */
-  uint32_t next;
+  void* free;        /* depot blocks of this span, linked through their first word */
+  uint32_t nfree;    /* how many */
+  uint32_t prev;     /* in the class's partial list, or PF__NONE; once given back, in the list */
+  uint32_t next;     /* of kept spans (next only: in the stack of bare ones) */
+  uint32_t freed_ms; /* given back then (pf__now_ms), while kept */
 } pf__span_t;
 
 typedef struct {
@@ -44,16 +46,30 @@ typedef struct {
 } pf__class_t;
 
 static pf__class_t pf__classes[PF__NCLASS];
-static pf__span_t pf__spans[PF__SLAB_SPANS]; /* under the lock of the span's class */
+static pf__span_t
+    pf__spans[PF__SLAB_SPANS]; /* under its class's lock; given back, pf__spans_lock */
 static pthread_mutex_t pf__spans_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t pf__spans_next;      /* spans handed out so far (bump index) */
 static uint32_t pf__spans_committed; /* spans made accessible */
 static size_t pf__spans_given;       /* spans given to a class (for pf__alloc_slab_bytes) */
-static uint32_t pf__spans_returned = PF__NONE;  /* stack of spans given back, linked through
-                                                  their first word */
-static uint32_t pf__spans_pooled;               /* of those, how many still have their pages */
 static size_t pf__spans_limit = PF__SLAB_SPANS; /* most spans held at once (tests lower it) */
-#define PF__POOL_KEEP 4096u /* spans given back that keep their pages (256 MiB) */
+/* Spans given back, under pf__spans_lock: those that still hold their pages ("kept": a list
+ * through pf__spans[].prev/next, newest first) and those whose pages went back to the system
+ * ("bare": a stack through pf__spans[].next). A span given back is kept, so a program that frees
+ * many objects and makes as many again soon after finds the pages still there (no madvise on the
+ * way back, no page faults on the way out). Whenever a span is given back, the oldest kept spans
+ * beyond pf__pool_keep that have been free for pf__pool_decay_ms give their pages back, and
+ * beyond PF__POOL_CAP at once. A program that frees much and then frees nothing more keeps those
+ * pages until it does, as glibc keeps the chunks given back to it. */
+static uint32_t pf__kept_head = PF__NONE, pf__kept_tail = PF__NONE;
+static uint32_t pf__kept_count;
+static uint32_t pf__bare_head = PF__NONE;
+static uint32_t pf__pool_keep = 4096u;     /* kept spans of any age (256 MiB); tests change it */
+static uint32_t pf__pool_decay_ms = 1000u; /* beyond those, how long a span stays kept */
+/* spans made bare per span given back, at most */
+#define PF__PURGE_MAX 64u
+/* kept spans at most, whatever their age (4 GiB) */
+#define PF__POOL_CAP 65536u
 
 /* Whether the slabs are allowed in this process: off under AddressSanitizer, and when the
  * environment variable PACKFN_NO_ALLOC_CACHE is set (the valgrind test runs set it), so memory
@@ -230,14 +246,20 @@ static char* pf__span_new(unsigned c) {
   char* span = NULL;
   int fresh = 0; /* a span never used before */
   pthread_mutex_lock(&pf__spans_lock);
-  uint32_t i = pf__spans_returned;
+  uint32_t i;
   if (pf__spans_given >= pf__spans_limit) {
     /* the range is used up (or a test says so) */
-  } else if (i != PF__NONE) {
+  } else if ((i = pf__kept_head) != PF__NONE) { /* the newest kept span: its pages are there */
+    pf__kept_head = pf__spans[i].next;
+    if (pf__kept_head != PF__NONE)
+      pf__spans[pf__kept_head].prev = PF__NONE;
+    else
+      pf__kept_tail = PF__NONE;
+    pf__kept_count--;
     span = (char*)(pf__slab_base + ((size_t)i << PF__SPAN_SHIFT));
-    uint64_t link = *(uint64_t*)span;
-    pf__spans_returned = (uint32_t)(link >> 1);
-    pf__spans_pooled -= (uint32_t)(link & 1);
+  } else if ((i = pf__bare_head) != PF__NONE) {
+    pf__bare_head = pf__spans[i].next;
+    span = (char*)(pf__slab_base + ((size_t)i << PF__SPAN_SHIFT));
   } else if ((i = pf__spans_next) < PF__SLAB_SPANS) {
     if (i == pf__spans_committed) {
       uint32_t n = PF__COMMIT_SPANS;
@@ -268,28 +290,66 @@ static char* pf__span_new(unsigned c) {
   return span;
 }
 
-/* Gives span i back to any class. The newest PF__POOL_KEEP spans given back keep their pages, so
- * that a program which frees and makes again many objects does not fault them in again; beyond
- * that a span's pages go back to the system (MADV_FREE, or MADV_DONTNEED where the kernel lacks
- * it). Under the lock of the span's class; none of its blocks is in use or listed anywhere. */
+/* Milliseconds of a coarse monotonic clock (wrapping: only differences are used). */
+static uint32_t pf__now_ms(void) {
+  struct timespec ts;
+#ifdef CLOCK_MONOTONIC_COARSE
+  if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0)
+#endif
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
+}
+
+/* Gives span i back to any class: it joins the kept spans, newest. Then the oldest kept spans
+ * beyond pf__pool_keep that have been free for pf__pool_decay_ms, or beyond PF__POOL_CAP
+ * (at most PF__PURGE_MAX) give
+ * their pages back to the system (MADV_FREE, or MADV_DONTNEED where the kernel lacks it), off
+ * every list while that runs, and become bare. Under the lock of span i's class; none of its
+ * blocks is in use or listed anywhere. */
 static void pf__span_return(uint32_t i) {
-  char* span = (char*)(pf__slab_base + ((size_t)i << PF__SPAN_SHIFT));
+  uint32_t now = pf__now_ms();
+  uint32_t purge[PF__PURGE_MAX];
+  uint32_t n = 0;
   pthread_mutex_lock(&pf__spans_lock);
-  int keep = pf__spans_pooled < PF__POOL_KEEP;
-  pf__spans_pooled += (uint32_t)keep;
+  pf__span_class[i] = PF__NO_CLASS;
+  pf__spans_given--;
+  pf__span_t* s = &pf__spans[i];
+  s->freed_ms = now;
+  s->prev = PF__NONE;
+  s->next = pf__kept_head;
+  if (pf__kept_head != PF__NONE)
+    pf__spans[pf__kept_head].prev = i;
+  else
+    pf__kept_tail = i;
+  pf__kept_head = i;
+  pf__kept_count++;
+  while (n < PF__PURGE_MAX && pf__kept_count > pf__pool_keep &&
+         (now - pf__spans[pf__kept_tail].freed_ms >= pf__pool_decay_ms ||
+          pf__kept_count > PF__POOL_CAP)) {
+    uint32_t t = pf__kept_tail;
+    pf__kept_tail = pf__spans[t].prev;
+    if (pf__kept_tail != PF__NONE)
+      pf__spans[pf__kept_tail].next = PF__NONE;
+    else
+      pf__kept_head = PF__NONE;
+    pf__kept_count--;
+    purge[n++] = t;
+  }
   pthread_mutex_unlock(&pf__spans_lock);
-  if (!keep) {
+  if (n == 0)
+    return;
+  for (uint32_t k = 0; k < n; ++k) {
+    char* span = (char*)(pf__slab_base + ((size_t)purge[k] << PF__SPAN_SHIFT));
 #ifdef MADV_FREE
     if (madvise(span, PF__SPAN_BYTES, MADV_FREE) != 0)
 #endif
       (void)madvise(span, PF__SPAN_BYTES, MADV_DONTNEED);
   }
   pthread_mutex_lock(&pf__spans_lock);
-  pf__span_class[i] = PF__NO_CLASS;
-  /* the link's low bit: whether the span kept its pages */
-  *(uint64_t*)span = ((uint64_t)pf__spans_returned << 1) | (uint64_t)keep;
-  pf__spans_returned = i;
-  pf__spans_given--;
+  for (uint32_t k = 0; k < n; ++k) {
+    pf__spans[purge[k]].next = pf__bare_head;
+    pf__bare_head = purge[k];
+  }
   pthread_mutex_unlock(&pf__spans_lock);
 }
 
@@ -441,6 +501,17 @@ uint32_t pf__alloc_test_limit_spans(uint32_t more) {
                                                                               : (size_t)now + more;
   pthread_mutex_unlock(&pf__spans_lock);
   return now;
+}
+
+void pf__alloc_test_pool(uint32_t keep, uint32_t decay_ms, uint32_t* kept) {
+  pthread_mutex_lock(&pf__spans_lock);
+  if (keep != UINT32_MAX)
+    pf__pool_keep = keep;
+  if (decay_ms != UINT32_MAX)
+    pf__pool_decay_ms = decay_ms;
+  if (kept)
+    *kept = pf__kept_count;
+  pthread_mutex_unlock(&pf__spans_lock);
 }
 
 size_t pf__alloc_slab_bytes(void) {

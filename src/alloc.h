@@ -20,7 +20,8 @@
  * its older half to the class's depot, where each block goes onto its span's free list, and an
  * empty one takes up to half a list from one span's depot list, or cuts fresh blocks from the
  * class's newest span (both under the class's mutex). A span all of whose blocks are in the
- * depot is given back: to any class, and its pages to the system beyond 64 MiB of such spans.
+ * depot is given back, to any class; beyond 256 MiB of such spans, those free for a second give
+ * their pages to the system.
  * Any thread may free any block. When the slabs are off (AddressSanitizer, PF_NO_ALLOC_CACHE,
  * PACKFN_NO_ALLOC_CACHE set, or no address space could be reserved) every block is a plain
  * malloc of the exact size. */
@@ -154,6 +155,11 @@ void pf__alloc_fork_unlock(void);
 /* Bytes of address space the slabs hold now (spans given to a class, whether their blocks are
  * in use or free), for benchmarks. */
 PF_API size_t pf__alloc_slab_bytes(void);
+
+/* For tests: sets how many spans given back keep their pages whatever their age (`keep`) and,
+ * beyond those, for how long (`decay_ms`); UINT32_MAX leaves a setting as it is. The kept spans'
+ * count goes to *kept (when not NULL). The defaults: 4096 spans (256 MiB), 1000 ms. */
+PF_API void pf__alloc_test_pool(uint32_t keep, uint32_t decay_ms, uint32_t* kept);
 
 /* For tests: lets the size classes hold at most `more` spans beyond those they hold now
  * (UINT32_MAX: the whole range again), so that the range running out, and malloc serving

@@ -15,7 +15,8 @@
 #include "packfn/packfn.h"
 
 size_t pf__alloc_slab_bytes(void);                  /* libpackfn's private count (src/alloc.h) */
-uint32_t pf__alloc_test_limit_spans(uint32_t more); /* and its test hook */
+uint32_t pf__alloc_test_limit_spans(uint32_t more); /* and its test hooks */
+void pf__alloc_test_pool(uint32_t keep, uint32_t decay_ms, uint32_t* kept);
 
 static void raw_deleter(void* self, int flags) {
   if (flags & PF_DELETER_WEAK)
@@ -260,6 +261,42 @@ START_TEST(test_spans_given_back) {
 }
 END_TEST
 
+#define NPOOL 20000 /* 208-byte objects: about 64 spans */
+
+START_TEST(test_spans_kept_then_bare) {
+  /* Spans given back keep their pages while they are young, however many there are; once old,
+   * those beyond the keep give their pages back (become bare) as later spans are given back,
+   * and are reused afterwards like any other. */
+  if (!slabs_on())
+    return;
+  static pf_object_t* objs[NPOOL];
+  uint32_t kept0, kept1, kept2, kept3;
+  pf__alloc_test_pool(0, 3600u * 1000u, NULL); /* no keep for the number, an hour's decay */
+  for (size_t i = 0; i < NPOOL; ++i)
+    objs[i] = make(208, (unsigned)i); /* from kept spans left by earlier tests, or fresh ones */
+  pf__alloc_test_pool(UINT32_MAX, UINT32_MAX, &kept0);
+  for (size_t i = 0; i < NPOOL; ++i)
+    check_and_release(objs[i], 208, (unsigned)i);
+  pf__alloc_test_pool(UINT32_MAX, UINT32_MAX, &kept1);
+  ck_assert_msg(kept1 >= kept0 + 32, "%u spans kept after freeing ~64, %u before", kept1, kept0);
+  pf__alloc_test_pool(0, 0, NULL); /* now every kept span is old enough */
+  for (size_t i = 0; i < NPOOL; ++i)
+    objs[i] = make(208, (unsigned)i + 5); /* from the newest kept spans */
+  for (size_t i = 0; i < NPOOL; ++i)
+    check_and_release(objs[i], 208, (unsigned)i + 5);
+  pf__alloc_test_pool(UINT32_MAX, UINT32_MAX, &kept2);
+  ck_assert_msg(kept2 + 32 <= kept1, "%u spans kept after giving ~64 back with no decay, %u before",
+                kept2, kept1);
+  /* bare spans serve again: their pages come back zeroed or as they were, and are written */
+  for (size_t i = 0; i < NPOOL; ++i)
+    objs[i] = make(208, (unsigned)i + 9);
+  for (size_t i = 0; i < NPOOL; ++i)
+    check_and_release(objs[i], 208, (unsigned)i + 9);
+  pf__alloc_test_pool(4096, 1000, &kept3); /* the defaults again */
+  ck_assert_uint_le(kept3, kept2 + 64);
+}
+END_TEST
+
 START_TEST(test_range_used_up) {
   /* no fresh span may be taken: blocks come from malloc, mixed with slab blocks, and every one
    * is told apart when freed; CPU buffers keep their alignment */
@@ -433,6 +470,7 @@ int main(void) {
   ADD_CASE(s, test_thread_exit_keeps_blocks);
   ADD_CASE(s, test_threads_in_parallel);
   ADD_CASE(s, test_spans_given_back);
+  ADD_CASE(s, test_spans_kept_then_bare);
   ADD_CASE(s, test_range_used_up);
   ADD_CASE(s, test_fork_while_allocating);
   ADD_CASE(s, test_shared_functions_own_a_line);
