@@ -1,5 +1,6 @@
-/* scaling.h: the interface between bench_scaling's driver and each implementation (packfn,
-   TVM-FFI): four scaling series, each a setup / measured loop / teardown triple. */
+/* scaling.h: the interface between bench_scaling's driver (bench_scaling.c) and each
+   implementation (packfn: bench_scaling_packfn.c, TVM-FFI: tvmffi_scaling.cc): four scaling
+   series, each a setup / measured loop / teardown triple. */
 #ifndef PF_BENCH_SCALING_H
 #define PF_BENCH_SCALING_H
 
