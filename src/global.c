@@ -171,10 +171,12 @@ pthread_mutex_t pf__tvm_table = PTHREAD_MUTEX_INITIALIZER;
 /* ---- fork ----
  * One set of handlers, registered when the library loads, for every lock a packfn call may
  * hold, so that a child forked while another thread held one finds it free. They are taken in
- * the order the code (here and global_write.c) nests them: the TVM-FFI table, the writers, the
+ * the order the code (here and global_write.c) nests them: the join (tvm.c), the TVM-FFI table,
+ * the writers, the
  * readers' list, then the leaves (the functions' side table, the allocator's classes). glibc
  * forgets a library's handlers when it is unloaded (they are tied to its DSO). */
 static void pf__fork_prepare(void) {
+  pf__tvm_fork_lock();
   pthread_mutex_lock(&pf__tvm_table);
   pthread_mutex_lock(&pf__writers);
   pthread_mutex_lock(&pf__readers_lock);
@@ -188,6 +190,7 @@ static void pf__fork_parent(void) {
   pthread_mutex_unlock(&pf__readers_lock);
   pthread_mutex_unlock(&pf__writers);
   pthread_mutex_unlock(&pf__tvm_table);
+  pf__tvm_fork_unlock();
 }
 
 /* The child has one thread: the others' reader records would wait forever. */

@@ -52,6 +52,14 @@ static int pf__tvm_resolve(void* lib, pf__tvm_t* t) {
          t->function_call && t->get_type_info;
 }
 
+void pf__tvm_fork_lock(void) {
+  pthread_mutex_lock(&pf__tvm_lock);
+}
+
+void pf__tvm_fork_unlock(void) {
+  pthread_mutex_unlock(&pf__tvm_lock);
+}
+
 int pf_tvm_ffi_join(void) {
   if (__atomic_load_n(&pf__tvm_state, __ATOMIC_ACQUIRE) == 2)
     return 1;

@@ -59,4 +59,10 @@ static inline const pf__tvm_t* pf__tvm_first_use(void) {
 enum { PF__TVM_HOOK_TYPES, PF__TVM_HOOK_GLOBALS, PF__TVM_HOOKS };
 extern void (*pf__tvm_join_hooks[PF__TVM_HOOKS])(const pf__tvm_t* tvm);
 
+/* fork(): the join's lock (pf_tvm_ffi_join runs the join hooks under it, which take the TVM-FFI
+ * table's lock and the writers' lock: it comes first), taken before a fork and given back
+ * after it, from global.c's handlers. */
+void pf__tvm_fork_lock(void);
+void pf__tvm_fork_unlock(void);
+
 #endif /* PACKFN_SRC_TVM_PRIVATE_H_ */
