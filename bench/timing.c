@@ -13,7 +13,12 @@
 #ifndef PF_BENCH_C_FLAGS
 #define PF_BENCH_C_FLAGS "unknown"
 #endif
-#ifndef PF_BENCH_GIT
+/* `git describe --always --dirty` as of the build: pf_bench_git.c, generated at every build by
+   cmake/pf_bench_git.cmake (not at configure time, which a later commit would leave stale). */
+#ifdef PF_BENCH_GIT_GENERATED
+extern const char pf_bench_git_describe[];
+#define PF_BENCH_GIT pf_bench_git_describe
+#else
 #define PF_BENCH_GIT "unknown"
 #endif
 

@@ -22,8 +22,9 @@ static inline double pf_bench_now_ns(void) {
    when reps is even) and *max. */
 void pf_bench_summarise(double* samples, int reps, double* min, double* median, double* max);
 
-/* The conditions of a run: how the benchmark was built (from CMake at configure time: build
-   type, C flags, `git describe --always --dirty` of the sources, "unknown" when not known) and
+/* The conditions of a run: how the benchmark was built (build type and C flags from CMake's
+   configuration; `git describe --always --dirty` of the sources as of the program's build,
+   cmake/pf_bench_git.cmake; "unknown" when not known) and
    where and when it ran (CPU model from /proc/cpuinfo, logical CPUs online, UTC date and
    1/5/15-minute load average, all taken by the first call: call it when the run starts). */
 typedef struct pf_bench_conditions {
