@@ -11,9 +11,11 @@
      warm      the same in the later rounds (the memory the first round freed is reused).
    packfn runs twice: with its slab allocator (the default) and with PACKFN_NO_ALLOC_CACHE=1,
    every block a malloc of its size (read once per process, hence a process of its own). Every
-   figure is the median over --reps processes (warm: over their later rounds). With --callgrind,
-   each kind and runtime also runs once under callgrind with --cg-n objects (fewer: callgrind is
-   ~50x slower), giving instructions per create and per release, cold and warm.
+   figure is the median over --reps processes (warm: over their later rounds, 4 by default: an
+   even count, since with glibc's blocks the warm rounds may alternate between two speeds).
+   With --callgrind, each kind and runtime also runs once under callgrind with --cg-n objects
+   (fewer: callgrind is ~50x slower), giving instructions per create and per release, cold and
+   warm.
 
    usage: bench_objects [--n N] [--rounds R] [--reps R] [--kind PATS] [--callgrind]
                         [--cg-n N] [--cg-dir DIR] [--md FILE] [--json FILE]
@@ -231,7 +233,7 @@ static int run_child(const char* kind_name, const char* impl, int64_t n, int rou
   memset(objs, 0, (size_t)n * sizeof(void*)); /* touched now, not inside a timed loop */
   void* state = k->setup ? k->setup() : NULL;
   uint64_t checksum = 0, round_sum = 0;
-  double mem = 0, create_ns[MAX_ROUNDS], release_ns[MAX_ROUNDS];
+  double mem = 0, create_ns[MAX_ROUNDS], release_ns[MAX_ROUNDS], ascending[MAX_ROUNDS];
   const int cg = RUNNING_ON_VALGRIND;
   static const char* const labels[2][2] = {{"cold_create", "cold_release"},
                                            {"warm_create", "warm_release"}};
@@ -268,6 +270,12 @@ static int run_child(const char* kind_name, const char* impl, int64_t n, int rou
     }
     create_ns[r] = (t1 - t0) / (double)n;
     release_ns[r] = (t3 - t2) / (double)n;
+    /* The round's order: the share of objects made at a higher address than the one before
+       (addresses compared as numbers; the objects are released). */
+    int64_t up = 0;
+    for (int64_t i = 1; i < n; ++i)
+      up += (uintptr_t)objs[i] > (uintptr_t)objs[i - 1];
+    ascending[r] = n > 1 ? (double)up / (double)(n - 1) : 1.0;
     if (r == 0)
       round_sum = sum;
     else if (sum != round_sum)
@@ -277,10 +285,17 @@ static int run_child(const char* kind_name, const char* impl, int64_t n, int rou
   if (k->teardown)
     k->teardown(state);
   free(objs);
-  double warm_c = rounds > 1 ? median_of(create_ns + 1, rounds - 1) : -1;
-  double warm_r = rounds > 1 ? median_of(release_ns + 1, rounds - 1) : -1;
+  double sorted_c[MAX_ROUNDS], sorted_r[MAX_ROUNDS]; /* median_of sorts: copies, so that the */
+  memcpy(sorted_c, create_ns, sizeof create_ns);     /* rounds below keep their order */
+  memcpy(sorted_r, release_ns, sizeof release_ns);
+  double warm_c = rounds > 1 ? median_of(sorted_c + 1, rounds - 1) : -1;
+  double warm_r = rounds > 1 ? median_of(sorted_r + 1, rounds - 1) : -1;
   printf("result %llu %.3f %.3f %.3f %.3f %.3f\n", (unsigned long long)checksum, mem, create_ns[0],
          release_ns[0], warm_c, warm_r);
+  printf("rounds"); /* every round's create, release and order, for --per-round */
+  for (int r = 0; r < rounds; ++r)
+    printf(" %.3f %.3f %.3f", create_ns[r], release_ns[r], ascending[r]);
+  printf("\n");
   return fflush(stdout) == 0 ? 0 : 2;
 }
 
@@ -294,6 +309,7 @@ typedef struct options {
   const char* cg_dir;
   const char* md_path;
   const char* json_path;
+  int per_round; /* --per-round: every process's rounds in the markdown too */
 } options_t;
 
 typedef struct cell {
@@ -302,6 +318,9 @@ typedef struct cell {
   double mem[MAX_REPS], cold_c[MAX_REPS], cold_r[MAX_REPS], warm_c[MAX_REPS], warm_r[MAX_REPS];
   double m_mem, m_cold_c, m_cold_r, m_warm_c, m_warm_r; /* medians */
   double ir[4]; /* per object: cold create, cold release, warm create, warm release; -1 unknown */
+  /* each process's rounds: create and release ns, the share of objects above the previous one */
+  double round_c[MAX_REPS][MAX_ROUNDS], round_r[MAX_REPS][MAX_ROUNDS],
+      round_a[MAX_REPS][MAX_ROUNDS];
 } cell_t;
 
 static cell_t cells[NKIND][NVAR];
@@ -367,7 +386,7 @@ static void child_argv(char* buf[], char nbuf[], char rbuf[], const char* kind, 
 }
 
 static void measure_once(const options_t* opt, size_t k, size_t v) {
-  char nbuf[24], rbuf[24], out[512];
+  char nbuf[24], rbuf[24], out[1024];
   char* argv[8];
   child_argv(argv, nbuf, rbuf, kind_names[k], variants[v].impl, opt->n, opt->rounds, 0);
   char self[4096];
@@ -394,6 +413,22 @@ static void measure_once(const options_t* opt, size_t k, size_t v) {
   c->cold_r[c->runs] = f[2];
   c->warm_c[c->runs] = f[3];
   c->warm_r[c->runs] = f[4];
+  const char* rounds_line = strstr(out, "\nrounds");
+  char* at = rounds_line ? (char*)rounds_line + 7 : NULL;
+  for (int r = 0; r < opt->rounds; ++r) {
+    char *end = at, *end2 = at;
+    double cr = at ? strtod(at, &end) : 0;
+    double rr = at && end != at ? strtod(end, &end2) : 0;
+    double ar = at && end2 != end ? strtod(end2, &at) : 0;
+    if (!at || at == end2) {
+      fprintf(stderr, "bench_objects: %s %s: child gave no per-round figures\n", variants[v].name,
+              kind_names[k]);
+      exit(2);
+    }
+    c->round_c[c->runs][r] = cr;
+    c->round_r[c->runs][r] = rr;
+    c->round_a[c->runs][r] = ar;
+  }
   c->runs++;
 }
 
@@ -516,6 +551,30 @@ static void write_phase_table(FILE* out, const char* unit, int ir) {
   }
 }
 
+/* --per-round: every process's rounds, create / release ns, one line per kind, variant and
+   process, so that rounds that alternate (or drift) show. */
+static void write_rounds(FILE* out, const options_t* opt) {
+  fprintf(out,
+          "\n### Every round (ns per object, create / release; round 1 cold; in parentheses the "
+          "share of objects made at a higher address than the one made before them)\n\n");
+  fprintf(out, "| kind | variant | process |");
+  for (int r = 0; r < opt->rounds; ++r)
+    fprintf(out, " round %d |", r + 1);
+  fprintf(out, "\n|---|---|---|");
+  for (int r = 0; r < opt->rounds; ++r)
+    fprintf(out, "---|");
+  fprintf(out, "\n");
+  for (size_t k = 0; k < NKIND; ++k)
+    for (size_t v = 0; v < NVAR; ++v)
+      for (int p = 0; p < cells[k][v].runs; ++p) {
+        fprintf(out, "| %s | %s | %d |", kind_names[k], variants[v].name, p + 1);
+        for (int r = 0; r < opt->rounds; ++r)
+          fprintf(out, " %.1f / %.1f (%.2f) |", cells[k][v].round_c[p][r],
+                  cells[k][v].round_r[p][r], cells[k][v].round_a[p][r]);
+        fprintf(out, "\n");
+      }
+}
+
 static void write_markdown(FILE* out, const options_t* opt, int have_ir) {
   const size_t p = variant_index("packfn"), pn = variant_index("packfn_nocache");
   const size_t t = variant_index("tvmffi");
@@ -542,6 +601,8 @@ static void write_markdown(FILE* out, const options_t* opt, int have_ir) {
           "processes; warm: rounds 2..%d)\n\n",
           (long long)opt->n, opt->reps, opt->rounds);
   write_phase_table(out, "ns", 0);
+  if (opt->per_round)
+    write_rounds(out, opt);
   if (!have_ir)
     return;
   fprintf(out,
@@ -609,15 +670,17 @@ static void usage(void) {
   fprintf(stderr,
           "usage: bench_objects [--n N] [--rounds R] [--reps R] [--kind PATS] [--callgrind]\n"
           "                     [--cg-n N] [--cg-dir DIR] [--md FILE] [--json FILE]\n"
+          "                     [--per-round]\n"
           "  --n N        live objects per round (default 1000000)\n"
-          "  --rounds R   rounds per process, the first cold (default 4, 2..%d)\n"
+          "  --rounds R   rounds per process, the first cold (default 5, 2..%d)\n"
           "  --reps R     processes per kind and runtime (default 5, 1..%d)\n"
           "  --kind PATS  kinds (comma-separated fnmatch patterns): function, closure,\n"
           "               string_8, string_100, tensor_view, tensor_1k\n"
           "  --callgrind  also count instructions under callgrind (valgrind on PATH)\n"
           "  --cg-n N     live objects under callgrind (default 100000)\n"
           "  --cg-dir D   where callgrind's dumps go (default ./bench_objects_cg)\n"
-          "  --md FILE    markdown tables (default: stdout); --json FILE: results as JSON\n",
+          "  --md FILE    markdown tables (default: stdout); --json FILE: results as JSON\n"
+          "  --per-round  the markdown also lists every process's rounds, not only medians\n",
           MAX_ROUNDS, MAX_REPS);
   exit(2);
 }
@@ -640,12 +703,16 @@ int main(int argc, char** argv) {
     return run_child(argv[2], argv[3], parse_count(argv[4], 1, INT64_C(1) << 40),
                      (int)parse_count(argv[5], 1, MAX_ROUNDS));
   pf_bench_conditions(); /* the date and load average at start */
-  options_t opt = {1000000, 100000, 4, 5, NULL, 0, "bench_objects_cg", NULL, NULL};
+  /* 5 rounds: 4 warm ones. Where glibc serves the blocks, warm rounds can alternate between
+     two speeds (its thread cache hands a round's blocks back in address order, the next round's
+     in reversed groups of 8; docs/performance.md): an even count of warm rounds weighs both
+     alike, where 3 would give the median to whichever came twice. */
+  options_t opt = {1000000, 100000, 5, 5, NULL, 0, "bench_objects_cg", NULL, NULL, 0};
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* val = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--callgrind") == 0) {
-      opt.callgrind = 1;
+    if (strcmp(a, "--callgrind") == 0 || strcmp(a, "--per-round") == 0) {
+      *(a[2] == 'c' ? &opt.callgrind : &opt.per_round) = 1;
       continue;
     }
     if (!val)

@@ -73,9 +73,9 @@ objects=$(dirname "$bench")/bench_objects
 objects_done=0
 if [ -x "$objects" ]; then
   if [ "$quick" -eq 1 ]; then
-    ob_opts="--n 100000 --rounds 2 --reps 1 --cg-n 10000"
+    ob_opts="--n 100000 --rounds 3 --reps 1 --cg-n 10000"
   else
-    ob_opts="--n 1000000 --rounds 4 --reps 5 --cg-n 100000"
+    ob_opts="--n 1000000 --rounds 5 --reps 5 --cg-n 100000"
   fi
   cg_opt=""
   command -v valgrind >/dev/null 2>&1 && cg_opt="--callgrind"
