@@ -92,6 +92,14 @@ static int pf__slab_on(void) {
   return __atomic_load_n(&pf__slab_base, __ATOMIC_ACQUIRE) != PF__SLAB_NONE;
 }
 
+static void pf__slab_init_once(void);
+static pthread_once_t pf__cache_once = PTHREAD_ONCE_INIT;
+
+int pf__alloc_slabs_off(void) {
+  pthread_once(&pf__cache_once, pf__slab_init_once);
+  return !pf__slab_on();
+}
+
 /* Lock order: a class's lock, then the spans' lock. */
 static void pf__lock_all(void) {
   for (unsigned c = 0; c < PF__NCLASS; ++c)
@@ -104,22 +112,20 @@ static void pf__unlock_all(void) {
     pthread_mutex_unlock(&pf__classes[c].lock);
 }
 
-/* Whether pf__alloc_fork_lock took the locks (the slabs were set up then). */
-static int pf__fork_locked;
+static void pf__span_return(uint32_t i);
 
+/* Every lock, whether the slabs are set up yet or not: deciding from pf__slab_base let a thread
+ * that set them up after that read be inside a class's lock when fork() ran, and the child then
+ * waited on it forever. pthread_once first: it waits for a set-up under way, and the class
+ * locks exist after it (pf__slab_init_once makes them even with the slabs off). */
 void pf__alloc_fork_lock(void) {
-  pf__fork_locked = __atomic_load_n(&pf__slab_base, __ATOMIC_ACQUIRE) != PF__SLAB_NONE;
-  if (pf__fork_locked)
-    pf__lock_all();
+  pthread_once(&pf__cache_once, pf__slab_init_once);
+  pf__lock_all();
 }
 
 void pf__alloc_fork_unlock(void) {
-  if (pf__fork_locked)
-    pf__unlock_all();
-  pf__fork_locked = 0;
+  pf__unlock_all();
 }
-
-static void pf__span_return(uint32_t i);
 
 static size_t pf__span_index(const void* p) {
   return ((uintptr_t)p - pf__slab_base) >> PF__SPAN_SHIFT;
@@ -182,7 +188,6 @@ static void pf__cache_flush(void) {
 
 static pthread_key_t pf__cache_key;
 static int pf__cache_key_made; /* 1 once pf__cache_key exists, until the library unloads */
-static pthread_once_t pf__cache_once = PTHREAD_ONCE_INIT;
 
 static void pf__cache_thread_exit(void* unused) {
   (void)unused;
@@ -290,13 +295,15 @@ static char* pf__span_new(unsigned c) {
   return span;
 }
 
-/* Milliseconds of a coarse monotonic clock (wrapping: only differences are used). */
+/* Milliseconds of a coarse monotonic clock (wrapping: only differences are used); 0 if no clock
+ * answers (every span then looks as old as the first one given back). */
 static uint32_t pf__now_ms(void) {
-  struct timespec ts;
+  struct timespec ts = {0, 0};
 #ifdef CLOCK_MONOTONIC_COARSE
   if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0)
 #endif
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+      return 0;
   return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
 }
 
@@ -307,10 +314,13 @@ static uint32_t pf__now_ms(void) {
  * every list while that runs, and become bare. Under the lock of span i's class; none of its
  * blocks is in use or listed anywhere. */
 static void pf__span_return(uint32_t i) {
-  uint32_t now = pf__now_ms();
   uint32_t purge[PF__PURGE_MAX];
   uint32_t n = 0;
   pthread_mutex_lock(&pf__spans_lock);
+  /* Read under the lock, so that the kept list's times only grow from its tail to its head: read
+   * before it, another thread's span given back in between would be newer than `now`, and
+   * now - freed_ms would wrap to an age of 49 days and purge it at once. */
+  uint32_t now = pf__now_ms();
   pf__span_class[i] = PF__NO_CLASS;
   pf__spans_given--;
   pf__span_t* s = &pf__spans[i];

@@ -147,6 +147,12 @@ static inline void pf__free(void* p) {
     pf__free_nonnull(p);
 }
 
+/* 1 when blocks are plain malloc blocks of their size (slabs off: under AddressSanitizer, with
+ * PACKFN_NO_ALLOC_CACHE set, or when the address range could not be reserved), so that memory
+ * checkers see each one with its exact bounds; 0 with the slabs on. Sets the slabs up if no
+ * thread has yet. */
+int pf__alloc_slabs_off(void);
+
 /* fork(): the allocator's locks, taken last before a fork and given back after it in parent
  * and child (from the one set of handlers in global.c, which takes the other locks first). */
 void pf__alloc_fork_lock(void);
