@@ -96,6 +96,17 @@ static pf_allocator_t pf__allocators[PF_ALLOCATOR_MAX_DEVICE_TYPE] = {
 static pthread_mutex_t pf__allocators_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t pf__allocators_seq;
 
+/* fork(): a writer holds the lock for as long as the sequence number is odd, so with the lock
+ * taken around fork() a child finds the table unlocked and its number even (readers in a child
+ * forked mid-write spun forever on an odd one). */
+void pf__device_fork_lock(void) {
+  pthread_mutex_lock(&pf__allocators_lock);
+}
+
+void pf__device_fork_unlock(void) {
+  pthread_mutex_unlock(&pf__allocators_lock);
+}
+
 /* Device type as text for messages: "cuda (2)", or "device(99)". */
 const char* pf__device_type_label(int32_t type, char* buf, size_t size) {
   const char* name = pf_device_type_name(type);

@@ -13,13 +13,19 @@ extern int pf__cpu_allocator_builtin;
  * keeps both the returned address (its data) and *block (what pf__cpu_allocator.free takes).
  * Up to PF__SLAB_MAX bytes the two are one slab block; beyond, *block is one malloc with room to
  * align inside it, which glibc serves in about a third of the time of posix_memalign (that
- * splits a larger chunk and frees the parts around the aligned one). NULL with MemoryError
- * raised when out of memory. */
+ * splits a larger chunk and frees the parts around the aligned one), or, with the slabs off
+ * (memory checkers), an exact posix_memalign block. NULL with MemoryError raised when out of
+ * memory. */
 void* pf__cpu_alloc_tensor(size_t nbytes, void** block);
 
 /* Copies the allocator installed for `device_type` into *out: 0, or -1 with KeyError naming
  * `func` and the device type when none is installed. */
 int pf__allocator_find(int32_t device_type, const char* func, pf_allocator_t* out);
+
+/* fork(): the allocator table's lock, taken before a fork and given back after it in parent and
+ * child (global.c's handlers). */
+void pf__device_fork_lock(void);
+void pf__device_fork_unlock(void);
 
 /* Calls a->alloc for nbytes (> 0) at PF_TENSOR_ALIGNMENT: 0 with the buffer in *out, or -1
  * with the hook's error (MemoryError naming func when the hook raised none). */

@@ -50,6 +50,16 @@ static size_t pf__pc_count;
 static unsigned long long pf__pc_subs;
 static pthread_mutex_t pf__pc_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* fork(): the frame-name cache's lock (held across dl_iterate_phdr and backtrace_symbols), so
+ * that a child forked while another thread named frames can name its own. */
+void pf__backtrace_fork_lock(void) {
+  pthread_mutex_lock(&pf__pc_lock);
+}
+
+void pf__backtrace_fork_unlock(void) {
+  pthread_mutex_unlock(&pf__pc_lock);
+}
+
 #if defined(__GLIBC__)
 static int pf__loader_subs_of(struct dl_phdr_info* info, size_t size, void* out) {
   *(unsigned long long*)out =

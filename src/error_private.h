@@ -61,4 +61,9 @@ static inline size_t pf__frame_unnamed(const void* pc, char* line) {
  * of memory. */
 char* pf__frames_name(const pf__error_t* e, size_t* len);
 
+/* fork(): the frame-name cache's lock, taken before a fork and given back after it in parent and
+ * child (global.c's handlers). */
+void pf__backtrace_fork_lock(void);
+void pf__backtrace_fork_unlock(void);
+
 #endif /* PACKFN_SRC_ERROR_PRIVATE_H_ */

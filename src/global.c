@@ -40,7 +40,10 @@
 
 #include "alloc.h"
 #include "common.h"
+#include "device_private.h"
+#include "error_private.h"
 #include "function_private.h"
+#include "type_private.h"
 
 /* ---- the table (global_table.h) ---- */
 
@@ -171,25 +174,32 @@ pthread_mutex_t pf__tvm_table = PTHREAD_MUTEX_INITIALIZER;
 /* ---- fork ----
  * One set of handlers, registered when the library loads, for every lock a packfn call may
  * hold, so that a child forked while another thread held one finds it free. They are taken in
- * the order the code (here and global_write.c) nests them: the join (tvm.c), the TVM-FFI table,
- * the writers, the
- * readers' list, then the leaves (the functions' side table, the allocator's classes). glibc
- * forgets a library's handlers when it is unloaded (they are tied to its DSO). */
+ * the order the code nests them: the join (tvm.c), the type registry (the join hooks take it
+ * under the join), the TVM-FFI table, the writers (global_write.c), the readers' list, then the
+ * leaves: the functions' side table, the device allocator table, the backtrace frame-name
+ * cache (errors raised under the locks above reach it), the allocator's classes. glibc forgets
+ * a library's handlers when it is unloaded (they are tied to its DSO). */
 static void pf__fork_prepare(void) {
   pf__tvm_fork_lock();
+  pthread_mutex_lock(&pf__types_lock);
   pthread_mutex_lock(&pf__tvm_table);
   pthread_mutex_lock(&pf__writers);
   pthread_mutex_lock(&pf__readers_lock);
   pf__function_fork_lock();
+  pf__device_fork_lock();
+  pf__backtrace_fork_lock();
   pf__alloc_fork_lock();
 }
 
 static void pf__fork_parent(void) {
   pf__alloc_fork_unlock();
+  pf__backtrace_fork_unlock();
+  pf__device_fork_unlock();
   pf__function_fork_unlock();
   pthread_mutex_unlock(&pf__readers_lock);
   pthread_mutex_unlock(&pf__writers);
   pthread_mutex_unlock(&pf__tvm_table);
+  pthread_mutex_unlock(&pf__types_lock);
   pf__tvm_fork_unlock();
 }
 

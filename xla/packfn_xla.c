@@ -36,6 +36,20 @@ static plan_t** _Atomic chunks[CHUNKS];
 static _Atomic int64_t num_slots;
 static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* fork(): bind_lock is taken around it, so that a child forked while another thread was binding
+ * can bind. Registered after libpackfn's handlers (this library loads after it), so the prepare
+ * handler runs first and bind_lock is taken before packfn's locks, the order a bind nests them;
+ * glibc drops the handlers if this library is unloaded. */
+static void bind_fork_lock(void) {
+  pthread_mutex_lock(&bind_lock);
+}
+static void bind_fork_unlock(void) {
+  pthread_mutex_unlock(&bind_lock);
+}
+__attribute__((constructor)) static void bind_fork_register(void) {
+  (void)pthread_atfork(bind_fork_lock, bind_fork_unlock, bind_fork_unlock);
+}
+
 static int chunk_of(int64_t slot, int64_t* index) {
   uint64_t q = (uint64_t)slot / 64 + 1;
   int c = 63 - __builtin_clzll(q);
