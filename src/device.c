@@ -51,31 +51,38 @@ static int pf__cpu_copy(void* ctx, void* dst, DLDevice dst_device, const void* s
   return 0;
 }
 
-void* pf__cpu_alloc_tensor(size_t nbytes, void** block) {
+/* pf__cpu_alloc_tensor beyond PF__SLAB_MAX (out of line, a tail call: the slab path keeps a
+ * leaf's frame). With the slabs off (memory checkers) a block of the exact size: room around the
+ * data would hide overruns from AddressSanitizer and valgrind. Else one malloc with room to align
+ * the data inside, unless malloc aligned less than it must (then posix_memalign). */
+__attribute__((noinline)) static void* pf__cpu_alloc_large(size_t nbytes, void** block) {
   /* malloc's blocks are aligned to max_align_t: at most this many bytes before an aligned
    * address */
   const size_t room = PF_TENSOR_ALIGNMENT - _Alignof(max_align_t);
   void* p = NULL;
-  *block = NULL;
-  if (nbytes <= PF__SLAB_MAX) {
-    p = pf__alloc_aligned(nbytes, PF_TENSOR_ALIGNMENT);
-    *block = p;
-  } else if (nbytes <= PF__ALLOC_MAX - room) {
-    /* With the slabs off (memory checkers) a block of the exact size: room around the data
-     * would hide overruns from AddressSanitizer and valgrind. Else one malloc with room to
-     * align the data inside, unless malloc aligned less than it must (then posix_memalign). */
+  if (nbytes <= PF__ALLOC_MAX - room) {
     char* raw = pf__alloc_slabs_off() ? NULL : malloc(nbytes + room);
     size_t pad = raw ? (size_t)(-(uintptr_t)raw & (PF_TENSOR_ALIGNMENT - 1)) : 0;
     if (raw && pad <= room) {
-      *block = raw;
       p = raw + pad;
     } else {
       free(raw);
       if (posix_memalign(&p, PF_TENSOR_ALIGNMENT, nbytes) != 0)
         p = NULL;
-      *block = p;
+      raw = p;
     }
+    *block = raw;
   }
+  if (!p)
+    pf__raise_oom("pf_allocator(cpu)", nbytes);
+  return p;
+}
+
+void* pf__cpu_alloc_tensor(size_t nbytes, void** block) {
+  if (nbytes > PF__SLAB_MAX)
+    return pf__cpu_alloc_large(nbytes, block);
+  void* p = pf__alloc_aligned(nbytes, PF_TENSOR_ALIGNMENT);
+  *block = p;
   if (!p)
     pf__raise_oom("pf_allocator(cpu)", nbytes);
   return p;
