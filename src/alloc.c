@@ -95,8 +95,13 @@ static int pf__slab_on(void) {
 static void pf__slab_init_once(void);
 static pthread_once_t pf__cache_once = PTHREAD_ONCE_INIT;
 
-int pf__alloc_slabs_off(void) {
+/* Sets the slabs up (or decides they stay off) once per process; waits for a set-up under way. */
+static void pf__slab_setup(void) {
   pthread_once(&pf__cache_once, pf__slab_init_once);
+}
+
+int pf__alloc_slabs_off(void) {
+  pf__slab_setup();
   return !pf__slab_on();
 }
 
@@ -119,7 +124,7 @@ static void pf__span_return(uint32_t i);
  * waited on it forever. pthread_once first: it waits for a set-up under way, and the class
  * locks exist after it (pf__slab_init_once makes them even with the slabs off). */
 void pf__alloc_fork_lock(void) {
-  pthread_once(&pf__cache_once, pf__slab_init_once);
+  pf__slab_setup();
   pf__lock_all();
 }
 
@@ -129,6 +134,25 @@ void pf__alloc_fork_unlock(void) {
 
 static size_t pf__span_index(const void* p) {
   return ((uintptr_t)p - pf__slab_base) >> PF__SPAN_SHIFT;
+}
+
+/* The address of span i (pf__span_index's inverse). */
+static char* pf__span_at(uint32_t i) {
+  return (char*)(pf__slab_base + ((size_t)i << PF__SPAN_SHIFT));
+}
+
+/* Takes span i off the kept spans' list. Under pf__spans_lock. */
+static void pf__kept_remove(uint32_t i) {
+  pf__span_t* s = &pf__spans[i];
+  if (s->prev != PF__NONE)
+    pf__spans[s->prev].next = s->next;
+  else
+    pf__kept_head = s->next;
+  if (s->next != PF__NONE)
+    pf__spans[s->next].prev = s->prev;
+  else
+    pf__kept_tail = s->prev;
+  pf__kept_count--;
 }
 
 /* Links span i into / out of class c's partial list. Under the class's lock. */
@@ -221,7 +245,7 @@ static void pf__slab_init_once(void) {
 /* Decides this thread's state: 1 when the slabs are on (and registers the thread-exit flush),
  * else -1. */
 static void pf__thread_init(void) {
-  pthread_once(&pf__cache_once, pf__slab_init_once);
+  pf__slab_setup();
   if (pf__slab_on() && pthread_setspecific(pf__cache_key, (void*)1) == 0) {
     pf__cache.state = 1;
     for (unsigned c = 0; c < PF__NCLASS; ++c) /* the lists are empty */
@@ -255,26 +279,20 @@ static char* pf__span_new(unsigned c) {
   if (pf__spans_given >= pf__spans_limit) {
     /* the range is used up (or a test says so) */
   } else if ((i = pf__kept_head) != PF__NONE) { /* the newest kept span: its pages are there */
-    pf__kept_head = pf__spans[i].next;
-    if (pf__kept_head != PF__NONE)
-      pf__spans[pf__kept_head].prev = PF__NONE;
-    else
-      pf__kept_tail = PF__NONE;
-    pf__kept_count--;
-    span = (char*)(pf__slab_base + ((size_t)i << PF__SPAN_SHIFT));
+    pf__kept_remove(i);
+    span = pf__span_at(i);
   } else if ((i = pf__bare_head) != PF__NONE) {
     pf__bare_head = pf__spans[i].next;
-    span = (char*)(pf__slab_base + ((size_t)i << PF__SPAN_SHIFT));
+    span = pf__span_at(i);
   } else if ((i = pf__spans_next) < PF__SLAB_SPANS) {
     if (i == pf__spans_committed) {
       uint32_t n = PF__COMMIT_SPANS;
-      if (mprotect((void*)(pf__slab_base + ((size_t)i << PF__SPAN_SHIFT)),
-                   (size_t)n << PF__SPAN_SHIFT, PROT_READ | PROT_WRITE) == 0)
+      if (mprotect(pf__span_at(i), (size_t)n << PF__SPAN_SHIFT, PROT_READ | PROT_WRITE) == 0)
         pf__spans_committed += n;
     }
     if (i < pf__spans_committed) {
       pf__spans_next = i + 1;
-      span = (char*)(pf__slab_base + ((size_t)i << PF__SPAN_SHIFT));
+      span = pf__span_at(i);
       fresh = 1;
     }
   }
@@ -308,11 +326,10 @@ static uint32_t pf__now_ms(void) {
 }
 
 /* Gives span i back to any class: it joins the kept spans, newest. Then the oldest kept spans
- * beyond pf__pool_keep that have been free for pf__pool_decay_ms, or beyond PF__POOL_CAP
- * (at most PF__PURGE_MAX) give
- * their pages back to the system (MADV_FREE, or MADV_DONTNEED where the kernel lacks it), off
- * every list while that runs, and become bare. Under the lock of span i's class; none of its
- * blocks is in use or listed anywhere. */
+ * beyond pf__pool_keep that have been free for pf__pool_decay_ms, or beyond PF__POOL_CAP (at
+ * most PF__PURGE_MAX) give their pages back to the system (MADV_FREE, or MADV_DONTNEED where
+ * the kernel lacks it), off every list while that runs, and become bare. Under the lock of span
+ * i's class; none of its blocks is in use or listed anywhere. */
 static void pf__span_return(uint32_t i) {
   uint32_t purge[PF__PURGE_MAX];
   uint32_t n = 0;
@@ -337,19 +354,14 @@ static void pf__span_return(uint32_t i) {
          (now - pf__spans[pf__kept_tail].freed_ms >= pf__pool_decay_ms ||
           pf__kept_count > PF__POOL_CAP)) {
     uint32_t t = pf__kept_tail;
-    pf__kept_tail = pf__spans[t].prev;
-    if (pf__kept_tail != PF__NONE)
-      pf__spans[pf__kept_tail].next = PF__NONE;
-    else
-      pf__kept_head = PF__NONE;
-    pf__kept_count--;
+    pf__kept_remove(t);
     purge[n++] = t;
   }
   pthread_mutex_unlock(&pf__spans_lock);
   if (n == 0)
     return;
   for (uint32_t k = 0; k < n; ++k) {
-    char* span = (char*)(pf__slab_base + ((size_t)purge[k] << PF__SPAN_SHIFT));
+    char* span = pf__span_at(purge[k]);
 #ifdef MADV_FREE
     if (madvise(span, PF__SPAN_BYTES, MADV_FREE) != 0)
 #endif
