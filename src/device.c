@@ -51,41 +51,40 @@ static int pf__cpu_copy(void* ctx, void* dst, DLDevice dst_device, const void* s
   return 0;
 }
 
-/* pf__cpu_alloc_tensor beyond PF__SLAB_MAX (out of line, a tail call: the slab path keeps a
- * leaf's frame). With the slabs off (memory checkers) a block of the exact size: room around the
- * data would hide overruns from AddressSanitizer and valgrind. Else one malloc with room to align
- * the data inside, unless malloc aligned less than it must (then posix_memalign). */
-__attribute__((noinline)) static void* pf__cpu_alloc_large(size_t nbytes, void** block) {
-  /* malloc's blocks are aligned to max_align_t: at most this many bytes before an aligned
-   * address */
-  const size_t room = PF_TENSOR_ALIGNMENT - _Alignof(max_align_t);
-  void* p = NULL;
-  if (nbytes <= PF__ALLOC_MAX - room) {
-    char* raw = pf__alloc_slabs_off() ? NULL : malloc(nbytes + room);
-    size_t pad = raw ? (size_t)(-(uintptr_t)raw & (PF_TENSOR_ALIGNMENT - 1)) : 0;
-    if (raw && pad <= room) {
-      p = raw + pad;
-    } else {
-      free(raw);
-      if (posix_memalign(&p, PF_TENSOR_ALIGNMENT, nbytes) != 0)
-        p = NULL;
-      raw = p;
-    }
-    *block = raw;
-  }
-  if (!p)
-    pf__raise_oom("pf_allocator(cpu)", nbytes);
-  return p;
-}
-
-void* pf__cpu_alloc_tensor(size_t nbytes, void** block) {
-  if (nbytes > PF__SLAB_MAX)
-    return pf__cpu_alloc_large(nbytes, block);
+/* pf__alloc_aligned's block for a tensor buffer: a slab block up to PF__SLAB_MAX, beyond it a
+ * block of the exact size (posix_memalign); MemoryError raised when there is none. */
+static inline void* pf__cpu_alloc_block(size_t nbytes, void** block) {
   void* p = pf__alloc_aligned(nbytes, PF_TENSOR_ALIGNMENT);
   *block = p;
   if (!p)
     pf__raise_oom("pf_allocator(cpu)", nbytes);
   return p;
+}
+
+/* pf__cpu_alloc_tensor beyond PF__SLAB_MAX (out of line, a tail call: the slab path keeps a
+ * leaf's frame): one malloc with room to align the data inside. With the slabs off (memory
+ * checkers: room around the data would hide overruns from AddressSanitizer and valgrind), or
+ * where malloc fails or aligns less than it must, a block of the exact size instead. */
+__attribute__((noinline)) static void* pf__cpu_alloc_large(size_t nbytes, void** block) {
+  /* malloc's blocks are aligned to max_align_t: at most this many bytes before an aligned
+   * address */
+  const size_t room = PF_TENSOR_ALIGNMENT - _Alignof(max_align_t);
+  if (nbytes <= PF__ALLOC_MAX - room && !pf__alloc_slabs_off()) {
+    char* raw = malloc(nbytes + room);
+    size_t pad = (size_t)(-(uintptr_t)raw & (PF_TENSOR_ALIGNMENT - 1));
+    if (raw && pad <= room) {
+      *block = raw;
+      return raw + pad;
+    }
+    free(raw);
+  }
+  return pf__cpu_alloc_block(nbytes, block);
+}
+
+void* pf__cpu_alloc_tensor(size_t nbytes, void** block) {
+  if (nbytes > PF__SLAB_MAX)
+    return pf__cpu_alloc_large(nbytes, block);
+  return pf__cpu_alloc_block(nbytes, block);
 }
 
 const pf_allocator_t pf__cpu_allocator = {NULL, pf__cpu_alloc, pf__cpu_free, pf__cpu_copy};
