@@ -219,8 +219,9 @@ static double median_of(double* v, int n) {
   return med;
 }
 
-/* Prints "result CHECKSUM MEM COLD_CREATE COLD_RELEASE WARM_CREATE WARM_RELEASE": bytes per
-   object, then ns per operation (warm: median over rounds 2..R). Under callgrind it dumps
+/* Prints "result CHECKSUM MEM" (bytes per object), then "rounds" and for each round its ns per
+   create, ns per release and order (the share of objects made at a higher address than the one
+   before them); the driver takes cold and warm figures from those. Under callgrind it dumps
    cold_create, cold_release, warm_create, warm_release (the first warm round) instead of
    timing (the times it prints are then meaningless). */
 static int run_child(const char* kind_name, const char* impl, int64_t n, int rounds) {
@@ -285,14 +286,7 @@ static int run_child(const char* kind_name, const char* impl, int64_t n, int rou
   if (k->teardown)
     k->teardown(state);
   free(objs);
-  double sorted_c[MAX_ROUNDS], sorted_r[MAX_ROUNDS]; /* median_of sorts: copies, so that the */
-  memcpy(sorted_c, create_ns, sizeof create_ns);     /* rounds below keep their order */
-  memcpy(sorted_r, release_ns, sizeof release_ns);
-  double warm_c = rounds > 1 ? median_of(sorted_c + 1, rounds - 1) : -1;
-  double warm_r = rounds > 1 ? median_of(sorted_r + 1, rounds - 1) : -1;
-  printf("result %llu %.3f %.3f %.3f %.3f %.3f\n", (unsigned long long)checksum, mem, create_ns[0],
-         release_ns[0], warm_c, warm_r);
-  printf("rounds"); /* every round's create, release and order, for --per-round */
+  printf("result %llu %.3f\nrounds", (unsigned long long)checksum, mem);
   for (int r = 0; r < rounds; ++r)
     printf(" %.3f %.3f %.3f", create_ns[r], release_ns[r], ascending[r]);
   printf("\n");
@@ -397,9 +391,20 @@ static void measure_once(const options_t* opt, size_t k, size_t v) {
   argv[0] = self;
   int rc = run_process(argv, &variants[v], out, sizeof out);
   unsigned long long checksum;
-  double f[5];
-  if (rc != 0 || sscanf(out, "result %llu %lf %lf %lf %lf %lf", &checksum, &f[0], &f[1], &f[2],
-                        &f[3], &f[4]) != 6) {
+  double mem, f[3 * MAX_ROUNDS]; /* per round: create ns, release ns, order */
+  const char* at = strstr(out, "\nrounds");
+  int got = 0;
+  if (rc == 0 && sscanf(out, "result %llu %lf", &checksum, &mem) == 2 && at) {
+    char* p = (char*)at + 7;
+    for (; got < 3 * opt->rounds; ++got) {
+      char* end;
+      f[got] = strtod(p, &end);
+      if (end == p)
+        break;
+      p = end;
+    }
+  }
+  if (got != 3 * opt->rounds) {
     fprintf(stderr, "bench_objects: %s %s: child failed (status %d)\n", variants[v].name,
             kind_names[k], rc);
     exit(2);
@@ -408,27 +413,21 @@ static void measure_once(const options_t* opt, size_t k, size_t v) {
   if (c->runs > 0 && c->checksum != checksum)
     pf_objbench_fail(variants[v].name, kind_names[k], "processes disagree on the checksum");
   c->checksum = checksum;
-  c->mem[c->runs] = f[0];
-  c->cold_c[c->runs] = f[1];
-  c->cold_r[c->runs] = f[2];
-  c->warm_c[c->runs] = f[3];
-  c->warm_r[c->runs] = f[4];
-  const char* rounds_line = strstr(out, "\nrounds");
-  char* at = rounds_line ? (char*)rounds_line + 7 : NULL;
+  c->mem[c->runs] = mem;
+  double warm_c[MAX_ROUNDS], warm_r[MAX_ROUNDS];
   for (int r = 0; r < opt->rounds; ++r) {
-    char *end = at, *end2 = at;
-    double cr = at ? strtod(at, &end) : 0;
-    double rr = at && end != at ? strtod(end, &end2) : 0;
-    double ar = at && end2 != end ? strtod(end2, &at) : 0;
-    if (!at || at == end2) {
-      fprintf(stderr, "bench_objects: %s %s: child gave no per-round figures\n", variants[v].name,
-              kind_names[k]);
-      exit(2);
+    c->round_c[c->runs][r] = f[3 * r];
+    c->round_r[c->runs][r] = f[3 * r + 1];
+    c->round_a[c->runs][r] = f[3 * r + 2];
+    if (r > 0) {
+      warm_c[r - 1] = f[3 * r];
+      warm_r[r - 1] = f[3 * r + 1];
     }
-    c->round_c[c->runs][r] = cr;
-    c->round_r[c->runs][r] = rr;
-    c->round_a[c->runs][r] = ar;
   }
+  c->cold_c[c->runs] = f[0];
+  c->cold_r[c->runs] = f[1];
+  c->warm_c[c->runs] = median_of(warm_c, opt->rounds - 1); /* rounds >= 2 */
+  c->warm_r[c->runs] = median_of(warm_r, opt->rounds - 1);
   c->runs++;
 }
 
