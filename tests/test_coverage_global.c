@@ -58,20 +58,8 @@ END_TEST
 static int fork_churn_stop;
 static pf_object_t* fork_churn_fn;
 
-static int fork_alloc(void* ctx, DLDevice device, size_t nbytes, size_t alignment, void** out) {
-  (void)ctx;
-  (void)device;
-  (void)alignment;
-  *out = malloc(nbytes);
-  return *out ? 0 : -1;
-}
-static void fork_free(void* ctx, DLDevice device, void* ptr) {
-  (void)ctx;
-  (void)device;
-  free(ptr);
-}
-static const pf_allocator_t fork_allocator = {NULL, fork_alloc, fork_free, NULL};
-#define FORK_DEVICE_TYPE 20 /* no device of packfn's: an entry of the table only */
+static pf_allocator_t fork_allocator; /* packfn's CPU hooks, installed as an entry only */
+#define FORK_DEVICE_TYPE 20           /* no device of packfn's */
 
 /* A thread of its own for the type registry and the allocator table: in the loop below their
  * locks would be held too small a share of the time for a fork to land in them. */
@@ -108,6 +96,7 @@ START_TEST(test_global_fork_while_writing) {
     return;
   }
   ck_assert_int_eq(pf_function_create(NULL, add_one, NULL, &fork_churn_fn), 0);
+  ck_assert_int_eq(pf_allocator_get(kDLCPU, &fork_allocator), 0);
   __atomic_store_n(&fork_churn_stop, 0, __ATOMIC_RELAXED);
   pthread_t t, t2;
   ck_assert_int_eq(pthread_create(&t, NULL, fork_churn, NULL), 0);
