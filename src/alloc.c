@@ -246,7 +246,9 @@ static void pf__slab_init_once(void) {
  * else -1. */
 static void pf__thread_init(void) {
   pf__slab_setup();
-  if (pf__slab_on() && pthread_setspecific(pf__cache_key, (void*)1) == 0) {
+  /* not once the key is deleted at unload or exit: its number may be another library's then */
+  if (pf__slab_on() && __atomic_load_n(&pf__cache_key_made, __ATOMIC_ACQUIRE) &&
+      pthread_setspecific(pf__cache_key, (void*)1) == 0) {
     pf__cache.state = 1;
     for (unsigned c = 0; c < PF__NCLASS; ++c) /* the lists are empty */
       pf__cache.room[c] = PF__LIST_MAX(c);
@@ -256,18 +258,22 @@ static void pf__thread_init(void) {
 }
 
 /* The main thread's lists are flushed at unload, and the key deleted so that, when a host
- * dlclose()s libpackfn while other threads that used it still run, their thread-exit flush (code
- * of this library) is not called after the unmapping (issue 10, defect 3). The range stays
- * reserved: objects still alive in other threads (or in the host) keep pointing into it. */
+ * dlclose()s a library holding packfn while other threads that used it still run, their
+ * thread-exit flush (code of this library) is not called after the unmapping (issue 10, defect
+ * 3). The range stays reserved: objects still alive in other threads (or in the host) keep
+ * pointing into it. Not in the shared library, which is never unmapped (PF_PINNED): its
+ * destructors run only at exit, and threads exiting after them still flush their lists. */
+#ifndef PF_PINNED
 __attribute__((destructor)) static void pf__cache_fini(void) {
   if (pf__cache.state == 1)
     pf__cache_flush();
   pf__cache.state = -1;
   if (pf__cache_key_made) {
+    __atomic_store_n(&pf__cache_key_made, 0, __ATOMIC_RELEASE);
     (void)pthread_key_delete(pf__cache_key);
-    pf__cache_key_made = 0;
   }
 }
+#endif
 
 /* A span for class c (one given back earlier, or a fresh one): its first byte, or NULL when the
  * range is used up or cannot be made accessible. Under the class's lock. */

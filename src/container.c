@@ -1,7 +1,6 @@
 /* Containers: shapes (69) and arrays (71) in their ABI cells with the contents inline, and deep
  * equality across nested containers (maps and dicts live in map.c and map_read.c). */
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -458,30 +457,37 @@ typedef struct {
 } pf__cxx_heap_t;
 
 static pf__cxx_heap_t pf__cxx_heap;
-static int pf__cxx_heap_state; /* 0 not looked up, 1 found, -1 absent */
-static pthread_once_t pf__cxx_heap_once = PTHREAD_ONCE_INIT;
+static int pf__cxx_heap_state; /* 0 not looked up, 1 found, -1 absent, 2 being published */
 
 /* The three symbols from one scope, so new and delete pair up: the global scope first (where
  * an interposing allocator, e.g. a sanitizer's, lives), else libtvm_ffi and its dependencies. */
-static int pf__cxx_heap_from(void* scope) {
-  *(void**)&pf__cxx_heap.alloc = dlsym(scope, "_ZnwmRKSt9nothrow_t");
-  *(void**)&pf__cxx_heap.release = dlsym(scope, "_ZdlPv");
-  pf__cxx_heap.nothrow_tag = dlsym(scope, "_ZSt7nothrow");
-  return pf__cxx_heap.alloc && pf__cxx_heap.release && pf__cxx_heap.nothrow_tag;
+static int pf__cxx_heap_from(void* scope, pf__cxx_heap_t* h) {
+  *(void**)&h->alloc = dlsym(scope, "_ZnwmRKSt9nothrow_t");
+  *(void**)&h->release = dlsym(scope, "_ZdlPv");
+  h->nothrow_tag = dlsym(scope, "_ZSt7nothrow");
+  return h->alloc && h->release && h->nothrow_tag;
 }
 
-static void pf__cxx_heap_find(void) {
-  const pf__tvm_t* tvm = pf__tvm();
-  pf__cxx_heap_state =
-      tvm && (pf__cxx_heap_from(RTLD_DEFAULT) || pf__cxx_heap_from(tvm->library)) ? 1 : -1;
-}
-
-/* C++'s heap once joined (looked up at the first list growth after the join), else NULL. */
-static const pf__cxx_heap_t* pf__list_heap(void) {
-  if (!pf__tvm_first_use())
+/* C++'s heap once joined (looked up at the first list growth after the join), else NULL: the
+ * published one, or, while another thread publishes it, the caller's own copy in *mine. The
+ * dlsym calls run under no lock and no pthread_once: they take the loader's lock, and a library
+ * constructor (running under it) that grows a list would otherwise wait on a thread waiting for
+ * that lock (a deadlock, found by review). Every thread finds the same symbols. */
+static const pf__cxx_heap_t* pf__list_heap(pf__cxx_heap_t* mine) {
+  const pf__tvm_t* tvm = pf__tvm_first_use();
+  if (!tvm)
     return NULL;
-  pthread_once(&pf__cxx_heap_once, pf__cxx_heap_find);
-  return pf__cxx_heap_state == 1 ? &pf__cxx_heap : NULL;
+  int state = __atomic_load_n(&pf__cxx_heap_state, __ATOMIC_ACQUIRE);
+  if (PF_LIKELY(state == 1 || state == -1))
+    return state == 1 ? &pf__cxx_heap : NULL;
+  int found = pf__cxx_heap_from(RTLD_DEFAULT, mine) || pf__cxx_heap_from(tvm->library, mine);
+  int expected = 0;
+  if (__atomic_compare_exchange_n(&pf__cxx_heap_state, &expected, 2, 0, __ATOMIC_ACQUIRE,
+                                  __ATOMIC_RELAXED)) {
+    pf__cxx_heap = *mine;
+    __atomic_store_n(&pf__cxx_heap_state, found ? 1 : -1, __ATOMIC_RELEASE);
+  }
+  return found ? mine : NULL;
 }
 
 static void pf__list_free_data(void* data) {
@@ -511,7 +517,8 @@ int pf_list_create(pf_object_t** out) {
       pf__container_new("pf_list_create", sizeof(pf__list_t), PF_TYPE_LIST, pf__list_deleter);
   if (!l)
     return -1;
-  const pf__cxx_heap_t* heap = pf__list_heap();
+  pf__cxx_heap_t mine;
+  const pf__cxx_heap_t* heap = pf__list_heap(&mine);
   l->cell.data = NULL;
   l->cell.size = 0;
   l->cell.capacity = 0;
@@ -540,7 +547,8 @@ static int pf__list_reserve_one(const char* func, pf_seq_cell_t* c) {
                  (long long)c->size + 1);
     return -1;
   }
-  const pf__cxx_heap_t* heap = pf__list_heap();
+  pf__cxx_heap_t mine;
+  const pf__cxx_heap_t* heap = pf__list_heap(&mine);
   void* data = heap ? heap->alloc(bytes, heap->nothrow_tag) : malloc(bytes);
   if (!data)
     return pf__raise_oom(func, bytes);

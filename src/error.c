@@ -305,8 +305,12 @@ static void pf__local_clear(void) {
   pf_object_release(err);
 }
 
+/* The mode goes back to 0, so that an error raised later in this thread's exit (by another key's
+ * destructor) sets the key again and glibc calls this once more in its next round, instead of
+ * the error being left in the slot (a leak found by review). */
 static void pf__thread_exit(void* unused) {
   (void)unused;
+  pf__thread_mode = 0;
   pf__local_clear();
 }
 static void pf__exit_key_init(void) {
@@ -315,7 +319,9 @@ static void pf__exit_key_init(void) {
 
 __attribute__((noinline)) static int pf__thread_setup(void) {
   pthread_once(&pf__exit_once, pf__exit_key_init);
-  (void)pthread_setspecific(pf__exit_key, (void*)1);
+  /* not once the key is deleted (unload, exit): its number may be another library's by then */
+  if (__atomic_load_n(&pf__exit_key_made, __ATOMIC_ACQUIRE))
+    (void)pthread_setspecific(pf__exit_key, (void*)1);
   pf__thread_mode = pf__want_full_backtrace() ? 2 : 1;
   return pf__thread_mode;
 }
@@ -694,13 +700,16 @@ char* pf__strdup(const char* s) {
 }
 
 /* Free this thread's pending error when the library unloads (or the process exits), so
- * nothing leaks, and delete the thread-exit key: a thread still running after a dlclose() of
- * libpackfn must not call pf__thread_exit in unmapped code (issue 10, defect 3). Such a
- * thread's pending error, if any, is leaked. */
+ * nothing leaks, and, where the library can be unmapped (packfn linked statically into a library
+ * a host dlclose()s), delete the thread-exit key: a thread still running then must not call
+ * pf__thread_exit in unmapped code (issue 10, defect 3); its pending error, if any, is leaked. */
 __attribute__((destructor)) static void pf__error_fini(void) {
   pf__local_clear(); /* TVM-FFI's slot is its own: it may already be gone */
+  /* the shared library (PF_PINNED) is never unmapped: the hook stays for threads exiting later */
+#ifndef PF_PINNED
   if (pf__exit_key_made) {
+    __atomic_store_n(&pf__exit_key_made, 0, __ATOMIC_RELEASE);
     (void)pthread_key_delete(pf__exit_key);
-    pf__exit_key_made = 0;
   }
+#endif
 }

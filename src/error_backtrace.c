@@ -50,8 +50,8 @@ static size_t pf__pc_count;
 static unsigned long long pf__pc_subs;
 static pthread_mutex_t pf__pc_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* fork(): the frame-name cache's lock (held across dl_iterate_phdr and backtrace_symbols), so
- * that a child forked while another thread named frames can name its own. */
+/* fork(): the frame-name cache's lock (held while the table is read or filled), so that a child
+ * forked while another thread named frames can name its own. */
 void pf__backtrace_fork_lock(void) {
   pthread_mutex_lock(&pf__pc_lock);
 }
@@ -77,12 +77,19 @@ static pf__pc_line_t* pf__pc_slot(const void* pc) {
   return &pf__pc_lines[i];
 }
 
-/* Under pf__pc_lock: empties the table when a library has been unloaded since it was filled. */
-static void pf__pc_check_unloads(void) {
-  unsigned long long subs = 0;
+/* The dynamic loader's count of unloads (~0 when it cannot be read). Called under no lock of
+ * packfn's: dl_iterate_phdr takes a lock of the loader. */
+static unsigned long long pf__loader_subs(void) {
+  unsigned long long subs = ~0ull;
 #if defined(__GLIBC__)
   dl_iterate_phdr(pf__loader_subs_of, &subs);
 #endif
+  return subs;
+}
+
+/* Under pf__pc_lock: empties the table when the loader's count of unloads is not the one it
+ * was filled under (a library unloaded since). */
+static void pf__pc_check_unloads(unsigned long long subs) {
   if (subs == pf__pc_subs && subs != ~0ull)
     return;
   for (size_t i = 0; i < PF__PC_CACHE; ++i) {
@@ -94,15 +101,20 @@ static void pf__pc_check_unloads(void) {
 }
 
 /* The backtrace text with e's frames named: the site lines, then a named line per frame.
- * malloc'd, NUL-terminated, length in *len; NULL when memory runs out. */
+ * malloc'd, NUL-terminated, length in *len; NULL when memory runs out. The naming itself
+ * (backtrace_symbols: dladdr, which takes the loader's lock) runs between two holds of
+ * pf__pc_lock, never under it: a library constructor raising under the loader's lock would
+ * otherwise wait for a thread that waits for the loader (a deadlock, found by review). Lines
+ * named while a library was unloaded are used for this text but not kept. */
 char* pf__frames_name(const pf__error_t* e, size_t* len) {
   const pf__frames_t* f = e->frames;
   char* text = NULL;
-  pthread_mutex_lock(&pf__pc_lock);
-  pf__pc_check_unloads();
-  /* the addresses not named yet, named in one call */
+  unsigned long long subs = pf__loader_subs();
+  /* the addresses not named yet */
   void* miss[64];
   int nmiss = 0;
+  pthread_mutex_lock(&pf__pc_lock);
+  pf__pc_check_unloads(subs);
   for (int i = 0; i < f->n; ++i) {
     pf__pc_line_t* slot = pf__pc_slot(f->pc[i]);
     if (!slot->pc && nmiss < (int)(sizeof miss / sizeof miss[0])) {
@@ -113,17 +125,24 @@ char* pf__frames_name(const pf__error_t* e, size_t* len) {
         miss[nmiss++] = f->pc[i];
     }
   }
+  pthread_mutex_unlock(&pf__pc_lock);
   char** names = nmiss ? backtrace_symbols(miss, nmiss) : NULL;
+  int keep = names && pf__loader_subs() == subs;
   char line[1024];
-  for (int k = 0; names && k < nmiss; ++k) {
+  pthread_mutex_lock(&pf__pc_lock);
+  keep = keep && pf__pc_subs == subs; /* no other thread emptied it for a newer count */
+  for (int k = 0; keep && k < nmiss; ++k) {
     if (pf__pc_count >= PF__PC_CACHE / 2) /* kept at most half full: probes stay short */
       break;
+    pf__pc_line_t* slot = pf__pc_slot(miss[k]);
+    if (slot->pc)
+      continue; /* another thread named it meanwhile */
     size_t n = pf__frame_named(names[k], line, sizeof line);
     char* copy = malloc(n + 1);
     if (!copy)
       break;
     memcpy(copy, line, n + 1);
-    *pf__pc_slot(miss[k]) = (pf__pc_line_t){miss[k], copy, n};
+    *slot = (pf__pc_line_t){miss[k], copy, n};
     pf__pc_count++;
   }
   size_t cap = f->site_len + 1, used = f->site_len;
@@ -141,8 +160,8 @@ char* pf__frames_name(const pf__error_t* e, size_t* len) {
         used += slot->len;
         continue;
       }
-      /* not kept (the table full, or memory short): named from this call's names, else by
-       * address */
+      /* not kept (the table full, memory short, or a library unloaded while naming): named
+       * from this call's names, else by address */
       int k = 0;
       while (k < nmiss && miss[k] != f->pc[i])
         ++k;
@@ -157,11 +176,14 @@ char* pf__frames_name(const pf__error_t* e, size_t* len) {
   return text;
 }
 
-/* Frees the named frames kept when the library unloads (or the process exits). */
+/* Frees the named frames kept when the library unloads (or the process exits), under the lock:
+ * another thread may be naming frames while the process exits (it fills the table again). */
 __attribute__((destructor)) static void pf__frames_fini(void) {
+  pthread_mutex_lock(&pf__pc_lock);
   for (size_t i = 0; i < PF__PC_CACHE; ++i) {
     free(pf__pc_lines[i].line);
     pf__pc_lines[i] = (pf__pc_line_t){NULL, NULL, 0};
   }
   pf__pc_count = 0;
+  pthread_mutex_unlock(&pf__pc_lock);
 }

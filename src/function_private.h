@@ -20,6 +20,11 @@ size_t pf__function_code(const pf_object_t* fn, const void** addrs);
 
 /* fork(): the side table's lock (a leaf: nothing else is taken under it), taken before a fork
  * and given back after it, from global.c's handlers. */
+/* How many static registration slots (PF_REGISTER_GLOBAL and its kin, typed.h) hold `fn`: 0 or
+ * 1, each the reference its library's destructor drops when the library unloads; 0 too when the
+ * slot could not be recorded (out of memory), which makes a caller assume another holder. */
+size_t pf__global_static_holders(const pf_object_t* fn);
+
 void pf__function_fork_lock(void);
 void pf__function_fork_unlock(void);
 

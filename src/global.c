@@ -117,9 +117,13 @@ static void pf__key_create(void) {
   pf__membarrier_ok = !(no && *no && *no != '0') && pf__membarrier_register();
 }
 
-/* When a host dlclose()s libpackfn while threads that looked names up still run, their exit
- * must not call pf__reader_exit in unmapped code (issue 10, defect 3, as for the block cache
- * and the error slot): the key goes with the library. Those threads' records are left. */
+/* When a host dlclose()s a library holding packfn (linked statically) while threads that looked
+ * names up still run, their exit must not call pf__reader_exit in unmapped code (issue 10,
+ * defect 3, as for the block cache and the error slot): the key goes with the library. Those
+ * threads' records are left. The shared library is never unmapped (PF_PINNED): the key stays, so
+ * threads exiting after its destructors still unlink their records. */
+/* the shared library (PF_PINNED) is never unmapped: exiting threads keep unlinking themselves */
+#ifndef PF_PINNED
 __attribute__((destructor)) static void pf__key_fini(void) {
   if (pf__key_made) {
     pf__key_ok = 0;
@@ -127,6 +131,7 @@ __attribute__((destructor)) static void pf__key_fini(void) {
     pf__key_made = 0;
   }
 }
+#endif
 
 /* Links this thread's record; 0 when it cannot (then lookups take the writers' mutex). */
 static int pf__reader_register(void) {

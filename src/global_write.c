@@ -11,6 +11,7 @@
 #include "global_table.h"
 
 #include "common.h"
+#include "function_private.h"
 #include "global_private.h"
 #include "suggest.h"
 
@@ -404,6 +405,56 @@ int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args, pf_
 
 static int pf__static_failures;
 
+/* The slots of the static registrations of libraries still loaded, under pf__writers: the module
+ * loader asks how many references a refused library's own slots hold (pf__global_static_holders),
+ * which its destructors drop, so as not to count them as held elsewhere. A registration reserves
+ * its place first, so that recording it cannot fail once the function is in the table. */
+static pf_object_t*** pf__static_slots;
+static size_t pf__static_count, pf__static_reserved, pf__static_cap;
+
+/* Reserves a place; 0, or -1 (nothing raised) when memory runs out. Under pf__writers. */
+static int pf__static_slot_reserve(void) {
+  if (pf__static_count + pf__static_reserved == pf__static_cap) {
+    size_t cap = pf__static_cap ? 2 * pf__static_cap : 16;
+    pf_object_t*** grown = realloc(pf__static_slots, cap * sizeof *grown);
+    if (!grown)
+      return -1;
+    pf__static_slots = grown;
+    pf__static_cap = cap;
+  }
+  pf__static_reserved++;
+  return 0;
+}
+
+/* Frees the array once no slot is recorded or reserved (a library unloaded leaves nothing).
+ * Under pf__writers. */
+static void pf__static_slots_trim(void) {
+  if (pf__static_count == 0 && pf__static_reserved == 0) {
+    free(pf__static_slots);
+    pf__static_slots = NULL;
+    pf__static_cap = 0;
+  }
+}
+
+/* Under pf__writers. */
+static void pf__static_slot_remove(pf_object_t** slot) {
+  for (size_t i = 0; i < pf__static_count; ++i)
+    if (pf__static_slots[i] == slot) {
+      pf__static_slots[i] = pf__static_slots[--pf__static_count];
+      break;
+    }
+  pf__static_slots_trim();
+}
+
+size_t pf__global_static_holders(const pf_object_t* fn) {
+  size_t n = 0;
+  pthread_mutex_lock(&pf__writers);
+  for (size_t i = 0; i < pf__static_count; ++i)
+    n += *pf__static_slots[i] == fn;
+  pthread_mutex_unlock(&pf__writers);
+  return n;
+}
+
 int pf_global_static_failures(void) {
   return __atomic_load_n(&pf__static_failures, __ATOMIC_RELAXED);
 }
@@ -411,6 +462,15 @@ int pf_global_static_failures(void) {
 void pf__global_register_static(const char* name, pf_safe_call_t call, const pf_signature_t* sig,
                                 pf_typed_call_t typed, pf_object_t** slot) {
   pf_object_t* fn = NULL;
+  pthread_mutex_lock(&pf__writers);
+  int reserved = pf__static_slot_reserve();
+  pthread_mutex_unlock(&pf__writers);
+  if (reserved != 0) {
+    *slot = NULL;
+    __atomic_fetch_add(&pf__static_failures, 1, __ATOMIC_RELAXED);
+    pf__raise_oom("PF_REGISTER_GLOBAL", sizeof(pf_object_t**));
+    return;
+  }
   int rc = sig && call ? pf_function_create_static(sig, call, &fn)
            : sig       ? pf_function_create_typed(sig, typed, NULL, NULL, &fn)
                        : pf_function_create_direct(call, &fn);
@@ -421,12 +481,22 @@ void pf__global_register_static(const char* name, pf_safe_call_t call, const pf_
     pf_object_release(fn);
     fn = NULL;
   }
+  pthread_mutex_lock(&pf__writers);
   *slot = fn;
+  pf__static_reserved--;
+  if (fn)
+    pf__static_slots[pf__static_count++] = slot;
+  pf__static_slots_trim();
+  pthread_mutex_unlock(&pf__writers);
 }
 
 void pf__global_unregister_static(const char* name, const pf_signature_t* sig, pf_object_t** slot) {
+  pthread_mutex_lock(&pf__writers);
   pf_object_t* fn = *slot;
   *slot = NULL;
+  if (fn)
+    pf__static_slot_remove(slot);
+  pthread_mutex_unlock(&pf__writers);
   if (!fn)
     return;
   name = name ? name : sig ? sig->name : NULL; /* as pf__global_register_static chose it */

@@ -84,11 +84,26 @@ static const char* pf__dlerror(void) {
 
 /* ---- refusing a library its constructors registered globals from ---- */
 
-/* Whether `addr` lies in the library whose link map is `lm`. */
-static int pf__addr_in(const void* addr, const struct link_map* lm) {
+/* Marks the loaded library at `path` never to be unloaded (best effort). */
+static void pf__pin(const char* path) {
+  void* pin = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD | RTLD_NODELETE);
+  if (pin)
+    dlclose(pin);
+}
+
+/* Where `addr` lies: 1 in the library whose link map is `lm`, 2 in one loaded after it (which
+ * its load mapped: its dependencies, appended after it to the loader's list), else 0. */
+static int pf__addr_in(const void* addr, const struct link_map* lm, struct link_map** owner) {
   Dl_info info;
-  struct link_map* owner = NULL;
-  return addr && dladdr1(addr, &info, (void**)&owner, RTLD_DL_LINKMAP) && owner == lm;
+  *owner = NULL;
+  if (!addr || !dladdr1(addr, &info, (void**)owner, RTLD_DL_LINKMAP) || !*owner)
+    return 0;
+  if (*owner == lm)
+    return 1;
+  for (const struct link_map* later = lm->l_next; later; later = later->l_next)
+    if (later == *owner)
+      return 2;
+  return 0;
 }
 
 /* Removes every global function whose code or state lies in the library `handle`, which is
@@ -97,7 +112,8 @@ static int pf__addr_in(const void* addr, const struct link_map* lm) {
  * letting it be unmapped when the globals cannot be listed (out of memory), and when another
  * thread got one of those functions from the table before it was removed and still holds it
  * (its calls and its release would run unmapped code): no table entry and no reference ever
- * points into unmapped memory. */
+ * points into unmapped memory. A library the load mapped with it (a dependency) whose code a
+ * global uses is pinned, and the global stays. */
 static void pf__forget_library(void* handle, const char* path) {
   pf_object_t* reason = pf_error_take();
   struct link_map* lm = NULL;
@@ -113,21 +129,29 @@ static void pf__forget_library(void* handle, const char* path) {
       break;
     }
     size_t n = pf__function_code(fn, addrs);
-    for (size_t k = 0; k < n; ++k)
-      if (pf__addr_in(addrs[k], lm)) {
+    for (size_t k = 0; k < n; ++k) {
+      struct link_map* owner;
+      int where = pf__addr_in(addrs[k], lm, &owner);
+      if (where == 2 && owner->l_name && *owner->l_name) {
+        /* a dependency this load mapped registered it: that library stays, and the global with
+         * it (unmapped with the refused one, the entry pointed into unmapped code; review) */
+        pf__pin(owner->l_name);
+      }
+      if (where == 1) {
         (void)pf_global_remove(names[i]);
-        /* the removal waited for lookups in flight: every other holder has retained by now */
-        held_elsewhere |= pf_object_strong_count(fn) > 1;
+        /* the removal waited for lookups in flight: every other holder has retained by now.
+         * Not counted: this reference and the library's own registration slot, which its
+         * destructor drops (counted, every PF_REGISTER_GLOBAL library stayed pinned) */
+        held_elsewhere |= pf_object_strong_count(fn) > 1 + pf__global_static_holders(fn);
         break;
       }
+    }
     pf_object_release(fn);
   }
   pf_global_list_free(names);
   if (!ok || held_elsewhere) {
     pf_error_clear();
-    void* pin = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD | RTLD_NODELETE);
-    if (pin)
-      dlclose(pin);
+    pf__pin(path);
   }
   if (reason) {
     (void)pf_error_raise(reason);

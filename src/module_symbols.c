@@ -109,12 +109,9 @@ static size_t pf__cand(const pf__cands_t* c, size_t k) {
   return c->idx ? c->idx[k] : k;
 }
 
+/* Made once and kept for the life of the process, never freed: a thread still running at exit
+ * may be reading it (leak checkers count it as still reachable). */
 static pf__system_syms_t* pf__system_syms;
-
-__attribute__((destructor)) static void pf__system_syms_fini(void) {
-  free(pf__system_syms);
-  pf__system_syms = NULL;
-}
 
 const pf__system_syms_t* pf__system_symbols(const char* func, const char* path,
                                             const struct link_map* lm) {

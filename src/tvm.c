@@ -63,23 +63,32 @@ void pf__tvm_fork_unlock(void) {
 int pf_tvm_ffi_join(void) {
   if (__atomic_load_n(&pf__tvm_state, __ATOMIC_ACQUIRE) == 2)
     return 1;
+  /* Looked for before taking the lock: dlopen takes the loader's lock, and a library constructor
+   * running under that lock (in another thread's dlopen) may be the one that joins, on its first
+   * error or registration. Holding pf__tvm_lock across dlopen inverted that order (a deadlock,
+   * found by review). Two threads may both look; the loser closes its handle. */
+  pf__tvm_t found = {0};
+  void* lib = pf__tvm_disabled() ? NULL : dlopen("libtvm_ffi.so", RTLD_NOW | RTLD_NOLOAD);
+  int usable = lib && pf__tvm_resolve(lib, &found);
+  int kept = 0;
   pthread_mutex_lock(&pf__tvm_lock);
   int state = pf__tvm_state;
   if (state != 2) {
     state = 1;
-    void* lib = pf__tvm_disabled() ? NULL : dlopen("libtvm_ffi.so", RTLD_NOW | RTLD_NOLOAD);
-    if (lib && pf__tvm_resolve(lib, &pf__tvm_found)) {
+    if (usable) {
+      pf__tvm_found = found;
       __atomic_store_n(&pf__tvm_api, &pf__tvm_found, __ATOMIC_RELEASE);
       for (int i = 0; i < PF__TVM_HOOKS; ++i)
         if (pf__tvm_join_hooks[i])
           pf__tvm_join_hooks[i](&pf__tvm_found);
       state = 2;
-    } else if (lib) {
-      dlclose(lib);
+      kept = 1;
     }
     __atomic_store_n(&pf__tvm_state, state, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&pf__tvm_lock);
+  if (lib && !kept)
+    dlclose(lib);
   return state == 2;
 }
 

@@ -233,16 +233,9 @@ const char* pf_type_name(int32_t type_index) {
   return e ? e->short_name : "unknown";
 }
 
-/* Registered types live as long as the process; free them at exit so leak checkers see a
- * clean heap. Nothing may use the registry after this. */
-__attribute__((destructor)) static void pf__types_fini(void) {
-  for (int32_t i = 0; i < pf__keyed_count; ++i) {
-    pf__types[pf__keyed[i]->info.type_index] = NULL;
-    free(pf__keyed[i]);
-    pf__keyed[i] = NULL;
-  }
-  pf__keyed_count = 0;
-}
+/* Registered types live as long as the process and are never freed: freeing them at exit let a
+ * thread still running then (a detached one, a Python daemon thread) read freed entries (found by
+ * review). Leak checkers count them as still reachable. */
 
 /* Joining TVM-FFI (tvm.c): the types packfn registered before (indices from
  * PF__TYPE_OWN_BEGIN) enter TVM-FFI's registry at the same indices. TVM-FFI takes a fixed
