@@ -140,8 +140,12 @@ int pf_tensor_from_dlpack_versioned(pf_dl_managed_tensor_versioned_t* src, pf_ob
                  (unsigned)src->version.minor);
     return -1;
   }
+  /* the shortcut only when the consumer added no flag either: a READ_ONLY it set must give a
+   * read-only tensor, not the writable original (found by review) */
+  pf_object_t* exported = (pf_object_t*)src->manager_ctx;
   if (src->deleter == pf__dlpack_versioned_deleter &&
-      pf__is_unchanged_export(&src->dl_tensor, (pf_object_t*)src->manager_ctx)) {
+      pf__is_unchanged_export(&src->dl_tensor, exported) &&
+      (src->flags & ~(pf_tensor_is_read_only(exported) ? PF_DLPACK_FLAG_READ_ONLY : 0)) == 0) {
     *out = (pf_object_t*)src->manager_ctx;
     pf__free(src); /* our own export block */
     return 0;

@@ -129,6 +129,11 @@ __attribute__((noinline, cold)) int pf__dltensor_error(const DLTensor* desc, con
                                                        int32_t axis) {
   if (!desc) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a DLTensor, got NULL", func, arg);
+  } else if (axis == PF__AXIS_BYTE_OFFSET) {
+    PF_ERROR_SET(PF_ERR_VALUE,
+                 "%s: argument %s: byte_offset %llu: expected the bytes of its elements to lie "
+                 "within the address space from data %p",
+                 func, arg, (unsigned long long)desc->byte_offset, desc->data);
   } else if (axis >= 0) {
     PF_ERROR_SET(
         PF_ERR_VALUE,
@@ -146,7 +151,7 @@ __attribute__((noinline, cold)) int pf__dltensor_error(const DLTensor* desc, con
 
 int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* arg) {
   pf__layout_t layout;
-  return pf__dltensor_check(desc, func, arg, &layout);
+  return pf__dltensor_check(desc, func, arg, 1, &layout);
 }
 
 int pf__tensor_new(const DLTensor* desc, uint64_t flags, const char* func, pf__tensor_t** out) {

@@ -105,8 +105,8 @@ static int pf__copy(DLTensor* dst, const DLTensor* src, const char* func) {
     return -1;
   }
   pf__layout_t dl, sl;
-  if (pf__dltensor_check(dst, func, "dst", &dl) != 0 ||
-      pf__dltensor_check(src, func, "src", &sl) != 0)
+  if (pf__dltensor_check(dst, func, "dst", 1, &dl) != 0 ||
+      pf__dltensor_check(src, func, "src", 1, &sl) != 0)
     return -1;
   char a[PF_DTYPE_STR_MAX], b[128];
   if (!pf_dtype_equal(dst->dtype, src->dtype)) {

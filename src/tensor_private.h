@@ -101,6 +101,7 @@ typedef struct {
 int pf__layout_error(int32_t ndim, const int64_t* shape, DLDataType dtype, const char* func,
                      const char* arg);
 int pf__empty_layout_overflows(int32_t ndim, const int64_t* shape, DLDataType dtype);
+#define PF__AXIS_BYTE_OFFSET (-2) /* pf__dltensor_error's axis for a byte_offset refused */
 int pf__dltensor_error(const DLTensor* desc, const char* func, const char* arg, int64_t numel,
                        int32_t axis);
 
@@ -167,11 +168,53 @@ pf__strides_reach(int32_t ndim, const int64_t* shape, const int64_t* strides, in
   return 0;
 }
 
+/* Device types whose data pointer is an address, so offsets move the pointer itself. */
+static inline int pf__is_addressable(DLDevice d) {
+  switch ((int32_t)d.device_type) {
+  case PF_DEV_CPU:
+  case PF_DEV_CUDA:
+  case PF_DEV_CUDA_HOST:
+  case PF_DEV_CUDA_MANAGED:
+  case PF_DEV_ROCM:
+  case PF_DEV_ROCM_HOST:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* Whether the bytes elements lo..hi (element offsets, lo <= 0 <= hi) of `desc` cover lie, from
+ * data + byte_offset, outside what int64 offsets (and, for an address, the address space)
+ * reach. A byte_offset near 2^64 used to wrap data + byte_offset to before data (review). */
+static inline int pf__byte_reach_bad(const DLTensor* desc, int64_t lo, int64_t hi) {
+  int64_t bits = (int64_t)desc->dtype.bits * desc->dtype.lanes, first, end;
+  int64_t unit = bits % 8 == 0 ? bits / 8 : bits; /* bytes per element, or bits when sub-byte */
+  if (PF_UNLIKELY(__builtin_mul_overflow(lo, unit, &first) ||
+                  __builtin_mul_overflow(hi + 1, unit, &end)))
+    return 1;
+  if (unit == bits && bits % 8 != 0) {
+    first = first >= 0 ? first / 8 : -((7 - first) / 8); /* whole bytes: rounded down */
+    end = (end + 7) / 8;                                 /* rounded up */
+  }
+  int64_t offset = (int64_t)desc->byte_offset; /* <= INT64_MAX: checked first */
+  if (PF_UNLIKELY(__builtin_add_overflow(offset, first, &first) ||
+                  __builtin_add_overflow(offset, end, &end)))
+    return 1;
+  if (!desc->data || !pf__is_addressable(desc->device))
+    return 0;
+  uintptr_t p = (uintptr_t)desc->data;
+  return (first < 0 && p < (uintptr_t)(0 - (uint64_t)first)) || p > UINTPTR_MAX - (uint64_t)end;
+}
+
 /* Validates the description `desc` as argument `arg` of `func` (ndim, shape, dtype, device
- * index, data, size and offset overflow) and fills *layout. 0, or -1 with ValueError (*layout
- * untouched). Inline where creation is hot (views); pf__dltensor_validate is the call. */
-static inline __attribute__((always_inline)) int
-pf__dltensor_check(const DLTensor* desc, const char* func, const char* arg, pf__layout_t* layout) {
+ * index, data, size and offset overflow and, when `bytes`, the bytes reached from data and
+ * byte_offset) and fills *layout. A view leaves the bytes to the check against its base. 0, or -1
+ * with ValueError (*layout untouched). Inline where creation is hot (views); pf__dltensor_validate
+ * is the call. */
+static inline __attribute__((always_inline)) int pf__dltensor_check(const DLTensor* desc,
+                                                                    const char* func,
+                                                                    const char* arg, int bytes,
+                                                                    pf__layout_t* layout) {
   if (PF_UNLIKELY(!desc)) {
     pf__dltensor_error(desc, func, arg, 0, -1);
     return -1;
@@ -198,6 +241,11 @@ pf__dltensor_check(const DLTensor* desc, const char* func, const char* arg, pf__
       lo = 0;
       hi = -1;
     }
+  }
+  if (bytes && PF_UNLIKELY(desc->byte_offset > (uint64_t)INT64_MAX ||
+                           (numel > 0 && pf__byte_reach_bad(desc, lo, hi)))) {
+    pf__dltensor_error(desc, func, arg, numel, PF__AXIS_BYTE_OFFSET);
+    return -1;
   }
   layout->numel = numel;
   layout->lo = lo;

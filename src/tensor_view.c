@@ -46,21 +46,6 @@ static void pf__reach(const DLTensor* t, int64_t* lo, int64_t* hi) {
   *hi = h;
 }
 
-/* Device types whose data pointer is an address, so an offset may move the pointer itself. */
-static int pf__is_addressable(DLDevice d) {
-  switch ((int32_t)d.device_type) {
-  case PF_DEV_CPU:
-  case PF_DEV_CUDA:
-  case PF_DEV_CUDA_HOST:
-  case PF_DEV_CUDA_MANAGED:
-  case PF_DEV_ROCM:
-  case PF_DEV_ROCM_HOST:
-    return 1;
-  default:
-    return 0;
-  }
-}
-
 /* The one view builder: checks the layout (ndim, shape, strides NULL for compact) against the
  * span of `base` and creates the view `offset` elements from base's first element. Inlined into
  * each view function: the call and its eight arguments cost a tenth of a view's creation. */
@@ -70,7 +55,7 @@ pf__make_view(pf_object_t* base, const DLTensor* src, int32_t ndim, const int64_
   DLTensor desc = {src->data,         src->device,     ndim, src->dtype, (int64_t*)shape,
                    (int64_t*)strides, src->byte_offset};
   pf__layout_t view;
-  if (pf__dltensor_check(&desc, func, "shape", &view) != 0)
+  if (pf__dltensor_check(&desc, func, "shape", 0, &view) != 0)
     return -1;
   if (view.numel > 0) {
     int64_t slo, shi, first, last; /* an empty base reaches nothing: 0..-1 */
@@ -145,7 +130,7 @@ pf__make_view(pf_object_t* base, const DLTensor* src, int32_t ndim, const int64_
 __attribute__((noinline, cold)) static int pf__view_check_foreign(const DLTensor* src,
                                                                   const char* func) {
   pf__layout_t layout;
-  return pf__dltensor_check(src, func, "tensor", &layout);
+  return pf__dltensor_check(src, func, "tensor", 1, &layout);
 }
 
 /* Common entry of the view functions: checks out and tensor (a foreign one's description too). */

@@ -117,6 +117,58 @@ START_TEST(test_import_errors_leave_source) {
 }
 END_TEST
 
+/* byte_offset is validated with the rest of the description: an offset above INT64_MAX, or one
+ * that moves the elements' bytes past the end of the address space or before its start, is
+ * refused by every import and by pf_dltensor_copy, and the source stays the caller's (found by
+ * review: 2^64 - 8 wrapped data + byte_offset to 8 bytes before data, and a copy read there). */
+START_TEST(test_import_byte_offset) {
+  static const uint64_t bad[] = {UINT64_MAX - 7, (uint64_t)1 << 63, ((uint64_t)1 << 63) + 4,
+                                 (uint64_t)INT64_MAX};
+  pf_object_t* t = (pf_object_t*)&t;
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    g_deleted = 0;
+    pf_dl_managed_tensor_versioned_t* mv = make_versioned(0);
+    mv->dl_tensor.byte_offset = bad[i];
+    ck_assert_int_eq(pf_tensor_from_dlpack_versioned(mv, &t), -1);
+    ck_assert_ptr_null(t);
+    PF_ASSERT_RAISED("ValueError", "argument src: byte_offset");
+    DLManagedTensor* m = make_legacy();
+    m->dl_tensor.byte_offset = bad[i];
+    ck_assert_int_eq(pf_tensor_from_dlpack(m, &t), -1);
+    PF_ASSERT_RAISED("ValueError", "byte_offset");
+    ck_assert_int_eq(pf_tensor_from_dltensor(&m->dl_tensor, NULL, NULL, &t), -1);
+    PF_ASSERT_RAISED("ValueError", "byte_offset");
+    double out[6];
+    DLTensor dst = {out, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, g_shape, NULL, 0};
+    ck_assert_int_eq(pf_dltensor_copy(&dst, &m->dl_tensor), -1);
+    PF_ASSERT_RAISED("ValueError", "argument src: byte_offset");
+    ck_assert_int_eq(g_deleted, 0); /* refused: the sources are still the caller's */
+    mv->deleter(mv);
+    m->deleter(m);
+  }
+  /* data near the top of the address space: the last element's bytes would wrap */
+  DLTensor top = {(void*)(UINTPTR_MAX - 15), PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, g_shape, NULL, 0};
+  ck_assert_int_eq(pf_tensor_from_dltensor(&top, NULL, NULL, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "byte_offset 0");
+  /* an offset that stays inside is fine; on a device whose data is a handle, only int64 counts */
+  int64_t two = 2;
+  DLTensor ok = {g_data, PF_DEVICE_CPU, 1, PF_DTYPE_FLOAT64, &two, NULL, 32};
+  ck_assert_int_eq(pf_tensor_from_dltensor(&ok, NULL, NULL, &t), 0);
+  ck_assert(*(double*)pf_dltensor_data(pf_tensor_dltensor(t)) == 4.0);
+  pf_object_release(t);
+  DLTensor handle = {(void*)(UINTPTR_MAX - 15),
+                     pf_device(PF_DEV_OPENCL, 0),
+                     2,
+                     PF_DTYPE_FLOAT64,
+                     g_shape,
+                     NULL,
+                     1024};
+  ck_assert_int_eq(pf_tensor_from_dltensor(&handle, NULL, NULL, &t), 0);
+  pf_object_release(t);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
 START_TEST(test_import_versioned_read_only) {
   g_deleted = 0;
   pf_dl_managed_tensor_versioned_t* m =
@@ -201,6 +253,16 @@ START_TEST(test_round_trips) {
   ck_assert_int_eq(pf_tensor_from_dlpack_versioned(mv, &back), 0);
   ck_assert_ptr_eq(back, t);
   pf_object_release(back);
+  /* a consumer that set READ_ONLY on the unchanged export gets a read-only tensor, not the
+   * writable original (found by review) */
+  ck_assert_int_eq(pf_tensor_to_dlpack_versioned(t, &mv), 0);
+  mv->flags |= PF_DLPACK_FLAG_READ_ONLY;
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(mv, &back), 0);
+  ck_assert_ptr_ne(back, t);
+  ck_assert_int_eq(pf_tensor_is_read_only(back), 1);
+  ck_assert_int_eq(pf_tensor_is_read_only(t), 0);
+  pf_object_release(back);
+  ck_assert_uint_eq(pf_object_strong_count(t), 1);
   /* a consumer that changed the description gets a new tensor over the same memory, and the
    * export is released when that tensor dies */
   ck_assert_int_eq(pf_tensor_to_dlpack(t, &m), 0);
@@ -264,6 +326,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_import_legacy);
   tcase_add_test(tc, test_import_errors_leave_source);
   tcase_add_test(tc, test_import_versioned_read_only);
+  tcase_add_test(tc, test_import_byte_offset);
   suite_add_tcase(s, tc);
   tc = tcase_create("export");
   tcase_add_test(tc, test_export_legacy);

@@ -513,6 +513,14 @@ static PyObject* tensor_dlpack(PyObject* self, PyObject* args, PyObject* kw) {
       m->deleter(m);
     return cap;
   }
+  if (pf_tensor_is_read_only(obj) == 1) {
+    /* a legacy capsule cannot say read-only, and its consumers write through it (review);
+     * NumPy refuses the same */
+    PyErr_SetString(PyExc_BufferError,
+                    "packfn.Tensor.__dlpack__: a read-only tensor is exported only as a versioned "
+                    "capsule (DLPack 1.0, max_version=(1, 0) or later), which marks it read-only");
+    return NULL;
+  }
   DLManagedTensor* m;
   if (pf_tensor_to_dlpack(obj, &m) != 0)
     return pfpy_raise_pf_error();

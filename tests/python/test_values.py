@@ -186,6 +186,21 @@ def test_read_only_flag(identity):
     assert not packfn.Tensor(np.arange(3.0)).read_only
 
 
+def test_read_only_dlpack_export():
+    """A read-only tensor leaves only as a versioned capsule, which marks it read-only: a legacy
+    capsule cannot, and its consumers write through it (found by review; NumPy refuses alike)."""
+    t = packfn.Tensor(b"hello world!")
+    assert t.read_only
+    for kwargs in ({}, {"max_version": (0, 8)}):
+        with pytest.raises(BufferError, match="read-only tensor is exported only as a versioned"):
+            t.__dlpack__(**kwargs)
+    cap = t.__dlpack__(max_version=(1, 0))
+    assert "dltensor_versioned" in repr(cap)
+    view = np.from_dlpack(t)
+    assert not view.flags.writeable and bytes(view) == b"hello world!"
+    assert type(packfn.Tensor(np.arange(3.0)).__dlpack__()).__name__ == "PyCapsule"
+
+
 def test_jax_arrays():
     jnp = pytest.importorskip("jax.numpy")
     import jax
