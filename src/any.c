@@ -113,11 +113,38 @@ int pf_bytes_object_create(const char* data, size_t size, pf_object_t** out) {
   return pf__blob_create("pf_bytes_object_create", PF_TYPE_BYTES, data, size, out);
 }
 
+/* A string object holding data[0..size) as the value in *out; errors name `func`. */
+static inline __attribute__((always_inline)) int
+pf__string_object_value(const char* func, const char* data, size_t size, pf_any_t* out) {
+  pf_object_t* obj;
+  if (pf__blob_create(func, PF_TYPE_STR, data, size, &obj) != 0)
+    return -1;
+  out->type_index = PF_TYPE_STR;
+  out->zero_padding = 0;
+  out->v_obj = obj;
+  return 0;
+}
+
+/* The out-of-line part of the inline pf_string_create: the object path, and every failure
+ * (NULL data with a small size fails here too). It exists so that errors name
+ * pf_string_create, the function the caller wrote, at no cost to the inline's success path;
+ * code compiled against older headers calls pf_string_object_create, which is unchanged. */
+int pf__string_create_object(const char* data, size_t size, pf_any_t* out) {
+  if (PF_UNLIKELY(!out))
+    return PF__NULL_ARG("pf_string_create", "out");
+  return pf__string_object_value("pf_string_create", data, size, out);
+}
+
 int pf_string_from_cstr(const char* s, pf_any_t* out) {
   if (!s || !out) {
     return PF__NULL_ARG("pf_string_from_cstr", s ? "out" : "s");
   }
-  return pf_string_create(s, strlen(s), out);
+  size_t size = strlen(s);
+  if (size <= PF_SMALL_STR_MAX) {
+    pf__any_small(PF_TYPE_SMALL_STR, s, size, out);
+    return 0;
+  }
+  return pf__string_object_value("pf_string_from_cstr", s, size, out);
 }
 
 int pf_bytes_create(const char* data, size_t size, pf_any_t* out) {
@@ -129,7 +156,7 @@ int pf_bytes_create(const char* data, size_t size, pf_any_t* out) {
     return 0;
   }
   pf_object_t* obj;
-  if (pf_bytes_object_create(data, size, &obj) != 0)
+  if (pf__blob_create("pf_bytes_create", PF_TYPE_BYTES, data, size, &obj) != 0)
     return -1;
   *out = pf_any_none();
   out->type_index = PF_TYPE_BYTES;

@@ -639,14 +639,16 @@ int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, vo
   return 0;
 }
 
-int pf_function_create_static(const pf_signature_t* sig, pf_safe_call_t packed, pf_object_t** out) {
+/* pf_function_create_static with the name its errors give: its own, or PF_TYPED_CREATE for
+ * that macro's entry. Inlined into both, so the name is a constant and costs nothing. */
+static inline __attribute__((always_inline)) int pf__create_static(const char* func,
+                                                                   const pf_signature_t* sig,
+                                                                   pf_safe_call_t packed,
+                                                                   pf_object_t** out) {
   if (!sig || !sig->name || !packed || !out)
-    return PF__NULL_ARG("pf_function_create_static", !out      ? "out"
-                                                     : !packed ? "packed"
-                                                     : !sig    ? "sig"
-                                                               : "sig->name");
+    return PF__NULL_ARG(func, !out ? "out" : !packed ? "packed" : !sig ? "sig" : "sig->name");
   *out = NULL;
-  if (pf__signature_check("pf_function_create_static", sig) != 0)
+  if (pf__signature_check(func, sig) != 0)
     return -1;
   char* signature = pf__signature_text(sig->name, sig->num_params, sig->params, sig->result);
   char* doc = sig->doc ? pf__strdup(sig->doc) : NULL;
@@ -655,15 +657,23 @@ int pf_function_create_static(const pf_signature_t* sig, pf_safe_call_t packed, 
     free(signature);
     free(doc);
     pf__free(f);
-    return pf__raise_oom("pf_function_create_static", PF__FN_LINE_BYTES);
+    return pf__raise_oom(func, PF__FN_LINE_BYTES);
   }
   *out = &f->header;
   if (pf__function_put_texts(*out, signature, doc) != 0) {
     pf_object_release(*out);
     *out = NULL;
-    return pf__raise_oom("pf_function_create_static", sizeof(pf__fn_ext_t));
+    return pf__raise_oom(func, sizeof(pf__fn_ext_t));
   }
   return 0;
+}
+
+int pf_function_create_static(const pf_signature_t* sig, pf_safe_call_t packed, pf_object_t** out) {
+  return pf__create_static("pf_function_create_static", sig, packed, out);
+}
+
+int pf__typed_create(const pf_signature_t* sig, pf_safe_call_t packed, pf_object_t** out) {
+  return pf__create_static("PF_TYPED_CREATE", sig, packed, out);
 }
 
 /* ---- what a function's code depends on (for unloading) ---- */

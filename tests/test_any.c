@@ -153,18 +153,26 @@ END_TEST
 START_TEST(test_string_bad_input) {
   pf_any_t v;
   ck_assert_int_eq(pf_string_create(NULL, 3, &v), -1);
-  PF_ASSERT_RAISED("ValueError", "data");
+  PF_ASSERT_RAISED("ValueError", "pf_string_create: argument data: expected a pointer, got NULL");
   ck_assert_int_eq(pf_string_create(NULL, 30, &v), -1);
-  PF_ASSERT_RAISED("ValueError", "data");
+  PF_ASSERT_RAISED("ValueError", "pf_string_create: argument data: expected a pointer, got NULL");
   ck_assert_int_eq(pf_string_create("abc", 3, NULL), -1);
-  PF_ASSERT_RAISED("ValueError", "out");
+  PF_ASSERT_RAISED("ValueError", "pf_string_create: argument out: expected a pointer, got NULL");
+  ck_assert_int_eq(pf_string_create("abcdefghij", 10, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_string_create: argument out: expected a pointer, got NULL");
+  ck_assert_int_eq(pf_string_create("x", (size_t)-1, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_string_create: argument size:");
   ck_assert_int_eq(pf_string_from_cstr(NULL, &v), -1);
-  PF_ASSERT_RAISED("ValueError", "argument s");
+  PF_ASSERT_RAISED("ValueError", "pf_string_from_cstr: argument s");
   pf_object_t* o;
   ck_assert_int_eq(pf_string_object_create("x", (size_t)-1, &o), -1);
-  PF_ASSERT_RAISED("ValueError", "too large");
+  PF_ASSERT_RAISED("ValueError", "pf_string_object_create: argument size:");
+  ck_assert_int_eq(pf_string_object_create("x", 1, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_string_object_create: argument out");
   ck_assert_int_eq(pf_bytes_create(NULL, 2, &v), -1);
-  PF_ASSERT_RAISED("ValueError", "data");
+  PF_ASSERT_RAISED("ValueError", "pf_bytes_create: argument data");
+  ck_assert_int_eq(pf_bytes_create("x", (size_t)-1, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_bytes_create: argument size:");
 }
 END_TEST
 

@@ -413,7 +413,10 @@ START_TEST(test_typed_define_all_kinds) {
   PF_ASSERT_RAISED("TypeError", "expected bytes, got str");
   pf_object_release(fn);
   ck_assert_int_eq(pf_function_create_static(NULL, blob_len_packed, &fn), -1);
-  PF_ASSERT_RAISED("ValueError", "sig");
+  PF_ASSERT_RAISED("ValueError", "pf_function_create_static: argument sig");
+  /* the message names the macro the caller wrote, not the function behind it */
+  ck_assert_int_eq(PF_TYPED_CREATE(blob_len, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "PF_TYPED_CREATE: argument out: expected a pointer, got NULL");
 }
 END_TEST
 

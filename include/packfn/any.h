@@ -324,6 +324,10 @@ static inline void pf__any_small(int32_t type_index, const char* data, size_t si
     out->v_bytes[i] = data[i];
 }
 
+/* The out-of-line part of pf_string_create: a string object for more than 7 bytes, and every
+ * failure, raised under the name pf_string_create. For pf_string_create only. */
+PF_API int pf__string_create_object(const char* data, size_t size, pf_any_t* out);
+
 /* Owned string value with a copy of data[0..size): a small string when size <= 7, else a
  * string object. -1 with ValueError (NULL out, NULL data with size > 0) or MemoryError. */
 PF_INLINE int pf_string_create(const char* data, size_t size, pf_any_t* out) {
@@ -331,13 +335,7 @@ PF_INLINE int pf_string_create(const char* data, size_t size, pf_any_t* out) {
     pf__any_small(PF_TYPE_SMALL_STR, data, size, out);
     return 0;
   }
-  pf_object_t* obj;
-  if (pf_string_object_create(data, size, out ? &obj : NULL) != 0)
-    return -1;
-  out->type_index = PF_TYPE_STR;
-  out->zero_padding = 0;
-  out->v_obj = obj;
-  return 0;
+  return pf__string_create_object(data, size, out);
 }
 /* Owned string value from a NUL-terminated string. -1 with ValueError for NULL. */
 PF_API int pf_string_from_cstr(const char* s, pf_any_t* out);

@@ -263,9 +263,13 @@ static inline int pf__conv_PTR(const pf_any_t* a, void** o) {
   }                                                                                                \
   static int fname(PF__TP_LIST(PF__TP_DECL, __VA_ARGS__), pf_any_t* result)
 
-/* Creates the function object of a PF_TYPED_DEFINE'd `fname` (new reference in *out). */
-#define PF_TYPED_CREATE(fname, out)                                                                \
-  pf_function_create_static(&fname##_signature, fname##_packed, (out))
+/* pf_function_create_static for PF_TYPED_CREATE: the same, with errors that name
+ * PF_TYPED_CREATE, the macro the caller wrote. For that macro only. */
+PF_API int pf__typed_create(const pf_signature_t* sig, pf_safe_call_t packed, pf_object_t** out);
+
+/* Creates the function object of a PF_TYPED_DEFINE'd `fname` (new reference in *out). -1 with
+ * ValueError (NULL out) or MemoryError, the message naming PF_TYPED_CREATE. */
+#define PF_TYPED_CREATE(fname, out) pf__typed_create(&fname##_signature, fname##_packed, (out))
 
 /* ---- registration in the global table when a library loads ----
  * Registration of statically defined functions when their library (or executable) loads,
