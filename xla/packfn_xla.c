@@ -2,6 +2,7 @@
  * XLA side is xla/ffi/api/c_api.h, nothing of XLA's C++ ffi.h. */
 #include "packfn_xla.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -65,6 +66,99 @@ static plan_t* slot_get(int64_t slot) {
   return atomic_load_explicit(&chunks[c], memory_order_acquire)[i];
 }
 
+static int plan_named(const plan_t* plan, const char* name, size_t len) {
+  return plan->name_len == len && memcmp(plan->name, name, len) == 0;
+}
+
+/* A length for "%.*s". */
+static int text_len(size_t len) {
+  return len > INT_MAX ? INT_MAX : (int)len;
+}
+
+/* ---- name index: global name -> the latest slot bound for it ----
+ * Open addressing with linear probing over a power-of-two table kept at most half full, so a
+ * probe always meets an empty entry. Readers probe without a lock (a call whose packfn_slot is
+ * stale finds its function here); writers, under bind_lock, fill an empty entry or replace the
+ * slot of an entry with a newer one for the same name (names are never removed), and grow by
+ * publishing a copy twice the size. The replaced table stays allocated, linked from its
+ * successor, because readers may still be probing it (what they find there is an older slot
+ * of the right name, which the bind then checks against the global table). */
+typedef struct names {
+  struct names* prev;      /* the table this one replaced */
+  size_t mask;             /* capacity - 1 */
+  _Atomic int64_t slot1[]; /* slot + 1 of each entry; 0 when empty */
+} names_t;
+
+enum { NAMES_MIN = 64 }; /* first capacity: the functions a program typically binds */
+
+static names_t* _Atomic names;
+static size_t names_used; /* entries in use; under bind_lock */
+
+static uint64_t name_hash(const char* name, size_t len) { /* FNV-1a */
+  uint64_t h = 14695981039346656037u;
+  for (size_t i = 0; i < len; ++i)
+    h = (h ^ (unsigned char)name[i]) * 1099511628211u;
+  return h;
+}
+
+/* The entry of t holding `name`, or the empty entry where it would go; *slot receives the slot
+ * it holds (-1 when empty). A slot found in an entry is published (its plan was appended
+ * before the entry was written, with release order both times). */
+static size_t names_probe(names_t* t, const char* name, size_t len, int64_t* slot) {
+  for (size_t i = (size_t)name_hash(name, len) & t->mask;; i = (i + 1) & t->mask) {
+    int64_t s1 = atomic_load_explicit(&t->slot1[i], memory_order_acquire);
+    if (s1 == 0 || plan_named(slot_get(s1 - 1), name, len)) {
+      *slot = s1 - 1;
+      return i;
+    }
+  }
+}
+
+/* The latest slot bound for `name`, or -1. Lock-free. */
+static int64_t names_find(const char* name, size_t len) {
+  names_t* t = atomic_load_explicit(&names, memory_order_acquire);
+  int64_t slot = -1;
+  if (t)
+    names_probe(t, name, len, &slot);
+  return slot;
+}
+
+/* Makes room for one more name. -1 when out of memory (nothing changed). Under bind_lock. */
+static int names_reserve(void) {
+  names_t* old = atomic_load_explicit(&names, memory_order_relaxed);
+  if (old && 2 * (names_used + 1) <= old->mask + 1)
+    return 0;
+  size_t cap = old ? 2 * (old->mask + 1) : NAMES_MIN;
+  names_t* t = calloc(1, sizeof *t + cap * sizeof t->slot1[0]);
+  if (!t)
+    return -1;
+  t->prev = old;
+  t->mask = cap - 1;
+  for (size_t i = 0; old && i <= old->mask; ++i) {
+    int64_t s1 = atomic_load_explicit(&old->slot1[i], memory_order_relaxed), unused;
+    if (s1 == 0)
+      continue;
+    const plan_t* plan = slot_get(s1 - 1);
+    size_t j = names_probe(t, plan->name, plan->name_len, &unused);
+    atomic_store_explicit(&t->slot1[j], s1, memory_order_relaxed);
+  }
+  atomic_store_explicit(&names, t, memory_order_release);
+  return 0;
+}
+
+/* Points `name` (the name of the plan in `slot`) at `slot`. Under bind_lock, after
+ * names_reserve. */
+static void names_put(int64_t slot) {
+  const plan_t* plan = slot_get(slot);
+  names_t* t = atomic_load_explicit(&names, memory_order_relaxed);
+  int64_t old;
+  size_t i = names_probe(t, plan->name, plan->name_len, &old);
+  names_used += old < 0;
+  atomic_store_explicit(&t->slot1[i], slot + 1, memory_order_release);
+}
+
+/* ---- signatures ---- */
+
 static int param_kind(const char* type, size_t len) {
   static const struct {
     const char* text;
@@ -86,50 +180,94 @@ static const char* skip_space(const char* s, const char* end) {
   return s;
 }
 
-/* Parses "name(a: Tensor, b: float) -> None" into a new plan (fn not yet set). NULL with the
- * reason in err. */
-static plan_t* plan_parse(const char* name, const char* sig, char* err, size_t err_size) {
+static const char* trim_space(const char* s, const char* end) {
+  while (end > s && (end[-1] == ' ' || end[-1] == '\t'))
+    --end;
+  return end;
+}
+
+/* The ')' that closes the '(' at `open` (nested parentheses counted), or NULL: the parameter
+ * list ends there, whatever the result annotation after it holds ("-> Tuple(int, int)"). */
+static const char* close_of(const char* open) {
+  int depth = 0;
+  for (const char* p = open; *p; ++p)
+    if (*p == '(')
+      ++depth;
+    else if (*p == ')' && --depth == 0)
+      return p;
+  return NULL;
+}
+
+/* The ',' ending the parameter that starts at p (the first at bracket depth 0), or end. */
+static const char* param_end(const char* p, const char* end) {
+  int depth = 0;
+  for (; p < end; ++p)
+    if (*p == '(' || *p == '[' || *p == '{')
+      ++depth;
+    else if (*p == ')' || *p == ']' || *p == '}')
+      --depth;
+    else if (*p == ',' && depth == 0)
+      return p;
+  return end;
+}
+
+/* The first `c` in [p, end), or NULL. */
+static const char* find_char(const char* p, const char* end, char c) {
+  for (; p < end; ++p)
+    if (*p == c)
+      return p;
+  return NULL;
+}
+
+/* Names of the attributes every call carries: a parameter named so could never be given. */
+static int reserved_name(const char* name, size_t len) {
+  return (len == 11 && memcmp(name, "packfn_name", 11) == 0) ||
+         (len == 11 && memcmp(name, "packfn_slot", 11) == 0);
+}
+
+/* Parses "name(a: Tensor, b: float) -> None", the signature of the global `name` (len bytes),
+ * into a new plan (fn not yet set). NULL with TypeError or MemoryError raised. */
+static plan_t* plan_parse(const char* name, size_t len, const char* sig) {
   const char* open = strchr(sig, '(');
-  const char* close = strrchr(sig, ')');
-  if (!open || !close || close < open) {
-    snprintf(err, err_size, "TypeError: %s: signature '%s' has no parameter list", name, sig);
+  const char* close = open ? close_of(open) : NULL;
+  if (!close) {
+    pf_error_set(PF_ERR_TYPE, "%.*s: signature '%s' has no parameter list", text_len(len), name,
+                 sig);
     return NULL;
   }
   int32_t n = 0;
-  for (const char* p = open + 1; p < close; ++p)
-    n += *p == ',';
-  if (skip_space(open + 1, close) < close)
+  for (const char* p = skip_space(open + 1, close); p < close; p = param_end(p, close) + 1)
     ++n;
-  size_t name_len = strlen(name);
-  plan_t* plan = calloc(1, sizeof *plan + (size_t)n * sizeof(xparam_t) + name_len + 1);
+  plan_t* plan = calloc(1, sizeof *plan + (size_t)n * sizeof(xparam_t) + len + 1);
   if (!plan) {
-    snprintf(err, err_size, "MemoryError: binding %s", name);
+    pf_error_set(PF_ERR_MEMORY, "binding %.*s", text_len(len), name);
     return NULL;
   }
   plan->name = (char*)(plan->params + n);
-  memcpy(plan->name, name, name_len + 1);
-  plan->name_len = name_len;
+  memcpy(plan->name, name, len);
+  plan->name_len = len;
   const char* p = open + 1;
   for (int32_t i = 0; i < n; ++i) {
-    const char* end = memchr(p, ',', (size_t)(close - p));
-    if (!end)
-      end = close;
-    const char* colon = memchr(p, ':', (size_t)(end - p));
+    const char* end = param_end(p, close);
+    const char* colon = find_char(p, end, ':');
     const char* pname = skip_space(p, end);
-    const char* pname_end = colon ? colon : end;
-    while (pname_end > pname && (pname_end[-1] == ' ' || pname_end[-1] == '\t'))
-      --pname_end;
+    const char* pname_end = trim_space(pname, colon ? colon : end);
     const char* type = colon ? skip_space(colon + 1, end) : end;
-    const char* type_end = end;
-    while (type_end > type && (type_end[-1] == ' ' || type_end[-1] == '\t'))
-      --type_end;
-    int kind = param_kind(type, (size_t)(type_end - type));
+    int kind = param_kind(type, (size_t)(trim_space(type, end) - type));
     size_t plen = (size_t)(pname_end - pname);
     if (kind < 0 || plen == 0 || plen >= sizeof plan->params[i].name) {
-      snprintf(err, err_size,
-               "TypeError: %s: parameter %d '%.*s' cannot come from XLA (tensors, int, float and "
-               "bool parameters can)",
-               name, (int)i, (int)(end - p), p);
+      pf_error_set(PF_ERR_TYPE,
+                   "%.*s: parameter %d '%.*s' cannot come from XLA (tensors, int, float and bool "
+                   "parameters can)",
+                   text_len(len), name, (int)i, (int)(end - p), p);
+      free(plan);
+      return NULL;
+    }
+    if (reserved_name(pname, plen)) {
+      pf_error_set(PF_ERR_TYPE,
+                   "%.*s: parameter %d is named '%.*s', an attribute the adapter gives every call "
+                   "itself (packfn_name, packfn_slot): rename the parameter",
+                   text_len(len), name, (int)i, (int)plen, pname);
       free(plan);
       return NULL;
     }
@@ -142,83 +280,112 @@ static plan_t* plan_parse(const char* name, const char* sig, char* err, size_t e
   return plan;
 }
 
-/* The slot holding `name` (len bytes), or -1. Call with bind_lock held. */
-static int64_t slot_find(const char* name, size_t len) {
-  int64_t n = atomic_load_explicit(&num_slots, memory_order_relaxed);
-  for (int64_t s = 0; s < n; ++s) {
-    plan_t* plan = slot_get(s);
-    if (plan->name_len == len && memcmp(plan->name, name, len) == 0)
-      return s;
+/* ---- binding ---- */
+
+/* Raises KeyError for the missing global `name` (len bytes), with the nearest name. */
+static void raise_no_function(const char* name, size_t len) {
+  /* a suggestion is a few edits from the name, or a dotted name ending in it: room for both */
+  size_t near_size = len + 256;
+  char* text = malloc(len + 1 + near_size);
+  int found = 0;
+  if (text) {
+    memcpy(text, name, len);
+    text[len] = '\0';
+    found = pf_global_suggest(text, text + len + 1, near_size);
+    if (found < 0)
+      pf_error_clear(); /* no suggestion then, and no unrelated cause for the KeyError */
   }
-  return -1;
+  if (found == 1)
+    pf_error_set(PF_ERR_KEY, "no global function '%.*s' (did you mean '%s'?)", text_len(len), name,
+                 text + len + 1);
+  else
+    pf_error_set(PF_ERR_KEY, "no global function '%.*s'", text_len(len), name);
+  free(text);
 }
 
-static int64_t bind_locked(const char* name, char* err, size_t err_size) {
-  int64_t slot = slot_find(name, strlen(name));
-  if (slot >= 0)
-    return slot;
-  pf_object_t* fn;
-  if (pf_global_get(name, &fn) != 0) {
-    pf_object_t* e = pf_error_take();
-    pf_error_format(e, err, err_size);
-    pf_object_release(e);
-    return -1;
-  }
-  if (!fn) {
-    char near[256];
-    if (pf_global_suggest(name, near, sizeof near) == 1)
-      snprintf(err, err_size, "KeyError: no global function '%s' (did you mean '%s'?)", name, near);
-    else
-      snprintf(err, err_size, "KeyError: no global function '%s'", name);
-    return -1;
-  }
+/* Binds `fn` (a new reference, taken by the slot on success), the global `name`, to a new slot
+ * that becomes the name's latest. -1 with the error raised (fn then released). Under
+ * bind_lock. */
+static int64_t bind_new_locked(const char* name, size_t len, pf_object_t* fn) {
   const char* sig = pf_function_signature(fn);
-  if (!sig) {
-    snprintf(err, err_size,
-             "TypeError: %s has no signature: XLA cannot tell its tensor and scalar parameters",
-             name);
-    pf_object_release(fn);
-    return -1;
-  }
-  plan_t* plan = plan_parse(name, sig, err, err_size);
+  plan_t* plan = NULL;
+  if (!sig)
+    pf_error_set(PF_ERR_TYPE,
+                 "%.*s has no signature: XLA cannot tell its tensor and scalar parameters",
+                 text_len(len), name);
+  else
+    plan = plan_parse(name, len, sig);
   if (!plan) {
     pf_object_release(fn);
     return -1;
   }
   plan->fn = fn;
-  slot = atomic_load_explicit(&num_slots, memory_order_relaxed);
-  int64_t i;
+  int64_t slot = atomic_load_explicit(&num_slots, memory_order_relaxed), i;
   int c = chunk_of(slot, &i);
   plan_t** chunk = atomic_load_explicit(&chunks[c], memory_order_relaxed);
   if (!chunk) {
     chunk = calloc((size_t)64 << c, sizeof *chunk);
-    if (!chunk) {
-      snprintf(err, err_size, "MemoryError: binding %s", name);
-      pf_object_release(fn);
-      free(plan);
-      return -1;
-    }
-    atomic_store_explicit(&chunks[c], chunk, memory_order_release);
+    if (chunk)
+      atomic_store_explicit(&chunks[c], chunk, memory_order_release);
+  }
+  if (!chunk || names_reserve() != 0) {
+    pf_error_set(PF_ERR_MEMORY, "binding %.*s", text_len(len), name);
+    pf_object_release(fn);
+    free(plan);
+    return -1;
   }
   chunk[i] = plan;
   atomic_store_explicit(&num_slots, slot + 1, memory_order_release);
+  names_put(slot);
+  return slot;
+}
+
+/* The slot of the global function `name` (len bytes, no NUL needed) as the global table holds
+ * it now: the name's latest slot when that holds the same function object, else a new one (the
+ * global was replaced, or never bound). -1 with the error raised: ValueError (empty name),
+ * KeyError (no such global), TypeError (no usable signature), MemoryError. Takes bind_lock
+ * only to bind. */
+static int64_t bind_bytes(const char* name, size_t len) {
+  if (len == 0) {
+    pf_error_set(PF_ERR_VALUE, "packfn_xla: expected a function name, got ''");
+    return -1;
+  }
+  pf_object_t* fn;
+  if (pf_global_get_bytes(name, len, &fn) != 0)
+    return -1;
+  if (!fn) {
+    raise_no_function(name, len);
+    return -1;
+  }
+  int64_t slot = names_find(name, len);
+  if (PF_LIKELY(slot >= 0 && slot_get(slot)->fn == fn)) {
+    pf_object_release(fn);
+    return slot;
+  }
+  pthread_mutex_lock(&bind_lock);
+  slot = names_find(name, len); /* another thread may have bound it meanwhile */
+  if (slot >= 0 && slot_get(slot)->fn == fn)
+    pf_object_release(fn);
+  else
+    slot = bind_new_locked(name, len, fn);
+  pthread_mutex_unlock(&bind_lock);
   return slot;
 }
 
 int64_t pf_xla_bind(const char* name, char* err, size_t err_size) {
-  char dummy[1];
-  if (!err || err_size == 0) {
-    err = dummy;
-    err_size = sizeof dummy;
+  if (err && err_size > 0)
+    err[0] = '\0';
+  int64_t slot = bind_bytes(name ? name : "", name ? strlen(name) : 0);
+  if (slot < 0) {
+    pf_object_t* e = pf_error_take();
+    if (err && err_size > 0) {
+      size_t n = (size_t)snprintf(err, err_size, "%s: %s", e ? pf_error_kind(e) : PF_ERR_RUNTIME,
+                                  e ? pf_error_message(e) : "binding failed");
+      if (n >= err_size && err_size >= 4) /* cut: say so */
+        memcpy(err + err_size - 4, "...", 4);
+    }
+    pf_object_release(e);
   }
-  err[0] = '\0';
-  if (!name || !*name) {
-    snprintf(err, err_size, "ValueError: pf_xla_bind: expected a function name");
-    return -1;
-  }
-  pthread_mutex_lock(&bind_lock);
-  int64_t slot = bind_locked(name, err, err_size);
-  pthread_mutex_unlock(&bind_lock);
   return slot;
 }
 
@@ -227,6 +394,10 @@ int32_t pf_xla_num_tensors(int64_t slot) {
   return plan ? plan->num_tensors : -1;
 }
 
+const char* pf_xla_signature(int64_t slot) {
+  plan_t* plan = slot_get(slot);
+  return plan ? pf_function_signature(plan->fn) : NULL;
+}
 /* ---- XLA side ---- */
 
 static XLA_FFI_Error* xla_error(const XLA_FFI_Api* api, XLA_FFI_Error_Code code, const char* fmt,
@@ -234,33 +405,54 @@ static XLA_FFI_Error* xla_error(const XLA_FFI_Api* api, XLA_FFI_Error_Code code,
 
 static XLA_FFI_Error* xla_error(const XLA_FFI_Api* api, XLA_FFI_Error_Code code, const char* fmt,
                                 ...) {
-  char msg[1024];
-  va_list ap;
+  /* XLA copies the message: a long one (a kernel's) goes through the heap, whole */
+  char stack[512];
+  char* msg = stack;
+  va_list ap, again;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_copy(again, ap);
+  int n = vsnprintf(stack, sizeof stack, fmt, ap);
   va_end(ap);
+  if (n >= (int)sizeof stack) {
+    char* heap = malloc((size_t)n + 1);
+    if (heap) {
+      vsnprintf(heap, (size_t)n + 1, fmt, again);
+      msg = heap;
+    } else {
+      memcpy(stack + sizeof stack - 4, "...", 4); /* out of memory: cut, and say so */
+    }
+  }
+  va_end(again);
   XLA_FFI_Error_Create_Args args = {.struct_size = XLA_FFI_Error_Create_Args_STRUCT_SIZE,
                                     .extension_start = NULL,
                                     .message = msg,
                                     .errc = code};
-  return api->XLA_FFI_Error_Create(&args);
+  XLA_FFI_Error* out = api->XLA_FFI_Error_Create(&args);
+  if (msg != stack)
+    free(msg);
+  return out;
 }
 
-/* The raised packfn error as an XLA error. */
+/* The XLA code for a packfn error kind (docs/jax.md, "Errors"). */
+static XLA_FFI_Error_Code code_of(const char* kind) {
+  if (!strcmp(kind, PF_ERR_TYPE) || !strcmp(kind, PF_ERR_VALUE))
+    return XLA_FFI_Error_Code_INVALID_ARGUMENT;
+  if (!strcmp(kind, PF_ERR_NOT_IMPLEMENTED))
+    return XLA_FFI_Error_Code_UNIMPLEMENTED;
+  if (!strcmp(kind, PF_ERR_MEMORY))
+    return XLA_FFI_Error_Code_RESOURCE_EXHAUSTED;
+  if (!strcmp(kind, PF_ERR_KEY))
+    return XLA_FFI_Error_Code_NOT_FOUND;
+  return XLA_FFI_Error_Code_INTERNAL;
+}
+
+/* The raised packfn error as an XLA error, "<kind>: <message>" with its code; the thread's
+ * error slot is empty after. */
 static XLA_FFI_Error* xla_error_from_packfn(const XLA_FFI_Api* api) {
   pf_object_t* e = pf_error_take();
-  const char* kind = e ? pf_error_kind(e) : "RuntimeError";
+  const char* kind = e ? pf_error_kind(e) : PF_ERR_RUNTIME;
   const char* msg = e ? pf_error_message(e) : "failed without raising an error";
-  XLA_FFI_Error_Code code = XLA_FFI_Error_Code_INTERNAL;
-  if (!strcmp(kind, PF_ERR_TYPE) || !strcmp(kind, PF_ERR_VALUE))
-    code = XLA_FFI_Error_Code_INVALID_ARGUMENT;
-  else if (!strcmp(kind, PF_ERR_NOT_IMPLEMENTED))
-    code = XLA_FFI_Error_Code_UNIMPLEMENTED;
-  else if (!strcmp(kind, PF_ERR_MEMORY))
-    code = XLA_FFI_Error_Code_RESOURCE_EXHAUSTED;
-  else if (!strcmp(kind, PF_ERR_KEY))
-    code = XLA_FFI_Error_Code_NOT_FOUND;
-  XLA_FFI_Error* out = xla_error(api, code, "%s: %s", kind, msg);
+  XLA_FFI_Error* out = xla_error(api, code_of(kind), "%s: %s", kind, msg);
   pf_object_release(e);
   return out;
 }
@@ -382,20 +574,15 @@ static XLA_FFI_Error* plan_of(XLA_FFI_CallFrame* frame, plan_t** out, int64_t* o
     return xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
                      "packfn_xla: the attribute packfn_name holds a NUL byte");
   plan_t* plan = slot_get(slot);
-  if (PF_LIKELY(plan && plan->name_len == name->len &&
-                memcmp(plan->name, name->ptr, name->len) == 0)) {
+  if (PF_LIKELY(plan && plan_named(plan, name->ptr, name->len))) {
     *out = plan;
     return NULL;
   }
-  char buf[256], err[1024];
-  if (name->len >= sizeof buf)
-    return xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                     "packfn_xla: function name of %zu bytes is too long", name->len);
-  memcpy(buf, name->ptr, name->len);
-  buf[name->len] = '\0';
-  slot = pf_xla_bind(buf, err, sizeof err);
+  /* a stale or missing slot (an executable from another process, say): the name's current
+   * binding, found without a lock unless the global changed */
+  slot = bind_bytes(name->ptr, name->len);
   if (slot < 0)
-    return xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "%s", err);
+    return xla_error_from_packfn(frame->api);
   *out = slot_get(slot);
   return NULL;
 }
@@ -499,8 +686,13 @@ static XLA_FFI_Error* call(XLA_FFI_CallFrame* frame, DLDevice device) {
         xerr = xla_error_from_packfn(frame->api);
       else
         pf_any_release(&result);
-      if (set_stream)
-        pf_stream_set(device, prev, NULL);
+      /* restoring fails only on a full stream table; its error must not stay raised */
+      if (set_stream && pf_stream_set(device, prev, NULL) != 0) {
+        if (!xerr)
+          xerr = xla_error_from_packfn(frame->api);
+        else
+          pf_error_clear();
+      }
     }
   }
   if (args != args_stack)

@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
-from . import _packfn, get_global
+from . import _packfn
 from ._signature import _split_params
 
 __all__ = ["Target", "register", "ffi_call", "library_path"]
@@ -28,7 +28,9 @@ __all__ = ["Target", "register", "ffi_call", "library_path"]
 _LIB_NAME = "libpackfn_xla.so"
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
-_targets: dict[str, "Target"] = {}
+_targets: dict[str, "Target"] = {}  # packfn name -> its Target for the latest slot bound
+_platforms: dict[str, list[str]] = {}  # XLA target name -> platforms it is registered for
+_ERR_SIZE = 1 << 16  # bind messages quote names and signatures: room for them whole
 
 # dtypes a tensor parameter can receive from XLA (those with a DLPack equivalent)
 _DTYPES = frozenset(
@@ -50,14 +52,21 @@ def _library() -> ctypes.CDLL:
         path = library_path()
         if not os.path.exists(path):
             raise ImportError(
-                f"packfn.jax: {path} is missing: the package was built without XLA's FFI header "
-                "(install jax, then reinstall packfn)"
+                f"packfn.jax: {path} is missing: this packfn was built without XLA's FFI header, "
+                "which its build takes from jax (jax.ffi.include_dir()). Install jax into this "
+                "environment first, then reinstall packfn from its source folder without build "
+                "isolation, as tools/dev does: `pip install jax jaxlib scikit-build-core`, then "
+                "`pip install --no-build-isolation <packfn folder>`; or set PF_XLA_INCLUDE_DIR to "
+                "the folder `python -c 'import jax.ffi; print(jax.ffi.include_dir())'` prints "
+                "before `pip install`. See docs/jax.md, Installing."
             )
         lib = ctypes.CDLL(path)
         lib.pf_xla_bind.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
         lib.pf_xla_bind.restype = ctypes.c_int64
         lib.pf_xla_num_tensors.argtypes = [ctypes.c_int64]
         lib.pf_xla_num_tensors.restype = ctypes.c_int32
+        lib.pf_xla_signature.argtypes = [ctypes.c_int64]
+        lib.pf_xla_signature.restype = ctypes.c_char_p
         _lib = lib
     return _lib
 
@@ -68,15 +77,30 @@ class Target:
 
     name: str  # the packfn global name
     target: str  # the XLA custom-call target name
-    slot: int  # the adapter's slot for the function
-    signature: str
+    slot: int  # the adapter's slot for the function (a new one once the global is replaced)
+    signature: str  # of the function in that slot
     tensors: tuple[str, ...]  # tensor parameter names, in order
     scalars: dict[str, str]  # scalar parameter name -> "int" | "float" | "bool"
-    platforms: tuple[str, ...]
+    platforms: tuple[str, ...]  # every platform the target is registered for, in that order
 
 
-def _parse(name: str, sig: str) -> tuple[tuple[str, ...], dict[str, str]]:
-    params = _split_params(sig[sig.find("(") + 1 : sig.rfind(")")])
+def _param_list(sig: str) -> str:
+    """The text between the first '(' and the ')' that closes it (the result annotation after
+    it may hold parentheses too), as the adapter reads it."""
+    open_ = sig.find("(")
+    depth = 0
+    for i in range(max(open_, 0), len(sig)):
+        if sig[i] == "(":
+            depth += 1
+        elif sig[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return sig[open_ + 1 : i]
+    return ""
+
+
+def _parse(sig: str) -> tuple[tuple[str, ...], dict[str, str]]:
+    params = _split_params(_param_list(sig))
     tensors, scalars = [], {}
     for p in params:
         pname, _, kind = (s.strip() for s in p.partition(":"))
@@ -94,36 +118,54 @@ def _cuda_available() -> bool:
         return False
 
 
+def _platform_list(platforms: Sequence[str] | None) -> list[str]:
+    if platforms is None:
+        return ["cpu", "cuda"] if _cuda_available() else ["cpu"]
+    if isinstance(platforms, str):
+        platforms = [platforms]
+    out = []
+    for plat in platforms:
+        if str(plat).lower() not in ("cpu", "cuda"):
+            raise ValueError(f"packfn.jax.register: unknown platform {plat!r} (cpu or cuda)")
+        out.append(str(plat).lower())
+    return out
+
+
 def register(name: str, *, platforms: Sequence[str] | None = None) -> Target:
     """Registers the global packfn function `name` as the XLA FFI target "packfn:<name>" for
     the CPU platform, and CUDA when JAX has a CUDA backend (or for the given `platforms`,
-    among "cpu" and "cuda"). Registering again returns the same Target. Raises KeyError
-    (no such function), TypeError (a parameter that is not a tensor, int, float or bool, or no
-    signature), ImportError (the adapter was not built)."""
+    among "cpu" and "cuda"; a later call registers the ones still missing). Binds the function
+    the global table holds now: registering again returns the same Target while that is the
+    same function, and a new Target (new slot, its signature) once the global was replaced.
+    Raises KeyError (no such function, or it was removed), TypeError (a parameter that is not a
+    tensor, int, float or bool, one named packfn_name or packfn_slot, or no signature),
+    ValueError (an unknown platform), ImportError (the adapter was not built)."""
+    if "\0" in name:
+        raise ValueError(f"packfn.jax.register: function name {name!r} holds a NUL character")
+    wanted = _platform_list(platforms)
     with _lock:
-        t = _targets.get(name)
-        if t is not None:
-            return t
         lib = _library()
-        fn = get_global(name)  # KeyError with the nearest names
-        err = ctypes.create_string_buffer(1024)
+        err = ctypes.create_string_buffer(_ERR_SIZE)
         slot = lib.pf_xla_bind(name.encode(), err, len(err))
         if slot < 0:
             kind, _, msg = err.value.decode(errors="replace").partition(": ")
             _packfn._raise(kind, msg)  # the exception class packfn maps that kind to
-        sig = fn.signature or ""
-        tensors, scalars = _parse(name, sig)
-        if platforms is None:
-            platforms = ("cpu", "cuda") if _cuda_available() else ("cpu",)
         target = "packfn:" + name
-        for plat in platforms:
-            handler = {"cpu": lib.pf_xla_call_cpu, "cuda": lib.pf_xla_call_cuda}.get(plat.lower())
-            if handler is None:
-                raise ValueError(f"packfn.jax.register: unknown platform {plat!r} (cpu or cuda)")
+        done = _platforms.setdefault(target, [])
+        for plat in wanted:
+            if plat in done:
+                continue
+            handler = lib.pf_xla_call_cuda if plat == "cuda" else lib.pf_xla_call_cpu
             jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(handler),
-                                        platform=plat.upper() if plat.lower() == "cuda" else plat)
-        t = Target(name, target, int(slot), sig, tensors, scalars, tuple(platforms))
-        _targets[name] = t
+                                        platform="CUDA" if plat == "cuda" else plat)
+            done.append(plat)
+        t = _targets.get(name)
+        if t is None or t.slot != slot or t.platforms != tuple(done):
+            # the signature of the function in that slot, which the handler calls
+            sig = (lib.pf_xla_signature(slot) or b"").decode()
+            tensors, scalars = _parse(sig)
+            t = Target(name, target, int(slot), sig, tensors, scalars, tuple(done))
+            _targets[name] = t
         return t
 
 
@@ -175,12 +217,15 @@ def ffi_call(
     checked when the call is traced (TypeError); what only the function knows (shapes, ranks,
     which dtypes it accepts) is checked when it runs, and a failure there raises JAX's runtime
     error carrying packfn's "<kind>: <message>"."""
-    t = register(name, platforms=platforms)
+    first = register(name, platforms=platforms)
     multiple = isinstance(result_shape_dtypes, (list, tuple))
     results = list(result_shape_dtypes) if multiple else [result_shape_dtypes]
-    call = jax.ffi.ffi_call(t.target, result_shape_dtypes, vmap_method=vmap_method)
+    call = jax.ffi.ffi_call(first.target, result_shape_dtypes, vmap_method=vmap_method)
 
     def run(*operands: Any, **attrs: Any) -> Any:
+        # each trace binds what the global holds now: a replaced global runs its new function
+        # (with its own signature) in what is traced from then on; a removed one is a KeyError
+        t = register(name, platforms=first.platforms)
         if len(operands) + len(results) != len(t.tensors):
             raise TypeError(
                 f"{t.name}: {len(t.tensors)} tensor parameters ({', '.join(t.tensors)}), got "
@@ -202,6 +247,6 @@ def ffi_call(
         converted = {k: _scalar(t, k, t.scalars[k], v) for k, v in attrs.items()}
         return call(*operands, packfn_name=t.name, packfn_slot=np.int64(t.slot), **converted)
 
-    run.__name__ = t.name.rsplit(".", 1)[-1]
-    run.__doc__ = f"{t.signature} through XLA's FFI (packfn.jax.ffi_call)"
+    run.__name__ = first.name.rsplit(".", 1)[-1]
+    run.__doc__ = f"{first.signature} through XLA's FFI (packfn.jax.ffi_call)"
     return run

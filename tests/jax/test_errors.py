@@ -131,3 +131,39 @@ def test_raw_call_refuses_unknown_attributes_bools_and_nul_names():
     # without packfn_slot the call still binds by name
     y = raw(x, packfn_name="packfn.kernels.add_n", n=np.float64(2))
     np.testing.assert_array_equal(np.asarray(y), np.full(3, 3.0))
+
+
+def test_long_kernel_message_comes_whole(testmod):
+    packfn.register_global("test.jax.shout", testmod.shout, override=True)
+    try:
+        f = pj.ffi_call("test.jax.shout", jax.ShapeDtypeStruct((1,), jnp.float64))
+        with pytest.raises(RuntimeErr) as info:
+            jax.block_until_ready(f(n=3000))
+        assert "INVALID_ARGUMENT: ValueError: " + "a" * 3000 + "END" in str(info.value)
+    finally:
+        packfn.remove_global("test.jax.shout")
+
+
+def test_bind_failures_in_the_handler_keep_their_kind():
+    """A call that binds by name fails with the code of packfn's error kind, as a failing
+    function does."""
+    t = pj.register("packfn.kernels.add_n")
+    x = jnp.ones(3)
+    raw = jax.ffi.ffi_call(t.target, spec(x))
+    with pytest.raises(RuntimeErr, match="NOT_FOUND: KeyError: no global function 'nope'"):
+        jax.block_until_ready(raw(x, packfn_name="nope", n=np.float64(1)))
+    with pytest.raises(RuntimeErr, match="INVALID_ARGUMENT: ValueError: .*expected a function name"):
+        jax.block_until_ready(raw(x, packfn_name="", n=np.float64(1)))
+    packfn.register_global("test.jax.callback", lambda x: x, override=True)
+    try:
+        with pytest.raises(RuntimeErr, match=r"INVALID_ARGUMENT: TypeError: .*parameter 0 '\*args'"):
+            jax.block_until_ready(raw(x, packfn_name="test.jax.callback", n=np.float64(1)))
+    finally:
+        packfn.remove_global("test.jax.callback")
+
+
+def test_missing_adapter_says_how_to_build_it(monkeypatch):
+    monkeypatch.setattr(pj, "_lib", None)
+    monkeypatch.setattr(pj, "library_path", lambda: "/nonexistent/libpackfn_xla.so")
+    with pytest.raises(ImportError, match=r"install jax .*pip install --no-build-isolation"):
+        pj._library()
