@@ -145,7 +145,8 @@ int pf_tensor_from_dlpack_versioned(pf_dl_managed_tensor_versioned_t* src, pf_ob
   pf_object_t* exported = (pf_object_t*)src->manager_ctx;
   if (src->deleter == pf__dlpack_versioned_deleter &&
       pf__is_unchanged_export(&src->dl_tensor, exported) &&
-      (src->flags & ~(pf_tensor_is_read_only(exported) ? PF_DLPACK_FLAG_READ_ONLY : 0)) == 0) {
+      (src->flags == 0 ||
+       (src->flags == PF_DLPACK_FLAG_READ_ONLY && pf_tensor_is_read_only(exported) == 1))) {
     *out = (pf_object_t*)src->manager_ctx;
     pf__free(src); /* our own export block */
     return 0;

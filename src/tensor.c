@@ -149,6 +149,14 @@ __attribute__((noinline, cold)) int pf__dltensor_error(const DLTensor* desc, con
   return -1;
 }
 
+int pf__byte_reach_subbyte(int64_t bits, int64_t lo, int64_t hi, int64_t* first, int64_t* end) {
+  if (__builtin_mul_overflow(lo, bits, first) || __builtin_mul_overflow(hi + 1, bits, end))
+    return -1;
+  *first = *first >= 0 ? *first / 8 : -((7 - *first) / 8); /* whole bytes: rounded down */
+  *end = (*end + 7) / 8;                                   /* rounded up */
+  return 0;
+}
+
 int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* arg) {
   pf__layout_t layout;
   return pf__dltensor_check(desc, func, arg, 1, &layout);

@@ -170,40 +170,36 @@ pf__strides_reach(int32_t ndim, const int64_t* shape, const int64_t* strides, in
 
 /* Device types whose data pointer is an address, so offsets move the pointer itself. */
 static inline int pf__is_addressable(DLDevice d) {
-  switch ((int32_t)d.device_type) {
-  case PF_DEV_CPU:
-  case PF_DEV_CUDA:
-  case PF_DEV_CUDA_HOST:
-  case PF_DEV_CUDA_MANAGED:
-  case PF_DEV_ROCM:
-  case PF_DEV_ROCM_HOST:
-    return 1;
-  default:
-    return 0;
-  }
+  uint32_t t = (uint32_t)d.device_type;
+  return t < 32 && ((1u << PF_DEV_CPU | 1u << PF_DEV_CUDA | 1u << PF_DEV_CUDA_HOST |
+                     1u << PF_DEV_CUDA_MANAGED | 1u << PF_DEV_ROCM | 1u << PF_DEV_ROCM_HOST) >>
+                    t) &
+                       1u;
 }
+
+/* pf__byte_reach_bad's bytes of the elements lo..hi+1 for sub-byte elements: rounded outward. */
+__attribute__((noinline, cold)) int pf__byte_reach_subbyte(int64_t bits, int64_t lo, int64_t hi,
+                                                           int64_t* first, int64_t* end);
 
 /* Whether the bytes elements lo..hi (element offsets, lo <= 0 <= hi) of `desc` cover lie, from
  * data + byte_offset, outside what int64 offsets (and, for an address, the address space)
  * reach. A byte_offset near 2^64 used to wrap data + byte_offset to before data (review). */
 static inline int pf__byte_reach_bad(const DLTensor* desc, int64_t lo, int64_t hi) {
   int64_t bits = (int64_t)desc->dtype.bits * desc->dtype.lanes, first, end;
-  int64_t unit = bits % 8 == 0 ? bits / 8 : bits; /* bytes per element, or bits when sub-byte */
-  if (PF_UNLIKELY(__builtin_mul_overflow(lo, unit, &first) ||
-                  __builtin_mul_overflow(hi + 1, unit, &end)))
+  if (PF_LIKELY(bits % 8 == 0)) {
+    if (PF_UNLIKELY(__builtin_mul_overflow(lo, bits / 8, &first) ||
+                    __builtin_mul_overflow(hi + 1, bits / 8, &end)))
+      return 1;
+  } else if (pf__byte_reach_subbyte(bits, lo, hi, &first, &end) != 0) {
     return 1;
-  if (unit == bits && bits % 8 != 0) {
-    first = first >= 0 ? first / 8 : -((7 - first) / 8); /* whole bytes: rounded down */
-    end = (end + 7) / 8;                                 /* rounded up */
   }
   int64_t offset = (int64_t)desc->byte_offset; /* <= INT64_MAX: checked first */
   if (PF_UNLIKELY(__builtin_add_overflow(offset, first, &first) ||
                   __builtin_add_overflow(offset, end, &end)))
     return 1;
-  if (!desc->data || !pf__is_addressable(desc->device))
-    return 0;
   uintptr_t p = (uintptr_t)desc->data;
-  return (first < 0 && p < (uintptr_t)(0 - (uint64_t)first)) || p > UINTPTR_MAX - (uint64_t)end;
+  return p && pf__is_addressable(desc->device) &&
+         ((first < 0 && p < (uintptr_t)(0 - (uint64_t)first)) || p > UINTPTR_MAX - (uint64_t)end);
 }
 
 /* Validates the description `desc` as argument `arg` of `func` (ndim, shape, dtype, device
