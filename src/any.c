@@ -61,17 +61,24 @@ __attribute__((noinline, cold)) static int pf__blob_bad(const char* func, pf_obj
   return -1;
 }
 
-/* The rest of pf__blob_create once the block is there. */
-static inline __attribute__((always_inline)) void pf__blob_fill(pf_object_t* obj,
-                                                                int32_t type_index,
-                                                                const char* data, size_t size,
-                                                                pf_object_t** out) {
+/* The header and cell of a blob of `size` bytes in the block obj; its text, NUL-terminated. */
+static inline __attribute__((always_inline)) char* pf__blob_init(pf_object_t* obj,
+                                                                 int32_t type_index, size_t size) {
   pf__object_init(obj, type_index, pf__string_deleter);
   pf_string_cell_t* cell = (pf_string_cell_t*)(obj + 1);
   char* text = (char*)(cell + 1);
   cell->data = text;
   cell->size = size;
   text[size] = '\0';
+  return text;
+}
+
+/* The rest of pf__blob_create once the block is there. */
+static inline __attribute__((always_inline)) void pf__blob_fill(pf_object_t* obj,
+                                                                int32_t type_index,
+                                                                const char* data, size_t size,
+                                                                pf_object_t** out) {
+  char* text = pf__blob_init(obj, type_index, size);
   *out = obj;
   if (size) /* last, so nothing needs keeping across the call; data may be NULL when 0 */
     memcpy(text, data, size);
@@ -116,8 +123,8 @@ int pf_bytes_object_create(const char* data, size_t size, pf_object_t** out) {
 /* A string object holding data[0..size) as the value in *out; errors name `func`. */
 static inline __attribute__((always_inline)) int
 pf__string_object_value(const char* func, const char* data, size_t size, pf_any_t* out) {
-  pf_object_t* obj;
-  if (pf__blob_create(func, PF_TYPE_STR, data, size, &obj) != 0)
+  pf_object_t* obj; /* a NULL out reaches pf__blob_create's one check of its arguments */
+  if (pf__blob_create(func, PF_TYPE_STR, data, size, out ? &obj : NULL) != 0)
     return -1;
   out->type_index = PF_TYPE_STR;
   out->zero_padding = 0;
@@ -129,10 +136,28 @@ pf__string_object_value(const char* func, const char* data, size_t size, pf_any_
  * (NULL data with a small size fails here too). It exists so that errors name
  * pf_string_create, the function the caller wrote, at no cost to the inline's success path;
  * code compiled against older headers calls pf_string_object_create, which is unchanged. */
+/* pf__string_create_object's failures: NULL out, NULL data with a size, a size too large. */
+__attribute__((noinline, cold)) static int pf__string_create_bad(const char* data, size_t size,
+                                                                 pf_any_t* out) {
+  pf_object_t* unused;
+  return pf__blob_bad("pf_string_create", out ? &unused : NULL, data, size);
+}
+
 int pf__string_create_object(const char* data, size_t size, pf_any_t* out) {
-  if (PF_UNLIKELY(!out))
-    return PF__NULL_ARG("pf_string_create", "out");
-  return pf__string_object_value("pf_string_create", data, size, out);
+  if (PF_UNLIKELY(!out || (!data && size != 0) || size > SIZE_MAX / 2))
+    return pf__string_create_bad(data, size, out);
+  size_t total = sizeof(pf_object_t) + sizeof(pf_string_cell_t) + 1 + size;
+  pf_object_t* obj = pf__alloc_cached(total);
+  if (PF_UNLIKELY(!obj))
+    return pf__string_object_value("pf_string_create", data, size, out); /* malloc's path */
+  char* text = pf__blob_init(obj, PF_TYPE_STR, size);
+  /* the value first and the copy last, so that nothing needs keeping across the call */
+  out->type_index = PF_TYPE_STR;
+  out->zero_padding = 0;
+  out->v_obj = obj;
+  if (size)
+    memcpy(text, data, size);
+  return 0;
 }
 
 int pf_string_from_cstr(const char* s, pf_any_t* out) {
