@@ -152,8 +152,10 @@ __attribute__((noinline, cold)) int pf__dltensor_error(const DLTensor* desc, con
 int pf__byte_reach_subbyte(int64_t bits, int64_t lo, int64_t hi, int64_t* first, int64_t* end) {
   if (__builtin_mul_overflow(lo, bits, first) || __builtin_mul_overflow(hi + 1, bits, end))
     return -1;
-  *first = *first >= 0 ? *first / 8 : -((7 - *first) / 8); /* whole bytes: rounded down */
-  *end = (*end + 7) / 8;                                   /* rounded up */
+  /* whole bytes, rounded outward, in arithmetic that cannot overflow (first may be INT64_MIN,
+   * end INT64_MAX): C's division truncates toward zero */
+  *first = *first / 8 - (*first % 8 < 0);
+  *end = *end / 8 + (*end % 8 != 0);
   return 0;
 }
 

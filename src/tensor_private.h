@@ -186,6 +186,8 @@ __attribute__((noinline, cold)) int pf__byte_reach_subbyte(int64_t bits, int64_t
  * reach. A byte_offset near 2^64 used to wrap data + byte_offset to before data (review). */
 static inline int pf__byte_reach_bad(const DLTensor* desc, int64_t lo, int64_t hi) {
   int64_t bits = (int64_t)desc->dtype.bits * desc->dtype.lanes, first, end;
+  if (PF_UNLIKELY(hi == INT64_MAX)) /* its end, hi + 1, has no int64 (the strides allow it) */
+    return 1;
   if (PF_LIKELY(bits % 8 == 0)) {
     if (PF_UNLIKELY(__builtin_mul_overflow(lo, bits / 8, &first) ||
                     __builtin_mul_overflow(hi + 1, bits / 8, &end)))

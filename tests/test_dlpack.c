@@ -150,6 +150,28 @@ START_TEST(test_import_byte_offset) {
   DLTensor top = {(void*)(UINTPTR_MAX - 15), PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, g_shape, NULL, 0};
   ck_assert_int_eq(pf_tensor_from_dltensor(&top, NULL, NULL, &t), -1);
   PF_ASSERT_RAISED("ValueError", "byte_offset 0");
+  /* element reaches at the ends of int64, whose bytes the check must compute without overflow
+   * (found by fuzz_dlpack under UBSan, and by review): refused when they reach below address 0
+   * or have no int64 end; 2^63 - 2 one-bit elements (2^60 bytes) past data are addresses */
+  static const struct {
+    int64_t stride;
+    uint8_t code, bits;
+    int rc;
+  } far[] = {{INT64_MAX, kDLFloat, 32, -1},
+             {-INT64_MAX, kDLInt, 1, -1},
+             {INT64_MAX - 1, kDLInt, 1, 0},
+             {-(INT64_C(1) << 61), kDLInt, 4, -1},
+             {INT64_MIN + 1, kDLInt, 8, -1}};
+  for (size_t i = 0; i < sizeof far / sizeof far[0]; ++i) {
+    int64_t stride = far[i].stride;
+    DLTensor d = {g_data, PF_DEVICE_CPU, 1, {far[i].code, far[i].bits, 1}, g_shape, &stride, 0};
+    int rc = pf_tensor_from_dltensor(&d, NULL, NULL, &t);
+    ck_assert_msg(rc == far[i].rc, "case %zu: rc %d", i, rc);
+    if (rc == 0)
+      pf_object_release(t);
+    else
+      PF_ASSERT_RAISED("ValueError", "pf_tensor_from_dltensor");
+  }
   /* an offset that stays inside is fine; on a device whose data is a handle, only int64 counts */
   int64_t two = 2;
   DLTensor ok = {g_data, PF_DEVICE_CPU, 1, PF_DTYPE_FLOAT64, &two, NULL, 32};
