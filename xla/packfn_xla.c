@@ -1,5 +1,6 @@
 /* xla/packfn_xla.c: XLA FFI handlers calling packfn functions (see packfn_xla.h). C only: the
  * XLA side is xla/ffi/api/c_api.h, nothing of XLA's C++ ffi.h. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, getpid */
 #include "packfn_xla.h"
 
 #include <limits.h>
@@ -9,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "packfn/packfn.h"
 
@@ -56,6 +59,28 @@ static int chunk_of(int64_t slot, int64_t* index) {
   int c = 63 - __builtin_clzll(q);
   *index = slot - 64 * (((int64_t)1 << c) - 1);
   return c;
+}
+
+/* Slot numbers given out are the slot's index plus this process's base, a random multiple of
+ * 2^32 (30 bits of nonce): a number from an executable compiled by another process matches no
+ * slot here (but once in about 10^9), so that call goes by name to the global's current
+ * function, instead of landing on an older slot of the same name (found by review). */
+static int64_t slot_base;
+
+__attribute__((constructor)) static void slot_base_init(void) {
+  struct timespec ts = {0, 0};
+  (void)clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t x = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15u ^ (uint64_t)ts.tv_sec ^
+               (uint64_t)getpid() << 20 ^ (uint64_t)(uintptr_t)&slot_base;
+  x ^= x >> 29;
+  x *= 0xBF58476D1CE4E5B9u;
+  x ^= x >> 32;
+  slot_base = (int64_t)((x & 0x3FFFFFFFu) + 1) << 32;
+}
+
+/* The index of the slot numbered `number`, or -1 when it names none of this process's. */
+static int64_t slot_index(int64_t number) {
+  return number >= slot_base && number - slot_base < UINT32_MAX ? number - slot_base : -1;
 }
 
 static plan_t* slot_get(int64_t slot) {
@@ -376,26 +401,26 @@ int64_t pf_xla_bind(const char* name, char* err, size_t err_size) {
   if (err && err_size > 0)
     err[0] = '\0';
   int64_t slot = bind_bytes(name ? name : "", name ? strlen(name) : 0);
-  if (slot < 0) {
-    pf_object_t* e = pf_error_take();
-    if (err && err_size > 0) {
-      size_t n = (size_t)snprintf(err, err_size, "%s: %s", e ? pf_error_kind(e) : PF_ERR_RUNTIME,
-                                  e ? pf_error_message(e) : "binding failed");
-      if (n >= err_size && err_size >= 4) /* cut: say so */
-        memcpy(err + err_size - 4, "...", 4);
-    }
-    pf_object_release(e);
+  if (slot >= 0)
+    return slot_base + slot;
+  pf_object_t* e = pf_error_take();
+  if (err && err_size > 0) {
+    size_t n = (size_t)snprintf(err, err_size, "%s: %s", e ? pf_error_kind(e) : PF_ERR_RUNTIME,
+                                e ? pf_error_message(e) : "binding failed");
+    if (n >= err_size && err_size >= 4) /* cut: say so */
+      memcpy(err + err_size - 4, "...", 4);
   }
-  return slot;
+  pf_object_release(e);
+  return -1;
 }
 
 int32_t pf_xla_num_tensors(int64_t slot) {
-  plan_t* plan = slot_get(slot);
+  plan_t* plan = slot_get(slot_index(slot));
   return plan ? plan->num_tensors : -1;
 }
 
 const char* pf_xla_signature(int64_t slot) {
-  plan_t* plan = slot_get(slot);
+  plan_t* plan = slot_get(slot_index(slot));
   return plan ? pf_function_signature(plan->fn) : NULL;
 }
 /* ---- XLA side ---- */
@@ -573,7 +598,7 @@ static XLA_FFI_Error* plan_of(XLA_FFI_CallFrame* frame, plan_t** out, int64_t* o
   if (memchr(name->ptr, '\0', name->len) != NULL)
     return xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
                      "packfn_xla: the attribute packfn_name holds a NUL byte");
-  plan_t* plan = slot_get(slot);
+  plan_t* plan = slot_get(slot_index(slot));
   if (PF_LIKELY(plan && plan_named(plan, name->ptr, name->len))) {
     *out = plan;
     return NULL;

@@ -2,7 +2,8 @@
  *
  * One handler serves every packfn function: the function is named by the string attribute
  * "packfn_name" of the custom call and bound by pf_xla_bind, which returns a slot the call
- * passes as the int64 attribute "packfn_slot". A call runs the function its slot holds, even
+ * passes as the int64 attribute "packfn_slot" (a number local to the process: the slot's index
+ * plus a random per-process base). A call runs the function its slot holds, even
  * after the global was replaced or removed (a compiled executable keeps its function); a slot
  * that does not hold that name, say from an executable compiled by another process, is
  * resolved by name at each call to the global's current function (a lookup without a lock, a

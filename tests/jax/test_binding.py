@@ -172,3 +172,29 @@ def test_result_annotation_with_parentheses(testmod, alias):
     assert float(out[0]) == 7.0
     assert pj._param_list("f(a: Tensor, b: int) -> Tuple(int, int)") == "a: Tensor, b: int"
     assert pj._param_list("f(a: Tensor, cb: Callable(int)) -> None") == "a: Tensor, cb: Callable(int)"
+
+
+def test_slot_numbers_are_local_to_their_process(alias):
+    """Slot numbers carry a random per-process base: the first bind of two fresh processes gets
+    different numbers (both were 0 before), so a number from an executable compiled elsewhere
+    never lands on an older slot of the same name here (found by review) and goes by name."""
+    import subprocess
+    import sys
+
+    code = ("import packfn, packfn.jax as pj\n"
+            "packfn.register_global('test.jax.elsewhere', "
+            "packfn.get_global('packfn.kernels.add_n'), override=True)\n"
+            "print(pj.register('test.jax.elsewhere').slot)\n")
+    numbers = [int(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                                  text=True).stdout) for _ in range(2)]
+    assert numbers[0] != numbers[1]
+    name = alias("test.jax.elsewhere", kernel("add_n"))
+    here = pj.register(name)
+    assert here.slot not in numbers
+    alias(name, kernel("rms_norm"))  # replaced: the other processes' numbers must not find add_n
+    x = jnp.arange(1.0, 5.0)
+    raw = jax.ffi.ffi_call(pj.register(name).target, spec(x))
+    for number in numbers:
+        np.testing.assert_allclose(
+            raw(x, packfn_name=name, packfn_slot=np.int64(number), eps=np.float64(1e-5)),
+            rms_norm_ref(np.asarray(x), 1e-5), rtol=1e-5)
