@@ -91,19 +91,48 @@ static void pf__pin(const char* path) {
     dlclose(pin);
 }
 
-/* Where `addr` lies: 1 in the library whose link map is `lm`, 2 in one loaded after it (which
- * its load mapped: its dependencies, appended after it to the loader's list), else 0. */
-static int pf__addr_in(const void* addr, const struct link_map* lm, struct link_map** owner) {
-  Dl_info info;
-  *owner = NULL;
-  if (!addr || !dladdr1(addr, &info, (void**)owner, RTLD_DL_LINKMAP) || !*owner)
-    return 0;
-  if (*owner == lm)
-    return 1;
-  for (const struct link_map* later = lm->l_next; later; later = later->l_next)
-    if (later == *owner)
-      return 2;
+/* The libraries loaded after a refused one (its load mapped them: its dependencies, appended
+ * after it to the loader's list; or another thread's load meanwhile), by load bias, taken in
+ * one dl_iterate_phdr pass, which holds the loader's lock (the link maps' own list is not safe
+ * to walk while another thread unloads a library). Beyond PF__LATER_MAX, any library counts. */
+#define PF__LATER_MAX 256
+typedef struct {
+  const struct link_map* lm;
+  int seen; /* lm's entry passed */
+  int overflow;
+  size_t n;
+  uintptr_t bias[PF__LATER_MAX];
+} pf__later_t;
+
+static int pf__later_of(struct dl_phdr_info* info, size_t size, void* arg) {
+  (void)size;
+  pf__later_t* l = arg;
+  if (!l->seen)
+    l->seen = info->dlpi_addr == l->lm->l_addr && info->dlpi_name &&
+              strcmp(info->dlpi_name, l->lm->l_name) == 0;
+  else if (l->n < PF__LATER_MAX)
+    l->bias[l->n++] = info->dlpi_addr;
+  else
+    l->overflow = 1;
   return 0;
+}
+
+/* Where `addr` lies: 1 in the library whose link map is `lm`, 2 in one loaded after it
+ * (`later`), else 0; the path of the library holding it in *path. */
+static int pf__addr_in(const void* addr, const struct link_map* lm, const pf__later_t* later,
+                       const char** path) {
+  Dl_info info;
+  struct link_map* owner = NULL;
+  *path = NULL;
+  if (!addr || !dladdr1(addr, &info, (void**)&owner, RTLD_DL_LINKMAP) || !owner)
+    return 0;
+  if (owner == lm)
+    return 1;
+  *path = info.dli_fname;
+  for (size_t i = 0; i < later->n; ++i)
+    if (later->bias[i] == owner->l_addr)
+      return 2;
+  return later->overflow ? 2 : 0;
 }
 
 /* Removes every global function whose code or state lies in the library `handle`, which is
@@ -121,6 +150,9 @@ static void pf__forget_library(void* handle, const char* path) {
   size_t count = 0;
   int held_elsewhere = 0;
   int ok = dlinfo(handle, RTLD_DI_LINKMAP, &lm) == 0 && lm && pf_global_list(&names, &count) == 0;
+  pf__later_t later = {lm, 0, 0, 0, {0}};
+  if (ok)
+    dl_iterate_phdr(pf__later_of, &later);
   for (size_t i = 0; ok && i < count; ++i) {
     pf_object_t* fn = NULL;
     const void* addrs[PF__FUNCTION_CODE_MAX];
@@ -130,12 +162,12 @@ static void pf__forget_library(void* handle, const char* path) {
     }
     size_t n = pf__function_code(fn, addrs);
     for (size_t k = 0; k < n; ++k) {
-      struct link_map* owner;
-      int where = pf__addr_in(addrs[k], lm, &owner);
-      if (where == 2 && owner->l_name && *owner->l_name) {
+      const char* owner;
+      int where = pf__addr_in(addrs[k], lm, &later, &owner);
+      if (where == 2 && owner && *owner) {
         /* a dependency this load mapped registered it: that library stays, and the global with
          * it (unmapped with the refused one, the entry pointed into unmapped code; review) */
-        pf__pin(owner->l_name);
+        pf__pin(owner);
       }
       if (where == 1) {
         (void)pf_global_remove(names[i]);
