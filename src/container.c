@@ -585,13 +585,20 @@ static int pf__list_insert(const char* func, pf_object_t* list, int64_t index, i
     return pf__index_error(func, index, (size_t)c->size, "an insert into a list of size");
   if (pf__list_self(func, list, value) != 0)
     return -1;
-  /* room first: owning moves an rvalue reference's object, which a failure must not do */
-  if (pf__list_reserve_one(func, c) != 0)
-    return -1;
+  /* The value owned first, while it may still point into this list's buffer (an item of it,
+   * or an rvalue reference's handle there), which growing frees; and refused (a DLTensor* view,
+   * NULL) before the buffer changes, so a failed call leaves the list as it was (found by
+   * review: both read or left freed memory). Growing can then only fail for memory, with the
+   * old buffer still there for pf__own_abort to give an rvalue reference its object back. */
   static const char* const names[] = {"value"};
   pf_any_t owned;
-  if (pf__own_all(func, names, value, 1, &owned) != 0)
+  if (pf__own_begin(func, names, value, 1, &owned) != 0)
     return -1;
+  if (pf__list_reserve_one(func, c) != 0) {
+    pf__own_abort(value, &owned, 1);
+    return -1;
+  }
+  pf__freeze_maps(&owned, 1);
   pf_any_t* items = (pf_any_t*)c->data;
   memmove(items + index + 1, items + index, (size_t)(c->size - index) * sizeof(pf_any_t));
   items[index] = owned;

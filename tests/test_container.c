@@ -602,6 +602,45 @@ START_TEST(test_list_failed_insert_moves_nothing) {
 }
 END_TEST
 
+/* A value borrowed from the list itself (an item, as in l.append(l[0])) can be appended when the
+ * list must grow, and a refused value leaves the buffer (and pointers into it) as it was: the
+ * buffer grew, freeing the old one, before the value was read and checked (review; ASan:
+ * heap-use-after-free in both). A string object makes the first read count. */
+START_TEST(test_list_append_own_item_while_growing) {
+  pf_object_t* list;
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  pf_any_t s;
+  ck_assert_int_eq(pf_string_create("a string object, not a small one", 32, &s), 0);
+  for (int i = 0; i < 4; ++i)
+    ck_assert_int_eq(pf_list_append(list, &s), 0);
+  pf_any_release(&s);
+  pf_seq_cell_t* c = (pf_seq_cell_t*)(list + 1);
+  ck_assert_int_eq(c->size, c->capacity); /* full: the next append grows */
+  const pf_any_t* first;
+  ck_assert_int_eq(pf_array_get(list, 0, &first), 0);
+  ck_assert_int_eq(pf_list_append(list, first), 0);
+  ck_assert_int_eq(c->size, 5);
+  const pf_any_t* items = (const pf_any_t*)c->data;
+  ck_assert_ptr_eq(items[4].v_obj, items[0].v_obj);
+  ck_assert_uint_eq(pf_object_strong_count(items[0].v_obj), 5);
+  /* full again (8), then a refused value: the buffer and its items stay */
+  for (int i = 0; i < 3; ++i) {
+    ck_assert_int_eq(pf_array_get(list, 0, &first), 0);
+    ck_assert_int_eq(pf_list_append(list, first), 0);
+  }
+  ck_assert_int_eq(c->size, c->capacity);
+  const void* data = c->data;
+  DLTensor view = {0};
+  pf_any_t bad = pf_any_dltensor(&view);
+  ck_assert_int_eq(pf_list_append(list, &bad), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_list_append");
+  ck_assert_ptr_eq(c->data, data);
+  ck_assert_int_eq(c->size, 8);
+  ck_assert_uint_eq(pf_object_strong_count(((const pf_any_t*)data)[0].v_obj), 8);
+  pf_object_release(list);
+}
+END_TEST
+
 /* Dicts change in place, so they can hold themselves through other containers: equality ends
  * on such cycles (a pair met again counts equal) and finds the differences in them. */
 START_TEST(test_equality_on_cycles) {
@@ -694,6 +733,7 @@ Suite* make_suite(void) {
   pf_test_map_foreign_add_tests(tc);
   tcase_add_test(tc, test_list_cannot_contain_itself);
   tcase_add_test(tc, test_list_failed_insert_moves_nothing);
+  tcase_add_test(tc, test_list_append_own_item_while_growing);
   tcase_add_test(tc, test_equality_on_cycles);
   suite_add_tcase(s, tc);
   return s;
