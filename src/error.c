@@ -333,11 +333,16 @@ static inline int pf__mode(void) {
 }
 
 /* Gives `pending` (owned) to `err` as its cause when err can take it, else releases it. err
- * takes a cause when it has none, is not the preallocated out-of-memory error and (unless
- * `fresh`: err was just made, so it cannot be in pending's chain) the chain would not loop. */
+ * takes a cause when it has none, is not the preallocated out-of-memory error, is not shared
+ * (`fresh` < 0: another reference to it exists, so it is left unchanged: raising a shared error
+ * in two threads at once raced on its cause, and the first raise fixed the cause every later one
+ * reported; found by review) and (unless `fresh` > 0: err was just made, so it cannot be in
+ * pending's chain) the chain would not loop. */
 static inline __attribute__((always_inline)) void
 pf__adopt_cause(pf_object_t* err, pf_object_t* pending, int fresh, int any_runtime) {
-  if (pending && pending != err) {
+  if (fresh < 0) {
+    pf_object_release(pending);
+  } else if (pending && pending != err) {
     pf_error_cell_t* cell = (pf_error_cell_t*)(err + 1);
     /* chain only onto errors without a cause, and never into a loop (err may already be
      * somewhere in pending's chain when an old error is raised again) */
@@ -346,9 +351,10 @@ pf__adopt_cause(pf_object_t* err, pf_object_t* pending, int fresh, int any_runti
       loops = c == err;
     int ours = err->deleter == pf__error_deleter ||
                (any_runtime && pf__is_error(err) && err != &pf__oom_error.header);
-    if (ours && cell->cause_chain == NULL && !loops)
-      cell->cause_chain = pending; /* takes the slot's reference */
-    else
+    void* none = NULL; /* set once, atomically: two raises of it at once cannot both */
+    if (!(ours && !loops &&
+          __atomic_compare_exchange_n(&cell->cause_chain, &none, pending, 0, __ATOMIC_RELEASE,
+                                      __ATOMIC_RELAXED))) /* takes the slot's reference */
       pf_object_release(pending);
   } else if (pending == err) {
     pf_object_release(pending);
@@ -399,7 +405,9 @@ __attribute__((noinline)) static const pf__tvm_t* pf__slot_tvm_slow(void) {
 static inline __attribute__((always_inline)) void pf__install(pf_object_t* err, int fresh) {
   const pf__tvm_t* tvm = pf__slot_is_local() ? NULL : pf__slot_tvm_slow();
   if (PF_LIKELY(!tvm)) {
-    pf__adopt_cause(err, pf__raised, fresh, 0);
+    pf_object_t* pending = pf__raised;
+    pf__raised = NULL; /* empty while pending may be released (its deleter may read the slot) */
+    pf__adopt_cause(err, pending, fresh, 0);
     pf__raised = err;
   } else {
     pf__adopt_cause(err, pf__tvm_move(tvm), fresh, 0);
@@ -514,9 +522,12 @@ int pf_error_raise(pf_object_t* err) {
                  err ? pf_type_name(err->type_index) : "NULL");
     return -1;
   }
+  /* shared: another reference than the caller's exists (a cached error, one handed to another
+   * thread too), so the raise leaves the object as it is */
+  int shared = pf_object_strong_count(err) > 1;
   pf_object_retain(err);
   (void)pf__mode();
-  pf__install(err, 0);
+  pf__install(err, shared ? -1 : 0);
   return 0;
 }
 

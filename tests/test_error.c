@@ -137,6 +137,62 @@ START_TEST(test_reraise_does_not_loop) {
 }
 END_TEST
 
+/* A shared error object (another reference than the raiser's) is never changed by a raise: the
+ * pending error is dropped, not made its cause. Before, the first raise fixed the cause that
+ * every later raise reported, and two threads raising it at once raced on the cause (review). */
+static pf_object_t* g_shared_error;
+
+static void* raise_shared(void* arg) {
+  pf_object_t* mine = g_shared_error; /* this thread's own reference, taken before it started */
+  for (int i = 0; i < 2000; ++i) {
+    PF_ERROR_SET(PF_ERR_KEY, "pending in thread %d", (int)(intptr_t)arg);
+    if (pf_error_raise(mine) != 0)
+      return (void*)1;
+    pf_object_t* err = pf_error_take();
+    int wrong = err != mine || pf_error_cause(err) != NULL;
+    pf_object_release(err);
+    if (wrong)
+      return (void*)1;
+  }
+  pf_object_release(mine);
+  return NULL;
+}
+
+START_TEST(test_raise_shared_leaves_it_unchanged) {
+  pf_object_t* err;
+  ck_assert_int_eq(pf_error_create(PF_ERR_RUNTIME, "device lost", NULL, &err), 0);
+  pf_object_t* cache = err; /* a second holder: the error is shared */
+  pf_object_retain(cache);
+  PF_ERROR_SET(PF_ERR_KEY, "first");
+  ck_assert_int_eq(pf_error_raise(err), 0);
+  ck_assert_ptr_null(pf_error_cause(err)); /* KeyError dropped, the object unchanged */
+  pf_error_clear();
+  pf_object_release(cache);
+  /* the caller's reference alone: the pending error becomes its cause, as documented */
+  PF_ERROR_SET(PF_ERR_KEY, "second");
+  ck_assert_int_eq(pf_error_raise(err), 0);
+  ck_assert_ptr_nonnull(pf_error_cause(err));
+  ck_assert_str_eq(pf_error_message(pf_error_cause(err)), "second");
+  pf_error_clear();
+  pf_object_release(err);
+  /* two threads raising one shared error, each over its own pending error */
+  ck_assert_int_eq(pf_error_create(PF_ERR_RUNTIME, "shared", NULL, &g_shared_error), 0);
+  pthread_t t[2];
+  for (intptr_t i = 0; i < 2; ++i) {
+    pf_object_retain(g_shared_error); /* handed to the thread, which releases it */
+    ck_assert_int_eq(pthread_create(&t[i], NULL, raise_shared, (void*)i), 0);
+  }
+  for (int i = 0; i < 2; ++i) {
+    void* failed;
+    ck_assert_int_eq(pthread_join(t[i], &failed), 0);
+    ck_assert_ptr_null(failed);
+  }
+  ck_assert_ptr_null(pf_error_cause(g_shared_error));
+  ck_assert_uint_eq(pf_object_strong_count(g_shared_error), 1);
+  pf_object_release(g_shared_error);
+}
+END_TEST
+
 START_TEST(test_bad_input) {
   ck_assert_int_eq(pf_error_raise(NULL), -1);
   PF_ASSERT_RAISED("TypeError", "expected Error, got NULL");
@@ -318,6 +374,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_cause_chain);
   tcase_add_test(tc, test_create_raise_existing);
   tcase_add_test(tc, test_reraise_does_not_loop);
+  tcase_add_test(tc, test_raise_shared_leaves_it_unchanged);
   tcase_add_test(tc, test_bad_input);
   tcase_add_test(tc, test_thread_isolation);
   tcase_add_test(tc, test_foreign_error);

@@ -96,7 +96,9 @@ PF_API void pf_error_set_frame(const pf_error_site_t* site, const char* kind, co
 #endif
 
 /* Raises an existing error object in this thread; the slot takes its own reference (the
- * caller keeps theirs). A pending error becomes its cause unless it already has one.
+ * caller keeps theirs). A pending error becomes its cause unless it already has one or the
+ * object is shared (a reference other than the caller's exists: the object is then left
+ * unchanged and the pending error released).
  * -1 with TypeError (and the given error untouched) when `err` is NULL or not an error;
  * 0 otherwise. */
 PF_API int pf_error_raise(pf_object_t* err);
