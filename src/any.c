@@ -27,8 +27,11 @@ int pf__any_null_view(const char* expected, const pf_any_t* v) {
 
 int pf_any_as_cstr(const pf_any_t* v, const char** out) {
   if (!v || !out) {
+    if (out)
+      *out = NULL;
     return PF__NULL_ARG("pf_any_as_cstr", v ? "out" : "v");
   }
+  *out = NULL; /* as every accessor's output on failure (review: it was left as it was) */
   const char* data;
   size_t size;
   if (pf_any_as_str(v, &data, &size) != 0)

@@ -380,15 +380,14 @@ typedef struct {
 /* The type indices (all below 64) whose 8-byte payload already is the converted argument of a
  * parameter of kind k: the pf_arg_t member read for k lies at the same offset with the same
  * representation as the Any's. Other accepted types (bool for an int parameter's peers, strings,
- * objects, none for a pointer, numbers to convert) take the general path. */
+ * objects, none for a pointer, numbers to convert) take the general path, and so do DLTensor
+ * pointers, which it refuses when NULL (review: a NULL one reached the function). */
 static uint64_t pf__same_payload(pf_param_kind_t k) {
   switch (k) {
   case PF_PARAM_INT:
     return (1ULL << PF_TYPE_INT) | (1ULL << PF_TYPE_BOOL);
   case PF_PARAM_FLOAT:
     return 1ULL << PF_TYPE_FLOAT;
-  case PF_PARAM_TENSOR:
-    return 1ULL << PF_TYPE_DLTENSOR_PTR;
   case PF_PARAM_DTYPE:
     return 1ULL << PF_TYPE_DTYPE;
   case PF_PARAM_DEVICE:
@@ -432,10 +431,24 @@ const char* pf_param_kind_name(pf_param_kind_t kind) {
   return "unknown";
 }
 
+/* "a NULL <type>" for a pointer or object argument holding NULL (the conversions refuse those),
+ * else the type's name: what a typed function's argument error says it got. */
+static const char* pf__arg_got(const pf_any_t* arg, char* buf, size_t size) {
+  int32_t t = arg->type_index;
+  int null_ptr = (t == PF_TYPE_RAW_STR || t == PF_TYPE_BYTE_ARRAY_PTR ||
+                  t == PF_TYPE_DLTENSOR_PTR || t >= PF_TYPE_STATIC_OBJECT_BEGIN) &&
+                 arg->v_ptr == NULL;
+  if (!null_ptr)
+    return pf_type_name(t);
+  snprintf(buf, size, "a NULL %s", pf_type_name(t));
+  return buf;
+}
+
 static int pf__typed_arg_error(const pf__typed_t* t, int32_t i, const pf_any_t* arg) {
+  char got[64];
   PF_ERROR_SET(PF_ERR_TYPE, "%s: argument %d (%s): expected %s, got %s", t->name, (int)i,
                t->params[i].name, pf_param_kind_name(t->params[i].kind),
-               pf_type_name(arg->type_index));
+               pf__arg_got(arg, got, sizeof got));
   return -1;
 }
 
@@ -494,7 +507,7 @@ static int pf__typed_entry(void* obj, const pf_any_t* args, int32_t num_args, pf
 }
 
 /* Cell entry of a typed function whose every parameter has a payload that can be used as it
- * is (ints, floats, DLTensor pointers, ...): the same checks with nothing to convert, so it
+ * is (ints, floats, dtypes, ...): the same checks with nothing to convert, so it
  * keeps nothing across a call and saves no registers. Anything else (a bool for a float, a
  * tensor object, a wrong arity or type) goes to pf__typed_entry, which converts or raises. */
 static int pf__typed_entry_plain(void* obj, const pf_any_t* args, int32_t num_args,
@@ -522,9 +535,10 @@ int pf_typed_arity_error(const pf_signature_t* sig, int32_t got) {
 }
 
 int pf_typed_arg_error(const pf_signature_t* sig, int32_t index, const pf_any_t* arg) {
+  char got[64];
   PF_ERROR_SET(PF_ERR_TYPE, "%s: argument %d (%s): expected %s, got %s", sig->name, (int)index,
                sig->params[index].name, pf_param_kind_name(sig->params[index].kind),
-               pf_type_name(arg->type_index));
+               pf__arg_got(arg, got, sizeof got));
   return -1;
 }
 
@@ -542,6 +556,10 @@ static int pf__kind_valid(pf_param_kind_t k, int allow_none) {
 /* The one check of a declaration (sig and sig->name not NULL): parameter count and array, the
  * result kind, each parameter's name and kind. 0, or -1 with ValueError naming `func`. */
 static int pf__signature_check(const char* func, const pf_signature_t* sig) {
+  if (!*sig->name) {
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument sig: expected a function name, got \"\"", func);
+    return -1;
+  }
   if (sig->num_params < 0 || sig->num_params > PF_TYPED_MAX_PARAMS ||
       (sig->num_params > 0 && !sig->params)) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: %s: expected 0..%d parameters with a params array, got %d%s",
@@ -561,6 +579,12 @@ static int pf__signature_check(const char* func, const pf_signature_t* sig) {
           func, sig->name, (int)i, p->name ? (*p->name ? p->name : "\"\"") : "NULL", (int)p->kind);
       return -1;
     }
+    for (int32_t k = 0; k < i; ++k)
+      if (strcmp(sig->params[k].name, p->name) == 0) {
+        PF_ERROR_SET(PF_ERR_VALUE, "%s: %s: parameters %d and %d are both named '%s'", func,
+                     sig->name, (int)k, (int)i, p->name);
+        return -1;
+      }
   }
   return 0;
 }

@@ -192,6 +192,12 @@ START_TEST(test_cstr_embedded_nul) {
   v = pf_any_int(2);
   ck_assert_int_eq(pf_any_as_cstr(&v, &s), -1);
   PF_ASSERT_RAISED("TypeError", "expected str");
+  ck_assert_ptr_null(s); /* the output is NULL on failure, as every accessor's (review) */
+  s = "stale";
+  ck_assert_int_eq(pf_string_create("a\0b", 3, &v), 0);
+  ck_assert_int_eq(pf_any_as_cstr(&v, &s), -1);
+  pf_error_clear();
+  ck_assert_ptr_null(s);
 }
 END_TEST
 

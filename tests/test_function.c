@@ -270,6 +270,12 @@ START_TEST(test_typed_plain_kinds) {
              expected[i]);
     PF_ASSERT_RAISED("TypeError", msg);
   }
+  /* a NULL DLTensor* is refused, not handed to the implementation (review) */
+  pf_any_t null_tensor[6];
+  memcpy(null_tensor, exact, sizeof null_tensor);
+  null_tensor[2] = (pf_any_t){PF_TYPE_DLTENSOR_PTR, {0}, {.v_ptr = NULL}};
+  ck_assert_int_eq(pf_function_call(fn, null_tensor, 6, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "plain: argument 2 (t): expected Tensor, got a NULL DLTensor*");
   ck_assert_int_eq(pf_function_call(fn, exact, 5, &r), -1);
   PF_ASSERT_RAISED("TypeError", "plain: expected 6 arguments, got 5");
   ck_assert_int_eq(pf_function_call(fn, NULL, 0, &r), -1);
@@ -314,6 +320,15 @@ START_TEST(test_typed_bad_declarations) {
   bad[0].kind = PF_PARAM_INT;
   ck_assert_int_eq(pf_function_create_typed(&sig2, typed_add, NULL, NULL, &fn), -1);
   PF_ASSERT_RAISED("ValueError", "result kind");
+  /* an empty name, and two parameters of one name, are refused (review: both were accepted) */
+  sig2.result = PF_PARAM_INT;
+  sig2.name = "";
+  ck_assert_int_eq(pf_function_create_typed(&sig2, typed_add, NULL, NULL, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "expected a function name, got \"\"");
+  pf_param_t twice[2] = {{"a", PF_PARAM_INT}, {"a", PF_PARAM_INT}};
+  pf_signature_t sig3 = {"h", 2, twice, PF_PARAM_INT, NULL};
+  ck_assert_int_eq(pf_function_create_typed(&sig3, typed_add, NULL, NULL, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "h: parameters 0 and 1 are both named 'a'");
   ck_assert_str_eq(pf_param_kind_name(PF_PARAM_DEVICE), "Device");
 }
 END_TEST
@@ -394,11 +409,27 @@ START_TEST(test_typed_define_all_kinds) {
                {4, pf_any_int(1), "argument 4 (dev): expected Device, got int"},
                {5, pf_any_int(1), "argument 5 (p): expected void*, got int"},
                {6, pf_any_int(1), "argument 6 (o): expected Object, got int"},
-               {7, pf_any_cstr("f"), "argument 7 (f): expected Function, got str"}};
+               {7, pf_any_cstr("f"), "argument 7 (f): expected Function, got str"},
+               /* NULL pointers of the right type never reach the body (review: a NULL
+                  DLTensor* and NULL objects did; a NULL str view said "expected str, got str"
+                  with a ValueError chained) */
+               {0,
+                {PF_TYPE_RAW_STR, {0}, {.v_c_str = NULL}},
+                "argument 0 (label): expected str, got a NULL"},
+               {1,
+                {PF_TYPE_DLTENSOR_PTR, {0}, {.v_ptr = NULL}},
+                "argument 1 (t): expected Tensor, got a NULL"},
+               {6,
+                {PF_TYPE_FUNCTION, {0}, {.v_obj = NULL}},
+                "argument 6 (o): expected Object, got a NULL Function"},
+               {7,
+                {PF_TYPE_FUNCTION, {0}, {.v_obj = NULL}},
+                "argument 7 (f): expected Function, got a NULL Function"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     pf_any_t saved = args[cases[i].index];
     args[cases[i].index] = cases[i].bad;
     ck_assert_int_eq(pf_function_call(fn, args, 8, &r), -1);
+    ck_assert_ptr_null(pf_error_cause(pf_error_peek()));
     PF_ASSERT_RAISED("TypeError", cases[i].expected);
     args[cases[i].index] = saved;
   }

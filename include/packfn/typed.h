@@ -152,7 +152,8 @@ typedef void* pf__ctype_PTR;
 
 /* The conversion of each parameter kind, the one definition of the typed rules above: both
  * PF_TYPED_DEFINE's inline entries and pf_function_create_typed's run-time path use them.
- * 1 and *o set, or 0 when the argument's type does not fit (nothing raised). */
+ * 1 and *o set, or 0 when the argument's type does not fit, or when it is a pointer kind holding
+ * NULL (a str or bytes view, a DLTensor*, an object): refused, nothing raised. */
 static inline int pf__conv_INT(const pf_any_t* a, int64_t* o) {
   *o = a->v_int64;
   return (uint32_t)(a->type_index - PF_TYPE_INT) <= (uint32_t)(PF_TYPE_BOOL - PF_TYPE_INT);
@@ -171,31 +172,33 @@ static inline int pf__conv_FLOAT(const pf_any_t* a, double* o) {
 }
 static inline int pf__conv_STR(const pf_any_t* a, pf_byte_array_t* o) {
   int32_t t = a->type_index;
-  if (t != PF_TYPE_SMALL_STR && t != PF_TYPE_STR && t != PF_TYPE_RAW_STR)
+  if ((t != PF_TYPE_SMALL_STR && t != PF_TYPE_STR && t != PF_TYPE_RAW_STR) ||
+      (t == PF_TYPE_RAW_STR && !a->v_c_str))
     return 0;
   return pf_any_as_str(a, &o->data, &o->size) == 0;
 }
 static inline int pf__conv_BYTES(const pf_any_t* a, pf_byte_array_t* o) {
   int32_t t = a->type_index;
-  if (t != PF_TYPE_SMALL_BYTES && t != PF_TYPE_BYTES && t != PF_TYPE_BYTE_ARRAY_PTR)
+  if ((t != PF_TYPE_SMALL_BYTES && t != PF_TYPE_BYTES && t != PF_TYPE_BYTE_ARRAY_PTR) ||
+      (t == PF_TYPE_BYTE_ARRAY_PTR && !a->v_ptr))
     return 0;
   return pf_any_as_bytes(a, &o->data, &o->size) == 0;
 }
 static inline int pf__conv_TENSOR(const pf_any_t* a, DLTensor** o) {
   if (a->type_index == PF_TYPE_TENSOR) {
-    *o = (DLTensor*)(a->v_obj + 1);
-    return 1;
+    *o = a->v_obj ? (DLTensor*)(a->v_obj + 1) : NULL;
+    return *o != NULL;
   }
   *o = (DLTensor*)a->v_ptr;
-  return a->type_index == PF_TYPE_DLTENSOR_PTR;
+  return a->type_index == PF_TYPE_DLTENSOR_PTR && *o != NULL;
 }
 static inline int pf__conv_OBJECT(const pf_any_t* a, pf_object_t** o) {
   *o = a->v_obj;
-  return a->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN;
+  return a->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN && *o != NULL;
 }
 static inline int pf__conv_FUNCTION(const pf_any_t* a, pf_object_t** o) {
   *o = a->v_obj;
-  return a->type_index == PF_TYPE_FUNCTION;
+  return a->type_index == PF_TYPE_FUNCTION && *o != NULL;
 }
 static inline int pf__conv_ANY(const pf_any_t* a, const pf_any_t** o) {
   *o = a;
