@@ -405,8 +405,8 @@ static int pf__rebuild(const char* func, pf__mapcell_t* m, uint32_t shift, uint6
     int r = PF__DONE, listed = 1;
     pf_map_iter_init(&m->header, &it);
     while (r == PF__DONE && t.size < m->size) {
-      if (!pf__is_small(m) &&
-          (it.position >= m->slots || *pf__meta(m, it.position) >= PF__PROTECTED))
+      uint64_t at = pf__iter_slot(m, &it);
+      if (!pf__is_small(m) && (at >= m->slots || *pf__meta(m, at) >= PF__PROTECTED))
         listed = 0; /* the list leads to no entry */
       if (!listed || pf_map_iter_next(&it, &k, &v) != 1) {
         listed = 0;
@@ -422,9 +422,11 @@ static int pf__rebuild(const char* func, pf__mapcell_t* m, uint32_t shift, uint6
         kv->value = *v;
     }
     /* an insertion-order list that is not `size` entries, then its end, would lose or repeat
-     * entries (a list that meets an entry twice loops: it never ends) */
-    if (r == PF__DONE && (!listed || pf_map_iter_next(&it, &k, &v) != 0))
-      r = pf__corrupt(func, m, it.position < m->slots ? it.position : m->iter_tail);
+     * entries (a list that meets an entry twice loops: the cursor stops after `size` entries,
+     * with the loop's next link still in its position) */
+    uint64_t after = pf__iter_slot(m, &it);
+    if (r == PF__DONE && (!listed || (!pf__is_small(m) && after != PF__NO_INDEX)))
+      r = pf__corrupt(func, m, after < m->slots ? after : m->iter_tail);
     if (r != PF__DONE) {
       free(blocks);
       if (r == PF__FAILED)

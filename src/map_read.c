@@ -365,10 +365,21 @@ int pf_map_iter_next(pf_map_iter_t* it, const pf_any_t** key, const pf_any_t** v
       return 0;
     kv = (const pf__kv_t*)m->data + it->position++;
   } else {
-    if (it->position >= m->slots) /* the end, or a link no table has */
+    /* Below 2^32 slots the position's high half counts the entries walked, so that a damaged
+     * insertion list (a foreign writer's) ends after size entries instead of looping; a link to
+     * a slot that holds no entry ends the walk too, instead of handing out its uninitialised
+     * key (found by review). */
+    int counted = m->slots <= UINT32_MAX;
+    uint64_t pos = pf__iter_slot(m, it);
+    uint64_t walked = counted ? it->position >> 32 : 0;    /* meaningful while pos < slots */
+    if (pos >= m->slots || (counted && walked >= m->size)) /* the end, or a link no table has */
       return 0;
-    const pf__item_t* item = pf__item(m, it->position);
-    it->position = item->next;
+    uint8_t meta = *pf__meta(m, pos);
+    if (meta == PF__EMPTY || meta == PF__PROTECTED)
+      return 0;
+    const pf__item_t* item = pf__item(m, pos);
+    uint64_t next = item->next;
+    it->position = !counted || next >= m->slots ? next : next | (walked + 1) << 32;
     kv = &item->kv;
   }
   *key = &kv->key;

@@ -470,7 +470,39 @@ START_TEST(test_map_copy_any_keys) {
 END_TEST
 
 /* Adds this file's tests to the container suite's TCase, in their order. */
+/* Iteration over a damaged insertion list (a foreign writer's): a link that loops ends the walk
+ * after size entries, and a link to an empty slot ends it there, instead of looping forever or
+ * handing out that slot's uninitialised key (review). */
+START_TEST(test_dict_iteration_damaged_list_ends) {
+  pf_object_t* d = int_dict(100);
+  test_mapcell_t* c = cell_of(d);
+  ck_assert(!(c->slots >> 63)); /* the dense form */
+  test_item_t* tail = item_at(d, c->iter_tail);
+  uint64_t saved = tail->next;
+  pf_map_iter_t it;
+  const pf_any_t *k, *v;
+  long n;
+  tail->next = c->iter_head; /* the list loops */
+  ck_assert_int_eq(pf_map_iter_init(d, &it), 0);
+  for (n = 0; n < 1000 && pf_map_iter_next(&it, &k, &v) == 1; ++n)
+    ;
+  ck_assert_int_eq(n, 100);
+  uint64_t empty = 0;
+  while (*meta_at(d, empty) != 0xFF)
+    ++empty;
+  tail->next = empty; /* the list leads to an empty slot */
+  ck_assert_int_eq(pf_map_iter_init(d, &it), 0);
+  for (n = 0; n < 1000 && pf_map_iter_next(&it, &k, &v) == 1; ++n)
+    ck_assert_int_eq(k->type_index, PF_TYPE_INT);
+  ck_assert_int_eq(n, 100);
+  tail->next = saved;
+  assert_int_dict(d, 100, -1);
+  pf_object_release(d);
+}
+END_TEST
+
 void pf_test_map_foreign_add_tests(TCase* tc) {
+  tcase_add_test(tc, test_dict_iteration_damaged_list_ends);
   tcase_add_test(tc, test_dict_foreign_chain_refused);
   tcase_add_test(tc, test_map_bad_jump_index_refused);
   tcase_add_test(tc, test_dict_bigint_key_refused);
