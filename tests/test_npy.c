@@ -368,14 +368,24 @@ START_TEST(test_header_unusual_spellings) {
   unsigned char buf[BUF_SIZE];
   const float data[2] = {1.0f, 2.0f};
   pf_npy_array_t arr;
-  /* every whitespace Python allows, an escaped character, Python 2 long extents */
-  size_t len =
-      make_npy(buf, 1, "{'descr':\t'<\\f4',\f'fortran_order':\vFalse,\r'shape': (2L, 1l), }", data,
-               sizeof data);
+  /* every whitespace Python allows, Python 2 long extents */
+  size_t len = make_npy(buf, 1, "{'descr':\t'<f4',\f'fortran_order':\vFalse,\r'shape': (2L, 1l), }",
+                        data, sizeof data);
   const int64_t shape[2] = {2, 1};
   read_ok(buf, len, &arr, dtype(kDLFloat, 32), 2, shape);
   ck_assert(((float*)arr.data)[1] == 2.0f);
   pf_npy_array_free(&arr);
+  /* an escape is refused, as numpy refuses it ('<\f4' is '<', a form feed and '4' to Python;
+   * this parser read '<f4'), and so is a NUL, which cut the descr short ('<f4\0' read as
+   * float32; review) */
+  expect_bad_header("{'descr': '<\\f4', 'fortran_order': False, 'shape': (2,)}", 0,
+                    "'descr' is not a string");
+  len = make_npy(buf, 1, "{'descr': '<f4#', 'fortran_order': False, 'shape': (2,)}", data,
+                 sizeof data);
+  *(unsigned char*)memchr(buf, '#', len) = '\0';
+  char err[ERR_SIZE] = "";
+  ck_assert_int_eq(pf_npy_read_buffer(buf, len, &arr, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "'descr' is not a string") != NULL, "%s", err);
   /* a string longer than the token buffer is cut with "..." in the message */
   expect_bad_header(
       "{'descr': '<fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"

@@ -111,7 +111,8 @@ PF_NPY_API int pf_npy_write_file(const char* path, const pf_npy_array_t* arr, ch
  * changed before every output is complete on disk. */
 typedef struct pf_npy_output_s {
   char* path;     /* malloc'ed: the file replaced (a symbolic link's target) */
-  char* tmp_path; /* malloc'ed: the temporary file beside it, or NULL once renamed/removed */
+  char* tmp_path; /* malloc'ed: the temporary file's name beside it; NULL while the file has no
+                     name (an unnamed file until written) and once renamed or removed */
   int fd;         /* the temporary file, open until written; else -1 */
   void* map;      /* pf_npy_output_map's shared map of the temporary file, or NULL */
   size_t map_length;
@@ -119,9 +120,13 @@ typedef struct pf_npy_output_s {
 } pf_npy_output_t;
 
 /* Prepares to replace `path`: refuses a target that exists and is not a regular file ("x: not
- * a regular file (a character device): refusing to replace it"), a missing folder or one we
- * cannot write ("cannot create a file in 'dir': ..."), then creates the temporary file
- * "DIR/.NAME.PID.N.tmp" (mode 0666 less the umask, or the target's mode). 0, or -1 with a
+ * a regular file (a character device): refusing to replace it") or that we may not write ("x:
+ * is not writable: refusing to replace it"), a missing folder or one we cannot write ("cannot
+ * create a file in 'dir': ..."), then creates the temporary file in the target's folder (mode
+ * 0666 less the umask, or the target's mode): an unnamed one (O_TMPFILE) that
+ * pf_npy_output_write names "DIR/.NAME.PID.N.tmp" (NAME cut to 200 bytes), so that a process
+ * killed before then leaves no file behind, or, where the system has no unnamed files, one
+ * created under that name at once. 0, or -1 with a
  * message in err (*out then owns nothing). Release with pf_npy_output_abort or commit. */
 PF_NPY_API int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* err,
                                   size_t err_size);

@@ -117,7 +117,9 @@ static const char* cursor_preview(const header_cursor_t* c, char* buf, size_t si
 }
 
 /* Reads a quoted Python string literal into out (NUL-terminated, cut with "..." if longer than
- * size - 1); -1 if none starts here or it is not closed. */
+ * size - 1); -1 if none starts here, it is not closed, or it holds a NUL byte or a backslash:
+ * no key or descr numpy writes has either, and numpy refuses a descr with an escape or a NUL
+ * (which a C string would cut short: '<f4\0' passed as float32; review). */
 static int cursor_read_string(header_cursor_t* c, char* out, size_t size) {
   int quote = cursor_peek(c);
   if (quote != '\'' && quote != '"') {
@@ -128,8 +130,8 @@ static int cursor_read_string(header_cursor_t* c, char* out, size_t size) {
   int cut = 0;
   while (p < c->end && *p != quote && *p != '\n') {
     char ch = *p++;
-    if (ch == '\\' && p < c->end) {
-      ch = *p++;
+    if (ch == '\\' || ch == '\0') {
+      return -1;
     }
     if (n + 1 < size) {
       out[n++] = ch;

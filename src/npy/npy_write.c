@@ -129,6 +129,93 @@ static int write_all(int fd, const void* buf, size_t n) {
   return 0;
 }
 
+/* The name of a temporary file beside target (dir_len bytes of folder): ".NAME.PID.N.tmp", NAME
+ * cut to 200 bytes so that the whole fits in a file name (255 bytes) for any target name. */
+static int temp_name(const char* target, size_t dir_len, unsigned long salt, char* tmp,
+                     size_t tmp_size) {
+  const char* base = target + dir_len;
+  int base_len = strlen(base) > 200 ? 200 : (int)strlen(base);
+  return snprintf(tmp, tmp_size, "%.*s.%.*s.%ld.%lx.tmp", (int)dir_len, target, base_len, base,
+                  (long)getpid(), salt) < (int)tmp_size
+             ? 0
+             : -1;
+}
+
+static unsigned long temp_salt(const void* seed) {
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  return (unsigned long)now.tv_nsec ^ (unsigned long)(uintptr_t)seed;
+}
+
+/* Creates a named temporary file beside target: 0 with *fd and *tmp (malloc'ed), or -1 with
+ * errno. */
+static int output_temp(const char* target, size_t dir_len, mode_t mode, int* fd, char** tmp) {
+  size_t tmp_size = strlen(target) + 64;
+  *tmp = malloc(tmp_size);
+  if (*tmp == NULL) {
+    errno = ENOMEM;
+    return -1;
+  }
+  unsigned long salt = temp_salt(tmp);
+  *fd = -1;
+  for (int attempt = 0; *fd < 0 && attempt < 100; ++attempt) {
+    if (temp_name(target, dir_len, salt + (unsigned long)attempt, *tmp, tmp_size) != 0) {
+      errno = ENAMETOOLONG;
+      break;
+    }
+    *fd = open(*tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (*fd < 0 && errno != EEXIST) {
+      break;
+    }
+  }
+  if (*fd < 0) {
+    int e = errno;
+    free(*tmp);
+    *tmp = NULL;
+    errno = e;
+    return -1;
+  }
+  return 0;
+}
+
+/* Gives an unnamed output file (O_TMPFILE) its temporary name, once written, so that commit
+ * can rename it over the target: 0, or -1 with errno. A named one is left as it is. */
+static int output_name(pf_npy_output_t* out) {
+  if (out->tmp_path != NULL) {
+    return 0;
+  }
+  const char* slash = strrchr(out->path, '/');
+  size_t dir_len = slash == NULL ? 0 : (size_t)(slash - out->path) + 1;
+  size_t tmp_size = strlen(out->path) + 64;
+  char* tmp = malloc(tmp_size);
+  if (tmp == NULL) {
+    errno = ENOMEM;
+    return -1;
+  }
+  char proc[64];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", out->fd);
+  unsigned long salt = temp_salt(tmp);
+  int rc = -1;
+  for (int attempt = 0; rc != 0 && attempt < 100; ++attempt) {
+    if (temp_name(out->path, dir_len, salt + (unsigned long)attempt, tmp, tmp_size) != 0) {
+      errno = ENAMETOOLONG;
+      break;
+    }
+    rc = linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW);
+    if (rc != 0 && errno != EEXIST) {
+      break;
+    }
+  }
+  if (rc != 0) {
+    int e = errno;
+    free(tmp);
+    errno = e;
+    return -1;
+  }
+  out->tmp_path = tmp;
+  return 0;
+}
+
 int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* err, size_t err_size) {
   if (out == NULL || path == NULL || path[0] == '\0') {
     return pf__npy_fail(err, err_size, "pf_npy_output_open", "path or output is NULL or empty");
@@ -159,38 +246,46 @@ int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* err, size_t
     free(target);
     return -1;
   }
-  size_t tmp_size = strlen(target) + 64;
-  char* tmp = malloc(tmp_size);
-  if (tmp == NULL) {
+  if (exists && access(target, W_OK) != 0 && errno == EACCES) {
+    /* a rename would replace it all the same: refuse, as cp and numpy.save do (review) */
+    pf__npy_fail(err, err_size, path, "is not writable: refusing to replace it");
     free(target);
-    return pf__npy_fail(err, err_size, path, "out of memory");
+    return -1;
   }
-  struct timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
-  unsigned long salt = (unsigned long)now.tv_nsec ^ (unsigned long)(uintptr_t)out;
+  mode_t mode = exists ? st.st_mode & 07777 : 0666;
   int fd = -1;
-  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
-    snprintf(tmp, tmp_size, "%.*s.%s.%ld.%lx.tmp", (int)dir_len, target, base, (long)getpid(),
-             salt + (unsigned long)attempt);
-    fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, exists ? st.st_mode & 07777 : 0666);
-    if (fd < 0 && errno != EEXIST) {
-      break;
+#ifdef O_TMPFILE
+  /* An unnamed file in the target's folder, named only when it is written (output_name): a
+   * process killed meanwhile (an interrupt, a SIGBUS from an input truncated under its map)
+   * leaves nothing behind, where a named temporary stayed, as large as the output (review).
+   * Naming goes through /proc/self/fd; without /proc, or where the file system has no unnamed
+   * files, the temporary is named at once, as before. */
+  if (access("/proc/self/fd", X_OK) == 0) {
+    char* dir = dir_len > 0 ? dup_n(target, dir_len) : dup_n(".", 1);
+    if (dir != NULL) {
+      fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+      free(dir);
     }
   }
-  if (fd < 0) {
+#endif
+  char* tmp = NULL;
+  if (fd < 0 && output_temp(target, dir_len, mode, &fd, &tmp) != 0) {
     int e = errno;
-    pf__npy_fail(err, err_size, path, "cannot create a file in '%.*s': %s",
-                 dir_len > 1 ? (int)dir_len - 1 : (int)dir_len, dir_len > 0 ? target : ".",
-                 strerror(e));
-    free(tmp);
+    if (dir_len > 1) {
+      pf__npy_fail(err, err_size, path, "cannot create a file in '%.*s': %s", (int)dir_len - 1,
+                   target, strerror(e));
+    } else {
+      pf__npy_fail(err, err_size, path, "cannot create a file in '%s': %s",
+                   dir_len == 1 ? "/" : ".", strerror(e));
+    }
     free(target);
     return -1;
   }
   if (exists) {
-    (void)fchmod(fd, st.st_mode & 07777); /* open's mode was reduced by the umask */
+    (void)fchmod(fd, mode); /* open's mode was reduced by the umask */
   }
   out->path = target;
-  out->tmp_path = tmp;
+  out->tmp_path = tmp; /* NULL while the file is unnamed */
   out->fd = fd;
   return 0;
 }
@@ -228,7 +323,8 @@ int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* e
     if (arr->data != data && arr->nbytes > 0) {
       memcpy(data, arr->data, arr->nbytes);
     }
-    int ok = flush_if_replacing(out); /* when flushed: the pages dirtied through the map */
+    /* when flushed: the pages dirtied through the map */
+    int ok = output_name(out) == 0 && flush_if_replacing(out);
     int saved_errno = errno;
     if (close(out->fd) != 0 && ok) {
       ok = 0;
@@ -245,7 +341,7 @@ int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* e
   }
   int ok = write_all(out->fd, header, header_len) == 0 &&
            (arr->nbytes == 0 || write_all(out->fd, arr->data, arr->nbytes) == 0) &&
-           flush_if_replacing(out);
+           output_name(out) == 0 && flush_if_replacing(out);
   int saved_errno = errno;
   if (close(out->fd) != 0 && ok) {
     ok = 0;
