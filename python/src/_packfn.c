@@ -85,6 +85,16 @@ static PyObject* m_register_global(PyObject* m, PyObject* args, PyObject* kw) {
     return NULL;
   if (pf_global_set(name, ((PfObject*)f)->obj, override) != 0) {
     Py_DECREF(f);
+    pf_object_t* e = pf_error_peek();
+    if (e && strstr(pf_error_message(e), "is already registered") != NULL) {
+      /* the C message names the C parameter (allow_override=1); say the Python one (review) */
+      pf_error_clear();
+      PyErr_Format(PyExc_ValueError,
+                   "register_global: function '%s' is already registered (pass override=True "
+                   "to replace it)",
+                   name);
+      return NULL;
+    }
     return pfpy_raise_pf_error();
   }
   return f;

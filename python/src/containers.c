@@ -172,7 +172,9 @@ static Py_ssize_t map_len(PyObject* self) {
   return (Py_ssize_t)n;
 }
 
-/* Looks key up: 1 and *out (borrowed), 0 when absent, -1 with an exception. */
+/* Looks key up: 1 and *out (borrowed), 0 when absent, -1 with an exception. A key no Map can
+ * hold (a bool, a float: packfn refuses them as keys with TypeError) is absent, as a Mapping's
+ * get() and `in` expect (they raised TypeError; review). */
 static int map_lookup(PyObject* self, PyObject* key, const pf_any_t** out) {
   pf_any_t kv;
   argtmp_t t;
@@ -185,6 +187,13 @@ static int map_lookup(PyObject* self, PyObject* key, const pf_any_t** out) {
   if (r)
     pfpy_argtmp_release(&t);
   if (rc != 0) {
+    pf_object_t* e = pf_error_peek();
+    if (e && strcmp(pf_error_kind(e), PF_ERR_TYPE) == 0 &&
+        strstr(pf_error_message(e), "argument key") != NULL) {
+      pf_error_clear();
+      *out = NULL;
+      return 0;
+    }
     pfpy_raise_pf_error();
     return -1;
   }

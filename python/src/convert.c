@@ -166,7 +166,10 @@ static int int_overflow(PyObject* o, int overflow) {
 /* Converts a Python value into a view for a call. Returns 0 (nothing to release), 1 (release
  * `t` after the call) or -1 with a Python exception. `owned`: tensors become tensor objects
  * (for values that outlive the call: container items, callback results). *has_tensor is set
- * when a tensor is passed. */
+ * when the call should run without the GIL: a tensor is passed (a kernel may run long), or a
+ * function (a Python callable, a packfn.Function), which the callee may call back from another
+ * thread: that thread takes the GIL, and the caller holding it would wait for it forever
+ * (found by review: a C function calling its callback on a thread it joins hung). */
 int pfpy_py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* has_tensor) {
   PyTypeObject* tp = Py_TYPE(o);
   out->zero_padding = 0;
@@ -184,7 +187,7 @@ int pfpy_py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* has
     out->v_float64 = PyFloat_AS_DOUBLE(o);
     return 0;
   }
-  if (tp == &PyUnicode_Type) {
+  if (PyUnicode_Check(o)) { /* str and its subclasses (StrEnum, numpy.str_): one test of a flag */
     Py_ssize_t n;
     const char* s = PyUnicode_AsUTF8AndSize(o, &n);
     if (!s)
@@ -220,7 +223,7 @@ int pfpy_py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* has
     out->v_int64 = o == Py_True;
     return 0;
   }
-  if (tp == &PyBytes_Type) {
+  if (PyBytes_Check(o)) { /* bytes and its subclasses (numpy.bytes_), not their buffers */
     Py_ssize_t n = PyBytes_GET_SIZE(o);
     if (n <= PF_SMALL_STR_MAX) {
       out->type_index = PF_TYPE_SMALL_BYTES;
@@ -238,7 +241,7 @@ int pfpy_py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* has
   if (PyObject_TypeCheck(o, &Object_Type)) {
     pf_object_t* obj = ((PfObject*)o)->obj;
     *out = pf_any_object(obj);
-    if (tp == &Tensor_Type)
+    if (tp == &Tensor_Type || obj->type_index == PF_TYPE_FUNCTION)
       *has_tensor = 1;
     return 0;
   }
@@ -324,6 +327,7 @@ int pfpy_py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* has
     if (pfpy_make_callback(o, &t->owned) < 0)
       return -1;
     *out = pf_any_object(t->owned);
+    *has_tensor = 1; /* the callee may call it from another thread: see above */
     return 1;
   }
   PyErr_Format(PyExc_TypeError, "packfn: cannot pass a value of type '%s'", tp->tp_name);

@@ -268,7 +268,7 @@ PyObject* pfpy_fn_vectorcall(PyObject* self, PyObject* const* args, size_t nargs
     any_used |= r;
   }
   pf_object_t* fn = ((PfObject*)self)->obj;
-  if (has_tensor) { /* a kernel may run long: other Python threads go on meanwhile */
+  if (has_tensor) { /* a kernel may run long, a callback may come from another thread */
     Py_BEGIN_ALLOW_THREADS rc = pf_function_call(fn, av, (int32_t)n, &result);
     Py_END_ALLOW_THREADS
   } else {

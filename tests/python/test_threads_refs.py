@@ -186,3 +186,19 @@ def test_no_leak_over_a_million_calls():
         assert grown < 4 * 1024 * 1024, grown
     finally:
         packfn.remove_global("test.noop_million")
+
+
+def test_callback_from_another_thread_during_a_scalar_call(thread_testmod):
+    """A C function that calls its callback on a thread it joins: the call must run without the
+    GIL even with no tensor argument, or the thread waits for the GIL the caller holds and both
+    hang (found by review). A watchdog turns a hang into a failure."""
+    import faulthandler
+
+    faulthandler.dump_traceback_later(60, exit=True)
+    try:
+        assert thread_testmod.call_in_thread(lambda v: v * 2, 21) == 42
+        assert thread_testmod.call_in_thread(packfn.Function(lambda v: v + 1), 1) == 2
+        with pytest.raises(KeyError, match="from the thread"):
+            thread_testmod.call_in_thread(lambda v: {}["from the thread"], 0)
+    finally:
+        faulthandler.cancel_dump_traceback_later()

@@ -370,3 +370,45 @@ def test_numpy_and_jax_arrays_without_buffer_keep_the_others_fast_and_read_only(
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ok"
+
+
+def test_str_and_bytes_subclasses_are_strings(identity):
+    """Subclasses of str and bytes (enum.StrEnum, numpy.str_, numpy.bytes_) travel as strings and
+    bytes: str subclasses were refused and bytes subclasses became uint8 tensors (review)."""
+    import enum
+
+    class Color(str, enum.Enum):
+        RED = "red"
+
+    class B(bytes):
+        pass
+
+    assert identity(np.str_("a numpy string, long enough")) == "a numpy string, long enough"
+    assert identity(Color.RED) == "red"
+    assert identity(B(b"abc")) == b"abc" and identity(np.bytes_(b"xyz" * 5)) == b"xyz" * 5
+    m = identity({B(b"key"): 1})
+    assert m.get(b"key") == 1
+
+
+def test_map_lookups_of_keys_no_map_holds():
+    """A bool or float key cannot be in a packfn Map (packfn refuses such keys): get() gives the
+    default, `in` False and [] KeyError, as a Mapping should (they raised TypeError; review)."""
+    echo = packfn.register_global("test.echo_map", lambda x: x, override=True)
+    try:
+        m = echo({1: "a"})
+        assert m.get(True) is None and m.get(1.0, "d") == "d"
+        assert True not in m and 1.5 not in m
+        with pytest.raises(KeyError):
+            m[2.5]
+        assert m[1] == "a"
+    finally:
+        packfn.remove_global("test.echo_map")
+
+
+def test_register_global_taken_name_says_override():
+    packfn.register_global("test.taken", lambda: 1, override=True)
+    try:
+        with pytest.raises(ValueError, match=r"pass override=True to replace it"):
+            packfn.register_global("test.taken", lambda: 2)
+    finally:
+        packfn.remove_global("test.taken")
