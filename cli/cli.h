@@ -89,6 +89,11 @@ int pf_cli_print_tensor(pf_object_t* tensor, FILE* out);
  * created beside it). 0, or -1 with OSError raised. */
 int pf_cli_output_open(const char* path, pf_npy_output_t* out);
 
+/* 1 when the paths a and b name one file (an --out and another --out, or a .npy argument): the
+ * same text, the same folder and name in it (so "w.npy" and "./w.npy" match also before w.npy
+ * exists), or one existing file (a hard link); a symbolic link is followed. */
+int pf_cli_same_file(const char* a, const char* b);
+
 /* Writes a tensor object (copied to the host first when needed, and into C order when it is a
  * strided view) into the prepared output's temporary file (flushed to disk when it replaces a
  * file, pf_npy_output_write); the target is replaced only by pf_npy_output_commit. 0, or -1

@@ -1,6 +1,7 @@
 /* cli_args.c: the argument literals of `packfn call`: prefixes (str:, int:, ...), booleans, ints,
  * floats, dtypes, devices, .npy files and inline tensors "float32[2,3]:1,2,3,4,5,6". */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -310,6 +311,53 @@ fail:
   return -1;
 }
 
+/* Where an --out file goes: its folder (device and inode) and its name in that folder. */
+typedef struct out_target_s {
+  dev_t dev;
+  ino_t ino;
+  char name[PATH_MAX];
+} out_target_t;
+
+/* The target of the --out `path`, a symbolic link followed as pf_npy_output_open follows it;
+ * the file itself need not exist. 0, or -1 when it cannot be told (the folder missing, a path
+ * naming a folder: pf_npy_output_open then says why). */
+static int resolve_target(const char* path, out_target_t* t) {
+  char buf[PATH_MAX];
+  struct stat st;
+  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+    if (realpath(path, buf) == NULL)
+      return -1;
+  } else if (strlen(path) < sizeof buf) {
+    strcpy(buf, path);
+  } else {
+    return -1;
+  }
+  char* slash = strrchr(buf, '/');
+  const char* name = slash != NULL ? slash + 1 : buf;
+  if (name[0] == '\0' || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+    return -1; /* a folder: refused when it is opened */
+  snprintf(t->name, sizeof t->name, "%s", name);
+  if (slash == buf)
+    slash[1] = '\0'; /* "/name": the root */
+  else if (slash != NULL)
+    *slash = '\0';
+  if (stat(slash != NULL ? buf : ".", &st) != 0)
+    return -1;
+  t->dev = st.st_dev;
+  t->ino = st.st_ino;
+  return 0;
+}
+
+int pf_cli_same_file(const char* a, const char* b) {
+  out_target_t ta, tb;
+  struct stat sa, sb;
+  return strcmp(a, b) == 0 ||
+         (resolve_target(a, &ta) == 0 && resolve_target(b, &tb) == 0 && ta.dev == tb.dev &&
+          ta.ino == tb.ino && strcmp(ta.name, tb.name) == 0) ||
+         (stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+          sa.st_ino == sb.st_ino);
+}
+
 /* A tensor written straight into the temporary file of its --out (pf_npy_output_map): like
  * `like` (path missing) or like the file at `path` with its data (path exists, and maps).
  * 0; 1 when this way does not apply (the file needs reading, or the output is mapped already
@@ -370,7 +418,7 @@ static int parse_npy(const char* text, const char* path, const pf_cli_parse_t* c
   arg->npy_path = path;
   int out = -1;
   for (int i = 0; i < ctx->num_outs; ++i)
-    if (strcmp(ctx->outs[i], path) == 0)
+    if (pf_cli_same_file(ctx->outs[i], path)) /* "./y.npy" is --out y.npy (review) */
       out = i;
   arg->named_by_out = out >= 0;
   if (out >= 0 && ctx->shared != NULL && ctx->shared[out] != NULL) {
@@ -548,7 +596,7 @@ int pf_cli_args_parse(char** tokens, int n, const char* const* outs, int num_out
     /* the first argument naming an --out holds its tensor for the later ones (borrowed: args
      * own it) */
     for (int k = 0; args[i].named_by_out && k < num_outs; ++k)
-      if (strcmp(outs[k], args[i].npy_path) == 0 && shared[k] == NULL)
+      if (pf_cli_same_file(outs[k], args[i].npy_path) && shared[k] == NULL)
         shared[k] = args[i].value.v_obj;
   }
   free(shared);

@@ -239,7 +239,7 @@ static int assign_outs(const call_opts_t* o, call_output_t* outs, int count) {
   for (int k = 0; k < o->num_outs; ++k)
     for (int j = 0; j < count; ++j)
       if (outs[j].out < 0 && outs[j].npy_path != NULL &&
-          strcmp(outs[j].npy_path, o->outs[k]) == 0) {
+          pf_cli_same_file(outs[j].npy_path, o->outs[k])) {
         outs[j].out = k;
         taken[k] = 1;
         break;
@@ -334,63 +334,13 @@ static int report(const call_opts_t* o, const pf_any_t* result, const pf_cli_arg
   return rc;
 }
 
-/* Where an --out file goes: its folder (device and inode) and its name in that folder. */
-typedef struct out_target_s {
-  dev_t dev;
-  ino_t ino;
-  char name[PATH_MAX];
-} out_target_t;
-
-/* The target of the --out `path`, a symbolic link followed as pf_npy_output_open follows it;
- * the file itself need not exist. 0, or -1 when it cannot be told (the folder missing, a path
- * naming a folder: pf_npy_output_open then says why). */
-static int resolve_target(const char* path, out_target_t* t) {
-  char buf[PATH_MAX];
-  struct stat st;
-  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
-    if (realpath(path, buf) == NULL)
-      return -1;
-  } else if (strlen(path) < sizeof buf) {
-    strcpy(buf, path);
-  } else {
-    return -1;
-  }
-  char* slash = strrchr(buf, '/');
-  const char* name = slash != NULL ? slash + 1 : buf;
-  if (name[0] == '\0' || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-    return -1; /* a folder: refused when it is opened */
-  snprintf(t->name, sizeof t->name, "%s", name);
-  if (slash == buf)
-    slash[1] = '\0'; /* "/name": the root */
-  else if (slash != NULL)
-    *slash = '\0';
-  if (stat(slash != NULL ? buf : ".", &st) != 0)
-    return -1;
-  t->dev = st.st_dev;
-  t->ino = st.st_ino;
-  return 0;
-}
-
-/* 1 when --out a and --out b name the same file: the same text, the same folder and name in it
- * (so "w.npy" and "./w.npy" match also before w.npy exists), or one existing file (a hard
- * link). */
-static int same_target(const char* a, const char* b) {
-  out_target_t ta, tb;
-  struct stat sa, sb;
-  return strcmp(a, b) == 0 ||
-         (resolve_target(a, &ta) == 0 && resolve_target(b, &tb) == 0 && ta.dev == tb.dev &&
-          ta.ino == tb.ino && strcmp(ta.name, tb.name) == 0) ||
-         (stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-          sa.st_ino == sb.st_ino);
-}
-
 /* Before the call: no --out file named twice, and each prepared (pf_cli_output_open: the
  * target a regular file or missing, its folder writable). 0, or the exit code after a message
  * (the outputs prepared so far aborted). */
 static int prepare_outputs(const call_opts_t* o, pf_npy_output_t* files) {
   for (int k = 0; k < o->num_outs; ++k) {
     for (int m = 0; m < k; ++m) {
-      if (same_target(o->outs[k], o->outs[m])) {
+      if (pf_cli_same_file(o->outs[k], o->outs[m])) {
         pf_npy_output_abort(files, (size_t)k);
         fprintf(stderr, "packfn call: --out %s: the same file as --out %s\n%s", o->outs[k],
                 o->outs[m], call_usage);
