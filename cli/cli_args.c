@@ -183,8 +183,23 @@ static int store_element(DLTensor* t, int64_t i, const char* s, const char* e, c
   }
   if ((d.code == PF_DL_INT || d.code == PF_DL_UINT) &&
       (d.bits == 8 || d.bits == 16 || d.bits == 32 || d.bits == 64)) {
-    if (parse_int(item, &iv) != 1)
-      return usage(msg, size, "bad tensor literal '%s': '%s' is not an integer", text, item);
+    int r = parse_int(item, &iv);
+    if (r == -1 && d.code == PF_DL_UINT && d.bits == 64 && item[0] != '-') {
+      /* above INT64_MAX: uint64 has room up to 2^64 - 1 (review: it was "not an integer") */
+      const char* digits = item + (item[0] == '+');
+      int hex = digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X');
+      errno = 0;
+      unsigned long long u = strtoull(digits, NULL, hex ? 16 : 10);
+      if (errno != ERANGE) {
+        *(uint64_t*)p = (uint64_t)u;
+        return 0;
+      }
+    }
+    if (r != 1)
+      return usage(msg, size,
+                   r == -1 ? "bad tensor literal '%s': %s is out of range for its dtype"
+                           : "bad tensor literal '%s': '%s' is not an integer",
+                   text, item);
     int is_signed = d.code == PF_DL_INT;
     int64_t lo = !is_signed ? 0 : d.bits == 64 ? INT64_MIN : -((int64_t)1 << (d.bits - 1));
     int64_t hi = d.bits == 64 ? INT64_MAX : ((int64_t)1 << (d.bits - is_signed)) - 1;

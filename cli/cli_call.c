@@ -251,8 +251,8 @@ static int assign_outs(const call_opts_t* o, call_output_t* outs, int count) {
       ++j;
     if (j == count) {
       fprintf(stderr,
-              "packfn call: --out %s: no tensor output left to write (the call produced %d)\n",
-              o->outs[k], count);
+              "packfn call: --out %s: no tensor output left to write (the call produced %d)\n%s",
+              o->outs[k], count, call_usage);
       return PF_CLI_EXIT_USAGE;
     }
     outs[j].out = k;

@@ -130,6 +130,9 @@ def test_bad_literals(cli):
         ("float32[-1]", r"'-1' is not an extent"),
         ("float32[2", r"expected DTYPE\[SHAPE\]"),
         ("int8[2]:1,300", r"300 is out of range"),
+        # past int64: out of range, not "not an integer"; past uint64 too (review)
+        ("int64[1]:9223372036854775808", r"9223372036854775808 is out of range for its dtype"),
+        ("uint64[1]:18446744073709551616", r"18446744073709551616 is out of range for its dtype"),
         ("bool[2]:true,2", r"'2' is not a bool"),
         ("float16[2]:1,2", r"inline values need"),
         ("int:abc", r"'int:abc': not an integer"),
@@ -149,6 +152,11 @@ def test_bad_literals(cli):
     for i, (literal, message) in enumerate(cases):
         expect(cli, add_n + [literal], USAGE, stdout="",
                stderr_re=r"^packfn call: .*" + message + r".*\n" + CALL_USAGE, wrap=i % 3 == 0)
+    # uint64 literals up to 2^64 - 1 are values (add_n then refuses the dtype: the literal parsed)
+    for big in ("uint64[2]:0xffffffffffffffff,18446744073709551615", "uint64[1]:9223372036854775808"):
+        expect(cli, add_n + [big, "uint64[2]", "0"], RAISED, stdout="",
+               stderr_re=r"^TypeError: add_n: argument 0 \(x\): expected a float32 or float64 tensor, "
+                         r"got uint64")
     # a missing .npy named by --out needs a tensor before it to be created like
     expect(cli, add_n + ["new.npy", "1", "--out", "new.npy"], USAGE,
            stderr_re=r"new\.npy does not exist, and no tensor argument comes before it")
@@ -260,7 +268,8 @@ def test_call_errors(cli):
     # more --out files than outputs
     expect(cli, ["call", "packfn.kernels.add_n", "float32[1]:1", "float32[1]", "1", "--out",
                  "a.npy", "--out", "b.npy"], USAGE,
-           stderr_re=r"--out b\.npy: no tensor output left to write \(the call produced 1\)")
+           stderr_re=r"--out b\.npy: no tensor output left to write \(the call produced 1\)\n"
+                     + CALL_USAGE)
 
 
 def test_literal_types(cli):
