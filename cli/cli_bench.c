@@ -207,21 +207,28 @@ static int bench_function(int argc, char** argv) {
       ++i;
       break;
     }
-    int is_lib = strcmp(argv[i], "--lib") == 0, is_repeat = strcmp(argv[i], "--repeat") == 0;
+    /* --lib X and --repeat N, or --lib=X and --repeat=N as `call` takes them (review) */
+    const char* eq = strchr(argv[i], '=');
+    size_t opt_len = eq ? (size_t)(eq - argv[i]) : strlen(argv[i]);
+    int is_lib = opt_len == 5 && strncmp(argv[i], "--lib", 5) == 0;
+    int is_repeat = opt_len == 8 && strncmp(argv[i], "--repeat", 8) == 0;
     if (!is_lib && !is_repeat)
       return usage_error("unknown option", argv[i]);
-    if (i + 1 >= argc)
+    if (!eq && i + 1 >= argc)
       return usage_error(is_lib ? "option --lib needs a value" : "option --repeat needs a value",
                          NULL);
+    const char* value = eq ? eq + 1 : argv[++i];
     if (is_lib) {
-      lib = argv[++i];
+      if (*value == '\0')
+        return usage_error("option --lib needs a value", NULL);
+      lib = value;
       continue;
     }
     char* end;
     errno = 0;
-    repeat = strtol(argv[++i], &end, 10);
-    if (errno != 0 || *end != '\0' || end == argv[i] || repeat < 1 || repeat > 1000)
-      return usage_error("--repeat expects a count from 1 to 1000, got", argv[i]);
+    repeat = strtol(value, &end, 10);
+    if (errno != 0 || *end != '\0' || end == value || repeat < 1 || repeat > 1000)
+      return usage_error("--repeat expects a count from 1 to 1000, got", value);
   }
   if (i >= argc)
     return usage_error("missing the function NAME", NULL);
@@ -253,8 +260,8 @@ int pf_cli_bench_main(int argc, char** argv) {
     return PF_CLI_EXIT_OK;
   }
   /* a NAME, --lib or --repeat first: one function; else (nothing, --quick, --out) the suite */
-  if (argc > 1 && (argv[1][0] != '-' || strcmp(argv[1], "--lib") == 0 ||
-                   strcmp(argv[1], "--repeat") == 0 || strcmp(argv[1], "--") == 0))
+  if (argc > 1 && (argv[1][0] != '-' || strncmp(argv[1], "--lib", 5) == 0 ||
+                   strncmp(argv[1], "--repeat", 8) == 0 || strcmp(argv[1], "--") == 0))
     return bench_function(argc, argv);
   return run_suite(argc, argv);
 }

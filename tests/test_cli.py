@@ -652,6 +652,11 @@ def test_bench_function(cli):
     out = expect(cli, ["bench", "--lib", cli.echo, "--repeat", "3", "cli_test.twice", "5"], OK)
     assert out.startswith("function: cli_test.twice(x: int) -> int from "), out
     assert re.search(BENCH_RESULT, out, re.M).group(1) == "1", out
+    # the --opt=VALUE forms, as `call` takes them (they ran the suite instead; review)
+    out = expect(cli, ["bench", "--repeat=3", "--lib=" + cli.echo, "cli_test.twice", "5"], OK)
+    assert re.search(BENCH_RESULT, out, re.M).group(1) == "1", out
+    expect(cli, ["bench", "--repeat=", "f"], USAGE, wrap=False,
+           stderr_re=r"^packfn bench: --repeat expects a count from 1 to 1000, got $")
     # failing paths: the first call fails, a missing name, bad options
     expect(cli, ["bench", "--lib", cli.echo, "cli_test.twice", "x"], RAISED, stdout="",
            stderr="TypeError: twice: argument 0 (x): expected int, got str\n")
