@@ -123,7 +123,7 @@ static inline uint64_t pf__fib_hash(uint64_t h, uint32_t shift) {
 /* The slot a cursor over m names next, or PF__NO_INDEX at the end: below 2^32 dense slots its
  * position's high half counts the entries walked (pf_map_iter_next, map_read.c). */
 static inline uint64_t pf__iter_slot(const pf__mapcell_t* m, const pf_map_iter_t* it) {
-  return m->slots <= UINT32_MAX && it->position != PF__NO_INDEX ? it->position & UINT32_MAX
+  return m->slots <= UINT32_MAX && it->position < PF__BAD_INDEX ? it->position & UINT32_MAX
                                                                 : it->position;
 }
 

@@ -379,7 +379,12 @@ int pf_map_iter_next(pf_map_iter_t* it, const pf_any_t** key, const pf_any_t** v
       return 0;
     const pf__item_t* item = pf__item(m, pos);
     uint64_t next = item->next;
-    it->position = !counted || next >= m->slots ? next : next | (walked + 1) << 32;
+    /* a link past the table is kept as the end (PF__NO_INDEX) or as bad (PF__BAD_INDEX): stored
+     * as it is, its high half would read as a count and its low half as a slot (review) */
+    it->position = !counted               ? next
+                   : next == PF__NO_INDEX ? PF__NO_INDEX
+                   : next >= m->slots     ? PF__BAD_INDEX
+                                          : next | (walked + 1) << 32;
     kv = &item->kv;
   }
   *key = &kv->key;

@@ -495,6 +495,12 @@ START_TEST(test_dict_iteration_damaged_list_ends) {
   for (n = 0; n < 1000 && pf_map_iter_next(&it, &k, &v) == 1; ++n)
     ck_assert_int_eq(k->type_index, PF_TYPE_INT);
   ck_assert_int_eq(n, 100);
+  /* a link past the table whose low half is a slot: read as a slot and a count, it looped */
+  tail->next = c->iter_tail | (UINT64_C(1) << 32);
+  ck_assert_int_eq(pf_map_iter_init(d, &it), 0);
+  for (n = 0; n < 1000 && pf_map_iter_next(&it, &k, &v) == 1; ++n)
+    ;
+  ck_assert_int_eq(n, 100);
   tail->next = saved;
   assert_int_dict(d, 100, -1);
   pf_object_release(d);
