@@ -2,6 +2,8 @@
  * dict a frozen Map (each item converted as an argument is); from Python they read as a
  * sequence and as an insertion-ordered mapping. */
 
+#include <math.h>
+
 #include "_packfn.h"
 
 /* ======================================================================================
@@ -172,14 +174,33 @@ static Py_ssize_t map_len(PyObject* self) {
   return (Py_ssize_t)n;
 }
 
-/* Looks key up: 1 and *out (borrowed), 0 when absent, -1 with an exception. A key no Map can
- * hold (a bool, a float: packfn refuses them as keys with TypeError) is absent, as a Mapping's
- * get() and `in` expect (they raised TypeError; review). */
+/* Looks key up: 1 and *out (borrowed), 0 when absent, -1 with an exception. Keys are looked up
+ * as Python compares them: a bool, an integer-like object (numpy.int64, anything with
+ * __index__) and a whole float as the int they equal; another float, which no Map key equals
+ * (packfn refuses floats as keys), is absent (they raised TypeError; review). */
 static int map_lookup(PyObject* self, PyObject* key, const pf_any_t** out) {
+  PyObject* as_int = NULL;
+  *out = NULL;
+  if (PyFloat_Check(key)) {
+    double d = PyFloat_AS_DOUBLE(key);
+    if (!(d == floor(d) && fabs(d) < 9.2e18)) /* not an int64's value: no key equals it */
+      return 0;
+    as_int = PyLong_FromDouble(d);
+  } else if (PyBool_Check(key) || (!PyLong_CheckExact(key) && !PyUnicode_Check(key) &&
+                                   !PyBytes_Check(key) && PyIndex_Check(key))) {
+    as_int = PyNumber_Index(key);
+  }
+  if ((PyFloat_Check(key) || PyBool_Check(key)) && !as_int)
+    return -1;
+  if (as_int)
+    key = as_int;
+  else if (PyErr_Occurred())
+    return -1;
   pf_any_t kv;
   argtmp_t t;
   int ht = 0;
   int r = pfpy_py_to_view(key, &kv, &t, 1, &ht);
+  Py_XDECREF(as_int); /* the view of an int holds its value, not the object */
   if (r < 0)
     return -1;
   pf_object_t* m = ((PfObject*)self)->obj;
@@ -187,13 +208,6 @@ static int map_lookup(PyObject* self, PyObject* key, const pf_any_t** out) {
   if (r)
     pfpy_argtmp_release(&t);
   if (rc != 0) {
-    pf_object_t* e = pf_error_peek();
-    if (e && strcmp(pf_error_kind(e), PF_ERR_TYPE) == 0 &&
-        strstr(pf_error_message(e), "argument key") != NULL) {
-      pf_error_clear();
-      *out = NULL;
-      return 0;
-    }
     pfpy_raise_pf_error();
     return -1;
   }

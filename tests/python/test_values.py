@@ -390,17 +390,20 @@ def test_str_and_bytes_subclasses_are_strings(identity):
     assert m.get(b"key") == 1
 
 
-def test_map_lookups_of_keys_no_map_holds():
-    """A bool or float key cannot be in a packfn Map (packfn refuses such keys): get() gives the
-    default, `in` False and [] KeyError, as a Mapping should (they raised TypeError; review)."""
+def test_map_lookups_compare_keys_as_python_does():
+    """Keys are looked up as Python compares them: True, 1.0 and numpy.int64(1) find the key 1;
+    a float no int equals is absent (get() gives the default, `in` False, [] KeyError). They
+    raised TypeError, and numpy integers missed silently after a first fix (review)."""
     echo = packfn.register_global("test.echo_map", lambda x: x, override=True)
     try:
         m = echo({1: "a"})
-        assert m.get(True) is None and m.get(1.0, "d") == "d"
-        assert True not in m and 1.5 not in m
+        for same in (1, True, 1.0, np.int64(1), np.int32(1), np.uint8(1)):
+            assert m[same] == "a" and same in m and m.get(same) == "a", same
+        assert m.get(1.5, "d") == "d" and 1.5 not in m and False not in m
         with pytest.raises(KeyError):
             m[2.5]
-        assert m[1] == "a"
+        with pytest.raises(KeyError):
+            m[np.int64(2)]
     finally:
         packfn.remove_global("test.echo_map")
 
