@@ -113,7 +113,8 @@ typedef struct pf_npy_output_s {
   char* path;     /* malloc'ed: the file replaced (a symbolic link's target) */
   char* tmp_path; /* malloc'ed: the temporary file's name beside it; NULL while the file has no
                      name (an unnamed file until written) and once renamed or removed */
-  int fd;         /* the temporary file, open until written; else -1 */
+  int fd;         /* the temporary file, open until written; -1 once written, -2 when the
+                     write failed (commit refuses both -2 and an open file) */
   void* map;      /* pf_npy_output_map's shared map of the temporary file, or NULL */
   size_t map_length;
   size_t nbytes; /* the mapped array's data size */

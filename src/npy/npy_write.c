@@ -178,6 +178,46 @@ static int output_temp(const char* target, size_t dir_len, mode_t mode, int* fd,
   return 0;
 }
 
+/* output_name where linkat refuses to name the unnamed file (a sandbox, an odd /proc): a named
+ * temporary file beside the target gets a copy of its bytes and takes its place in `out` (the
+ * output was written, then lost with a misleading error; review). 0, or -1 with errno. */
+static int output_name_by_copy(pf_npy_output_t* out, size_t dir_len) {
+  struct stat st;
+  int fd;
+  char* tmp;
+  if (fstat(out->fd, &st) != 0 || output_temp(out->path, dir_len, st.st_mode & 07777, &fd, &tmp))
+    return -1;
+  off_t in = 0, to = 0;
+  size_t left = (size_t)st.st_size;
+  while (left > 0) {
+    ssize_t n = copy_file_range(out->fd, &in, fd, &to, left, 0);
+    if (n <= 0)
+      break;
+    left -= (size_t)n;
+  }
+  char buf[65536];
+  while (left > 0) { /* where copy_file_range does not work: read and write */
+    ssize_t n = pread(out->fd, buf, left < sizeof buf ? left : sizeof buf, in);
+    if (n <= 0 || pwrite(fd, buf, (size_t)n, to) != n)
+      break;
+    in += n;
+    to += n;
+    left -= (size_t)n;
+  }
+  if (left > 0) {
+    int e = left > 0 && errno == 0 ? EIO : errno;
+    close(fd);
+    unlink(tmp);
+    free(tmp);
+    errno = e;
+    return -1;
+  }
+  close(out->fd);
+  out->fd = fd;
+  out->tmp_path = tmp;
+  return 0;
+}
+
 /* Gives an unnamed output file (O_TMPFILE) its temporary name, once written, so that commit
  * can rename it over the target: 0, or -1 with errno. A named one is left as it is. */
 static int output_name(pf_npy_output_t* out) {
@@ -206,15 +246,18 @@ static int output_name(pf_npy_output_t* out) {
       break;
     }
   }
-  if (rc != 0) {
-    int e = errno;
-    free(tmp);
-    errno = e;
-    return -1;
+  free(rc == 0 ? NULL : tmp);
+  if (rc == 0) {
+    out->tmp_path = tmp;
+    return 0;
   }
-  out->tmp_path = tmp;
-  return 0;
+  return output_name_by_copy(out, dir_len);
 }
+
+/* fd of an output whose write failed: commit refuses it as not written (-1 is "written"; a
+ * failed write has no temporary name to rename, so the commit skipped it and returned 0
+ * without writing anything; review). */
+#define PF__NPY_WRITE_FAILED (-2)
 
 int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* err, size_t err_size) {
   if (out == NULL || path == NULL || path[0] == '\0') {
@@ -246,7 +289,7 @@ int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* err, size_t
     free(target);
     return -1;
   }
-  if (exists && access(target, W_OK) != 0 && errno == EACCES) {
+  if (exists && faccessat(AT_FDCWD, target, W_OK, AT_EACCESS) != 0 && errno == EACCES) {
     /* a rename would replace it all the same: refuse, as cp and numpy.save do (review) */
     pf__npy_fail(err, err_size, path, "is not writable: refusing to replace it");
     free(target);
@@ -260,6 +303,7 @@ int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* err, size_t
    * leaves nothing behind, where a named temporary stayed, as large as the output (review).
    * Naming goes through /proc/self/fd; without /proc, or where the file system has no unnamed
    * files, the temporary is named at once, as before. */
+  char* tmp = NULL;
   if (access("/proc/self/fd", X_OK) == 0) {
     char* dir = dir_len > 0 ? dup_n(target, dir_len) : dup_n(".", 1);
     if (dir != NULL) {
@@ -268,7 +312,6 @@ int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* err, size_t
     }
   }
 #endif
-  char* tmp = NULL;
   if (fd < 0 && output_temp(target, dir_len, mode, &fd, &tmp) != 0) {
     int e = errno;
     if (dir_len > 1) {
@@ -330,7 +373,7 @@ int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* e
       ok = 0;
       saved_errno = errno;
     }
-    out->fd = -1;
+    out->fd = ok ? -1 : PF__NPY_WRITE_FAILED;
     return ok ? 0 : pf__npy_fail(err, err_size, name, "write error: %s", strerror(saved_errno));
   }
   char header[2048];
@@ -347,7 +390,7 @@ int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* e
     ok = 0;
     saved_errno = errno;
   }
-  out->fd = -1;
+  out->fd = ok ? -1 : PF__NPY_WRITE_FAILED;
   if (!ok) {
     return pf__npy_fail(err, err_size, name, "write error: %s", strerror(saved_errno));
   }
@@ -498,7 +541,7 @@ int pf_npy_output_commit(pf_npy_output_t* outs, size_t n, char* err, size_t err_
   int rc = 0;
   /* an output not written refuses the whole commit before anything is renamed */
   for (size_t i = 0; i < n && rc == 0; ++i) {
-    if (outs[i].fd >= 0) {
+    if (outs[i].fd != -1) { /* still open, or its write failed */
       rc = pf__npy_fail(err, err_size, outs[i].path, "not written before commit");
     }
   }
