@@ -400,7 +400,8 @@ int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* e
 /* Allocates the blocks of the file's first `length` bytes (fallocate: they read as zeros), so
  * that a full disk or a quota is an error here, before the call, rather than a SIGBUS when the
  * function first writes a page of the shared map. A length beyond the space the file system
- * says an unprivileged writer has left fails at once (ENOSPC) without allocating: a fallocate
+ * says this writer has left (root: with the blocks reserved for it) fails at once (ENOSPC)
+ * without allocating: a fallocate
  * that fails keeps what it allocated until the file is removed, which on ext4 can fill the
  * disk for every other writer meanwhile; such a failure also truncates the file at once. 0, or
  * -1 with errno; a file system that cannot reserve blocks (EOPNOTSUPP) leaves the file sparse
@@ -410,8 +411,10 @@ static int reserve_blocks(int fd, size_t length) {
   if (length == 0) {
     return 0;
   }
+  /* the blocks this writer may take: root also the ones reserved for it (review) */
   if (fstatvfs(fd, &fs) == 0 && fs.f_blocks > 0 && fs.f_frsize > 0 &&
-      (uint64_t)fs.f_bavail < ((uint64_t)length + fs.f_frsize - 1) / fs.f_frsize) {
+      (geteuid() == 0 ? (uint64_t)fs.f_bfree : (uint64_t)fs.f_bavail) <
+          ((uint64_t)length + fs.f_frsize - 1) / fs.f_frsize) {
     errno = ENOSPC;
     return -1;
   }
