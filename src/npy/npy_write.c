@@ -400,8 +400,9 @@ int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* e
 /* Allocates the blocks of the file's first `length` bytes (fallocate: they read as zeros), so
  * that a full disk or a quota is an error here, before the call, rather than a SIGBUS when the
  * function first writes a page of the shared map. A length beyond the space the file system
- * says this writer has left (root: with the blocks reserved for it) fails at once (ENOSPC)
- * without allocating: a fallocate
+ * says an unprivileged writer has left fails at once (ENOSPC) without allocating, also for
+ * root: counting root's reserved blocks (tried after a review) let such a fallocate fill them,
+ * and the disk for every other writer meanwhile (CI's other tests failed to write): a fallocate
  * that fails keeps what it allocated until the file is removed, which on ext4 can fill the
  * disk for every other writer meanwhile; such a failure also truncates the file at once. 0, or
  * -1 with errno; a file system that cannot reserve blocks (EOPNOTSUPP) leaves the file sparse
@@ -411,10 +412,8 @@ static int reserve_blocks(int fd, size_t length) {
   if (length == 0) {
     return 0;
   }
-  /* the blocks this writer may take: root also the ones reserved for it (review) */
   if (fstatvfs(fd, &fs) == 0 && fs.f_blocks > 0 && fs.f_frsize > 0 &&
-      (geteuid() == 0 ? (uint64_t)fs.f_bfree : (uint64_t)fs.f_bavail) <
-          ((uint64_t)length + fs.f_frsize - 1) / fs.f_frsize) {
+      (uint64_t)fs.f_bavail < ((uint64_t)length + fs.f_frsize - 1) / fs.f_frsize) {
     errno = ENOSPC;
     return -1;
   }
