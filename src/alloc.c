@@ -1,10 +1,12 @@
 /* Small-block allocation: size-class slabs in one reserved range of address space, with a free
  * list per thread and class in front and, behind, a depot that keeps each span's free blocks on
  * the span's own list and gives a span back once all its blocks are free (see alloc.h). */
+#include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "packfn/error.h"
@@ -52,7 +54,8 @@ static pthread_mutex_t pf__spans_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t pf__spans_next;      /* spans handed out so far (bump index) */
 static uint32_t pf__spans_committed; /* spans made accessible */
 static size_t pf__spans_given;       /* spans given to a class (for pf__alloc_slab_bytes) */
-static size_t pf__spans_limit = PF__SLAB_SPANS; /* most spans held at once (tests lower it) */
+static size_t pf__spans_limit = PF__SLAB_SPANS;      /* most spans held at once (tests lower it) */
+static uint32_t pf__spans_reserved = PF__SLAB_SPANS; /* spans of the range reserved */
 /* Spans given back, under pf__spans_lock: those that still hold their pages ("kept": a list
  * through pf__spans[].prev/next, newest first) and those whose pages went back to the system
  * ("bare": a stack through pf__spans[].next). A span given back is kept, so a program that frees
@@ -94,6 +97,14 @@ static int pf__slab_on(void) {
 
 static void pf__slab_init_once(void);
 static pthread_once_t pf__cache_once = PTHREAD_ONCE_INIT;
+static pthread_once_t pf__locks_once = PTHREAD_ONCE_INIT;
+
+static void pf__locks_init(void) {
+  for (unsigned c = 0; c < PF__NCLASS; ++c) {
+    pthread_mutex_init(&pf__classes[c].lock, NULL);
+    pf__classes[c].partial = PF__NONE;
+  }
+}
 
 /* Sets the slabs up (or decides they stay off) once per process; waits for a set-up under way. */
 static void pf__slab_setup(void) {
@@ -121,15 +132,123 @@ static void pf__span_return(uint32_t i);
 
 /* Every lock, whether the slabs are set up yet or not: deciding from pf__slab_base let a thread
  * that set them up after that read be inside a class's lock when fork() ran, and the child then
- * waited on it forever. pthread_once first: it waits for a set-up under way, and the class
- * locks exist after it (pf__slab_init_once makes them even with the slabs off). */
+ * waited on it forever. pthread_once first: it waits for a set-up of the locks under way (not
+ * the range's reservation, which a fork must not make for a process that allocated nothing). */
 void pf__alloc_fork_lock(void) {
-  pf__slab_setup();
+  pthread_once(&pf__locks_once, pf__locks_init);
   pf__lock_all();
 }
 
 void pf__alloc_fork_unlock(void) {
   pf__unlock_all();
+}
+
+/* ---- fork ----
+ * One set of handlers for every lock a packfn call may hold, so that a child forked while
+ * another thread held one finds it free. They live here, not with the global table, because a
+ * static link of packfn (libpackfn.a) takes only the objects a program uses, and a program that
+ * never touches the global table still allocates (found by review: without global.c no
+ * handler was registered and children hung on a class lock). The locks are taken in the order
+ * the code nests them: the join (tvm.c), the type registry, TVM-FFI's table, the table's
+ * writers and readers (global.c), the functions' side table, the device allocator table, the
+ * backtrace frame-name cache (errors raised under the locks above reach it), the allocator's
+ * classes. A layer the program does not link has no locks to take: its weak reference is NULL.
+ * glibc forgets a library's handlers when it is unloaded (they are tied to its DSO). */
+void pf__tvm_fork_lock(void) __attribute__((weak));
+void pf__tvm_fork_unlock(void) __attribute__((weak));
+void pf__global_fork_lock(void) __attribute__((weak));
+void pf__global_fork_unlock(void) __attribute__((weak));
+void pf__global_fork_child(void) __attribute__((weak));
+void pf__function_fork_lock(void) __attribute__((weak));
+void pf__function_fork_unlock(void) __attribute__((weak));
+void pf__device_fork_lock(void) __attribute__((weak));
+void pf__device_fork_unlock(void) __attribute__((weak));
+void pf__backtrace_fork_lock(void) __attribute__((weak));
+void pf__backtrace_fork_unlock(void) __attribute__((weak));
+
+static void pf__fork_prepare(void) {
+  if (pf__tvm_fork_lock)
+    pf__tvm_fork_lock();
+  if (pf__global_fork_lock)
+    pf__global_fork_lock();
+  if (pf__function_fork_lock)
+    pf__function_fork_lock();
+  if (pf__device_fork_lock)
+    pf__device_fork_lock();
+  if (pf__backtrace_fork_lock)
+    pf__backtrace_fork_lock();
+  pf__alloc_fork_lock();
+}
+
+/* The leaves, unlocked in the reverse order. */
+static void pf__fork_unlock_leaves(void) {
+  pf__alloc_fork_unlock();
+  if (pf__backtrace_fork_unlock)
+    pf__backtrace_fork_unlock();
+  if (pf__device_fork_unlock)
+    pf__device_fork_unlock();
+  if (pf__function_fork_unlock)
+    pf__function_fork_unlock();
+}
+
+static void pf__fork_parent(void) {
+  pf__fork_unlock_leaves();
+  if (pf__global_fork_unlock)
+    pf__global_fork_unlock();
+  if (pf__tvm_fork_unlock)
+    pf__tvm_fork_unlock();
+}
+
+static void pf__fork_child(void) {
+  pf__fork_unlock_leaves();
+  if (pf__global_fork_child)
+    pf__global_fork_child(); /* drops the other threads' reader records, then unlocks */
+  if (pf__tvm_fork_unlock)
+    pf__tvm_fork_unlock();
+}
+
+static pthread_once_t pf__fork_once = PTHREAD_ONCE_INIT;
+static int pf__fork_ok;
+
+static void pf__fork_register(void) {
+  pf__fork_ok = pthread_atfork(pf__fork_prepare, pf__fork_parent, pf__fork_child) == 0;
+}
+
+int pf__fork_handlers(void) {
+  pthread_once(&pf__fork_once, pf__fork_register);
+  return pf__fork_ok;
+}
+
+/* At load, so that a fork before any packfn call finds the locks handled too. */
+__attribute__((constructor)) static void pf__fork_register_at_load(void) {
+  (void)pf__fork_handlers();
+}
+
+/* ---- where packfn's code lives ---- */
+
+#ifndef PF_PINNED
+/* dl_iterate_phdr reports the main program first: 1 when `data` (an address of this file's
+ * code) lies in one of its loaded segments, 2 when not; either ends the walk. */
+static int pf__in_program(struct dl_phdr_info* info, size_t size, void* data) {
+  (void)size;
+  uintptr_t at = (uintptr_t)data;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
+    uintptr_t lo = (uintptr_t)info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && at - lo < ph->p_memsz)
+      return 1;
+  }
+  return 2;
+}
+#endif
+
+int pf__code_unmappable(void) {
+#ifdef PF_PINNED
+  return 0; /* the shared libpackfn: linked -z nodelete */
+#else
+  /* no packfn lock is held by the destructors that ask (the loader's own lock may be) */
+  return dl_iterate_phdr(pf__in_program, (void*)(uintptr_t)pf__code_unmappable) != 1;
+#endif
 }
 
 static size_t pf__span_index(const void* p) {
@@ -219,15 +338,30 @@ static void pf__cache_thread_exit(void* unused) {
   pf__cache.state = -1; /* late frees in this thread's remaining destructors go to the depots */
 }
 
+/* How much of the range to reserve: all of it, unless the process has an address-space limit
+ * (ulimit -v, RLIMIT_AS), which counts reserved space as used: then an eighth of the limit, so
+ * that the slabs do not take the budget of the program's own mappings (found by review: an
+ * 8 GiB reservation under a 10 GiB limit left no room for a 3 GiB tensor). 0: slabs off. */
+static size_t pf__slab_reserve_bytes(void) {
+  struct rlimit lim;
+  if (getrlimit(RLIMIT_AS, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY ||
+      lim.rlim_cur / 8 >= PF__SLAB_BYTES)
+    return PF__SLAB_BYTES;
+  size_t spans = (size_t)(lim.rlim_cur / 8) >> PF__SPAN_SHIFT;
+  spans -= spans % PF__COMMIT_SPANS;                                  /* whole commit steps */
+  return spans >= 4 * PF__COMMIT_SPANS ? spans << PF__SPAN_SHIFT : 0; /* below 8 MiB: off */
+}
+
 static void pf__slab_init_once(void) {
-  for (unsigned c = 0; c < PF__NCLASS; ++c) {
-    pthread_mutex_init(&pf__classes[c].lock, NULL);
-    pf__classes[c].partial = PF__NONE;
-  }
+  pthread_once(&pf__locks_once, pf__locks_init);
   if (!pf__slab_allowed())
     return;
   /* Inaccessible, unaccounted address space; spans become accessible as they are needed. */
-  size_t want = PF__SLAB_BYTES;
+  size_t want = pf__slab_reserve_bytes();
+  if (want == 0)
+    return; /* slabs off: every block is a malloc block */
+  pf__spans_reserved = (uint32_t)(want >> PF__SPAN_SHIFT);
+  pf__spans_limit = pf__spans_reserved;
   void* raw = mmap(NULL, want + PF__SPAN_BYTES, PROT_NONE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (raw == MAP_FAILED)
@@ -261,10 +395,13 @@ static void pf__thread_init(void) {
  * dlclose()s a library holding packfn while other threads that used it still run, their
  * thread-exit flush (code of this library) is not called after the unmapping (issue 10, defect
  * 3). The range stays reserved: objects still alive in other threads (or in the host) keep
- * pointing into it. Not in the shared library, which is never unmapped (PF_PINNED): its
- * destructors run only at exit, and threads exiting after them still flush their lists. */
+ * pointing into it. Not in the shared library, which is never unmapped (PF_PINNED), nor in a
+ * program packfn is linked into (pf__code_unmappable): their destructors run only at exit, and
+ * threads exiting after them still flush their lists. */
 #ifndef PF_PINNED
 __attribute__((destructor)) static void pf__cache_fini(void) {
+  if (!pf__code_unmappable())
+    return; /* part of the program: the destructors run at exit, threads exiting later flush */
   if (pf__cache.state == 1)
     pf__cache_flush();
   pf__cache.state = -1;
@@ -290,7 +427,7 @@ static char* pf__span_new(unsigned c) {
   } else if ((i = pf__bare_head) != PF__NONE) {
     pf__bare_head = pf__spans[i].next;
     span = pf__span_at(i);
-  } else if ((i = pf__spans_next) < PF__SLAB_SPANS) {
+  } else if ((i = pf__spans_next) < pf__spans_reserved) {
     if (i == pf__spans_committed) {
       uint32_t n = PF__COMMIT_SPANS;
       if (mprotect(pf__span_at(i), (size_t)n << PF__SPAN_SHIFT, PROT_READ | PROT_WRITE) == 0)
@@ -525,8 +662,9 @@ void* pf__alloc_aligned_slow(size_t size, size_t alignment) {
 uint32_t pf__alloc_test_limit_spans(uint32_t more) {
   pthread_mutex_lock(&pf__spans_lock);
   uint32_t now = (uint32_t)pf__spans_given;
-  pf__spans_limit = more == UINT32_MAX || (size_t)now + more > PF__SLAB_SPANS ? PF__SLAB_SPANS
-                                                                              : (size_t)now + more;
+  pf__spans_limit = more == UINT32_MAX || (size_t)now + more > pf__spans_reserved
+                        ? pf__spans_reserved
+                        : (size_t)now + more;
   pthread_mutex_unlock(&pf__spans_lock);
   return now;
 }

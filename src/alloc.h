@@ -47,7 +47,9 @@ typedef struct {
 } pf__cache_t;
 
 extern PF__TLS pf__cache_t pf__cache;
-/* The reserved range: [pf__slab_base, pf__slab_base + PF__SLAB_BYTES). While the slabs are off
+/* The reserved range: [pf__slab_base, pf__slab_base + PF__SLAB_BYTES), of which the first
+ * spans are reserved (all of them, or fewer under an address-space limit: alloc.c); the others
+ * never get a class, so addresses there read as no slab's. While the slabs are off
  * (or not yet set up) the base is PF__SLAB_NONE, 2^63, from which every user-space address lies
  * more than PF__SLAB_BYTES away. Written once, before the first slab block exists. */
 #define PF__SLAB_BYTES ((size_t)PF__SLAB_SPANS << PF__SPAN_SHIFT)
@@ -157,6 +159,14 @@ int pf__alloc_slabs_off(void);
  * and child (from the one set of handlers in global.c, which takes the other locks first). */
 void pf__alloc_fork_lock(void);
 void pf__alloc_fork_unlock(void);
+/* Registers the process's fork handlers once (alloc.c holds them: every program using packfn
+ * links alloc.c, while a static link may leave out the layers it does not use; each layer's
+ * locks are reached through weak references). 1 when they are registered. */
+int pf__fork_handlers(void);
+/* 1 when packfn's code lies in a shared object a host may unmap with dlclose (packfn linked
+ * statically into a library), 0 when it is part of the main program or of the shared
+ * libpackfn (never unmapped): the unload destructors delete their thread keys only then. */
+int pf__code_unmappable(void);
 
 /* Bytes of address space the slabs hold now (spans given to a class, whether their blocks are
  * in use or free), for benchmarks. */

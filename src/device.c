@@ -239,38 +239,71 @@ typedef struct {
   void* stream;
 } pf__stream_slot_t;
 
-/* This thread's non-default streams. Plain _Thread_local rather than the initial-exec model
- * the error slot uses: this table is 512 bytes, too much for the static TLS space a library
- * loaded with dlopen (from Python, say) may claim. */
-static _Thread_local pf__stream_slot_t pf__streams[PF_STREAM_MAX_DEVICES];
-static _Thread_local int32_t pf__num_streams;
+/* This thread's non-default streams: a table on the heap, found through a thread key whose
+ * destructor is the C library's free. Not thread-local storage: every byte of libpackfn's
+ * thread-local block is claimed from the static TLS space glibc keeps for libraries loaded late
+ * (the block holds initial-exec variables), and a 512-byte table there made loading
+ * libpackfn with dlopen fail ("cannot allocate memory in static TLS block") beside other such
+ * libraries (found by review). free, not packfn code, runs at thread exit, so the key needs no
+ * deleting when a library holding packfn statically is unloaded. */
+typedef struct {
+  int32_t count;
+  pf__stream_slot_t slot[PF_STREAM_MAX_DEVICES];
+} pf__streams_t;
 
-static int32_t pf__stream_find(DLDevice device) {
-  for (int32_t i = 0; i < pf__num_streams; ++i)
-    if (pf_device_equal(pf__streams[i].device, device))
+static pthread_once_t pf__streams_once = PTHREAD_ONCE_INIT;
+static pthread_key_t pf__streams_key;
+static int pf__streams_key_ok;
+
+static void pf__streams_key_make(void) {
+  pf__streams_key_ok = pthread_key_create(&pf__streams_key, free) == 0;
+}
+
+/* This thread's table, or NULL when it has set no stream. */
+static pf__streams_t* pf__streams_of_thread(void) {
+  pthread_once(&pf__streams_once, pf__streams_key_make);
+  return pf__streams_key_ok ? pthread_getspecific(pf__streams_key) : NULL;
+}
+
+static int32_t pf__stream_find(const pf__streams_t* t, DLDevice device) {
+  for (int32_t i = 0; t && i < t->count; ++i)
+    if (pf_device_equal(t->slot[i].device, device))
       return i;
   return -1;
 }
 
 void* pf_stream_get(DLDevice device) {
-  int32_t i = pf__stream_find(device);
-  return i >= 0 ? pf__streams[i].stream : NULL;
+  const pf__streams_t* t = pf__streams_of_thread();
+  int32_t i = pf__stream_find(t, device);
+  return i >= 0 ? t->slot[i].stream : NULL;
 }
 
 int pf_stream_set(DLDevice device, void* stream, void** prev) {
-  int32_t i = pf__stream_find(device);
+  pf__streams_t* t = pf__streams_of_thread();
+  int32_t i = pf__stream_find(t, device);
   if (prev)
-    *prev = i >= 0 ? pf__streams[i].stream : NULL;
+    *prev = i >= 0 ? t->slot[i].stream : NULL;
   if (i >= 0) {
     if (stream)
-      pf__streams[i].stream = stream;
+      t->slot[i].stream = stream;
     else
-      pf__streams[i] = pf__streams[--pf__num_streams]; /* back to the default: drop the slot */
+      t->slot[i] = t->slot[--t->count]; /* back to the default: drop the slot */
     return 0;
   }
   if (!stream)
     return 0;
-  if (pf__num_streams == PF_STREAM_MAX_DEVICES) {
+  if (!t) {
+    t = calloc(1, sizeof *t);
+    if (!t)
+      return pf__raise_oom("pf_stream_set", sizeof *t);
+    if (!pf__streams_key_ok || pthread_setspecific(pf__streams_key, t) != 0) {
+      free(t);
+      PF_ERROR_SET(PF_ERR_RUNTIME,
+                   "pf_stream_set: cannot keep a current stream for this thread (no thread key)");
+      return -1;
+    }
+  }
+  if (t->count == PF_STREAM_MAX_DEVICES) {
     char dev[PF_DEVICE_STR_MAX];
     pf_device_format(device, dev, sizeof dev);
     PF_ERROR_SET(PF_ERR_RUNTIME,
@@ -279,8 +312,8 @@ int pf_stream_set(DLDevice device, void* stream, void** prev) {
                  dev, PF_STREAM_MAX_DEVICES);
     return -1;
   }
-  pf__streams[pf__num_streams].device = device;
-  pf__streams[pf__num_streams].stream = stream;
-  ++pf__num_streams;
+  t->slot[t->count].device = device;
+  t->slot[t->count].stream = stream;
+  ++t->count;
   return 0;
 }

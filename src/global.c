@@ -68,9 +68,6 @@ static pthread_mutex_t pf__readers_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t pf__key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t pf__key;
 static int pf__key_ok;
-static pthread_once_t pf__fork_once = PTHREAD_ONCE_INIT;
-static int pf__fork_ok; /* the fork handlers are registered (see "fork" below) */
-static void pf__fork_register(void);
 static int pf__membarrier_ok; /* set once, before any thread registers */
 
 /* Whether the kernel forces a barrier on this process's running threads for us. */
@@ -84,11 +81,14 @@ static int pf__membarrier_register(void) {
 #endif
 }
 
-/* A full barrier on every running thread of the process (pf__membarrier_ok only). */
-static void pf__membarrier(void) {
+/* A full barrier on every running thread of the process (pf__membarrier_ok only); 0 when the
+ * kernel refuses it after all: a seccomp filter installed after the first lookup (EPERM,
+ * ENOSYS), or no memory for its CPU mask (ENOMEM). */
+static int pf__membarrier(void) {
 #if defined(__linux__) && defined(SYS_membarrier)
-  if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) != 0)
-    abort(); /* registered above: the kernel cannot refuse it now */
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) == 0;
+#else
+  return 0;
 #endif
 }
 
@@ -110,8 +110,7 @@ static int pf__key_made; /* 1 once pf__key exists, until the library unloads */
 static void pf__key_create(void) {
   pf__key_made = pthread_key_create(&pf__key, pf__reader_exit) == 0;
   /* readers are listed only while a child's list can be rebuilt after fork */
-  pthread_once(&pf__fork_once, pf__fork_register);
-  pf__key_ok = pf__key_made && pf__fork_ok;
+  pf__key_ok = pf__key_made && pf__fork_handlers();
   /* PACKFN_NO_MEMBARRIER=1: the exchange everywhere (what kernels without it get; for tests) */
   const char* no = getenv("PACKFN_NO_MEMBARRIER");
   pf__membarrier_ok = !(no && *no && *no != '0') && pf__membarrier_register();
@@ -120,12 +119,13 @@ static void pf__key_create(void) {
 /* When a host dlclose()s a library holding packfn (linked statically) while threads that looked
  * names up still run, their exit must not call pf__reader_exit in unmapped code (issue 10,
  * defect 3, as for the block cache and the error slot): the key goes with the library. Those
- * threads' records are left. The shared library is never unmapped (PF_PINNED): the key stays, so
- * threads exiting after its destructors still unlink their records. */
-/* the shared library (PF_PINNED) is never unmapped: exiting threads keep unlinking themselves */
+ * threads' records are left. The shared library is never unmapped (PF_PINNED), nor a program
+ * packfn is linked into (pf__code_unmappable): there the key stays, so threads exiting after
+ * the destructors still unlink their records (a record left behind was read after its thread's
+ * exit by the next writer, a PF_REGISTER_GLOBAL destructor say: found by review). */
 #ifndef PF_PINNED
 __attribute__((destructor)) static void pf__key_fini(void) {
-  if (pf__key_made) {
+  if (pf__key_made && pf__code_unmappable()) {
     pf__key_ok = 0;
     (void)pthread_key_delete(pf__key);
     pf__key_made = 0;
@@ -148,16 +148,19 @@ static int pf__reader_register(void) {
   return 1;
 }
 
-/* Returns once every lookup that could have seen what the caller just unpublished (with a
- * sequentially consistent store) has finished. Holds no table lock: call it after unlocking. */
-void pf__synchronize(void) {
+/* Returns 1 once every lookup that could have seen what the caller just unpublished (with a
+ * sequentially consistent store) has finished; 0, at once, when that cannot be known: the
+ * kernel refused the barrier the plain-store marks rely on (pf__membarrier), and a lookup
+ * may still read what was unpublished for as long as the process runs. The caller then keeps
+ * it (pf__keep). Holds no table lock: call it after unlocking. */
+int pf__synchronize(void) {
   /* pf__membarrier_ok is settled once, by whichever thread first gets here or registers: a
    * writer that never looked a name up must not read it while a reader's first lookup sets it
    * (it could skip the barrier that reader's plain-store marks rely on). */
   pthread_once(&pf__key_once, pf__key_create);
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  if (pf__membarrier_ok)
-    pf__membarrier(); /* the plain-store marks' half of the barrier */
+  if (pf__membarrier_ok && !pf__membarrier()) /* the plain-store marks' half of the barrier */
+    return 0;
   pthread_mutex_lock(&pf__readers_lock);
   for (pf__reader_t* r = pf__readers; r; r = r->next) {
     if (r == &pf__me)
@@ -167,61 +170,64 @@ void pf__synchronize(void) {
         sched_yield();
   }
   pthread_mutex_unlock(&pf__readers_lock);
+  return 1;
 }
 
-/* ---- TVM-FFI's table, once joined (tvm_private.h) ----
- * TVM-FFI's table takes no lock (its writers are expected to serialise themselves), so every
- * call packfn makes into it holds pf__tvm_table. No function is released under that lock: a
- * replaced TVM-FFI entry is retained first and released after unlocking, so a deleter may use
- * either table. Lock order: pf__tvm_table, then pf__writers. */
-pthread_mutex_t pf__tvm_table = PTHREAD_MUTEX_INITIALIZER;
+/* What writers could not free after a refused barrier (pf__synchronize returned 0): kept
+ * for the life of the process, and listed so that leak checkers see it as reachable. */
+static void** pf__kept;
+static size_t pf__kept_count, pf__kept_cap;
 
-/* ---- fork ----
- * One set of handlers, registered when the library loads, for every lock a packfn call may
- * hold, so that a child forked while another thread held one finds it free. They are taken in
- * the order the code nests them: the join (tvm.c), the type registry (the join hooks take it
- * under the join), the TVM-FFI table, the writers (global_write.c), the readers' list, then the
- * leaves: the functions' side table, the device allocator table, the backtrace frame-name
- * cache (errors raised under the locks above reach it), the allocator's classes. glibc forgets
- * a library's handlers when it is unloaded (they are tied to its DSO). */
-static void pf__fork_prepare(void) {
-  pf__tvm_fork_lock();
+static void pf__keep_pointer(void* p) {
+  pthread_mutex_lock(&pf__readers_lock);
+  if (pf__kept_count == pf__kept_cap) {
+    size_t cap = pf__kept_cap ? pf__kept_cap * 2 : 16;
+    void** grown = cap < SIZE_MAX / sizeof(void*) ? realloc(pf__kept, cap * sizeof(void*)) : NULL;
+    if (grown) {
+      pf__kept = grown;
+      pf__kept_cap = cap;
+    }
+  }
+  if (pf__kept_count < pf__kept_cap) /* else it stays unreachable: still never freed */
+    pf__kept[pf__kept_count++] = p;
+  pthread_mutex_unlock(&pf__readers_lock);
+}
+
+void pf__keep(pf_object_t* fn) {
+  if (!fn)
+    return;
+  pf_object_retain(fn); /* the kept reference: the caller still releases its own */
+  pf__keep_pointer(fn);
+}
+
+void pf__keep_table(pf__cell_t* t) {
+  if (t != pf__empty + 1)
+    pf__keep_pointer(t - 1); /* its tombstones' names stay reachable through it */
+}
+
+/* ---- fork (the handlers are alloc.c's: pf__fork_handlers) ----
+ * The global table's part, taken after the join's lock and before the leaves: the type registry
+ * (the join hooks take it under the join), the TVM-FFI table, the writers (global_write.c),
+ * the readers' list. */
+void pf__global_fork_lock(void) {
   pthread_mutex_lock(&pf__types_lock);
   pthread_mutex_lock(&pf__tvm_table);
   pthread_mutex_lock(&pf__writers);
   pthread_mutex_lock(&pf__readers_lock);
-  pf__function_fork_lock();
-  pf__device_fork_lock();
-  pf__backtrace_fork_lock();
-  pf__alloc_fork_lock();
 }
 
-static void pf__fork_parent(void) {
-  pf__alloc_fork_unlock();
-  pf__backtrace_fork_unlock();
-  pf__device_fork_unlock();
-  pf__function_fork_unlock();
+void pf__global_fork_unlock(void) {
   pthread_mutex_unlock(&pf__readers_lock);
   pthread_mutex_unlock(&pf__writers);
   pthread_mutex_unlock(&pf__tvm_table);
   pthread_mutex_unlock(&pf__types_lock);
-  pf__tvm_fork_unlock();
 }
 
 /* The child has one thread: the others' reader records would wait forever. */
-static void pf__fork_child(void) {
+void pf__global_fork_child(void) {
   pf__me.next = NULL;
   pf__readers = pf__me.mark != PF__UNREGISTERED ? &pf__me : NULL;
-  pf__fork_parent();
-}
-
-static void pf__fork_register(void) {
-  pf__fork_ok = pthread_atfork(pf__fork_prepare, pf__fork_parent, pf__fork_child) == 0;
-}
-
-/* At load, so that a fork before any lookup finds the table's locks handled too. */
-__attribute__((constructor)) static void pf__fork_register_at_load(void) {
-  pthread_once(&pf__fork_once, pf__fork_register);
+  pf__global_fork_unlock();
 }
 
 /* After a failed call into TVM-FFI: moves the error it raised into packfn's slot (the same slot

@@ -86,8 +86,18 @@ static inline int pf__tvm_get(const pf__tvm_t* tvm, const char* name, size_t len
 
 /* ---- global.c, for global_write.c ---- */
 
-/* Waits for the grace period: every lookup that could see what was just unpublished is done. */
-void pf__synchronize(void);
+/* Waits for the grace period: 1 once every lookup that could see what was just unpublished is
+ * done; 0 when the kernel refused the barrier that needs (global.c): the caller keeps what it
+ * unpublished with pf__keep or pf__keep_table instead of releasing or freeing it. */
+int pf__synchronize(void);
+/* The table's part of the fork handlers (alloc.c calls them through weak references). */
+void pf__global_fork_lock(void);
+void pf__global_fork_unlock(void);
+void pf__global_fork_child(void);
+/* Keeps fn alive for the life of the process (takes a reference of its own); NULL is ignored. */
+void pf__keep(pf_object_t* fn);
+/* Keeps an unpublished table and its removed names for the life of the process. */
+void pf__keep_table(pf__cell_t* t);
 
 /* After a failed call into TVM-FFI: its error raised in packfn's slot; returns -1. */
 __attribute__((cold)) int pf__tvm_failed(const pf__tvm_t* tvm, const char* func);

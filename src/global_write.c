@@ -35,13 +35,6 @@ static char* pf__name_copy_alloc(size_t len) {
 
 /* ---- TVM-FFI's table, once joined (pf__tvm_table, pf__tvm_get: global_table.h) ---- */
 
-/* Drops the error a failed call into TVM-FFI raised (where packfn must not raise). */
-static void pf__tvm_discard(const pf__tvm_t* tvm) {
-  void* err = NULL;
-  tvm->error_move_from_raised(&err);
-  pf_object_release(err);
-}
-
 /* Removes `name` from TVM-FFI's table through its global ffi.FunctionRemoveGlobal (its C API
  * has no removal) when it names a function and, with `expect`, that function is `expect`. 1
  * when removed, 0 when not, -1 with TVM-FFI's error raised in TVM-FFI's slot. Caller holds
@@ -173,7 +166,8 @@ static int pf__set(const char* name, pf_object_t* fn, int allow_override, pf_obj
       __atomic_fetch_add(&pf__live, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&pf__writers);
     if (old) {
-      pf__synchronize();
+      if (!pf__synchronize())
+        pf__keep(old);
       *old_out = old; /* released outside every lock: its deleter may use the table */
     }
     return 0;
@@ -206,8 +200,10 @@ static int pf__set(const char* name, pf_object_t* fn, int allow_override, pf_obj
   pf__rebuilds++;
   __atomic_fetch_add(&pf__live, 1, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&pf__writers);
-  pf__synchronize();
-  pf__free_table(t);
+  if (pf__synchronize())
+    pf__free_table(t);
+  else
+    pf__keep_table(t);
   return 0;
 }
 
@@ -221,13 +217,21 @@ int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
                  name, fn ? pf_type_name(fn->type_index) : "NULL");
     return -1;
   }
-  const pf__tvm_t* tvm = pf__tvm_first_use();
+  (void)pf__tvm_first_use(); /* may join: before any lock */
   pf_object_t *old = NULL, *theirs = NULL, *undone = NULL;
-  if (!tvm)
-    return pf__set(name, fn, allow_override, &old) == 0 ? (pf_object_release(old), 0) : -1;
-  /* joined: one name space, so a name TVM-FFI holds is taken too; both tables get fn */
   int rc = 0;
+  /* "joined?" is read under the lock the join's table hook takes: a write that finds packfn
+   * unjoined is in packfn's table before the hook copies it into TVM-FFI's, and one that
+   * finds it joined writes both tables */
   pthread_mutex_lock(&pf__tvm_table);
+  const pf__tvm_t* tvm = pf__tvm();
+  if (!tvm) {
+    rc = pf__set(name, fn, allow_override, &old);
+    pthread_mutex_unlock(&pf__tvm_table);
+    pf_object_release(old);
+    return rc;
+  }
+  /* joined: one name space, so a name TVM-FFI holds is taken too; both tables get fn */
   if (pf__tvm_get(tvm, name, strlen(name), &theirs) != 0)
     rc = -2;
   else if (theirs && !allow_override)
@@ -270,7 +274,8 @@ static pf_object_t* pf__remove(const char* name, size_t len, uint64_t h, pf_obje
   __atomic_store_n(&e->fn, NULL, __ATOMIC_SEQ_CST);
   __atomic_fetch_sub(&pf__live, 1, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&pf__writers);
-  pf__synchronize();
+  if (!pf__synchronize())
+    pf__keep(fn);
   return fn;
 }
 
@@ -279,16 +284,15 @@ int pf_global_remove(const char* name) {
     return -1;
   size_t len = strlen(name);
   uint64_t tail;
-  const pf__tvm_t* tvm = pf__tvm_first_use();
+  (void)pf__tvm_first_use(); /* may join: before any lock */
   pf_object_t* held = NULL;
-  int theirs = 0; /* 1: removed from TVM-FFI's table, -1: TVM-FFI failed */
-  if (tvm)
-    pthread_mutex_lock(&pf__tvm_table);
+  int theirs = 0;                     /* 1: removed from TVM-FFI's table, -1: TVM-FFI failed */
+  pthread_mutex_lock(&pf__tvm_table); /* "joined?" under the join hook's lock, as in set */
+  const pf__tvm_t* tvm = pf__tvm();
   pf_object_t* fn = pf__remove(name, len, pf__name_hash(name, len, &tail), NULL);
-  if (tvm) {
+  if (tvm)
     theirs = pf__tvm_remove(tvm, name, NULL, &held);
-    pthread_mutex_unlock(&pf__tvm_table);
-  }
+  pthread_mutex_unlock(&pf__tvm_table);
   pf_object_release(held);
   pf_object_release(fn);
   if (theirs < 0)
@@ -504,16 +508,13 @@ void pf__global_unregister_static(const char* name, const pf_signature_t* sig, p
     return;
   size_t len = strlen(name);
   uint64_t tail;
-  const pf__tvm_t* tvm = pf__tvm(); /* the library is unloading: TVM-FFI's entry goes too */
   pf_object_t* held = NULL;
-  if (tvm)
-    pthread_mutex_lock(&pf__tvm_table);
+  pthread_mutex_lock(&pf__tvm_table); /* "joined?" under the join hook's lock, as in set */
+  const pf__tvm_t* tvm = pf__tvm();   /* the library is unloading: TVM-FFI's entry goes too */
   pf_object_t* removed = pf__remove(name, len, pf__name_hash(name, len, &tail), fn);
-  if (tvm) {
-    if (pf__tvm_remove(tvm, name, fn, &held) < 0)
-      pf__tvm_discard(tvm);
-    pthread_mutex_unlock(&pf__tvm_table);
-  }
+  if (tvm && pf__tvm_remove(tvm, name, fn, &held) < 0)
+    pf__tvm_discard(tvm);
+  pthread_mutex_unlock(&pf__tvm_table);
   pf_object_release(held);
   pf_object_release(removed);
   pf_object_release(fn);

@@ -53,8 +53,9 @@ int pf_type_index_of(const char* key, int32_t* out) {
     return PF__NULL_ARG("pf_type_index_of", key ? "out" : "key");
   }
   pf__types_ensure();
-  const pf__tvm_t* tvm = pf__tvm_first_use();
+  (void)pf__tvm_first_use(); /* may join: before the lock */
   pthread_mutex_lock(&pf__types_lock);
+  const pf__tvm_t* tvm = pf__tvm(); /* under the lock the join's type hook takes */
   size_t key_len = strlen(key);
   pf__type_entry_t* e =
       tvm ? pf__type_from_tvm_key(tvm, key, key_len) : pf__type_find_key(key, key_len);
@@ -104,6 +105,10 @@ int pf_type_register(const char* key, int32_t parent_index, int32_t* out) {
   int rc = -1;
   size_t key_len = strlen(key);
   pthread_mutex_lock(&pf__types_lock);
+  /* read again under the lock the join's type hook takes: a registration that saw packfn
+   * unjoined must be in packfn's table before the hook hands that table to TVM-FFI, and one
+   * that runs after the hook must take its index from TVM-FFI's registry */
+  tvm = pf__tvm();
   pf__type_entry_t* existing =
       tvm ? pf__type_from_tvm_key(tvm, key, key_len) : pf__type_find_key(key, key_len);
   if (existing) {

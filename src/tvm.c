@@ -52,6 +52,13 @@ static int pf__tvm_resolve(void* lib, pf__tvm_t* t) {
          t->function_call && t->get_type_info;
 }
 
+/* TVM-FFI's global table takes no lock (its writers are expected to serialise themselves), so
+ * every call packfn makes into it holds pf__tvm_table (global_write.c, global.c, type.c). No
+ * function is released under that lock: a replaced TVM-FFI entry is retained first and released
+ * after unlocking, so a deleter may use either table. Lock order: pf__types_lock, then
+ * pf__tvm_table, then the table's writers. */
+pthread_mutex_t pf__tvm_table = PTHREAD_MUTEX_INITIALIZER;
+
 void pf__tvm_fork_lock(void) {
   pthread_mutex_lock(&pf__tvm_lock);
 }

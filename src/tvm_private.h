@@ -3,10 +3,12 @@
 #ifndef PACKFN_SRC_TVM_PRIVATE_H_
 #define PACKFN_SRC_TVM_PRIVATE_H_
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "packfn/abi.h"
 #include "packfn/interop.h"
+#include "packfn/object.h"
 
 typedef struct {
   /* c_api.h's functions, by the same signatures (pf_byte_array_t is TVMFFIByteArray) */
@@ -50,6 +52,17 @@ static inline const pf__tvm_t* pf__tvm_first_use(void) {
   if (__builtin_expect(__atomic_load_n(&pf__tvm_state, __ATOMIC_ACQUIRE) == 0, 0))
     (void)pf_tvm_ffi_join();
   return pf__tvm();
+}
+
+/* Held around every call into TVM-FFI's function table, which takes no lock of its own
+ * (global.c). Lock order: the join, pf__types_lock, pf__tvm_table, the table's writers. */
+extern __attribute__((visibility("hidden"))) pthread_mutex_t pf__tvm_table;
+
+/* Drops the error a failed call into TVM-FFI raised (where packfn must not raise). */
+static inline void pf__tvm_discard(const pf__tvm_t* tvm) {
+  void* err = NULL;
+  tvm->error_move_from_raised(&err);
+  pf_object_release((pf_object_t*)err);
 }
 
 /* What each layer hands TVM-FFI when packfn joins it (what it made before: registered types,

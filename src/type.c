@@ -134,30 +134,39 @@ static pf_byte_array_t pf__any_text(const pf_any_t* a) {
 
 /* Joined, an index packfn has no entry for: mirrors every type TVM-FFI has registered
  * (ffi.GetRegisteredTypeKeys, each key looked up by key: TVMFFIGetTypeInfo ends the process
- * for an index it does not know, so it is only asked about indices it handed out). */
+ * for an index it does not know, so it is only asked about indices it handed out). TVM-FFI's
+ * function and type tables take no lock: the whole pass holds pf__types_lock (packfn's
+ * registrations write TVM-FFI's type table under it) and the function lookup pf__tvm_table
+ * too. A pass that finds as many keys as the last one adds nothing (TVM-FFI never drops a
+ * type), so an index nobody registered costs one call, not a lookup per type. A failure is
+ * dropped: a type lookup raises nothing. */
 __attribute__((noinline)) static void pf__type_mirror_all(const pf__tvm_t* tvm) {
   static const pf_byte_array_t name = {"ffi.GetRegisteredTypeKeys", 25};
+  static int64_t mirrored = -1; /* keys seen by the last full pass; under pf__types_lock */
   void* fn = NULL;
-  if (tvm->function_get_global(&name, &fn) != 0 || !fn)
-    return;
   pf_any_t keys = {0};
   keys.type_index = PF_TYPE_NONE;
-  int rc = tvm->function_call(fn, NULL, 0, &keys);
-  pf_object_release((pf_object_t*)fn);
+  pthread_mutex_lock(&pf__types_lock);
+  pthread_mutex_lock(&pf__tvm_table);
+  int rc = tvm->function_get_global(&name, &fn);
+  pthread_mutex_unlock(&pf__tvm_table);
+  if (rc == 0 && fn)
+    rc = tvm->function_call(fn, NULL, 0, &keys);
   if (rc != 0)
-    return;
-  if (keys.type_index == PF_TYPE_ARRAY && keys.v_obj) {
+    pf__tvm_discard(tvm);
+  if (rc == 0 && keys.type_index == PF_TYPE_ARRAY && keys.v_obj) {
     /* TVMFFISeqCell after the header: the elements, then their number */
     const pf_any_t* items = *(const pf_any_t* const*)(keys.v_obj + 1);
     int64_t n = *(const int64_t*)((const char*)(keys.v_obj + 1) + sizeof(void*));
-    pthread_mutex_lock(&pf__types_lock);
-    for (int64_t i = 0; i < n; ++i) {
+    for (int64_t i = 0; n != mirrored && i < n; ++i) {
       pf_byte_array_t key = pf__any_text(&items[i]);
       if (key.data)
         (void)pf__type_from_tvm_key(tvm, key.data, key.size);
     }
-    pthread_mutex_unlock(&pf__types_lock);
+    mirrored = n;
   }
+  pthread_mutex_unlock(&pf__types_lock);
+  pf_object_release((pf_object_t*)fn);
   if (keys.type_index >= PF_TYPE_STATIC_OBJECT_BEGIN)
     pf_object_release(keys.v_obj);
 }

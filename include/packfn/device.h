@@ -167,7 +167,9 @@ PF_API void* pf_stream_get(DLDevice device);
 /* Makes `stream` current for `device` in the calling thread (NULL returns to the default
  * stream). When `prev` is not NULL it receives the stream current before, to restore later.
  * Returns 0, or -1 with RuntimeError when the thread already holds PF_STREAM_MAX_DEVICES
- * non-default streams for other devices (*prev is then NULL). */
+ * non-default streams for other devices, or MemoryError when the thread's first non-default
+ * stream finds no memory for its table (a few hundred bytes, freed at thread exit); *prev is
+ * then NULL. */
 PF_API int pf_stream_set(DLDevice device, void* stream, void** prev);
 
 /* Devices per thread that may hold a non-default current stream at once: 8 GPUs of a few

@@ -1,3 +1,16 @@
 # One global function table across packfn and TVM-FFI (issue 11, deliverable 6): each side
 # finds the other's functions, registered before or after packfn joins.
 pf_add_interop_test(test_interop_global ${CMAKE_CURRENT_LIST_DIR}/test_interop_global.c)
+
+# Joining TVM-FFI while another thread writes (tests/interop/join_race.c): the writer's first
+# lock waits for the join, so the old race is certain; and packfn's mirror of TVM-FFI's type
+# registry against writes to TVM-FFI's function table. Links only libpackfn (libtvm_ffi is
+# dlopen()ed); not under valgrind: the program defines pthread_mutex_lock.
+add_executable(interop_join_race join_race.c)
+target_link_libraries(interop_join_race PRIVATE packfn Threads::Threads ${CMAKE_DL_LIBS})
+set_target_properties(interop_join_race PROPERTIES ENABLE_EXPORTS ON) # its pthread_mutex_lock
+foreach(mode remove set type mirror)
+  add_test(NAME interop_join_race_${mode}
+           COMMAND interop_join_race ${mode} $<TARGET_FILE:TVMFFI::tvm_ffi>)
+  set_tests_properties(interop_join_race_${mode} PROPERTIES LABELS "interop" TIMEOUT 60)
+endforeach()
