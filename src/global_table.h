@@ -54,11 +54,16 @@ extern PF__TABLE_HIDDEN pthread_mutex_t pf__tvm_table;
 
 /* ---- the table's accessors ---- */
 
-/* The table's hash of a name: the absorbed state itself; the home slot takes its top bits. A
+/* The table's hash of a name: the absorbed state, mixed once more so that the home slot, its
+ * top bits, depends on every bit of the state (the absorb's last multiply carries a
+ * difference in the last word's high bytes, a numeric suffix's, only into the top bits, and
+ * how well those few bits spread depended on the rest of the name: found by review). A
  * bijection of the state, so pf__probe's exactness for short names holds. *tail as
  * pf__hash_absorb gives it. */
 static inline uint64_t pf__name_hash(const char* name, size_t len, uint64_t* tail) {
-  return pf__hash_absorb(name, len, tail);
+  uint64_t h = pf__hash_absorb(name, len, tail);
+  h ^= h >> 32;
+  return h * 0xd6e8feb86659fd93ULL;
 }
 
 static inline pf__entry_t* pf__slot(pf__cell_t* t, size_t i) {
