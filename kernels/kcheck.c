@@ -44,6 +44,15 @@ static inline __attribute__((always_inline)) int k_aligned(const char* func, int
   return k_misaligned(func, index, name, elem, at);
 }
 
+/* A DLTensor made by hand can claim a negative extent (packfn's own tensors cannot); refused as
+ * packfn refuses such a shape elsewhere, before its negative size reads as an overlap. */
+__attribute__((cold, noinline)) static int
+k_negative_extent(const char* func, int32_t index, const char* name, int64_t extent, int32_t axis) {
+  PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %d (%s): expected extents >= 0, got %lld at axis %d",
+               func, (int)index, name, (long long)extent, (int)axis);
+  return -1;
+}
+
 /* Argument `index` must be a compact float32/float64 tensor on device type `dev` with at least
  * `min_ndim` axes, aligned to its element size. */
 static inline __attribute__((always_inline)) int k_input(const char* func, int32_t index,
@@ -53,6 +62,9 @@ static inline __attribute__((always_inline)) int k_input(const char* func, int32
                            .min_ndim = min_ndim, .contiguous = 1};
   if (pf_dltensor_check(t, &spec, func, index, name) != 0)
     return -1;
+  for (int32_t i = 0; i < t->ndim; ++i)
+    if (PF_UNLIKELY(t->shape[i] < 0))
+      return k_negative_extent(func, index, name, t->shape[i], i);
   return k_aligned(func, index, name, t);
 }
 
@@ -135,10 +147,17 @@ int pf__k_check_add_n(const char* func, int32_t dev, const DLTensor* x, const DL
   if (k_input(func, 0, "x", x, dev, 0) != 0 || k_like(func, 1, "out", out, x, "x") != 0)
     return -1;
   size_t nb = pf_dltensor_nbytes(x); /* out alike */
-  return k_apart(func, 1, "out", out, nb, 0, "x", x, nb, 1) != 0 ||
-                 k_scalar(func, 2, "n", n, 0) != 0
-             ? -1
-             : 0;
+  if (k_apart(func, 1, "out", out, nb, 0, "x", x, nb, 1) != 0 || k_scalar(func, 2, "n", n, 0) != 0)
+    return -1;
+  /* float32 adds n rounded to float32: an n that rounds to infinity is refused as inf is */
+  if (x->dtype.bits == 32 && isinf((float)n)) {
+    PF_ERROR_SET(PF_ERR_VALUE,
+                 "%s: argument 2 (n): expected a finite number float32 can hold for a float32 x, "
+                 "got %g",
+                 func, n);
+    return -1;
+  }
+  return 0;
 }
 
 int pf__k_check_rms_norm(const char* func, int32_t dev, const DLTensor* x, const DLTensor* out,

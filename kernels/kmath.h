@@ -12,10 +12,11 @@
  *
  * Aliasing: an output may be the very same array as an input where a comment says so, never a
  * partial overlap. Sums accumulate in double precision (float32 ones in float partial sums of
- * at most 16 terms first), so float32 results are accurate to a few ulp. A row is summed in
- * segments whose bounds depend on its length only, and the segment sums are added in order, so
- * that the thread count never changes a result; the instruction set level may change the last
- * bits of a reduction (lane count, fused multiply-adds), never more than those few ulp. */
+ * at most 16 terms first), so float32 results are accurate to a few ulp, float64 ones to about 4
+ * (docs/kernels.md). A row is summed in segments whose bounds depend on its length only, and the
+ * segment sums are added in order, so that the thread count never changes a result; the
+ * instruction set level may change the last bits of a reduction (lane count, fused
+ * multiply-adds), never more than those few ulp. */
 
 #include <float.h>
 #include <math.h>
@@ -42,11 +43,11 @@ int pf__k_isa_get(void);
 const char* pf__k_isa_name(void);
 
 /* The most threads one kernel call uses, 1..PF__K_MAX_THREADS; n <= 0 restores the default:
- * the environment variable PACKFN_KERNEL_THREADS when it holds a number >= 1 (read once, at
- * the first kernel call), else 1. Returns the count now in effect. A call uses fewer threads
- * than this when its arrays are small (below PF__K_PAR_MIN_BYTES per thread), and runs its
- * share on the calling thread when a thread cannot be started; results are bit-identical for
- * every thread count. */
+ * the environment variable PACKFN_KERNEL_THREADS when it holds a decimal number >= 1, blanks
+ * around it allowed (read at the first kernel call, and by every n <= 0), else 1. Returns the count
+ * now in effect. A call uses fewer threads than this when its arrays are small (below
+ * PF__K_PAR_MIN_BYTES per thread), and runs its share on the calling thread when a thread cannot be
+ * started; results are bit-identical for every thread count. */
 #define PF__K_MAX_THREADS   64
 #define PF__K_PAR_MIN_BYTES ((int64_t)1 << 20)
 int pf__k_threads_set(int n);
@@ -58,7 +59,9 @@ void pf__k_add_n_f64(const double* x, double* out, int64_t count, double n);
 
 /* rms_norm over the last axis of a rows x cols array:
  *   out[r][c] = x[r][c] * inv_rms[r],  inv_rms[r] = 1 / sqrt(mean_c(x[r][c]^2) + eps).
- * out may equal x (in place). A row of zero columns has mean square 0. */
+ * out may equal x (in place). A row of zero columns has mean square 0. A float64 row whose sum
+ * of squares overflows or underflows is summed again scaled by a power of two, so that its
+ * results are as accurate as an ordinary row's (an inv_rms beyond DBL_MAX is stored as inf). */
 void pf__k_rms_norm_f32(const float* x, float* out, int64_t rows, int64_t cols, double eps);
 void pf__k_rms_norm_f64(const double* x, double* out, int64_t rows, int64_t cols, double eps);
 
@@ -73,7 +76,8 @@ void pf__k_rms_norm_fwd_f64(const double* x, double* out, double* inv_rms, int64
  * inv_rms (pass the inv_rms that rms_norm_fwd stored). Since d inv_rms / dx_c = -inv^3 x_c /
  * cols, each row gives
  *   dx[c] = inv * cotangent[c] - x[c] * inv^3 * mean_c(cotangent[c] * x[c]).
- * dx may equal x or cotangent. */
+ * A row whose inv^3 * mean would overflow or underflow is computed in double (float32) or from
+ * values scaled by powers of two (float64). dx may equal x or cotangent. */
 void pf__k_rms_norm_bwd_f32(const float* x, const float* inv_rms, const float* cotangent, float* dx,
                             int64_t rows, int64_t cols);
 void pf__k_rms_norm_bwd_f64(const double* x, const double* inv_rms, const double* cotangent,
@@ -84,11 +88,11 @@ void pf__k_rms_norm_bwd_f64(const double* x, const double* inv_rms, const double
  * modulo 2 pi first); e must lie in [0, 1). A non-finite M or an e outside [0, 1) gives NaN in
  * both outputs. Errors are a few ulp of the output type: float64 within 6 * 2^-53 of the true
  * sin E and cos E, and relatively within 2 ulp where E is small (e near 1, M near 0); float32
- * solves in double and rounds once. Elements with |M| < PF__K_REDUCE_CW_MAX are solved several
- * at a time in vector lanes with the kernels' own sin and cos (within 4 * 2^-53; e = 0 gives
- * E = M exactly, and sin and cos within an ulp of the C library's), the others by
- * pf__k_kepler_solve below. An element's result depends on its own inputs only, not on its
- * position or the thread count. Outputs overlap no input. */
+ * solves in double and rounds once. Elements with |M| < PF__K_REDUCE_CW_MAX (but not 0 < |M| <
+ * PF__K_KEPLER_TINY_M) are solved several at a time in vector lanes with the kernels' own sin and
+ * cos (within 4 * 2^-53; e = 0 gives E = M exactly, and sin and cos within an ulp of the C
+ * library's), the others by pf__k_kepler_solve below. An element's result depends on its own
+ * inputs only, not on its position or the thread count. Outputs overlap no input. */
 void pf__k_kepler_f32(const float* mean_anomaly, const float* ecc, float* sin_e, float* cos_e,
                       int64_t count);
 void pf__k_kepler_f64(const double* mean_anomaly, const double* ecc, double* sin_e, double* cos_e,
@@ -124,6 +128,10 @@ void pf__k_vector_add_f64(const double* b, int64_t nb, const double* c, double* 
 /* Beyond this |M| the quotient k would reach 2^31 and the split above stops being exact; the
  * reduction then falls back on the C library's own full-range reduction in sin and cos. */
 #define PF__K_REDUCE_CW_MAX 0x1p+31
+/* Below this |M| (reduced) the root is E = M / (1 - e): E - e sin E = (1 - e) E + e E^3 / 6 - ...,
+ * and e E^2 / (6 (1 - e)) < 2^-1400 is far below an ulp. The iteration would lose bits there:
+ * f ~ M and f' ~ 1 - e make subnormal products (M = 3e-310, e = 1 - 1e-10 was 31 ulp off). */
+#define PF__K_KEPLER_TINY_M 0x1p-800
 /* Halley's method takes 2 or 3 steps from the starter; the cap leaves room for the bisection
  * fallback to walk a bracket of width 1 down to one ulp (53 halvings) in the worst case. */
 #define PF__K_KEPLER_MAX_ITER 64
@@ -203,7 +211,10 @@ static inline PF__K_HD double pf__k_kepler_root(double m, double e) {
   double lo = (m <= 3.0) ? m : m - e;
   double hi = (m + e) * (1.0 + 2.0 * DBL_EPSILON);
   double x = pf__k_kepler_start(m, e);
-  if (!(x > lo && x < hi)) {
+  /* x = lo is valid: where e m is below half an ulp of m the starter is exactly m, the correctly
+   * rounded root, and the bracket's midpoint, about e / 2, would lose m altogether (the Halley
+   * steps from there cancel, and bisection from e / 2 takes more steps than the cap) */
+  if (!(x >= lo && x < hi)) {
     x = 0.5 * (lo + hi);
   }
   for (int it = 0; it < PF__K_KEPLER_MAX_ITER; ++it) {
@@ -249,8 +260,11 @@ static inline PF__K_HD void pf__k_kepler_solve(double m, double e, double* sin_e
   }
   double r = pf__k_reduce_two_pi(m);
   double a = fabs(r);
-  /* E(-m) = -E(m): solve for |r| and give sin E the sign of r. */
-  double e_anom = (e == 0.0 || a == 0.0) ? a : pf__k_kepler_root(a, e);
+  /* E(-m) = -E(m): solve for |r| and give sin E the sign of r. 1 - e is exact for e >= 0.5 and
+   * within 2^-54 below, so a tiny root is within 1.5 ulp. */
+  double e_anom = (e == 0.0 || a == 0.0)    ? a
+                  : a < PF__K_KEPLER_TINY_M ? a / (1.0 - e)
+                                            : pf__k_kepler_root(a, e);
   *sin_e = copysign(1.0, r) * sin(e_anom);
   *cos_e = cos(e_anom);
 }

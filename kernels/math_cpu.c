@@ -3,6 +3,7 @@
 #include "kmath.h"
 #include "math_simd.h"
 
+#include <ctype.h>
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
@@ -98,6 +99,9 @@ static const pf__k_simd_t* ops(void) {
 /* The thread count in effect (0: not chosen yet). */
 static atomic_int thread_count = 0;
 
+/* PACKFN_KERNEL_THREADS: a decimal number >= 1, blanks around it allowed (strtol skips those in
+ * front; " 4" and "4 " both mean 4), more than PF__K_MAX_THREADS meaning that many; anything else
+ * (empty, 0, negative, "0x10", "2.5", "4 threads") means 1. */
 static int default_threads(void) {
   const char* env = getenv("PACKFN_KERNEL_THREADS");
   if (env == NULL) {
@@ -105,6 +109,9 @@ static int default_threads(void) {
   }
   char* end;
   long n = strtol(env, &end, 10);
+  while (end != env && isspace((unsigned char)*end)) {
+    ++end;
+  }
   if (end == env || *end != '\0' || n < 1) {
     return 1;
   }
@@ -425,13 +432,49 @@ static double row_total(const rms_job_t* j, int64_t r, const double* seg_sum) {
   return dot_f32_wide(a, x, j->cols);
 }
 
-/* 1 / rms of a float64 row whose sum of squares is not finite: with a NaN in the row, NaN; with
- * an infinity, 0 (1 / sqrt(inf), as the plain formula gives); else its squares overflowed
- * (|x| > 1e154), and the row is summed again scaled by its largest |x|, m:
- * inv = 1 / (m * sqrt(mean((x / m)^2) + eps / m^2)), which is finite. Cold: rows of such
- * values only. */
-__attribute__((noinline, cold)) static double inv_rms_scaled_f64(const double* x, int64_t cols,
-                                                                 double inv_cols, double eps) {
+/* 2^k as two factors, each a normal double for |k| <= 2044 (2^k alone is not one beyond
+ * 2^1023): v * f.a * f.b is v scaled by 2^k exactly wherever neither product is subnormal. */
+typedef struct {
+  double a, b;
+} pow2_t;
+
+static pow2_t pow2_of(int k) {
+  pow2_t f = {ldexp(1.0, k / 2), ldexp(1.0, k - k / 2)};
+  return f;
+}
+
+/* The exponent k of 2^k, the power of two just above v > 0 (frexp's): v 2^-k lies in [0.5, 1). */
+static int exponent_of(double v) {
+  int k;
+  frexp(v, &k);
+  return k;
+}
+
+/* 1 for a float64 row whose total (sum of squares) the plain inv = 1 / sqrt(total / cols + eps)
+ * turns into a result exact to rounding: the total is finite, and either its squares lost
+ * nothing that matters to underflow (each loses at most 2^-1075, cols < 2^62 of them at most
+ * 2^-1013, below 2^-113 of a total of 2^-900) or eps outweighs all they can have lost. A NaN total
+ * fails: the row is then summed again (inv_rms_scaled_f64), which tells an overflow from a NaN in
+ * the row. */
+static int f64_total_in_range(double total, double eps) {
+  return total <= DBL_MAX && (total >= 0x1p-900 || eps >= 0x1p-1000);
+}
+
+/* 1 / rms of a float64 row whose total is out of f64_total_in_range: with a NaN in the row, NaN;
+ * with an infinity, 0 (1 / sqrt(inf), as the plain formula gives); a row of zeros 1 / sqrt(eps).
+ * Else its squares overflowed (|x| > 1e154) or may have underflowed (a total below 2^-900, |x|
+ * below about 1e-136, with eps below 2^-1000), and the row is summed again scaled by 2^-k, 2^k
+ * the power of two just above its largest |x| (exact scaling, Neumaier's compensation), with eps
+ * on the same scale:
+ *   inv = 2^-k / sqrt(mean((x 2^-k)^2) + eps 2^-2k),
+ * where eps 2^-2k beyond DBL_MAX means that eps outweighs the rest: inv = 1 / sqrt(eps). When
+ * that inv is no normal double (an rms above 2^1022, or a row of subnormals with eps ~ 0, whose
+ * inv_rms exceeds DBL_MAX although its outputs are ordinary numbers), the row is written here,
+ * as (x 2^-k) * (inv 2^k), and *written is set. Cold: rows of such values only. */
+__attribute__((noinline, cold)) static double inv_rms_scaled_f64(const rms_job_t* j, int64_t r,
+                                                                 int* written) {
+  const double* x = row_in(j, j->x, r);
+  int64_t cols = j->cols;
   double m = 0.0;
   for (int64_t c = 0; c < cols; ++c) {
     double v = fabs(x[c]);
@@ -441,28 +484,130 @@ __attribute__((noinline, cold)) static double inv_rms_scaled_f64(const double* x
   }
   if (isinf(m))
     return 0.0;
-  double s = 0.0;
+  if (m == 0.0)
+    return 1.0 / sqrt(j->eps);
+  int k = exponent_of(m);
+  pow2_t down = pow2_of(-k);
+  double s = 0.0, comp = 0.0;
   for (int64_t c = 0; c < cols; ++c) {
-    double q = x[c] / m;
-    s += q * q;
+    double q = x[c] * down.a * down.b;
+    double sq = q * q;
+    double t = s + sq;
+    comp += (s >= sq) ? (s - t) + sq : (sq - t) + s;
+    s = t;
   }
-  return 1.0 / (m * sqrt(s * inv_cols + eps / m / m));
+  double es = ldexp(j->eps, -2 * k);
+  if (isinf(es))
+    return 1.0 / sqrt(j->eps);
+  double scaled_inv = 1.0 / sqrt((s + comp) * j->inv_cols + es); /* inv 2^k */
+  double inv = ldexp(scaled_inv, -k);
+  if (inv >= DBL_MIN && inv <= DBL_MAX)
+    return inv;
+  double* y = (double*)j->out + r * cols;
+  for (int64_t c = 0; c < cols; ++c) {
+    y[c] = (x[c] * down.a * down.b) * scaled_inv;
+  }
+  *written = 1;
+  return inv;
+}
+
+/* 1 when rms_norm_bwd's row coefficients, a = inv and b = inv^3 * mean (total = cols * mean),
+ * carry the row's dx to rounding in the vector loop (dx = a ct - b x in the element type): b, as
+ * that type, neither overflows nor lost bits to underflow (0 only where mean is), and for
+ * float64 inv^3 did neither and the total (ct x summed in double) is finite and did not lose bits
+ * to underflow either. float32 values and their inv^3 always fit a double. */
+static int bwd_coefs_in_range(const rms_job_t* j, double total, double inv3, double b) {
+  if (!j->f64) {
+    return fabs(b) <= FLT_MAX && (fabs(b) >= FLT_MIN || b == 0.0);
+  }
+  return inv3 >= DBL_MIN && inv3 <= DBL_MAX && fabs(total) <= DBL_MAX &&
+         (total == 0.0 || (fabs(total) >= 0x1p-900 && fabs(b) >= DBL_MIN && fabs(b) <= DBL_MAX));
+}
+
+/* dx of a row whose coefficients are out of bwd_coefs_in_range; returns 0 (nothing written) where
+ * the plain formula is what it gives anyway (an inv_rms or a value that is not finite). float32:
+ * every term in double, each dx rounded once. float64: x and ct scaled by 2^-kx and 2^-kc, the
+ * powers of two just above their largest magnitudes (exact), then with u = inv 2^kx (of the order
+ * of 1 / rms(x 2^-kx)) and the scaled mean m' = mean((ct 2^-kc)(x 2^-kx)):
+ *   dx = 2^kc inv ((ct 2^-kc) - (x 2^-kx) u^2 m'),
+ * whose every intermediate is an ordinary number. Cold: rows of extreme values only. */
+__attribute__((noinline, cold)) static int bwd_row_scaled(const rms_job_t* j, int64_t r, double inv,
+                                                          double b) {
+  int64_t cols = j->cols;
+  if (!j->f64) {
+    const float* x = row_in(j, j->x, r);
+    const float* ct = row_in(j, j->ct, r);
+    float* dx = (float*)j->out + r * cols;
+    for (int64_t c = 0; c < cols; ++c) {
+      dx[c] = (float)(inv * ct[c] - b * x[c]);
+    }
+    return 1;
+  }
+  const double* x = row_in(j, j->x, r);
+  const double* ct = row_in(j, j->ct, r);
+  double* dx = (double*)j->out + r * cols;
+  if (!(inv > 0.0 && inv <= DBL_MAX))
+    return 0;
+  double mx = 0.0, mc = 0.0;
+  for (int64_t c = 0; c < cols; ++c) {
+    double vx = fabs(x[c]), vc = fabs(ct[c]);
+    if (!(vx <= DBL_MAX && vc <= DBL_MAX))
+      return 0;
+    mx = vx > mx ? vx : mx;
+    mc = vc > mc ? vc : mc;
+  }
+  if (mx == 0.0 || mc == 0.0) { /* mean 0: dx = inv ct */
+    for (int64_t c = 0; c < cols; ++c) {
+      dx[c] = inv * ct[c];
+    }
+    return 1;
+  }
+  int kx = exponent_of(mx), kc = exponent_of(mc);
+  pow2_t sx = pow2_of(-kx), sc = pow2_of(-kc);
+  double s = 0.0, comp = 0.0;
+  for (int64_t c = 0; c < cols; ++c) {
+    double p = (ct[c] * sc.a * sc.b) * (x[c] * sx.a * sx.b);
+    double t = s + p;
+    comp += (fabs(s) >= fabs(p)) ? (s - t) + p : (p - t) + s;
+    s = t;
+  }
+  double u = ldexp(inv, kx);
+  double g = u * u * ((s + comp) / (double)cols);
+  int ki = exponent_of(inv);
+  double fi = ldexp(inv, -ki); /* inv = fi 2^ki, fi in [0.5, 1) */
+  pow2_t up = pow2_of(ki + kc);
+  for (int64_t c = 0; c < cols; ++c) {
+    double v = (ct[c] * sc.a * sc.b) - (x[c] * sx.a * sx.b) * g;
+    dx[c] = (v * fi) * up.a * up.b;
+  }
+  return 1;
 }
 
 /* Sets the row's coefficients from its total; returns 0 when the row was written here (a
- * float32 scale beyond FLT_MAX: a row of subnormals with eps ~ 0, whose results fit float). */
+ * float32 scale beyond FLT_MAX: a row of subnormals with eps ~ 0, whose results fit float; or
+ * a row of extreme values, see inv_rms_scaled_f64 and bwd_row_scaled). */
 static int row_coefs(rms_job_t* j, int64_t r, double total, double* a, double* b) {
   if (j->bwd) {
     double inv = j->f64 ? ((const double*)j->inv_in)[r] : ((const float*)j->inv_in)[r];
     double mean = total / (double)j->cols;
+    double inv3 = inv * inv * inv;
+    double coef = inv3 * mean;
+    if (__builtin_expect(!bwd_coefs_in_range(j, total, inv3, coef), 0) &&
+        bwd_row_scaled(j, r, inv, coef)) {
+      return 0;
+    }
     *a = inv;
-    *b = j->f64 ? inv * inv * inv * mean : (double)(float)(inv * inv * inv * mean);
+    *b = j->f64 ? coef : (double)(float)coef;
     return 1;
   }
-  double mean_sq = j->cols > 0 ? total * j->inv_cols : 0.0;
-  double inv = __builtin_expect(isfinite(total) || !j->f64, 1)
-                   ? 1.0 / sqrt(mean_sq + j->eps)
-                   : inv_rms_scaled_f64(row_in(j, j->x, r), j->cols, j->inv_cols, j->eps);
+  double inv;
+  int written = 0;
+  if (__builtin_expect(!j->f64 || f64_total_in_range(total, j->eps), 1)) {
+    double mean_sq = j->cols > 0 ? total * j->inv_cols : 0.0;
+    inv = 1.0 / sqrt(mean_sq + j->eps);
+  } else {
+    inv = inv_rms_scaled_f64(j, r, &written);
+  }
   if (j->inv_store != NULL) {
     if (j->f64) {
       ((double*)j->inv_store)[r] = inv;
@@ -472,6 +617,9 @@ static int row_coefs(rms_job_t* j, int64_t r, double total, double* a, double* b
   }
   *a = inv;
   *b = 0.0;
+  if (written) {
+    return 0;
+  }
   if (!j->f64 && inv > FLT_MAX) {
     const float* x = row_in(j, j->x, r);
     float* y = (float*)j->out + r * j->cols;
@@ -592,7 +740,9 @@ static void write_part(void* ctx, int part, int parts) {
 }
 
 static void rms_run(rms_job_t* j) {
-  if (j->rows <= 0 || (j->bwd && j->cols <= 0)) {
+  /* No columns: nothing to write but rms_norm_fwd's inv_rms (a (huge, 0) array is valid, and
+   * visiting its rows one by one would take hours for nothing). */
+  if (j->rows <= 0 || (j->cols <= 0 && (j->bwd || j->inv_store == NULL))) {
     return;
   }
   j->ops = ops();

@@ -1,7 +1,8 @@
 /* tests/test_kernels_math.c: unit tests of the CPU kernels in kernels/kmath.h against plain
  * double-precision references written here, in float32 and float64, across shapes: add_n,
  * rms_norm and its backward pass, vector_add, and the suite. In the same executable: kepler in
- * test_kernels_math_kepler.c, the kernel levels and threads in test_kernels_math_threads.c;
+ * test_kernels_math_kepler.c, rms_norm at the ends of the float range in
+ * test_kernels_math_range.c, the kernel levels and threads in test_kernels_math_threads.c;
  * pf_test_kmath.h holds what they share. */
 #include "kernels/kmath.h"
 #include "pf_test_kmath.h"
@@ -28,18 +29,6 @@ double pf_test_rand_uniform(double lo, double hi) {
   rng_state ^= rng_state >> 27;
   uint64_t bits = (rng_state * 0x2545F4914F6CDD1Du) >> 11;
   return lo + (hi - lo) * ((double)bits * 0x1p-53);
-}
-
-static double max_rel_err_f64(const double* got, const double* ref, int64_t n, double tiny) {
-  double worst = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    double err = fabs(got[i] - ref[i]) / (fabs(ref[i]) + tiny);
-    if (isnan(err)) {
-      return err;
-    }
-    worst = fmax(worst, err);
-  }
-  return worst;
 }
 
 /* Shapes (rows, cols) that every rms_norm test runs through: empty, rows of no columns, single
@@ -242,57 +231,10 @@ END_TEST
 
 /* ---- rms_norm_bwd ---- */
 
-/* Reference vector-Jacobian product in double, from the closed form, and for each element
- * the scale its rounding errors are relative to: the two terms, which may cancel, and the
- * second term with the mean taken over |ct * x| (the error bound of any dot product). */
-static void ref_rms_norm_bwd(const double* x, const double* inv_rms, const double* ct, double* dx,
-                             double* scale, int64_t rows, int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const double* xr = x + r * cols;
-    const double* cr = ct + r * cols;
-    double a = inv_rms[r];
-    double b = a * a * a * ref_dot(cr, xr, cols) / (double)cols;
-    double abs_dot = 0.0;
-    for (int64_t c = 0; c < cols; ++c) {
-      abs_dot += fabs(cr[c] * xr[c]);
-    }
-    double b_abs = a * a * a * abs_dot / (double)cols;
-    for (int64_t c = 0; c < cols; ++c) {
-      dx[r * cols + c] = a * cr[c] - b * xr[c];
-      scale[r * cols + c] = fabs(a * cr[c]) + fabs(b * xr[c]) + b_abs * fabs(xr[c]);
-    }
-  }
-}
-
 /* sum ct * rms_norm(x) for one row, the scalar whose gradient rms_norm_bwd returns. */
 static double loss_row(const double* x, const double* ct, int64_t cols, double eps) {
   double inv = 1.0 / sqrt(ref_dot(x, x, cols) / (double)cols + eps);
   return ref_dot(ct, x, cols) * inv;
-}
-
-/* Largest |got - ref| / (scale + floor) where scale bounds the terms of the closed form. */
-static double bwd_err_f32(const float* got, const double* ref, const double* scale, int64_t n) {
-  double worst = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    double err = fabs((double)got[i] - ref[i]) / (scale[i] + 1e-30);
-    if (isnan(err)) {
-      return err;
-    }
-    worst = fmax(worst, err);
-  }
-  return worst;
-}
-
-static double bwd_err_f64(const double* got, const double* ref, const double* scale, int64_t n) {
-  double worst = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    double err = fabs(got[i] - ref[i]) / (scale[i] + 1e-300);
-    if (isnan(err)) {
-      return err;
-    }
-    worst = fmax(worst, err);
-  }
-  return worst;
 }
 
 START_TEST(test_rms_norm_bwd_f32) {
@@ -543,11 +485,13 @@ static Suite* kernels_math_suite(void) {
   const TTest* vadd[] = {test_vector_add_f32, test_vector_add_f64};
   /* Every case at every level, forced (a level the CPU lacks is lowered to the best it has,
    * which the output of test_threads_bit_identical's levels then repeats). */
-  static const char* const NAMES[3][5] = {
-      {"add_n sse2", "rms_norm sse2", "rms_norm_bwd sse2", "kepler sse2", "vector_add sse2"},
-      {"add_n avx2", "rms_norm avx2", "rms_norm_bwd avx2", "kepler avx2", "vector_add avx2"},
-      {"add_n avx512", "rms_norm avx512", "rms_norm_bwd avx512", "kepler avx512",
-       "vector_add avx512"}};
+  static const char* const NAMES[3][6] = {{"add_n sse2", "rms_norm sse2", "rms_norm_bwd sse2",
+                                           "kepler sse2", "vector_add sse2", "rms_norm range sse2"},
+                                          {"add_n avx2", "rms_norm avx2", "rms_norm_bwd avx2",
+                                           "kepler avx2", "vector_add avx2", "rms_norm range avx2"},
+                                          {"add_n avx512", "rms_norm avx512", "rms_norm_bwd avx512",
+                                           "kepler avx512", "vector_add avx512",
+                                           "rms_norm range avx512"}};
   SFun setups[3] = {at_base, at_avx2, at_avx512};
   for (int level = 0; level < 3; ++level) {
     add_case(s, NAMES[level][0], add_n, 2, setups[level]);
@@ -555,6 +499,7 @@ static Suite* kernels_math_suite(void) {
     add_case(s, NAMES[level][2], bwd, 3, setups[level]);
     suite_add_tcase(s, pf_test_kmath_kepler_tcase(NAMES[level][3], setups[level]));
     add_case(s, NAMES[level][4], vadd, 2, setups[level]);
+    suite_add_tcase(s, pf_test_kmath_range_tcase(NAMES[level][5], setups[level]));
   }
   suite_add_tcase(s, pf_test_kmath_threads_tcase());
   return s;

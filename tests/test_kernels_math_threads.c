@@ -1,6 +1,9 @@
 /* tests/test_kernels_math_threads.c: the "levels and threads" case of test_kernels_math: the
  * kernel level and thread count settings of kernels/kmath.h, and the same bits from every
  * thread count at every level. */
+/* setenv, unsetenv and strdup: POSIX, which -std=c11 leaves out */
+#define _POSIX_C_SOURCE 200809L
+
 #include "kernels/kmath.h"
 #include "pf_test_kmath.h"
 
@@ -35,11 +38,40 @@ START_TEST(test_isa_and_threads_settings) {
 }
 END_TEST
 
+/* PACKFN_KERNEL_THREADS, read again by every pf__k_threads_set(n <= 0): a decimal number with
+ * blanks around it allowed on either side ("4 " meant 1 while " 4" meant 4); anything else 1. */
+START_TEST(test_threads_environment) {
+  static const struct {
+    const char* text;
+    int threads;
+  } cases[] = {{"4", 4},    {" 4", 4},  {"4 ", 4},  {"\t4\n", 4}, {" 7  ", 7}, {"1000", 64},
+               {"", 1},     {" ", 1},   {"0", 1},   {"-3", 1},    {"4x", 1},   {"4 5", 1},
+               {"0x10", 1}, {"2.5", 1}, {"1e3", 1}, {"four", 1}};
+  const char* saved = getenv("PACKFN_KERNEL_THREADS");
+  char* copy = saved ? strdup(saved) : NULL;
+  for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); ++i) {
+    ck_assert_int_eq(setenv("PACKFN_KERNEL_THREADS", cases[i].text, 1), 0);
+    int got = pf__k_threads_set(0);
+    ck_assert_msg(got == cases[i].threads, "PACKFN_KERNEL_THREADS=\"%s\": %d threads, want %d",
+                  cases[i].text, got, cases[i].threads);
+  }
+  if (copy) {
+    setenv("PACKFN_KERNEL_THREADS", copy, 1);
+    free(copy);
+  } else {
+    unsetenv("PACKFN_KERNEL_THREADS");
+  }
+  pf__k_threads_set(1);
+}
+END_TEST
+
 /* Runs every kernel on arrays large enough to be split over threads (over 2 MiB: several
  * times PF__K_PAR_MIN_BYTES) into out, in the order: rms_norm f32 as one long row (streamed),
  * as one row under 4 MiB (not streamed: each thread scales its part from the end), over rows (in
  * place), rms_norm_fwd f64 and its inv_rms, rms_norm_bwd f32, add_n f32,
- * vector_add f64, kepler f64. Returns the number of floats/doubles written to each array. */
+ * vector_add f64, kepler f64; and float64 rows of tiny values (x 2^-600, whose squares underflow
+ * and which are summed again scaled: over rows, rms_norm_fwd and rms_norm_bwd; as one long row,
+ * rms_norm). Returns the number of floats/doubles written to each array. */
 enum {
   THR_ROW = (1 << 20) + 13,
   THR_MID = 700001,
@@ -60,10 +92,14 @@ typedef struct {
   double* vadd_out; /* THR_VADD */
   double* kep_s;    /* THR_KEPLER */
   double* kep_c;
+  double* tiny_out; /* THR_ROWS * THR_COLS */
+  double* tiny_inv; /* THR_ROWS */
+  double* tiny_bwd; /* THR_ROWS * THR_COLS */
+  double* tiny_row; /* THR_ROW */
 } thr_out_t;
 
 static void thr_run(thr_out_t* o, const float* xf, const double* xd, const float* ct,
-                    const float* inv, const double* m, const double* e) {
+                    const float* inv, const double* m, const double* e, const double* tiny) {
   int64_t grid = (int64_t)THR_ROWS * THR_COLS;
   pf__k_rms_norm_f32(xf, o->row_out, 1, THR_ROW, 1e-5f);
   pf__k_rms_norm_f32(xf, o->mid_out, 1, THR_MID, 1e-5f);
@@ -74,15 +110,20 @@ static void thr_run(thr_out_t* o, const float* xf, const double* xd, const float
   pf__k_add_n_f32(xf, o->addn_out, THR_ROW, 0.25f);
   pf__k_vector_add_f64(xd, 1000, xd + 5, o->vadd_out, THR_VADD);
   pf__k_kepler_f64(m, e, o->kep_s, o->kep_c, THR_KEPLER);
+  pf__k_rms_norm_fwd_f64(tiny, o->tiny_out, o->tiny_inv, THR_ROWS, THR_COLS, 0.0);
+  pf__k_rms_norm_bwd_f64(tiny, o->tiny_inv, xd, o->tiny_bwd, THR_ROWS, THR_COLS);
+  pf__k_rms_norm_f64(tiny, o->tiny_row, 1, THR_ROW, 0.0);
 }
 
 static thr_out_t thr_alloc(void) {
   int64_t grid = (int64_t)THR_ROWS * THR_COLS;
-  thr_out_t o = {xmalloc(THR_ROW * sizeof(float)),      xmalloc(THR_MID * sizeof(float)),
-                 xmalloc((size_t)grid * sizeof(float)), xmalloc((size_t)grid * sizeof(double)),
-                 xmalloc(THR_ROWS * sizeof(double)),    xmalloc((size_t)grid * sizeof(float)),
-                 xmalloc(THR_ROW * sizeof(float)),      xmalloc(THR_VADD * sizeof(double)),
-                 xmalloc(THR_KEPLER * sizeof(double)),  xmalloc(THR_KEPLER * sizeof(double))};
+  thr_out_t o = {xmalloc(THR_ROW * sizeof(float)),       xmalloc(THR_MID * sizeof(float)),
+                 xmalloc((size_t)grid * sizeof(float)),  xmalloc((size_t)grid * sizeof(double)),
+                 xmalloc(THR_ROWS * sizeof(double)),     xmalloc((size_t)grid * sizeof(float)),
+                 xmalloc(THR_ROW * sizeof(float)),       xmalloc(THR_VADD * sizeof(double)),
+                 xmalloc(THR_KEPLER * sizeof(double)),   xmalloc(THR_KEPLER * sizeof(double)),
+                 xmalloc((size_t)grid * sizeof(double)), xmalloc(THR_ROWS * sizeof(double)),
+                 xmalloc((size_t)grid * sizeof(double)), xmalloc(THR_ROW * sizeof(double))};
   return o;
 }
 
@@ -97,6 +138,10 @@ static void thr_free(thr_out_t* o) {
   free(o->vadd_out);
   free(o->kep_s);
   free(o->kep_c);
+  free(o->tiny_out);
+  free(o->tiny_inv);
+  free(o->tiny_bwd);
+  free(o->tiny_row);
 }
 
 /* Which array of thr_out_t differs between a and b, or NULL. */
@@ -128,6 +173,16 @@ static const char* thr_diff(const thr_out_t* a, const thr_out_t* b) {
       memcmp(a->kep_c, b->kep_c, THR_KEPLER * sizeof(double)) != 0) {
     return "kepler f64";
   }
+  if (memcmp(a->tiny_out, b->tiny_out, grid * sizeof(double)) != 0 ||
+      memcmp(a->tiny_inv, b->tiny_inv, THR_ROWS * sizeof(double)) != 0) {
+    return "rms_norm_fwd f64, tiny values";
+  }
+  if (memcmp(a->tiny_bwd, b->tiny_bwd, grid * sizeof(double)) != 0) {
+    return "rms_norm_bwd f64, tiny values";
+  }
+  if (memcmp(a->tiny_row, b->tiny_row, THR_ROW * sizeof(double)) != 0) {
+    return "rms_norm f64, one long row of tiny values";
+  }
   return NULL;
 }
 
@@ -141,13 +196,14 @@ START_TEST(test_threads_bit_identical) {
   float* inv = rand_f32(THR_ROWS, 0.5, 2);
   double* m = rand_f64(THR_KEPLER, -10, 10);
   double* e = rand_f64(THR_KEPLER, 0, 0.99);
+  double* tiny = rand_f64(THR_ROW > grid ? THR_ROW : grid, -0x1p-600, 0x1p-600);
   thr_out_t one = thr_alloc();
   thr_out_t many = thr_alloc();
   int best = pf__k_isa_set(PF__K_ISA_AUTO);
   for (int level = PF__K_ISA_BASE; level <= best; ++level) {
     pf__k_isa_set(level);
     pf__k_threads_set(1);
-    thr_run(&one, xf, xd, ct, inv, m, e);
+    thr_run(&one, xf, xd, ct, inv, m, e, tiny);
     /* The single-thread results against the reference (rms_norm only; the other kernels'
      * values are checked by their own tests at every level). */
     double* wide = widen(xf, THR_ROW);
@@ -162,7 +218,7 @@ START_TEST(test_threads_bit_identical) {
     free(ref);
     for (int t = 2; t <= 4; ++t) {
       pf__k_threads_set(t);
-      thr_run(&many, xf, xd, ct, inv, m, e);
+      thr_run(&many, xf, xd, ct, inv, m, e, tiny);
       const char* diff = thr_diff(&one, &many);
       ck_assert_msg(diff == NULL, "%s, %d threads: %s differs from 1 thread", pf__k_isa_name(), t,
                     diff);
@@ -178,6 +234,7 @@ START_TEST(test_threads_bit_identical) {
   free(inv);
   free(m);
   free(e);
+  free(tiny);
 }
 END_TEST
 
@@ -189,6 +246,7 @@ static void at_auto(void) {
 }
 
 TCase* pf_test_kmath_threads_tcase(void) {
-  const TTest* settings[] = {test_isa_and_threads_settings, test_threads_bit_identical};
-  return pf_test_kmath_tcase("levels and threads", settings, 2, at_auto);
+  const TTest* settings[] = {test_isa_and_threads_settings, test_threads_environment,
+                             test_threads_bit_identical};
+  return pf_test_kmath_tcase("levels and threads", settings, 3, at_auto);
 }

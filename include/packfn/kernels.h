@@ -80,8 +80,8 @@ PF_API int32_t pf_kernels_count(void);
 PF_API const char* pf_kernels_name(int32_t i);
 
 /* CPU kernels: the most threads one kernel call may use, 1..64. n <= 0 restores the default:
- * the environment variable PACKFN_KERNEL_THREADS when it holds a number >= 1 (read at the
- * first kernel call), else 1. A call uses fewer threads when its arrays are small (under 1 MiB
+ * the environment variable PACKFN_KERNEL_THREADS when it holds a decimal number >= 1, blanks
+ * around it allowed, above 64 meaning 64 (read at the first kernel call), else 1. A call uses fewer threads when its arrays are small (under 1 MiB
  * per thread), and results are bit-identical for every thread count. Process-wide; a call
  * already running keeps the count it started with. Returns the count now in effect; never
  * fails. */
