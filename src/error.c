@@ -298,7 +298,7 @@ static pthread_once_t pf__exit_once = PTHREAD_ONCE_INIT;
 static PF__TLS int pf__thread_mode;
 
 /* Only packfn's own slot: TVM-FFI's is a C++ thread_local that drops its error itself (and is
- * already destroyed when key destructors run). */
+ * already destroyed when key destructors run: see pf__tvm_slot_retire). */
 static void pf__local_clear(void) {
   pf_object_t* err = pf__raised;
   pf__raised = NULL;
@@ -361,6 +361,62 @@ pf__adopt_cause(pf_object_t* err, pf_object_t* pending, int fresh, int any_runti
   }
 }
 
+/* ---- the end of TVM-FFI's slot in a thread ----
+ * Once joined, the raised slot is TVM-FFI's, a C++ thread_local. glibc destroys C++
+ * thread_locals before a thread's pthread key destructors run, and, in the thread that calls
+ * exit(), before atexit handlers and library destructors; the destroyed slot still hands out
+ * the error it released (review: error calls made later in the teardown released it again, or
+ * chained it as a cause). So the first time a thread uses TVM-FFI's slot through packfn, packfn
+ * registers a thread_local destructor of its own (__cxa_thread_atexit_impl, which C++ uses for
+ * its thread_locals). Registered after TVM-FFI's slot exists, it runs before the slot's
+ * destructor (glibc runs them last registered first): it moves the pending error into
+ * pf__raised and retires the thread from TVM-FFI's slot, so every later error call of this
+ * thread uses packfn's own slot, which pf__thread_exit and pf__error_fini drain. The
+ * registration names this object's DSO, so glibc keeps it mapped (a static libpackfn inside a
+ * library a host dlclose()s) until the destructor has run. Without __cxa_thread_atexit_impl
+ * (not glibc) nothing is registered. Not covered: a thread whose first error call through
+ * packfn comes after TVM-FFI's slot was destroyed while holding an error TVM-FFI raised. */
+extern int __cxa_thread_atexit_impl(void (*dtor)(void*), void* obj, void* dso_symbol)
+    __attribute__((weak));
+extern void* __dso_handle __attribute__((visibility("hidden")));
+
+/* 0: this thread has not used TVM-FFI's slot through packfn yet, 1: it has (the retiring
+ * destructor is registered), 2: retired, pf__raised is its slot again */
+enum { PF__TVM_SLOT_UNUSED, PF__TVM_SLOT_USED, PF__TVM_SLOT_RETIRED };
+static PF__TLS int pf__tvm_slot;
+
+/* The retiring destructor: the error pending in TVM-FFI's slot moves to pf__raised (with the
+ * one left there, if any, as its cause), whose thread-exit hook is put in place. */
+static void pf__tvm_slot_retire(void* unused) {
+  (void)unused;
+  const pf__tvm_t* tvm = pf__tvm();
+  void* err = NULL;
+  if (tvm && pf__tvm_slot == PF__TVM_SLOT_USED)
+    tvm->error_move_from_raised(&err);
+  pf__tvm_slot = PF__TVM_SLOT_RETIRED;
+  if (!err)
+    return;
+  pf_object_t* left = pf__raised;
+  pf__raised = NULL;
+  pf__adopt_cause((pf_object_t*)err, left, 0, 1);
+  (void)pf__mode(); /* pf__thread_exit drains pf__raised */
+  pf__raised = (pf_object_t*)err;
+}
+
+/* This thread's first use of TVM-FFI's slot through packfn: the slot is made first (any call
+ * does), so that the destructor registered next runs before the slot's own. */
+__attribute__((noinline)) static void pf__tvm_slot_first_use(const pf__tvm_t* tvm) {
+  void* err = NULL;
+  tvm->error_move_from_raised(&err);
+  if (err) {
+    tvm->error_set_raised(err); /* back where it was: the slot takes its own reference */
+    pf_object_release((pf_object_t*)err);
+  }
+  pf__tvm_slot = PF__TVM_SLOT_USED;
+  if (__cxa_thread_atexit_impl)
+    (void)__cxa_thread_atexit_impl(pf__tvm_slot_retire, NULL, &__dso_handle);
+}
+
 /* The state of the join (tvm.c): 1, looked for and absent, is the fast case, where errors
  * live in pf__raised. One load. */
 static inline int pf__slot_is_local(void) {
@@ -382,10 +438,17 @@ static void pf__tvm_give(const pf__tvm_t* tvm, pf_object_t* err) {
 /* Not the fast case: joins on the process's first error-slot access (pf__tvm_first_use) and,
  * once joined, moves an error this thread left in pf__raised before the join into TVM-FFI's
  * slot, as the cause of an error TVM-FFI raised here since (or dropped when that one already
- * has a cause). Returns the joined runtime, or NULL: then pf__raised is the slot. */
+ * has a cause). Returns the joined runtime, or NULL: then pf__raised is the slot (not joined,
+ * or this thread's TVM-FFI slot is gone: pf__tvm_slot_retire). */
 __attribute__((noinline)) static const pf__tvm_t* pf__slot_tvm_slow(void) {
+  if (PF_UNLIKELY(pf__tvm_slot == PF__TVM_SLOT_RETIRED))
+    return NULL;
   const pf__tvm_t* tvm = pf__tvm_first_use();
-  if (tvm && PF_UNLIKELY(pf__raised != NULL)) {
+  if (!tvm)
+    return NULL;
+  if (PF_UNLIKELY(pf__tvm_slot == PF__TVM_SLOT_UNUSED))
+    pf__tvm_slot_first_use(tvm);
+  if (PF_UNLIKELY(pf__raised != NULL)) {
     pf_object_t* left = pf__raised;
     pf__raised = NULL;
     pf_object_t* newer = pf__tvm_move(tvm);
@@ -716,9 +779,10 @@ char* pf__strdup(const char* s) {
  * pf__thread_exit in unmapped code (issue 10, defect 3); its pending error, if any, is leaked. */
 __attribute__((destructor)) static void pf__error_fini(void) {
   pf__local_clear(); /* TVM-FFI's slot is its own: it may already be gone */
-  /* the shared library (PF_PINNED) is never unmapped: the hook stays for threads exiting later */
+  /* the shared library (PF_PINNED) is never unmapped, nor a program packfn is linked into
+   * (pf__code_unmappable): the hook stays for threads exiting later */
 #ifndef PF_PINNED
-  if (pf__exit_key_made) {
+  if (pf__exit_key_made && pf__code_unmappable()) {
     __atomic_store_n(&pf__exit_key_made, 0, __ATOMIC_RELEASE);
     (void)pthread_key_delete(pf__exit_key);
   }

@@ -8,15 +8,24 @@
 
 #include "common.h"
 
+/* Calls the deleter of `obj` with `flags`. A NULL deleter means the object's memory is owned
+ * elsewhere (an arena, static storage: TVM-FFI's protocol allows it and skips the call, so
+ * packfn does too): nothing runs. */
+static void pf__object_delete(pf_object_t* obj, int flags) {
+  void (*deleter)(void* self, int flags) = obj->deleter;
+  if (deleter)
+    deleter(obj, flags);
+}
+
 /* Runs the deleter of an object whose last strong reference was just dropped (`before`: the
  * count before that drop), then drops the weak reference the strong ones held. */
 static void pf__object_destroy(pf_object_t* obj, uint64_t before) {
   if (before == PF_REF_INITIAL) {
     /* no weak reference besides the strong references' own: destroy and free at once */
-    obj->deleter(obj, PF_DELETER_BOTH);
+    pf__object_delete(obj, PF_DELETER_BOTH);
     return;
   }
-  obj->deleter(obj, PF_DELETER_STRONG);
+  pf__object_delete(obj, PF_DELETER_STRONG);
   pf_object_weak_release(obj); /* the weak reference the strong ones held */
 }
 
@@ -26,6 +35,12 @@ void pf__object_release_slow(pf_object_t* obj, uint64_t before) {
    * models it, where it does not model fences (issue 10, defect 10) */
   (void)__atomic_load_n(&obj->combined_ref_count, __ATOMIC_ACQUIRE);
   pf__object_destroy(obj, before);
+}
+
+void pf__object_weak_release_slow(pf_object_t* obj) {
+  /* an acquire load, not a fence: same ordering as above, and ThreadSanitizer models it */
+  (void)__atomic_load_n(&obj->combined_ref_count, __ATOMIC_ACQUIRE);
+  pf__object_delete(obj, PF_DELETER_WEAK);
 }
 
 /* ---- releases from deleters that may nest without bound (issue 10, defect 8) ----

@@ -98,6 +98,20 @@ END_TEST
 
 /* ---- values: equality and hashing of every kind, refusals ---- */
 
+/* __tvm_ffi_<name>'s failure path in a process without TVM-FFI: the status goes back as it
+ * is, the error stays in packfn's slot, and a failure that raised nothing gets a RuntimeError
+ * naming the export (tests/interop/export_apart.c covers TVM-FFI loaded). */
+START_TEST(test_export_tvm_failed_without_tvm_ffi) {
+  PF_ERROR_SET(PF_ERR_VALUE, "the export's own error");
+  ck_assert_int_eq(pf__export_tvm_failed(-1, "f"), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "the export's own error");
+  ck_assert_int_eq(pf__export_tvm_failed(-1, "silent"), -1);
+  PF_ASSERT_RAISED(PF_ERR_RUNTIME, "silent returned -1 without raising an error");
+  ck_assert_int_eq(pf__export_tvm_failed(-2, NULL), -2);
+  PF_ASSERT_RAISED(PF_ERR_RUNTIME, "a function returned -2 without raising an error");
+}
+END_TEST
+
 START_TEST(test_any_equal_and_hash_by_kind) {
   DLDataType f32 = {kDLFloat, 32, 1}, f16 = {kDLFloat, 16, 1}, f32x4 = {kDLFloat, 32, 4};
   pf_any_t a = pf_any_dtype(f32), b = pf_any_dtype(f32), c = pf_any_dtype(f16),
@@ -613,6 +627,7 @@ Suite* make_suite(void) {
   TCase* tc = tcase_create("core");
   tcase_add_test(tc, test_export_info_from_signature_text);
   tcase_add_test(tc, test_export_info_from_declaration);
+  tcase_add_test(tc, test_export_tvm_failed_without_tvm_ffi);
   tcase_add_test(tc, test_any_equal_and_hash_by_kind);
   tcase_add_test(tc, test_any_refusals);
   tcase_add_test(tc, test_error_refusals);

@@ -139,6 +139,37 @@ START_TEST(test_foreign_object) {
 }
 END_TEST
 
+/* A NULL deleter (memory owned by an arena or static storage, as TVM-FFI's protocol allows) is
+ * skipped, never called: by the last strong release (flag 3, and flag 1 then the weak release's
+ * flag 2), by the last weak release, and when a container drops the last reference. */
+START_TEST(test_null_deleter_is_skipped) {
+  static foreign_obj_t arena_owned[3];
+  for (int i = 0; i < 3; ++i) {
+    arena_owned[i].rc = ((uint64_t)1 << 32) | 1;
+    arena_owned[i].type_index = PF_TYPE_OBJECT;
+    arena_owned[i].deleter = NULL;
+  }
+  pf_object_t* both = (pf_object_t*)&arena_owned[0];
+  pf_object_release(both); /* last strong, no weak: flag 3 (the count is left as it was) */
+  ck_assert_uint_eq(pf_object_strong_count(both), 0);
+
+  pf_object_t* weak = (pf_object_t*)&arena_owned[1];
+  pf_object_weak_retain(weak);
+  pf_object_release(weak); /* flag 1, a weak reference remains */
+  ck_assert_int_eq(pf_object_weak_lock(weak), 0);
+  pf_object_weak_release(weak); /* the last weak reference: flag 2 */
+  ck_assert_uint_eq(arena_owned[1].rc, 0);
+
+  pf_object_t* held = (pf_object_t*)&arena_owned[2];
+  pf_any_t item = pf_any_object(held);
+  pf_object_t* arr = NULL;
+  ck_assert_int_eq(pf_array_create(&item, 1, &arr), 0); /* the array's own reference */
+  pf_object_release(held);
+  pf_object_release(arr); /* drops the last reference from the array's deleter */
+  ck_assert_uint_eq(pf_object_strong_count(held), 0);
+}
+END_TEST
+
 static void* retain_release_loop(void* arg) {
   pf_object_t* obj = arg;
   for (int i = 0; i < 200000; ++i) {
@@ -336,6 +367,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_weak_lock_alive);
   tcase_add_test(tc, test_null_is_noop);
   tcase_add_test(tc, test_foreign_object);
+  tcase_add_test(tc, test_null_deleter_is_skipped);
   tcase_add_test(tc, test_two_threads_no_lost_updates);
   tcase_add_test(tc, test_weak_lock_races_last_release);
   tcase_add_test(tc, test_registry_static_types);

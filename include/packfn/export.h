@@ -16,12 +16,14 @@ PF_EXTERN_C_BEGIN
  * exports these symbols works, whatever built it; the macros below are the easy way.
  * The macros also export each function under TVM-FFI's names, so tvm_ffi.load_module(path)
  * finds it too:
- * __tvm_ffi_<name>            the same function (TVM-FFI's loader passes self = NULL)
+ * __tvm_ffi_<name>            calling the same function (TVM-FFI's loader passes self = NULL)
  * __tvm_ffi__metadata_<name>  (PF_EXPORT_DOC, PF_EXPORT_TYPED) a safe-call taking no argument
  *                             that returns TVM-FFI's metadata text, {"type_schema": "..."}
  * __tvm_ffi__doc_<name>       (PF_EXPORT_DOC, PF_EXPORT_TYPED) the same, returning the doc
  * and each export runs pf_tvm_ffi_join (packfn/interop.h) when the library loads, so a library
- * loaded by TVM-FFI into a process that has libpackfn joins the two runtimes. */
+ * loaded by TVM-FFI into a process that has libpackfn joins the two runtimes. When they stay
+ * apart (PACKFN_NO_TVM_FFI, a TVM-FFI loaded after the join was tried), __tvm_ffi_<name> moves
+ * the error of a failed call into TVM-FFI's raised slot, where its caller looks. */
 
 /* Tells a packfn stamp from an unrelated symbol of the same name ("pfn1" in memory). */
 #define PF_ABI_MAGIC 0x316e6670u
@@ -82,23 +84,37 @@ typedef struct pf_export_meta_s {
  * exports. The function beside each stays strong: a name exported twice fails to link. */
 #define PF__META_VIS __attribute__((weak, visibility("default")))
 
-/* The load-time join of every export: calls pf_tvm_ffi_join through a weak reference, so a
- * library that exports functions without linking libpackfn still loads (then nothing runs). */
+/* The failure path of every __tvm_ffi_<name> (TVM-FFI is the caller): `rc`, the nonzero
+ * status the export's function returned, and `name`, the export's name. When packfn has not
+ * joined TVM-FFI but a TVM-FFI 0.1.x is loaded, moves the error raised in packfn's slot into
+ * TVM-FFI's (TVM-FFI reads a failed call's error from its own slot and crashes when it finds
+ * none); joined, the slot is already TVM-FFI's. A -1 that raised nothing gets a RuntimeError
+ * naming `name`. Returns rc. Never fails. */
+PF_API int pf__export_tvm_failed(int rc, const char* name);
+
+/* The load-time join of every export, and its failure path toward TVM-FFI: both reached
+ * through weak references, so a library that exports functions without linking libpackfn still
+ * loads (then nothing runs, and a failed call's status goes back as it is). */
 #if !defined(PF_BUILDING_LIBRARY) && defined(__GNUC__)
 PF__EXTERN_C int pf_tvm_ffi_join(void) __attribute__((weak));
+PF__EXTERN_C int pf__export_tvm_failed(int rc, const char* name) __attribute__((weak));
 #define PF__EXPORT_JOIN(name)                                                                      \
   __attribute__((constructor)) static void pf__export_join_##name(void) {                          \
     if (pf_tvm_ffi_join)                                                                           \
       (void)pf_tvm_ffi_join();                                                                     \
   }
+#define PF__EXPORT_TVM_FAILED(rc, name)                                                            \
+  (pf__export_tvm_failed ? pf__export_tvm_failed((rc), (name)) : (rc))
 #else
 #define PF__EXPORT_JOIN(name)
+#define PF__EXPORT_TVM_FAILED(rc, name) pf__export_tvm_failed((rc), (name))
 #endif
 
 /* At file scope in a library: exports `impl` (a pf_safe_call_t) as __packfn_<name> and as
  * __tvm_ffi_<name>, `name` being an identifier. Loaders call it with an unspecified `self`
- * (packfn passes the function object, TVM-FFI NULL): ignore it. Each wrapper compiles to a jump
- * (or to impl itself, inlined).
+ * (packfn passes the function object, TVM-FFI NULL): ignore it. __packfn_<name> compiles to a
+ * jump (or to impl itself, inlined); __tvm_ffi_<name> adds, after a failed call only,
+ * pf__export_tvm_failed (the error into TVM-FFI's slot when the runtimes are apart).
  *   static int add(void* self, const pf_any_t* args, int32_t n, pf_any_t* result) {...}
  *   PF_EXPORT(add, add); */
 #define PF_EXPORT(name, impl)                                                                      \
@@ -110,7 +126,8 @@ PF__EXTERN_C int pf_tvm_ffi_join(void) __attribute__((weak));
   PF__EXTERN_C PF__EXPORT_VIS int __tvm_ffi_##name(void* self, const pf_any_t* args,               \
                                                    int32_t num_args, pf_any_t* result);            \
   int __tvm_ffi_##name(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {     \
-    return (impl)(self, args, num_args, result);                                                   \
+    int rc_ = (impl)(self, args, num_args, result);                                                \
+    return PF_LIKELY(rc_ == 0) ? 0 : PF__EXPORT_TVM_FAILED(rc_, #name);                            \
   }                                                                                                \
   PF__EXPORT_JOIN(name)                                                                            \
   PF__STATIC_ASSERT(1, "PF_EXPORT")

@@ -23,8 +23,14 @@ PF_INLINE void pf_object_retain(pf_object_t* obj) {
 /* Out-of-line tail of pf_object_release: runs the deleter for the last strong reference. */
 PF_API void pf__object_release_slow(pf_object_t* obj, uint64_t before);
 
+/* Out-of-line tail of pf_object_weak_release: runs the deleter for the last weak reference
+ * (none when it is NULL). Raises nothing. */
+PF_API void pf__object_weak_release_slow(pf_object_t* obj);
+
 /* Drops a strong reference; the last one destroys the contents (deleter flag 1) and, when no
- * weak reference remains, frees the memory (flag 2, or 3 at once). NULL is a no-op. The
+ * weak reference remains, frees the memory (flag 2, or 3 at once). NULL is a no-op; so is the
+ * deleter call of an object whose deleter is NULL (memory owned elsewhere: an arena, static
+ * storage; TVM-FFI's protocol allows it), whose last release then runs nothing. The
  * deleters of packfn's arrays, maps and errors release what they hold with bounded stack, so
  * releasing an arbitrarily deep chain of them does not overflow it; a custom type whose
  * deleter releases children recurses as deep as its chains. */
@@ -43,16 +49,14 @@ PF_INLINE void pf_object_weak_retain(pf_object_t* obj) {
     __atomic_fetch_add(&obj->combined_ref_count, PF_REF_WEAK_ONE, __ATOMIC_RELAXED);
 }
 
-/* Drops a weak reference; the last one frees the memory (deleter flag 2). NULL is a no-op. */
+/* Drops a weak reference; the last one frees the memory (deleter flag 2; nothing when the
+ * deleter is NULL, as for pf_object_release). NULL is a no-op. */
 PF_INLINE void pf_object_weak_release(pf_object_t* obj) {
   if (obj) {
     uint64_t before =
         __atomic_fetch_sub(&obj->combined_ref_count, PF_REF_WEAK_ONE, __ATOMIC_RELEASE);
-    if (before == PF_REF_WEAK_ONE) {
-      /* an acquire load, not a fence: same ordering, and ThreadSanitizer models it */
-      (void)__atomic_load_n(&obj->combined_ref_count, __ATOMIC_ACQUIRE);
-      obj->deleter(obj, PF_DELETER_WEAK);
-    }
+    if (before == PF_REF_WEAK_ONE)
+      pf__object_weak_release_slow(obj);
   }
 }
 
@@ -105,8 +109,8 @@ typedef struct pf_type_info_s {
 
 /* Registers a new object type `key` deriving from `parent_index` (PF_TYPE_OBJECT for a plain
  * object) and stores its new index (>= PF_TYPE_DYN_BEGIN) in *out: from TVM-FFI's registry once
- * packfn has joined it (interop.h), from 8192 up before (docs/object.md). Registering an existing key
- * with the same parent returns its index again. Thread-safe. Fails (-1) with ValueError for a
+ * packfn has joined it (interop.h), from 8192 up before (docs/object.md). Registering an existing
+ * key with the same parent returns its index again. Thread-safe. Fails (-1) with ValueError for a
  * NULL/empty key or NULL out, KeyError for a key registered with another parent, TypeError for
  * an unknown or value-type parent, MemoryError, or RuntimeError when the table is full. */
 PF_API int pf_type_register(const char* key, int32_t parent_index, int32_t* out);

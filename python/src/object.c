@@ -157,7 +157,9 @@ static PyGetSetDef obj_getset[] = {
  * tvm_ffi has no Python constructor from an address, so a packfn global function returns the
  * object to it: TVM_HANDOFF_GLOBAL, which only hands out the object this thread is handing
  * off right now (any other address is refused). Needs packfn joined to TVM-FFI (the global is
- * then in its table): ImportError/RuntimeError otherwise. */
+ * then in its table): ImportError/RuntimeError otherwise. A read-only tensor is refused with
+ * BufferError: TVM-FFI's tensors carry no read-only flag, so it would become writable there
+ * (its __dlpack__ exports flags 0; review), as a legacy DLPack capsule would make it. */
 static _Thread_local pf_object_t* tvm_handoff; /* the object being handed off, or NULL */
 
 int pfpy_tvm_handoff_call(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
@@ -175,6 +177,13 @@ int pfpy_tvm_handoff_call(void* self, const pf_any_t* args, int32_t num_args, pf
 static PyObject* obj_tvm_ffi_object(PyObject* self, PyObject* unused) {
   (void)unused;
   static PyObject* handoff; /* tvm_ffi.Function for TVM_HANDOFF_GLOBAL, once found */
+  if (pf_tensor_is_read_only(((PfObject*)self)->obj) == 1) {
+    PyErr_SetString(PyExc_BufferError,
+                    "packfn.Tensor.__tvm_ffi_object__: a read-only tensor is not handed to "
+                    "TVM-FFI, whose tensors carry no read-only flag (it would become writable "
+                    "there); hand it a writable copy");
+    return NULL;
+  }
   if (!handoff) {
     if (!pf_tvm_ffi_join()) {
       PyErr_SetString(PyExc_RuntimeError,

@@ -213,6 +213,27 @@ def test_tensor_objects_cross_without_copy(identity):
     assert back.shape == (5,)
 
 
+def test_read_only_tensor_is_not_handed_to_tvm_ffi(identity):
+    """TVM-FFI's tensors carry no read-only flag: a read-only packfn tensor handed to it became
+    writable there (a write into a read-only mapping then crashed: review). It is refused with
+    BufferError, as a legacy __dlpack__ export of it is; a writable one still crosses."""
+    x = np.arange(4, dtype=np.float32)
+    x.setflags(write=False)
+    t = packfn.from_dlpack(x)
+    assert t.read_only
+    with pytest.raises(BufferError, match="read-only"):
+        t.__tvm_ffi_object__()
+    via_tvm = tvm_ffi.get_global_func("test.tvm_interop.identity")
+    with pytest.raises(BufferError, match="read-only"):
+        via_tvm(t)  # tvm_ffi converts a packfn.Tensor argument through __tvm_ffi_object__
+    view = packfn.from_dlpack(t)  # a view of it is read-only too
+    with pytest.raises(BufferError, match="read-only"):
+        view.__tvm_ffi_object__()
+    w = np.arange(4, dtype=np.float32)
+    tw = via_tvm(packfn.from_dlpack(w))
+    assert np.from_dlpack(tw).ctypes.data == w.ctypes.data
+
+
 def test_custom_type_printed_and_passed_back(identity):
     obj = _packfn._custom_object("packfn.test.Point")
     tv = as_tvm(obj)

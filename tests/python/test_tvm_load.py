@@ -21,11 +21,12 @@ def kernels_path():
     pytest.fail(f"no libpackfn_kernels.so in {folder}")
 
 
-def run(*parts):
+def run(*parts, env=None):
+    """Runs the parts as one program in a fresh interpreter, `env` added to the environment."""
     code = "import numpy as np\nKERNELS = %r\n" % kernels_path()
     code += "".join(textwrap.dedent(part) for part in parts)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, env=dict(os.environ, **(env or {})))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
@@ -79,3 +80,24 @@ def test_load_module_after_tvm_ffi_registers_globals():
         f = tvm_ffi.get_global_func("packfn.kernels.rms_norm")
     """, RMS_NORM_CHECK)
     assert "rms_norm ok" in out
+
+
+@pytest.mark.parametrize("apart", ["0", "1"])
+def test_load_module_failing_call_raises_joined_or_apart(apart):
+    """A failing packfn kernel called through tvm_ffi.load_module raises TVM-FFI's exception,
+    joined or with PACKFN_NO_TVM_FFI=1 (apart, the export moves the error into TVM-FFI's slot:
+    TVM-FFI crashed finding its slot empty; review)."""
+    out = run("""
+        import tvm_ffi
+        mod = tvm_ffi.load_module(KERNELS)
+        x = np.ones((2, 4), np.float32)
+        mod.rms_norm(x, x, 1e-5)
+        for _ in range(3):
+            try:
+                mod.rms_norm(x, 1, 1e-5)
+            except TypeError as e:
+                print("raised:", e)
+            else:
+                print("no error")
+    """, env={"PACKFN_NO_TVM_FFI": apart})
+    assert out.count("raised: rms_norm: argument 1 (out): expected Tensor, got int") == 3, out
