@@ -44,15 +44,6 @@ static inline __attribute__((always_inline)) int k_aligned(const char* func, int
   return k_misaligned(func, index, name, elem, at);
 }
 
-/* A DLTensor made by hand can claim a negative extent (packfn's own tensors cannot); refused as
- * packfn refuses such a shape elsewhere, before its negative size reads as an overlap. */
-__attribute__((cold, noinline)) static int
-k_negative_extent(const char* func, int32_t index, const char* name, int64_t extent, int32_t axis) {
-  PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %d (%s): expected extents >= 0, got %lld at axis %d",
-               func, (int)index, name, (long long)extent, (int)axis);
-  return -1;
-}
-
 /* Argument `index` must be a compact float32/float64 tensor on device type `dev` with at least
  * `min_ndim` axes, aligned to its element size. */
 static inline __attribute__((always_inline)) int k_input(const char* func, int32_t index,
@@ -60,11 +51,8 @@ static inline __attribute__((always_inline)) int k_input(const char* func, int32
                                                          int32_t dev, int32_t min_ndim) {
   pf_tensor_spec_t spec = {PF_DTYPES(PF_DTYPE_FLOAT32, PF_DTYPE_FLOAT64), .device_type = dev,
                            .min_ndim = min_ndim, .contiguous = 1};
-  if (pf_dltensor_check(t, &spec, func, index, name) != 0)
+  if (pf_dltensor_check(t, &spec, func, index, name) != 0) /* extents >= 0 included */
     return -1;
-  for (int32_t i = 0; i < t->ndim; ++i)
-    if (PF_UNLIKELY(t->shape[i] < 0))
-      return k_negative_extent(func, index, name, t->shape[i], i);
   return k_aligned(func, index, name, t);
 }
 

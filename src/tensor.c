@@ -320,6 +320,16 @@ int pf_dltensor_check(const DLTensor* t, const pf_tensor_spec_t* spec, const cha
     pf_device_format(t->device, c, sizeof c);
     return pf__arg_error(PF_ERR_TYPE, func, index, name, "expected a tensor on %s, got %s", b, c);
   }
+  /* a description made by hand may claim what no tensor has: the checks below and the
+   * caller's loops over the shape rely on these */
+  if (t->ndim < 0 || (t->ndim > 0 && !t->shape))
+    return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected a shape, got ndim %d%s",
+                         (int)t->ndim, t->shape ? "" : " and NULL");
+  for (int32_t i = 0; i < t->ndim; ++i)
+    if (PF_UNLIKELY(t->shape[i] < 0))
+      return pf__arg_error(PF_ERR_VALUE, func, index, name,
+                           "expected extents >= 0, got %lld at axis %d", (long long)t->shape[i],
+                           (int)i);
   if ((spec->ndim > 0 || spec->shape) && t->ndim != spec->ndim)
     return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected %d dimension%s, got %d",
                          (int)spec->ndim, spec->ndim == 1 ? "" : "s", (int)t->ndim);

@@ -498,6 +498,27 @@ START_TEST(test_check_spec) {
 }
 END_TEST
 
+/* A description made by hand with a negative extent, a negative ndim or no shape is refused
+ * whatever the spec asks (a kernel's size arithmetic and loops rely on it). */
+START_TEST(test_check_spec_refuses_bad_shapes) {
+  float data[4] = {0};
+  int64_t neg[2] = {2, -2};
+  DLTensor t = {data, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, neg, NULL, 0};
+  pf_tensor_spec_t any = {0};
+  ck_assert_int_eq(pf_dltensor_check(&t, &any, "f", 1, "y"), -1);
+  PF_ASSERT_RAISED("ValueError", "f: argument 1 (y): expected extents >= 0, got -2 at axis 1");
+  t.ndim = -1;
+  ck_assert_int_eq(pf_dltensor_check(&t, &any, "f", 1, "y"), -1);
+  PF_ASSERT_RAISED("ValueError", "f: argument 1 (y): expected a shape, got ndim -1");
+  t.ndim = 1;
+  t.shape = NULL;
+  ck_assert_int_eq(pf_dltensor_check(&t, &any, "f", 1, "y"), -1);
+  PF_ASSERT_RAISED("ValueError", "f: argument 1 (y): expected a shape, got ndim 1 and NULL");
+  t.ndim = 0; /* a scalar needs no shape */
+  ck_assert_int_eq(pf_dltensor_check(&t, &any, "f", 1, "y"), 0);
+}
+END_TEST
+
 START_TEST(test_check_like) {
   pf_object_t* x = iota((int64_t[]){2, 3}, 2);
   pf_object_t* y = iota((int64_t[]){2, 3}, 2);
@@ -591,6 +612,7 @@ Suite* make_suite(void) {
   tc = tcase_create("checks");
   tcase_add_test(tc, test_contiguity);
   tcase_add_test(tc, test_check_spec);
+  tcase_add_test(tc, test_check_spec_refuses_bad_shapes);
   tcase_add_test(tc, test_check_like);
   tcase_add_test(tc, test_long_shapes_in_messages);
   suite_add_tcase(s, tc);

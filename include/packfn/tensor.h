@@ -219,7 +219,9 @@ typedef struct pf_tensor_spec_s {
  *   "rms_norm: argument 0 (x): expected 2 dimensions, got 3"
  *   "rms_norm: argument 0 (x): expected shape (*, 4), got (2, 3)"
  *   "rms_norm: argument 0 (x): expected a contiguous tensor, got strides (1, 2)"
- * TypeError for a dtype or device mismatch, ValueError for the rest (and for NULL t or spec).
+ *   "rms_norm: argument 0 (x): expected extents >= 0, got -4 at axis 0"
+ * Whatever the spec, t's ndim must be >= 0, with a shape when it is > 0, of extents >= 0. TypeError for a dtype or device mismatch, ValueError for the rest (and for
+ * NULL t or spec).
  * `name` may be NULL (the parenthesis is left out); NULL func reads "?". */
 PF_API int pf_dltensor_check(const DLTensor* t, const pf_tensor_spec_t* spec, const char* func,
                              int32_t index, const char* name);
