@@ -660,6 +660,7 @@ void* pf__alloc_aligned_slow(size_t size, size_t alignment) {
 }
 
 uint32_t pf__alloc_test_limit_spans(uint32_t more) {
+  pf__slab_setup(); /* the set-up sets the limit: it must not undo this one */
   pthread_mutex_lock(&pf__spans_lock);
   uint32_t now = (uint32_t)pf__spans_given;
   pf__spans_limit = more == UINT32_MAX || (size_t)now + more > pf__spans_reserved

@@ -259,6 +259,18 @@ static void pf__streams_key_make(void) {
   pf__streams_key_ok = pthread_key_create(&pf__streams_key, free) == 0;
 }
 
+/* A library holding packfn statically that a host unloads gives its key back (each load and
+ * unload took one: found by review, the process ran out of keys after 1024 cycles); the tables
+ * of threads still running then stay allocated. Not where packfn cannot be unmapped. */
+#ifndef PF_PINNED
+__attribute__((destructor)) static void pf__streams_fini(void) {
+  if (pf__streams_key_ok && pf__code_unmappable()) {
+    pf__streams_key_ok = 0;
+    (void)pthread_key_delete(pf__streams_key);
+  }
+}
+#endif
+
 /* This thread's table, or NULL when it has set no stream. */
 static pf__streams_t* pf__streams_of_thread(void) {
   pthread_once(&pf__streams_once, pf__streams_key_make);

@@ -69,6 +69,8 @@ static pf__tvm_set_raised_t pf__export_tvm_set_raised(void) {
 }
 
 int pf__export_tvm_failed(int rc, const char* name) {
+  if (rc != -1)
+    return rc; /* -2 and others: the caller's own protocol (the error kept in its front end) */
   (void)pf_error_ensure(name, rc); /* a failure that raised nothing: RuntimeError */
   if (pf_tvm_ffi_joined())
     return rc; /* one slot: the error is in TVM-FFI's already */

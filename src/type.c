@@ -132,6 +132,14 @@ static pf_byte_array_t pf__any_text(const pf_any_t* a) {
   return (pf_byte_array_t){NULL, 0};
 }
 
+/* Whether TVM-FFI's type `key` is one packfn could mirror (an object index within packfn's
+ * table): a key that is not (a value type's, an index past PF__MAX_TYPES) failing to mirror is
+ * no failure to retry. */
+static int pf__type_mirrorable(const pf__tvm_t* tvm, pf_byte_array_t key) {
+  int32_t index = tvm->type_get_or_alloc_index(&key, -1, 0, 0, 0, -2); /* -2: unknown */
+  return index >= PF_TYPE_STATIC_OBJECT_BEGIN && index < PF__MAX_TYPES;
+}
+
 /* Joined, an index packfn has no entry for: mirrors every type TVM-FFI has registered
  * (ffi.GetRegisteredTypeKeys, each key looked up by key: TVMFFIGetTypeInfo ends the process
  * for an index it does not know, so it is only asked about indices it handed out). TVM-FFI's
@@ -158,12 +166,15 @@ __attribute__((noinline)) static void pf__type_mirror_all(const pf__tvm_t* tvm) 
     /* TVMFFISeqCell after the header: the elements, then their number */
     const pf_any_t* items = *(const pf_any_t* const*)(keys.v_obj + 1);
     int64_t n = *(const int64_t*)((const char*)(keys.v_obj + 1) + sizeof(void*));
+    int whole = 1; /* every key mirrored: a failure (no memory, the table full) is retried */
     for (int64_t i = 0; n != mirrored && i < n; ++i) {
       pf_byte_array_t key = pf__any_text(&items[i]);
-      if (key.data)
-        (void)pf__type_from_tvm_key(tvm, key.data, key.size);
+      if (key.data && !pf__type_from_tvm_key(tvm, key.data, key.size) &&
+          pf__type_mirrorable(tvm, key))
+        whole = 0;
     }
-    mirrored = n;
+    if (whole)
+      mirrored = n;
   }
   pthread_mutex_unlock(&pf__types_lock);
   pf_object_release((pf_object_t*)fn);

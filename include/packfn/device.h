@@ -161,7 +161,9 @@ PF_API int pf_allocator_get(int32_t device_type, pf_allocator_t* out);
  * ====================================================================================== */
 
 /* The stream the calling thread has made current for `device` (a cudaStream_t for CUDA), or
- * NULL for the device's default stream. Kernels launch on it. Never raises. */
+ * NULL for the device's default stream. Kernels launch on it. Never raises. In the thread-exit
+ * destructors that run after packfn's (the thread's stream table is freed by one), every
+ * device reads as its default stream again. */
 PF_API void* pf_stream_get(DLDevice device);
 
 /* Makes `stream` current for `device` in the calling thread (NULL returns to the default

@@ -89,7 +89,8 @@ typedef struct pf_export_meta_s {
  * joined TVM-FFI but a TVM-FFI 0.1.x is loaded, moves the error raised in packfn's slot into
  * TVM-FFI's (TVM-FFI reads a failed call's error from its own slot and crashes when it finds
  * none); joined, the slot is already TVM-FFI's. A -1 that raised nothing gets a RuntimeError
- * naming `name`. Returns rc. Never fails. */
+ * naming `name`. Other statuses (-2: an error kept in a caller's front end) are returned as
+ * they are, the slots untouched. Returns rc. Never fails. */
 PF_API int pf__export_tvm_failed(int rc, const char* name);
 
 /* The load-time join of every export, and its failure path toward TVM-FFI: both reached
