@@ -166,45 +166,45 @@ void pf__device_fork_unlock(void) __attribute__((weak));
 void pf__backtrace_fork_lock(void) __attribute__((weak));
 void pf__backtrace_fork_unlock(void) __attribute__((weak));
 
+/* Each part in lock order; `child`, where set, takes `unlock`'s place in the child. */
+typedef struct {
+  void (*lock)(void);
+  void (*unlock)(void);
+  void (*child)(void);
+} pf__fork_part_t;
+
+static const pf__fork_part_t pf__fork_parts[] = {
+    {pf__tvm_fork_lock, pf__tvm_fork_unlock, NULL},
+    /* the child drops the other threads' reader records, then unlocks */
+    {pf__global_fork_lock, pf__global_fork_unlock, pf__global_fork_child},
+    {pf__function_fork_lock, pf__function_fork_unlock, NULL},
+    {pf__device_fork_lock, pf__device_fork_unlock, NULL},
+    {pf__backtrace_fork_lock, pf__backtrace_fork_unlock, NULL},
+    {pf__alloc_fork_lock, pf__alloc_fork_unlock, NULL},
+};
+
 static void pf__fork_prepare(void) {
-  if (pf__tvm_fork_lock)
-    pf__tvm_fork_lock();
-  if (pf__global_fork_lock)
-    pf__global_fork_lock();
-  if (pf__function_fork_lock)
-    pf__function_fork_lock();
-  if (pf__device_fork_lock)
-    pf__device_fork_lock();
-  if (pf__backtrace_fork_lock)
-    pf__backtrace_fork_lock();
-  pf__alloc_fork_lock();
+  for (size_t i = 0; i < sizeof pf__fork_parts / sizeof pf__fork_parts[0]; ++i)
+    if (pf__fork_parts[i].lock)
+      pf__fork_parts[i].lock();
 }
 
-/* The leaves, unlocked in the reverse order. */
-static void pf__fork_unlock_leaves(void) {
-  pf__alloc_fork_unlock();
-  if (pf__backtrace_fork_unlock)
-    pf__backtrace_fork_unlock();
-  if (pf__device_fork_unlock)
-    pf__device_fork_unlock();
-  if (pf__function_fork_unlock)
-    pf__function_fork_unlock();
+/* Unlocks in the reverse order; in the child, a part's `child` instead where it has one. */
+static void pf__fork_release(int child) {
+  for (size_t i = sizeof pf__fork_parts / sizeof pf__fork_parts[0]; i-- > 0;) {
+    const pf__fork_part_t* part = &pf__fork_parts[i];
+    void (*release)(void) = child && part->child ? part->child : part->unlock;
+    if (release)
+      release();
+  }
 }
 
 static void pf__fork_parent(void) {
-  pf__fork_unlock_leaves();
-  if (pf__global_fork_unlock)
-    pf__global_fork_unlock();
-  if (pf__tvm_fork_unlock)
-    pf__tvm_fork_unlock();
+  pf__fork_release(0);
 }
 
 static void pf__fork_child(void) {
-  pf__fork_unlock_leaves();
-  if (pf__global_fork_child)
-    pf__global_fork_child(); /* drops the other threads' reader records, then unlocks */
-  if (pf__tvm_fork_unlock)
-    pf__tvm_fork_unlock();
+  pf__fork_release(1);
 }
 
 static pthread_once_t pf__fork_once = PTHREAD_ONCE_INIT;
