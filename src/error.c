@@ -261,7 +261,8 @@ static void pf__attach_native_stack(pf_object_t* err) {
 #if defined(__GLIBC__)
   pf__error_t* e = (pf__error_t*)err;
   void* pc[64];
-  int n = backtrace(pc, 64) - 1; /* without this helper */
+  unsigned long long subs = pf__loader_subs(); /* before: an unload meanwhile leaves them unnamed */
+  int n = backtrace(pc, 64) - 1;               /* without this helper */
   if (n <= 0)
     return;
   pf__frames_t* f = malloc(sizeof *f + (size_t)n * sizeof(void*));
@@ -273,6 +274,7 @@ static void pf__attach_native_stack(pf_object_t* err) {
   }
   memcpy(f->pc, pc + 1, (size_t)n * sizeof(void*));
   f->n = n;
+  f->subs = subs;
   f->named = NULL;
   f->site_len = e->cell.backtrace.size;
   size_t used = 0;
@@ -492,8 +494,16 @@ static void pf__raise(const pf__site_t* site, const char* kind, const char* fmt,
     va_copy(ap2, ap);
     int n = vsnprintf(stack_msg, sizeof stack_msg, fmt, ap);
     if (n < 0) {
-      n = 0;
-      stack_msg[0] = '\0';
+      /* formatting failed (a message past INT_MAX bytes, a bad wide character): the text made
+       * before the failure, at most the buffer's, formatted again into a cleared buffer (what a
+       * failed call leaves in it is unspecified) */
+      va_list ap3;
+      va_copy(ap3, ap2);
+      memset(stack_msg, 0, sizeof stack_msg);
+      (void)vsnprintf(stack_msg, sizeof stack_msg, fmt, ap3);
+      va_end(ap3);
+      stack_msg[sizeof stack_msg - 1] = '\0';
+      n = (int)strlen(stack_msg);
     }
     msg = stack_msg;
     msg_len = (size_t)n;

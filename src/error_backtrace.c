@@ -14,29 +14,76 @@
 
 #include "common.h"
 
-/* One frame line for a native frame: named from glibc's "object(symbol+0x12) [0x7f...]"
- * (object as the file, symbol as the function), into line (size bytes); its length. */
-static size_t pf__frame_named(const char* name, char* line, size_t size) {
-  const char* open = strchr(name, '(');
-  const char* close = open ? strchr(open, ')') : NULL;
-  int obj_len = open ? (int)(open - name) : (int)strlen(name);
-  int has_sym = open && close && close > open + 1;
-  const char* sym = has_sym ? open + 1 : PF__UNKNOWN;
-  int sym_len = has_sym ? (int)(close - sym) : (int)PF__LIT_LEN(PF__UNKNOWN);
-  int len = snprintf(line, size, PF__FRAME_FILE "%.*s" PF__FRAME_LINE "0" PF__FRAME_FUNC "%.*s\n",
-                     obj_len, name, sym_len, sym);
-  if (len < 0)
-    return 0;
-  return (size_t)len >= size ? size - 1 : (size_t)len;
+/* The parts of one of glibc's backtrace_symbols lines, "object(symbol+0x12) [0x7f...]" (the
+ * symbol part may be "+0x12" or empty, the object part empty; with no object known, only
+ * "[0x7f...]"). Parsed from the end, since the object's path may itself hold parentheses. */
+typedef struct {
+  const char* obj;
+  size_t obj_len;
+  const char* sym;
+  size_t sym_len;
+  int known; /* an object or a symbol was found */
+} pf__frame_parts_t;
+
+static pf__frame_parts_t pf__frame_parse(const char* name) {
+  size_t n = strlen(name);
+  const char* bracket = NULL; /* the last " [" */
+  for (const char* p = name + n; p > name + 1; --p)
+    if (p[-2] == ' ' && p[-1] == '[') {
+      bracket = p - 2;
+      break;
+    }
+  const char* end = bracket ? bracket : name + n;
+  const char* open = NULL;
+  if (end > name && end[-1] == ')')
+    for (const char* p = end - 1; p > name; --p)
+      if (p[-1] == '(') {
+        open = p - 1;
+        break;
+      }
+  pf__frame_parts_t parts = {name, (size_t)(end - name), PF__UNKNOWN, PF__LIT_LEN(PF__UNKNOWN), 0};
+  if (open) {
+    parts.obj_len = (size_t)(open - name);
+    if (end - 1 > open + 1) {
+      parts.sym = open + 1;
+      parts.sym_len = (size_t)(end - 1 - parts.sym);
+    }
+  }
+  parts.known = bracket || name[0] != '['; /* glibc's "[0x7f...]": dladdr found nothing */
+  return parts;
+}
+
+/* The length of the frame line of parts, `  File "object", line 0, in symbol\n`. */
+static size_t pf__frame_named_len(const pf__frame_parts_t* parts) {
+  return PF__LIT_LEN(PF__FRAME_FILE PF__FRAME_LINE "0" PF__FRAME_FUNC "\n") + parts->obj_len +
+         parts->sym_len;
+}
+
+/* Writes the frame line of parts into line, which holds pf__frame_named_len(parts) bytes (no
+ * NUL); its length. Names are never cut: a long (mangled) symbol gives a long line. */
+static size_t pf__frame_named(const pf__frame_parts_t* parts, char* line) {
+  char* d = line;
+  memcpy(d, PF__FRAME_FILE, PF__LIT_LEN(PF__FRAME_FILE));
+  d += PF__LIT_LEN(PF__FRAME_FILE);
+  memcpy(d, parts->obj, parts->obj_len);
+  d += parts->obj_len;
+  memcpy(d, PF__FRAME_LINE "0" PF__FRAME_FUNC, PF__LIT_LEN(PF__FRAME_LINE "0" PF__FRAME_FUNC));
+  d += PF__LIT_LEN(PF__FRAME_LINE "0" PF__FRAME_FUNC);
+  memcpy(d, parts->sym, parts->sym_len);
+  d += parts->sym_len;
+  *d++ = '\n';
+  return (size_t)(d - line);
 }
 
 /* ---- names of native frames, cached by address ----
  * Naming a frame (backtrace_symbols: dladdr, a walk of every loaded object's symbols) is most of
  * a full backtrace's cost, and a program raises from the same few places again and again. So the
- * line of each address named is kept (a table of PF__PC_CACHE lines, filled until full, under a
- * mutex: only readers of named texts come here). A library unloaded and another loaded at its
- * addresses would make a kept line wrong: the table is emptied whenever the dynamic loader's
- * count of unloads (dl_iterate_phdr's dlpi_subs) has changed since it was filled. */
+ * line of each address named is kept (a table of PF__PC_CACHE lines, filled until half full,
+ * under a mutex: only readers of named texts come here). A library unloaded and another loaded
+ * at its addresses would make a kept line wrong: the table is emptied whenever the dynamic
+ * loader's count of unloads (dl_iterate_phdr's dlpi_subs) has changed since it was filled, and
+ * frames captured before an unload are not named at all (pf__frames_name). Lines of addresses
+ * no object held are never kept. */
 #define PF__PC_CACHE 1024 /* a power of two */
 
 typedef struct {
@@ -77,9 +124,7 @@ static pf__pc_line_t* pf__pc_slot(const void* pc) {
   return &pf__pc_lines[i];
 }
 
-/* The dynamic loader's count of unloads (~0 when it cannot be read). Called under no lock of
- * packfn's: dl_iterate_phdr takes a lock of the loader. */
-static unsigned long long pf__loader_subs(void) {
+unsigned long long pf__loader_subs(void) {
   unsigned long long subs = ~0ull;
 #if defined(__GLIBC__)
   dl_iterate_phdr(pf__loader_subs_of, &subs);
@@ -100,16 +145,56 @@ static void pf__pc_check_unloads(unsigned long long subs) {
   pf__pc_subs = subs;
 }
 
+/* A malloc'd copy of the first len bytes of s, NUL-terminated; NULL when memory runs out. */
+static char* pf__text_copy(const char* s, size_t len) {
+  char* copy = malloc(len + 1);
+  if (copy) {
+    memcpy(copy, s, len);
+    copy[len] = '\0';
+  }
+  return copy;
+}
+
+/* The line of frame i of f into out (NULL: only its length): the kept line, else from this
+ * call's names (miss, names: nmiss of them), else by address. */
+static size_t pf__frame_line(const pf__frames_t* f, int i, void* const* miss, char* const* names,
+                             int nmiss, char* out) {
+  const pf__pc_line_t* slot = pf__pc_slot(f->pc[i]);
+  if (slot->pc) {
+    if (out)
+      memcpy(out, slot->line, slot->len);
+    return slot->len;
+  }
+  int k = 0;
+  while (k < nmiss && miss[k] != f->pc[i])
+    ++k;
+  if (names && k < nmiss) {
+    pf__frame_parts_t parts = pf__frame_parse(names[k]);
+    if (parts.known)
+      return out ? pf__frame_named(&parts, out) : pf__frame_named_len(&parts);
+  }
+  char unnamed[PF__LIT_LEN(PF__FRAME_NATIVE) + sizeof(void*) * 2 + 1];
+  size_t n = pf__frame_unnamed(f->pc[i], unnamed);
+  if (out)
+    memcpy(out, unnamed, n);
+  return n;
+}
+
 /* The backtrace text with e's frames named: the site lines, then a named line per frame.
  * malloc'd, NUL-terminated, length in *len; NULL when memory runs out. The naming itself
  * (backtrace_symbols: dladdr, which takes the loader's lock) runs between two holds of
  * pf__pc_lock, never under it: a library constructor raising under the loader's lock would
  * otherwise wait for a thread that waits for the loader (a deadlock, found by review). Lines
- * named while a library was unloaded are used for this text but not kept. */
+ * named while a library was unloaded are used for this text but not kept. Frames captured
+ * before a library was unloaded keep their address lines: what is mapped at their addresses
+ * now may be another library (or nothing). */
 char* pf__frames_name(const pf__error_t* e, size_t* len) {
   const pf__frames_t* f = e->frames;
-  char* text = NULL;
   unsigned long long subs = pf__loader_subs();
+  if (subs != f->subs || subs == ~0ull) {
+    *len = e->cell.backtrace.size;
+    return pf__text_copy(e->cell.backtrace.data, e->cell.backtrace.size);
+  }
   /* the addresses not named yet */
   void* miss[64];
   int nmiss = 0;
@@ -128,46 +213,34 @@ char* pf__frames_name(const pf__error_t* e, size_t* len) {
   pthread_mutex_unlock(&pf__pc_lock);
   char** names = nmiss ? backtrace_symbols(miss, nmiss) : NULL;
   int keep = names && pf__loader_subs() == subs;
-  char line[1024];
   pthread_mutex_lock(&pf__pc_lock);
   keep = keep && pf__pc_subs == subs; /* no other thread emptied it for a newer count */
   for (int k = 0; keep && k < nmiss; ++k) {
     if (pf__pc_count >= PF__PC_CACHE / 2) /* kept at most half full: probes stay short */
       break;
     pf__pc_line_t* slot = pf__pc_slot(miss[k]);
-    if (slot->pc)
-      continue; /* another thread named it meanwhile */
-    size_t n = pf__frame_named(names[k], line, sizeof line);
+    pf__frame_parts_t parts = pf__frame_parse(names[k]);
+    if (slot->pc || !parts.known)
+      continue; /* another thread named it meanwhile, or no object holds it */
+    size_t n = pf__frame_named_len(&parts);
     char* copy = malloc(n + 1);
     if (!copy)
       break;
-    memcpy(copy, line, n + 1);
+    pf__frame_named(&parts, copy);
+    copy[n] = '\0';
     *slot = (pf__pc_line_t){miss[k], copy, n};
     pf__pc_count++;
   }
-  size_t cap = f->site_len + 1, used = f->site_len;
-  for (int i = 0; i < f->n; ++i) {
-    const pf__pc_line_t* slot = pf__pc_slot(f->pc[i]);
-    cap += slot->pc ? slot->len : sizeof line;
-  }
-  text = malloc(cap);
+  /* measured first, then written: each line exactly as long as measured */
+  size_t total = f->site_len;
+  for (int i = 0; i < f->n; ++i)
+    total += pf__frame_line(f, i, miss, names, nmiss, NULL);
+  char* text = malloc(total + 1);
   if (text) {
     memcpy(text, e->cell.backtrace.data, f->site_len);
-    for (int i = 0; i < f->n; ++i) {
-      const pf__pc_line_t* slot = pf__pc_slot(f->pc[i]);
-      if (slot->pc) {
-        memcpy(text + used, slot->line, slot->len);
-        used += slot->len;
-        continue;
-      }
-      /* not kept (the table full, memory short, or a library unloaded while naming): named
-       * from this call's names, else by address */
-      int k = 0;
-      while (k < nmiss && miss[k] != f->pc[i])
-        ++k;
-      used += names && k < nmiss ? pf__frame_named(names[k], text + used, cap - used)
-                                 : pf__frame_unnamed(f->pc[i], text + used);
-    }
+    size_t used = f->site_len;
+    for (int i = 0; i < f->n; ++i)
+      used += pf__frame_line(f, i, miss, names, nmiss, text + used);
     text[used] = '\0';
     *len = used;
   }

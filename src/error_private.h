@@ -19,9 +19,10 @@
  * text names them first (pf__frames_settle). Naming (dladdr per frame) is most of a full
  * stack's cost, so a raise that nobody reads the stack of stays cheap. */
 typedef struct {
-  size_t site_len; /* bytes of the cell's text before the frame lines */
-  char* named;     /* the whole text with names, once built (published with a CAS) */
-  int n;           /* frames in pc */
+  size_t site_len;         /* bytes of the cell's text before the frame lines */
+  char* named;             /* the whole text with names, once built (published with a CAS) */
+  unsigned long long subs; /* the loader's count of unloads before the capture (pf__loader_subs) */
+  int n;                   /* frames in pc */
   void* pc[];
 } pf__frames_t;
 
@@ -60,6 +61,10 @@ static inline size_t pf__frame_unnamed(const void* pc, char* line) {
 /* e's backtrace text with its frames (e->frames) named: malloc'd, length in *len; NULL when out
  * of memory. */
 char* pf__frames_name(const pf__error_t* e, size_t* len);
+
+/* The dynamic loader's count of unloads (dl_iterate_phdr's dlpi_subs; ~0 when it cannot be
+ * read): frames captured under one count are named only while it holds. Takes no packfn lock. */
+unsigned long long pf__loader_subs(void);
 
 /* fork(): the frame-name cache's lock, taken before a fork and given back after it in parent and
  * child (global.c's handlers). */

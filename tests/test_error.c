@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <wchar.h>
 
 #include "pf_test.h"
 
@@ -78,6 +79,19 @@ START_TEST(test_long_message) {
   PF_ERROR_SET("ValueError", "<%s>", big);
   pf_object_t* err = pf_error_take();
   ck_assert_uint_eq(strlen(pf_error_message(err)), sizeof big + 1);
+  pf_object_release(err);
+}
+END_TEST
+
+/* A message whose formatting fails (here a wide character the C locale cannot encode; a
+ * message past INT_MAX bytes fails the same way) keeps the text formatted before the failure:
+ * it was empty. */
+START_TEST(test_failed_format_keeps_text) {
+  static const wchar_t bad[] = {0x80, 0};
+  PF_ERROR_SET("ValueError", "abc%lsdef", bad);
+  pf_object_t* err = pf_error_take();
+  ck_assert_str_eq(pf_error_kind(err), "ValueError");
+  ck_assert_str_eq(pf_error_message(err), "abc");
   pf_object_release(err);
 }
 END_TEST
@@ -371,6 +385,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_set_take);
   tcase_add_test(tc, test_plain_function_form);
   tcase_add_test(tc, test_long_message);
+  tcase_add_test(tc, test_failed_format_keeps_text);
   tcase_add_test(tc, test_cause_chain);
   tcase_add_test(tc, test_create_raise_existing);
   tcase_add_test(tc, test_reraise_does_not_loop);
