@@ -20,9 +20,23 @@ int pf__any_expected(const char* expected, const pf_any_t* v) {
 }
 
 int pf__any_null_view(const char* expected, const pf_any_t* v) {
-  PF_ERROR_SET(PF_ERR_VALUE, "expected %s, got a %s view with a NULL pointer",
-               expected ? expected : "a value", pf_type_name(v->type_index));
+  if (v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN)
+    PF_ERROR_SET(PF_ERR_VALUE, "expected %s, got a NULL %s object", expected ? expected : "a value",
+                 pf_type_name(v->type_index));
+  else
+    PF_ERROR_SET(PF_ERR_VALUE, "expected %s, got a %s view with a NULL pointer",
+                 expected ? expected : "a value", pf_type_name(v->type_index));
   return -1;
+}
+
+int pf__any_null_arg(const char* func, const pf_any_t* v, void* out, size_t out_size, void* out2,
+                     size_t out2_size) {
+  if (out)
+    memset(out, 0, out_size);
+  if (out2)
+    memset(out2, 0, out2_size);
+  const char* arg = !v ? "v" : !out ? (out2_size ? "data" : "out") : "size";
+  return PF__NULL_ARG(func, arg);
 }
 
 int pf_any_as_cstr(const pf_any_t* v, const char** out) {
@@ -56,11 +70,14 @@ static void pf__string_deleter(void* self, int flags) {
 /* Failure path of pf__blob_create, out of line so the success path saves no registers. */
 __attribute__((noinline, cold)) static int pf__blob_bad(const char* func, pf_object_t** out,
                                                         const char* data, size_t size) {
+  if (out)
+    *out = NULL; /* as every constructor's output on failure */
   if (!out || (!data && size != 0)) {
     return PF__NULL_ARG(func, out ? "data" : "out");
   }
   *out = NULL;
-  PF_ERROR_SET(PF_ERR_VALUE, "%s: argument size: %zu bytes is too large", func, size);
+  PF_ERROR_SET(PF_ERR_VALUE, "%s: argument size: expected at most %zu bytes, got %zu", func,
+               (size_t)(SIZE_MAX / 2), size);
   return -1;
 }
 
@@ -127,8 +144,11 @@ int pf_bytes_object_create(const char* data, size_t size, pf_object_t** out) {
 static inline __attribute__((always_inline)) int
 pf__string_object_value(const char* func, const char* data, size_t size, pf_any_t* out) {
   pf_object_t* obj; /* a NULL out reaches pf__blob_create's one check of its arguments */
-  if (pf__blob_create(func, PF_TYPE_STR, data, size, out ? &obj : NULL) != 0)
+  if (pf__blob_create(func, PF_TYPE_STR, data, size, out ? &obj : NULL) != 0) {
+    if (out)
+      *out = pf_any_none();
     return -1;
+  }
   out->type_index = PF_TYPE_STR;
   out->zero_padding = 0;
   out->v_obj = obj;
@@ -143,6 +163,8 @@ pf__string_object_value(const char* func, const char* data, size_t size, pf_any_
 __attribute__((noinline, cold)) static int pf__string_create_bad(const char* data, size_t size,
                                                                  pf_any_t* out) {
   pf_object_t* unused;
+  if (out)
+    *out = pf_any_none(); /* as every constructor's output on failure */
   return pf__blob_bad("pf_string_create", out ? &unused : NULL, data, size);
 }
 
@@ -165,6 +187,8 @@ int pf__string_create_object(const char* data, size_t size, pf_any_t* out) {
 
 int pf_string_from_cstr(const char* s, pf_any_t* out) {
   if (!s || !out) {
+    if (out)
+      *out = pf_any_none();
     return PF__NULL_ARG("pf_string_from_cstr", s ? "out" : "s");
   }
   size_t size = strlen(s);
@@ -177,6 +201,8 @@ int pf_string_from_cstr(const char* s, pf_any_t* out) {
 
 int pf_bytes_create(const char* data, size_t size, pf_any_t* out) {
   if (!out || (!data && size != 0)) {
+    if (out)
+      *out = pf_any_none();
     return PF__NULL_ARG("pf_bytes_create", out ? "data" : "out");
   }
   if (size <= PF_SMALL_STR_MAX) {
@@ -184,8 +210,10 @@ int pf_bytes_create(const char* data, size_t size, pf_any_t* out) {
     return 0;
   }
   pf_object_t* obj;
-  if (pf__blob_create("pf_bytes_create", PF_TYPE_BYTES, data, size, &obj) != 0)
+  if (pf__blob_create("pf_bytes_create", PF_TYPE_BYTES, data, size, &obj) != 0) {
+    *out = pf_any_none();
     return -1;
+  }
   *out = pf_any_none();
   out->type_index = PF_TYPE_BYTES;
   out->v_obj = obj;
@@ -260,19 +288,19 @@ int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
 }
 
 /* Which family a value's bytes belong to for equality: 1 string, 2 bytes, 0 neither. A raw
- * string or byte-array view with a NULL pointer has no bytes: it compares and hashes by its
- * bits, as other values do. */
+ * string or byte-array view, or a string or bytes object, with a NULL pointer (hand-made) has
+ * no bytes: it compares and hashes by its bits, as other values do. */
 static int pf__text_family(const pf_any_t* v) {
   switch (v->type_index) {
   case PF_TYPE_RAW_STR:
+  case PF_TYPE_STR:
     return v->v_ptr ? 1 : 0;
   case PF_TYPE_SMALL_STR:
-  case PF_TYPE_STR:
     return 1;
   case PF_TYPE_BYTE_ARRAY_PTR:
+  case PF_TYPE_BYTES:
     return v->v_ptr ? 2 : 0;
   case PF_TYPE_SMALL_BYTES:
-  case PF_TYPE_BYTES:
     return 2;
   default:
     return 0;

@@ -518,8 +518,8 @@ static void pf__raise(const pf__site_t* site, const char* kind, const char* fmt,
     }
     va_end(ap2);
   }
-  if (!kind)
-    kind = PF_ERR_RUNTIME;
+  if (!kind || !*kind)
+    kind = PF_ERR_RUNTIME; /* an error kind is a name: none given, the generic one */
   size_t kind_len = strlen(kind);
   pf__error_t* e = pf__error_alloc(kind_len, msg_len, pf__site_length(site));
   if (e) {
@@ -650,8 +650,16 @@ void pf_error_clear(void) {
 
 int pf_error_create(const char* kind, const char* message, const char* backtrace,
                     pf_object_t** out) {
+  if (out)
+    *out = NULL; /* as every constructor's output on failure */
   if (!kind || !message || !out) {
     return PF__NULL_ARG("pf_error_create", !kind ? "kind" : !message ? "message" : "out");
+  }
+  if (!*kind) {
+    PF_ERROR_SET(
+        PF_ERR_VALUE,
+        "pf_error_create: argument kind: expected an error kind name, got an empty string");
+    return -1;
   }
   const char* bt = backtrace ? backtrace : "";
   pf_object_t* err = pf__error_new(kind, strlen(kind), message, strlen(message), bt, strlen(bt));

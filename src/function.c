@@ -238,6 +238,8 @@ static pf__function_t* pf__function_new(pf_safe_call_t entry, int form, void* se
 static int pf__function_make(const char* func, pf_safe_call_t entry, int form, void* self,
                              pf_safe_call_t call, void (*deleter)(void*), pf_object_t** out) {
   if (!call || !out) {
+    if (out)
+      *out = NULL; /* as every constructor's output on failure */
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected %s, got NULL", func, out ? "call" : "out",
                  out ? "a function" : "a pointer");
     return -1;
@@ -276,8 +278,8 @@ int pf__function_call_invalid(const pf_object_t* fn, const pf_any_t* args, int32
     PF_ERROR_SET(PF_ERR_VALUE, "pf_function_call: argument num_args: expected a count >= 0, got %d",
                  (int)num_args);
   else if (!args)
-    PF_ERROR_SET(PF_ERR_VALUE, "pf_function_call: argument args: expected %d arguments, got NULL",
-                 (int)num_args);
+    PF_ERROR_SET(PF_ERR_VALUE, "pf_function_call: argument args: expected %d argument%s, got NULL",
+                 (int)num_args, num_args == 1 ? "" : "s");
   else
     (void)PF__NULL_ARG("pf_function_call", "result");
   if (result)

@@ -323,6 +323,113 @@ START_TEST(test_to_owned_in_place) {
 }
 END_TEST
 
+/* The accessors with a NULL output (ValueError naming the accessor and the argument, the other
+ * outputs zeroed), and objects holding NULL, which packfn never makes but a foreign
+ * or hand-made value may (ValueError; string and bytes objects crashed, a tensor object gave
+ * the DLTensor at address 24, review). Equality and hashing treat them by their bits. */
+START_TEST(test_null_arguments_and_objects) {
+  pf_any_t i = pf_any_int(3);
+  int64_t iv = 7;
+  pf_object_t* ov = (pf_object_t*)&iv;
+  DLTensor* tv = (DLTensor*)&iv;
+  const char* data = "x";
+  size_t size = 9;
+  ck_assert_int_eq(pf_any_as_float(&i, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_any_as_float: argument out");
+  ck_assert_int_eq(pf_any_as_ptr(&i, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_any_as_ptr: argument out");
+  ck_assert_int_eq(pf_any_as_object(&i, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_any_as_object: argument out");
+  ck_assert_int_eq(pf_any_as_dltensor(&i, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_any_as_dltensor: argument out");
+  ck_assert_int_eq(pf_any_as_int(&i, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_any_as_int: argument out: expected a pointer, got NULL");
+  ck_assert_int_eq(pf_any_as_bool(&i, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_any_as_bool: argument out");
+  ck_assert_int_eq(pf_any_as_dtype(&i, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_any_as_dtype: argument out");
+  ck_assert_int_eq(pf_any_as_device(&i, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_any_as_device: argument out");
+  pf_any_t s = pf_any_cstr("abc");
+  size = 9;
+  ck_assert_int_eq(pf_any_as_str(&s, NULL, &size), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_any_as_str: argument data");
+  ck_assert_uint_eq(size, 0);
+  data = "x";
+  ck_assert_int_eq(pf_any_as_bytes(&s, &data, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_any_as_bytes: argument size");
+  ck_assert_ptr_null(data);
+
+  pf_any_t str_null = {PF_TYPE_STR, {0}, {.v_obj = NULL}};
+  pf_any_t bytes_null = {PF_TYPE_BYTES, {0}, {.v_obj = NULL}};
+  pf_any_t tensor_null = {PF_TYPE_TENSOR, {0}, {.v_obj = NULL}};
+  pf_any_t dlt_null = {PF_TYPE_DLTENSOR_PTR, {0}, {.v_ptr = NULL}};
+  pf_any_t fn_null = {PF_TYPE_FUNCTION, {0}, {.v_obj = NULL}};
+  data = "x";
+  size = 9;
+  ck_assert_int_eq(pf_any_as_str(&str_null, &data, &size), -1);
+  PF_ASSERT_RAISED("ValueError", "expected str, got a NULL str object");
+  ck_assert_ptr_null(data);
+  ck_assert_uint_eq(size, 0);
+  ck_assert_int_eq(pf_any_as_cstr(&str_null, &data), -1);
+  PF_ASSERT_RAISED("ValueError", "got a NULL str object");
+  ck_assert_int_eq(pf_any_as_bytes(&bytes_null, &data, &size), -1);
+  PF_ASSERT_RAISED("ValueError", "expected bytes, got a NULL bytes object");
+  tv = (DLTensor*)&iv;
+  ck_assert_int_eq(pf_any_as_dltensor(&tensor_null, &tv), -1);
+  PF_ASSERT_RAISED("ValueError", "expected Tensor, got a NULL Tensor object");
+  ck_assert_ptr_null(tv);
+  ck_assert_int_eq(pf_any_as_dltensor(&dlt_null, &tv), -1);
+  PF_ASSERT_RAISED("ValueError", "expected Tensor, got a DLTensor* view with a NULL pointer");
+  ov = (pf_object_t*)&iv;
+  ck_assert_int_eq(pf_any_as_object(&fn_null, &ov), -1);
+  PF_ASSERT_RAISED("ValueError", "expected Object, got a NULL Function object");
+  ck_assert_ptr_null(ov);
+  /* equality and hashing never raise: such a value is equal only to the same bits */
+  pf_any_t str_null2 = str_null, empty = pf_any_cstr("");
+  ck_assert_int_eq(pf_any_equal(&str_null, &str_null2), 1);
+  ck_assert_int_eq(pf_any_equal(&str_null, &empty), 0);
+  ck_assert_int_eq(pf_any_equal(&bytes_null, &str_null), 0);
+  ck_assert_uint_eq(pf_any_hash(&str_null), pf_any_hash(&str_null2));
+  (void)pf_any_hash(&bytes_null);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+/* Constructors set their output on failure (none or NULL), so a caller releasing it after a
+ * failure releases nothing (some left it as it was). */
+START_TEST(test_failed_constructors_clear_out) {
+  pf_any_t v = pf_any_int(5);
+  ck_assert_int_eq(pf_string_create(NULL, 10, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_string_create: argument data");
+  ck_assert_int_eq(v.type_index, PF_TYPE_NONE);
+  v = pf_any_int(5);
+  ck_assert_int_eq(pf_string_create("x", SIZE_MAX, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_string_create: argument size: expected at most");
+  ck_assert_int_eq(v.type_index, PF_TYPE_NONE);
+  v = pf_any_int(5);
+  ck_assert_int_eq(pf_string_from_cstr(NULL, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_string_from_cstr: argument s");
+  ck_assert_int_eq(v.type_index, PF_TYPE_NONE);
+  v = pf_any_int(5);
+  ck_assert_int_eq(pf_bytes_create(NULL, 10, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_bytes_create: argument data");
+  ck_assert_int_eq(v.type_index, PF_TYPE_NONE);
+  v = pf_any_int(5);
+  ck_assert_int_eq(pf_bytes_create("x", SIZE_MAX, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_bytes_create: argument size");
+  ck_assert_int_eq(v.type_index, PF_TYPE_NONE);
+  pf_object_t* o = (pf_object_t*)&v;
+  ck_assert_int_eq(pf_string_object_create(NULL, 3, &o), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_string_object_create: argument data");
+  ck_assert_ptr_null(o);
+  o = (pf_object_t*)&v;
+  ck_assert_int_eq(pf_bytes_object_create("x", SIZE_MAX, &o), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_bytes_object_create: argument size");
+  ck_assert_ptr_null(o);
+}
+END_TEST
+
 /* A raw string or byte-array pointer Any with a NULL pointer (pf_any_cstr and
  * pf_any_byte_array never make one, a hand-made Any can): ValueError, no crash. */
 START_TEST(test_null_views) {
@@ -424,6 +531,8 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_views_to_owned);
   tcase_add_test(tc, test_to_owned_in_place);
   tcase_add_test(tc, test_null_views);
+  tcase_add_test(tc, test_null_arguments_and_objects);
+  tcase_add_test(tc, test_failed_constructors_clear_out);
   tcase_add_test(tc, test_equality_and_hash);
   tcase_add_test(tc, test_type_names);
   suite_add_tcase(s, tc);

@@ -86,6 +86,25 @@ END_TEST
 /* A message whose formatting fails (here a wide character the C locale cannot encode; a
  * message past INT_MAX bytes fails the same way) keeps the text formatted before the failure:
  * it was empty. */
+/* An error kind is a name: an empty one raises as RuntimeError (as NULL does), and
+ * pf_error_create refuses it, leaving its output NULL as on every failure. */
+START_TEST(test_empty_kind) {
+  pf_error_set("", "no kind");
+  pf_object_t* err = pf_error_take();
+  ck_assert_str_eq(pf_error_kind(err), "RuntimeError");
+  ck_assert_str_eq(pf_error_message(err), "no kind");
+  pf_object_release(err);
+  pf_object_t* out = (pf_object_t*)&err;
+  ck_assert_int_eq(pf_error_create("", "m", NULL, &out), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_error_create: argument kind: expected an error kind name");
+  ck_assert_ptr_null(out);
+  out = (pf_object_t*)&err;
+  ck_assert_int_eq(pf_error_create(NULL, "m", NULL, &out), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_error_create: argument kind");
+  ck_assert_ptr_null(out);
+}
+END_TEST
+
 START_TEST(test_failed_format_keeps_text) {
   static const wchar_t bad[] = {0x80, 0};
   PF_ERROR_SET("ValueError", "abc%lsdef", bad);
@@ -386,6 +405,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_plain_function_form);
   tcase_add_test(tc, test_long_message);
   tcase_add_test(tc, test_failed_format_keeps_text);
+  tcase_add_test(tc, test_empty_kind);
   tcase_add_test(tc, test_cause_chain);
   tcase_add_test(tc, test_create_raise_existing);
   tcase_add_test(tc, test_reraise_does_not_loop);

@@ -88,7 +88,9 @@ START_TEST(test_bad_calls) {
   ck_assert_int_eq(pf_function_call(fn, &a, -1, &r), -1);
   PF_ASSERT_RAISED("ValueError", "num_args");
   ck_assert_int_eq(pf_function_call(fn, NULL, 2, &r), -1);
-  PF_ASSERT_RAISED("ValueError", "argument args");
+  PF_ASSERT_RAISED("ValueError", "argument args: expected 2 arguments, got NULL");
+  ck_assert_int_eq(pf_function_call(fn, NULL, 1, &r), -1);
+  PF_ASSERT_RAISED("ValueError", "argument args: expected 1 argument, got NULL");
   ck_assert_int_eq(pf_function_call(fn, &a, 1, NULL), -1);
   PF_ASSERT_RAISED("ValueError", "argument result");
   pf_object_t* s;
@@ -99,6 +101,11 @@ START_TEST(test_bad_calls) {
   pf_object_t* out = fn;
   ck_assert_int_eq(pf_function_create(NULL, NULL, NULL, &out), -1);
   PF_ASSERT_RAISED("ValueError", "call");
+  ck_assert_ptr_null(out); /* every constructor sets its output on failure (it was left) */
+  out = fn;
+  ck_assert_int_eq(pf_function_create_direct(NULL, &out), -1);
+  PF_ASSERT_RAISED("ValueError", "call");
+  ck_assert_ptr_null(out);
   ck_assert_int_eq(pf_function_create(NULL, add_ints, NULL, NULL), -1);
   PF_ASSERT_RAISED("ValueError", "out");
   ck_assert_ptr_null(pf_function_signature(NULL));
@@ -403,28 +410,35 @@ START_TEST(test_typed_define_all_kinds) {
     int index;
     pf_any_t bad;
     const char* expected;
-  } cases[] = {{0, pf_any_int(1), "argument 0 (label): expected str, got int"},
-               {1, pf_any_int(1), "argument 1 (t): expected Tensor, got int"},
-               {3, pf_any_int(1), "argument 3 (dt): expected dtype, got int"},
-               {4, pf_any_int(1), "argument 4 (dev): expected Device, got int"},
-               {5, pf_any_int(1), "argument 5 (p): expected void*, got int"},
-               {6, pf_any_int(1), "argument 6 (o): expected Object, got int"},
-               {7, pf_any_cstr("f"), "argument 7 (f): expected Function, got str"},
-               /* NULL pointers of the right type never reach the body (review: a NULL
-                  DLTensor* and NULL objects did; a NULL str view said "expected str, got str"
-                  with a ValueError chained) */
-               {0,
-                {PF_TYPE_RAW_STR, {0}, {.v_c_str = NULL}},
-                "argument 0 (label): expected str, got a NULL"},
-               {1,
-                {PF_TYPE_DLTENSOR_PTR, {0}, {.v_ptr = NULL}},
-                "argument 1 (t): expected Tensor, got a NULL"},
-               {6,
-                {PF_TYPE_FUNCTION, {0}, {.v_obj = NULL}},
-                "argument 6 (o): expected Object, got a NULL Function"},
-               {7,
-                {PF_TYPE_FUNCTION, {0}, {.v_obj = NULL}},
-                "argument 7 (f): expected Function, got a NULL Function"}};
+  } cases[] = {
+      {0, pf_any_int(1), "argument 0 (label): expected str, got int"},
+      {1, pf_any_int(1), "argument 1 (t): expected Tensor, got int"},
+      {3, pf_any_int(1), "argument 3 (dt): expected dtype, got int"},
+      {4, pf_any_int(1), "argument 4 (dev): expected Device, got int"},
+      {5, pf_any_int(1), "argument 5 (p): expected void*, got int"},
+      {6, pf_any_int(1), "argument 6 (o): expected Object, got int"},
+      {7, pf_any_cstr("f"), "argument 7 (f): expected Function, got str"},
+      /* NULL pointers of the right type never reach the body (review: a NULL
+         DLTensor* and NULL objects did; a NULL str view said "expected str, got str"
+         with a ValueError chained) */
+      {0,
+       {PF_TYPE_RAW_STR, {0}, {.v_c_str = NULL}},
+       "argument 0 (label): expected str, got a NULL"},
+      {1,
+       {PF_TYPE_DLTENSOR_PTR, {0}, {.v_ptr = NULL}},
+       "argument 1 (t): expected Tensor, got a NULL"},
+      {6,
+       {PF_TYPE_FUNCTION, {0}, {.v_obj = NULL}},
+       "argument 6 (o): expected Object, got a NULL Function"},
+      {7,
+       {PF_TYPE_FUNCTION, {0}, {.v_obj = NULL}},
+       "argument 7 (f): expected Function, got a NULL Function"},
+      /* string and tensor objects holding NULL (a foreign producer's): the string
+         one crashed in the conversion (review) */
+      {0, {PF_TYPE_STR, {0}, {.v_obj = NULL}}, "argument 0 (label): expected str, got a NULL str"},
+      {1,
+       {PF_TYPE_TENSOR, {0}, {.v_obj = NULL}},
+       "argument 1 (t): expected Tensor, got a NULL Tensor"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     pf_any_t saved = args[cases[i].index];
     args[cases[i].index] = cases[i].bad;
@@ -442,6 +456,10 @@ START_TEST(test_typed_define_all_kinds) {
   args[0] = pf_any_cstr("abc");
   ck_assert_int_eq(pf_function_call(fn, args, 1, &r), -1);
   PF_ASSERT_RAISED("TypeError", "expected bytes, got str");
+  args[0] = (pf_any_t){PF_TYPE_BYTES, {0}, {.v_obj = NULL}}; /* crashed (review) */
+  ck_assert_int_eq(pf_function_call(fn, args, 1, &r), -1);
+  ck_assert_ptr_null(pf_error_cause(pf_error_peek()));
+  PF_ASSERT_RAISED("TypeError", "argument 0 (b): expected bytes, got a NULL bytes");
   pf_object_release(fn);
   ck_assert_int_eq(pf_function_create_static(NULL, blob_len_packed, &fn), -1);
   PF_ASSERT_RAISED("ValueError", "pf_function_create_static: argument sig");

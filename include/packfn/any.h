@@ -152,19 +152,31 @@ PF_API int pf_any_type_error(const pf_any_t* v, const char* expected);
 /* pf_any_type_error with its arguments swapped, for the inline accessors below: `v` stays in
  * the register it arrived in, so a successful access pays no move for the failure path. */
 PF_API int pf__any_expected(const char* expected, const pf_any_t* v);
-/* Raises ValueError "expected <expected>, got a <type of v> view with a NULL pointer" and
- * returns -1: the failure path of the accessors below for a raw string (8) or byte-array
- * pointer (9) whose pointer is NULL (pf_any_cstr and pf_any_byte_array never make one). */
+/* Raises ValueError "expected <expected>, got a <type of v> view with a NULL pointer" (for an
+ * object: "got a NULL <type of v> object") and returns -1: the failure path of the accessors
+ * below for a raw string (8), byte-array (9) or DLTensor pointer (7), or an object, whose
+ * pointer is NULL (packfn's constructors never make one). */
 PF_API int pf__any_null_view(const char* expected, const pf_any_t* v);
 
+/* Raises ValueError "<func>: argument v|out|data|size: expected a pointer, got NULL", zeroes
+ * the outputs that are not NULL (out_size and out2_size bytes) and returns -1: the failure path
+ * of the accessors below for a NULL value or output pointer. */
+PF_API int pf__any_null_arg(const char* func, const pf_any_t* v, void* out, size_t out_size,
+                            void* out2, size_t out2_size);
+
 /* ---- checked accessors: 0 on success, -1 with TypeError naming both types ----
- * (ValueError for a raw string or byte-array pointer view whose pointer is NULL.)
- * On failure the outputs are zeroed (NULL, 0). `v` must not be NULL.
+ * `v` must point to a value (they are the inline fast path: a NULL `v` is not checked).
+ * ValueError instead for a NULL output pointer, and for a value whose pointer is NULL
+ * where one is needed: a raw string or byte-array pointer view, a DLTensor pointer, or an
+ * object (string, bytes, tensor, any object) holding NULL, which packfn never makes but a
+ * hand-built or foreign value may. On failure the outputs (those not NULL) are zeroed.
  * Conversions: int and bool convert to each other (bool as 0/1; int to bool is x != 0); int
  * and bool convert to float; nothing converts to int from float or str. */
 
 /* int or bool */
 PF_INLINE int pf_any_as_int(const pf_any_t* v, int64_t* out) {
+  if (PF_UNLIKELY(!out))
+    return pf__any_null_arg("pf_any_as_int", v, out, sizeof *out, NULL, 0);
   if (v->type_index == PF_TYPE_INT || v->type_index == PF_TYPE_BOOL) {
     *out = v->v_int64;
     return 0;
@@ -174,6 +186,8 @@ PF_INLINE int pf_any_as_int(const pf_any_t* v, int64_t* out) {
 }
 /* bool or int (non-zero is true) */
 PF_INLINE int pf_any_as_bool(const pf_any_t* v, int* out) {
+  if (PF_UNLIKELY(!out))
+    return pf__any_null_arg("pf_any_as_bool", v, out, sizeof *out, NULL, 0);
   if (v->type_index == PF_TYPE_BOOL || v->type_index == PF_TYPE_INT) {
     *out = v->v_int64 != 0;
     return 0;
@@ -183,6 +197,8 @@ PF_INLINE int pf_any_as_bool(const pf_any_t* v, int* out) {
 }
 /* float, int or bool */
 PF_INLINE int pf_any_as_float(const pf_any_t* v, double* out) {
+  if (PF_UNLIKELY(!out))
+    return pf__any_null_arg("pf_any_as_float", v, out, sizeof *out, NULL, 0);
   if (v->type_index == PF_TYPE_FLOAT) {
     *out = v->v_float64;
     return 0;
@@ -196,6 +212,8 @@ PF_INLINE int pf_any_as_float(const pf_any_t* v, double* out) {
 }
 /* opaque pointer, or none (NULL) */
 PF_INLINE int pf_any_as_ptr(const pf_any_t* v, void** out) {
+  if (PF_UNLIKELY(!out))
+    return pf__any_null_arg("pf_any_as_ptr", v, out, sizeof *out, NULL, 0);
   if (v->type_index == PF_TYPE_OPAQUE_PTR || v->type_index == PF_TYPE_NONE) {
     *out = v->type_index == PF_TYPE_NONE ? NULL : v->v_ptr;
     return 0;
@@ -205,6 +223,8 @@ PF_INLINE int pf_any_as_ptr(const pf_any_t* v, void** out) {
 }
 /* data type */
 PF_INLINE int pf_any_as_dtype(const pf_any_t* v, DLDataType* out) {
+  if (PF_UNLIKELY(!out))
+    return pf__any_null_arg("pf_any_as_dtype", v, out, sizeof *out, NULL, 0);
   if (v->type_index == PF_TYPE_DTYPE) {
     *out = v->v_dtype;
     return 0;
@@ -214,6 +234,8 @@ PF_INLINE int pf_any_as_dtype(const pf_any_t* v, DLDataType* out) {
 }
 /* device */
 PF_INLINE int pf_any_as_device(const pf_any_t* v, DLDevice* out) {
+  if (PF_UNLIKELY(!out))
+    return pf__any_null_arg("pf_any_as_device", v, out, sizeof *out, NULL, 0);
   if (v->type_index == PF_TYPE_DEVICE) {
     *out = v->v_device;
     return 0;
@@ -223,36 +245,47 @@ PF_INLINE int pf_any_as_device(const pf_any_t* v, DLDevice* out) {
 }
 /* any object (borrowed, no retain) */
 PF_INLINE int pf_any_as_object(const pf_any_t* v, pf_object_t** out) {
-  if (v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN) {
+  if (PF_UNLIKELY(!out))
+    return pf__any_null_arg("pf_any_as_object", v, out, sizeof *out, NULL, 0);
+  if (v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN && v->v_obj) {
     *out = v->v_obj;
     return 0;
   }
   *out = NULL;
-  return pf__any_expected("Object", v);
+  return v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN ? pf__any_null_view("Object", v)
+                                                      : pf__any_expected("Object", v);
 }
 /* The DLTensor of a DLTensor pointer (7) or of a tensor object (70, at object + 24), borrowed. */
 PF_INLINE int pf_any_as_dltensor(const pf_any_t* v, DLTensor** out) {
-  if (v->type_index == PF_TYPE_DLTENSOR_PTR) {
+  if (PF_UNLIKELY(!out))
+    return pf__any_null_arg("pf_any_as_dltensor", v, out, sizeof *out, NULL, 0);
+  if (v->type_index == PF_TYPE_DLTENSOR_PTR && v->v_ptr) {
     *out = (DLTensor*)v->v_ptr;
     return 0;
   }
-  if (v->type_index == PF_TYPE_TENSOR) {
+  if (v->type_index == PF_TYPE_TENSOR && v->v_obj) {
     *out = (DLTensor*)((char*)v->v_obj + sizeof(pf_object_t));
     return 0;
   }
   *out = NULL;
-  return pf__any_expected("Tensor", v);
+  return v->type_index == PF_TYPE_DLTENSOR_PTR || v->type_index == PF_TYPE_TENSOR
+             ? pf__any_null_view("Tensor", v)
+             : pf__any_expected("Tensor", v);
 }
 /* String contents of a raw string, small string or string object, borrowed: valid while the
  * value lives and, for a small string, while *v stays where it is (data points into it).
  * data is NUL-terminated; size excludes the NUL. */
 PF_INLINE int pf_any_as_str(const pf_any_t* v, const char** data, size_t* size) {
+  if (PF_UNLIKELY(!data || !size))
+    return pf__any_null_arg("pf_any_as_str", v, (void*)data, sizeof *data, size, sizeof *size);
   switch (v->type_index) {
   case PF_TYPE_SMALL_STR:
     *data = v->v_bytes;
     *size = v->small_str_len;
     return 0;
   case PF_TYPE_STR: {
+    if (!v->v_obj)
+      break;
     const pf_string_cell_t* c = (const pf_string_cell_t*)(v->v_obj + 1);
     *data = c->data;
     *size = c->size;
@@ -275,12 +308,16 @@ PF_INLINE int pf_any_as_str(const pf_any_t* v, const char** data, size_t* size) 
 }
 /* Bytes contents of a byte-array pointer, small bytes or bytes object, borrowed as above. */
 PF_INLINE int pf_any_as_bytes(const pf_any_t* v, const char** data, size_t* size) {
+  if (PF_UNLIKELY(!data || !size))
+    return pf__any_null_arg("pf_any_as_bytes", v, (void*)data, sizeof *data, size, sizeof *size);
   switch (v->type_index) {
   case PF_TYPE_SMALL_BYTES:
     *data = v->v_bytes;
     *size = v->small_str_len;
     return 0;
   case PF_TYPE_BYTES: {
+    if (!v->v_obj)
+      break;
     const pf_string_cell_t* c = (const pf_string_cell_t*)(v->v_obj + 1);
     *data = c->data;
     *size = c->size;
@@ -310,7 +347,8 @@ PF_API int pf_any_as_cstr(const pf_any_t* v, const char** out);
 /* ---- strings and bytes ---- */
 
 /* Heap string object (65) holding a copy of data[0..size) plus a NUL, in one allocation.
- * New reference in *out. -1 with ValueError (NULL out, NULL data with size > 0) or MemoryError. */
+ * New reference in *out (NULL on failure). -1 with ValueError (NULL out, NULL data with
+ * size > 0, size > SIZE_MAX / 2) or MemoryError. */
 PF_API int pf_string_object_create(const char* data, size_t size, pf_object_t** out);
 /* Heap bytes object (66), as above. */
 PF_API int pf_bytes_object_create(const char* data, size_t size, pf_object_t** out);
@@ -329,7 +367,8 @@ static inline void pf__any_small(int32_t type_index, const char* data, size_t si
 PF_API int pf__string_create_object(const char* data, size_t size, pf_any_t* out);
 
 /* Owned string value with a copy of data[0..size): a small string when size <= 7, else a
- * string object. -1 with ValueError (NULL out, NULL data with size > 0) or MemoryError. */
+ * string object. -1 with ValueError (NULL out, NULL data with size > 0, size > SIZE_MAX / 2)
+ * or MemoryError; *out is none on failure. */
 PF_INLINE int pf_string_create(const char* data, size_t size, pf_any_t* out) {
   if (size <= PF_SMALL_STR_MAX && out && (data || size == 0)) {
     pf__any_small(PF_TYPE_SMALL_STR, data, size, out);

@@ -28,7 +28,7 @@ extern "C" {
 
 /* Raises an error of `kind` ("ValueError", ...) with a printf-style message in the calling
  * thread. An error already pending in this thread becomes the new error's cause. Never fails:
- * when memory runs out, a preallocated MemoryError is raised instead. NULL kind gives
+ * when memory runs out, a preallocated MemoryError is raised instead. A NULL or empty kind gives
  * "RuntimeError"; NULL fmt an empty message.
  * A plain function: its backtrace entry reads "<unknown>". PF_ERROR_SET (below) raises the
  * same way and also records the caller's file:line and function. Once packfn has joined
@@ -123,7 +123,8 @@ PF_API void pf_error_clear(void);
 PF_API int pf_error_ensure(const char* callee, int rc);
 
 /* Creates an error object without raising it: copies `kind` and `message`; `backtrace` may be
- * NULL. New reference in *out. -1 with ValueError (NULL kind, message or out) or MemoryError. */
+ * NULL. New reference in *out (NULL on failure). -1 with ValueError (NULL kind, message or out,
+ * empty kind) or MemoryError. */
 PF_API int pf_error_create(const char* kind, const char* message, const char* backtrace,
                            pf_object_t** out);
 

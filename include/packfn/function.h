@@ -19,8 +19,8 @@ PF_EXTERN_C_BEGIN
 
 /* Creates a function object (type 68) that calls `call(self, args, num_args, result)`.
  * `deleter(self)`, when not NULL, runs exactly once, when the last strong reference goes.
- * New reference in *out. -1 with ValueError (NULL call or out) or MemoryError; on failure the
- * deleter is not called (self stays the caller's). */
+ * New reference in *out (NULL on failure). -1 with ValueError (NULL call or out) or MemoryError;
+ * on failure the deleter is not called (self stays the caller's). */
 PF_API int pf_function_create(void* self, pf_safe_call_t call, void (*deleter)(void* self),
                               pf_object_t** out);
 

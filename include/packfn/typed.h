@@ -173,14 +173,14 @@ static inline int pf__conv_FLOAT(const pf_any_t* a, double* o) {
 static inline int pf__conv_STR(const pf_any_t* a, pf_byte_array_t* o) {
   int32_t t = a->type_index;
   if ((t != PF_TYPE_SMALL_STR && t != PF_TYPE_STR && t != PF_TYPE_RAW_STR) ||
-      (t == PF_TYPE_RAW_STR && !a->v_c_str))
+      (t != PF_TYPE_SMALL_STR && !a->v_ptr)) /* a raw string or string object holding NULL */
     return 0;
   return pf_any_as_str(a, &o->data, &o->size) == 0;
 }
 static inline int pf__conv_BYTES(const pf_any_t* a, pf_byte_array_t* o) {
   int32_t t = a->type_index;
   if ((t != PF_TYPE_SMALL_BYTES && t != PF_TYPE_BYTES && t != PF_TYPE_BYTE_ARRAY_PTR) ||
-      (t == PF_TYPE_BYTE_ARRAY_PTR && !a->v_ptr))
+      (t != PF_TYPE_SMALL_BYTES && !a->v_ptr)) /* a byte-array view or bytes object holding NULL */
     return 0;
   return pf_any_as_bytes(a, &o->data, &o->size) == 0;
 }
