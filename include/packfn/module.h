@@ -20,18 +20,18 @@ PF_EXTERN_C_BEGIN
  * the whole process. A library refused by pf_module_load is closed again. */
 
 /* Loads the shared library at `path` (dlopen with RTLD_NOW | RTLD_LOCAL; a path without '/'
- * is searched as dlopen does, so prefer "./libfoo.so" to a bare name), checks its __packfn_abi
- * stamp and reads its exports. A library without a stamp and without __packfn_<name> exports
- * that exports __tvm_ffi_<name> functions (built with TVM-FFI's TVM_FFI_DLL_EXPORT_TYPED_FUNC)
- * is loaded as a TVM-FFI library: those are its functions. Then calls pf_tvm_ffi_join().
- * New module reference in *out.
- * -1, *out NULL, with: OSError naming the path and the loader's reason (missing file, not a
- * shared library, unresolved symbols); ValueError naming the path when the library has no
- * stamp or a malformed stamp or metadata, or was built for another ABI major ("libfoo.so was
- * built for packfn ABI 7.0, this runtime is ABI 0.1"), or for a NULL or empty path or NULL out;
- * RuntimeError when the library's initialisation raised (its constructors, e.g. a
- * PF_REGISTER_GLOBAL whose name is taken: the error raised there is the cause);
- * NotImplementedError when the library's symbol table cannot be read; MemoryError. */
+ * is searched as dlopen does from libpackfn: its RUNPATH (packfn's library folder),
+ * LD_LIBRARY_PATH, the system folders; so prefer "./libfoo.so" to a bare name), checks its
+ * __packfn_abi stamp and reads its exports. A library without a stamp and without __packfn_<name>
+ * exports that exports __tvm_ffi_<name> functions (built with TVM-FFI's
+ * TVM_FFI_DLL_EXPORT_TYPED_FUNC) is loaded as a TVM-FFI library: those are its functions. Then
+ * calls pf_tvm_ffi_join(). New module reference in *out. -1, *out NULL, with: OSError naming the
+ * path and the loader's reason (missing file, not a shared library, unresolved symbols); ValueError
+ * naming the path when the library has no stamp or a malformed stamp or metadata, or was built for
+ * another ABI major ("libfoo.so was built for packfn ABI 7.0, this runtime is ABI 0.1"), or for a
+ * NULL or empty path or NULL out; RuntimeError when the library's initialisation raised (its
+ * constructors, e.g. a PF_REGISTER_GLOBAL whose name is taken: the error raised there is the
+ * cause); NotImplementedError when the library's symbol table cannot be read; MemoryError. */
 PF_API int pf_module_load(const char* path, pf_object_t** out);
 
 /* The system library: the running program itself. Its functions are the __packfn_<name>

@@ -1,0 +1,23 @@
+# Fails when a built library has an empty entry in its RUNPATH or RPATH: the dynamic loader
+# reads an empty entry as the current directory, so a bare-name dlopen from that library
+# (libpackfn's pf_module_load of "libfoo.so") would search wherever the program was started.
+#   cmake -DFILES=<file;file;...> -P check_runpath.cmake
+set(bad 0)
+foreach(f IN LISTS FILES)
+  file(READ_ELF "${f}" RUNPATH runpath RPATH rpath CAPTURE_ERROR err)
+  if(err)
+    message(SEND_ERROR "${f}: ${err}")
+    set(bad 1)
+    continue()
+  endif()
+  foreach(path IN ITEMS "${runpath}" "${rpath}")
+    if(path MATCHES "^[:;]|[:;][:;]|[:;]$")
+      message(SEND_ERROR "${f}: empty entry (the current directory) in '${path}'")
+      set(bad 1)
+    endif()
+  endforeach()
+  message(STATUS "${f}: RUNPATH '${runpath}' RPATH '${rpath}'")
+endforeach()
+if(bad)
+  message(FATAL_ERROR "empty RUNPATH entries found")
+endif()
