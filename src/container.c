@@ -644,10 +644,11 @@ int pf_list_pop(pf_object_t* list, int64_t index, pf_any_t* out) {
   pf_seq_cell_t* c = pf__list_cell(func, list);
   if (!c)
     return -1;
-  if (index < 0)
-    index += c->size;
-  if (index < 0 || index >= c->size)
+  /* the message names the index the caller gave, not the one counted from the end */
+  int64_t at = index < 0 ? index + c->size : index;
+  if (at < 0 || at >= c->size)
     return pf__index_error(func, index, (size_t)c->size, "a list of size");
+  index = at;
   pf_any_t* items = (pf_any_t*)c->data;
   *out = items[index];
   memmove(items + index, items + index + 1, (size_t)(c->size - index - 1) * sizeof(pf_any_t));

@@ -507,10 +507,11 @@ static int pf__set(const char* func, pf__mapcell_t* m, const pf_any_t* key, cons
     return PF__NULL_ARG(func, key ? "value" : "key");
   if (pf__check_key(func, key) != 0)
     return -1;
-  int key_is_map = pf__object_of(key) == &m->header;
-  if (key_is_map || pf__object_of(value) == &m->header) {
-    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: a map cannot contain itself", func,
-                 key_is_map ? "key" : "value");
+  int key_is_self = pf__object_of(key) == &m->header;
+  if (key_is_self || pf__object_of(value) == &m->header) {
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: a %s cannot contain itself", func,
+                 key_is_self ? "key" : "value",
+                 m->header.type_index == PF_TYPE_DICT ? "dict" : "map");
     return -1;
   }
   pf_any_t kview = pf__key_view(key);

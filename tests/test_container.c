@@ -548,6 +548,32 @@ START_TEST(test_list_errors) {
 }
 END_TEST
 
+/* An IndexError from pf_list_pop names the index the caller gave, not the one counted from the
+ * end (it said "index -1" for -7 on a list of 6: found by review). */
+START_TEST(test_list_pop_error_names_given_index) {
+  pf_object_t* list;
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  for (int64_t i = 0; i < 6; ++i) {
+    pf_any_t v = pf_any_int(i);
+    ck_assert_int_eq(pf_list_append(list, &v), 0);
+  }
+  pf_any_t out = pf_any_int(9);
+  ck_assert_int_eq(pf_list_pop(list, -7, &out), -1);
+  PF_ASSERT_RAISED(PF_ERR_INDEX, "pf_list_pop: index -7 is out of range for a list of size 6");
+  ck_assert_int_eq(out.type_index, PF_TYPE_NONE);
+  ck_assert_int_eq(pf_list_pop(list, 6, &out), -1);
+  PF_ASSERT_RAISED(PF_ERR_INDEX, "pf_list_pop: index 6 is out of range for a list of size 6");
+  ck_assert_int_eq(pf_list_pop(list, INT64_MIN, &out), -1);
+  PF_ASSERT_RAISED(PF_ERR_INDEX, "pf_list_pop: index -9223372036854775808 is out of range");
+  ck_assert_int_eq(pf_list_pop(list, -6, &out), 0); /* -size is the first */
+  ck_assert_int_eq(out.v_int64, 0);
+  size_t n;
+  ck_assert_int_eq(pf_array_count(list, &n), 0);
+  ck_assert_uint_eq(n, 5);
+  pf_object_release(list);
+}
+END_TEST
+
 /* ---- lists and cycles ---- */
 
 START_TEST(test_list_cannot_contain_itself) {
@@ -730,6 +756,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_list_append_insert_set_pop);
   tcase_add_test(tc, test_list_holds_references);
   tcase_add_test(tc, test_list_errors);
+  tcase_add_test(tc, test_list_pop_error_names_given_index);
   pf_test_map_foreign_add_tests(tc);
   tcase_add_test(tc, test_list_cannot_contain_itself);
   tcase_add_test(tc, test_list_failed_insert_moves_nothing);

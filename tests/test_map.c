@@ -191,7 +191,9 @@ START_TEST(test_dict_errors) {
   PF_ASSERT_RAISED("TypeError", "pf_dict_set: argument key: expected str, bytes, int or Object");
   pf_any_t self = pf_any_object(d);
   ck_assert_int_eq(pf_dict_set(d, &k, &self), -1);
-  PF_ASSERT_RAISED("ValueError", "pf_dict_set: argument value: a map cannot contain itself");
+  PF_ASSERT_RAISED("ValueError", "pf_dict_set: argument value: a dict cannot contain itself");
+  ck_assert_int_eq(pf_dict_set(d, &self, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_set: argument key: a dict cannot contain itself");
   ck_assert_int_eq(pf_dict_get(map, &k, &got), -1);
   PF_ASSERT_RAISED("TypeError", "pf_dict_get: argument dict: expected Dict, got Map");
   ck_assert_ptr_null(got);
@@ -213,6 +215,15 @@ START_TEST(test_dict_errors) {
   /* a map's functions refuse a dict */
   ck_assert_int_eq(pf_map_get(d, &k, &got), -1);
   PF_ASSERT_RAISED("TypeError", "pf_map_get: argument map: expected Map, got Dict");
+  ck_assert_int_eq(pf_map_count(d, &n), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_count: argument map: expected Map, got Dict");
+  ck_assert_int_eq(pf_map_set(d, &k, &v), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_set: argument map: expected an open Map made by packfn");
+  /* a map and a dict with the same entries are not equal */
+  ck_assert_int_eq(pf_dict_set(d, &k, &v), 0);
+  ck_assert_int_eq(pf_map_set(map, &k, &v), 0);
+  pf_any_t am = pf_any_object(map), ad = pf_any_object(d);
+  ck_assert_int_eq(pf_container_equal(&am, &ad), 0);
   pf_object_release(map);
   pf_object_release(d);
 }
@@ -418,6 +429,27 @@ START_TEST(test_map_freeze) {
   pf_object_release(arr);
   pf_object_release(outer);
   pf_object_release(inner);
+
+  /* so does appending it to a list or storing it in a dict (as docs/container.md says) */
+  pf_object_t *m1, *m2, *list, *dict;
+  ck_assert_int_eq(pf_map_create(&m1), 0);
+  ck_assert_int_eq(pf_map_create(&m2), 0);
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  ck_assert_int_eq(pf_dict_create(&dict), 0);
+  pf_any_t v1 = pf_any_object(m1), v2 = pf_any_object(m2);
+  ck_assert_int_eq(pf_list_append(list, &v1), 0);
+  ck_assert_int_eq(pf_map_is_frozen(m1), 1);
+  ck_assert_int_eq(pf_dict_set(dict, &k, &v2), 0);
+  ck_assert_int_eq(pf_map_is_frozen(m2), 1);
+  /* pf_map_is_frozen gives 0, raising nothing, for what is not a packfn Map */
+  ck_assert_int_eq(pf_map_is_frozen(dict), 0);
+  ck_assert_int_eq(pf_map_is_frozen(list), 0);
+  ck_assert_int_eq(pf_map_is_frozen(NULL), 0);
+  ck_assert_ptr_null(pf_error_take());
+  pf_object_release(dict);
+  pf_object_release(list);
+  pf_object_release(m2);
+  pf_object_release(m1);
 
   /* a map cannot hold itself */
   ck_assert_int_eq(pf_map_create(&map), 0);

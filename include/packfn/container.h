@@ -1,6 +1,6 @@
-/* packfn containers: shapes (69), immutable arrays of values (71), and hash maps (72) and dicts
- * (76) in TVM-FFI's layout keyed by strings, bytes, ints and objects, with their C API to build,
- * read, iterate and compare. */
+/* packfn containers: shapes (69), immutable arrays of values (71), mutable lists (75), and hash
+ * maps (72) and dicts (76) in TVM-FFI's layout keyed by strings, bytes, ints and objects, with
+ * their C API to build, read, iterate and compare. */
 #ifndef PACKFN_CONTAINER_H_
 #define PACKFN_CONTAINER_H_
 
@@ -17,11 +17,13 @@ extern "C" {
  * objects), and the container's last release releases each of them exactly once.
  * Getters hand out borrowed pointers into the container, valid while it lives (and, for a map
  * still being built, until its next pf_map_set).
- * Storing a map into an array or a map freezes it, so maps and arrays stored in containers
- * never change again and are safe to share between threads. Dicts and lists change in place,
- * so a dict or list can hold itself through other containers (d["a"] = [d]; a list or map is
- * refused as its own direct element): such a cycle keeps itself alive, as any reference cycle
- * does under reference counting, until it is broken (pf_dict_erase, pf_list_clear).
+ * Storing a packfn map in any container freezes it (an item of an array or a list, a key or
+ * value of a map or a dict, an entry pf_map_copy copies), so maps and arrays stored in
+ * containers never change again and are safe to share between threads. Dicts and lists change
+ * in place, so a dict or list can hold itself through other containers (d["a"] = [d]; a list,
+ * map or dict is refused as its own direct element, ValueError): such a cycle keeps itself
+ * alive, as any reference cycle does under reference counting, until it is broken
+ * (pf_dict_erase, pf_list_clear).
  * pf_container_equal ends on cycles. */
 
 /* ---- shape (type 69): a run of int64 extents, the ABI's pf_shape_cell_t ---- */
@@ -158,7 +160,8 @@ PF_API int pf_map_set(pf_object_t* map, const pf_any_t* key, const pf_any_t* val
  * -1 with TypeError when map is not a Map made by packfn. */
 PF_API int pf_map_freeze(pf_object_t* map);
 
-/* 1 when the map is a frozen packfn map, 0 when it is open or not a packfn Map. */
+/* 1 when the map is a frozen packfn map, 0 when it is open or not a packfn Map (a dict, a map
+ * made by TVM-FFI, any other object, NULL). Never raises. */
 PF_API int pf_map_is_frozen(const pf_object_t* map);
 
 /* Copies any map or dict (made by any runtime) into a new open packfn Map with the same entries
@@ -172,9 +175,9 @@ PF_API int pf_map_copy(const pf_object_t* map, pf_object_t** out);
 
 /* The value stored under key in a map (made by any runtime), borrowed (valid while the map
  * lives and is not changed), into *out. Follows the lookup rule (see packfn/function.h): an
- * absent key gives 0 with *out = NULL and raises nothing. -1 with TypeError (not a Map; key of
- * an unsupported type) or ValueError (NULL key or out; a broken table on the key's chain);
- * *out is then NULL. */
+ * absent key gives 0 with *out = NULL and raises nothing. -1 with TypeError (not a Map, a Dict
+ * included: read a dict with pf_dict_get; key of an unsupported type) or ValueError (NULL key
+ * or out; a broken table on the key's chain); *out is then NULL. */
 PF_API int pf_map_get(const pf_object_t* map, const pf_any_t* key, const pf_any_t** out);
 
 /* The older name of pf_map_get, kept for existing code: same behaviour. */
@@ -183,8 +186,8 @@ PF_API int pf_map_find(const pf_object_t* map, const pf_any_t* key, const pf_any
 /* 1 when key is in the map, 0 when not; -1 with an error raised as pf_map_get. */
 PF_API int pf_map_contains(const pf_object_t* map, const pf_any_t* key);
 
-/* Number of entries of a map (made by any runtime) into *out. -1 with TypeError (not a Map)
- * or ValueError (NULL out); *out is then 0. */
+/* Number of entries of a map (made by any runtime) into *out. -1 with TypeError (not a Map, a
+ * Dict included: see pf_dict_count) or ValueError (NULL out); *out is then 0. */
 PF_API int pf_map_count(const pf_object_t* map, size_t* out);
 
 /* Iteration over a map or dict (made by any runtime) in insertion order, both forms:
@@ -211,9 +214,9 @@ PF_API int pf_map_iter_next(pf_map_iter_t* it, const pf_any_t** key, const pf_an
 PF_API int pf_dict_create(pf_object_t** out);
 
 /* Sets dict[key] = value in place in any Dict (made by any runtime); key and value as
- * pf_map_set. -1 with TypeError (not a Dict; key, value or a stored key as pf_map_set),
- * ValueError (as pf_map_set) or MemoryError; the dict is then unchanged and nothing is
- * retained or moved. */
+ * pf_map_set (a packfn map given as either is frozen). -1 with TypeError (not a Dict; key,
+ * value or a stored key as pf_map_set), ValueError (as pf_map_set: the dict itself as key or
+ * value, ...) or MemoryError; the dict is then unchanged and nothing is retained or moved. */
 PF_API int pf_dict_set(pf_object_t* dict, const pf_any_t* key, const pf_any_t* value);
 
 /* The value under key in a dict, borrowed (valid until the dict changes), into *out; absent
