@@ -100,12 +100,21 @@ static int pf__read_decimal(const char** p, unsigned long max, unsigned long* va
   return 0;
 }
 
+/* pf__read_decimal for the width and lanes of a data type name, which have one spelling only:
+ * a leading zero is refused ("int08" and "int8x04" printed back as "int8" and "int8x4", so
+ * parsing was not canonical: found by review). */
+static int pf__read_dtype_number(const char** p, unsigned long max, unsigned long* value) {
+  if ((*p)[0] == '0' && (*p)[1] >= '0' && (*p)[1] <= '9')
+    return -1;
+  return pf__read_decimal(p, max, value);
+}
+
 /* Parses the optional "x<lanes>" tail at p into *lanes; 0 on success (an empty tail is 1). */
 static int pf__parse_lanes(const char* p, uint16_t* lanes) {
   unsigned long v = 1;
   if (*p == 'x') {
     ++p;
-    if (pf__read_decimal(&p, UINT16_MAX, &v) != 0 || v == 0)
+    if (pf__read_dtype_number(&p, UINT16_MAX, &v) != 0 || v == 0)
       return -1;
   }
   if (*p != '\0')
@@ -137,7 +146,7 @@ static size_t pf__parse_dtype_base(const char* s, uint8_t* code, uint8_t* bits) 
       continue;
     const char* p = s + len;
     unsigned long width;
-    if (pf__read_decimal(&p, 255, &width) != 0 ||
+    if (pf__read_dtype_number(&p, 255, &width) != 0 ||
         !pf__family_width_ok(pf__dtype_families[i].code, (unsigned)width))
       return 0;
     *code = pf__dtype_families[i].code;

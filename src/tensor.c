@@ -74,38 +74,41 @@ const char* pf__format_spec_dims(const int64_t* dims, int32_t n, char* buf, size
   return pf__format_dims_as(dims, n, 1, buf, size);
 }
 
-/* Raises the error pf__validate_layout found; out of line so the check itself stays cheap. */
+/* Raises the error pf__validate_layout found; out of line so the check itself stays cheap. A
+ * NULL `arg` names the function's own arguments ndim, shape and dtype, each where it is at
+ * fault; otherwise `arg` is the description that holds them. */
 __attribute__((noinline, cold)) int pf__layout_error(int32_t ndim, const int64_t* shape,
                                                      DLDataType dtype, const char* func,
                                                      const char* arg) {
   if (ndim < 0 || ndim > PF_TENSOR_MAX_NDIM) {
-    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected ndim in 0..%d, got %d", func, arg,
-                 PF_TENSOR_MAX_NDIM, (int)ndim);
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected ndim in 0..%d, got %d", func,
+                 arg ? arg : "ndim", PF_TENSOR_MAX_NDIM, (int)ndim);
     return -1;
   }
+  const char* shape_arg = arg ? arg : "shape";
   if (ndim > 0 && !shape) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a shape of %d extents, got NULL", func,
-                 arg, (int)ndim);
+                 shape_arg, (int)ndim);
     return -1;
   }
   for (int32_t i = 0; i < ndim; ++i)
     if (shape[i] < 0) {
       PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected extents >= 0, got %lld at axis %d",
-                   func, arg, (long long)shape[i], (int)i);
+                   func, shape_arg, (long long)shape[i], (int)i);
       return -1;
     }
   if (!pf_dtype_is_valid(dtype)) {
     char name[PF_DTYPE_STR_MAX];
     pf_dtype_format(dtype, name, sizeof name);
-    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a valid data type, got %s", func, arg,
-                 name);
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a valid data type, got %s", func,
+                 arg ? arg : "dtype", name);
     return -1;
   }
   char dims[128];
   PF_ERROR_SET(PF_ERR_VALUE,
                "%s: argument %s: expected a size that fits in memory (a zero extent counted as "
                "1), got shape %s",
-               func, arg, pf__format_dims(shape, ndim, dims, sizeof dims));
+               func, shape_arg, pf__format_dims(shape, ndim, dims, sizeof dims));
   return -1;
 }
 
@@ -124,27 +127,63 @@ __attribute__((noinline, cold)) int pf__empty_layout_overflows(int32_t ndim, con
          bits / 8 >= (uint64_t)PTRDIFF_MAX;
 }
 
+/* pf__dltensor_error's message for bytes refused by pf__byte_reach_bad, blaming what is at
+ * fault: the strides when the elements' offsets in bytes do not fit in int64 whatever data and
+ * byte_offset are (review: stride 2^62 on float32 named "byte_offset 0"), else byte_offset, or,
+ * when it is 0, the layout from data that leaves the address space. */
+static void pf__byte_reach_error(const DLTensor* desc, const char* func, const char* arg,
+                                 int64_t numel) {
+  char a[128], b[128];
+  if (desc->byte_offset <= (uint64_t)INT64_MAX && numel > 0) {
+    int64_t lo = 0, hi = numel - 1;
+    int32_t axis;
+    DLTensor bare = *desc; /* the bytes from offset 0, no address to leave */
+    bare.data = NULL;
+    bare.byte_offset = 0;
+    if (desc->strides) /* they passed pf__strides_reach before the bytes were checked */
+      (void)pf__strides_reach(desc->ndim, desc->shape, desc->strides, &lo, &hi, &axis);
+    if (desc->strides && pf__byte_reach_bad(&bare, lo, hi)) {
+      pf_dtype_format(desc->dtype, a, sizeof a);
+      PF_ERROR_SET(PF_ERR_VALUE,
+                   "%s: argument %s: expected strides whose offsets in bytes fit in int64, got "
+                   "strides %s for %s",
+                   func, arg, pf__format_dims(desc->strides, desc->ndim, b, sizeof b), a);
+      return;
+    }
+    if (desc->byte_offset == 0) {
+      PF_ERROR_SET(PF_ERR_VALUE,
+                   "%s: argument %s: expected the bytes of its elements to lie within the address "
+                   "space from data %p, got shape %s and strides %s",
+                   func, arg, desc->data, pf__format_dims(desc->shape, desc->ndim, a, sizeof a),
+                   desc->strides ? pf__format_dims(desc->strides, desc->ndim, b, sizeof b)
+                                 : "NULL");
+      return;
+    }
+  }
+  PF_ERROR_SET(PF_ERR_VALUE,
+               "%s: argument %s: byte_offset %llu: expected the bytes of its elements to lie "
+               "within the address space from data %p",
+               func, arg, (unsigned long long)desc->byte_offset, desc->data);
+}
+
 __attribute__((noinline, cold)) int pf__dltensor_error(const DLTensor* desc, const char* func,
                                                        const char* arg, int64_t numel,
                                                        int32_t axis) {
   if (!desc) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a DLTensor, got NULL", func, arg);
   } else if (axis == PF__AXIS_BYTE_OFFSET) {
-    PF_ERROR_SET(PF_ERR_VALUE,
-                 "%s: argument %s: byte_offset %llu: expected the bytes of its elements to lie "
-                 "within the address space from data %p",
-                 func, arg, (unsigned long long)desc->byte_offset, desc->data);
+    pf__byte_reach_error(desc, func, arg, numel);
   } else if (axis >= 0) {
     PF_ERROR_SET(
         PF_ERR_VALUE,
         "%s: argument %s: expected strides whose offsets fit in int64, got %lld at axis %d", func,
-        arg, (long long)desc->strides[axis], (int)axis);
+        arg ? arg : "strides", (long long)desc->strides[axis], (int)axis);
   } else if (desc->device.device_id < 0) {
-    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a device index >= 0, got %d", func, arg,
-                 (int)desc->device.device_id);
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a device index >= 0, got %d", func,
+                 arg ? arg : "tensor", (int)desc->device.device_id);
   } else {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected data for %lld elements, got NULL", func,
-                 arg, (long long)numel);
+                 arg ? arg : "tensor", (long long)numel);
   }
   return -1;
 }
@@ -174,16 +213,18 @@ int pf__tensor_arg_error(pf_object_t* tensor, const char* func, const char* arg)
   return -1;
 }
 
-int pf_tensor_empty(const int64_t* shape, int32_t ndim, DLDataType dtype, DLDevice device,
-                    pf_object_t** out) {
-  static const char func[] = "pf_tensor_empty";
+/* pf_tensor_empty's body, raising as `func` (pf_tensor_to_device's copies name it); inlined
+ * into both so the public call, a hot path, stays one call. */
+static inline __attribute__((always_inline)) int pf__empty(const int64_t* shape, int32_t ndim,
+                                                           DLDataType dtype, DLDevice device,
+                                                           const char* func, pf_object_t** out) {
   if (!out) {
     return PF__NULL_ARG(func, "out");
   }
   *out = NULL;
   int64_t numel = 0;
   size_t nbytes = 0;
-  if (pf__validate_layout(ndim, shape, dtype, func, "shape", &numel, &nbytes) != 0)
+  if (pf__validate_layout(ndim, shape, dtype, func, NULL, &numel, &nbytes) != 0)
     return -1;
   if (device.device_id < 0) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument device: expected a device index >= 0, got %d", func,
@@ -219,6 +260,16 @@ int pf_tensor_empty(const int64_t* shape, int32_t ndim, DLDataType dtype, DLDevi
   t->alloc_ctx = a.ctx;
   *out = &t->header;
   return 0;
+}
+
+int pf_tensor_empty(const int64_t* shape, int32_t ndim, DLDataType dtype, DLDevice device,
+                    pf_object_t** out) {
+  return pf__empty(shape, ndim, dtype, device, "pf_tensor_empty", out);
+}
+
+int pf__tensor_empty_as(const int64_t* shape, int32_t ndim, DLDataType dtype, DLDevice device,
+                        const char* func, pf_object_t** out) {
+  return pf__empty(shape, ndim, dtype, device, func, out);
 }
 
 int pf_tensor_from_dltensor(const DLTensor* desc, void* ctx, void (*deleter)(void* ctx),
@@ -321,10 +372,13 @@ int pf_dltensor_check(const DLTensor* t, const pf_tensor_spec_t* spec, const cha
     return pf__arg_error(PF_ERR_TYPE, func, index, name, "expected a tensor on %s, got %s", b, c);
   }
   /* a description made by hand may claim what no tensor has: the checks below and the
-   * caller's loops over the shape rely on these */
-  if (t->ndim < 0 || (t->ndim > 0 && !t->shape))
-    return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected a shape, got ndim %d%s",
-                         (int)t->ndim, t->shape ? "" : " and NULL");
+   * caller's loops over the shape rely on these (one unsigned compare bounds ndim both ways) */
+  if (PF_UNLIKELY((uint32_t)t->ndim > PF_TENSOR_MAX_NDIM))
+    return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected ndim in 0..%d, got %d",
+                         PF_TENSOR_MAX_NDIM, (int)t->ndim);
+  if (PF_UNLIKELY(t->ndim > 0 && !t->shape))
+    return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected a shape, got ndim %d and NULL",
+                         (int)t->ndim);
   for (int32_t i = 0; i < t->ndim; ++i)
     if (PF_UNLIKELY(t->shape[i] < 0))
       return pf__arg_error(PF_ERR_VALUE, func, index, name,

@@ -228,15 +228,19 @@ int pf_tensor_to_device(pf_object_t* tensor, DLDevice device, pf_object_t** out)
   DLTensor* src;
   if (pf__tensor_arg(tensor, func, "tensor", &src) != 0)
     return -1;
+  /* another runtime's tensor is checked as a description first, so the allocation below sees
+   * a valid layout and raises only on `device` */
+  if (!pf__tensor_is_ours(tensor) && pf__dltensor_validate(src, func, "tensor") != 0)
+    return -1;
   pf_object_t* copy;
-  if (pf_tensor_empty(src->shape, src->ndim, src->dtype, device, &copy) != 0)
+  if (pf__tensor_empty_as(src->shape, src->ndim, src->dtype, device, func, &copy) != 0)
     return -1;
   DLTensor* to = pf_tensor_dltensor(copy);
   pf_object_t* staged = NULL; /* a strided host tensor bound for a device: gathered here first */
   int rc;
   if (!pf_dltensor_is_contiguous(src) && pf__is_host(src->device) && !pf__is_host(device)) {
     DLDevice cpu = {kDLCPU, 0};
-    rc = pf_tensor_empty(src->shape, src->ndim, src->dtype, cpu, &staged);
+    rc = pf__tensor_empty_as(src->shape, src->ndim, src->dtype, cpu, func, &staged);
     if (rc == 0)
       rc = pf__copy(pf_tensor_dltensor(staged), src, func);
     if (rc == 0)

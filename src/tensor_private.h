@@ -97,7 +97,10 @@ typedef struct {
 
 /* Out-of-line halves of pf__dltensor_check (tensor.c), each raising ValueError and returning -1
  * (pf__empty_layout_overflows: 1 when an empty layout's other extents overflow;
- * pf__dltensor_error: the strides' message when `axis` >= 0, the axis where they overflow). */
+ * pf__dltensor_error: the strides' message when `axis` >= 0, the axis where they overflow).
+ * `arg` names the description at fault, or is NULL when ndim, shape, dtype and strides are the
+ * function's own arguments of those names (pf_tensor_empty, the views: a view's data and device
+ * are then those of its argument tensor). */
 int pf__layout_error(int32_t ndim, const int64_t* shape, DLDataType dtype, const char* func,
                      const char* arg);
 int pf__empty_layout_overflows(int32_t ndim, const int64_t* shape, DLDataType dtype);
@@ -113,7 +116,7 @@ static inline int pf__dtype_is_common(DLDataType t) {
 
 /* Checks ndim, shape (extents >= 0) and dtype, and computes the element count and packed byte
  * size without overflow; an empty layout's other extents must fit as well. 0, or -1 with
- * ValueError (the message from pf__layout_error). */
+ * ValueError (the message from pf__layout_error, naming `arg` as it does). */
 static inline __attribute__((always_inline)) int
 pf__validate_layout(int32_t ndim, const int64_t* shape, DLDataType dtype, const char* func,
                     const char* arg, int64_t* numel, size_t* nbytes) {
@@ -206,9 +209,9 @@ static inline int pf__byte_reach_bad(const DLTensor* desc, int64_t lo, int64_t h
 
 /* Validates the description `desc` as argument `arg` of `func` (ndim, shape, dtype, device
  * index, data, size and offset overflow and, when `bytes`, the bytes reached from data and
- * byte_offset) and fills *layout. A view leaves the bytes to the check against its base. 0, or -1
- * with ValueError (*layout untouched). Inline where creation is hot (views); pf__dltensor_validate
- * is the call. */
+ * byte_offset) and fills *layout. A view leaves the bytes to the check against its base, and
+ * passes a NULL `arg` (see pf__layout_error). 0, or -1 with ValueError (*layout untouched). Inline
+ * where creation is hot (views); pf__dltensor_validate is the call. */
 static inline __attribute__((always_inline)) int pf__dltensor_check(const DLTensor* desc,
                                                                     const char* func,
                                                                     const char* arg, int bytes,
@@ -253,6 +256,10 @@ static inline __attribute__((always_inline)) int pf__dltensor_check(const DLTens
 
 /* pf__dltensor_check without the layout. */
 int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* arg);
+
+/* pf_tensor_empty raising its errors as `func` (pf_tensor_to_device). */
+int pf__tensor_empty_as(const int64_t* shape, int32_t ndim, DLDataType dtype, DLDevice device,
+                        const char* func, pf_object_t** out);
 
 /* Allocates a tensor object copying `desc` (already validated): shape and strides inline
  * (compact strides when desc->strides is NULL), no owner. 0, or -1 with MemoryError. */

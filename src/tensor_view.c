@@ -55,7 +55,7 @@ pf__make_view(pf_object_t* base, const DLTensor* src, int32_t ndim, const int64_
   DLTensor desc = {src->data,         src->device,     ndim, src->dtype, (int64_t*)shape,
                    (int64_t*)strides, src->byte_offset};
   pf__layout_t view;
-  if (pf__dltensor_check(&desc, func, "shape", 0, &view) != 0)
+  if (pf__dltensor_check(&desc, func, NULL, 0, &view) != 0) /* its own ndim, shape, strides */
     return -1;
   if (view.numel > 0) {
     int64_t slo, shi, first, last; /* an empty base reaches nothing: 0..-1 */

@@ -272,6 +272,12 @@ START_TEST(test_copy_through_device_hooks) {
   ck_assert(pf_device_equal(vk.last_src, pf_device(PF_DEV_VULKAN, 1)));
   ck_assert(((double*)pf_dltensor_data(pf_tensor_dltensor(back)))[4] == 4.0);
   pf_object_release(back);
+  /* between two devices of one type: through that type's hook */
+  ck_assert_int_eq(pf_tensor_to_device(dev, pf_device(PF_DEV_VULKAN, 0), &back), 0);
+  ck_assert_int_eq(vk.copies, 3);
+  ck_assert(pf_device_equal(vk.last_dst, pf_device(PF_DEV_VULKAN, 0)));
+  ck_assert(pf_device_equal(vk.last_src, pf_device(PF_DEV_VULKAN, 1)));
+  pf_object_release(back);
 
   /* a failing hook: its error, or one of ours if it raised none; the new tensor is freed */
   pf_object_t* bad = (pf_object_t*)&bad;
@@ -310,7 +316,10 @@ START_TEST(test_copy_through_device_hooks) {
                    "types)");
   ck_assert_int_eq(pf_allocator_set(PF_DEV_METAL, NULL), 0);
   ck_assert_int_eq(pf_tensor_to_device(a, pf_device(PF_DEV_METAL, 0), &bad), -1);
-  PF_ASSERT_RAISED("KeyError", "pf_tensor_empty: no allocator for device type metal (8)");
+  PF_ASSERT_RAISED("KeyError", "pf_tensor_to_device: no allocator for device type metal (8)");
+  ck_assert_int_eq(pf_tensor_to_device(a, pf_device(PF_DEV_CPU, -1), &bad), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_tensor_to_device: argument device: expected a device index >= 0, got -1");
   /* the copy of a device tensor whose allocator was removed */
   ck_assert_int_eq(pf_allocator_set(PF_DEV_VULKAN, NULL), 0);
   ck_assert_int_eq(pf_tensor_to_device(dev, PF_DEVICE_CPU, &bad), -1);

@@ -69,6 +69,19 @@ START_TEST(test_dtype_parse_errors) {
   DLDataType t;
   ck_assert_int_eq(pf_dtype_parse("int99", &t), -1);
   PF_ASSERT_RAISED("ValueError", "got \"int99\"");
+  /* each type has one name: a width or lane count with a leading zero would parse to a type
+   * that formats differently (found by review) */
+  static const char* padded[] = {"int08",        "float032",         "int8x04",
+                                 "uint008x0002", "int8x00",          "complex064",
+                                 "boolx04",      "float8_e4m3fnx02", "int00"};
+  for (size_t i = 0; i < sizeof padded / sizeof padded[0]; ++i) {
+    t = PF_DTYPE_FLOAT32;
+    ck_assert_msg(pf_dtype_parse(padded[i], &t) == -1, "'%s' parsed", padded[i]);
+    ck_assert_int_eq(t.code | t.bits | t.lanes, 0);
+    PF_ASSERT_RAISED("ValueError", "pf_dtype_parse: argument s: expected a data type");
+  }
+  ck_assert_int_eq(pf_dtype_parse("int8x10", &t), 0); /* a zero after the first digit is fine */
+  ck_assert(pf_dtype_equal(t, pf_dtype(PF_DL_INT, 8, 10)));
   ck_assert_int_eq(pf_dtype_parse(NULL, &t), -1);
   PF_ASSERT_RAISED("ValueError", "argument s: expected a pointer, got NULL");
   ck_assert_int_eq(pf_dtype_parse("int8", NULL), -1);
@@ -271,18 +284,26 @@ START_TEST(test_empty_errors) {
                    "pf_tensor_empty: argument shape: expected extents >= 0, got -3 at axis 1");
   ck_assert_int_eq(pf_tensor_empty(shape, 2, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, NULL), -1);
   PF_ASSERT_RAISED("ValueError", "argument out");
+  /* each message names the argument at fault (ndim and dtype read "argument shape" before
+   * review) */
   ck_assert_int_eq(pf_tensor_empty(shape, -1, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &t), -1);
-  PF_ASSERT_RAISED("ValueError", "expected ndim in 0..64, got -1");
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_empty: argument ndim: expected ndim in 0..64, got -1");
   ck_assert_int_eq(pf_tensor_empty(shape, 65, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &t), -1);
-  PF_ASSERT_RAISED("ValueError", "got 65");
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_empty: argument ndim: expected ndim in 0..64, got 65");
   ck_assert_int_eq(pf_tensor_empty(NULL, 2, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &t), -1);
-  PF_ASSERT_RAISED("ValueError", "expected a shape of 2 extents, got NULL");
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_tensor_empty: argument shape: expected a shape of 2 extents, got NULL");
   shape[1] = 3;
   ck_assert_int_eq(pf_tensor_empty(shape, 2, pf_dtype(PF_DL_FLOAT, 32, 0), PF_DEVICE_CPU, &t), -1);
-  PF_ASSERT_RAISED("ValueError", "expected a valid data type, got dtype(code=2, bits=32, lanes=0)");
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_empty: argument dtype: expected a valid data type, "
+                                 "got dtype(code=2, bits=32, lanes=0)");
+  ck_assert_int_eq(pf_tensor_empty(shape, 2, pf_dtype(PF_DL_FLOAT, 33, 1), PF_DEVICE_CPU, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_empty: argument dtype: expected a valid data type, "
+                                 "got dtype(code=2, bits=33, lanes=1)");
   int64_t huge[3] = {INT64_C(1) << 40, INT64_C(1) << 40, 2};
   ck_assert_int_eq(pf_tensor_empty(huge, 3, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &t), -1);
-  PF_ASSERT_RAISED("ValueError", "expected a size that fits in memory");
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_tensor_empty: argument shape: expected a size that fits in memory");
   int64_t big[2] = {INT64_C(1) << 28, INT64_C(1) << 28}; /* 2^59 bytes */
   ck_assert_int_eq(pf_tensor_empty(big, 2, PF_DTYPE_UINT8, PF_DEVICE_CPU, &t), -1);
   ck_assert_ptr_null(t);
@@ -393,7 +414,14 @@ START_TEST(test_from_dltensor_errors) {
   desc.device.device_id = 0;
   desc.dtype = pf_dtype(77, 8, 1);
   ck_assert_int_eq(pf_tensor_from_dltensor(&desc, &one, count_free, &t), -1);
-  PF_ASSERT_RAISED("ValueError", "dtype(code=77, bits=8, lanes=1)");
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_from_dltensor: argument desc: expected a valid data "
+                                 "type, got dtype(code=77, bits=8, lanes=1)");
+  desc.dtype = PF_DTYPE_FLOAT64;
+  desc.ndim = 65; /* a description names its own fields: the argument is desc */
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, &one, count_free, &t), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_tensor_from_dltensor: argument desc: expected ndim in 0..64, got 65");
+  desc.ndim = 1;
   ck_assert_int_eq(pf_tensor_from_dltensor(NULL, &one, count_free, &t), -1);
   PF_ASSERT_RAISED("ValueError", "argument desc: expected a DLTensor, got NULL");
   ck_assert_int_eq(pf_tensor_from_dltensor(&desc, &one, count_free, NULL), -1);
@@ -509,7 +537,21 @@ START_TEST(test_check_spec_refuses_bad_shapes) {
   PF_ASSERT_RAISED("ValueError", "f: argument 1 (y): expected extents >= 0, got -2 at axis 1");
   t.ndim = -1;
   ck_assert_int_eq(pf_dltensor_check(&t, &any, "f", 1, "y"), -1);
-  PF_ASSERT_RAISED("ValueError", "f: argument 1 (y): expected a shape, got ndim -1");
+  PF_ASSERT_RAISED("ValueError", "f: argument 1 (y): expected ndim in 0..64, got -1");
+  /* above PF_TENSOR_MAX_NDIM, as pf_tensor_from_dltensor refuses it (it passed before review) */
+  int64_t ones[PF_TENSOR_MAX_NDIM + 36];
+  for (int i = 0; i < PF_TENSOR_MAX_NDIM + 36; ++i)
+    ones[i] = 1;
+  t.shape = ones;
+  t.ndim = 100;
+  ck_assert_int_eq(pf_dltensor_check(&t, &any, "f", 1, "y"), -1);
+  PF_ASSERT_RAISED("ValueError", "f: argument 1 (y): expected ndim in 0..64, got 100");
+  t.ndim = PF_TENSOR_MAX_NDIM + 1;
+  ck_assert_int_eq(pf_dltensor_check(&t, &any, "f", 1, "y"), -1);
+  PF_ASSERT_RAISED("ValueError", "expected ndim in 0..64, got 65");
+  t.ndim = PF_TENSOR_MAX_NDIM;
+  ck_assert_int_eq(pf_dltensor_check(&t, &any, "f", 1, "y"), 0);
+  t.shape = neg;
   t.ndim = 1;
   t.shape = NULL;
   ck_assert_int_eq(pf_dltensor_check(&t, &any, "f", 1, "y"), -1);

@@ -80,12 +80,15 @@ START_TEST(test_view_errors) {
   ck_assert_int_eq(pf_tensor_view(base, 3, (int64_t[]){2, 3, 3},
                                   (int64_t[]){1, INT64_MAX / 4, INT64_MAX / 2}, 0, &v),
                    -1);
-  PF_ASSERT_RAISED("ValueError", "pf_tensor_view: argument shape: expected strides whose "
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_view: argument strides: expected strides whose "
                                  "offsets fit in int64, got 4611686018427387903 at axis 2");
   ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){-1}, NULL, 0, &v), -1);
   PF_ASSERT_RAISED("ValueError", "pf_tensor_view: argument shape: expected extents >= 0");
   ck_assert_int_eq(pf_tensor_view(base, 2, NULL, NULL, 0, &v), -1);
-  PF_ASSERT_RAISED("ValueError", "got NULL");
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_view: argument shape: expected a shape of 2 extents, "
+                                 "got NULL");
+  ck_assert_int_eq(pf_tensor_view(base, -1, NULL, NULL, 0, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_view: argument ndim: expected ndim in 0..64, got -1");
   ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){1}, NULL, 0, NULL), -1);
   PF_ASSERT_RAISED("ValueError", "argument out");
   pf_object_release(base);
@@ -94,11 +97,23 @@ START_TEST(test_view_errors) {
   ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){1}, NULL, 0, &v), -1);
   PF_ASSERT_RAISED("IndexError", "outside the tensor's 0..-1");
   pf_object_release(base);
-  /* sub-byte elements cannot be offset */
+  /* a view with elements of an empty tensor that has no data: the tensor is at fault */
+  DLTensor nodata = {NULL, PF_DEVICE_CPU, 1, PF_DTYPE_FLOAT64, (int64_t[]){0}, NULL, 0};
+  ck_assert_int_eq(pf_tensor_from_dltensor(&nodata, NULL, NULL, &base), 0);
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){1}, NULL, 0, &v), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_tensor_view: argument tensor: expected data for 1 elements, got NULL");
+  pf_object_release(base);
+  /* sub-byte elements cannot be offset, by any view function */
   ck_assert_int_eq(
       pf_tensor_empty((int64_t[]){4}, 1, pf_dtype(PF_DL_INT, 4, 1), PF_DEVICE_CPU, &base), 0);
   ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){2}, NULL, 1, &v), -1);
   PF_ASSERT_RAISED("NotImplementedError", "sub-byte type int4");
+  ck_assert_int_eq(pf_tensor_slice(base, 0, 1, 3, 1, &v), -1);
+  PF_ASSERT_RAISED("NotImplementedError",
+                   "pf_tensor_slice: cannot offset a view by 1 elements of the sub-byte type int4");
+  ck_assert_int_eq(pf_tensor_select(base, 0, 2, &v), -1);
+  PF_ASSERT_RAISED("NotImplementedError", "pf_tensor_select: cannot offset a view by 2 elements");
   ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){2}, NULL, 0, &v), 0);
   pf_object_release(v);
   pf_object_release(base);
@@ -173,7 +188,8 @@ START_TEST(test_reshape) {
   ck_assert_int_eq(pf_tensor_reshape(base, 2, NULL, &bad), -1);
   PF_ASSERT_RAISED("ValueError", "got NULL");
   ck_assert_int_eq(pf_tensor_reshape(base, 70, NULL, &bad), -1);
-  PF_ASSERT_RAISED("ValueError", "expected ndim in 0..64, got 70");
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_tensor_reshape: argument ndim: expected ndim in 0..64, got 70");
   /* a transposed tensor is not contiguous */
   pf_object_t* tr;
   ck_assert_int_eq(pf_tensor_permute(base, (int32_t[]){2, 1, 0}, &tr), 0);
@@ -371,6 +387,11 @@ START_TEST(test_foreign_tensor_checked) {
                    "pf_tensor_permute: argument tensor: expected extents >= 0, got -2 at axis 0");
   ck_assert_int_eq(pf_tensor_reshape(f, 1, (int64_t[]){6}, &v), -1);
   PF_ASSERT_RAISED("ValueError", "pf_tensor_reshape: argument tensor: expected extents >= 0");
+  /* so is its copy: the message names the tensor, not pf_tensor_empty's shape */
+  ck_assert_int_eq(pf_tensor_to_device(f, PF_DEVICE_CPU, &v), -1);
+  ck_assert_ptr_null(v);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_to_device: argument tensor: expected extents >= 0, "
+                                 "got -2 at axis 0");
   /* made valid again, it views as before */
   ft->shape[0] = 2;
   ck_assert_int_eq(pf_tensor_view(f, 1, (int64_t[]){2}, (int64_t[]){3}, 2, &v), 0);

@@ -64,9 +64,10 @@ PF_API int pf_dtype_is_valid(DLDataType t);
 /* Parses a data type name: "bool", "int8".."int64" (any width 1-64: "int4"), "uint8",
  * "float16"/"float32"/"float64", "bfloat16", "complex64"/"complex128", "handle", the ml_dtypes
  * names "float8_e4m3fn", "float8_e5m2", ..., "float4_e2m1fn", each optionally followed by
- * "x<lanes>" for vectors ("int8x4", "float32x2"). Returns 0 with the type in *out, or -1 with
- * ValueError (NULL s or out, unknown name, width or lanes out of range; the message quotes s);
- * *out is zeroed on failure. */
+ * "x<lanes>" for vectors ("int8x4", "float32x2"). Each type has one name: a width or lane
+ * count written with a leading zero ("int08", "int8x04") is refused. Returns 0 with the type in
+ * *out, or -1 with ValueError (NULL s or out, unknown name, width or lanes out of range or with
+ * a leading zero; the message quotes s); *out is zeroed on failure. */
 PF_API int pf_dtype_parse(const char* s, DLDataType* out);
 
 /* Writes the name of `dtype` ("float32", "int8x4", "bool") into buf, NUL-terminated; a type
@@ -168,14 +169,15 @@ PF_API void* pf_stream_get(DLDevice device);
 
 /* Makes `stream` current for `device` in the calling thread (NULL returns to the default
  * stream). When `prev` is not NULL it receives the stream current before, to restore later.
- * Returns 0, or -1 with RuntimeError when the thread already holds PF_STREAM_MAX_DEVICES
- * non-default streams for other devices, or MemoryError when the thread's first non-default
- * stream finds no memory for its table (a few hundred bytes, freed at thread exit); *prev is
- * then NULL. */
+ * The thread's first non-default stream allocates its table (about 520 bytes, found through a
+ * pthread key, freed at thread exit); later calls allocate nothing. Returns 0, or -1 with
+ * RuntimeError when the thread already holds PF_STREAM_MAX_DEVICES non-default streams for
+ * other devices or when no thread key could be had for the table ("no thread key": the process
+ * ran out of pthread keys), or MemoryError when the table finds no memory; *prev is then NULL. */
 PF_API int pf_stream_set(DLDevice device, void* stream, void** prev);
 
 /* Devices per thread that may hold a non-default current stream at once: 8 GPUs of a few
- * device types each, with room to spare, in a fixed thread-local table (no allocation). */
+ * device types each, with room to spare; the size of each thread's table. */
 #define PF_STREAM_MAX_DEVICES 32
 
 PF_EXTERN_C_END

@@ -29,8 +29,9 @@ PF_INLINE DLTensor* pf_tensor_dltensor(pf_object_t* tensor) {
 /* Creates a tensor of `shape` (ndim extents, each >= 0; NULL allowed when ndim is 0) and
  * `dtype` on `device`, uninitialised, compact row-major (strides filled in), its memory from
  * the device type's allocator, aligned to PF_TENSOR_ALIGNMENT. New reference in *out. -1 with
- * ValueError (NULL out, ndim outside 0..PF_TENSOR_MAX_NDIM, NULL shape, a negative extent, an
- * invalid dtype, a size overflowing), KeyError (no allocator for the device type) or the
+ * ValueError naming the argument at fault (NULL out; ndim outside 0..PF_TENSOR_MAX_NDIM; NULL
+ * shape, a negative extent or a size overflowing; an invalid dtype; a negative device index,
+ * "expected a device index >= 0"), KeyError (no allocator for the device type) or the
  * allocator's error (MemoryError, RuntimeError from the driver); *out is then NULL. */
 PF_API int pf_tensor_empty(const int64_t* shape, int32_t ndim, DLDataType dtype, DLDevice device,
                            pf_object_t** out);
@@ -39,9 +40,13 @@ PF_API int pf_tensor_empty(const int64_t* shape, int32_t ndim, DLDataType dtype,
  * device, ndim, dtype, shape, strides or NULL for compact, byte_offset; shape and strides are
  * copied, so desc may be temporary). `deleter(ctx)`, when not NULL, runs exactly once when the
  * tensor and all its views and exports are gone; with a NULL deleter the caller keeps the
- * memory alive as long as the tensor. New reference in *out. -1 with ValueError (NULL desc or
- * out, ndim out of range, NULL shape, negative extents, NULL data for a non-empty tensor, an
- * invalid dtype, a size overflowing) or MemoryError; on failure the deleter is not called. */
+ * memory alive as long as the tensor. New reference in *out. -1 with ValueError, the messages
+ * naming argument desc (NULL desc or out, ndim out of range, NULL shape, negative extents, NULL
+ * data for a non-empty tensor, an invalid dtype, a negative device index, a size overflowing,
+ * strides whose element or byte offsets do not fit in int64, a byte_offset above INT64_MAX or
+ * whose elements' bytes do not fit in int64 counted from it, or, on a device whose data is an
+ * address (cpu, cuda, cuda_host, cuda_managed, rocm, rocm_host), bytes reaching outside the
+ * address space from data) or MemoryError; on failure the deleter is not called. */
 PF_API int pf_tensor_from_dltensor(const DLTensor* desc, void* ctx, void (*deleter)(void* ctx),
                                    pf_object_t** out);
 
@@ -55,12 +60,15 @@ PF_API int pf_tensor_is_read_only(pf_object_t* tensor);
  * a tensor object of any ABI runtime (another runtime's description is first checked as
  * pf_tensor_from_dltensor checks one: ValueError when it fails); a NULL or non-tensor `tensor`
  * is a TypeError. Views inherit read-only-ness. Views of views refer to the original storage
- * directly. */
+ * directly. A view that starts elsewhere than at the first element of a tensor whose elements
+ * are smaller than a byte (int4, float4_e2m1fn: pf_tensor_view with an offset, pf_tensor_slice
+ * from a later start, pf_tensor_select of a later index) is NotImplementedError. */
 
 /* The general view: `ndim` extents `shape` and element `strides` (NULL: compact row-major),
  * starting `offset` elements from the first element of `tensor`. Every element the view can
- * reach must lie within the span of elements `tensor` reaches (IndexError otherwise); an
- * offset on a sub-byte dtype is NotImplementedError. ValueError for bad ndim, shape or extents. */
+ * reach must lie within the span of elements `tensor` reaches (IndexError otherwise).
+ * ValueError for a bad ndim, shape or extents, or strides whose offsets overflow, naming
+ * argument ndim, shape or strides. */
 PF_API int pf_tensor_view(pf_object_t* tensor, int32_t ndim, const int64_t* shape,
                           const int64_t* strides, int64_t offset, pf_object_t** out);
 
@@ -86,21 +94,29 @@ PF_API int pf_tensor_permute(pf_object_t* tensor, const int32_t* axes, pf_object
 
 /* ---- copies ---- */
 
-/* Copies the elements of `src` into `dst`: same dtype and shape, on the same device or one of
- * them on the host (cpu or cuda_host). Uses the device allocator's copy hook (ordered on the
- * device's current stream, complete on return) unless both sides are host memory. Between host
- * tensors any strides work (element by element where not contiguous; strided sides must not
- * overlap); a device side needs both tensors contiguous. Both descriptions are validated as
- * pf_tensor_from_dltensor validates one. Returns 0, or -1 with ValueError (NULL, an invalid
- * description, dtype/shape mismatch, not contiguous across a device, overlapping strided
- * sides), NotImplementedError (two different non-host devices, no copy hook, a strided copy of
- * elements smaller than a byte) or the hook's error. */
+/* Copies the elements of `src` into `dst`: same dtype and shape. Between host memories (cpu,
+ * cuda_host, rocm_host) it copies directly; otherwise the copy hook of the device side's
+ * allocator runs (the destination's when both sides are devices), ordered on the device's
+ * current stream and complete on return. Two device sides must be of one device type, any
+ * indices (metal:0 to metal:1 goes through metal's hook), or of one runtime (cuda and
+ * cuda_managed). Between host tensors any strides work (element by element where not
+ * contiguous; strided sides must not overlap); a device side needs both tensors contiguous,
+ * and two sides on devices must not partly overlap (the very same bytes copy nothing). Both
+ * descriptions are validated as pf_tensor_from_dltensor validates one. Returns 0, or -1 with
+ * ValueError (NULL, an invalid description, dtype/shape mismatch, not contiguous across a
+ * device, overlapping strided host sides, partly overlapping sides on a device),
+ * NotImplementedError (devices of different types, no copy hook, a strided copy of elements
+ * smaller than a byte), KeyError (no allocator for the device type whose hook would run) or the
+ * hook's error (RuntimeError when it fails without raising one). */
 PF_API int pf_dltensor_copy(DLTensor* dst, const DLTensor* src);
 
 /* A contiguous copy of `tensor` on `device` (pf_tensor_empty then pf_dltensor_copy), whatever
  * the strides of a host tensor (one bound for a device is gathered on the host first); a
- * device tensor must be contiguous. New reference in *out; -1 with their errors (raised as
- * pf_tensor_to_device), or TypeError for a non-tensor, *out = NULL. */
+ * device tensor must be contiguous. New reference in *out; -1 with their errors, all raised as
+ * pf_tensor_to_device (ValueError for a negative device index or another runtime's invalid
+ * description, KeyError for a device type without an allocator, the allocator's and the
+ * copy's errors, whose messages call the tensor src and the copy dst), or TypeError for a
+ * non-tensor; *out = NULL. */
 PF_API int pf_tensor_to_device(pf_object_t* tensor, DLDevice device, pf_object_t** out);
 
 /* ======================================================================================
@@ -220,8 +236,9 @@ typedef struct pf_tensor_spec_s {
  *   "rms_norm: argument 0 (x): expected shape (*, 4), got (2, 3)"
  *   "rms_norm: argument 0 (x): expected a contiguous tensor, got strides (1, 2)"
  *   "rms_norm: argument 0 (x): expected extents >= 0, got -4 at axis 0"
- * Whatever the spec, t's ndim must be >= 0, with a shape when it is > 0, of extents >= 0. TypeError for a dtype or device mismatch, ValueError for the rest (and for
- * NULL t or spec).
+ * Whatever the spec, t's ndim must be in 0..PF_TENSOR_MAX_NDIM ("expected ndim in 0..64, got
+ * 100"), with a shape when it is > 0, of extents >= 0. TypeError for a dtype or device
+ * mismatch, ValueError for the rest (and for NULL t or spec).
  * `name` may be NULL (the parenthesis is left out); NULL func reads "?". */
 PF_API int pf_dltensor_check(const DLTensor* t, const pf_tensor_spec_t* spec, const char* func,
                              int32_t index, const char* name);
