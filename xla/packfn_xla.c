@@ -28,6 +28,9 @@ typedef struct {
   pf_object_t* fn; /* strong reference, held until the process ends */
   char* name;      /* the global name, NUL-terminated */
   size_t name_len;
+  int64_t older; /* the slot bound for the same name before this one, or -1: each name's
+                    slots form a chain, newest first, written before the slot is published
+                    and never changed, so readers walk it without a lock */
   int32_t num_params, num_tensors;
   xparam_t params[]; /* num_params */
 } plan_t;
@@ -100,7 +103,7 @@ static int text_len(size_t len) {
   return len > INT_MAX ? INT_MAX : (int)len;
 }
 
-/* ---- name index: global name -> the latest slot bound for it ----
+/* ---- name index: global name -> the latest slot bound for it (the head of its chain) ----
  * Open addressing with linear probing over a power-of-two table kept at most half full, so a
  * probe always meets an empty entry. Readers probe without a lock (a call whose packfn_slot is
  * stale finds its function here); writers, under bind_lock, fill an empty entry or replace the
@@ -145,6 +148,17 @@ static int64_t names_find(const char* name, size_t len) {
   int64_t slot = -1;
   if (t)
     names_probe(t, name, len, &slot);
+  return slot;
+}
+
+/* The slot bound to the pair (`name`, fn), or -1: the name's chain walked from its latest
+ * slot, one step per function bound under the name after fn (a name rarely holds more than a
+ * few). Lock-free; the answer can only be -1 wrongly for a pair bound meanwhile by another
+ * thread, which a caller holding bind_lock rules out. */
+static int64_t pair_find(const char* name, size_t len, const pf_object_t* fn) {
+  int64_t slot = names_find(name, len);
+  while (slot >= 0 && slot_get(slot)->fn != fn)
+    slot = slot_get(slot)->older;
   return slot;
 }
 
@@ -329,8 +343,8 @@ static void raise_no_function(const char* name, size_t len) {
 }
 
 /* Binds `fn` (a new reference, taken by the slot on success), the global `name`, to a new slot
- * that becomes the name's latest. -1 with the error raised (fn then released). Under
- * bind_lock. */
+ * that becomes the name's latest, chained to the one it replaces. -1 with the error raised (fn
+ * then released). Under bind_lock, after pair_find found no slot for the pair. */
 static int64_t bind_new_locked(const char* name, size_t len, pf_object_t* fn) {
   const char* sig = pf_function_signature(fn);
   plan_t* plan = NULL;
@@ -345,6 +359,7 @@ static int64_t bind_new_locked(const char* name, size_t len, pf_object_t* fn) {
     return -1;
   }
   plan->fn = fn;
+  plan->older = names_find(name, len);
   int64_t slot = atomic_load_explicit(&num_slots, memory_order_relaxed), i;
   int c = chunk_of(slot, &i);
   plan_t** chunk = atomic_load_explicit(&chunks[c], memory_order_relaxed);
@@ -366,10 +381,12 @@ static int64_t bind_new_locked(const char* name, size_t len, pf_object_t* fn) {
 }
 
 /* The slot of the global function `name` (len bytes, no NUL needed) as the global table holds
- * it now: the name's latest slot when that holds the same function object, else a new one (the
- * global was replaced, or never bound). -1 with the error raised: ValueError (empty name),
- * KeyError (no such global), TypeError (no usable signature), MemoryError. Takes bind_lock
- * only to bind. */
+ * it now: the slot already bound to that name and function object, else a new one (the name
+ * never held this function when bound before). So a global switched back and forth between
+ * functions reuses their slots: the slots bound for a name are its distinct functions (found
+ * by review: a new slot per switch grew without limit). -1 with the error raised: ValueError
+ * (empty name), KeyError (no such global), TypeError (no usable signature), MemoryError.
+ * Takes bind_lock only to bind. */
 static int64_t bind_bytes(const char* name, size_t len) {
   if (len == 0) {
     pf_error_set(PF_ERR_VALUE, "packfn_xla: expected a function name, got ''");
@@ -382,14 +399,14 @@ static int64_t bind_bytes(const char* name, size_t len) {
     raise_no_function(name, len);
     return -1;
   }
-  int64_t slot = names_find(name, len);
-  if (PF_LIKELY(slot >= 0 && slot_get(slot)->fn == fn)) {
+  int64_t slot = pair_find(name, len, fn);
+  if (PF_LIKELY(slot >= 0)) {
     pf_object_release(fn);
     return slot;
   }
   pthread_mutex_lock(&bind_lock);
-  slot = names_find(name, len); /* another thread may have bound it meanwhile */
-  if (slot >= 0 && slot_get(slot)->fn == fn)
+  slot = pair_find(name, len, fn); /* another thread may have bound it meanwhile */
+  if (slot >= 0)
     pf_object_release(fn);
   else
     slot = bind_new_locked(name, len, fn);

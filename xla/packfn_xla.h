@@ -43,14 +43,17 @@ XLA_FFI_Error* pf_xla_call_cuda(XLA_FFI_CallFrame* frame);
 
 /* Binds the function the global table holds under `name` now for the handlers: checks that it
  * has a signature whose parameters are all tensors, ints, floats or bools, none named
- * packfn_name or packfn_slot, and returns its slot (>= 0). The same slot while the name holds
- * the same function object; a new slot once the global was replaced (the old slot keeps the
- * old function for the executables compiled with it). Every slot keeps its function referenced
- * until the process ends. -1 on failure with "<kind>: <message>" in err (NUL-terminated; cut
- * to err_size - 1 bytes ending in "..." when longer; err may be NULL when err_size is 0):
- * ValueError (NULL or empty name), KeyError (no such function, with the nearest name),
- * TypeError (no signature, a parameter of another kind, a reserved name), MemoryError.
- * Raises no packfn error. Thread-safe; takes a lock only when it makes a slot. */
+ * packfn_name or packfn_slot, and returns its slot (>= 0). One slot per pair of name and
+ * function object: the same slot while the name holds the same function object, and again
+ * when the name is switched back to a function bound under it before; a new slot once the
+ * global holds a function never bound under that name (the old slot keeps the old function for
+ * the executables compiled with it). Every slot keeps its function referenced until the process
+ * ends, so the slots a name costs are the distinct functions ever bound under it. -1 on failure
+ * with "<kind>: <message>" in err (NUL-terminated; cut to err_size - 1 bytes ending in "..." when
+ * longer; err may be NULL when err_size is 0): ValueError (NULL or empty name), KeyError (no such
+ * function, with the nearest name), TypeError (no signature, a parameter of another kind, a
+ * reserved name), MemoryError. Raises no packfn error. Thread-safe; takes a lock only when it makes
+ * a slot. */
 int64_t pf_xla_bind(const char* name, char* err, size_t err_size);
 
 /* Number of tensor parameters of the function in `slot`, or -1 for a slot not bound. */

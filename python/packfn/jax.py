@@ -29,7 +29,12 @@ _LIB_NAME = "libpackfn_xla.so"
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
 _targets: dict[str, "Target"] = {}  # packfn name -> its Target for the latest slot bound
-_platforms: dict[str, list[str]] = {}  # XLA target name -> platforms it is registered for
+# XLA target name -> platforms it is registered for. Kept for removed names too: XLA keeps a
+# target's registration until the process ends (it has no way to remove one), and this is the
+# record that stops a name added again from being registered again
+_platforms: dict[str, list[str]] = {}
+_SWEEP_MIN = 64  # _targets entries below which no sweep for removed names runs
+_sweep_at = _SWEEP_MIN  # size of _targets at which the next sweep runs
 _ERR_SIZE = 1 << 16  # bind messages quote names and signatures: room for them whole
 
 # dtypes a tensor parameter can receive from XLA (those with a DLPack equivalent)
@@ -77,7 +82,7 @@ class Target:
 
     name: str  # the packfn global name
     target: str  # the XLA custom-call target name
-    slot: int  # the adapter's slot for the function (a new one once the global is replaced)
+    slot: int  # the adapter's slot for the function (one per function bound under the name)
     signature: str  # of the function in that slot
     tensors: tuple[str, ...]  # tensor parameter names, in order
     scalars: dict[str, str]  # scalar parameter name -> "int" | "float" | "bool"
@@ -136,7 +141,10 @@ def register(name: str, *, platforms: Sequence[str] | None = None) -> Target:
     the CPU platform, and CUDA when JAX has a CUDA backend (or for the given `platforms`,
     among "cpu" and "cuda"; a later call registers the ones still missing). Binds the function
     the global table holds now: registering again returns the same Target while that is the
-    same function, and a new Target (new slot, its signature) once the global was replaced.
+    same function, and a new Target (its slot, its signature) once the global was replaced: a
+    new slot for a function never bound under that name, its earlier slot for one that was.
+    XLA keeps the target of a name registered until the process ends, also after the global is
+    removed (docs/jax.md, "Replacing or removing a function").
     Raises KeyError (no such function, or it was removed), TypeError (a parameter that is not a
     tensor, int, float or bool, one named packfn_name or packfn_slot, or no signature),
     ValueError (an unknown platform), ImportError (the adapter was not built)."""
@@ -149,6 +157,8 @@ def register(name: str, *, platforms: Sequence[str] | None = None) -> Target:
         slot = lib.pf_xla_bind(name.encode(), err, len(err))
         if slot < 0:
             kind, _, msg = err.value.decode(errors="replace").partition(": ")
+            if kind == "KeyError":  # removed (or never there): nothing to keep for it
+                _targets.pop(name, None)
             _packfn._raise(kind, msg)  # the exception class packfn maps that kind to
         target = "packfn:" + name
         done = _platforms.setdefault(target, [])
@@ -166,7 +176,21 @@ def register(name: str, *, platforms: Sequence[str] | None = None) -> Target:
             tensors, scalars = _parse(sig)
             t = Target(name, target, int(slot), sig, tensors, scalars, tuple(done))
             _targets[name] = t
+            _forget_removed_locked()
         return t
+
+
+def _forget_removed_locked() -> None:
+    """Drops the Targets of names no longer in the global table, once _targets has doubled
+    since the last sweep (one list_globals per sweep: amortized constant per new name), so that
+    names registered and removed, never registered again, do not pile up (found by review)."""
+    global _sweep_at
+    if len(_targets) < _sweep_at:
+        return
+    alive = set(_packfn.list_globals())
+    for name in [n for n in _targets if n not in alive]:
+        del _targets[name]
+    _sweep_at = max(_SWEEP_MIN, 2 * len(_targets))
 
 
 def _scalar(t: Target, pname: str, kind: str, value: Any) -> Any:

@@ -1,12 +1,20 @@
 /* Errors between packfn and Python: a packfn error becomes a Python exception (a built-in
- * class when its kind names one, else a packfn.Error subclass made once per kind, with its
- * backtrace as a note and its cause chain), and a Python exception raised in a callback travels
- * through C as an error object of its own (type 67, the ABI's cell) that keeps the original. */
+ * class when its kind names one, else a packfn.Error subclass made once per kind, up to
+ * KIND_CLASSES_MAX kinds, with its backtrace as a note and its cause chain), and a Python
+ * exception raised in a callback travels through C as an error object of its own (type 67,
+ * the ABI's cell) that keeps the original. */
 
 #include "_packfn.h"
 
 PyObject* Error_Type;        /* packfn.Error */
 PyObject* pfpy_kind_classes; /* dict: kind -> packfn.Error subclass */
+
+/* The most kinds given a class of their own: a program raises a few dozen kinds, so this only
+ * stops a producer of ever new kinds (a kind with a number in it) from making a class per
+ * error, kept for good (found by review). Past it, a kind without a class yet gets
+ * packfn.Error itself, every time, so that an except clause matches the same errors
+ * throughout a run. */
+enum { KIND_CLASSES_MAX = 1024 };
 
 /* An error object carrying a Python exception (from a callback). The cell is the ABI's, so
  * every packfn function reads kind, message, backtrace and cause as usual. */
@@ -110,7 +118,8 @@ int pfpy_pyerr_to_pf(void) {
 /* The Python exception class for a packfn error kind. Borrowed. A kind naming a built-in
  * exception (TypeError, ValueError, KeyError, IndexError, AttributeError, MemoryError,
  * NotImplementedError, RuntimeError, OSError, ...) gives that class; any other kind a subclass
- * of packfn.Error named after it, made once. */
+ * of packfn.Error named after it, made once, for the first KIND_CLASSES_MAX such kinds; the
+ * other kinds (and those that are no identifiers) packfn.Error. */
 static PyObject* class_for_kind(const char* kind) {
   PyObject* builtins = PyEval_GetBuiltins();
   PyObject* b = builtins ? PyDict_GetItemString(builtins, kind) : NULL;
@@ -124,7 +133,7 @@ static PyObject* class_for_kind(const char* kind) {
   for (const char* p = kind; *p && ok; ++p)
     ok = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || *p == '_' ||
          (p != kind && *p >= '0' && *p <= '9');
-  if (!ok)
+  if (!ok || PyDict_Size(pfpy_kind_classes) >= KIND_CLASSES_MAX)
     return Error_Type;
   PyObject* qual = PyUnicode_FromFormat("packfn.%s", kind);
   if (!qual)

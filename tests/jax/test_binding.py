@@ -198,3 +198,74 @@ def test_slot_numbers_are_local_to_their_process(alias):
         np.testing.assert_allclose(
             raw(x, packfn_name=name, packfn_slot=np.int64(number), eps=np.float64(1e-5)),
             rms_norm_ref(np.asarray(x), 1e-5), rtol=1e-5)
+
+
+def test_switching_a_global_back_and_forth_reuses_its_slots(alias):
+    """A global switched between two functions costs two slots, not one per switch (found by
+    review: each switch bound a new slot, which kept its function, for good), and every
+    executable still runs the function it was compiled with."""
+    add, norm = kernel("add_n"), kernel("rms_norm")
+    name = alias("test.jax.toggled", add)
+    slots, refs = set(), None
+    for i in range(200):
+        packfn.register_global(name, norm if i % 2 else add, override=True)
+        slots.add(pj.register(name).slot)
+        if i == 1:
+            refs = (add._pf_refcount, norm._pf_refcount)
+    assert len(slots) == 2
+    assert (add._pf_refcount, norm._pf_refcount) == refs  # no reference taken per switch
+
+    x = jnp.arange(1.0, 5.0)
+    f = pj.ffi_call(name, spec(x))
+    packfn.register_global(name, add, override=True)
+    add2 = jax.jit(lambda x: f(x, n=2.0))
+    np.testing.assert_allclose(add2(x), x + 2)
+    packfn.register_global(name, norm, override=True)
+    normed = jax.jit(lambda x: f(x, eps=1e-5))
+    np.testing.assert_allclose(normed(x), rms_norm_ref(x, 1e-5), rtol=1e-6)
+    packfn.register_global(name, add, override=True)  # back: its earlier slot
+    assert pj.register(name).slot in slots
+    np.testing.assert_allclose(jax.jit(lambda x: f(x, n=3.0))(x), x + 3)
+    np.testing.assert_allclose(normed(x), rms_norm_ref(x, 1e-5), rtol=1e-6)
+    np.testing.assert_allclose(add2(x), x + 2)
+    assert len({pj.register(name).slot} | slots) == 2
+
+
+def test_switching_among_many_functions_keeps_one_slot_each(alias):
+    """Each (name, function) pair has one slot, found again wherever it lies in the name's
+    chain of slots; the same function under another name has a slot of its own."""
+    import os
+
+    mod = packfn.load_module(os.path.join(os.path.dirname(packfn.__file__),
+                                          "libpackfn_kernels.so"))
+    fns = [kernel("add_n"), kernel("rms_norm"), mod.add_n, mod.rms_norm]
+    name = alias("test.jax.many_fns", fns[0])
+    first = {}
+    for _ in range(3):
+        for i, fn in enumerate(fns):
+            packfn.register_global(name, fn, override=True)
+            assert first.setdefault(i, pj.register(name).slot) == pj.register(name).slot
+    assert len(set(first.values())) == len(fns)
+    other = alias("test.jax.many_fns_other", fns[0])
+    assert pj.register(other).slot not in first.values()
+
+
+def test_removed_names_are_forgotten(alias):
+    """packfn.jax does not keep a Target for every name ever registered (found by review): a
+    name found removed is dropped at once, and names removed without being registered again go
+    in a sweep; a name added again works as before (XLA keeps its target registered)."""
+    name = alias("test.jax.forgotten", kernel("add_n"))
+    pj.register(name)
+    packfn.remove_global(name)
+    with pytest.raises(KeyError):
+        pj.register(name)
+    assert name not in pj._targets
+    for i in range(300):
+        churn = f"test.jax.churn{i}"
+        packfn.register_global(churn, kernel("add_n"), override=True)
+        pj.register(churn)
+        packfn.remove_global(churn)
+    assert sum(n.startswith("test.jax.churn") for n in pj._targets) < pj._SWEEP_MIN
+    alias(name, kernel("add_n"))
+    x = jnp.arange(3.0)
+    np.testing.assert_allclose(jax.jit(lambda x: pj.ffi_call(name, spec(x))(x, n=1.0))(x), x + 1)

@@ -150,3 +150,41 @@ def test_kind_of_a_class_not_made_from_one_message(kind):
     assert str(e.value) == f"{kind}: the real message"
     assert e.value.kind == kind
     assert isinstance(e.value.__cause__, ValueError)
+
+
+def test_kind_classes_are_capped():
+    """Ever new kinds do not each make a class kept for good (found by review): past a cap the
+    kinds without a class yet raise packfn.Error itself, still with their kind, and the kinds
+    with a class keep it. In a process of its own, since it fills the cache."""
+    import subprocess
+
+    code = """if True:
+        import packfn
+        from packfn import _packfn
+
+        def raised(kind):
+            try:
+                _packfn._raise(kind, "the message")
+            except packfn.Error as e:
+                assert e.kind == kind and str(e) == "the message", (e.kind, str(e))
+                return type(e)
+            raise AssertionError("not raised")
+
+        early = raised("EarlyKind")
+        assert early is not packfn.Error and early.__name__ == "EarlyKind"
+        for i in range(3000):
+            raised(f"Kind{i}")
+        size = len(_packfn._kind_classes)
+        assert size < 3000, size
+        assert raised("LateKind") is packfn.Error and raised("LateKind") is packfn.Error
+        assert raised("EarlyKind") is early
+        try:
+            _packfn._raise("TypeError", "built-in kinds are not counted")
+        except TypeError as e:
+            assert type(e) is TypeError
+        assert len(_packfn._kind_classes) == size
+        print(size)
+    """
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) <= 1024
