@@ -20,7 +20,7 @@ PF_EXTERN_C_BEGIN
  * the whole process. A library refused by pf_module_load is closed again. */
 
 /* Loads the shared library at `path` (dlopen with RTLD_NOW | RTLD_LOCAL; a path without '/'
- * is searched as dlopen does from libpackfn: its RUNPATH (packfn's library folder),
+ * is searched as dlopen does from libpackfn: its RUNPATH (libpackfn's own folder),
  * LD_LIBRARY_PATH, the system folders; so prefer "./libfoo.so" to a bare name), checks its
  * __packfn_abi stamp and reads its exports. A library without a stamp and without __packfn_<name>
  * exports that exports __tvm_ffi_<name> functions (built with TVM-FFI's
