@@ -184,10 +184,10 @@ static size_t pf__frame_line(const pf__frames_t* f, int i, void* const* miss, ch
  * malloc'd, NUL-terminated, length in *len; NULL when memory runs out. The naming itself
  * (backtrace_symbols: dladdr, which takes the loader's lock) runs between two holds of
  * pf__pc_lock, never under it: a library constructor raising under the loader's lock would
- * otherwise wait for a thread that waits for the loader (a deadlock, found by review). Lines
- * named while a library was unloaded are used for this text but not kept. Frames captured
- * before a library was unloaded keep their address lines: what is mapped at their addresses
- * now may be another library (or nothing). */
+ * otherwise wait for a thread that waits for the loader (a deadlock, found by review). Frames
+ * captured before a library was unloaded keep their address lines: what is mapped at their
+ * addresses now may be another library (or nothing); so do those named while one was unloaded,
+ * except the lines kept from before. */
 char* pf__frames_name(const pf__error_t* e, size_t* len) {
   const pf__frames_t* f = e->frames;
   unsigned long long subs = pf__loader_subs();
@@ -212,7 +212,13 @@ char* pf__frames_name(const pf__error_t* e, size_t* len) {
   }
   pthread_mutex_unlock(&pf__pc_lock);
   char** names = nmiss ? backtrace_symbols(miss, nmiss) : NULL;
-  int keep = names && pf__loader_subs() == subs;
+  if (names && pf__loader_subs() != subs) {
+    /* a library unloaded while naming: these names may be another library's (review); the
+     * frames not kept yet keep their address lines */
+    free(names);
+    names = NULL;
+  }
+  int keep = names != NULL;
   pthread_mutex_lock(&pf__pc_lock);
   keep = keep && pf__pc_subs == subs; /* no other thread emptied it for a newer count */
   for (int k = 0; keep && k < nmiss; ++k) {

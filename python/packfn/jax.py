@@ -182,8 +182,9 @@ def register(name: str, *, platforms: Sequence[str] | None = None) -> Target:
 
 def _forget_removed_locked() -> None:
     """Drops the Targets of names no longer in the global table, once _targets has doubled
-    since the last sweep (one list_globals per sweep: amortized constant per new name), so that
-    names registered and removed, never registered again, do not pile up (found by review)."""
+    since the last sweep (one list_globals per sweep, whose cost is the size of the global
+    table), so that names registered and removed, never registered again, do not pile up
+    (found by review)."""
     global _sweep_at
     if len(_targets) < _sweep_at:
         return

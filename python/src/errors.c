@@ -59,8 +59,22 @@ static void pyerr_update_backtrace(void* self, const pf_byte_array_t* bt, int32_
   e->cell.backtrace.size = old + bt->size;
 }
 
-/* Kind name of a Python exception class: its __name__ ("ValueError"). */
-static const char* exc_kind(PyObject* exc) {
+/* Kind name of a Python exception: a packfn.Error's own kind (its .kind, a str), which its
+ * class may not name (kinds past KIND_CLASSES_MAX, kinds that are no identifiers: their errors
+ * came back as "Error", found by review), else its class's __name__ ("ValueError"). *hold gets
+ * a reference to keep while the name is in use, or NULL. */
+static const char* exc_kind(PyObject* exc, PyObject** hold) {
+  *hold = NULL;
+  if (Error_Type && PyObject_IsInstance(exc, Error_Type) == 1) {
+    PyObject* k = PyObject_GetAttrString(exc, "kind");
+    const char* s = k && PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+    if (s && *s) {
+      *hold = k;
+      return s;
+    }
+    Py_XDECREF(k);
+  }
+  PyErr_Clear(); /* a failed isinstance or attribute read: the class name will do */
   const char* name = Py_TYPE(exc)->tp_name;
   const char* dot = strrchr(name, '.');
   return dot ? dot + 1 : name;
@@ -79,7 +93,8 @@ int pfpy_pyerr_to_pf(void) {
     PF_ERROR_SET(PF_ERR_RUNTIME, "Python callback failed without an exception");
     return -1;
   }
-  const char* kind = exc_kind(value);
+  PyObject* kind_hold;
+  const char* kind = exc_kind(value, &kind_hold);
   const char* msg = NULL;
   PyObject* str = PyObject_Str(value);
   if (str)
@@ -94,6 +109,7 @@ int pfpy_pyerr_to_pf(void) {
   if (!text || pf_object_alloc(sizeof(pyerr_t), PF_TYPE_ERROR, pyerr_deleter, &obj) != 0) {
     free(text);
     Py_XDECREF(str);
+    Py_XDECREF(kind_hold);
     Py_DECREF(value);
     if (text)
       return -1; /* pf_object_alloc raised MemoryError */
@@ -103,6 +119,7 @@ int pfpy_pyerr_to_pf(void) {
   memcpy(text, kind, kl + 1);
   memcpy(text + kl + 1, msg, ml + 1);
   Py_XDECREF(str);
+  Py_XDECREF(kind_hold);
   pyerr_t* e = (pyerr_t*)obj;
   e->text = text;
   e->exc = value; /* takes the reference */

@@ -15,11 +15,13 @@
  *     of their own; packfn's mirror called into them without packfn's locks. A crash needs
  *     the two to meet inside a rehash: this 3-second run crashed the old code in one of three
  *     runs, the reviewer's 5-second runs in eight of eight. */
-#define _GNU_SOURCE /* RTLD_NEXT, usleep, clock_gettime */
+#define _GNU_SOURCE /* RTLD_NEXT, usleep, clock_gettime, syscall */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,7 +29,10 @@
 
 #include "interop_check.h"
 
-static __thread int armed;            /* this thread's next pthread_mutex_lock waits for the join */
+/* The thread whose next pthread_mutex_lock waits for the join (its kernel id), 0 for none. Not
+ * a thread-local: LeakSanitizer's tracer, a thread without TLS, also calls pthread_mutex_lock at
+ * exit, and reading a __thread there crashed it (under ASan in CI, once). */
+static pid_t armed_tid;
 static int writer_waiting, join_done; /* atomics */
 
 __attribute__((visibility("default"))) int pthread_mutex_lock(pthread_mutex_t* m) {
@@ -36,8 +41,9 @@ __attribute__((visibility("default"))) int pthread_mutex_lock(pthread_mutex_t* m
     void* f = dlsym(RTLD_NEXT, "pthread_mutex_lock");
     __atomic_store_n((void**)&real, f, __ATOMIC_RELEASE);
   }
-  if (armed) {
-    armed = 0;
+  pid_t armed = __atomic_load_n(&armed_tid, __ATOMIC_ACQUIRE);
+  if (armed && armed == (pid_t)syscall(SYS_gettid)) {
+    __atomic_store_n(&armed_tid, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&writer_waiting, 1, __ATOMIC_SEQ_CST);
     while (!__atomic_load_n(&join_done, __ATOMIC_SEQ_CST))
       usleep(1000);
@@ -63,14 +69,14 @@ static int32_t registered = -1;
 static void* writer(void* unused) {
   (void)unused;
   pf_object_t* f = make_function(); /* made before arming */
-  armed = 1;
+  __atomic_store_n(&armed_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
   if (strcmp(mode, "remove") == 0)
     CHECK(pf_global_remove("join_race.removed") == 0);
   else if (strcmp(mode, "set") == 0)
     CHECK(pf_global_set("join_race.added", f, 0) == 0);
   else
     CHECK(pf_type_register("join_race.Type", PF_TYPE_OBJECT, &registered) == 0);
-  armed = 0;
+  __atomic_store_n(&armed_tid, 0, __ATOMIC_RELEASE);
   pf_object_release(f);
   return NULL;
 }

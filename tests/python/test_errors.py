@@ -183,6 +183,41 @@ def test_kind_classes_are_capped():
         except TypeError as e:
             assert type(e) is TypeError
         assert len(_packfn._kind_classes) == size
+
+        # a kind past the cap keeps its name through C: a callback raising it leaves that kind
+        # in the error C reads (it read "Error", the class's name)
+        import ctypes
+
+        import os
+
+        # the libpackfn packfn loaded (a second dlopen of its file returns the same mapping)
+        lib = ctypes.CDLL(os.path.join(os.path.dirname(packfn.__file__), "libpackfn.so"))
+        lib.pf_error_take.restype = ctypes.c_void_p
+        lib.pf_error_kind.restype = ctypes.c_char_p
+        lib.pf_error_kind.argtypes = [ctypes.c_void_p]
+        lib.pf_object_release.argtypes = [ctypes.c_void_p]
+        lib.pf_function_call.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
+                                         ctypes.c_void_p]
+
+        class Any(ctypes.Structure):
+            _fields_ = [("type_index", ctypes.c_int32), ("pad", ctypes.c_uint32),
+                        ("v", ctypes.c_uint64)]
+
+        for kind in ("LateKind", "Kind5", "TypeError"):
+            try:
+                _packfn._raise(kind, "again")
+            except Exception as e:
+                exc = e
+
+            def callback(exc=exc):
+                raise exc
+
+            fn = packfn.Function(callback)
+            res = Any()
+            assert lib.pf_function_call(fn._address, None, 0, ctypes.byref(res)) == -1
+            err = lib.pf_error_take()
+            assert lib.pf_error_kind(err).decode() == kind, (kind, lib.pf_error_kind(err))
+            lib.pf_object_release(err)
         print(size)
     """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
