@@ -2,6 +2,7 @@
  * list per thread and class in front and, behind, a depot that keeps each span's free blocks on
  * the span's own list and gives a span back once all its blocks are free (see alloc.h). */
 #include <link.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,6 +242,23 @@ static int pf__in_program(struct dl_phdr_info* info, size_t size, void* data) {
   return 2;
 }
 #endif
+
+static int pf__loader_counts_of(struct dl_phdr_info* info, size_t size, void* out) {
+  unsigned long long* c = out;
+  int known = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs;
+  c[0] = known ? info->dlpi_adds : ~0ull;
+  c[1] = known ? info->dlpi_subs : ~0ull;
+  return 1; /* the counts are the same in every entry: the first will do */
+}
+
+void pf__loader_counts(unsigned long long* adds, unsigned long long* subs) {
+  unsigned long long c[2] = {~0ull, ~0ull};
+  dl_iterate_phdr(pf__loader_counts_of, c);
+  if (adds)
+    *adds = c[0];
+  if (subs)
+    *subs = c[1];
+}
 
 int pf__code_unmappable(void) {
 #ifdef PF_PINNED

@@ -167,6 +167,11 @@ int pf__fork_handlers(void);
  * statically into a library), 0 when it is part of the main program or of the shared
  * libpackfn (never unmapped): the unload destructors delete their thread keys only then. */
 int pf__code_unmappable(void);
+/* The dynamic loader's counts of objects loaded and unloaded since the process started
+ * (dl_iterate_phdr's dlpi_adds and dlpi_subs), each ~0 where they cannot be read. Takes no
+ * packfn lock: dl_iterate_phdr takes the loader's list lock, which a library constructor
+ * running inside another thread's dlopen may take too, so call it holding none. */
+void pf__loader_counts(unsigned long long* adds, unsigned long long* subs);
 
 /* Bytes of address space the slabs hold now (spans given to a class, whether their blocks are
  * in use or free), for benchmarks. */

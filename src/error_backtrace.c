@@ -13,6 +13,7 @@
 #include "error_private.h"
 
 #include "common.h"
+#include "alloc.h"
 
 /* The parts of one of glibc's backtrace_symbols lines, "object(symbol+0x12) [0x7f...]" (the
  * symbol part may be "+0x12" or empty, the object part empty; with no object known, only
@@ -107,15 +108,6 @@ void pf__backtrace_fork_unlock(void) {
   pthread_mutex_unlock(&pf__pc_lock);
 }
 
-#if defined(__GLIBC__)
-static int pf__loader_subs_of(struct dl_phdr_info* info, size_t size, void* out) {
-  *(unsigned long long*)out =
-      size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs ? info->dlpi_subs
-                                                                                : ~0ull;
-  return 1; /* the counts are the same in every entry: the first will do */
-}
-#endif
-
 /* Under pf__pc_lock: the slot of pc (its line, or the empty slot it would take). */
 static pf__pc_line_t* pf__pc_slot(const void* pc) {
   size_t i = (size_t)(((uintptr_t)pc * UINT64_C(0x9E3779B97F4A7C15)) >> 54) & (PF__PC_CACHE - 1);
@@ -125,10 +117,8 @@ static pf__pc_line_t* pf__pc_slot(const void* pc) {
 }
 
 unsigned long long pf__loader_subs(void) {
-  unsigned long long subs = ~0ull;
-#if defined(__GLIBC__)
-  dl_iterate_phdr(pf__loader_subs_of, &subs);
-#endif
+  unsigned long long subs;
+  pf__loader_counts(NULL, &subs);
   return subs;
 }
 

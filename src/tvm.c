@@ -1,12 +1,17 @@
 /* Joining the TVM-FFI runtime of the process (interop.h): finds a loaded libtvm_ffi with
  * dlopen(RTLD_NOLOAD), never loading it, checks its version and looks up its entry points. */
 #include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "packfn/export.h"
 #include "packfn/interop.h"
 
 #include "tvm_private.h"
+#include "alloc.h"
 
 int pf__tvm_state;
 const pf__tvm_t* pf__tvm_api;
@@ -67,6 +72,32 @@ void pf__tvm_fork_unlock(void) {
   pthread_mutex_unlock(&pf__tvm_lock);
 }
 
+/* dl_iterate_phdr: copies the path of a loaded object whose file is named libtvm_ffi.so into
+ * out (PATH_MAX bytes) and ends the walk. */
+static int pf__tvm_find_loaded(struct dl_phdr_info* info, size_t size, void* out) {
+  (void)size;
+  const char* name = info->dlpi_name;
+  const char* file = name ? strrchr(name, '/') : NULL;
+  file = file ? file + 1 : name;
+  if (!file || strcmp(file, "libtvm_ffi.so") != 0 || strlen(name) >= PATH_MAX)
+    return 0;
+  memcpy(out, name, strlen(name) + 1);
+  return 1;
+}
+
+void* pf__tvm_open_loaded(void) {
+  char path[PATH_MAX];
+  if (!dl_iterate_phdr(pf__tvm_find_loaded, path))
+    return NULL;
+  /* loaded, so found by name: no search of the library path, and no error record (a failed
+   * dlopen's, made inside a library's constructor, is one glibc 2.36 mishandles when its
+   * malloc fails: SIGSEGV in the outer dlopen, found by pf_fault) */
+  return dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+}
+
+/* The loader's count of loaded objects when libtvm_ffi was last looked for and not found. */
+static unsigned long long pf__tvm_absent_at = ~0ull;
+
 int pf_tvm_ffi_join(void) {
   if (__atomic_load_n(&pf__tvm_state, __ATOMIC_ACQUIRE) == 2)
     return 1;
@@ -74,8 +105,17 @@ int pf_tvm_ffi_join(void) {
    * running under that lock (in another thread's dlopen) may be the one that joins, on its first
    * error or registration. Holding pf__tvm_lock across dlopen inverted that order (a deadlock,
    * found by review). Two threads may both look; the loser closes its handle. */
+  /* Not loaded when last looked for, and no library loaded since: still not there. Every
+   * PF_EXPORT's constructor joins, and a dlopen("libtvm_ffi.so", RTLD_NOLOAD) searched the
+   * library path for the name: 5000 exports took 100 ms to load (review). */
+  unsigned long long adds;
+  pf__loader_counts(&adds, NULL);
+  if (__atomic_load_n(&pf__tvm_state, __ATOMIC_ACQUIRE) == 1 && adds != ~0ull &&
+      __atomic_load_n(&pf__tvm_absent_at, __ATOMIC_RELAXED) == adds)
+    return 0;
   pf__tvm_t found = {0};
-  void* lib = pf__tvm_disabled() ? NULL : dlopen("libtvm_ffi.so", RTLD_NOW | RTLD_NOLOAD);
+  int disabled = pf__tvm_disabled(); /* read each time: a program may change it */
+  void* lib = disabled ? NULL : pf__tvm_open_loaded();
   int usable = lib && pf__tvm_resolve(lib, &found);
   int kept = 0;
   pthread_mutex_lock(&pf__tvm_lock);
@@ -91,12 +131,18 @@ int pf_tvm_ffi_join(void) {
       state = 2;
       kept = 1;
     }
+    if (state == 1) /* remembered only when looked for: not while disabled */
+      __atomic_store_n(&pf__tvm_absent_at, disabled ? ~0ull : adds, __ATOMIC_RELAXED);
     __atomic_store_n(&pf__tvm_state, state, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&pf__tvm_lock);
   if (lib && !kept)
     dlclose(lib);
   return state == 2;
+}
+
+int pf__export_join(void) {
+  return pf_tvm_ffi_join();
 }
 
 int pf_tvm_ffi_joined(void) {

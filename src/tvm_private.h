@@ -78,4 +78,9 @@ extern void (*pf__tvm_join_hooks[PF__TVM_HOOKS])(const pf__tvm_t* tvm);
 void pf__tvm_fork_lock(void);
 void pf__tvm_fork_unlock(void);
 
+/* A handle of the libtvm_ffi.so this process has loaded (a loaded object whose file has that
+ * name: found with dl_iterate_phdr, then opened by its path with RTLD_NOLOAD, so the library
+ * path is not searched and nothing is loaded), or NULL. Takes no packfn lock. */
+void* pf__tvm_open_loaded(void);
+
 #endif /* PACKFN_SRC_TVM_PRIVATE_H_ */

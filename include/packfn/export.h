@@ -93,16 +93,22 @@ typedef struct pf_export_meta_s {
  * they are, the slots untouched. Returns rc. Never fails. */
 PF_API int pf__export_tvm_failed(int rc, const char* name);
 
+/* pf_tvm_ffi_join under a name of its own, for the export macros' constructors below. Never
+ * fails. (A weak reference to pf_tvm_ffi_join itself made every includer's references to it
+ * weak: a program whose only call into libpackfn was pf_tvm_ffi_join was linked without it
+ * under --as-needed and called address 0.) */
+PF_API int pf__export_join(void);
+
 /* The load-time join of every export, and its failure path toward TVM-FFI: both reached
  * through weak references, so a library that exports functions without linking libpackfn still
  * loads (then nothing runs, and a failed call's status goes back as it is). */
 #if !defined(PF_BUILDING_LIBRARY) && defined(__GNUC__)
-PF__EXTERN_C int pf_tvm_ffi_join(void) __attribute__((weak));
+PF__EXTERN_C int pf__export_join(void) __attribute__((weak));
 PF__EXTERN_C int pf__export_tvm_failed(int rc, const char* name) __attribute__((weak));
 #define PF__EXPORT_JOIN(name)                                                                      \
   __attribute__((constructor)) static void pf__export_join_##name(void) {                          \
-    if (pf_tvm_ffi_join)                                                                           \
-      (void)pf_tvm_ffi_join();                                                                     \
+    if (pf__export_join)                                                                           \
+      (void)pf__export_join();                                                                     \
   }
 #define PF__EXPORT_TVM_FAILED(rc, name)                                                            \
   (pf__export_tvm_failed ? pf__export_tvm_failed((rc), (name)) : (rc))
