@@ -5,6 +5,7 @@
  * C++ class. */
 #include <dlfcn.h>
 #include <link.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,8 +143,8 @@ static int pf__addr_in(const void* addr, const struct link_map* lm, const pf__la
  * thread got one of those functions from the table before it was removed and still holds it
  * (its calls and its release would run unmapped code): no table entry and no reference ever
  * points into unmapped memory. A library the load mapped with it (a dependency) whose code a
- * global uses is pinned, and the global stays. */
-static void pf__forget_library(void* handle, const char* path) {
+ * global uses is pinned, and the global stays. Returns 1 when it pinned the library. */
+static int pf__forget_library(void* handle, const char* path) {
   pf_object_t* reason = pf_error_take();
   struct link_map* lm = NULL;
   char** names = NULL;
@@ -189,7 +190,10 @@ static void pf__forget_library(void* handle, const char* path) {
     (void)pf_error_raise(reason);
     pf_object_release(reason);
   }
+  return !ok || held_elsewhere;
 }
+
+static pf_object_t* pf__export_cached(const char* func, const pf__module_t* m, pf__export_t* e);
 
 /* Builds a module over an open `handle` (taken: closed on failure). For a library (not the
  * system), checks its stamp and pins it. `fresh`: the library was not mapped
@@ -199,7 +203,7 @@ static int pf__module_open(const char* func, const char* path, void* handle, int
   int32_t type_index = pf__module_type_index();
   if (type_index < 0) {
     if (fresh)
-      pf__forget_library(handle, path);
+      (void)pf__forget_library(handle, path);
     dlclose(handle);
     return -1;
   }
@@ -210,7 +214,7 @@ static int pf__module_open(const char* func, const char* path, void* handle, int
     free(m);
     free(lib);
     if (fresh)
-      pf__forget_library(handle, path);
+      (void)pf__forget_library(handle, path);
     dlclose(handle);
     return pf__raise_oom(func, sizeof *m + path_len + 1);
   }
@@ -230,7 +234,7 @@ static int pf__module_open(const char* func, const char* path, void* handle, int
   pf__symtab_t own;
   const pf__symtab_t* st = &own;
   pf__cands_t cands = {NULL, 0};
-  pf__scan_t scan = {NULL, 0};
+  pf__scan_t scan = {NULL, NULL, NULL};
   if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm) {
     PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED, "%s: cannot find the link map of %s: %s", func, path,
                  pf__dlerror());
@@ -249,7 +253,7 @@ static int pf__module_open(const char* func, const char* path, void* handle, int
   }
   if (pf__scan_exports(func, m, handle, st, &cands, &scan) != 0)
     goto fail;
-  if (!is_system && !scan.stamp && m->num_exports == 0) {
+  if (!is_system && !scan.stamp_sym && m->num_exports == 0) {
     /* no stamp and no __packfn_ export: a library built against TVM-FFI when it exports
      * __tvm_ffi_<name> functions (its ABI is this runtime's) */
     free(m->exports);
@@ -267,6 +271,12 @@ static int pf__module_open(const char* func, const char* path, void* handle, int
       m->abi_major = scan.stamp->major;
       m->abi_minor = scan.stamp->minor;
     }
+    /* typed declarations are checked now, as the metadata is: a bad one refuses the library
+     * (found later, it failed every listing of the module); the functions stay cached */
+    for (size_t i = 0; i < m->num_exports; ++i)
+      if (m->exports[i].meta && m->exports[i].meta->typed_sig &&
+          !pf__export_cached(func, m, &m->exports[i]))
+        goto fail;
     /* pin it: code and data of the library must outlive every object its code made */
     void* pin = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD | RTLD_NODELETE);
     if (!pin) {
@@ -279,9 +289,31 @@ static int pf__module_open(const char* func, const char* path, void* handle, int
   return 0;
 fail:
   if (fresh)
-    pf__forget_library(handle, path);
+    (void)pf__forget_library(handle, path);
   pf_object_release(&m->header);
   return -1;
+}
+
+/* Raises `err` (taken) with the caller's error `host` (taken, may be NULL) at the end of its
+ * cause chain, as pf_error_set would have made it the cause had it still been pending. */
+static void pf__raise_over(pf_object_t* err, pf_object_t* host) {
+  if (host) {
+    pf_object_t* end = err;
+    while (pf_error_cause(end))
+      end = pf_error_cause(end);
+    (void)pf_error_set_cause(end, host);
+    pf_object_release(host);
+  }
+  (void)pf_error_raise(err);
+  pf_object_release(err);
+}
+
+/* Raises the caller's error `host` (taken) again; NULL does nothing. */
+static void pf__restore(pf_object_t* host) {
+  if (host) {
+    (void)pf_error_raise(host);
+    pf_object_release(host);
+  }
 }
 
 int pf_module_load(const char* path, pf_object_t** out) {
@@ -295,30 +327,39 @@ int pf_module_load(const char* path, pf_object_t** out) {
                  path ? "\"\"" : "NULL");
     return -1;
   }
+  /* the caller's pending error is set aside, so that a constructor's error is told from it
+   * (and a constructor that clears its own errors cannot clear it), and raised again after */
+  pf_object_t* host = pf_error_take();
   (void)dlerror(); /* clear a stale message */
-  pf_object_t* pending = pf_error_peek();
   void* mapped = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
   if (mapped)
     dlclose(mapped); /* already loaded (accepted before, or linked): a refusal unmaps nothing */
   (void)dlerror();
   void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  pf_object_t* raised = pf_error_take(); /* what its constructors raised */
   if (!handle) {
-    PF_ERROR_SET(PF_ERR_OS, "pf_module_load: cannot load %s: %s", path, pf__dlerror());
+    char why[512]; /* copied: raising may call the loader (backtraces), which reuses its text */
+    snprintf(why, sizeof why, "%s", pf__dlerror());
+    pf__restore(host);
+    pf__restore(raised);
+    PF_ERROR_SET(PF_ERR_OS, "pf_module_load: cannot load %s: %s", path, why);
     return -1;
   }
-  if (pf_error_peek() != pending) {
+  if (raised) {
     /* a constructor of the library raised (a PF_REGISTER_GLOBAL name already taken...): refuse
      * it; closing it runs its destructors, which undo what they registered, and anything
      * else of its code left in the global table is removed first */
+    pf__raise_over(raised, host);
     PF_ERROR_SET(PF_ERR_RUNTIME,
                  "pf_module_load: %s raised an error while initialising (the "
                  "cause)",
                  path);
     if (!mapped)
-      pf__forget_library(handle, path);
+      (void)pf__forget_library(handle, path);
     dlclose(handle);
     return -1;
   }
+  pf__restore(host);
   int rc = pf__module_open("pf_module_load", path, handle, 0, mapped == NULL, out);
   if (rc == 0)
     (void)pf_tvm_ffi_join(); /* the library may have brought libtvm_ffi in */
@@ -339,8 +380,9 @@ int pf_module_system(pf_object_t** out) {
 
 /* ---- functions ---- */
 
-/* Makes the function object of an export; it holds the library open. */
-static int pf__export_function(const pf__module_t* m, const pf__export_t* e, pf_object_t** out) {
+/* Makes the function object of an export for `func`; it holds the library open. */
+static int pf__export_function(const char* func, const pf__module_t* m, const pf__export_t* e,
+                               pf_object_t** out) {
   const pf_export_meta_t* meta = e->meta;
   int rc;
   if (meta && meta->typed_sig) {
@@ -349,10 +391,8 @@ static int pf__export_function(const pf__module_t* m, const pf__export_t* e, pf_
      * declaration and stays a MemoryError */
     pf_object_t* why = rc != 0 ? pf_error_peek() : NULL;
     if (why && strcmp(pf_error_kind(why), PF_ERR_MEMORY) != 0)
-      PF_ERROR_SET(PF_ERR_VALUE,
-                   "pf_module_get_function: %s: typed export '%s' has a bad "
-                   "declaration",
-                   m->path, e->name);
+      PF_ERROR_SET(PF_ERR_VALUE, "%s: %s: typed export '%s' has a bad declaration (the cause)",
+                   func, m->path, e->name);
   } else {
     rc = pf_function_create_direct(e->call, out);
     if (rc == 0 && meta && (meta->signature || meta->doc))
@@ -368,11 +408,11 @@ static int pf__export_function(const pf__module_t* m, const pf__export_t* e, pf_
 }
 
 /* The cached function of an export, built on first use; borrowed (the module holds it). */
-static pf_object_t* pf__export_cached(const pf__module_t* m, pf__export_t* e) {
+static pf_object_t* pf__export_cached(const char* func, const pf__module_t* m, pf__export_t* e) {
   pf_object_t* fn = __atomic_load_n(&e->fn, __ATOMIC_ACQUIRE);
   if (PF_LIKELY(fn != NULL))
     return fn;
-  if (pf__export_function(m, e, &fn) != 0)
+  if (pf__export_function(func, m, e, &fn) != 0)
     return NULL;
   pf_object_t* expected = NULL;
   if (!__atomic_compare_exchange_n(&e->fn, &expected, fn, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
@@ -438,7 +478,7 @@ static int pf__module_lookup(const char* func, pf_object_t* module, const char* 
     return pf__tvm_module_function(func, module, name, out);
   pf__export_t* e = pf__find_export(m, name);
   if (e) {
-    pf_object_t* fn = pf__export_cached(m, e);
+    pf_object_t* fn = pf__export_cached(func, m, e);
     if (!fn)
       return -1;
     pf_object_retain(fn);
@@ -453,6 +493,28 @@ int pf_module_get_function(pf_object_t* module, const char* name, pf_object_t** 
   return pf__module_lookup("pf_module_get_function", module, name, out, &m);
 }
 
+/* Suggestions are copied into buffers grown until the name fits; beyond this, truncated. */
+#define PF__SUGGEST_MAX ((size_t)1 << 20)
+
+/* The name `suggest` (pf_global_suggest or pf_module_suggest of `module`) finds for `name`,
+ * whole (malloc'd), or NULL for none (or no memory: a suggestion is a courtesy, nothing is
+ * raised). */
+static char* pf__suggestion(pf_object_t* module, const char* name) {
+  for (size_t size = 128; size <= PF__SUGGEST_MAX; size *= 2) {
+    char* buf = malloc(size);
+    int found = buf && (module ? pf_module_suggest(module, name, buf, size)
+                               : pf_global_suggest(name, buf, size)) == 1;
+    if (!found) {
+      free(buf);
+      return NULL;
+    }
+    if (strlen(buf) + 1 < size || size == PF__SUGGEST_MAX)
+      return buf;
+    free(buf);
+  }
+  return NULL;
+}
+
 int pf_module_suggest(pf_object_t* module, const char* name, char* buf, size_t size) {
   pf__module_t* m = pf__module_arg("pf_module_suggest", module);
   if (!m)
@@ -463,10 +525,12 @@ int pf_module_suggest(pf_object_t* module, const char* name, char* buf, size_t s
   pf__suggest_init(&s, name);
   for (size_t i = 0; i < m->num_exports; ++i)
     pf__suggest_offer(&s, m->exports[i].name);
-  char global[128];
-  if (m->is_system && pf_global_suggest(name, global, sizeof global) == 1)
+  char* global = m->is_system ? pf__suggestion(NULL, name) : NULL;
+  if (global)
     pf__suggest_offer(&s, global);
-  return pf__suggest_result(&s, buf, size);
+  int rc = pf__suggest_result(&s, buf, size);
+  free(global);
+  return rc;
 }
 
 int pf_module_call(pf_object_t* module, const char* name, const pf_any_t* args, int32_t num_args,
@@ -478,11 +542,11 @@ int pf_module_call(pf_object_t* module, const char* name, const pf_any_t* args, 
   if (pf__module_lookup("pf_module_call", module, name, &fn, &m) != 0)
     return -1;
   if (!fn) {
-    char near[128];
-    int found = m && pf_module_suggest(module, name, near, sizeof near) == 1;
+    char* near = m ? pf__suggestion(module, name) : NULL;
     PF_ERROR_SET(PF_ERR_KEY, "pf_module_call: %s has no function '%s'%s%s%s",
-                 m ? m->path : "the TVM-FFI module", name, found ? " (did you mean '" : "",
-                 found ? near : "", found ? "'?)" : "");
+                 m ? m->path : "the TVM-FFI module", name, near ? " (did you mean '" : "",
+                 near ? near : "", near ? "'?)" : "");
+    free(near);
     return -1;
   }
   int rc = pf_function_call(fn, args, num_args, result);
@@ -525,7 +589,7 @@ static ptrdiff_t pf__collect(pf__module_t* m, char** globals, size_t num_globals
                              pf__listed_t* list) {
   size_t n = 0;
   for (size_t i = 0; i < m->num_exports; ++i) {
-    pf_object_t* fn = pf__export_cached(m, &m->exports[i]);
+    pf_object_t* fn = pf__export_cached("pf_module_list", m, &m->exports[i]);
     if (!fn)
       goto fail;
     pf_object_retain(fn);

@@ -54,6 +54,7 @@ static inline pf__export_t* pf__find_export(const pf__module_t* m, const char* n
 /* ---- reading the dynamic symbol table (module_symbols.c) ---- */
 
 typedef struct {
+  const struct link_map* lm; /* the object the table belongs to */
   const ElfW(Sym) * syms;
   size_t num_syms;
   const char* strtab;
@@ -62,8 +63,9 @@ typedef struct {
 
 /* What a scan of the symbol table finds besides the exports. */
 typedef struct {
-  const pf_abi_stamp_t* stamp; /* __packfn_abi, or NULL */
-  size_t stamp_size;
+  const pf__symtab_t* st;      /* the table scanned */
+  const ElfW(Sym) * stamp_sym; /* the __packfn_abi definition (any type), or NULL */
+  const pf_abi_stamp_t* stamp; /* the stamp, once pf__check_stamp found it sound, else NULL */
 } pf__scan_t;
 
 /* The symbols a scan reads: the table's indices idx[0..n), or, with idx NULL, every index below
@@ -98,7 +100,9 @@ const pf__system_syms_t* pf__system_symbols(const char* func, const char* path,
 int pf__scan_exports(const char* func, pf__module_t* m, void* handle, const pf__symtab_t* st,
                      const pf__cands_t* cands, pf__scan_t* scan);
 
-/* Checks the stamp of a library being loaded (found by its scan); -1 with ValueError. */
-int pf__check_stamp(const char* func, const char* path, const pf__scan_t* scan);
+/* Checks the stamp of a library being loaded (found by its scan): a data object of the library
+ * (not absolute, inside one of its readable segments, aligned) with packfn's magic and this
+ * runtime's ABI major; sets scan->stamp. -1 with ValueError naming what was found. */
+int pf__check_stamp(const char* func, const char* path, pf__scan_t* scan);
 
 #endif /* PACKFN_SRC_MODULE_PRIVATE_H_ */

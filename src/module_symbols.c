@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,12 +69,92 @@ int pf__read_symtab(const char* func, const char* path, const struct link_map* l
                  func, path);
     return -1;
   }
+  out->lm = lm;
   out->syms = (const ElfW(Sym)*)symtab;
   out->strtab = (const char*)strtab;
   out->strsz = strsz;
   /* DT_HASH states the count (nchain); DT_GNU_HASH needs its chains walked */
   out->num_syms = hash ? ((const uint32_t*)hash)[1] : pf__gnu_hash_count(gnu_hash);
   return 0;
+}
+
+/* ---- where a data symbol lies ---- */
+
+/* Finds the program headers of the object whose link map is `lm` (dl_iterate_phdr names it by
+ * load bias and name; "" for the program); they stay mapped while the object is open. */
+typedef struct {
+  const struct link_map* lm;
+  const ElfW(Phdr) * phdr;
+  size_t phnum;
+} pf__phdrs_t;
+
+static int pf__find_phdrs(struct dl_phdr_info* info, size_t size, void* arg) {
+  (void)size;
+  pf__phdrs_t* p = arg;
+  const char* name = info->dlpi_name ? info->dlpi_name : "";
+  if (info->dlpi_addr != p->lm->l_addr || strcmp(name, p->lm->l_name ? p->lm->l_name : "") != 0)
+    return 0;
+  p->phdr = info->dlpi_phdr;
+  p->phnum = info->dlpi_phnum;
+  return 1;
+}
+
+/* The address of the data symbol `s` of the object `st` describes, when its `size` bytes lie in
+ * one of the object's readable PT_LOAD segments and it is aligned to `align`; else NULL with
+ * what it is instead written into why (an absolute symbol's value is no address in the library,
+ * and dlsym returned it raw: reading it crashed). `*phdrs` is found on first use. */
+static const void* pf__symbol_data(const pf__symtab_t* st, const ElfW(Sym) * s, size_t size,
+                                   size_t align, pf__phdrs_t* phdrs, char* why, size_t why_size) {
+  if (s->st_shndx == SHN_ABS) {
+    snprintf(why, why_size, "it is an absolute symbol (value 0x%llx), not data in the library",
+             (unsigned long long)s->st_value);
+    return NULL;
+  }
+  if (s->st_shndx >= SHN_LORESERVE && s->st_shndx != SHN_XINDEX) {
+    snprintf(why, why_size, "it has the special section index 0x%x, not data in the library",
+             (unsigned)s->st_shndx);
+    return NULL;
+  }
+  uintptr_t addr = (uintptr_t)st->lm->l_addr + (uintptr_t)s->st_value;
+  if (!phdrs->phdr) {
+    phdrs->lm = st->lm;
+    dl_iterate_phdr(pf__find_phdrs, phdrs);
+  }
+  for (size_t i = 0; i < phdrs->phnum; ++i) {
+    const ElfW(Phdr)* ph = &phdrs->phdr[i];
+    uintptr_t start = (uintptr_t)st->lm->l_addr + (uintptr_t)ph->p_vaddr;
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R) || addr < start ||
+        addr - start > (uintptr_t)ph->p_memsz || size > (uintptr_t)ph->p_memsz - (addr - start))
+      continue;
+    if (addr % align != 0) {
+      snprintf(why, why_size, "it is not aligned to %zu bytes (at offset 0x%llx)", align,
+               (unsigned long long)s->st_value);
+      return NULL;
+    }
+    return (const void*)addr;
+  }
+  snprintf(why, why_size,
+           "its %zu bytes at offset 0x%llx lie outside the library's readable segments", size,
+           (unsigned long long)s->st_value);
+  return NULL;
+}
+
+/* What an ELF symbol type names, for messages. */
+static const char* pf__symbol_type_name(int type) {
+  switch (type) {
+  case STT_OBJECT:
+    return "a data object";
+  case STT_FUNC:
+    return "a function";
+  case STT_GNU_IFUNC:
+    return "an indirect function";
+  case STT_TLS:
+    return "a thread-local variable";
+  case STT_NOTYPE:
+    return "a symbol of no type";
+  default:
+    return "a symbol of another kind";
+  }
 }
 
 /* The name of symbol i when it is a definition whose name starts with `prefix` (of length
@@ -169,16 +250,16 @@ int pf__scan_exports(const char* func, pf__module_t* m, void* handle, const pf__
     return pf__raise_oom(func, total);
   char* text = (char*)(exports + count);
   size_t n = 0;
+  scan->st = st;
+  scan->stamp_sym = NULL;
   scan->stamp = NULL;
-  scan->stamp_size = 0;
   for (size_t k = 0; k < cands->n; ++k) {
     size_t i = pf__cand(cands, k);
     const char* name = pf__prefixed_symbol(st, i, prefix, prefix_len, &type, &size);
     if (!name)
       continue;
-    if (!tvm && type == STT_OBJECT && strcmp(name, "abi") == 0) {
-      scan->stamp = dlsym(handle, PF__EXPORT_PREFIX "abi");
-      scan->stamp_size = size;
+    if (!tvm && strcmp(name, "abi") == 0) {
+      scan->stamp_sym = &st->syms[i]; /* whatever it is: pf__check_stamp says */
     } else if (pf__export_name(name, tvm) && pf__is_function_symbol(type)) {
       void* addr = dlsym(handle, name - prefix_len);
       if (!addr)
@@ -203,21 +284,39 @@ int pf__scan_exports(const char* func, pf__module_t* m, void* handle, const pf__
   if (tvm)
     return 0; /* TVM-FFI's metadata is JSON text, not signatures packfn shows */
   /* attach metadata to the exports it describes; malformed metadata refuses the library */
+  pf__phdrs_t phdrs = {NULL, NULL, 0};
   for (size_t k = 0; k < cands->n; ++k) {
-    const char* name = pf__packfn_symbol(st, pf__cand(cands, k), &type, &size);
+    size_t i = pf__cand(cands, k);
+    const char* name = pf__packfn_symbol(st, i, &type, &size);
     if (!name || type != STT_OBJECT || strncmp(name, PF__META_PREFIX, PF__META_PREFIX_LEN) != 0)
       continue;
     pf__export_t* e = pf__find_export(m, name + PF__META_PREFIX_LEN);
     if (!e)
       continue;
-    const pf_export_meta_t* meta = dlsym(handle, name - PF__EXPORT_PREFIX_LEN);
-    if (!meta || size < sizeof(pf_export_meta_t) || meta->magic != PF_EXPORT_META_MAGIC ||
-        meta->version < 1 || (meta->typed_sig != NULL) != (meta->typed_impl != NULL)) {
+    char why[160];
+    const pf_export_meta_t* meta = NULL;
+    if (size < sizeof(pf_export_meta_t))
+      snprintf(why, sizeof why, "it is %zu bytes", size);
+    else if ((meta = pf__symbol_data(st, &st->syms[i], sizeof *meta, _Alignof(pf_export_meta_t),
+                                     &phdrs, why, sizeof why)) == NULL)
+      ; /* why says where it lies */
+    else if (meta->magic != PF_EXPORT_META_MAGIC)
+      snprintf(why, sizeof why, "its magic is 0x%08x", (unsigned)meta->magic);
+    else if (meta->version < 1)
+      snprintf(why, sizeof why, "its version is %u", (unsigned)meta->version);
+    else if ((meta->typed_sig != NULL) != (meta->typed_impl != NULL))
+      snprintf(why, sizeof why, "it has a typed %s without %s",
+               meta->typed_sig ? "declaration" : "implementation",
+               meta->typed_sig ? "its implementation" : "a declaration");
+    else
+      why[0] = '\0';
+    if (why[0]) {
       PF_ERROR_SET(PF_ERR_VALUE,
-                   "%s: %s: %s%s is not packfn export metadata (expected a pf_export_meta_t "
-                   "with magic 0x%08x, version >= 1 and a typed declaration with its "
-                   "implementation, or neither)",
-                   func, m->path, PF__EXPORT_PREFIX, name, PF_EXPORT_META_MAGIC);
+                   "%s: %s: %s%s is not packfn export metadata: %s (expected a pf_export_meta_t "
+                   "of %zu bytes in the library with magic 0x%08x, version >= 1 and a typed "
+                   "declaration with its implementation, or neither)",
+                   func, m->path, PF__EXPORT_PREFIX, name, why, sizeof(pf_export_meta_t),
+                   PF_EXPORT_META_MAGIC);
       return -1;
     }
     e->meta = meta;
@@ -225,8 +324,11 @@ int pf__scan_exports(const char* func, pf__module_t* m, void* handle, const pf__
   return 0;
 }
 
-int pf__check_stamp(const char* func, const char* path, const pf__scan_t* scan) {
-  if (!scan->stamp) {
+int pf__check_stamp(const char* func, const char* path, pf__scan_t* scan) {
+  static const char expected[] = "expected a pf_abi_stamp_t object: compile the library against "
+                                 "packfn's headers";
+  const ElfW(Sym)* sym = scan->stamp_sym;
+  if (!sym) {
     PF_ERROR_SET(PF_ERR_VALUE,
                  "%s: %s is not a packfn library: it exports no __packfn_abi stamp (compile it "
                  "against packfn's headers), nor is it a TVM-FFI library (exports "
@@ -234,18 +336,42 @@ int pf__check_stamp(const char* func, const char* path, const pf__scan_t* scan) 
                  func, path);
     return -1;
   }
-  if (scan->stamp_size < sizeof(pf_abi_stamp_t) || scan->stamp->magic != PF_ABI_MAGIC) {
+  int type = ELF64_ST_TYPE(sym->st_info); /* same bits in ELF32 */
+  if (type != STT_OBJECT) {
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: %s: its __packfn_abi symbol is %s, not a packfn ABI stamp (%s)",
+                 func, path, pf__symbol_type_name(type), expected);
+    return -1;
+  }
+  size_t size = (size_t)sym->st_size;
+  if (size < sizeof(pf_abi_stamp_t)) {
     PF_ERROR_SET(PF_ERR_VALUE,
                  "%s: %s: its __packfn_abi symbol is not a packfn ABI stamp (%zu bytes, expected "
                  "at least %zu starting with magic 0x%08x)",
-                 func, path, scan->stamp_size, sizeof(pf_abi_stamp_t), PF_ABI_MAGIC);
+                 func, path, size, sizeof(pf_abi_stamp_t), PF_ABI_MAGIC);
     return -1;
   }
-  if (scan->stamp->major != PF_ABI_VERSION_MAJOR) {
+  char why[160];
+  pf__phdrs_t phdrs = {NULL, NULL, 0};
+  const pf_abi_stamp_t* stamp = pf__symbol_data(scan->st, sym, sizeof *stamp,
+                                                _Alignof(pf_abi_stamp_t), &phdrs, why, sizeof why);
+  if (!stamp) {
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: %s: its __packfn_abi symbol is not a packfn ABI stamp: %s (%s)",
+                 func, path, why, expected);
+    return -1;
+  }
+  if (stamp->magic != PF_ABI_MAGIC) {
+    PF_ERROR_SET(PF_ERR_VALUE,
+                 "%s: %s: its __packfn_abi symbol is not a packfn ABI stamp (%zu bytes starting "
+                 "with magic 0x%08x, expected at least %zu starting with magic 0x%08x)",
+                 func, path, size, (unsigned)stamp->magic, sizeof(pf_abi_stamp_t), PF_ABI_MAGIC);
+    return -1;
+  }
+  if (stamp->major != PF_ABI_VERSION_MAJOR) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: %s was built for packfn ABI %u.%u, this runtime is ABI %d.%d",
-                 func, path, (unsigned)scan->stamp->major, (unsigned)scan->stamp->minor,
-                 PF_ABI_VERSION_MAJOR, PF_ABI_VERSION_MINOR);
+                 func, path, (unsigned)stamp->major, (unsigned)stamp->minor, PF_ABI_VERSION_MAJOR,
+                 PF_ABI_VERSION_MINOR);
     return -1;
   }
+  scan->stamp = stamp;
   return 0;
 }

@@ -438,6 +438,148 @@ START_TEST(test_newer_minor_accepted) {
 }
 END_TEST
 
+/* ---- symbols that are not what their names promise (review of the loader) ---- */
+
+START_TEST(test_stamp_and_metadata_outside_the_library) {
+  /* absolute symbols: dlsym gave their raw value, and reading it crashed */
+  assert_load_fails(PF_TESTMOD_STAMP_ABS, "ValueError",
+                    "its __packfn_abi symbol is not a packfn ABI stamp: it is an absolute symbol "
+                    "(value 0x10), not data in the library (expected a pf_abi_stamp_t object");
+  assert_load_fails(PF_TESTMOD_META_ABS, "ValueError",
+                    "__packfn_meta_one is not packfn export metadata: it is an absolute symbol "
+                    "(value 0x20), not data in the library (expected a pf_export_meta_t");
+  ck_assert(!is_loaded(PF_TESTMOD_STAMP_ABS));
+  ck_assert(!is_loaded(PF_TESTMOD_META_ABS));
+}
+END_TEST
+
+START_TEST(test_refusals_say_what_was_found) {
+  assert_load_fails(PF_TESTMOD_STAMP_FUNC, "ValueError",
+                    "its __packfn_abi symbol is a function, not a packfn ABI stamp (expected a "
+                    "pf_abi_stamp_t object");
+  assert_load_fails(PF_TESTMOD_STAMP_TLS, "ValueError",
+                    "its __packfn_abi symbol is a thread-local variable, not a packfn ABI stamp");
+  assert_load_fails(PF_TESTMOD_BAD_MAGIC, "ValueError",
+                    "(16 bytes starting with magic 0x12345678, expected at least 16 starting with "
+                    "magic 0x316e6670)");
+  assert_load_fails(PF_TESTMOD_BADMETA, "ValueError",
+                    "__packfn_meta_two is not packfn export metadata: its magic is 0xdeadbeef "
+                    "(expected");
+  assert_load_fails(PF_TESTMOD_META_SMALL, "ValueError",
+                    "__packfn_meta_one is not packfn export metadata: it is 4 bytes (expected a "
+                    "pf_export_meta_t of 40 bytes");
+}
+END_TEST
+
+/* ---- constructors that raise, and the host's pending error ---- */
+
+START_TEST(test_constructor_error_refuses_each_load) {
+  /* a library whose constructor raises is refused at every load, unmapped each time (its
+   * constructor runs again), and its global is gone. (Two threads loading it at the same time:
+   * the constructor runs in one of them, and the other may accept it without its global; see
+   * docs/modules.md.) */
+  for (int i = 0; i < 3; ++i) {
+    pf_object_t* m = (pf_object_t*)0x1;
+    ck_assert_int_eq(pf_module_load(PF_TESTMOD_CTOR_RAISE, &m), -1);
+    ck_assert_ptr_null(m);
+    PF_ASSERT_RAISED("RuntimeError", "raised an error while initialising");
+    pf_object_t* fn = (pf_object_t*)0x1;
+    ck_assert_int_eq(pf_global_get("test.module.ctor_raise", &fn), 0);
+    ck_assert_ptr_null(fn);
+    ck_assert(!is_loaded(PF_TESTMOD_CTOR_RAISE));
+  }
+}
+END_TEST
+
+START_TEST(test_host_pending_error_kept) {
+  /* a constructor that clears its own handled error: accepted, and the host's error is pending
+   * again afterwards (the clear removed it, and the load was refused) */
+  PF_ERROR_SET(PF_ERR_VALUE, "the host's own pending error");
+  pf_object_t* m = NULL;
+  ck_assert_int_eq(pf_module_load(PF_TESTMOD_CTOR_CLEAR, &m), 0);
+  ck_assert_ptr_nonnull(m);
+  PF_ASSERT_RAISED("ValueError", "the host's own pending error");
+  pf_object_release(m);
+
+  /* refused: the host's error ends the cause chain, after the constructor's */
+  PF_ERROR_SET(PF_ERR_VALUE, "the host's own pending error");
+  ck_assert_int_eq(pf_module_load(PF_TESTMOD_CLASH, &m), -1);
+  pf_object_t* err = pf_error_take();
+  ck_assert_str_eq(pf_error_kind(err), "RuntimeError");
+  ck_assert_ptr_nonnull(strstr(pf_error_message(err), "raised an error while initialising"));
+  pf_object_t* c = pf_error_cause(err);
+  ck_assert_ptr_nonnull(c);
+  ck_assert_ptr_null(strstr(pf_error_message(c), "host"));
+  while (pf_error_cause(c))
+    c = pf_error_cause(c);
+  ck_assert_str_eq(pf_error_kind(c), "ValueError");
+  ck_assert_str_eq(pf_error_message(c), "the host's own pending error");
+  pf_object_release(err);
+
+  /* any other failure: the host's error is the cause, as pf_error_set makes it */
+  PF_ERROR_SET(PF_ERR_VALUE, "the host's own pending error");
+  ck_assert_int_eq(pf_module_load(PF_TESTMOD_NO_STAMP, &m), -1);
+  err = pf_error_take();
+  ck_assert_str_eq(pf_error_kind(err), "ValueError");
+  ck_assert_ptr_nonnull(pf_error_cause(err));
+  ck_assert_str_eq(pf_error_message(pf_error_cause(err)), "the host's own pending error");
+  pf_object_release(err);
+}
+END_TEST
+
+/* ---- typed declarations ---- */
+
+START_TEST(test_bad_typed_declaration_refused_at_load) {
+  assert_load_fails(PF_TESTMOD_BADTYPED, "ValueError",
+                    "pf_module_load: " PF_TESTMOD_BADTYPED
+                    ": typed export 'badkind' has a bad declaration");
+  ck_assert(!is_loaded(PF_TESTMOD_BADTYPED));
+}
+END_TEST
+
+/* ---- suggestions of long names ---- */
+
+#define LONG_EXPORT                                                                                \
+  "f12345678901234567890123456789012345678901234567890123456789012345678901234567890123456789"     \
+  "012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789"     \
+  "0123456789012345678_tail"
+
+START_TEST(test_long_names_suggested_whole) {
+  ck_assert_uint_eq(strlen(LONG_EXPORT), 204);
+  pf_object_t* m = load(PF_TESTMOD_LONGNAME);
+  char typo[256];
+  snprintf(typo, sizeof typo, "%s", LONG_EXPORT);
+  typo[150] = 'x';
+  pf_any_t r;
+  ck_assert_int_eq(pf_module_call(m, typo, NULL, 0, &r), -1);
+  PF_ASSERT_RAISED("KeyError", "(did you mean '" LONG_EXPORT "'?)");
+  pf_object_release(m);
+
+  /* a 150-character global of the system library */
+  char global[151], near[151];
+  memset(global, 'g', 150);
+  global[150] = '\0';
+  memcpy(global, "test.module.", 12);
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_function_create_direct(sys_global, &fn), 0);
+  ck_assert_int_eq(pf_global_set(global, fn, 0), 0);
+  pf_object_release(fn);
+  memcpy(near, global, sizeof near);
+  near[100] = 'h';
+  pf_object_t* sys;
+  ck_assert_int_eq(pf_module_system(&sys), 0);
+  ck_assert_int_eq(pf_module_call(sys, near, NULL, 0, &r), -1);
+  pf_object_t* err = pf_error_take();
+  char expected[200];
+  snprintf(expected, sizeof expected, "(did you mean '%s'?)", global);
+  ck_assert_msg(strstr(pf_error_message(err), expected) != NULL, "message '%s' lacks '%s'",
+                pf_error_message(err), expected);
+  pf_object_release(err);
+  ck_assert_int_eq(pf_global_remove(global), 0);
+  pf_object_release(sys);
+}
+END_TEST
+
 /* ---- the system library ---- */
 
 START_TEST(test_system_library) {
@@ -510,6 +652,12 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_sysv_hash_table);
   tcase_add_test(tc, test_newer_minor_accepted);
   tcase_add_test(tc, test_system_library);
+  tcase_add_test(tc, test_stamp_and_metadata_outside_the_library);
+  tcase_add_test(tc, test_refusals_say_what_was_found);
+  tcase_add_test(tc, test_constructor_error_refuses_each_load);
+  tcase_add_test(tc, test_host_pending_error_kept);
+  tcase_add_test(tc, test_bad_typed_declaration_refused_at_load);
+  tcase_add_test(tc, test_long_names_suggested_whole);
   suite_add_tcase(s, tc);
   return s;
 }
