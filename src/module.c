@@ -193,8 +193,6 @@ static int pf__forget_library(void* handle, const char* path) {
   return !ok || held_elsewhere;
 }
 
-static pf_object_t* pf__export_cached(const char* func, const pf__module_t* m, pf__export_t* e);
-
 /* Builds a module over an open `handle` (taken: closed on failure). For a library (not the
  * system), checks its stamp and pins it. `fresh`: the library was not mapped
  * before this load, so refusing it unmaps it. */
@@ -271,12 +269,6 @@ static int pf__module_open(const char* func, const char* path, void* handle, int
       m->abi_major = scan.stamp->major;
       m->abi_minor = scan.stamp->minor;
     }
-    /* typed declarations are checked now, as the metadata is: a bad one refuses the library
-     * (found later, it failed every listing of the module); the functions stay cached */
-    for (size_t i = 0; i < m->num_exports; ++i)
-      if (m->exports[i].meta && m->exports[i].meta->typed_sig &&
-          !pf__export_cached(func, m, &m->exports[i]))
-        goto fail;
     /* pin it: code and data of the library must outlive every object its code made */
     void* pin = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD | RTLD_NODELETE);
     if (!pin) {
@@ -290,22 +282,55 @@ static int pf__module_open(const char* func, const char* path, void* handle, int
 fail:
   if (fresh)
     (void)pf__forget_library(handle, path);
+  /* releasing closes the library: its destructors must not clear the refusal */
+  pf_object_t* refusal = pf_error_take();
   pf_object_release(&m->header);
+  pf_error_clear();
+  if (refusal) {
+    (void)pf_error_raise(refusal);
+    pf_object_release(refusal);
+  }
   return -1;
 }
 
-/* Raises `err` (taken) with the caller's error `host` (taken, may be NULL) at the end of its
- * cause chain, as pf_error_set would have made it the cause had it still been pending. */
-static void pf__raise_over(pf_object_t* err, pf_object_t* host) {
+/* 1 when the cause chain from `err` to its end can take `host` at its end without changing an
+ * error object anyone else holds: each error on the way has no reference but its parent's (or,
+ * for `err`, the caller's), and the end is one pf_error_set_cause accepts. */
+static int pf__chain_is_private(pf_object_t* err) {
+  for (pf_object_t* e = err; e; e = pf_error_cause(e))
+    if (pf_object_strong_count(e) != 1)
+      return 0;
+  return 1;
+}
+
+/* Raises the refusal of the library at `path` whose constructors raised `raised` (taken), with
+ * the caller's error `host` (taken, may be NULL) kept: RuntimeError "... raised an error while
+ * initialising (the cause)", the constructor's error its cause and the caller's at the end of
+ * that chain. When the chain cannot take it (an error another holder sees: it would change
+ * under them, found by review; one made by another runtime), the refusal names the
+ * constructor's error in its text and the caller's error is its cause. */
+static void pf__raise_refusal(const char* path, pf_object_t* raised, pf_object_t* host) {
   if (host) {
-    pf_object_t* end = err;
+    pf_object_t* end = raised;
     while (pf_error_cause(end))
       end = pf_error_cause(end);
-    (void)pf_error_set_cause(end, host);
+    if (!pf__chain_is_private(raised) || pf_error_set_cause(end, host) != 0) {
+      pf_error_clear(); /* pf_error_set_cause's refusal, if any */
+      (void)pf_error_raise(host);
+      pf_object_release(host);
+      PF_ERROR_SET(PF_ERR_RUNTIME,
+                   "pf_module_load: %s raised an error while initialising: %s: %s (the cause is "
+                   "the caller's pending error)",
+                   path, pf_error_kind(raised), pf_error_message(raised));
+      pf_object_release(raised);
+      return;
+    }
     pf_object_release(host);
   }
-  (void)pf_error_raise(err);
-  pf_object_release(err);
+  (void)pf_error_raise(raised);
+  pf_object_release(raised);
+  PF_ERROR_SET(PF_ERR_RUNTIME, "pf_module_load: %s raised an error while initialising (the cause)",
+               path);
 }
 
 /* Raises the caller's error `host` (taken) again; NULL does nothing. */
@@ -349,14 +374,18 @@ int pf_module_load(const char* path, pf_object_t** out) {
     /* a constructor of the library raised (a PF_REGISTER_GLOBAL name already taken...): refuse
      * it; closing it runs its destructors, which undo what they registered, and anything
      * else of its code left in the global table is removed first */
-    pf__raise_over(raised, host);
-    PF_ERROR_SET(PF_ERR_RUNTIME,
-                 "pf_module_load: %s raised an error while initialising (the "
-                 "cause)",
-                 path);
+    pf__raise_refusal(path, raised, host);
     if (!mapped)
       (void)pf__forget_library(handle, path);
+    /* closing runs its destructors: one that clears its own error must not clear the refusal
+     * (review); what they leave raised is dropped */
+    pf_object_t* refusal = pf_error_take();
     dlclose(handle);
+    pf_error_clear();
+    if (refusal) {
+      (void)pf_error_raise(refusal);
+      pf_object_release(refusal);
+    }
     return -1;
   }
   pf__restore(host);
@@ -590,9 +619,17 @@ static ptrdiff_t pf__collect(pf__module_t* m, char** globals, size_t num_globals
   size_t n = 0;
   for (size_t i = 0; i < m->num_exports; ++i) {
     pf_object_t* fn = pf__export_cached("pf_module_list", m, &m->exports[i]);
-    if (!fn)
-      goto fail;
-    pf_object_retain(fn);
+    if (!fn) {
+      /* a typed declaration this runtime cannot build (a bad one, or a newer minor ABI's
+       * kind): listed without a signature, as the lookup of that name alone fails (it failed
+       * every listing of the module, found by review) */
+      pf_object_t* err = pf_error_peek();
+      if (!err || strcmp(pf_error_kind(err), PF_ERR_MEMORY) == 0)
+        goto fail;
+      pf_error_clear();
+    } else {
+      pf_object_retain(fn);
+    }
     list[n++] = (pf__listed_t){m->exports[i].name, fn};
   }
   for (size_t i = 0; i < num_globals; ++i) {

@@ -29,15 +29,15 @@ PF_EXTERN_C_BEGIN
  * path and the loader's reason (missing file, not a shared library, unresolved symbols); ValueError
  * naming the path when the library has no stamp or a malformed stamp or metadata (a symbol that is
  * not data inside the library, absolute, too small, or with the wrong magic: the message says
- * what was found), a bad typed declaration (checked at load; its error is the cause), or was
- * built for another ABI major ("libfoo.so was built for packfn ABI 7.0, this runtime is ABI
- * 0.1"), or for a NULL or empty path or NULL out; RuntimeError when the library's initialisation
- * raised (its constructors left an error pending, e.g. a PF_REGISTER_GLOBAL whose name is taken:
- * that error is the cause; a load of it in another thread at the same moment accepts it,
- * without its globals: docs/modules.md); NotImplementedError when the library's symbol table cannot
- * be read; MemoryError. An error pending in the caller is set aside during the load (a constructor
- * neither sees nor clears it) and is pending again afterwards: unchanged on success, at the end of
- * the new error's cause chain on failure. Thread-safe; no packfn lock is held across the loader. */
+ * what was found), or was built for another ABI major ("libfoo.so was built for packfn ABI
+ * 7.0, this runtime is ABI 0.1"), or for a NULL or empty path or NULL out; RuntimeError when the
+ * library's initialisation raised (its constructors left an error pending, e.g. a
+ * PF_REGISTER_GLOBAL whose name is taken: that error is the cause; a load of it in another thread
+ * at the same moment accepts it, without its globals: docs/modules.md); NotImplementedError when
+ * the library's symbol table cannot be read; MemoryError. An error pending in the caller is set
+ * aside during the load (a constructor neither sees nor clears it) and is pending again afterwards:
+ * unchanged on success, at the end of the new error's cause chain on failure. Thread-safe; no
+ * packfn lock is held across the loader. */
 PF_API int pf_module_load(const char* path, pf_object_t** out);
 
 /* The system library: the running program itself. Its functions are the __packfn_<name>
@@ -85,8 +85,8 @@ typedef struct pf_export_info_s {
 /* Describes every function of a module, sorted by name (strcmp), in one block the caller frees
  * with pf_module_list_free: entries then a terminating entry whose name is NULL. All texts are
  * copies, valid after the module is gone. *count (may be NULL) receives the number of
- * functions. Builds (and caches) the module's function objects to read their signatures (a
- * library's typed ones were built, and checked, when it was loaded).
+ * functions. Builds (and caches) the module's function objects to read their signatures; a
+ * typed export whose declaration this runtime cannot build is listed with a NULL signature.
  * -1, *out NULL, with TypeError (not a packfn Module), ValueError (NULL out) or MemoryError. */
 PF_API int pf_module_list(pf_object_t* module, pf_export_info_t** out, size_t* count);
 

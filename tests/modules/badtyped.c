@@ -1,6 +1,6 @@
 /* A library for test_module with one typed export whose declaration packfn refuses (a parameter
- * of kind 999) beside a sound one: the load must be refused, naming pf_module_load and the
- * export (listing the module failed as a whole, naming pf_module_get_function). */
+ * of kind 999) beside a sound one: the library loads and lists both, the bad one without a
+ * signature (listing the module failed as a whole, naming pf_module_get_function). */
 #include "packfn/packfn.h"
 
 static int impl(void* self, const pf_arg_t* args, pf_any_t* result) {

@@ -1,5 +1,6 @@
 /* A library for test_module whose constructor raises after a PF_REGISTER_GLOBAL registration:
- * every load of it must be refused, and its global removed. */
+ * every load of it must be refused, and its global removed. CTOR_SHARED: the error raised is one
+ * the library keeps; DTOR_CLEAR: a destructor clears an error of its own. */
 #include "packfn/packfn.h"
 
 static int one(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
@@ -12,6 +13,26 @@ static int one(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* res
 PF_EXPORT(one, one);
 PF_REGISTER_GLOBAL("test.module.ctor_raise", one);
 
+#if defined(CTOR_SHARED)
+/* the constructor raises an error object it keeps (shared): it must not change */
+static pf_object_t* cached;
+__attribute__((constructor(200))) static void init(void) {
+  if (pf_error_create(PF_ERR_VALUE, "ctor_shared: the cached error", NULL, &cached) == 0)
+    (void)pf_error_raise(cached);
+}
+__attribute__((destructor)) static void fini_shared(void) {
+  pf_object_release(cached);
+}
+#else
 __attribute__((constructor(200))) static void init(void) {
   PF_ERROR_SET(PF_ERR_RUNTIME, "ctor_raise: cannot initialise the device");
 }
+#endif
+
+#if defined(DTOR_CLEAR)
+/* the destructor meets an error of its own and clears it: the refusal must stay */
+__attribute__((destructor)) static void fini(void) {
+  (void)pf_global_remove("test.module.dtor_clear.never_registered");
+  pf_error_clear();
+}
+#endif
