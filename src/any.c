@@ -246,6 +246,13 @@ int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
     const pf_byte_array_t* b = (const pf_byte_array_t*)v.v_ptr;
     if (!b)
       break;
+    if (!b->data && b->size != 0) {
+      PF_ERROR_SET(PF_ERR_VALUE,
+                   "pf_any_to_owned: bytes view (type index 9) of %zu bytes with a NULL data "
+                   "pointer",
+                   b->size);
+      return -1;
+    }
     return pf_bytes_create(b->data, b->size, out);
   }
   case PF_TYPE_OBJECT_RVALUE_REF: {
@@ -297,7 +304,11 @@ static int pf__text_family(const pf_any_t* v) {
     return v->v_ptr ? 1 : 0;
   case PF_TYPE_SMALL_STR:
     return 1;
-  case PF_TYPE_BYTE_ARRAY_PTR:
+  case PF_TYPE_BYTE_ARRAY_PTR: /* a view of bytes at NULL has none either */
+    return v->v_ptr && (((const pf_byte_array_t*)v->v_ptr)->data ||
+                        ((const pf_byte_array_t*)v->v_ptr)->size == 0)
+               ? 2
+               : 0;
   case PF_TYPE_BYTES:
     return v->v_ptr ? 2 : 0;
   case PF_TYPE_SMALL_BYTES:

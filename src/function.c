@@ -531,12 +531,24 @@ static int pf__typed_entry_plain(void* obj, const pf_any_t* args, int32_t num_ar
 }
 
 int pf_typed_arity_error(const pf_signature_t* sig, int32_t got) {
+  if (!sig || !sig->name)
+    return PF__NULL_ARG("pf_typed_arity_error", sig ? "sig->name" : "sig");
   PF_ERROR_SET(PF_ERR_TYPE, "%s: expected %d argument%s, got %d", sig->name, (int)sig->num_params,
                sig->num_params == 1 ? "" : "s", (int)got);
   return -1;
 }
 
 int pf_typed_arg_error(const pf_signature_t* sig, int32_t index, const pf_any_t* arg) {
+  if (!sig || !sig->name || !sig->params || !arg)
+    return PF__NULL_ARG("pf_typed_arg_error", !sig         ? "sig"
+                                              : !sig->name ? "sig->name"
+                                              : !arg       ? "arg"
+                                                           : "sig->params");
+  if (index < 0 || index >= sig->num_params) {
+    PF_ERROR_SET(PF_ERR_VALUE, "pf_typed_arg_error: argument index: expected 0..%d for %s, got %d",
+                 (int)sig->num_params - 1, sig->name, (int)index);
+    return -1;
+  }
   char got[64];
   PF_ERROR_SET(PF_ERR_TYPE, "%s: argument %d (%s): expected %s, got %s", sig->name, (int)index,
                sig->params[index].name, pf_param_kind_name(sig->params[index].kind),
@@ -671,9 +683,10 @@ static inline __attribute__((always_inline)) int pf__create_static(const char* f
                                                                    const pf_signature_t* sig,
                                                                    pf_safe_call_t packed,
                                                                    pf_object_t** out) {
+  if (out)
+    *out = NULL; /* as every constructor's output on failure */
   if (!sig || !sig->name || !packed || !out)
     return PF__NULL_ARG(func, !out ? "out" : !packed ? "packed" : !sig ? "sig" : "sig->name");
-  *out = NULL;
   if (pf__signature_check(func, sig) != 0)
     return -1;
   char* signature = pf__signature_text(sig->name, sig->num_params, sig->params, sig->result);

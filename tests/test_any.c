@@ -385,6 +385,26 @@ START_TEST(test_null_arguments_and_objects) {
   ck_assert_int_eq(pf_any_as_object(&fn_null, &ov), -1);
   PF_ASSERT_RAISED("ValueError", "expected Object, got a NULL Function object");
   ck_assert_ptr_null(ov);
+  /* a byte-array view of bytes at NULL (data NULL, size > 0): refused, not read (it crashed
+   * the hash and reached typed functions, review) */
+  pf_byte_array_t at_null = {NULL, 5};
+  pf_any_t view_null = pf_any_byte_array(&at_null), view_null2 = view_null;
+  data = "x";
+  size = 9;
+  ck_assert_int_eq(pf_any_as_bytes(&view_null, &data, &size), -1);
+  PF_ASSERT_RAISED("ValueError", "expected bytes, got a bytes view with a NULL pointer");
+  ck_assert_ptr_null(data);
+  ck_assert_uint_eq(size, 0);
+  pf_any_t owned = pf_any_int(1);
+  ck_assert_int_eq(pf_any_to_owned(&view_null, &owned), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_any_to_owned: bytes view (type index 9) of 5 bytes");
+  ck_assert_int_eq(owned.type_index, PF_TYPE_NONE);
+  ck_assert_int_eq(pf_any_equal(&view_null, &view_null2), 1);
+  ck_assert_uint_eq(pf_any_hash(&view_null), pf_any_hash(&view_null2));
+  pf_byte_array_t empty_at_null = {NULL, 0}; /* no bytes: an empty bytes value */
+  pf_any_t empty_view = pf_any_byte_array(&empty_at_null);
+  ck_assert_int_eq(pf_any_as_bytes(&empty_view, &data, &size), 0);
+  ck_assert_uint_eq(size, 0);
   /* equality and hashing never raise: such a value is equal only to the same bits */
   pf_any_t str_null2 = str_null, empty = pf_any_cstr("");
   ck_assert_int_eq(pf_any_equal(&str_null, &str_null2), 1);

@@ -460,9 +460,26 @@ START_TEST(test_typed_define_all_kinds) {
   ck_assert_int_eq(pf_function_call(fn, args, 1, &r), -1);
   ck_assert_ptr_null(pf_error_cause(pf_error_peek()));
   PF_ASSERT_RAISED("TypeError", "argument 0 (b): expected bytes, got a NULL bytes");
+  pf_byte_array_t at_null = {NULL, 5}; /* a view of 5 bytes at NULL reached the body (review) */
+  args[0] = pf_any_byte_array(&at_null);
+  ck_assert_int_eq(pf_function_call(fn, args, 1, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "argument 0 (b): expected bytes, got bytes");
+  /* the helpers the typed entries call refuse what they cannot read (they crashed, review) */
+  ck_assert_int_eq(pf_typed_arg_error(&blob_len_signature, 5, &args[0]), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_typed_arg_error: argument index: expected 0..0 for blob_len");
+  ck_assert_int_eq(pf_typed_arg_error(NULL, 0, &args[0]), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_typed_arg_error: argument sig");
+  ck_assert_int_eq(pf_typed_arg_error(&blob_len_signature, 0, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_typed_arg_error: argument arg");
+  ck_assert_int_eq(pf_typed_arity_error(NULL, 0), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_typed_arity_error: argument sig");
+  ck_assert_int_eq(pf_typed_arity_error(&blob_len_signature, 3), -1);
+  PF_ASSERT_RAISED("TypeError", "blob_len: expected 1 argument, got 3");
   pf_object_release(fn);
+  fn = (pf_object_t*)&r;
   ck_assert_int_eq(pf_function_create_static(NULL, blob_len_packed, &fn), -1);
   PF_ASSERT_RAISED("ValueError", "pf_function_create_static: argument sig");
+  ck_assert_ptr_null(fn); /* set on failure, as every constructor's (it was left) */
   /* the message names the macro the caller wrote, not the function behind it */
   ck_assert_int_eq(PF_TYPED_CREATE(blob_len, NULL), -1);
   PF_ASSERT_RAISED("ValueError", "PF_TYPED_CREATE: argument out: expected a pointer, got NULL");

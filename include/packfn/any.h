@@ -325,7 +325,7 @@ PF_INLINE int pf_any_as_bytes(const pf_any_t* v, const char** data, size_t* size
   }
   case PF_TYPE_BYTE_ARRAY_PTR: {
     const pf_byte_array_t* b = (const pf_byte_array_t*)v->v_ptr;
-    if (!b)
+    if (!b || (!b->data && b->size != 0)) /* no view, or bytes at NULL */
       break;
     *data = b->data;
     *size = b->size;

@@ -39,7 +39,8 @@ extern "C" {
  * device ..." when it is, on a machine without a GPU); other devices: NotImplementedError.
  * 0, or -1 with an error. */
 
-/* out = x + n, elementwise; out has x's shape (out may be x). */
+/* out = x + n, elementwise; out has x's shape (out may be x). n must be finite, and for a
+ * float32 x within float32's range (it is rounded to float32): ValueError otherwise. */
 PF_API int pf_kernel_add_n(const DLTensor* x, DLTensor* out, double n);
 
 /* out = x / sqrt(mean(x^2 over the last axis) + eps); x has at least one axis, any leading
@@ -58,11 +59,12 @@ PF_API int pf_kernel_rms_norm_bwd(const DLTensor* x, const DLTensor* inv_rms,
 /* Solves Kepler's equation M = E - e sin E for the eccentric anomaly E, elementwise, to full
  * precision for 0 <= e < 1 and any finite M; writes sin E and cos E. All four tensors have one
  * shape. An eccentricity outside [0, 1), or NaN, fails with ValueError before any output is
- * written: "kepler: argument 1 (eccentricity): expected values in [0, 1), got 1.5 at index 3"
- * (the CUDA version checks them on the device and waits for that check, so the call waits for
- * the work queued on the current stream; with no elements it launches nothing and does not
- * wait). A non-finite M gives
- * NaN in both outputs for that element. */
+ * written: "pf_kernel_kepler: argument 1 (eccentricity): expected values in [0, 1), got 1.5 at
+ * index 3" (the packed function's message begins "kepler:" instead, and for CUDA tensors, whose
+ * values the CUDA version checks, "kepler_cuda:"). The CUDA version checks them on the device
+ * and waits for that check, so the call waits for the work queued on the current stream; with
+ * no elements it launches nothing and does not wait. A non-finite M gives NaN in both outputs
+ * for that element. */
 PF_API int pf_kernel_kepler(const DLTensor* mean_anomaly, const DLTensor* eccentricity,
                             DLTensor* sin_e, DLTensor* cos_e);
 

@@ -124,9 +124,12 @@ PF_API const char* pf_param_kind_name(pf_param_kind_t kind);
  * and returns 0, or -1 with an error raised. 1 to 8 parameters. Expands to static functions
  * <name> (the body), <name>_packed (a pf_safe_call_t) and a pf_signature_t <name>_signature. */
 
-/* Raises "name: expected N arguments, got M" (TypeError) and returns -1. */
+/* Raises "name: expected N arguments, got M" (TypeError) and returns -1; a NULL sig (or
+ * sig->name) raises ValueError instead. */
 PF_API int pf_typed_arity_error(const pf_signature_t* sig, int32_t got);
-/* Raises "name: argument i (param): expected kind, got type" (TypeError) and returns -1. */
+/* Raises "name: argument i (param): expected kind, got type" (TypeError) and returns -1; a NULL
+ * sig, sig->name, sig->params or arg, or an index outside 0..num_params-1, raises ValueError
+ * instead. What PF_TYPED_DEFINE's entries call for an argument they refuse. */
 PF_API int pf_typed_arg_error(const pf_signature_t* sig, int32_t index, const pf_any_t* arg);
 
 /* Creates a function object whose cell calls `packed` directly (the direct form: `packed`
@@ -180,7 +183,9 @@ static inline int pf__conv_STR(const pf_any_t* a, pf_byte_array_t* o) {
 static inline int pf__conv_BYTES(const pf_any_t* a, pf_byte_array_t* o) {
   int32_t t = a->type_index;
   if ((t != PF_TYPE_SMALL_BYTES && t != PF_TYPE_BYTES && t != PF_TYPE_BYTE_ARRAY_PTR) ||
-      (t != PF_TYPE_SMALL_BYTES && !a->v_ptr)) /* a byte-array view or bytes object holding NULL */
+      (t != PF_TYPE_SMALL_BYTES && !a->v_ptr) || /* a byte-array view or bytes object at NULL */
+      (t == PF_TYPE_BYTE_ARRAY_PTR && !((const pf_byte_array_t*)a->v_ptr)->data &&
+       ((const pf_byte_array_t*)a->v_ptr)->size != 0)) /* a view of bytes at NULL */
     return 0;
   return pf_any_as_bytes(a, &o->data, &o->size) == 0;
 }
