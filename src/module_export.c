@@ -8,6 +8,7 @@
 #include "packfn/interop.h"
 
 #include "common.h"
+#include "tvm_private.h"
 
 /* ---- typed exports called through their raw symbol ---- */
 
@@ -46,7 +47,8 @@ static pf__tvm_set_raised_t pf__export_tvm_set_raised(void) {
   pf__tvm_set_raised_t set_raised = __atomic_load_n(&found, __ATOMIC_ACQUIRE);
   if (set_raised)
     return set_raised;
-  void* lib = dlopen("libtvm_ffi.so", RTLD_NOW | RTLD_NOLOAD);
+  void* lib = pf__tvm_open_loaded(); /* by its path: no search (valgrind misreads the search's
+                                      * $ORIGIN expansion in glibc 2.36's ld.so) */
   if (!lib)
     return NULL;
   struct {

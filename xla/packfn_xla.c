@@ -298,7 +298,9 @@ static plan_t* plan_parse(const char* name, size_t len, const char* sig) {
       pf_error_set(PF_ERR_TYPE,
                    "%.*s: parameter %d '%.*s' cannot come from XLA (tensors, int, float and bool "
                    "parameters can)",
-                   text_len(len), name, (int)i, (int)(end - p), p);
+                   text_len(len), name, (int)i,
+                   (int)(trim_space(skip_space(p, end), end) - skip_space(p, end)),
+                   skip_space(p, end));
       free(plan);
       return NULL;
     }

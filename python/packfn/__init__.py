@@ -132,3 +132,15 @@ def get_global(name: str) -> Function:
 def from_dlpack(obj) -> Tensor:
     """A packfn.Tensor over the memory of `obj` (DLPack or buffer protocol), without a copy."""
     return Tensor(obj)
+
+
+def __getattr__(name: str):
+    """packfn.<Kind>Error: the class a packfn error of kind <Kind>Error raises (a subclass of
+    packfn.Error), made now if no error of that kind was raised yet, so that
+    `except packfn.CudaError:` works before the first one (an except clause naming a class
+    packfn had not made yet raised AttributeError, hiding the exception being handled)."""
+    if name.endswith("Error") and name.isidentifier() and not name.startswith("_"):
+        cls = _packfn._kind_class(name)
+        if isinstance(cls, type) and issubclass(cls, Error) and cls is not Error:
+            return cls
+    raise AttributeError(f"module 'packfn' has no attribute {name!r}")

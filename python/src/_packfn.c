@@ -148,6 +148,18 @@ static PyObject* m_system_module(PyObject* m, PyObject* u) {
 
 /* _raise(kind, message[, cause_kind, cause_message]): raises a packfn error and converts it,
  * as a failing C function would (for tests of the error mapping). */
+/* _kind_class(kind): the exception class a packfn error of that kind raises (errors.c). */
+static PyObject* m_kind_class(PyObject* m, PyObject* arg) {
+  (void)m;
+  const char* kind = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+  if (!kind) {
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_TypeError, "_kind_class: expected a str");
+    return NULL;
+  }
+  return pfpy_kind_class(kind);
+}
+
 static PyObject* m_raise(PyObject* m, PyObject* args) {
   (void)m;
   const char *kind, *msg, *ckind = NULL, *cmsg = NULL;
@@ -286,6 +298,7 @@ static PyMethodDef module_functions[] = {
     {"system_module", m_system_module, METH_NOARGS,
      "system_module() -> Module: the running program's exports and the global table"},
     {"_raise", m_raise, METH_VARARGS, NULL},
+    {"_kind_class", m_kind_class, METH_O, NULL},
     {"_raiser", m_raiser, METH_NOARGS, NULL},
     {"_custom_object", m_custom_object, METH_O, NULL},
     {NULL, NULL, 0, NULL}};

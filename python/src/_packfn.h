@@ -99,6 +99,9 @@ int pfpy_tvm_handoff_call(void* self, const pf_any_t* args, int32_t num_args, pf
 int pfpy_pyerr_to_pf(void);
 /* Sets the Python exception for the error raised in this thread; returns NULL. */
 PyObject* pfpy_raise_pf_error(void);
+/* The exception class a packfn error of `kind` raises (new reference; made now for a new kind,
+ * within the cap), or NULL with a Python exception set. */
+PyObject* pfpy_kind_class(const char* kind);
 
 /* ======================================================================================
  * convert.c: values between Python and packfn

@@ -164,6 +164,11 @@ static PyObject* class_for_kind(const char* kind) {
   return rc == 0 ? cls : NULL;
 }
 
+PyObject* pfpy_kind_class(const char* kind) {
+  PyObject* cls = class_for_kind(kind);
+  return cls ? Py_NewRef(cls) : NULL;
+}
+
 /* A Python exception (new reference) for a packfn error and its causes. */
 static PyObject* exc_from_error(pf_object_t* err, int depth) {
   if (err->deleter == pyerr_deleter && ((pyerr_t*)err)->exc)

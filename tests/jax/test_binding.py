@@ -164,6 +164,12 @@ def test_reserved_parameter_names_are_refused_at_bind(testmod, alias):
             pj.register(name)
 
 
+def test_unfit_parameter_quoted_whole(testmod, alias):
+    name = alias("test.jax.worded", testmod.worded)  # worded(out: Tensor, s: str) -> None
+    with pytest.raises(TypeError, match=r"parameter 1 's: str' cannot come from XLA"):
+        pj.register(name)
+
+
 def test_result_annotation_with_parentheses(testmod, alias):
     name = alias("test.jax.pair", testmod.pair)  # pair(out: Tensor, k: int) -> Tuple(int, int)
     t = pj.register(name)

@@ -51,3 +51,5 @@ PF_EXPORT_DOC(pair, pair, "pair(out: Tensor, k: int) -> Tuple(int, int)", NULL);
 /* the adapter's own attribute names as parameter names */
 PF_EXPORT_DOC(slotted, pair, "slotted(out: Tensor, packfn_slot: int) -> None", NULL);
 PF_EXPORT_DOC(named, pair, "named(out: Tensor, packfn_name: int) -> None", NULL);
+/* a parameter XLA cannot fill after another: its message quotes it without the space */
+PF_EXPORT_DOC(worded, pair, "worded(out: Tensor, s: str) -> None", NULL);

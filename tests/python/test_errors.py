@@ -223,3 +223,23 @@ def test_kind_classes_are_capped():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert int(out.stdout) <= 1024
+
+
+def test_kind_class_named_before_raised():
+    """packfn.<Kind>Error names the class of that kind before any error of it was raised (an
+    except clause naming one not made yet raised AttributeError, hiding the exception being
+    handled; found by review)."""
+    cls = packfn.NotRaisedYetKindError
+    assert issubclass(cls, packfn.Error) and cls is not packfn.Error
+    assert cls.__name__ == "NotRaisedYetKindError"
+    with pytest.raises(packfn.NotRaisedYetKindError) as info:
+        packfn._packfn._raise("NotRaisedYetKindError", "now")
+    assert info.value.kind == "NotRaisedYetKindError"
+    with pytest.raises(ValueError):  # the clause is evaluated; the ValueError stays
+        try:
+            raise ValueError("handled elsewhere")
+        except packfn.AnotherUnseenKindError:
+            pass
+    for name in ("not_a_kind", "TypeError", "_PrivateError", "Error2"):
+        with pytest.raises(AttributeError):
+            getattr(packfn, name)
