@@ -440,6 +440,11 @@ static const char* pf__arg_got(const pf_any_t* arg, char* buf, size_t size) {
   int null_ptr = (t == PF_TYPE_RAW_STR || t == PF_TYPE_BYTE_ARRAY_PTR ||
                   t == PF_TYPE_DLTENSOR_PTR || t >= PF_TYPE_STATIC_OBJECT_BEGIN) &&
                  arg->v_ptr == NULL;
+  if (t == PF_TYPE_BYTE_ARRAY_PTR && arg->v_ptr && !((const pf_byte_array_t*)arg->v_ptr)->data &&
+      ((const pf_byte_array_t*)arg->v_ptr)->size != 0) {
+    snprintf(buf, size, "a bytes view with a NULL data pointer");
+    return buf;
+  }
   if (!null_ptr)
     return pf_type_name(t);
   snprintf(buf, size, "a NULL %s", pf_type_name(t));
@@ -551,8 +556,8 @@ int pf_typed_arg_error(const pf_signature_t* sig, int32_t index, const pf_any_t*
   }
   char got[64];
   PF_ERROR_SET(PF_ERR_TYPE, "%s: argument %d (%s): expected %s, got %s", sig->name, (int)index,
-               sig->params[index].name, pf_param_kind_name(sig->params[index].kind),
-               pf__arg_got(arg, got, sizeof got));
+               sig->params[index].name ? sig->params[index].name : "?",
+               pf_param_kind_name(sig->params[index].kind), pf__arg_got(arg, got, sizeof got));
   return -1;
 }
 

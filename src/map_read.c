@@ -144,8 +144,18 @@ int pf__check_key(const char* func, const pf_any_t* key) {
   case PF_TYPE_SMALL_STR:
   case PF_TYPE_SMALL_BYTES:
     return 0;
+  case PF_TYPE_BYTE_ARRAY_PTR: {
+    const pf_byte_array_t* b = (const pf_byte_array_t*)key->v_ptr;
+    if (b && !b->data && b->size != 0) { /* bytes at NULL: hashing them crashed (review) */
+      PF_ERROR_SET(PF_ERR_VALUE,
+                   "%s: argument key: a bytes view of %zu bytes with a NULL data "
+                   "pointer",
+                   func, b->size);
+      return -1;
+    }
+  }
+    /* fall through */
   case PF_TYPE_RAW_STR:
-  case PF_TYPE_BYTE_ARRAY_PTR:
   case PF_TYPE_OBJECT_RVALUE_REF:
     if (key->v_ptr && (key->type_index != PF_TYPE_OBJECT_RVALUE_REF || *(void**)key->v_ptr))
       return 0;

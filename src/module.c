@@ -202,7 +202,13 @@ static int pf__module_open(const char* func, const char* path, void* handle, int
   if (type_index < 0) {
     if (fresh)
       (void)pf__forget_library(handle, path);
+    pf_object_t* refusal = pf_error_take(); /* its destructors must not clear it */
     dlclose(handle);
+    pf_error_clear();
+    if (refusal) {
+      (void)pf_error_raise(refusal);
+      pf_object_release(refusal);
+    }
     return -1;
   }
   size_t path_len = strlen(path);
@@ -293,9 +299,10 @@ fail:
   return -1;
 }
 
-/* 1 when the cause chain from `err` to its end can take `host` at its end without changing an
- * error object anyone else holds: each error on the way has no reference but its parent's (or,
- * for `err`, the caller's), and the end is one pf_error_set_cause accepts. */
+/* 1 when the cause chain from `err` to its end can take another error at its end without
+ * changing an error object anyone else holds: each error on the way has no reference but its
+ * parent's (or, for `err`, the caller's). (Whether pf_error_set_cause accepts the end is the
+ * caller's to check.) */
 static int pf__chain_is_private(pf_object_t* err) {
   for (pf_object_t* e = err; e; e = pf_error_cause(e))
     if (pf_object_strong_count(e) != 1)
@@ -617,6 +624,10 @@ static const char* pf__copy_text(const char* s, char** text) {
 static ptrdiff_t pf__collect(pf__module_t* m, char** globals, size_t num_globals,
                              pf__listed_t* list) {
   size_t n = 0;
+  /* the caller's pending error, held so that it is pending again after a declaration's error
+   * (which takes it as its cause) is dropped below (review: the clear dropped it too) */
+  pf_object_t* before = pf_error_peek();
+  pf_object_retain(before);
   for (size_t i = 0; i < m->num_exports; ++i) {
     pf_object_t* fn = pf__export_cached("pf_module_list", m, &m->exports[i]);
     if (!fn) {
@@ -626,7 +637,10 @@ static ptrdiff_t pf__collect(pf__module_t* m, char** globals, size_t num_globals
       pf_object_t* err = pf_error_peek();
       if (!err || strcmp(pf_error_kind(err), PF_ERR_MEMORY) == 0)
         goto fail;
-      pf_error_clear();
+      pf_object_t* dropped = pf_error_take();
+      if (before)
+        (void)pf_error_raise(before);
+      pf_object_release(dropped);
     } else {
       pf_object_retain(fn);
     }
@@ -641,8 +655,10 @@ static ptrdiff_t pf__collect(pf__module_t* m, char** globals, size_t num_globals
     if (fn) /* NULL: removed since the names were taken */
       list[n++] = (pf__listed_t){globals[i], fn};
   }
+  pf_object_release(before);
   return (ptrdiff_t)n;
 fail:
+  pf_object_release(before);
   for (size_t i = 0; i < n; ++i)
     pf_object_release(list[i].fn);
   return -1;

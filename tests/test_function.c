@@ -463,7 +463,8 @@ START_TEST(test_typed_define_all_kinds) {
   pf_byte_array_t at_null = {NULL, 5}; /* a view of 5 bytes at NULL reached the body (review) */
   args[0] = pf_any_byte_array(&at_null);
   ck_assert_int_eq(pf_function_call(fn, args, 1, &r), -1);
-  PF_ASSERT_RAISED("TypeError", "argument 0 (b): expected bytes, got bytes");
+  PF_ASSERT_RAISED("TypeError",
+                   "argument 0 (b): expected bytes, got a bytes view with a NULL data pointer");
   /* the helpers the typed entries call refuse what they cannot read (they crashed, review) */
   ck_assert_int_eq(pf_typed_arg_error(&blob_len_signature, 5, &args[0]), -1);
   PF_ASSERT_RAISED("ValueError", "pf_typed_arg_error: argument index: expected 0..0 for blob_len");

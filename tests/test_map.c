@@ -174,6 +174,28 @@ START_TEST(test_dict_set_get_erase_across_forms) {
 }
 END_TEST
 
+/* A byte-array view of bytes at NULL (data NULL, size > 0) as a key: refused, not hashed or
+ * compared (both crashed, review). */
+START_TEST(test_map_key_bytes_at_null) {
+  pf_object_t* map;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  pf_byte_array_t real = {"abcde", 5}, at_null = {NULL, 5};
+  pf_any_t k_real = pf_any_byte_array(&real), k_null = pf_any_byte_array(&at_null);
+  pf_any_t v = pf_any_int(1);
+  ck_assert_int_eq(pf_map_set(map, &k_real, &v), 0);
+  ck_assert_int_eq(pf_map_set(map, &k_null, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_set: argument key: a bytes view of 5 bytes with a NULL");
+  ck_assert_int_eq(pf_map_contains(map, &k_null), -1);
+  PF_ASSERT_RAISED("ValueError", "argument key: a bytes view of 5 bytes with a NULL data pointer");
+  pf_object_t* dict;
+  ck_assert_int_eq(pf_dict_create(&dict), 0);
+  ck_assert_int_eq(pf_dict_set(dict, &k_null, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "a bytes view of 5 bytes with a NULL data pointer");
+  pf_object_release(dict);
+  pf_object_release(map);
+}
+END_TEST
+
 START_TEST(test_dict_errors) {
   pf_object_t *d, *map;
   ck_assert_int_eq(pf_dict_create(&d), 0);
@@ -476,6 +498,7 @@ void pf_test_map_add_tests(TCase* tc) {
   tcase_add_test(tc, test_map_key_errors);
   tcase_add_test(tc, test_dict_set_get_erase_across_forms);
   tcase_add_test(tc, test_dict_errors);
+  tcase_add_test(tc, test_map_key_bytes_at_null);
   tcase_add_test(tc, test_map_copy_is_open_and_independent);
   tcase_add_test(tc, test_map_failed_set_changes_nothing);
   tcase_add_test(tc, test_map_releases_contents_once);

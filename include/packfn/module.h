@@ -86,7 +86,8 @@ typedef struct pf_export_info_s {
  * with pf_module_list_free: entries then a terminating entry whose name is NULL. All texts are
  * copies, valid after the module is gone. *count (may be NULL) receives the number of
  * functions. Builds (and caches) the module's function objects to read their signatures; a
- * typed export whose declaration this runtime cannot build is listed with a NULL signature.
+ * typed export whose declaration this runtime cannot build is listed with a NULL signature and
+ * doc.
  * -1, *out NULL, with TypeError (not a packfn Module), ValueError (NULL out) or MemoryError. */
 PF_API int pf_module_list(pf_object_t* module, pf_export_info_t** out, size_t* count);
 

@@ -38,6 +38,7 @@ __all__ = [
     "Module",
     "Object",
     "Tensor",
+    "error_class",
     "from_dlpack",
     "get_global",
     "list_globals",
@@ -134,13 +135,13 @@ def from_dlpack(obj) -> Tensor:
     return Tensor(obj)
 
 
-def __getattr__(name: str):
-    """packfn.<Kind>Error: the class a packfn error of kind <Kind>Error raises (a subclass of
-    packfn.Error), made now if no error of that kind was raised yet, so that
-    `except packfn.CudaError:` works before the first one (an except clause naming a class
-    packfn had not made yet raised AttributeError, hiding the exception being handled)."""
-    if name.endswith("Error") and name.isidentifier() and not name.startswith("_"):
-        cls = _packfn._kind_class(name)
-        if isinstance(cls, type) and issubclass(cls, Error) and cls is not Error:
-            return cls
-    raise AttributeError(f"module 'packfn' has no attribute {name!r}")
+
+def error_class(kind: str) -> type:
+    """The exception class a packfn error of `kind` raises: the built-in class a kind names
+    (error_class("TypeError") is TypeError), else the packfn.Error subclass of that kind, made
+    now if no error of it was raised yet (within the 1024 kinds that get a class; past them, and
+    for a kind that is no identifier, packfn.Error itself). So that an except clause can name a
+    kind before its first error: `except packfn.error_class("CudaError"):`."""
+    if not isinstance(kind, str):
+        raise TypeError(f"error_class: expected a str, got {type(kind).__name__}")
+    return _packfn._kind_class(kind)

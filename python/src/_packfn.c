@@ -146,8 +146,6 @@ static PyObject* m_system_module(PyObject* m, PyObject* u) {
   return pfpy_wrap_steal(mod);
 }
 
-/* _raise(kind, message[, cause_kind, cause_message]): raises a packfn error and converts it,
- * as a failing C function would (for tests of the error mapping). */
 /* _kind_class(kind): the exception class a packfn error of that kind raises (errors.c). */
 static PyObject* m_kind_class(PyObject* m, PyObject* arg) {
   (void)m;
@@ -160,6 +158,8 @@ static PyObject* m_kind_class(PyObject* m, PyObject* arg) {
   return pfpy_kind_class(kind);
 }
 
+/* _raise(kind, message[, cause_kind, cause_message]): raises a packfn error and converts it,
+ * as a failing C function would (for tests of the error mapping). */
 static PyObject* m_raise(PyObject* m, PyObject* args) {
   (void)m;
   const char *kind, *msg, *ckind = NULL, *cmsg = NULL;

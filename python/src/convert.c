@@ -37,6 +37,8 @@ PyObject* pfpy_any_to_py(const pf_any_t* v) {
       return pfpy_raise_pf_error();
     return PyUnicode_FromString(buf);
   case PF_TYPE_RAW_STR:
+    if (!v->v_c_str)
+      break; /* refused below: a view of nothing */
     return str_from(v->v_c_str, strlen(v->v_c_str));
   case PF_TYPE_SMALL_STR:
     return str_from(v->v_bytes, v->small_str_len);
@@ -44,6 +46,8 @@ PyObject* pfpy_any_to_py(const pf_any_t* v) {
     return PyBytes_FromStringAndSize(v->v_bytes, v->small_str_len);
   case PF_TYPE_BYTE_ARRAY_PTR: {
     const pf_byte_array_t* b = (const pf_byte_array_t*)v->v_ptr;
+    if (!b || (!b->data && b->size != 0))
+      break; /* refused below (Python would have made bytes of uninitialised memory) */
     return PyBytes_FromStringAndSize(b->data, (Py_ssize_t)b->size);
   }
   case PF_TYPE_DLTENSOR_PTR: {
@@ -55,12 +59,22 @@ PyObject* pfpy_any_to_py(const pf_any_t* v) {
     return pfpy_wrap_steal(t);
   }
   case PF_TYPE_OBJECT_RVALUE_REF: {
-    pf_object_t* o = *(pf_object_t**)v->v_ptr;
+    pf_object_t* o = v->v_ptr ? *(pf_object_t**)v->v_ptr : NULL;
+    if (!o)
+      break;
     pf_object_retain(o);
     return pfpy_wrap_steal(o);
   }
   default:
     break;
+  }
+  if (v->type_index == PF_TYPE_RAW_STR || v->type_index == PF_TYPE_BYTE_ARRAY_PTR ||
+      v->type_index == PF_TYPE_OBJECT_RVALUE_REF ||
+      (v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN && !v->v_obj)) {
+    /* hand-made values holding NULL where data must be (a C caller's): refused, not read */
+    PyErr_Format(PyExc_ValueError, "packfn: a %s value (type index %d) with a NULL pointer",
+                 pf_type_name(v->type_index), (int)v->type_index);
+    return NULL;
   }
   if (v->type_index < PF_TYPE_STATIC_OBJECT_BEGIN) {
     PyErr_Format(PyExc_TypeError, "packfn: value of unknown type index %d", (int)v->type_index);

@@ -225,21 +225,57 @@ def test_kind_classes_are_capped():
     assert int(out.stdout) <= 1024
 
 
-def test_kind_class_named_before_raised():
-    """packfn.<Kind>Error names the class of that kind before any error of it was raised (an
-    except clause naming one not made yet raised AttributeError, hiding the exception being
-    handled; found by review)."""
-    cls = packfn.NotRaisedYetKindError
+
+def test_error_class_before_raised():
+    """packfn.error_class(kind) names the class of a kind before any error of it was raised, so
+    an except clause can name it (the class did not exist until the first raise; found by
+    review)."""
+    cls = packfn.error_class("NotRaisedYetKindError")
     assert issubclass(cls, packfn.Error) and cls is not packfn.Error
     assert cls.__name__ == "NotRaisedYetKindError"
-    with pytest.raises(packfn.NotRaisedYetKindError) as info:
+    with pytest.raises(packfn.error_class("NotRaisedYetKindError")) as info:
         packfn._packfn._raise("NotRaisedYetKindError", "now")
-    assert info.value.kind == "NotRaisedYetKindError"
-    with pytest.raises(ValueError):  # the clause is evaluated; the ValueError stays
-        try:
-            raise ValueError("handled elsewhere")
-        except packfn.AnotherUnseenKindError:
-            pass
-    for name in ("not_a_kind", "TypeError", "_PrivateError", "Error2"):
-        with pytest.raises(AttributeError):
-            getattr(packfn, name)
+    assert type(info.value) is cls and info.value.kind == "NotRaisedYetKindError"
+    assert packfn.error_class("TypeError") is TypeError
+    assert packfn.error_class("not an identifier") is packfn.Error
+    with pytest.raises(TypeError):
+        packfn.error_class(3)
+    with pytest.raises(AttributeError):  # no attribute magic on the module
+        packfn.SomeKindError
+
+
+def test_callback_refuses_values_holding_null():
+    """A C caller handing a Python callback a str or bytes view at NULL, or an object Any
+    holding NULL: a ValueError back in C, not a crash (strlen(NULL)) or bytes of uninitialised
+    memory (found by review)."""
+    import ctypes
+    import os
+
+    lib = ctypes.CDLL(os.path.join(os.path.dirname(packfn.__file__), "libpackfn.so"))
+    lib.pf_error_take.restype = ctypes.c_void_p
+    lib.pf_error_kind.restype = ctypes.c_char_p
+    lib.pf_error_kind.argtypes = [ctypes.c_void_p]
+    lib.pf_error_message.restype = ctypes.c_char_p
+    lib.pf_error_message.argtypes = [ctypes.c_void_p]
+    lib.pf_object_release.argtypes = [ctypes.c_void_p]
+    lib.pf_function_call.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
+                                     ctypes.c_void_p]
+
+    class Any(ctypes.Structure):
+        _fields_ = [("type_index", ctypes.c_int32), ("pad", ctypes.c_uint32),
+                    ("v", ctypes.c_uint64)]
+
+    class ByteArray(ctypes.Structure):
+        _fields_ = [("data", ctypes.c_void_p), ("size", ctypes.c_size_t)]
+
+    seen = []
+    fn = packfn.Function(lambda *args: seen.append(args))
+    at_null = ByteArray(None, 5)
+    for type_index, payload in ((8, 0), (9, 0), (9, ctypes.addressof(at_null)), (65, 0)):
+        arg, res = Any(type_index, 0, payload), Any()
+        assert lib.pf_function_call(fn._address, ctypes.byref(arg), 1, ctypes.byref(res)) == -1
+        err = lib.pf_error_take()
+        assert lib.pf_error_kind(err) == b"ValueError", lib.pf_error_message(err)
+        assert b"NULL pointer" in lib.pf_error_message(err)
+        lib.pf_object_release(err)
+    assert seen == []
