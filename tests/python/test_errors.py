@@ -1,4 +1,5 @@
 """packfn errors as Python exceptions, Python exceptions through packfn, bad input."""
+import os
 import sys
 
 import numpy as np
@@ -187,21 +188,12 @@ def test_kind_classes_are_capped():
         # a kind past the cap keeps its name through C: a callback raising it leaves that kind
         # in the error C reads (it read "Error", the class's name)
         import ctypes
+        import sys
 
-        import os
+        sys.path.insert(0, TESTS)
+        from _cabi import Any, libpackfn
 
-        # the libpackfn packfn loaded (a second dlopen of its file returns the same mapping)
-        lib = ctypes.CDLL(os.path.join(os.path.dirname(packfn.__file__), "libpackfn.so"))
-        lib.pf_error_take.restype = ctypes.c_void_p
-        lib.pf_error_kind.restype = ctypes.c_char_p
-        lib.pf_error_kind.argtypes = [ctypes.c_void_p]
-        lib.pf_object_release.argtypes = [ctypes.c_void_p]
-        lib.pf_function_call.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
-                                         ctypes.c_void_p]
-
-        class Any(ctypes.Structure):
-            _fields_ = [("type_index", ctypes.c_int32), ("pad", ctypes.c_uint32),
-                        ("v", ctypes.c_uint64)]
+        lib = libpackfn()
 
         for kind in ("LateKind", "Kind5", "TypeError"):
             try:
@@ -220,6 +212,7 @@ def test_kind_classes_are_capped():
             lib.pf_object_release(err)
         print(size)
     """
+    code = code.replace("TESTS", repr(os.path.dirname(os.path.abspath(__file__))))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert int(out.stdout) <= 1024
@@ -249,25 +242,10 @@ def test_callback_refuses_values_holding_null():
     holding NULL: a ValueError back in C, not a crash (strlen(NULL)) or bytes of uninitialised
     memory (found by review)."""
     import ctypes
-    import os
 
-    lib = ctypes.CDLL(os.path.join(os.path.dirname(packfn.__file__), "libpackfn.so"))
-    lib.pf_error_take.restype = ctypes.c_void_p
-    lib.pf_error_kind.restype = ctypes.c_char_p
-    lib.pf_error_kind.argtypes = [ctypes.c_void_p]
-    lib.pf_error_message.restype = ctypes.c_char_p
-    lib.pf_error_message.argtypes = [ctypes.c_void_p]
-    lib.pf_object_release.argtypes = [ctypes.c_void_p]
-    lib.pf_function_call.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
-                                     ctypes.c_void_p]
+    from _cabi import Any, ByteArray, libpackfn
 
-    class Any(ctypes.Structure):
-        _fields_ = [("type_index", ctypes.c_int32), ("pad", ctypes.c_uint32),
-                    ("v", ctypes.c_uint64)]
-
-    class ByteArray(ctypes.Structure):
-        _fields_ = [("data", ctypes.c_void_p), ("size", ctypes.c_size_t)]
-
+    lib = libpackfn()
     seen = []
     fn = packfn.Function(lambda *args: seen.append(args))
     at_null = ByteArray(None, 5)
