@@ -110,8 +110,10 @@ __attribute__((noinline)) static int pf__blob_create_uncached(const char* func, 
                                                               pf_object_t** out) {
   size_t total = sizeof(pf_object_t) + sizeof(pf_string_cell_t) + 1 + size;
   pf_object_t* obj = pf__alloc(total);
-  if (!obj)
+  if (!obj) {
+    *out = NULL; /* as every constructor's output on failure (review: it was left) */
     return pf__raise_oom(func, total);
+  }
   pf__blob_fill(obj, type_index, data, size, out);
   return 0;
 }
@@ -222,6 +224,8 @@ int pf_bytes_create(const char* data, size_t size, pf_any_t* out) {
 
 int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
   if (!view || !out) {
+    if (out)
+      *out = pf_any_none();
     return PF__NULL_ARG("pf_any_to_owned", view ? "out" : "view");
   }
   const pf_any_t v = *view; /* first: out may be view itself */

@@ -153,6 +153,11 @@ static int pf__array_args(const char* func, const pf_any_t* items, size_t count,
   *out = NULL;
   if (!items && count)
     return PF__NULL_ARG(func, "items");
+  if (count > (SIZE_MAX - sizeof(pf__array_t)) / sizeof(pf_any_t)) {
+    /* before any item is read: a count past the caller's array read beyond it (review) */
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument count: %zu items is too many", func, count);
+    return -1;
+  }
   return 0;
 }
 

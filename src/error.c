@@ -762,6 +762,8 @@ int pf_error_append_backtrace(pf_object_t* err, const char* text) {
 }
 
 size_t pf_error_format(const pf_object_t* err, char* buf, size_t size) {
+  if (!buf)
+    size = 0; /* measure only, as snprintf(NULL, 0): a NULL buf with a size crashed (review) */
   size_t total = 0;
   int depth = 0;
   for (const pf_object_t* e = err; pf__is_error(e); e = pf_error_cause(e), ++depth) {

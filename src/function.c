@@ -628,9 +628,10 @@ static char* pf__signature_text(const char* name, int32_t n, const pf_param_t* p
 int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, void* self,
                              void (*deleter)(void* self), pf_object_t** out) {
   const char* bad = !out ? "out" : !sig ? "sig" : !impl ? "impl" : !sig->name ? "sig->name" : NULL;
+  if (out)
+    *out = NULL; /* as every constructor's output on failure */
   if (bad)
     return PF__NULL_ARG("pf_function_create_typed", bad);
-  *out = NULL;
   if (pf__signature_check("pf_function_create_typed", sig) != 0)
     return -1;
   size_t size = sizeof(pf__typed_t) +

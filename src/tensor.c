@@ -414,6 +414,18 @@ int pf_dltensor_check_like(const DLTensor* t, const DLTensor* ref, const char* f
   }
   if (!t)
     return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected a tensor, got NULL");
+  /* descriptions made by hand: their shapes are read below (a NULL one crashed, review) */
+  if ((uint32_t)ref->ndim > PF_TENSOR_MAX_NDIM || (ref->ndim > 0 && !ref->shape)) {
+    PF_ERROR_SET(PF_ERR_VALUE,
+                 "pf_dltensor_check_like: argument ref: expected ndim in 0..%d with a shape, got "
+                 "ndim %d%s",
+                 PF_TENSOR_MAX_NDIM, (int)ref->ndim, ref->shape ? "" : " and a NULL shape");
+    return -1;
+  }
+  if ((uint32_t)t->ndim > PF_TENSOR_MAX_NDIM || (t->ndim > 0 && !t->shape))
+    return pf__arg_error(PF_ERR_VALUE, func, index, name,
+                         "expected ndim in 0..%d with a shape, got ndim %d%s", PF_TENSOR_MAX_NDIM,
+                         (int)t->ndim, t->shape ? "" : " and a NULL shape");
   const char* like = ref_name ? ref_name : "the reference tensor";
   char a[PF_DTYPE_STR_MAX], b[256], c[256];
   if (!pf_dtype_equal(t->dtype, ref->dtype)) {

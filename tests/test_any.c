@@ -440,6 +440,14 @@ START_TEST(test_failed_constructors_clear_out) {
   PF_ASSERT_RAISED("ValueError", "pf_bytes_create: argument size");
   ck_assert_int_eq(v.type_index, PF_TYPE_NONE);
   pf_object_t* o = (pf_object_t*)&v;
+  ck_assert_int_eq(pf_string_object_create("x", SIZE_MAX / 2, &o), -1); /* no memory for it */
+  PF_ASSERT_RAISED("MemoryError", "pf_string_object_create");
+  ck_assert_ptr_null(o); /* it was left (review) */
+  v = pf_any_int(5);
+  ck_assert_int_eq(pf_any_to_owned(NULL, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_any_to_owned: argument view");
+  ck_assert_int_eq(v.type_index, PF_TYPE_NONE); /* it was left (review) */
+  o = (pf_object_t*)&v;
   ck_assert_int_eq(pf_string_object_create(NULL, 3, &o), -1);
   PF_ASSERT_RAISED("ValueError", "pf_string_object_create: argument data");
   ck_assert_ptr_null(o);

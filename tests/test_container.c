@@ -302,6 +302,10 @@ START_TEST(test_array_create_take) {
   ck_assert_int_eq(items[0].type_index, PF_TYPE_OBJECT);
   ck_assert_int_eq(pf_array_create_take(NULL, 1, &arr), -1);
   PF_ASSERT_RAISED("ValueError", "argument items");
+  /* a count past any array is refused before an item is read (it read past the caller's) */
+  ck_assert_int_eq(pf_array_create_take(items, SIZE_MAX / 16 + 1, &arr), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_array_create_take: argument count:");
+  ck_assert_int_eq(items[0].type_index, PF_TYPE_OBJECT);
   ck_assert_int_eq(pf_array_create_take(items, 1, NULL), -1);
   PF_ASSERT_RAISED("ValueError", "argument out");
   pf_any_release(&items[0]);

@@ -582,6 +582,18 @@ START_TEST(test_check_like) {
   moved.device = pf_device(PF_DEV_CUDA, 1);
   ck_assert_int_eq(pf_dltensor_check_like(&moved, dx, "add_n", 1, "out", NULL), -1);
   PF_ASSERT_RAISED("TypeError", "expected a tensor on cpu:0 like the reference tensor, got cuda:1");
+  DLTensor no_shape = *dy; /* hand-made descriptions with no shape (they crashed, review) */
+  no_shape.shape = NULL;
+  ck_assert_int_eq(pf_dltensor_check_like(&no_shape, dx, "add_n", 1, "out", "x"), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "add_n: argument 1 (out): expected ndim in 0..64 with a shape, got ndim 2 "
+                   "and a NULL shape");
+  ck_assert_int_eq(pf_dltensor_check_like(dy, &no_shape, "add_n", 1, "out", "x"), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dltensor_check_like: argument ref: expected ndim in 0..64");
+  no_shape.shape = dy->shape;
+  no_shape.ndim = -1;
+  ck_assert_int_eq(pf_dltensor_check_like(dy, &no_shape, "add_n", 1, "out", "x"), -1);
+  PF_ASSERT_RAISED("ValueError", "argument ref: expected ndim in 0..64 with a shape, got ndim -1");
   ck_assert_int_eq(pf_dltensor_check_like(NULL, dx, "add_n", 1, "out", "x"), -1);
   PF_ASSERT_RAISED("ValueError", "add_n: argument 1 (out): expected a tensor, got NULL");
   ck_assert_int_eq(pf_dltensor_check_like(dy, NULL, "add_n", 1, "out", "x"), -1);

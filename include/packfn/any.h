@@ -119,7 +119,8 @@ PF_INLINE pf_any_t pf_any_dltensor(DLTensor* t) {
   return v;
 }
 
-/* ---- ownership helpers (inline; no allocation) ---- */
+/* ---- ownership helpers (inline; no allocation) ----
+ * `v` must point to a value (pf_any_release alone accepts NULL). */
 
 /* 1 when the Any holds an object pointer (type index >= 64). */
 PF_INLINE int pf_any_is_object(const pf_any_t* v) {
@@ -401,10 +402,12 @@ PF_API int pf_any_equal(const pf_any_t* a, const pf_any_t* b);
 /* Hash consistent with pf_any_equal (equal values hash alike). */
 PF_API uint64_t pf_any_hash(const pf_any_t* v);
 
-/* Hash of a run of bytes, as used for strings by pf_any_hash and by the global table. */
+/* Hash of a run of bytes, as used for strings by pf_any_hash and by the global table. `data`
+ * may be NULL only when size is 0. */
 PF_API uint64_t pf_hash_bytes(const char* data, size_t size);
 
-/* Type name of the value, for messages ("int", "str", "Tensor", a registered key). */
+/* Type name of the value, for messages ("int", "str", "Tensor", a registered key). `v` must
+ * point to a value. */
 PF_INLINE const char* pf_any_type_name(const pf_any_t* v) {
   return pf_type_name(v->type_index);
 }

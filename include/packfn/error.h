@@ -145,12 +145,14 @@ PF_API pf_object_t* pf_error_cause(const pf_object_t* err);
 PF_API int pf_error_set_cause(pf_object_t* err, pf_object_t* cause);
 
 /* Appends a line to the backtrace of `err` (through its cell's update_backtrace, so errors
- * from other runtimes work too). -1 with TypeError for a NULL or non-error err, ValueError
- * for NULL text. */
+ * from other runtimes work too; one whose cell has no update_backtrace hook cannot be changed
+ * and is left as it is, returning 0). -1 with TypeError for a NULL or non-error err,
+ * ValueError for NULL text. */
 PF_API int pf_error_append_backtrace(pf_object_t* err, const char* text);
 
 /* Writes "Kind: message" for the error and its causes, one per line, into buf (always
- * NUL-terminated when size > 0). Returns the length the full text needs, like snprintf. */
+ * NUL-terminated when size > 0). Returns the length the full text needs, like snprintf; a NULL
+ * buf only measures, whatever size. */
 PF_API size_t pf_error_format(const pf_object_t* err, char* buf, size_t size);
 
 #ifdef __cplusplus

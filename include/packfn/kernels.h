@@ -83,10 +83,10 @@ PF_API const char* pf_kernels_name(int32_t i);
 
 /* CPU kernels: the most threads one kernel call may use, 1..64. n <= 0 restores the default:
  * the environment variable PACKFN_KERNEL_THREADS when it holds a decimal number >= 1, blanks
- * around it allowed, above 64 meaning 64 (read at the first kernel call), else 1. A call uses fewer threads when its arrays are small (under 1 MiB
- * per thread), and results are bit-identical for every thread count. Process-wide; a call
- * already running keeps the count it started with. Returns the count now in effect; never
- * fails. */
+ * around it allowed, above 64 meaning 64 (read at the first kernel call), else 1. A call uses fewer
+ * threads when its arrays are small (under 1 MiB per thread), and results are bit-identical for
+ * every thread count. Process-wide; a call already running keeps the count it started with. Returns
+ * the count now in effect; never fails. */
 PF_API int pf_kernels_set_threads(int n);
 /* The thread count pf_kernels_set_threads set (or the default). */
 PF_API int pf_kernels_threads(void);

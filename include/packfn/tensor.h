@@ -150,6 +150,9 @@ PF_API int pf_tensor_to_dlpack_versioned(pf_object_t* tensor,
 
 /* ======================================================================================
  * Helpers on any DLTensor (for kernels: they receive DLTensor* arguments)
+ * The inline helpers below check nothing: `t` must be a valid description (non-NULL, a shape
+ * of ndim extents, strides NULL or ndim of them), as every tensor packfn makes or accepts is
+ * and as pf_dltensor_check ensures for any other; a NULL or malformed one is read as it is.
  * ====================================================================================== */
 
 /* Number of elements: the product of the extents (1 for ndim 0). The description must be
