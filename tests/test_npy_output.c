@@ -598,6 +598,64 @@ END_TEST
 
 /* ---- test case ---------------------------------------------------------------------------- */
 
+/* Zeroed structs hold no file: their fd 0 is not stdin to write into or close. fd 0 is a
+ * temporary file meanwhile (restored before any assertion), so that a write into it shows in
+ * its size and a close in fcntl. */
+START_TEST(test_zeroed_structs_leave_fd_0_alone) {
+  char path[128], err_write[ERR_SIZE], err_map[ERR_SIZE], err_commit[ERR_SIZE], err_null[ERR_SIZE];
+  temp_path(path, sizeof path, "stdin");
+  int file = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ck_assert_int_ge(file, 0);
+  int saved = dup(0);
+  ck_assert_int_ge(saved, 0);
+  ck_assert_int_eq(dup2(file, 0), 0);
+  float v[4] = {1, 2, 3, 4};
+  pf_npy_array_t s = {dtype(kDLFloat, 32), 1, {4}, 0, v, sizeof v};
+  pf_npy_output_t out;
+  memset(&out, 0, sizeof out);
+  int rc_write = pf_npy_output_write(&out, &s, err_write, sizeof err_write);
+  void* data = NULL;
+  memset(&out, 0, sizeof out);
+  int rc_map = pf_npy_output_map(&out, &s, NULL, &data, err_map, sizeof err_map);
+  pf_npy_output_t outs[2];
+  memset(outs, 0, sizeof outs);
+  int rc_commit = pf_npy_output_commit(outs, 2, err_commit, sizeof err_commit);
+  int open_after_commit = fcntl(0, F_GETFD) != -1;
+  memset(outs, 0, sizeof outs);
+  pf_npy_output_abort(outs, 2);
+  int open_after_abort = fcntl(0, F_GETFD) != -1;
+  pf_npy_map_t map;
+  memset(&map, 0, sizeof map);
+  pf_npy_map_release(&map);
+  int open_after_release = fcntl(0, F_GETFD) != -1;
+  struct stat st;
+  int stat_rc = fstat(file, &st);
+  ck_assert_int_eq(dup2(saved, 0), 0); /* stdin back before anything can fail */
+  close(saved);
+  close(file);
+  unlink(path);
+  ck_assert_int_eq(stat_rc, 0);
+  ck_assert_int_eq(st.st_size, 0); /* nothing written into fd 0 */
+  ck_assert_int_eq(rc_write, -1);
+  ck_assert_msg(strstr(err_write, "pf_npy_output_write: output not open") == err_write, "%s",
+                err_write);
+  ck_assert_int_eq(rc_map, -1);
+  ck_assert_ptr_null(data);
+  ck_assert_msg(strstr(err_map, "pf_npy_output_map: output not open") == err_map, "%s", err_map);
+  ck_assert_int_eq(rc_commit, -1);
+  ck_assert_str_eq(err_commit, "pf_npy_output_commit: output 0 is not open");
+  ck_assert(open_after_commit);
+  ck_assert(open_after_abort);
+  ck_assert(open_after_release);
+  /* NULL outputs: refused when there are some to commit, nothing to do otherwise */
+  ck_assert_int_eq(pf_npy_output_commit(NULL, 1, err_null, sizeof err_null), -1);
+  ck_assert_str_eq(err_null, "pf_npy_output_commit: outputs are NULL");
+  ck_assert_int_eq(pf_npy_output_commit(NULL, 0, err_null, sizeof err_null), 0);
+  pf_npy_output_abort(NULL, 1);
+  pf_npy_map_release(NULL);
+}
+END_TEST
+
 void pf_test_npy_add_output_tests(TCase* tc) {
   tcase_add_test(tc, test_map_without_copy_and_changes);
   tcase_add_test(tc, test_map_falls_back_to_reading);
@@ -610,6 +668,7 @@ void pf_test_npy_add_output_tests(TCase* tc) {
   tcase_add_test(tc, test_output_map_writes_the_file_in_place);
   tcase_add_test(tc, test_output_refusals_and_failed_commits);
   tcase_add_test(tc, test_output_refuses_a_socket);
+  tcase_add_test(tc, test_zeroed_structs_leave_fd_0_alone);
   tcase_add_test(tc, test_map_refusals_and_empty_arrays);
   tcase_add_test(tc, test_small_error_buffers_and_map_fallbacks);
 }

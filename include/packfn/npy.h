@@ -68,7 +68,8 @@ typedef struct pf_npy_map_s {
   void* base;           /* start of the map, or NULL when the data was read instead */
   size_t length;        /* bytes mapped (the whole file) */
   size_t offset;        /* where the data starts in the file */
-  int fd;               /* the file, kept open while mapped (for pf_npy_map_changed); else -1 */
+  int fd;               /* the file, kept open while mapped (for pf_npy_map_changed); else -1.
+                           Read only while base is not NULL: a zeroed map's 0 is not stdin */
 } pf_npy_map_t;
 
 /* Opens the .npy file at `path` without copying its data when it can: when the data is in this
@@ -93,7 +94,7 @@ PF_NPY_API int pf_npy_map_changed(const pf_npy_map_t* map, int* changed, char* e
                                   size_t err_size);
 
 /* Unmaps (or frees) the data, closes the file and zeroes *map (fd -1). NULL and a zeroed map
- * are no-ops. Cannot fail. */
+ * are no-ops (a zeroed map's fd 0 is left open). Cannot fail. */
 PF_NPY_API void pf_npy_map_release(pf_npy_map_t* map);
 
 /* Writes `arr` to `path` as a version 1.0 file (32 dimensions always fit its header), C order,
@@ -110,7 +111,9 @@ PF_NPY_API int pf_npy_write_file(const char* path, const pf_npy_array_t* arr, ch
  * target (or pf_npy_output_abort removes them all when anything failed): no existing file is
  * changed before every output is complete on disk. */
 typedef struct pf_npy_output_s {
-  char* path;     /* malloc'ed: the file replaced (a symbolic link's target) */
+  char* path;     /* malloc'ed: the file replaced (a symbolic link's target); non-NULL exactly
+                     while the output is open: NULL in a zeroed output, whose fd 0 no function
+                     reads, writes or closes, and once committed or aborted */
   char* tmp_path; /* malloc'ed: the temporary file's name beside it; NULL while the file has no
                      name (an unnamed file until written) and once renamed or removed */
   int fd;         /* the temporary file, open until written; -1 once written, -2 when the
@@ -141,7 +144,9 @@ PF_NPY_API int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* 
  * sets *data to its data: what is written there is the file's content, written once (no copy
  * at pf_npy_output_write). The map stays valid until commit or abort unmaps it. 0, or -1 with a
  * message in err (desc->ndim outside 0..PF_NPY_MAX_NDIM, checked before desc->shape is read; no
- * room on the disk, a file size limit, an init file that differs). */
+ * room on the disk, a file size limit, an init file that differs). An output that is not open
+ * (zeroed, or already written) is refused: -1, "pf_npy_output_map: output not open ...",
+ * nothing written. */
 PF_NPY_API int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* desc, const char* init,
                                  void** data, char* err, size_t err_size);
 
@@ -151,7 +156,9 @@ PF_NPY_API int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* des
  * commit cannot put a file whose data never reached the disk in place of the old one; a new
  * target is not flushed (as cp and numpy.save do not flush: a crash may lose the new file's data,
  * never an older file's). 0, or -1 with a message naming the target in err (disk full, file size
- * limit, a bad array); the target is untouched either way. */
+ * limit, a bad array); the target is untouched either way. An output that is not open (zeroed,
+ * or already written) is refused: -1, "pf_npy_output_write: output not open ...", nothing
+ * written. */
 PF_NPY_API int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* err,
                                    size_t err_size);
 
@@ -160,11 +167,13 @@ PF_NPY_API int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* a
  * place, that one and those after it are removed (a rename within one folder fails only in
  * rare cases: the folder removed or made read-only meanwhile). An output not yet written
  * (pf_npy_output_write) refuses the whole commit before any rename (-1, "not written before
- * commit"): then no target is changed. */
+ * commit"), as does a zeroed one ("pf_npy_output_commit: output I is not open"): then no target
+ * is changed. outs NULL with n > 0 is refused ("pf_npy_output_commit: outputs are NULL"). */
 PF_NPY_API int pf_npy_output_commit(pf_npy_output_t* outs, size_t n, char* err, size_t err_size);
 
 /* Removes the temporary files of outs[0..n) (closing those still open) and frees them; targets
- * are untouched. Zeroed entries are skipped. Cannot fail. */
+ * are untouched. Zeroed entries (path NULL) are skipped: their fd 0 is left open. outs NULL is
+ * a no-op. Cannot fail. */
 PF_NPY_API void pf_npy_output_abort(pf_npy_output_t* outs, size_t n);
 
 /* Frees arr->data (of an array pf_npy_read_* filled) and zeroes *arr. NULL and an already

@@ -195,7 +195,8 @@ void pf_npy_map_release(pf_npy_map_t* map) {
   } else {
     pf_npy_array_free(&map->array);
   }
-  if (map->fd >= 0) {
+  /* only a mapped file keeps its fd: a zeroed map's fd 0 (base NULL) is stdin, not ours */
+  if (map->base != NULL && map->fd >= 0) {
     close(map->fd);
   }
   memset(map, 0, sizeof *map);

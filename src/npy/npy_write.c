@@ -349,7 +349,9 @@ static int flush_if_replacing(const pf_npy_output_t* out) {
 
 int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* err,
                         size_t err_size) {
-  if (out == NULL || out->fd < 0 || arr == NULL) {
+  /* path is NULL in a zeroed (never opened) or released output: its fd is no file of ours,
+   * even when it reads 0 (stdin) */
+  if (out == NULL || out->path == NULL || out->fd < 0 || arr == NULL) {
     return pf__npy_fail(err, err_size, "pf_npy_output_write", "output not open, or array is NULL");
   }
   const char* name = out->path;
@@ -448,7 +450,8 @@ static void populate_for_write(void* map, size_t length) {
 
 int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* desc, const char* init,
                       void** data, char* err, size_t err_size) {
-  if (out == NULL || out->fd < 0 || out->map != NULL || desc == NULL || data == NULL) {
+  if (out == NULL || out->path == NULL || out->fd < 0 || out->map != NULL || desc == NULL ||
+      data == NULL) {
     return pf__npy_fail(err, err_size, "pf_npy_output_map",
                         "output not open or already mapped, or NULL argument");
   }
@@ -520,8 +523,12 @@ int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* desc, const ch
   return 0;
 }
 
-/* Frees what one output owns, removing its temporary file when it is still there. */
+/* Frees what one output owns, removing its temporary file when it is still there. An output
+ * whose path is NULL owns nothing: zeroed (its fd 0 is not ours to close) or already dropped. */
 static void output_drop(pf_npy_output_t* out) {
+  if (out->path == NULL) {
+    return;
+  }
   if (out->map != NULL) {
     munmap(out->map, out->map_length);
     out->map = NULL;
@@ -540,10 +547,15 @@ static void output_drop(pf_npy_output_t* out) {
 }
 
 int pf_npy_output_commit(pf_npy_output_t* outs, size_t n, char* err, size_t err_size) {
+  if (outs == NULL && n > 0) {
+    return pf__npy_fail(err, err_size, "pf_npy_output_commit", "outputs are NULL");
+  }
   int rc = 0;
   /* an output not written refuses the whole commit before anything is renamed */
   for (size_t i = 0; i < n && rc == 0; ++i) {
-    if (outs[i].fd != -1) { /* still open, or its write failed */
+    if (outs[i].fd != -1 && outs[i].path == NULL) { /* zeroed: never opened */
+      rc = pf__npy_fail(err, err_size, "pf_npy_output_commit", "output %zu is not open", i);
+    } else if (outs[i].fd != -1) { /* still open, or its write failed */
       rc = pf__npy_fail(err, err_size, outs[i].path, "not written before commit");
     }
   }
