@@ -267,6 +267,23 @@ int pf_function_create_direct(pf_safe_call_t call, pf_object_t** out) {
   return pf__function_make("pf_function_create_direct", call, PF__FN_LINE, NULL, call, NULL, out);
 }
 
+int pf__call_args_check(const char* func, const pf_any_t* args, int32_t num_args,
+                        const pf_any_t* result) {
+  if (num_args < 0) {
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument num_args: expected a count >= 0, got %d", func,
+                 (int)num_args);
+    return -1;
+  }
+  if (!args && num_args > 0) {
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument args: expected %d argument%s, got NULL", func,
+                 (int)num_args, num_args == 1 ? "" : "s");
+    return -1;
+  }
+  if (!result)
+    return PF__NULL_ARG(func, "result");
+  return 0;
+}
+
 int pf__function_call_invalid(const pf_object_t* fn, const pf_any_t* args, int32_t num_args,
                               const pf_any_t* result) {
   if (!fn)

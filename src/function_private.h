@@ -28,4 +28,10 @@ size_t pf__global_static_holders(const pf_object_t* fn);
 void pf__function_fork_lock(void);
 void pf__function_fork_unlock(void);
 
+/* The checks of pf_function_call's other arguments for a caller that calls one by name
+ * (pf_global_call, pf_module_call), so that the message names `func`: 0 when num_args >= 0,
+ * args is not NULL for num_args > 0 and result is not NULL; else -1 with ValueError. */
+int pf__call_args_check(const char* func, const pf_any_t* args, int32_t num_args,
+                        const pf_any_t* result);
+
 #endif /* PACKFN_SRC_FUNCTION_PRIVATE_H_ */

@@ -387,6 +387,12 @@ void pf__global_stats(pf__global_stats_t* out) {
   pthread_mutex_unlock(&pf__writers);
 }
 
+/* pf__suggest_whole's adapter for the global table. */
+static int pf__suggest_in_globals(void* unused, const char* name, char* buf, size_t size) {
+  (void)unused;
+  return pf_global_suggest(name, buf, size);
+}
+
 int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
   pf_object_t* fn;
   if (result)
@@ -394,10 +400,14 @@ int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args, pf_
   if (pf__check_name("pf_global_call", name) != 0 || pf_global_get(name, &fn) != 0)
     return -1;
   if (!fn) {
-    char near[128];
-    int found = pf_global_suggest(name, near, sizeof near) == 1;
+    char* near = pf__suggest_whole(pf__suggest_in_globals, NULL, name); /* whole (review) */
     PF_ERROR_SET(PF_ERR_KEY, "pf_global_call: no global function is named '%s'%s%s%s", name,
-                 found ? " (did you mean '" : "", near, found ? "'?)" : "");
+                 near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+    free(near);
+    return -1;
+  }
+  if (pf__call_args_check("pf_global_call", args, num_args, result) != 0) {
+    pf_object_release(fn); /* checked here, so that the message names pf_global_call (review) */
     return -1;
   }
   int rc = pf_function_call(fn, args, num_args, result);

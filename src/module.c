@@ -529,26 +529,14 @@ int pf_module_get_function(pf_object_t* module, const char* name, pf_object_t** 
   return pf__module_lookup("pf_module_get_function", module, name, out, &m);
 }
 
-/* Suggestions are copied into buffers grown until the name fits; beyond this, truncated. */
-#define PF__SUGGEST_MAX ((size_t)1 << 20)
+/* pf__suggest_whole's adapters: the module's functions (ctx the module), the global table. */
+static int pf__suggest_in_module(void* module, const char* name, char* buf, size_t size) {
+  return pf_module_suggest((pf_object_t*)module, name, buf, size);
+}
 
-/* The name `suggest` (pf_global_suggest or pf_module_suggest of `module`) finds for `name`,
- * whole (malloc'd), or NULL for none (or no memory: a suggestion is a courtesy, nothing is
- * raised). */
-static char* pf__suggestion(pf_object_t* module, const char* name) {
-  for (size_t size = 128; size <= PF__SUGGEST_MAX; size *= 2) {
-    char* buf = malloc(size);
-    int found = buf && (module ? pf_module_suggest(module, name, buf, size)
-                               : pf_global_suggest(name, buf, size)) == 1;
-    if (!found) {
-      free(buf);
-      return NULL;
-    }
-    if (strlen(buf) + 1 < size || size == PF__SUGGEST_MAX)
-      return buf;
-    free(buf);
-  }
-  return NULL;
+static int pf__suggest_in_globals(void* unused, const char* name, char* buf, size_t size) {
+  (void)unused;
+  return pf_global_suggest(name, buf, size);
 }
 
 int pf_module_suggest(pf_object_t* module, const char* name, char* buf, size_t size) {
@@ -561,7 +549,7 @@ int pf_module_suggest(pf_object_t* module, const char* name, char* buf, size_t s
   pf__suggest_init(&s, name);
   for (size_t i = 0; i < m->num_exports; ++i)
     pf__suggest_offer(&s, m->exports[i].name);
-  char* global = m->is_system ? pf__suggestion(NULL, name) : NULL;
+  char* global = m->is_system ? pf__suggest_whole(pf__suggest_in_globals, NULL, name) : NULL;
   if (global)
     pf__suggest_offer(&s, global);
   int rc = pf__suggest_result(&s, buf, size);
@@ -578,11 +566,15 @@ int pf_module_call(pf_object_t* module, const char* name, const pf_any_t* args, 
   if (pf__module_lookup("pf_module_call", module, name, &fn, &m) != 0)
     return -1;
   if (!fn) {
-    char* near = m ? pf__suggestion(module, name) : NULL;
+    char* near = m ? pf__suggest_whole(pf__suggest_in_module, module, name) : NULL;
     PF_ERROR_SET(PF_ERR_KEY, "pf_module_call: %s has no function '%s'%s%s%s",
                  m ? m->path : "the TVM-FFI module", name, near ? " (did you mean '" : "",
                  near ? near : "", near ? "'?)" : "");
     free(near);
+    return -1;
+  }
+  if (pf__call_args_check("pf_module_call", args, num_args, result) != 0) {
+    pf_object_release(fn); /* checked here, so that the message names pf_module_call (review) */
     return -1;
   }
   int rc = pf_function_call(fn, args, num_args, result);

@@ -1,6 +1,7 @@
 /* "did you mean" suggestions: the Levenshtein distance between a name and each candidate,
  * two rows at a time, cut short once every entry of a row exceeds the limit. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "suggest.h"
@@ -77,4 +78,20 @@ int pf__suggest_result(const pf__suggest_t* s, char* buf, size_t size) {
   if (size > 0)
     snprintf(buf, size, "%s", s->best ? s->best : "");
   return s->best != NULL;
+}
+
+char* pf__suggest_whole(int (*suggest)(void* ctx, const char* name, char* buf, size_t size),
+                        void* ctx, const char* name) {
+  const size_t max = (size_t)1 << 20;
+  for (size_t size = 128; size <= max; size *= 2) {
+    char* buf = malloc(size);
+    if (!buf || suggest(ctx, name, buf, size) != 1) {
+      free(buf);
+      return NULL;
+    }
+    if (strlen(buf) + 1 < size || size == max)
+      return buf;
+    free(buf);
+  }
+  return NULL;
 }

@@ -25,4 +25,11 @@ void pf__suggest_offer(pf__suggest_t* s, const char* candidate);
  * is a suggestion, else 0. size 0 copies nothing. */
 int pf__suggest_result(const pf__suggest_t* s, char* buf, size_t size);
 
+/* The name `suggest(ctx, name, buf, size)` (a pf_*_suggest behind an adapter: 1 when it found
+ * one) finds for `name`, whole: buffers grow until it fits (to 1 MiB, then cut). malloc'd, or
+ * NULL for none, or when memory runs out (a suggestion is a courtesy: nothing is raised, and
+ * what the search raised is cleared). */
+char* pf__suggest_whole(int (*suggest)(void* ctx, const char* name, char* buf, size_t size),
+                        void* ctx, const char* name);
+
 #endif /* PACKFN_SRC_SUGGEST_H_ */

@@ -95,6 +95,14 @@ START_TEST(test_set_get_remove) {
   pf_any_t r;
   ck_assert_int_eq(pf_global_call("test.one", NULL, 0, &r), 0);
   ck_assert_int_eq(r.v_int64, 1);
+  /* its other arguments are checked under its own name (they named pf_function_call) */
+  ck_assert_int_eq(pf_global_call("test.one", NULL, 0, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_global_call: argument result");
+  ck_assert_int_eq(pf_global_call("test.one", NULL, 2, &r), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_global_call: argument args: expected 2 arguments, got NULL");
+  ck_assert_int_eq(pf_global_call("test.one", NULL, -1, &r), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_global_call: argument num_args");
+  ck_assert_uint_eq(pf_object_strong_count(fn), 2); /* the table's and ours: nothing kept */
   ck_assert_int_eq(pf_global_remove("test.one"), 0);
   ck_assert_uint_eq(pf_object_strong_count(fn), 1);
   ck_assert_int_eq(pf_global_get("test.one", &got), 0);
@@ -167,6 +175,18 @@ START_TEST(test_missing_and_suggest) {
   PF_ASSERT_RAISED("KeyError", "pf_global_call: no global function is named "
                                "'test.suggest.alpa' (did you mean 'test.suggest.alpha'?)");
   ck_assert_int_eq(res.type_index, PF_TYPE_NONE);
+  /* a long name is suggested whole (it was cut at 127 bytes) */
+  char long_name[201], typo[201], want[260];
+  memset(long_name, 'q', 200);
+  long_name[200] = '\0';
+  memcpy(long_name, "test.suggest.", 13);
+  memcpy(typo, long_name, sizeof typo);
+  typo[150] = 'r';
+  ck_assert_int_eq(pf_global_set(long_name, fn, 0), 0);
+  ck_assert_int_eq(pf_global_call(typo, NULL, 0, &res), -1);
+  snprintf(want, sizeof want, "(did you mean '%s'?)", long_name);
+  PF_ASSERT_RAISED("KeyError", want);
+  ck_assert_int_eq(pf_global_remove(long_name), 0);
   ck_assert_int_eq(pf_global_call("zzz.nothing.near.at.all", NULL, 0, &res), -1);
   pf_object_t* err = pf_error_take();
   ck_assert_str_eq(pf_error_kind(err), "KeyError");

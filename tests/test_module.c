@@ -149,6 +149,10 @@ START_TEST(test_load_and_call_plain_exports) {
   ck_assert_int_eq(r.type_index, PF_TYPE_NONE);
   ck_assert_int_eq(pf_module_call(m, "add_int", args, 2, &r), -1);
   PF_ASSERT_RAISED("KeyError", "has no function 'add_int' (did you mean 'add_ints'?)");
+  ck_assert_int_eq(pf_module_call(m, "add_ints", NULL, 2, &r), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_module_call: argument args: expected 2 arguments, got NULL");
+  ck_assert_int_eq(pf_module_call(m, "add_ints", args, 2, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_module_call: argument result");
   char near[16];
   ck_assert_int_eq(pf_module_suggest(m, "ad_ints", near, sizeof near), 1);
   ck_assert_str_eq(near, "add_ints");
