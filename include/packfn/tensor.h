@@ -196,7 +196,8 @@ PF_INLINE int pf_dltensor_is_contiguous(const DLTensor* t) {
 }
 
 /* What a kernel requires of a tensor argument. Zero-initialised fields require nothing, so
- * name only what matters:
+ * name only what matters. The spec is the kernel author's and is not validated: dtypes must
+ * hold num_dtypes entries and shape ndim of them (the description checked against it is):
  *   pf_tensor_spec_t spec = {PF_DTYPES(PF_DTYPE_FLOAT32, PF_DTYPE_FLOAT64),
  *                            .device_type = PF_DEV_CPU, .min_ndim = 1, .contiguous = 1}; */
 typedef struct pf_tensor_spec_s {
