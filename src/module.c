@@ -193,6 +193,17 @@ static int pf__forget_library(void* handle, const char* path) {
   return !ok || held_elsewhere;
 }
 
+/* Raises `err` (taken; NULL raises nothing) alone, dropping what is pending now: the refusal
+ * paths take their error before closing a library, whose destructors may raise or clear errors
+ * of their own, and raise it again after. */
+static void pf__raise_alone(pf_object_t* err) {
+  pf_error_clear();
+  if (err) {
+    (void)pf_error_raise(err);
+    pf_object_release(err);
+  }
+}
+
 /* Builds a module over an open `handle` (taken: closed on failure). For a library (not the
  * system), checks its stamp and pins it. `fresh`: the library was not mapped
  * before this load, so refusing it unmaps it. */
@@ -204,11 +215,7 @@ static int pf__module_open(const char* func, const char* path, void* handle, int
       (void)pf__forget_library(handle, path);
     pf_object_t* refusal = pf_error_take(); /* its destructors must not clear it */
     dlclose(handle);
-    pf_error_clear();
-    if (refusal) {
-      (void)pf_error_raise(refusal);
-      pf_object_release(refusal);
-    }
+    pf__raise_alone(refusal);
     return -1;
   }
   size_t path_len = strlen(path);
@@ -291,11 +298,7 @@ fail:
   /* releasing closes the library: its destructors must not clear the refusal */
   pf_object_t* refusal = pf_error_take();
   pf_object_release(&m->header);
-  pf_error_clear();
-  if (refusal) {
-    (void)pf_error_raise(refusal);
-    pf_object_release(refusal);
-  }
+  pf__raise_alone(refusal);
   return -1;
 }
 
@@ -388,11 +391,7 @@ int pf_module_load(const char* path, pf_object_t** out) {
      * (review); what they leave raised is dropped */
     pf_object_t* refusal = pf_error_take();
     dlclose(handle);
-    pf_error_clear();
-    if (refusal) {
-      (void)pf_error_raise(refusal);
-      pf_object_release(refusal);
-    }
+    pf__raise_alone(refusal);
     return -1;
   }
   pf__restore(host);
