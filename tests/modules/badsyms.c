@@ -8,14 +8,7 @@
 #endif
 #include "packfn/packfn.h"
 
-static int one(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
-  (void)self;
-  (void)args;
-  (void)num_args;
-  *result = pf_any_int(1);
-  return 0;
-}
-PF_EXPORT(one, one);
+#include "one.h"
 
 #if defined(STAMP_ABS)
 __asm__(".globl __packfn_abi\n .type __packfn_abi,@object\n .size __packfn_abi,16\n"

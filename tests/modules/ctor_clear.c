@@ -3,14 +3,7 @@
  * error the host has pending (the clear removed the host's error, and the load was refused). */
 #include "packfn/packfn.h"
 
-static int one(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
-  (void)self;
-  (void)args;
-  (void)num_args;
-  *result = pf_any_int(1);
-  return 0;
-}
-PF_EXPORT(one, one);
+#include "one.h"
 
 __attribute__((constructor)) static void init(void) {
   pf_object_t* fn;

@@ -3,14 +3,7 @@
  * the library keeps; DTOR_CLEAR: a destructor clears an error of its own. */
 #include "packfn/packfn.h"
 
-static int one(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
-  (void)self;
-  (void)args;
-  (void)num_args;
-  *result = pf_any_int(1);
-  return 0;
-}
-PF_EXPORT(one, one);
+#include "one.h"
 PF_REGISTER_GLOBAL("test.module.ctor_raise", one);
 
 #if defined(CTOR_SHARED)

@@ -24,14 +24,7 @@ __attribute__((weak, visibility("default"))) const pf_abi_stamp_t __packfn_abi =
     STAMP_MAGIC, STAMP_MAJOR, STAMP_MINOR, (uint32_t)sizeof(pf_abi_stamp_t)};
 #endif
 
-static int one(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
-  (void)self;
-  (void)args;
-  (void)num_args;
-  *result = pf_any_int(1);
-  return 0;
-}
-PF_EXPORT(one, one);
+#include "one.h"
 
 #ifdef REGISTER_NAME
 PF_REGISTER_GLOBAL(REGISTER_NAME, one);
