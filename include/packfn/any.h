@@ -97,7 +97,7 @@ PF_INLINE pf_any_t pf_any_byte_array(const pf_byte_array_t* b) {
   v.type_index = b ? PF_TYPE_BYTE_ARRAY_PTR : PF_TYPE_NONE;
   v.zero_padding = 0;
   v.v_int64 = 0;
-  v.v_ptr = (void*)b;
+  v.v_ptr = (void*)(uintptr_t)b; /* through uintptr_t: no -Wcast-qual warning for includers */
   return v;
 }
 /* view of an object: no retain; NULL gives none */
@@ -265,7 +265,7 @@ PF_INLINE int pf_any_as_dltensor(const pf_any_t* v, DLTensor** out) {
     return 0;
   }
   if (v->type_index == PF_TYPE_TENSOR && v->v_obj) {
-    *out = (DLTensor*)((char*)v->v_obj + sizeof(pf_object_t));
+    *out = (DLTensor*)(void*)((char*)v->v_obj + sizeof(pf_object_t));
     return 0;
   }
   *out = NULL;

@@ -51,7 +51,15 @@ typedef struct pf_abi_stamp_s {
 #else
 #define PF__C_DATA
 #endif
+/* Declares a const object with external C linkage before its definition (no
+ * -Wmissing-variable-declarations warning for includers). */
+#ifdef __cplusplus
+#define PF__C_DATA_DECL extern "C"
+#else
+#define PF__C_DATA_DECL extern
+#endif
 #if !defined(PF_NO_ABI_STAMP) && !defined(PF_BUILDING_LIBRARY) && defined(__GNUC__)
+PF__C_DATA_DECL const pf_abi_stamp_t __packfn_abi;
 PF__C_DATA __attribute__((weak, visibility("default"))) const pf_abi_stamp_t __packfn_abi =
     PF_ABI_STAMP_INIT;
 #endif
@@ -84,6 +92,17 @@ typedef struct pf_export_meta_s {
  * exports. The function beside each stays strong: a name exported twice fails to link. */
 #define PF__META_VIS __attribute__((weak, visibility("default")))
 
+/* The load-time join of every export, and its failure path toward TVM-FFI, are reached
+ * through weak references (declared once, below: a second declaration adding `weak` drew
+ * -Wredundant-decls warnings in includers), so a library that exports functions without
+ * linking libpackfn still loads (then nothing runs, and a failed call's status goes back as it
+ * is). */
+#if !defined(PF_BUILDING_LIBRARY) && defined(__GNUC__)
+#define PF__EXPORT_WEAK __attribute__((weak))
+#else
+#define PF__EXPORT_WEAK
+#endif
+
 /* The failure path of every __tvm_ffi_<name> (TVM-FFI is the caller): `rc`, the nonzero
  * status the export's function returned, and `name`, the export's name. When packfn has not
  * joined TVM-FFI but a TVM-FFI 0.1.x is loaded, moves the error raised in packfn's slot into
@@ -91,20 +110,15 @@ typedef struct pf_export_meta_s {
  * none); joined, the slot is already TVM-FFI's. A -1 that raised nothing gets a RuntimeError
  * naming `name`. Other statuses (-2: an error kept in a caller's front end) are returned as
  * they are, the slots untouched. Returns rc. Never fails. */
-PF_API int pf__export_tvm_failed(int rc, const char* name);
+PF_API int pf__export_tvm_failed(int rc, const char* name) PF__EXPORT_WEAK;
 
 /* pf_tvm_ffi_join under a name of its own, for the export macros' constructors below. Never
  * fails. (A weak reference to pf_tvm_ffi_join itself made every includer's references to it
  * weak: a program whose only call into libpackfn was pf_tvm_ffi_join was linked without it
  * under --as-needed and called address 0.) */
-PF_API int pf__export_join(void);
+PF_API int pf__export_join(void) PF__EXPORT_WEAK;
 
-/* The load-time join of every export, and its failure path toward TVM-FFI: both reached
- * through weak references, so a library that exports functions without linking libpackfn still
- * loads (then nothing runs, and a failed call's status goes back as it is). */
 #if !defined(PF_BUILDING_LIBRARY) && defined(__GNUC__)
-PF__EXTERN_C int pf__export_join(void) __attribute__((weak));
-PF__EXTERN_C int pf__export_tvm_failed(int rc, const char* name) __attribute__((weak));
 #define PF__EXPORT_JOIN(name)                                                                      \
   __attribute__((constructor)) static void pf__export_join_##name(void) {                          \
     if (pf__export_join)                                                                           \
@@ -172,6 +186,7 @@ PF_API int pf__export_tvm_info(int what, const pf_signature_t* sig, const char* 
 /* PF_EXPORT plus metadata: the `signature` and `doc` strings (either may be NULL) that
  * listings show and that the function objects the loader makes carry. */
 #define PF_EXPORT_DOC(name, impl, signature, doc)                                                  \
+  PF__C_DATA_DECL const pf_export_meta_t __packfn_meta_##name;                                     \
   PF__C_DATA PF__META_VIS const pf_export_meta_t __packfn_meta_##name = {                          \
       PF_EXPORT_META_MAGIC, PF_EXPORT_META_VERSION, (signature), (doc), NULL, NULL};               \
   PF__EXPORT_TVM_INFO(name, NULL, (signature), (doc))                                              \
@@ -187,6 +202,7 @@ PF_API int pf__export_tvm_info(int what, const pf_signature_t* sig, const char* 
  *   static const pf_signature_t scale_sig = {"scale", 2, scale_params, PF_PARAM_FLOAT, "..."};
  *   PF_EXPORT_TYPED(scale, &scale_sig, scale_impl); */
 #define PF_EXPORT_TYPED(name, sig, impl)                                                           \
+  PF__C_DATA_DECL const pf_export_meta_t __packfn_meta_##name;                                     \
   PF__C_DATA PF__META_VIS const pf_export_meta_t __packfn_meta_##name = {                          \
       PF_EXPORT_META_MAGIC, PF_EXPORT_META_VERSION, NULL, NULL, (sig), (impl)};                    \
   static pf_object_t* pf__typed_export_##name;                                                     \

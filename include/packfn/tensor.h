@@ -23,7 +23,8 @@ extern "C" {
  * lifetime; NULL when `tensor` is NULL or not a tensor (never raises). Works on tensor objects
  * of any runtime that follows the ABI. */
 PF_INLINE DLTensor* pf_tensor_dltensor(pf_object_t* tensor) {
-  return pf_object_is_instance(tensor, PF_TYPE_TENSOR) ? (DLTensor*)((char*)tensor + 24) : NULL;
+  return pf_object_is_instance(tensor, PF_TYPE_TENSOR) ? (DLTensor*)(void*)((char*)tensor + 24)
+                                                       : NULL;
 }
 
 /* Creates a tensor of `shape` (ndim extents, each >= 0; NULL allowed when ndim is 0) and
