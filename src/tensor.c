@@ -384,6 +384,20 @@ int pf_dltensor_check(const DLTensor* t, const pf_tensor_spec_t* spec, const cha
       return pf__arg_error(PF_ERR_VALUE, func, index, name,
                            "expected extents >= 0, got %lld at axis %d", (long long)t->shape[i],
                            (int)i);
+  /* the rest of what a tensor packfn accepts: a valid dtype, a size and strides whose offsets
+   * fit, data for its elements, bytes within the address space (a description made by hand
+   * with a size that wrapped to 0 slipped past the kernels' own checks, review); the precise
+   * message is made only on failure */
+  pf__layout_t layout;
+  if (PF_UNLIKELY(pf__dltensor_check_as(t, func, NULL, 1, &layout, 1) != 0)) {
+    char arg[160];
+    snprintf(arg, sizeof arg, "%d%s%s%s", (int)index, name ? " (" : "", name ? name : "",
+             name ? ")" : "");
+    if (pf__dltensor_validate(t, func ? func : "?", arg) == 0) /* cannot happen: same checks */
+      PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a valid tensor description",
+                   func ? func : "?", arg);
+    return -1;
+  }
   if ((spec->ndim > 0 || spec->shape) && t->ndim != spec->ndim)
     return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected %d dimension%s, got %d",
                          (int)spec->ndim, spec->ndim == 1 ? "" : "s", (int)t->ndim);

@@ -116,12 +116,14 @@ static inline int pf__dtype_is_common(DLDataType t) {
 
 /* Checks ndim, shape (extents >= 0) and dtype, and computes the element count and packed byte
  * size without overflow; an empty layout's other extents must fit as well. 0, or -1 with
- * ValueError (the message from pf__layout_error, naming `arg` as it does). */
+ * ValueError (the message from pf__layout_error, naming `arg` as it does), or with nothing
+ * raised when `quiet` (a constant: the raising calls compile away). */
 static inline __attribute__((always_inline)) int
-pf__validate_layout(int32_t ndim, const int64_t* shape, DLDataType dtype, const char* func,
-                    const char* arg, int64_t* numel, size_t* nbytes) {
+pf__validate_layout_as(int32_t ndim, const int64_t* shape, DLDataType dtype, const char* func,
+                       const char* arg, int64_t* numel, size_t* nbytes, int quiet) {
   if (PF_UNLIKELY(ndim < 0 || ndim > PF_TENSOR_MAX_NDIM || (ndim > 0 && !shape))) {
-    pf__layout_error(ndim, shape, dtype, func, arg);
+    if (!quiet)
+      pf__layout_error(ndim, shape, dtype, func, arg);
     return -1;
   }
   int64_t n = 1;
@@ -136,12 +138,19 @@ pf__validate_layout(int32_t ndim, const int64_t* shape, DLDataType dtype, const 
                   __builtin_mul_overflow((uint64_t)n, (uint64_t)dtype.bits * dtype.lanes, &bits) ||
                   bits / 8 >= (uint64_t)PTRDIFF_MAX ||
                   (n == 0 && pf__empty_layout_overflows(ndim, shape, dtype)))) {
-    pf__layout_error(ndim, shape, dtype, func, arg);
+    if (!quiet)
+      pf__layout_error(ndim, shape, dtype, func, arg);
     return -1;
   }
   *numel = n;
   *nbytes = (size_t)((bits + 7) / 8);
   return 0;
+}
+
+static inline __attribute__((always_inline)) int
+pf__validate_layout(int32_t ndim, const int64_t* shape, DLDataType dtype, const char* func,
+                    const char* arg, int64_t* numel, size_t* nbytes) {
+  return pf__validate_layout_as(ndim, shape, dtype, func, arg, numel, nbytes, 0);
 }
 
 /* The lowest and highest element offsets that `ndim` axes of `shape` and `strides` reach from
@@ -210,22 +219,25 @@ static inline int pf__byte_reach_bad(const DLTensor* desc, int64_t lo, int64_t h
 /* Validates the description `desc` as argument `arg` of `func` (ndim, shape, dtype, device
  * index, data, size and offset overflow and, when `bytes`, the bytes reached from data and
  * byte_offset) and fills *layout. A view leaves the bytes to the check against its base, and
- * passes a NULL `arg` (see pf__layout_error). 0, or -1 with ValueError (*layout untouched). Inline
- * where creation is hot (views); pf__dltensor_validate is the call. */
-static inline __attribute__((always_inline)) int pf__dltensor_check(const DLTensor* desc,
-                                                                    const char* func,
-                                                                    const char* arg, int bytes,
-                                                                    pf__layout_t* layout) {
+ * passes a NULL `arg` (see pf__layout_error). 0, or -1 with ValueError (*layout untouched), or
+ * with nothing raised when `quiet` (a constant). Inline where creation is hot (views);
+ * pf__dltensor_validate is the call. */
+static inline __attribute__((always_inline)) int
+pf__dltensor_check_as(const DLTensor* desc, const char* func, const char* arg, int bytes,
+                      pf__layout_t* layout, int quiet) {
   if (PF_UNLIKELY(!desc)) {
-    pf__dltensor_error(desc, func, arg, 0, -1);
+    if (!quiet)
+      pf__dltensor_error(desc, func, arg, 0, -1);
     return -1;
   }
   int64_t numel = 0;
   size_t nbytes = 0;
-  if (pf__validate_layout(desc->ndim, desc->shape, desc->dtype, func, arg, &numel, &nbytes) != 0)
+  if (pf__validate_layout_as(desc->ndim, desc->shape, desc->dtype, func, arg, &numel, &nbytes,
+                             quiet) != 0)
     return -1;
   if (PF_UNLIKELY(desc->device.device_id < 0 || (numel > 0 && !desc->data))) {
-    pf__dltensor_error(desc, func, arg, numel, -1);
+    if (!quiet)
+      pf__dltensor_error(desc, func, arg, numel, -1);
     return -1;
   }
   /* Every element offset must be representable (pf__strides_reach), empty tensors checked
@@ -235,7 +247,8 @@ static inline __attribute__((always_inline)) int pf__dltensor_check(const DLTens
   if (desc->strides) {
     if (PF_UNLIKELY(pf__strides_reach(desc->ndim, desc->shape, desc->strides, &lo, &hi, &axis) !=
                     0)) {
-      pf__dltensor_error(desc, func, arg, numel, axis);
+      if (!quiet)
+        pf__dltensor_error(desc, func, arg, numel, axis);
       return -1;
     }
     if (numel == 0) {
@@ -245,13 +258,21 @@ static inline __attribute__((always_inline)) int pf__dltensor_check(const DLTens
   }
   if (bytes && PF_UNLIKELY(desc->byte_offset > (uint64_t)INT64_MAX ||
                            (numel > 0 && pf__byte_reach_bad(desc, lo, hi)))) {
-    pf__dltensor_error(desc, func, arg, numel, PF__AXIS_BYTE_OFFSET);
+    if (!quiet)
+      pf__dltensor_error(desc, func, arg, numel, PF__AXIS_BYTE_OFFSET);
     return -1;
   }
   layout->numel = numel;
   layout->lo = lo;
   layout->hi = hi;
   return 0;
+}
+
+static inline __attribute__((always_inline)) int pf__dltensor_check(const DLTensor* desc,
+                                                                    const char* func,
+                                                                    const char* arg, int bytes,
+                                                                    pf__layout_t* layout) {
+  return pf__dltensor_check_as(desc, func, arg, bytes, layout, 0);
 }
 
 /* pf__dltensor_check without the layout. */

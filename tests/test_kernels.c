@@ -560,6 +560,53 @@ START_TEST(test_negative_extents_refused) {
 }
 END_TEST
 
+/* Descriptions made by hand whose sizes overflow, or with NULL data, are refused before any
+ * kernel runs (their element count wrapped to 0 or 4: the overlap and alignment checks were
+ * skipped and the kernels crashed, or add_n returned 0 on a nonsense size; review). */
+START_TEST(test_wrapping_sizes_and_null_data_refused) {
+  float data[64] = {0}, out[64];
+  for (int i = 0; i < 64; ++i)
+    out[i] = 42;
+  int64_t wrap0[2] = {(int64_t)1 << 32, (int64_t)1 << 32}; /* 2^64 elements: 0 wrapped */
+  int64_t wrap4[2] = {((int64_t)1 << 62) + 1, 4};          /* 2^64 + 4: 4 wrapped */
+  int64_t bytes0[1] = {(int64_t)1 << 62};                  /* 2^64 bytes of float32 */
+  int64_t rows0[2] = {(int64_t)1 << 62, 0}, inv_shape[1] = {(int64_t)1 << 62};
+  DLTensor x = {data, cpu, 2, f32, wrap0, NULL, 0}, o = {out, cpu, 2, f32, wrap0, NULL, 0};
+  ck_assert_int_eq(pf_kernel_rms_norm(&x, &o, 1e-5), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_kernel_rms_norm: argument 0 (x): expected a size that fits");
+  x.shape = o.shape = wrap4;
+  ck_assert_int_eq(pf_kernel_add_n(&x, &o, 1.0), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_kernel_add_n: argument 0 (x): expected a size that fits");
+  x.ndim = o.ndim = 1;
+  x.shape = o.shape = bytes0;
+  o.data = data + 1; /* a partial overlap the wrapped byte count hid */
+  ck_assert_int_eq(pf_kernel_add_n(&x, &o, 1.0), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_kernel_add_n: argument 0 (x): expected a size that fits");
+  o.data = out;
+  DLTensor iv = {data + 32, cpu, 1, f32, inv_shape, NULL, 0};
+  x.ndim = o.ndim = 2;
+  x.shape = o.shape = rows0;
+  ck_assert_int_eq(pf_kernel_rms_norm_fwd(&x, &o, &iv, 1e-5), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_kernel_rms_norm_fwd: argument 0 (x): expected a size that");
+  int64_t six[1] = {6};
+  x.ndim = o.ndim = 1;
+  x.shape = o.shape = six;
+  x.data = NULL;
+  ck_assert_int_eq(pf_kernel_add_n(&x, &o, 1.0), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_kernel_add_n: argument 0 (x): expected data for 6 elements, got NULL");
+  pf_any_t args[3] = {pf_any_dltensor(&x), pf_any_dltensor(&o), pf_any_float(1.0)};
+  ck_assert_int_eq(call(PF_KERNELS_PREFIX "add_n", args, 3), -1);
+  PF_ASSERT_RAISED("ValueError", "add_n: argument 0 (x): expected data for 6 elements, got NULL");
+  x.data = data;
+  o.data = NULL;
+  ck_assert_int_eq(pf_kernel_add_n(&x, &o, 1.0), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_kernel_add_n: argument 1 (out): expected data for 6");
+  for (int i = 0; i < 64; ++i)
+    ck_assert(out[i] == 42.0f);
+}
+END_TEST
+
 /* rms_norm of a valid empty (2^30, 0) array returns at once: it visited the rows one by one for
  * nothing, 17 ns each (18 s here, hours for (2^40, 0)). */
 START_TEST(test_rms_norm_empty_rows_return) {
@@ -664,6 +711,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_rms_norm_extreme_eps_and_rows);
   tcase_add_test(tc, test_add_n_refuses_n_beyond_float32);
   tcase_add_test(tc, test_negative_extents_refused);
+  tcase_add_test(tc, test_wrapping_sizes_and_null_data_refused);
   tcase_add_test(tc, test_rms_norm_empty_rows_return);
   tcase_add_test(tc, test_module_exports);
   tcase_add_test(tc, test_threads_and_isa);

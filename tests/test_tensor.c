@@ -561,6 +561,52 @@ START_TEST(test_check_spec_refuses_bad_shapes) {
 }
 END_TEST
 
+/* The rest of what pf_tensor_from_dltensor refuses is refused too, whatever the spec: a size
+ * whose product overflows (it wrapped pf_dltensor_numel to 0 and the kernels skipped their
+ * overlap checks, review), NULL data with elements, a negative device index, strides whose
+ * offsets overflow, bytes past the address space, an invalid dtype; an empty tensor may have
+ * NULL data. */
+START_TEST(test_check_spec_refuses_bad_descriptions) {
+  float data[4] = {0};
+  pf_tensor_spec_t any = {0};
+  int64_t wrap[2] = {(int64_t)1 << 32, (int64_t)1 << 32};
+  DLTensor t = {data, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, wrap, NULL, 0};
+  ck_assert_int_eq(pf_dltensor_check(&t, &any, "f", 1, "y"), -1);
+  PF_ASSERT_RAISED("ValueError", "f: argument 1 (y): expected a size that fits in memory");
+  int64_t four[1] = {4}, empty[1] = {0};
+  t.ndim = 1;
+  t.shape = four;
+  t.data = NULL;
+  ck_assert_int_eq(pf_dltensor_check(&t, &any, "f", 0, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "f: argument 0: expected data for 4 elements, got NULL");
+  t.shape = empty;
+  ck_assert_int_eq(pf_dltensor_check(&t, &any, "f", 0, "x"), 0);
+  t.shape = four;
+  t.data = data;
+  t.device.device_id = -1;
+  ck_assert_int_eq(pf_dltensor_check(&t, &any, "f", 0, "x"), -1);
+  PF_ASSERT_RAISED("ValueError", "f: argument 0 (x): expected a device index >= 0, got -1");
+  t.device.device_id = 0;
+  int64_t huge_stride[1] = {INT64_MAX / 2};
+  t.strides = huge_stride;
+  ck_assert_int_eq(pf_dltensor_check(&t, &any, "f", 0, "x"), -1);
+  PF_ASSERT_RAISED("ValueError", "f: argument 0 (x): expected strides whose offsets fit in int64");
+  t.strides = NULL;
+  t.byte_offset = UINT64_MAX - 8;
+  ck_assert_int_eq(pf_dltensor_check(&t, &any, "f", 0, "x"), -1);
+  PF_ASSERT_RAISED("ValueError", "f: argument 0 (x): byte_offset");
+  t.byte_offset = 0;
+  t.dtype.lanes = 0;
+  ck_assert_int_eq(pf_dltensor_check(&t, &any, "f", 0, "x"), -1);
+  PF_ASSERT_RAISED("ValueError", "f: argument 0 (x): expected a valid data type");
+  t.dtype.lanes = 1;
+  ck_assert_int_eq(pf_dltensor_check(&t, &any, NULL, 0, "x"), 0);
+  t.data = NULL;
+  ck_assert_int_eq(pf_dltensor_check(&t, &any, NULL, 0, "x"), -1);
+  PF_ASSERT_RAISED("ValueError", "?: argument 0 (x): expected data for 4 elements, got NULL");
+}
+END_TEST
+
 START_TEST(test_check_like) {
   pf_object_t* x = iota((int64_t[]){2, 3}, 2);
   pf_object_t* y = iota((int64_t[]){2, 3}, 2);
@@ -667,6 +713,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_contiguity);
   tcase_add_test(tc, test_check_spec);
   tcase_add_test(tc, test_check_spec_refuses_bad_shapes);
+  tcase_add_test(tc, test_check_spec_refuses_bad_descriptions);
   tcase_add_test(tc, test_check_like);
   tcase_add_test(tc, test_long_shapes_in_messages);
   suite_add_tcase(s, tc);

@@ -241,9 +241,14 @@ typedef struct pf_tensor_spec_s {
  *   "rms_norm: argument 0 (x): expected shape (*, 4), got (2, 3)"
  *   "rms_norm: argument 0 (x): expected a contiguous tensor, got strides (1, 2)"
  *   "rms_norm: argument 0 (x): expected extents >= 0, got -4 at axis 0"
- * Whatever the spec, t's ndim must be in 0..PF_TENSOR_MAX_NDIM ("expected ndim in 0..64, got
- * 100"), with a shape when it is > 0, of extents >= 0. TypeError for a dtype or device
- * mismatch, ValueError for the rest (and for NULL t or spec).
+ * Whatever the spec, t must be a description packfn would accept as a tensor (as
+ * pf_tensor_from_dltensor checks one): ndim in 0..PF_TENSOR_MAX_NDIM ("expected ndim in 0..64,
+ * got 100"), a shape when it is > 0, of extents >= 0, a valid dtype, a size whose bytes fit in
+ * memory ("expected a size that fits in memory ..."), a device index >= 0, data for its elements
+ * ("expected data for 6 elements, got NULL"), strides whose offsets fit in int64 and bytes within
+ * the address space from data + byte_offset; so the inline helpers below (pf_dltensor_numel,
+ * pf_dltensor_nbytes, ...) cannot overflow on a tensor it accepted. TypeError for a dtype or
+ * device mismatch, ValueError for the rest (and for NULL t or spec).
  * `name` may be NULL (the parenthesis is left out); NULL func reads "?". */
 PF_API int pf_dltensor_check(const DLTensor* t, const pf_tensor_spec_t* spec, const char* func,
                              int32_t index, const char* name);
