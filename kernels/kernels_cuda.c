@@ -15,12 +15,32 @@ static int leave_device(int32_t prev, int32_t dev, int rc) {
   return prev != dev && pf_cuda_device_exit(prev) != 0 ? -1 : rc;
 }
 
+/* pf_cuda_device_enter for kernel `func`: its error, of the same kind, names the kernel and the
+ * device ("kepler_cuda: cannot run on cuda:0: pf_cuda_device_enter: cudaGetDevice failed: no
+ * CUDA device ..."), where it named only pf_cuda_device_enter, which the caller never called
+ * (review); the original error is its cause. */
+static int enter_device(const char* func, int32_t dev, int32_t* prev) {
+  if (PF_LIKELY(pf_cuda_device_enter(dev, prev) == 0))
+    return 0;
+  pf_object_t* cause = pf_error_take();
+  const char* kind = cause ? pf_error_kind(cause) : PF_ERR_RUNTIME;
+  const char* text = cause ? pf_error_message(cause) : "failed without raising an error";
+  PF_ERROR_SET(kind, "%s: cannot run on cuda:%d: %s", func, (int)dev, text);
+  if (cause) {
+    pf_object_t* err = pf_error_peek();
+    if (err)
+      (void)pf_error_set_cause(err, cause);
+    pf_object_release(cause);
+  }
+  return -1;
+}
+
 /* Runs `launch` (a cudaError_t expression) with device `dev` current and `stream` its current
  * stream, then restores the previous device. */
 #define PF__KCUDA_RUN(func, what, dev, launch)                                                     \
   do {                                                                                             \
     int32_t prev_;                                                                                 \
-    if (pf_cuda_device_enter((dev), &prev_) != 0)                                                  \
+    if (enter_device((func), (dev), &prev_) != 0)                                                  \
       return -1;                                                                                   \
     void* stream = pf_cuda_stream_get(dev);                                                        \
     return leave_device(prev_, (dev), pf_cuda_check((launch), (func), (what)));                    \
@@ -116,7 +136,7 @@ PF__K_DEFINE(kepler_cuda, PF__K_PARAMS_KEPLER) {
   void* sd = pf_dltensor_data(sin_e);
   void* cd = pf_dltensor_data(cos_e);
   int32_t prev;
-  if (pf_cuda_device_enter(mean_anomaly->device.device_id, &prev) != 0)
+  if (enter_device(func, mean_anomaly->device.device_id, &prev) != 0)
     return -1;
   void* stream = pf_cuda_stream_get(mean_anomaly->device.device_id);
   int rc = check_eccentricity(func, eccentricity, stream);

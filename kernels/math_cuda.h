@@ -5,10 +5,14 @@
 
 /* Private to packfn_kernels; needs no CUDA header. Every pointer is a device pointer (or
  * managed memory) to a contiguous row-major array; the semantics, aliasing rules and empty
- * cases are those of the CPU kernel of the same name in kmath.h, but for rms_norm's float64
- * rows whose squares overflow (|x| > 1e154), which the CPU sums again scaled and these do not
- * (their inv_rms is 0 there), and the mean taken as sum / cols where the CPU multiplies by
- * 1 / cols (the last bit may differ).
+ * cases are those of the CPU kernel of the same name in kmath.h, but for the rows at the ends
+ * of the range, which the CPU computes apart (docs/kernels.md) and these do not: rms_norm's
+ * float64 rows whose squares overflow (|x| > 1e154: inv_rms 0) or, with eps ~ 0, underflow
+ * (|x| < 1e-154: bits lost, below ~1e-162 a sum of 0, inv_rms and outputs inf), and
+ * rms_norm_bwd's rows whose coefficient inv_rms^3 mean(ct x) leaves the element type's range
+ * (float32 rows below ~1e-19 with eps ~ 0: inf or NaN where the CPU's dx is finite; float64
+ * below ~1e-102); and the mean taken as sum / cols where the CPU multiplies by 1 / cols (the
+ * last bit may differ).
  *
  * Every launcher only enqueues work on stream (a cudaStream_t; NULL is the legacy default
  * stream) and returns at once: 0 (cudaSuccess) when the launch was accepted, otherwise the

@@ -190,7 +190,19 @@ START_TEST(test_c_entry_without_device) {
   int64_t shape[1] = {4};
   DLTensor fake = {data, {kDLCUDA, 0}, 1, {kDLFloat, 32, 1}, shape, NULL, 0};
   ck_assert_int_eq(pf_kernel_add_n(&fake, &fake, 1), -1);
-  PF_ASSERT_RAISED("RuntimeError", "no CUDA device");
+  /* the kernel and the device are named, pf_cuda_device_enter's error is the cause (its message
+   * named only pf_cuda_device_enter before, review) */
+  pf_object_t* e0 = pf_error_take();
+  ck_assert_ptr_nonnull(e0);
+  ck_assert_str_eq(pf_error_kind(e0), "RuntimeError");
+  ck_assert_msg(strncmp(pf_error_message(e0), "add_n_cuda: cannot run on cuda:0: ", 34) == 0 &&
+                    strstr(pf_error_message(e0), "no CUDA device") != NULL,
+                "message: %s", pf_error_message(e0));
+  pf_object_t* cause = pf_error_cause(e0);
+  ck_assert_ptr_nonnull(cause);
+  ck_assert_msg(strncmp(pf_error_message(cause), "pf_cuda_device_enter: ", 22) == 0, "cause: %s",
+                pf_error_message(cause));
+  pf_object_release(e0);
   /* kepler fails at the check of its eccentricities, which runs on the device */
   DLTensor fake_sin = fake, fake_cos = fake;
   fake_sin.data = sin_data;
@@ -198,8 +210,9 @@ START_TEST(test_c_entry_without_device) {
   ck_assert_int_eq(pf_kernel_kepler(&fake, &fake, &fake_sin, &fake_cos), -1);
   pf_object_t* err = pf_error_take();
   ck_assert_ptr_nonnull(err);
-  ck_assert_msg(strstr(pf_error_message(err), "no CUDA device") != NULL, "message: %s",
-                pf_error_message(err));
+  ck_assert_msg(strncmp(pf_error_message(err), "kepler_cuda: cannot run on cuda:0: ", 35) == 0 &&
+                    strstr(pf_error_message(err), "no CUDA device") != NULL,
+                "message: %s", pf_error_message(err));
   pf_object_release(err);
 }
 END_TEST
