@@ -343,6 +343,80 @@ static const char* pf__device_type_text(int32_t type, char* buf, size_t size) {
   return buf;
 }
 
+/* pf_dltensor_check's refusal of a description no tensor can have (the quiet validator failed):
+ * the structural faults first, in the messages they always had, then the validator's own. */
+__attribute__((noinline, cold)) static int pf__dltensor_invalid(const DLTensor* t, const char* func,
+                                                                int32_t index, const char* name) {
+  if ((uint32_t)t->ndim > PF_TENSOR_MAX_NDIM) /* one unsigned compare bounds ndim both ways */
+    return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected ndim in 0..%d, got %d",
+                         PF_TENSOR_MAX_NDIM, (int)t->ndim);
+  if (t->ndim > 0 && !t->shape)
+    return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected a shape, got ndim %d and NULL",
+                         (int)t->ndim);
+  for (int32_t i = 0; i < t->ndim; ++i)
+    if (t->shape[i] < 0)
+      return pf__arg_error(PF_ERR_VALUE, func, index, name,
+                           "expected extents >= 0, got %lld at axis %d", (long long)t->shape[i],
+                           (int)i);
+  char arg[160];
+  snprintf(arg, sizeof arg, "%d%s%s%s", (int)index, name ? " (" : "", name ? name : "",
+           name ? ")" : "");
+  if (pf__dltensor_validate(t, func ? func : "?", arg) == 0) /* cannot happen: same checks */
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a valid tensor description",
+                 func ? func : "?", arg);
+  return -1;
+}
+
+/* What pf_dltensor_check found wrong with t against spec, for pf__check_refusal. */
+enum {
+  PF__CHECK_DTYPE,
+  PF__CHECK_DEVICE_TYPE,
+  PF__CHECK_DEVICE,
+  PF__CHECK_NDIM,
+  PF__CHECK_MIN_NDIM,
+  PF__CHECK_SHAPE,
+  PF__CHECK_CONTIGUOUS
+};
+
+/* Raises pf_dltensor_check's refusal `what`; out of line with its buffers, so that the check
+ * that passes sets up no frame for them. Returns -1. */
+__attribute__((noinline, cold)) static int pf__check_refusal(int what, const DLTensor* t,
+                                                             const pf_tensor_spec_t* spec,
+                                                             const char* func, int32_t index,
+                                                             const char* name) {
+  char a[PF_DTYPE_STR_MAX], b[256], c[256];
+  switch (what) {
+  case PF__CHECK_DTYPE: {
+    const char* want = pf__dtype_list_text(spec->dtypes, spec->num_dtypes, b, sizeof b);
+    return pf__arg_error(PF_ERR_TYPE, func, index, name, "expected %s %s tensor, got %s",
+                         pf__article(want), want, pf__dtype_text(t->dtype, a));
+  }
+  case PF__CHECK_DEVICE_TYPE:
+    pf_device_format(t->device, c, sizeof c);
+    return pf__arg_error(PF_ERR_TYPE, func, index, name, "expected a tensor on %s, got %s",
+                         pf__device_type_text(spec->device_type, b, sizeof b), c);
+  case PF__CHECK_DEVICE:
+    pf_device_format(*spec->device, b, sizeof b);
+    pf_device_format(t->device, c, sizeof c);
+    return pf__arg_error(PF_ERR_TYPE, func, index, name, "expected a tensor on %s, got %s", b, c);
+  case PF__CHECK_NDIM:
+    return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected %d dimension%s, got %d",
+                         (int)spec->ndim, spec->ndim == 1 ? "" : "s", (int)t->ndim);
+  case PF__CHECK_MIN_NDIM:
+    return pf__arg_error(PF_ERR_VALUE, func, index, name,
+                         "expected at least %d dimension%s, got %d", (int)spec->min_ndim,
+                         spec->min_ndim == 1 ? "" : "s", (int)t->ndim);
+  case PF__CHECK_SHAPE:
+    return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected shape %s, got %s",
+                         pf__format_spec_dims(spec->shape, spec->ndim, b, sizeof b),
+                         pf__format_dims(t->shape, t->ndim, c, sizeof c));
+  default:
+    return pf__arg_error(PF_ERR_VALUE, func, index, name,
+                         "expected a contiguous tensor, got strides %s",
+                         pf__format_dims(t->strides, t->ndim, b, sizeof b));
+  }
+}
+
 int pf_dltensor_check(const DLTensor* t, const pf_tensor_spec_t* spec, const char* func,
                       int32_t index, const char* name) {
   if (!spec) {
@@ -350,73 +424,55 @@ int pf_dltensor_check(const DLTensor* t, const pf_tensor_spec_t* spec, const cha
   }
   if (!t)
     return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected a tensor, got NULL");
-  char a[PF_DTYPE_STR_MAX], b[256], c[256];
+  /* Whatever the spec, t must be what pf_tensor_from_dltensor accepts: ndim, shape, extents,
+   * dtype, a size and strides whose offsets fit, data for its elements, bytes within the address
+   * space (a description made by hand with a size that wrapped to 0 slipped past the kernels'
+   * own checks, review). Checked quietly here, refused after the spec's dtype and device (a
+   * mismatch there is the TypeError it always was), with a message made only then. */
+  pf__layout_t layout;
+  int valid = pf__dltensor_check_as(t, NULL, NULL, 1, &layout, 1) == 0;
+  int what;
   if (spec->num_dtypes > 0) {
     int found = 0;
     for (int32_t i = 0; i < spec->num_dtypes && !found; ++i)
       found = pf_dtype_equal(t->dtype, spec->dtypes[i]);
     if (!found) {
-      const char* want = pf__dtype_list_text(spec->dtypes, spec->num_dtypes, b, sizeof b);
-      return pf__arg_error(PF_ERR_TYPE, func, index, name, "expected %s %s tensor, got %s",
-                           pf__article(want), want, pf__dtype_text(t->dtype, a));
+      what = PF__CHECK_DTYPE;
+      goto refuse;
     }
   }
   if (spec->device_type != 0 && (int32_t)t->device.device_type != spec->device_type) {
-    pf_device_format(t->device, c, sizeof c);
-    return pf__arg_error(PF_ERR_TYPE, func, index, name, "expected a tensor on %s, got %s",
-                         pf__device_type_text(spec->device_type, b, sizeof b), c);
+    what = PF__CHECK_DEVICE_TYPE;
+    goto refuse;
   }
   if (spec->device && !pf_device_equal(t->device, *spec->device)) {
-    pf_device_format(*spec->device, b, sizeof b);
-    pf_device_format(t->device, c, sizeof c);
-    return pf__arg_error(PF_ERR_TYPE, func, index, name, "expected a tensor on %s, got %s", b, c);
+    what = PF__CHECK_DEVICE;
+    goto refuse;
   }
-  /* a description made by hand may claim what no tensor has: the checks below and the
-   * caller's loops over the shape rely on these (one unsigned compare bounds ndim both ways) */
-  if (PF_UNLIKELY((uint32_t)t->ndim > PF_TENSOR_MAX_NDIM))
-    return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected ndim in 0..%d, got %d",
-                         PF_TENSOR_MAX_NDIM, (int)t->ndim);
-  if (PF_UNLIKELY(t->ndim > 0 && !t->shape))
-    return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected a shape, got ndim %d and NULL",
-                         (int)t->ndim);
-  for (int32_t i = 0; i < t->ndim; ++i)
-    if (PF_UNLIKELY(t->shape[i] < 0))
-      return pf__arg_error(PF_ERR_VALUE, func, index, name,
-                           "expected extents >= 0, got %lld at axis %d", (long long)t->shape[i],
-                           (int)i);
-  /* the rest of what a tensor packfn accepts: a valid dtype, a size and strides whose offsets
-   * fit, data for its elements, bytes within the address space (a description made by hand
-   * with a size that wrapped to 0 slipped past the kernels' own checks, review); the precise
-   * message is made only on failure */
-  pf__layout_t layout;
-  if (PF_UNLIKELY(pf__dltensor_check_as(t, func, NULL, 1, &layout, 1) != 0)) {
-    char arg[160];
-    snprintf(arg, sizeof arg, "%d%s%s%s", (int)index, name ? " (" : "", name ? name : "",
-             name ? ")" : "");
-    if (pf__dltensor_validate(t, func ? func : "?", arg) == 0) /* cannot happen: same checks */
-      PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected a valid tensor description",
-                   func ? func : "?", arg);
-    return -1;
+  if (PF_UNLIKELY(!valid))
+    return pf__dltensor_invalid(t, func, index, name);
+  if ((spec->ndim > 0 || spec->shape) && t->ndim != spec->ndim) {
+    what = PF__CHECK_NDIM;
+    goto refuse;
   }
-  if ((spec->ndim > 0 || spec->shape) && t->ndim != spec->ndim)
-    return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected %d dimension%s, got %d",
-                         (int)spec->ndim, spec->ndim == 1 ? "" : "s", (int)t->ndim);
-  if (t->ndim < spec->min_ndim)
-    return pf__arg_error(PF_ERR_VALUE, func, index, name,
-                         "expected at least %d dimension%s, got %d", (int)spec->min_ndim,
-                         spec->min_ndim == 1 ? "" : "s", (int)t->ndim);
+  if (t->ndim < spec->min_ndim) {
+    what = PF__CHECK_MIN_NDIM;
+    goto refuse;
+  }
   if (spec->shape) {
     for (int32_t i = 0; i < t->ndim; ++i)
-      if (spec->shape[i] >= 0 && spec->shape[i] != t->shape[i])
-        return pf__arg_error(PF_ERR_VALUE, func, index, name, "expected shape %s, got %s",
-                             pf__format_spec_dims(spec->shape, spec->ndim, b, sizeof b),
-                             pf__format_dims(t->shape, t->ndim, c, sizeof c));
+      if (spec->shape[i] >= 0 && spec->shape[i] != t->shape[i]) {
+        what = PF__CHECK_SHAPE;
+        goto refuse;
+      }
   }
-  if (spec->contiguous && !pf_dltensor_is_contiguous(t))
-    return pf__arg_error(PF_ERR_VALUE, func, index, name,
-                         "expected a contiguous tensor, got strides %s",
-                         pf__format_dims(t->strides, t->ndim, b, sizeof b));
+  if (spec->contiguous && !pf_dltensor_is_contiguous(t)) {
+    what = PF__CHECK_CONTIGUOUS;
+    goto refuse;
+  }
   return 0;
+refuse:
+  return pf__check_refusal(what, t, spec, func, index, name);
 }
 
 int pf_dltensor_check_like(const DLTensor* t, const DLTensor* ref, const char* func, int32_t index,

@@ -216,6 +216,29 @@ static inline int pf__byte_reach_bad(const DLTensor* desc, int64_t lo, int64_t h
          ((first < 0 && p < (uintptr_t)(0 - (uint64_t)first)) || p > UINTPTR_MAX - (uint64_t)end);
 }
 
+/* 1 when `strides` give the compact row-major layout of `shape` (the strides of extent-1 axes
+ * ignored: they move nothing), whose element offsets are 0..numel-1. For a layout with elements
+ * whose count fits in int64 (the running product cannot overflow then). */
+static inline int pf__strides_compact(int32_t ndim, const int64_t* shape, const int64_t* strides) {
+  int64_t expect = 1;
+  for (int32_t i = ndim - 1; i >= 0; --i) {
+    if (shape[i] != 1 && strides[i] != expect)
+      return 0;
+    expect *= shape[i];
+  }
+  return 1;
+}
+
+/* pf__byte_reach_bad for a compact layout (strides NULL or compact) of `nbytes` packed bytes (numel
+ * > 0, byte_offset <= INT64_MAX): its bytes are [0, nbytes) from data + byte_offset, so no
+ * multiplication is needed (nbytes < PTRDIFF_MAX: the sum cannot wrap a uint64). */
+static inline int pf__compact_reach_bad(const DLTensor* desc, size_t nbytes) {
+  uint64_t end = desc->byte_offset + (uint64_t)nbytes;
+  uintptr_t p = (uintptr_t)desc->data;
+  return end > (uint64_t)INT64_MAX ||
+         (p && pf__is_addressable(desc->device) && p > UINTPTR_MAX - end);
+}
+
 /* Validates the description `desc` as argument `arg` of `func` (ndim, shape, dtype, device
  * index, data, size and offset overflow and, when `bytes`, the bytes reached from data and
  * byte_offset) and fills *layout. A view leaves the bytes to the check against its base, and
@@ -244,7 +267,11 @@ pf__dltensor_check_as(const DLTensor* desc, const char* func, const char* arg, i
    * too (issue 10, defect 5); a layout without elements reaches nothing. */
   int64_t lo = 0, hi = numel - 1; /* compact: 0..numel-1 */
   int32_t axis;
-  if (desc->strides) {
+  /* strides that spell the compact layout (most tensors' strides, filled in) reach 0..numel-1,
+   * whose bytes the packed size gives: no per-axis overflow checks */
+  int compact =
+      !desc->strides || (numel > 0 && pf__strides_compact(desc->ndim, desc->shape, desc->strides));
+  if (!compact) {
     if (PF_UNLIKELY(pf__strides_reach(desc->ndim, desc->shape, desc->strides, &lo, &hi, &axis) !=
                     0)) {
       if (!quiet)
@@ -257,7 +284,8 @@ pf__dltensor_check_as(const DLTensor* desc, const char* func, const char* arg, i
     }
   }
   if (bytes && PF_UNLIKELY(desc->byte_offset > (uint64_t)INT64_MAX ||
-                           (numel > 0 && pf__byte_reach_bad(desc, lo, hi)))) {
+                           (numel > 0 && (compact ? pf__compact_reach_bad(desc, nbytes)
+                                                  : pf__byte_reach_bad(desc, lo, hi))))) {
     if (!quiet)
       pf__dltensor_error(desc, func, arg, numel, PF__AXIS_BYTE_OFFSET);
     return -1;
