@@ -21,7 +21,9 @@ enum { P_TENSOR, P_INT, P_FLOAT, P_BOOL };
 
 typedef struct {
   uint8_t kind;
-  char name[55]; /* parameter names are identifiers; longer ones are refused at bind time */
+  size_t name_len;
+  const char* name; /* NUL-terminated, in the plan's own block (the function's signature text
+                       can be replaced by pf_function_set_info, which frees the old one) */
 } xparam_t;
 
 typedef struct {
@@ -213,14 +215,19 @@ static int param_kind(const char* type, size_t len) {
   return -1;
 }
 
+/* ASCII whitespace, as packfn.jax strips it: a signature may be written over several lines */
+static int is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
 static const char* skip_space(const char* s, const char* end) {
-  while (s < end && (*s == ' ' || *s == '\t'))
+  while (s < end && is_space(*s))
     ++s;
   return s;
 }
 
 static const char* trim_space(const char* s, const char* end) {
-  while (end > s && (end[-1] == ' ' || end[-1] == '\t'))
+  while (end > s && is_space(end[-1]))
     --end;
   return end;
 }
@@ -277,7 +284,10 @@ static plan_t* plan_parse(const char* name, size_t len, const char* sig) {
   int32_t n = 0;
   for (const char* p = skip_space(open + 1, close); p < close; p = param_end(p, close) + 1)
     ++n;
-  plan_t* plan = calloc(1, sizeof *plan + (size_t)n * sizeof(xparam_t) + len + 1);
+  /* the block holds the plan, the global name and the parameter names, each with its NUL: the
+   * parameter names with theirs take at most the parameter list's length plus one */
+  size_t list_len = (size_t)(close - open);
+  plan_t* plan = calloc(1, sizeof *plan + (size_t)n * sizeof(xparam_t) + len + 1 + list_len);
   if (!plan) {
     pf_error_set(PF_ERR_MEMORY, "binding %.*s", text_len(len), name);
     return NULL;
@@ -285,6 +295,7 @@ static plan_t* plan_parse(const char* name, size_t len, const char* sig) {
   plan->name = (char*)(plan->params + n);
   memcpy(plan->name, name, len);
   plan->name_len = len;
+  char* names_at = plan->name + len + 1;
   const char* p = open + 1;
   for (int32_t i = 0; i < n; ++i) {
     const char* end = param_end(p, close);
@@ -294,7 +305,7 @@ static plan_t* plan_parse(const char* name, size_t len, const char* sig) {
     const char* type = colon ? skip_space(colon + 1, end) : end;
     int kind = param_kind(type, (size_t)(trim_space(type, end) - type));
     size_t plen = (size_t)(pname_end - pname);
-    if (kind < 0 || plen == 0 || plen >= sizeof plan->params[i].name) {
+    if (kind < 0 || plen == 0) {
       pf_error_set(PF_ERR_TYPE,
                    "%.*s: parameter %d '%.*s' cannot come from XLA (tensors, int, float and bool "
                    "parameters can)",
@@ -313,7 +324,10 @@ static plan_t* plan_parse(const char* name, size_t len, const char* sig) {
       return NULL;
     }
     plan->params[i].kind = (uint8_t)kind;
-    memcpy(plan->params[i].name, pname, plen);
+    plan->params[i].name = names_at;
+    plan->params[i].name_len = plen;
+    memcpy(names_at, pname, plen);
+    names_at += plen + 1; /* calloc wrote the NUL */
     plan->num_tensors += kind == P_TENSOR;
     p = end + 1;
   }
@@ -444,36 +458,114 @@ const char* pf_xla_signature(int64_t slot) {
 }
 /* ---- XLA side ---- */
 
+/* The length of the UTF-8 character starting at s (n > 0 bytes there), or 0 when s[0] starts
+ * none: what Python's strict decoder accepts (RFC 3629: no overlong forms, no surrogates, no
+ * code point past U+10FFFF). */
+static size_t utf8_char(const unsigned char* s, size_t n) {
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xBF; /* the range of the second byte */
+  if (s[0] < 0x80)
+    return 1;
+  if (s[0] >= 0xC2 && s[0] <= 0xDF) {
+    len = 2;
+  } else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
+    len = 3;
+    lo = s[0] == 0xE0 ? 0xA0 : lo; /* overlong below */
+    hi = s[0] == 0xED ? 0x9F : hi; /* surrogates above */
+  } else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
+    len = 4;
+    lo = s[0] == 0xF0 ? 0x90 : lo; /* overlong below */
+    hi = s[0] == 0xF4 ? 0x8F : hi; /* past U+10FFFF above */
+  } else {
+    return 0;
+  }
+  if (n < len || s[1] < lo || s[1] > hi)
+    return 0;
+  for (size_t i = 2; i < len; ++i)
+    if ((s[i] & 0xC0) != 0x80)
+      return 0;
+  return len;
+}
+
+/* Writes the n bytes at `in` to `out` (NULL: counts only) as valid UTF-8, each byte that starts
+ * no character as the 4 characters "\xNN", and stops before the first character or escape that
+ * would take it past `limit` bytes, so that a cut falls between characters. Returns the bytes
+ * written; no NUL. */
+static size_t utf8_copy(const char* in, size_t n, char* out, size_t limit) {
+  static const char hex[] = "0123456789abcdef";
+  size_t w = 0;
+  for (size_t i = 0; i < n;) {
+    unsigned char c = (unsigned char)in[i];
+    size_t len = utf8_char((const unsigned char*)in + i, n - i);
+    if (w + (len ? len : 4) > limit)
+      break;
+    if (out && len) {
+      memcpy(out + w, in + i, len);
+    } else if (out) {
+      out[w] = '\\';
+      out[w + 1] = 'x';
+      out[w + 2] = hex[c >> 4];
+      out[w + 3] = hex[c & 15];
+    }
+    w += len ? len : 4;
+    i += len ? len : 1;
+  }
+  return w;
+}
+
 static XLA_FFI_Error* xla_error(const XLA_FFI_Api* api, XLA_FFI_Error_Code code, const char* fmt,
                                 ...) __attribute__((format(printf, 3, 4)));
 
+/* An XLA error (XLA copies the message) with the formatted message, whole however long (a
+ * kernel's goes through the heap), made valid UTF-8: Python decodes it strictly, and a kernel's
+ * message may hold any bytes. Out of memory, the message is cut between characters and ends
+ * in "...". */
 static XLA_FFI_Error* xla_error(const XLA_FFI_Api* api, XLA_FFI_Error_Code code, const char* fmt,
                                 ...) {
-  /* XLA copies the message: a long one (a kernel's) goes through the heap, whole */
-  char stack[512];
-  char* msg = stack;
+  char stack[512], cut[512];
+  char* text = stack;
   va_list ap, again;
   va_start(ap, fmt);
   va_copy(again, ap);
   int n = vsnprintf(stack, sizeof stack, fmt, ap);
   va_end(ap);
-  if (n >= (int)sizeof stack) {
-    char* heap = malloc((size_t)n + 1);
-    if (heap) {
-      vsnprintf(heap, (size_t)n + 1, fmt, again);
-      msg = heap;
+  if (n < 0)
+    stack[0] = '\0';
+  size_t len = n > 0 ? (size_t)n : 0;
+  int whole = 1; /* text holds the whole message */
+  if (len >= sizeof stack) {
+    text = malloc(len + 1);
+    if (text) {
+      vsnprintf(text, len + 1, fmt, again);
     } else {
-      memcpy(stack + sizeof stack - 4, "...", 4); /* out of memory: cut, and say so */
+      text = stack; /* the first 511 bytes, cut below */
+      len = sizeof stack - 1;
+      whole = 0;
     }
   }
   va_end(again);
+  char* msg = text;
+  size_t clean = utf8_copy(text, len, NULL, SIZE_MAX);
+  if (whole && clean != len) { /* bytes to escape */
+    msg = clean < sizeof cut ? cut : malloc(clean + 1);
+    if (msg)
+      msg[utf8_copy(text, len, msg, clean)] = '\0';
+  }
+  /* out of memory: cut to at most 508 bytes and "...". A character split at byte 511 (where
+   * vsnprintf cut) starts at byte 508 or later, so it is dropped, not escaped. */
+  if (!whole || !msg) {
+    msg = cut;
+    memcpy(cut + utf8_copy(text, len, cut, sizeof cut - 4), "...", 4);
+  }
   XLA_FFI_Error_Create_Args args = {.struct_size = XLA_FFI_Error_Create_Args_STRUCT_SIZE,
                                     .extension_start = NULL,
                                     .message = msg,
                                     .errc = code};
   XLA_FFI_Error* out = api->XLA_FFI_Error_Create(&args);
-  if (msg != stack)
+  if (msg != text && msg != cut)
     free(msg);
+  if (text != stack)
+    free(text);
   return out;
 }
 
@@ -491,11 +583,11 @@ static XLA_FFI_Error_Code code_of(const char* kind) {
 }
 
 /* The raised packfn error as an XLA error, "<kind>: <message>" with its code; the thread's
- * error slot is empty after. */
+ * error slot is empty after. Callers raise one first (pf_error_ensure after a call). */
 static XLA_FFI_Error* xla_error_from_packfn(const XLA_FFI_Api* api) {
   pf_object_t* e = pf_error_take();
   const char* kind = e ? pf_error_kind(e) : PF_ERR_RUNTIME;
-  const char* msg = e ? pf_error_message(e) : "failed without raising an error";
+  const char* msg = e ? pf_error_message(e) : "packfn_xla: failed without raising an error";
   XLA_FFI_Error* out = xla_error(api, code_of(kind), "%s: %s", kind, msg);
   pf_object_release(e);
   return out;
@@ -643,6 +735,9 @@ static XLA_FFI_Error* call(XLA_FFI_CallFrame* frame, DLDevice device) {
                      frame->struct_size, (size_t)XLA_FFI_CallFrame_STRUCT_SIZE);
   if (frame->stage != XLA_FFI_ExecutionStage_EXECUTE)
     return NULL;
+  /* an error an earlier call left raised on this XLA thread (a function that succeeded with
+   * one raised) would be reported as this call's failure, and hide one raising nothing */
+  pf_error_clear();
   plan_t* plan = NULL;
   int64_t own = 0;
   XLA_FFI_Error* xerr = plan_of(frame, &plan, &own);
@@ -696,10 +791,9 @@ static XLA_FFI_Error* call(XLA_FFI_CallFrame* frame, DLDevice device) {
       ++t;
       continue;
     }
-    size_t len = strlen(param->name);
     const XLA_FFI_Attrs* attrs = &frame->attrs;
     int64_t a = 0;
-    while (a < attrs->size && !span_is(attrs->names[a], param->name, len))
+    while (a < attrs->size && !span_is(attrs->names[a], param->name, param->name_len))
       ++a;
     if (a == attrs->size)
       xerr = xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
@@ -726,10 +820,13 @@ static XLA_FFI_Error* call(XLA_FFI_CallFrame* frame, DLDevice device) {
     }
     if (!xerr) {
       pf_any_t result;
-      if (pf_function_call(plan->fn, args, plan->num_params, &result) != 0)
+      int rc = pf_function_call(plan->fn, args, plan->num_params, &result);
+      if (rc != 0) {
+        (void)pf_error_ensure(plan->name, rc); /* a function failing without raising: named */
         xerr = xla_error_from_packfn(frame->api);
-      else
+      } else {
         pf_any_release(&result);
+      }
       /* restoring fails only on a full stream table; its error must not stay raised */
       if (set_stream && pf_stream_set(device, prev, NULL) != 0) {
         if (!xerr)

@@ -14,7 +14,10 @@
  * the attribute of its name. Every other attribute is refused. A failing function, or a
  * failing bind by name, becomes an XLA error: code INVALID_ARGUMENT for TypeError and
  * ValueError, UNIMPLEMENTED for NotImplementedError, RESOURCE_EXHAUSTED for MemoryError,
- * NOT_FOUND for KeyError, INTERNAL for the other kinds; message "<kind>: <message>", whole.
+ * NOT_FOUND for KeyError, INTERNAL for the other kinds; message "<kind>: <message>", whole,
+ * each byte of it that is not UTF-8 written as "\xNN" (Python decodes it strictly). A function
+ * that fails without raising is a RuntimeError naming it (pf_error_ensure); an error left
+ * raised on the thread before a call is cleared, not taken for the call's.
  * Both handlers answer XLA's metadata query (API version of the header they were built with,
  * no traits, no state).
  *

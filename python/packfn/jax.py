@@ -210,8 +210,8 @@ def _scalar(t: Target, pname: str, kind: str, value: Any) -> Any:
             raise TypeError(f"{t.name}: argument {pname}: expected int, got {type(value).__name__}")
         if not -(1 << 63) <= int(value) < (1 << 63):  # np.int64 would wrap a uint64 silently
             raise TypeError(
-                f"{t.name}: argument {pname}: expected an int that fits in 64 bits, got "
-                f"{int(value).bit_length()} bits")
+                f"{t.name}: argument {pname}: expected an int in [-2**63, 2**63), got "
+                f"{int(value)}")
         return np.int64(value)
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{t.name}: argument {pname}: expected bool, got {type(value).__name__}")
@@ -240,8 +240,11 @@ def ffi_call(
     under jit, vmap (per `vmap_method`, see jax.ffi.ffi_call), shard_map and, with a
     custom_jvp or custom_vjp, grad. The arity, the scalar names and types and the dtypes are
     checked when the call is traced (TypeError); what only the function knows (shapes, ranks,
-    which dtypes it accepts) is checked when it runs, and a failure there raises JAX's runtime
-    error carrying packfn's "<kind>: <message>"."""
+    which dtypes it accepts) is checked when it runs, and a failure there (the function's or
+    the adapter's, any code) raises an exception whose text is XLA's code and packfn's
+    "<kind>: <message>": jax.errors.JaxRuntimeError, or, with jax 0.10, builtins.ValueError
+    after a first call that succeeded (JAX's C++ fast path raises that), so catch
+    (jax.errors.JaxRuntimeError, ValueError). See docs/jax.md, "Errors"."""
     first = register(name, platforms=platforms)
     multiple = isinstance(result_shape_dtypes, (list, tuple))
     results = list(result_shape_dtypes) if multiple else [result_shape_dtypes]

@@ -1,6 +1,7 @@
 """Shared setup of the packfn.jax tests: float64 enabled (the Kepler derivatives are checked
 against finite differences in double precision), the kernels and their jnp references, and
-xla_testmod.c compiled against the installed package."""
+xla_testmod.c compiled against the installed package, with a fixture that keeps a test's
+computations on the CPU (on_cpu) for its functions."""
 import os
 import sys
 
@@ -30,3 +31,11 @@ def rng():
 def testmod(tmp_path_factory):
     """xla_testmod.c built against the installed package and loaded (tests/pf_testmod.py)."""
     return build_testmod(tmp_path_factory, os.path.join(os.path.dirname(__file__), "xla_testmod.c"))
+
+
+@pytest.fixture
+def on_cpu():
+    """Runs the test's computations on the CPU: the functions of xla_testmod.c write their
+    results from the host, so on a machine with a GPU they must not receive CUDA buffers."""
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield

@@ -88,7 +88,7 @@ def test_stale_slot_runs_the_globals_current_function(alias):
     np.testing.assert_allclose(raw(x, packfn_name=name, packfn_slot=stale, eps=np.float64(1e-5)),
                                rms_norm_ref(x, 1e-5), rtol=1e-6)
     packfn.remove_global(name)
-    # JAX raises NOT_FOUND from an executable it has already run as a ValueError (jax 0.10)
+    # jax 0.10 raises a failure of an executable that has run before as a ValueError
     with pytest.raises((RuntimeErr, ValueError),
                        match="NOT_FOUND: KeyError: no global function 'test.jax.stale'"):
         jax.block_until_ready(raw(x, packfn_name=name, packfn_slot=stale, eps=np.float64(1e-5)))
@@ -170,7 +170,7 @@ def test_unfit_parameter_quoted_whole(testmod, alias):
         pj.register(name)
 
 
-def test_result_annotation_with_parentheses(testmod, alias):
+def test_result_annotation_with_parentheses(testmod, alias, on_cpu):
     name = alias("test.jax.pair", testmod.pair)  # pair(out: Tensor, k: int) -> Tuple(int, int)
     t = pj.register(name)
     assert t.tensors == ("out",) and t.scalars == {"k": "int"}
@@ -178,6 +178,35 @@ def test_result_annotation_with_parentheses(testmod, alias):
     assert float(out[0]) == 7.0
     assert pj._param_list("f(a: Tensor, b: int) -> Tuple(int, int)") == "a: Tensor, b: int"
     assert pj._param_list("f(a: Tensor, cb: Callable(int)) -> None") == "a: Tensor, cb: Callable(int)"
+
+
+def test_signature_over_several_lines(testmod, alias, on_cpu):
+    """Newlines, carriage returns, vertical tabs and form feeds separate like spaces, in the
+    adapter as in packfn.jax (the adapter read the parameter "\\n   k" and every call failed)."""
+    out = jax.ShapeDtypeStruct((1,), jnp.float64)
+    for fn in ("multiline", "crlf"):
+        name = alias("test.jax." + fn, getattr(testmod, fn))
+        t = pj.register(name)
+        assert t.tensors == ("out",) and t.scalars == {"k": "int"}
+        f = pj.ffi_call(name, out)
+        assert float(jax.jit(lambda: f(k=5))()[0]) == 5.0
+
+
+def test_long_parameter_names(testmod, alias, on_cpu):
+    """Parameter names have no length limit (55 bytes and more were refused as types XLA
+    cannot fill)."""
+    name = alias("test.jax.longnames", testmod.longnames)
+    t = pj.register(name)
+    (tensor,) = t.tensors
+    (scalar,) = t.scalars
+    assert len(tensor) == 60 and len(scalar) == 120 and t.scalars[scalar] == "int"
+    f = pj.ffi_call(name, jax.ShapeDtypeStruct((1,), jnp.float64))
+    assert float(jax.jit(lambda: f(**{scalar: 9}))()[0]) == 9.0
+    raw = jax.ffi.ffi_call(t.target, jax.ShapeDtypeStruct((1,), jnp.float64))
+    with pytest.raises((RuntimeErr, ValueError), match=rf"argument 1 \({scalar}\): expected an? "
+                                                       rf"int attribute"):
+        jax.block_until_ready(raw(packfn_name=name, packfn_slot=np.int64(t.slot),
+                                  **{scalar: np.float64(9)}))
 
 
 def test_slot_numbers_are_local_to_their_process(alias):

@@ -53,3 +53,48 @@ PF_EXPORT_DOC(slotted, pair, "slotted(out: Tensor, packfn_slot: int) -> None", N
 PF_EXPORT_DOC(named, pair, "named(out: Tensor, packfn_name: int) -> None", NULL);
 /* a parameter XLA cannot fill after another: its message quotes it without the space */
 PF_EXPORT_DOC(worded, pair, "worded(out: Tensor, s: str) -> None", NULL);
+
+/* signatures written over several lines: \n, \r\n, \v and \f separate like spaces */
+PF_EXPORT_DOC(multiline, pair, "multiline(out: Tensor,\n              k: int) -> None", NULL);
+PF_EXPORT_DOC(crlf, pair, "crlf(\r\n  out: Tensor,\r\n  k\v:\fint\r\n) -> None", NULL);
+/* parameter names of 60 and 120 characters */
+PF_EXPORT_DOC(longnames, pair,
+              "longnames(output_tensor_with_a_rather_long_descriptive_name_of_60chars: Tensor, "
+              "an_int_parameter_whose_name_is_one_hundred_and_twenty_characters_long_which_no_"
+              "limit_of_the_adapter_should_refuse_at_all: int) -> None",
+              NULL);
+
+/* bad_utf8(out: Tensor): raises ValueError with bytes that are not UTF-8 */
+static int bad_utf8(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  (void)args;
+  (void)num_args;
+  (void)result;
+  pf_error_set(PF_ERR_VALUE, "bad bytes \xff\xfe\xc3 end");
+  return -1;
+}
+PF_EXPORT_DOC(bad_utf8, bad_utf8, "bad_utf8(out: Tensor) -> None", NULL);
+
+/* leave_error(out: Tensor): out[0] = 1, and leaves a ValueError raised though it succeeds */
+static int leave_error(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  (void)num_args;
+  double* out;
+  if (out_tensor(args, &out) != 0)
+    return -1;
+  out[0] = 1.0;
+  pf_error_set(PF_ERR_VALUE, "stale error left by leave_error");
+  *result = pf_any_none();
+  return 0;
+}
+PF_EXPORT_DOC(leave_error, leave_error, "leave_error(out: Tensor) -> None", NULL);
+
+/* silent(out: Tensor): fails without raising an error */
+static int silent(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  (void)args;
+  (void)num_args;
+  (void)result;
+  return -1;
+}
+PF_EXPORT_DOC(silent, silent, "silent(out: Tensor) -> None", NULL);
