@@ -30,6 +30,8 @@ typedef struct {
   pf_object_t* fn; /* strong reference, held until the process ends */
   char* name;      /* the global name, NUL-terminated */
   size_t name_len;
+  char* sig;     /* the signature text the plan was parsed from, a copy in the plan's block (the
+                    function's own may be replaced by pf_function_set_info, which frees it) */
   int64_t older; /* the slot bound for the same name before this one, or -1: each name's
                     slots form a chain, newest first, written before the slot is published
                     and never changed, so readers walk it without a lock */
@@ -284,10 +286,12 @@ static plan_t* plan_parse(const char* name, size_t len, const char* sig) {
   int32_t n = 0;
   for (const char* p = skip_space(open + 1, close); p < close; p = param_end(p, close) + 1)
     ++n;
-  /* the block holds the plan, the global name and the parameter names, each with its NUL: the
-   * parameter names with theirs take at most the parameter list's length plus one */
-  size_t list_len = (size_t)(close - open);
-  plan_t* plan = calloc(1, sizeof *plan + (size_t)n * sizeof(xparam_t) + len + 1 + list_len);
+  /* the block holds the plan, the global name, the parameter names and the signature, each
+   * with its NUL: the parameter names with theirs take at most the parameter list's length
+   * plus one */
+  size_t list_len = (size_t)(close - open), sig_len = strlen(sig);
+  plan_t* plan =
+      calloc(1, sizeof *plan + (size_t)n * sizeof(xparam_t) + len + 1 + list_len + sig_len + 1);
   if (!plan) {
     pf_error_set(PF_ERR_MEMORY, "binding %.*s", text_len(len), name);
     return NULL;
@@ -295,7 +299,9 @@ static plan_t* plan_parse(const char* name, size_t len, const char* sig) {
   plan->name = (char*)(plan->params + n);
   memcpy(plan->name, name, len);
   plan->name_len = len;
-  char* names_at = plan->name + len + 1;
+  plan->sig = plan->name + len + 1;
+  memcpy(plan->sig, sig, sig_len);
+  char* names_at = plan->sig + sig_len + 1;
   const char* p = open + 1;
   for (int32_t i = 0; i < n; ++i) {
     const char* end = param_end(p, close);
@@ -454,7 +460,7 @@ int32_t pf_xla_num_tensors(int64_t slot) {
 
 const char* pf_xla_signature(int64_t slot) {
   plan_t* plan = slot_get(slot_index(slot));
-  return plan ? pf_function_signature(plan->fn) : NULL;
+  return plan ? plan->sig : NULL;
 }
 /* ---- XLA side ---- */
 
@@ -802,8 +808,8 @@ static XLA_FFI_Error* call(XLA_FFI_CallFrame* frame, DLDevice device) {
     else if (attrs->types[a] != XLA_FFI_AttrType_SCALAR ||
              scalar_of(attrs->attrs[a], param->kind, &args[p]) != 0)
       xerr = xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                       "%s: argument %d (%s): expected a %s attribute", plan->name, (int)p,
-                       param->name, kind_name(param->kind));
+                       "%s: argument %d (%s): expected %s %s attribute", plan->name, (int)p,
+                       param->name, param->kind == P_INT ? "an" : "a", kind_name(param->kind));
   }
 
   if (!xerr) {

@@ -62,9 +62,10 @@ int64_t pf_xla_bind(const char* name, char* err, size_t err_size);
 /* Number of tensor parameters of the function in `slot`, or -1 for a slot not bound. */
 int32_t pf_xla_num_tensors(int64_t slot);
 
-/* Signature text of the function in `slot` (borrowed from it: valid until the process ends,
- * since the slot holds the function), or NULL for a slot not bound. What a caller describes
- * the call with, so that it matches the function the slot runs. */
+/* Signature text of the function in `slot` as it was when the slot was bound (the slot's own
+ * copy, valid until the process ends, unchanged if pf_function_set_info later replaces the
+ * function's), or NULL for a slot not bound. What a caller describes the call with, so that it
+ * matches what the slot runs. */
 const char* pf_xla_signature(int64_t slot);
 
 #ifdef __cplusplus

@@ -3,6 +3,7 @@ replaced global runs its new function, a removed one is a KeyError), a compiled 
 keeps the function it was compiled with, and a call whose slot is stale finds the name's
 current function by a lookup. Signatures are read as the adapter reads them."""
 import ctypes
+import os
 
 import jax
 import jax.numpy as jnp
@@ -203,10 +204,36 @@ def test_long_parameter_names(testmod, alias, on_cpu):
     f = pj.ffi_call(name, jax.ShapeDtypeStruct((1,), jnp.float64))
     assert float(jax.jit(lambda: f(**{scalar: 9}))()[0]) == 9.0
     raw = jax.ffi.ffi_call(t.target, jax.ShapeDtypeStruct((1,), jnp.float64))
-    with pytest.raises((RuntimeErr, ValueError), match=rf"argument 1 \({scalar}\): expected an? "
+    with pytest.raises((RuntimeErr, ValueError), match=rf"argument 1 \({scalar}\): expected an "
                                                        rf"int attribute"):
         jax.block_until_ready(raw(packfn_name=name, packfn_slot=np.int64(t.slot),
                                   **{scalar: np.float64(9)}))
+
+
+def test_slot_signature_is_the_one_it_was_bound_with(testmod, alias):
+    """pf_xla_signature gives the slot's copy of the text its plan was parsed from: replacing
+    the function's signature afterwards (pf_function_set_info, which frees the old text) neither
+    changes it nor leaves it pointing at freed memory (it returned the function's own text)."""
+    name = alias("test.jax.sigcopy", testmod.multiline)
+    t = pj.register(name)
+    lib = ctypes.CDLL(os.path.join(os.path.dirname(packfn.__file__), "libpackfn.so"))
+    lib.pf_global_get.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+    lib.pf_function_signature.argtypes = [ctypes.c_void_p]
+    lib.pf_function_signature.restype = ctypes.c_char_p
+    lib.pf_function_doc.argtypes = [ctypes.c_void_p]
+    lib.pf_function_doc.restype = ctypes.c_char_p
+    lib.pf_function_set_info.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]
+    lib.pf_object_release.argtypes = [ctypes.c_void_p]
+    fn = ctypes.c_void_p()
+    assert lib.pf_global_get(name.encode(), ctypes.byref(fn)) == 0
+    sig, doc = lib.pf_function_signature(fn), lib.pf_function_doc(fn)  # copies (bytes)
+    assert sig == t.signature.encode()
+    try:
+        assert lib.pf_function_set_info(fn, b"changed(q: int) -> None", None) == 0
+        assert pj._library().pf_xla_signature(t.slot) == sig
+    finally:
+        assert lib.pf_function_set_info(fn, sig, doc) == 0
+        lib.pf_object_release(fn)
 
 
 def test_slot_numbers_are_local_to_their_process(alias):
