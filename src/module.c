@@ -351,6 +351,40 @@ static void pf__restore(pf_object_t* host) {
   }
 }
 
+/* The file of the packfn runtime the library `handle` is bound to when that is not this one,
+ * in buf, else NULL. A program holding libpackfn.a that loads a library linked against
+ * libpackfn.so gets a second runtime that way (its SONAME is no object of the process), and a
+ * library may hold a copy of its own: errors raised there, globals and types registered there
+ * would never reach this one (a failing call returned -1 with no error to take, review). Two
+ * runtimes joined to one TVM-FFI share its error slot and tables, and are let be. */
+static const char* pf__other_runtime(void* handle, char* buf, size_t size) {
+  void* theirs = dlsym(handle, "pf_error_set");
+  void (*set)(const char*, const char*, ...);
+  *(void**)&set = theirs;
+  if (!set || set == pf_error_set)
+    return NULL;
+  int (*joined)(void);
+  *(void**)&joined = dlsym(handle, "pf_tvm_ffi_joined");
+  if (joined && joined() == 1 && pf_tvm_ffi_joined() == 1)
+    return NULL;
+  Dl_info info;
+  snprintf(buf, size, "%s",
+           dladdr(theirs, &info) && info.dli_fname && *info.dli_fname ? info.dli_fname
+                                                                      : "another object");
+  return buf;
+}
+
+/* This runtime's file (the program's when it holds libpackfn.a), in buf. */
+static const char* pf__this_runtime(char* buf, size_t size) {
+  Dl_info info;
+  const char* at =
+      dladdr((void*)(uintptr_t)pf_error_set, &info) && info.dli_fname && *info.dli_fname
+          ? info.dli_fname
+          : "the program";
+  snprintf(buf, size, "%s", at);
+  return buf;
+}
+
 int pf_module_load(const char* path, pf_object_t** out) {
   if (!out)
     return PF__NULL_ARG("pf_module_load", "out");
@@ -378,6 +412,22 @@ int pf_module_load(const char* path, pf_object_t** out) {
     pf__restore(host);
     pf__restore(raised);
     PF_ERROR_SET(PF_ERR_OS, "pf_module_load: cannot load %s: %s", path, why);
+    return -1;
+  }
+  char theirs[512];
+  if (pf__other_runtime(handle, theirs, sizeof theirs)) {
+    char ours[512];
+    pf__restore(host);
+    pf__restore(raised); /* raised in this runtime's slot: a dependency's constructor */
+    PF_ERROR_SET(PF_ERR_RUNTIME,
+                 "pf_module_load: cannot load %s: it is bound to the packfn runtime in %s, not "
+                 "this process's (%s), so its errors, global functions and types would never "
+                 "reach this one; link the program with the shared libpackfn (packfn::packfn, "
+                 "-lpackfn), not libpackfn.a, and the library with it too",
+                 path, theirs, pf__this_runtime(ours, sizeof ours));
+    pf_object_t* refusal = pf_error_take();
+    dlclose(handle);
+    pf__raise_alone(refusal);
     return -1;
   }
   if (raised) {
