@@ -136,10 +136,12 @@ static int cmd_list(int argc, char** argv) {
     fputs(list_help, stdout);
     return PF_CLI_EXIT_OK;
   }
+  /* options first: 'list --lib x.so' read --lib as the LIBRARY and x.so as a second one */
+  for (int i = 1; i < argc; ++i)
+    if (strncmp(argv[i], "--", 2) == 0)
+      return usage_error("unknown option for list:", argv[i]);
   if (argc > 2)
     return usage_error("list takes at most one LIBRARY, got also", argv[2]);
-  if (argc == 2 && strncmp(argv[1], "--", 2) == 0)
-    return usage_error("unknown option for list:", argv[1]);
   return argc == 2 ? list_library(argv[1]) : list_globals();
 }
 

@@ -6,7 +6,9 @@
 #   3. runs the installed WORK/moved/bin/packfn info, list and call;
 #   4. builds tests/install/subproject, which takes this source tree in with add_subdirectory
 #      and with FetchContent, and runs its consumer;
-#   5. with CUDA built, checks that libpackfn_kernels does not need libcudart.
+#   5. checks the CMake package's message for a missing component, and that a packfn built
+#      against a dlpack.h outside the system folders hands that folder to consumers;
+#   6. with CUDA built, checks that libpackfn_kernels does not need libcudart.
 # Nothing runs with LD_LIBRARY_PATH: the installed files find each other through their RPATH.
 # Runs every step, says which failed, and exits 1 if any did.
 set -uo pipefail
@@ -115,6 +117,50 @@ subproject() { # mode, extra cmake arguments...
 }
 step "subproject: add_subdirectory" subproject add_subdirectory
 step "subproject: FetchContent (no command line)" subproject FetchContent -DPF_BUILD_TOOLS=OFF
+
+# ---- installed libraries find their dependencies beside themselves ----
+installed_runpaths() {
+  local files
+  files="$(find "$LIBDIR" -maxdepth 1 -name 'libpackfn*.so' | sort | paste -sd ';')"
+  cmake "-DFILES=$files" '-DEXPECT=$ORIGIN' -P "$HERE/../check_runpath.cmake"
+}
+step "installed libraries' RUNPATH is \$ORIGIN" installed_runpaths
+
+# ---- the licence travels with the files ----
+step "the licence is installed" test -s "$PREFIX/share/doc/packfn/LICENSE"
+
+# ---- the CMake package's refusals and DLPack outside the system folders ----
+missing_component() {
+  local out
+  out="$(cmake -S "$HERE/probe" -B "$WORK/probe_missing" -DCMAKE_PREFIX_PATH="$PREFIX" \
+    "-DPF_COMPONENTS=npy;nosuch" 2>&1)" && { echo "a missing component was accepted"; return 1; }
+  printf '%s\n' "$out" | tail -n 8
+  grep -q "component(s) nosuch not in this installation of packfn" <<<"$out"
+}
+step "find_package: a missing REQUIRED component is named" missing_component
+# packfn built against a dlpack.h in a folder of its own: pkg-config and the CMake package
+# must hand that folder to consumers (their compilers do not search it)
+dlpack_elsewhere() {
+  local system dl="$WORK/dlpack_elsewhere/include" dir="$WORK/dl_build" pre="$WORK/dl_prefix"
+  system="$(sed -n 's/^DLPACK_INCLUDE_DIR:PATH=//p' "$BUILD/CMakeCache.txt")"
+  mkdir -p "$dl" && cp -r "$system/dlpack" "$dl/" || return 1
+  { cmake -S "$SOURCE" -B "$dir" -DDLPACK_INCLUDE_DIR="$dl" -DPF_BUILD_TESTS=OFF \
+      -DPF_BUILD_BENCH=OFF -DPF_BUILD_TOOLS=OFF -DPF_WITH_CUDA=OFF &&
+    cmake --build "$dir" -j "${PF_JOBS:-2}" --target packfn packfn_static packfn_npy \
+      packfn_kernels && cmake --install "$dir" --prefix "$pre"; } >"$dir.log" 2>&1 ||
+    { cat "$dir.log"; return 1; }
+  local pc cflags out
+  pc="$(dirname "$(find "$pre" -name packfn.pc | head -n 1)")"
+  cflags="$(PKG_CONFIG_PATH="$pc" pkg-config --cflags packfn packfn_npy)" || return 1
+  echo "pkg-config --cflags: $cflags"
+  grep -q -- "-I$dl" <<<"$cflags" || { echo "pkg-config does not name $dl"; return 1; }
+  out="$(cmake -S "$HERE/probe" -B "$WORK/probe_dl" -DCMAKE_PREFIX_PATH="$pre" 2>&1)" ||
+    { printf '%s\n' "$out"; return 1; }
+  grep "packfn include path" <<<"$out"
+  grep -q "packfn include path: .*$dl" <<<"$out" ||
+    { echo "packfn::packfn does not carry $dl"; return 1; }
+}
+step "DLPack outside the system folders reaches consumers" dlpack_elsewhere
 
 # ---- CPU kernels without the CUDA runtime ----
 no_cudart() {
