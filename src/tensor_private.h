@@ -217,12 +217,13 @@ static inline int pf__byte_reach_bad(const DLTensor* desc, int64_t lo, int64_t h
 }
 
 /* 1 when `strides` give the compact row-major layout of `shape` (the strides of extent-1 axes
- * ignored: they move nothing), whose element offsets are 0..numel-1. For a layout with elements
- * whose count fits in int64 (the running product cannot overflow then). */
+ * ignored: they move nothing, but INT64_MIN, which pf__strides_reach refuses on any axis, is
+ * left to it), whose element offsets are 0..numel-1. For a layout with elements whose count
+ * fits in int64 (the running product cannot overflow then). */
 static inline int pf__strides_compact(int32_t ndim, const int64_t* shape, const int64_t* strides) {
   int64_t expect = 1;
   for (int32_t i = ndim - 1; i >= 0; --i) {
-    if (shape[i] != 1 && strides[i] != expect)
+    if ((shape[i] != 1 && strides[i] != expect) || strides[i] == INT64_MIN)
       return 0;
     expect *= shape[i];
   }

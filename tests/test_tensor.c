@@ -591,6 +591,14 @@ START_TEST(test_check_spec_refuses_bad_descriptions) {
   t.strides = huge_stride;
   ck_assert_int_eq(pf_dltensor_check(&t, &any, "f", 0, "x"), -1);
   PF_ASSERT_RAISED("ValueError", "f: argument 0 (x): expected strides whose offsets fit in int64");
+  /* INT64_MIN is refused on any axis, an extent-1 one too (the compact layout's shortcut
+   * skips extent-1 axes' strides, not that one) */
+  int64_t one[1] = {1}, min_stride[1] = {INT64_MIN};
+  t.shape = one;
+  t.strides = min_stride;
+  ck_assert_int_eq(pf_dltensor_check(&t, &any, "f", 0, "x"), -1);
+  PF_ASSERT_RAISED("ValueError", "f: argument 0 (x): expected strides whose offsets fit in int64");
+  t.shape = four;
   t.strides = NULL;
   t.byte_offset = UINT64_MAX - 8;
   ck_assert_int_eq(pf_dltensor_check(&t, &any, "f", 0, "x"), -1);
