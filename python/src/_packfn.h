@@ -109,10 +109,14 @@ PyObject* pfpy_kind_class(const char* kind);
 
 /* A Python object for a value; `v` is not consumed (objects are retained). */
 PyObject* pfpy_any_to_py(const pf_any_t* v);
-/* Converts a Python value into a view for a call: 0, 1 (release `t` after) or -1. */
-int pfpy_py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* has_tensor);
+/* Converts a Python value into a view for a call: 0, 1 (release `t` after) or -1; sets
+ * *release_gil when the call must run without the GIL (a tensor, or a function the callee may
+ * call from another thread, or what may hold one). */
+int pfpy_py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* release_gil);
 /* An owned value from a Python value. 0, or -1 with a Python exception. */
 int pfpy_py_to_owned(PyObject* o, pf_any_t* out);
+/* The C object a TVM-FFI Python object is (borrowed): 1, 0 when `o` is no such object, -1. */
+int pfpy_tvm_ffi_object(PyObject* o, pf_object_t** out);
 
 /* ======================================================================================
  * tensor.c: tensors over buffer-protocol and DLPack objects
@@ -131,10 +135,12 @@ int pfpy_tensor_from_object(PyObject* o, pf_object_t** out);
  * containers.c: Array and Map
  * ====================================================================================== */
 
-/* An Array from a list or tuple: new reference in *out. 0, or -1 with an exception. */
-int pfpy_array_from_seq(PyObject* list_or_tuple, pf_object_t** out);
-/* A frozen Map from a dict: new reference in *out. 0, or -1 with an exception. */
-int pfpy_map_from_dict(PyObject* d, pf_object_t** out);
+/* An Array from a list or tuple: new reference in *out. 0, or -1 with an exception. Sets
+ * *release_gil as pfpy_py_to_view does for any item. */
+int pfpy_array_from_seq(PyObject* list_or_tuple, pf_object_t** out, int* release_gil);
+/* A frozen Map from a dict: new reference in *out. 0, or -1 with an exception. Sets
+ * *release_gil as pfpy_py_to_view does for any key or value. */
+int pfpy_map_from_dict(PyObject* d, pf_object_t** out, int* release_gil);
 
 /* ======================================================================================
  * function.c: Function, calls from Python, Python callables as packfn functions

@@ -13,7 +13,7 @@
 /* An Array from a list or tuple: new reference in *out. Converting an item may run Python code
  * (__dlpack__, __index__) that changes a list, so the items come from a tuple snapshot that
  * holds them until the array owns its copies. */
-int pfpy_array_from_seq(PyObject* list_or_tuple, pf_object_t** out) {
+int pfpy_array_from_seq(PyObject* list_or_tuple, pf_object_t** out, int* release_gil) {
   PyObject* seq = PySequence_Tuple(list_or_tuple);
   if (!seq)
     return -1;
@@ -22,14 +22,14 @@ int pfpy_array_from_seq(PyObject* list_or_tuple, pf_object_t** out) {
   pf_any_t* views = PyMem_Malloc(sizeof(pf_any_t) * (size_t)(n ? n : 1));
   argtmp_t* tmps = PyMem_Malloc(sizeof(argtmp_t) * (size_t)(n ? n : 1));
   unsigned char* used = PyMem_Calloc((size_t)(n ? n : 1), 1);
-  int rc = -1, ht = 0;
+  int rc = -1;
   Py_ssize_t i = 0;
   if (!views || !tmps || !used) {
     PyErr_NoMemory();
     goto done;
   }
   for (; i < n; ++i) {
-    int r = pfpy_py_to_view(items[i], &views[i], &tmps[i], 1, &ht);
+    int r = pfpy_py_to_view(items[i], &views[i], &tmps[i], 1, release_gil);
     if (r < 0)
       goto done;
     used[i] = (unsigned char)r;
@@ -49,7 +49,7 @@ done:
 /* A frozen Map from a dict: new reference in *out. Converting a key or value may run Python
  * code that changes the dict, so the pairs come from a snapshot (a list of (key, value)
  * tuples) that holds them while they are converted. */
-int pfpy_map_from_dict(PyObject* d, pf_object_t** out) {
+int pfpy_map_from_dict(PyObject* d, pf_object_t** out, int* release_gil) {
   PyObject* pairs = PyDict_Items(d);
   if (!pairs)
     return -1;
@@ -59,17 +59,16 @@ int pfpy_map_from_dict(PyObject* d, pf_object_t** out) {
     pfpy_raise_pf_error();
     return -1;
   }
-  int ht = 0;
   for (Py_ssize_t pos = 0; pos < PyList_GET_SIZE(pairs); ++pos) {
     PyObject* pair = PyList_GET_ITEM(pairs, pos);
     PyObject* k = PyTuple_GET_ITEM(pair, 0);
     PyObject* v = PyTuple_GET_ITEM(pair, 1);
     pf_any_t kv, vv;
     argtmp_t kt, vt;
-    int rk = pfpy_py_to_view(k, &kv, &kt, 1, &ht);
+    int rk = pfpy_py_to_view(k, &kv, &kt, 1, release_gil);
     if (rk < 0)
       goto fail;
-    int rv = pfpy_py_to_view(v, &vv, &vt, 1, &ht);
+    int rv = pfpy_py_to_view(v, &vv, &vt, 1, release_gil);
     if (rv < 0) {
       if (rk)
         pfpy_argtmp_release(&kt);
@@ -176,33 +175,50 @@ static Py_ssize_t map_len(PyObject* self) {
 
 /* Looks key up: 1 and *out (borrowed), 0 when absent, -1 with an exception. Keys are looked up
  * as Python compares them: a bool, an integer-like object (numpy.int64, anything with
- * __index__) and a whole float as the int they equal; another float, which no Map key equals
- * (packfn refuses floats as keys), is absent (they raised TypeError; review). */
+ * __index__) and a whole float as the int they equal; a str, bytes, a packfn object and a
+ * TVM-FFI object as themselves. What equals no Map key is absent, as a dict answers (found by
+ * review: they raised): another float (packfn refuses floats as keys), an int beyond int64,
+ * any other object (converted, it would be a new object, equal to no key). */
 static int map_lookup(PyObject* self, PyObject* key, const pf_any_t** out) {
   PyObject* as_int = NULL;
   *out = NULL;
   if (PyFloat_Check(key)) {
     double d = PyFloat_AS_DOUBLE(key);
-    if (!(d == floor(d) && fabs(d) < 9.2e18)) /* not an int64's value: no key equals it */
+    if (!(d == floor(d) && d >= -0x1p63 && d < 0x1p63)) /* not an int64's value */
       return 0;
-    as_int = PyLong_FromDouble(d);
+    if (!(key = as_int = PyLong_FromDouble(d)))
+      return -1;
   } else if (PyBool_Check(key) || (!PyLong_CheckExact(key) && !PyUnicode_Check(key) &&
                                    !PyBytes_Check(key) && PyIndex_Check(key))) {
-    as_int = PyNumber_Index(key);
+    if (!(key = as_int = PyNumber_Index(key)))
+      return -1;
   }
-  if ((PyFloat_Check(key) || PyBool_Check(key)) && !as_int)
-    return -1;
-  if (as_int)
-    key = as_int;
-  else if (PyErr_Occurred())
-    return -1;
   pf_any_t kv;
   argtmp_t t;
-  int ht = 0;
-  int r = pfpy_py_to_view(key, &kv, &t, 1, &ht);
-  Py_XDECREF(as_int); /* the view of an int holds its value, not the object */
-  if (r < 0)
-    return -1;
+  int r = 0;
+  if (PyLong_Check(key)) { /* the view of an int holds its value, not the object */
+    int overflow;
+    long long x = PyLong_AsLongLongAndOverflow(key, &overflow);
+    Py_XDECREF(as_int);
+    if (x == -1 && PyErr_Occurred())
+      return -1;
+    if (overflow)
+      return 0;
+    kv = pf_any_int(x);
+  } else if (PyUnicode_Check(key) || PyBytes_Check(key) || PyObject_TypeCheck(key, &Object_Type)) {
+    int ignored = 0;
+    if ((r = pfpy_py_to_view(key, &kv, &t, 1, &ignored)) < 0)
+      return -1;
+  } else {
+    /* an unhashable key, or one whose __hash__ raises, raises as a dict lookup would */
+    if (PyObject_Hash(key) == -1)
+      return -1;
+    pf_object_t* obj;
+    int h = pfpy_tvm_ffi_object(key, &obj);
+    if (h <= 0)
+      return h;
+    kv = pf_any_object(obj);
+  }
   pf_object_t* m = ((PfObject*)self)->obj;
   int rc = m->type_index == PF_TYPE_DICT ? pf_dict_get(m, &kv, out) : pf_map_find(m, &kv, out);
   if (r)

@@ -110,52 +110,62 @@ PyObject* pfpy_any_to_py(const pf_any_t* v) {
  * TVM-FFI's Python objects (packfn and TVM-FFI share the object ABI, docs/interop.md)
  * ====================================================================================== */
 
-/* A tvm_ffi.Object (any of its subclasses: Function, Tensor, Array, Map, ...) passed to packfn
- * is the same C object, borrowed for the call like a packfn.Object: its __chandle__() is the
- * object's address. 1 when `o` is one (a view in *out), 0 when not, -1 with an exception. Only
- * instances of tvm_ffi.core.Object are trusted to answer __chandle__ with an address. */
-static int tvm_ffi_handle(PyObject* o, pf_any_t* out, int* has_tensor) {
-  PyTypeObject* tp = Py_TYPE(o);
-  /* tvm_ffi.core.Object: the base of every TVM-FFI object class, the ones it makes for types
-   * it knows only by key included; looked up once tvm_ffi.core is imported */
-  static PyObject* tvm_object;
-  if (!tvm_object) {
+/* A TVM-FFI Python object passed to packfn is the same C object, borrowed for the call like a
+ * packfn.Object: tvm_ffi.Object and its subclasses (Array, Map, custom types), and
+ * tvm_ffi.Function and tvm_ffi.Tensor, which derive from tvm_ffi.core.CObject and not from
+ * Object (apache-tvm-ffi 0.1.15; they were not recognised: review). Only instances of the real
+ * type are trusted with an address: PyObject_TypeCheck reads the object's type, where
+ * isinstance() takes a __class__ attribute (a test double) for it (found by review: a fake's
+ * bogus address was used); and the address comes from the base type's own __chandle__, which a
+ * Python subclass cannot override. 1 and the object (borrowed) in *out; 0 when `o` is no
+ * TVM-FFI object, or a tensor without a handle (one TVM-FFI lends a callback: it goes through
+ * DLPack); -1 with an exception (ValueError for another object without a handle). */
+int pfpy_tvm_ffi_object(PyObject* o, pf_object_t** out) {
+  /* tvm_ffi.core.CObject, the C base of every TVM-FFI class (tvm_ffi.core.Object in versions
+   * without CObject), and its __chandle__; looked up once tvm_ffi.core is imported */
+  static PyTypeObject* base;
+  static PyObject* chandle;
+  if (!base) {
     static PyObject* name; /* interned once: this runs for every such argument until then */
     if (!name && !(name = PyUnicode_InternFromString("tvm_ffi.core")))
       return -1;
     PyObject* core = PyImport_GetModule(name);
     if (!core)
       return PyErr_Occurred() ? -1 : 0;
-    tvm_object = PyObject_GetAttrString(core, "Object");
-    Py_DECREF(core);
-    if (!tvm_object) {
+    PyObject* b = PyObject_GetAttrString(core, "CObject");
+    if (!b && PyErr_ExceptionMatches(PyExc_AttributeError)) {
       PyErr_Clear();
+      b = PyObject_GetAttrString(core, "Object");
+    }
+    Py_DECREF(core);
+    PyObject* m = b && PyType_Check(b) ? PyObject_GetAttrString(b, "__chandle__") : NULL;
+    if (!m) {
+      Py_XDECREF(b);
+      if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_AttributeError))
+        return -1;
+      PyErr_Clear(); /* a tvm_ffi without these: none of its objects is taken as one */
       return 0;
     }
+    base = (PyTypeObject*)b;
+    chandle = m;
   }
-  int is = PyObject_IsInstance(o, tvm_object);
-  if (is <= 0)
-    return is;
-  PyObject* meth = PyObject_GetAttrString(o, "__chandle__");
-  if (!meth) {
-    PyErr_Clear();
+  if (!PyObject_TypeCheck(o, base))
     return 0;
-  }
-  PyObject* addr = PyObject_CallNoArgs(meth);
-  Py_DECREF(meth);
+  PyObject* addr = PyObject_CallOneArg(chandle, o);
   if (!addr)
     return -1;
   void* p = PyLong_AsVoidPtr(addr);
   Py_DECREF(addr);
+  if (!p && PyErr_Occurred())
+    return -1;
   if (!p) {
-    if (!PyErr_Occurred())
-      PyErr_Format(PyExc_ValueError, "packfn: a '%s' holds no object (None handle)", tp->tp_name);
+    if (PyObject_HasAttrString(o, "__dlpack__"))
+      return 0;
+    PyErr_Format(PyExc_ValueError, "packfn: a '%s' holds no object (None handle)",
+                 Py_TYPE(o)->tp_name);
     return -1;
   }
-  pf_object_t* obj = p;
-  *out = pf_any_object(obj);
-  if (obj->type_index == PF_TYPE_TENSOR)
-    *has_tensor = 1;
+  *out = p;
   return 1;
 }
 
@@ -177,14 +187,23 @@ static int int_overflow(PyObject* o, int overflow) {
   return -1;
 }
 
+/* Whether an object passed to a call may be or hold a function (a container, a module, a custom
+ * type with fields) or is a tensor: all objects but the leaves that hold no other object. */
+static int may_call_back(const pf_object_t* obj) {
+  int32_t i = obj->type_index;
+  return i != PF_TYPE_STR && i != PF_TYPE_BYTES && i != PF_TYPE_SHAPE && i != PF_TYPE_BIG_INT;
+}
+
 /* Converts a Python value into a view for a call. Returns 0 (nothing to release), 1 (release
  * `t` after the call) or -1 with a Python exception. `owned`: tensors become tensor objects
- * (for values that outlive the call: container items, callback results). *has_tensor is set
+ * (for values that outlive the call: container items, callback results). *release_gil is set
  * when the call should run without the GIL: a tensor is passed (a kernel may run long), or a
- * function (a Python callable, a packfn.Function), which the callee may call back from another
- * thread: that thread takes the GIL, and the caller holding it would wait for it forever
- * (found by review: a C function calling its callback on a thread it joins hung). */
-int pfpy_py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* has_tensor) {
+ * function (a Python callable, a packfn.Function) or something that may hold one (a list or
+ * dict holding one, an Array, a Map, any object but a string, bytes or a shape), which the
+ * callee may call back from another thread: that thread takes the GIL, and the caller holding
+ * it would wait for it forever (found by review: a C function calling its callback on a thread
+ * it joins hung, also with the callback in a list). */
+int pfpy_py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* release_gil) {
   PyTypeObject* tp = Py_TYPE(o);
   out->zero_padding = 0;
   if (tp == &PyLong_Type) {
@@ -255,8 +274,8 @@ int pfpy_py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* has
   if (PyObject_TypeCheck(o, &Object_Type)) {
     pf_object_t* obj = ((PfObject*)o)->obj;
     *out = pf_any_object(obj);
-    if (tp == &Tensor_Type || obj->type_index == PF_TYPE_FUNCTION)
-      *has_tensor = 1;
+    if (may_call_back(obj))
+      *release_gil = 1;
     return 0;
   }
   t->owned = NULL;
@@ -282,7 +301,7 @@ int pfpy_py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* has
    * for a call, a writable one is described on the stack (no allocation) */
   if (!owned && tp->tp_as_buffer && tp->tp_as_buffer->bf_getbuffer && !pfpy_refuses_buffer(tp) &&
       PyObject_GetBuffer(o, &t->buf, PyBUF_RECORDS_RO) == 0) {
-    *has_tensor = 1;
+    *release_gil = 1;
     if (t->buf.readonly) { /* a tensor object carries the read-only flag */
       if (pfpy_tensor_from_buffer(&t->buf, &t->owned) < 0)
         return -1;
@@ -309,7 +328,7 @@ int pfpy_py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* has
   if (PyList_Check(o) || PyTuple_Check(o)) {
     if (Py_EnterRecursiveCall(" while converting a sequence to a packfn Array"))
       return -1;
-    int r = pfpy_array_from_seq(o, &t->owned);
+    int r = pfpy_array_from_seq(o, &t->owned, release_gil);
     Py_LeaveRecursiveCall();
     if (r < 0)
       return -1;
@@ -319,21 +338,28 @@ int pfpy_py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* has
   if (PyDict_Check(o)) {
     if (Py_EnterRecursiveCall(" while converting a dict to a packfn Map"))
       return -1;
-    int r = pfpy_map_from_dict(o, &t->owned);
+    int r = pfpy_map_from_dict(o, &t->owned, release_gil);
     Py_LeaveRecursiveCall();
     if (r < 0)
       return -1;
     *out = pf_any_object(t->owned);
     return 1;
   }
-  int h = tvm_ffi_handle(o, out, has_tensor);
-  if (h != 0)
-    return h < 0 ? -1 : 0;
+  pf_object_t* obj;
+  int h = pfpy_tvm_ffi_object(o, &obj);
+  if (h < 0)
+    return -1;
+  if (h) {
+    *out = pf_any_object(obj);
+    if (may_call_back(obj))
+      *release_gil = 1;
+    return 0;
+  }
   int r = pfpy_tensor_from_object(o, &t->owned);
   if (r < 0)
     return -1;
   if (r) {
-    *has_tensor = 1;
+    *release_gil = 1;
     *out = pf_any_object(t->owned);
     return 1;
   }
@@ -341,7 +367,7 @@ int pfpy_py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* has
     if (pfpy_make_callback(o, &t->owned) < 0)
       return -1;
     *out = pf_any_object(t->owned);
-    *has_tensor = 1; /* the callee may call it from another thread: see above */
+    *release_gil = 1; /* the callee may call it from another thread: see above */
     return 1;
   }
   PyErr_Format(PyExc_TypeError, "packfn: cannot pass a value of type '%s'", tp->tp_name);

@@ -138,12 +138,21 @@ int pfpy_pyerr_to_pf(void) {
  * of packfn.Error named after it, made once, for the first KIND_CLASSES_MAX such kinds; the
  * other kinds (and those that are no identifiers) packfn.Error. */
 static PyObject* class_for_kind(const char* kind) {
+  /* the lookups tell a failure (MemoryError) from an absent name, which PyDict_GetItemString
+   * does not: a failed lookup of "ValueError" made a class packfn.ValueError, kept for the
+   * process (found by review) */
+  PyObject* key = PyUnicode_DecodeUTF8(kind, (Py_ssize_t)strlen(kind), "surrogateescape");
+  if (!key)
+    return NULL;
   PyObject* builtins = PyEval_GetBuiltins();
-  PyObject* b = builtins ? PyDict_GetItemString(builtins, kind) : NULL;
-  if (b && PyType_Check(b) && PyType_IsSubtype((PyTypeObject*)b, (PyTypeObject*)PyExc_Exception))
-    return b;
-  PyObject* cls = PyDict_GetItemString(pfpy_kind_classes, kind);
-  if (cls)
+  PyObject* cls = builtins ? PyDict_GetItemWithError(builtins, key) : NULL;
+  if (cls &&
+      !(PyType_Check(cls) && PyType_IsSubtype((PyTypeObject*)cls, (PyTypeObject*)PyExc_Exception)))
+    cls = NULL; /* a built-in that is no exception class ("print") */
+  if (!cls && !PyErr_Occurred())
+    cls = PyDict_GetItemWithError(pfpy_kind_classes, key);
+  Py_DECREF(key);
+  if (cls || PyErr_Occurred())
     return cls;
   /* a new kind: packfn.<Kind>, derived from packfn.Error, when the kind is an identifier */
   int ok = kind[0] != '\0';
@@ -183,10 +192,11 @@ static PyObject* exc_from_error(pf_object_t* err, int depth) {
   if (!text)
     return NULL;
   PyObject* exc = PyObject_CallOneArg(cls, text);
-  if (!exc && cls != Error_Type) {
+  if (!exc && cls != Error_Type && !PyErr_ExceptionMatches(PyExc_MemoryError)) {
     /* a class that is not made from one message (UnicodeDecodeError takes five arguments,
      * ExceptionGroup two): packfn.Error, the message prefixed with the kind, rather than the
-     * constructor's complaint in place of the error */
+     * constructor's complaint in place of the error (a MemoryError stands: the class was
+     * fine) */
     PyErr_Clear();
     PyObject* full = PyUnicode_FromFormat("%s: %U", kind ? kind : "RuntimeError", text);
     exc = full ? PyObject_CallOneArg(Error_Type, full) : NULL;

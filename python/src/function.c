@@ -64,15 +64,23 @@ out:
   return rc;
 }
 
+/* Drops the callable, under the GIL. The last release may come with an exception pending (a
+ * failed pfpy_make_callback or pfpy_wrap_steal releasing the function): it is kept aside
+ * meanwhile, since this clears its own failure and the callable's deallocation runs Python
+ * code (found by review: a pending MemoryError was wiped, and the call returned NULL without
+ * an exception). */
 static void callback_delete(void* self) {
   callback_t* cb = (callback_t*)self;
   if (Py_IsInitialized()) {
     PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *et, *ev, *etb;
+    PyErr_Fetch(&et, &ev, &etb);
     PyObject* key = PyLong_FromVoidPtr(cb->fn);
     if (!key || PySet_Discard(pfpy_callback_fns, key) < 0)
       PyErr_Clear();
     Py_XDECREF(key);
     Py_DECREF(cb->callable);
+    PyErr_Restore(et, ev, etb);
     PyGILState_Release(g);
   }
   free(cb);
@@ -216,6 +224,46 @@ PFPY_COLD static PyObject* view_result(PyObject* self, const pf_any_t* result, p
   return r;
 }
 
+/* Names argument `i`, whose conversion failed, in the pending exception. One that packfn's
+ * conversion raised itself (a TypeError, OverflowError or ValueError without a traceback or a
+ * cause: no Python code ran) is remade with "argument i: " before its message. Any other
+ * (raised by Python code the conversion ran: __dlpack__, __dlpack_device__, a deleter) is
+ * kept as it is, its traceback, cause and attributes included, with a note naming the argument
+ * and the function (found by review: remaking those lost them). */
+PFPY_COLD static void name_failed_argument(PyObject* self, Py_ssize_t i) {
+  PyObject *et, *ev, *etb;
+  PyErr_Fetch(&et, &ev, &etb);
+  PyErr_NormalizeException(&et, &ev, &etb);
+  if (!ev) {
+    PyErr_Restore(et, ev, etb);
+    return;
+  }
+  PyObject* cause = PyException_GetCause(ev);
+  Py_XDECREF(cause);
+  if (!etb && !cause &&
+      (et == PyExc_TypeError || et == PyExc_OverflowError || et == PyExc_ValueError)) {
+    PyObject* msg = PyObject_Str(ev);
+    if (msg) {
+      PyErr_Format(et, "argument %zd: %U", i, msg);
+      Py_DECREF(msg);
+      Py_DECREF(et);
+      Py_DECREF(ev);
+      return;
+    }
+    PyErr_Clear(); /* the original stands */
+  } else {
+    PyObject* name = fn_get_name(self, NULL);
+    PyObject* note =
+        name ? PyUnicode_FromFormat("packfn: while converting argument %zd of %U", i, name) : NULL;
+    PyObject* r = note ? PyObject_CallMethod(ev, "add_note", "O", note) : NULL;
+    Py_XDECREF(name);
+    Py_XDECREF(note);
+    Py_XDECREF(r);
+    PyErr_Clear(); /* the note is best effort: the original stands */
+  }
+  PyErr_Restore(et, ev, etb);
+}
+
 PyObject* pfpy_fn_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
                              PyObject* kwnames) {
   Py_ssize_t n = PyVectorcall_NARGS(nargsf);
@@ -233,7 +281,7 @@ PyObject* pfpy_fn_vectorcall(PyObject* self, PyObject* const* args, size_t nargs
   pf_any_t* av = stack_any;
   argtmp_t* tmp = stack_tmp;
   unsigned char* used = stack_used;
-  int has_tensor = 0, any_used = 0, called = 0, rc = -1;
+  int release_gil = 0, any_used = 0, called = 0, rc = -1;
   pf_any_t result;
   Py_ssize_t i = 0;
   if (n > PFPY_STACK_ARGS) {
@@ -246,29 +294,16 @@ PyObject* pfpy_fn_vectorcall(PyObject* self, PyObject* const* args, size_t nargs
     }
   }
   for (; i < n; ++i) {
-    int r = pfpy_py_to_view(args[i], &av[i], &tmp[i], ((PfObject*)self)->owned_args, &has_tensor);
+    int r = pfpy_py_to_view(args[i], &av[i], &tmp[i], ((PfObject*)self)->owned_args, &release_gil);
     if (r < 0) {
-      /* name the argument in the message */
-      PyObject *et, *ev, *etb;
-      PyErr_Fetch(&et, &ev, &etb);
-      PyErr_NormalizeException(&et, &ev, &etb);
-      PyObject* msg = ev ? PyObject_Str(ev) : NULL;
-      if (msg && (et == PyExc_TypeError || et == PyExc_OverflowError || et == PyExc_ValueError)) {
-        PyErr_Format(et, "argument %zd: %U", i, msg);
-        Py_XDECREF(et);
-        Py_XDECREF(ev);
-        Py_XDECREF(etb);
-      } else {
-        PyErr_Restore(et, ev, etb);
-      }
-      Py_XDECREF(msg);
+      name_failed_argument(self, i);
       goto done;
     }
     used[i] = (unsigned char)r;
     any_used |= r;
   }
   pf_object_t* fn = ((PfObject*)self)->obj;
-  if (has_tensor) { /* a kernel may run long, a callback may come from another thread */
+  if (release_gil) { /* a kernel may run long, a callback may come from another thread */
     Py_BEGIN_ALLOW_THREADS rc = pf_function_call(fn, av, (int32_t)n, &result);
     Py_END_ALLOW_THREADS
   } else {

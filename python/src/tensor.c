@@ -182,13 +182,12 @@ static int dlpack_device(PyObject* o, DLDevice* out) {
 static int tensor_from_dlpack_obj(PyObject* o, DLDevice dev, pf_object_t** out) {
   static PyObject *kwnames, *kwnames_old; /* ("stream", "max_version"), ("stream",) */
   static PyObject* name;
-  if (!kwnames) {
-    name = PyUnicode_InternFromString("__dlpack__");
-    kwnames = Py_BuildValue("(ss)", "stream", "max_version");
-    kwnames_old = Py_BuildValue("(s)", "stream");
-    if (!name || !kwnames || !kwnames_old)
-      return -1;
-  }
+  /* each made until it is made: one failed allocation left the others half made (found by
+   * review: a NULL name crashed the next import, a NULL kwnames_old dropped the stream) */
+  if ((!name && !(name = PyUnicode_InternFromString("__dlpack__"))) ||
+      (!kwnames && !(kwnames = Py_BuildValue("(ss)", "stream", "max_version"))) ||
+      (!kwnames_old && !(kwnames_old = Py_BuildValue("(s)", "stream"))))
+    return -1;
   PyObject* stream = dev.device_type == kDLCUDA || dev.device_type == kDLROCM
                          ? PyLong_FromUnsignedLongLong(own_stream_value(dev))
                          : Py_NewRef(Py_None);

@@ -257,3 +257,32 @@ def test_callback_refuses_values_holding_null():
         assert b"NULL pointer" in lib.pf_error_message(err)
         lib.pf_object_release(err)
     assert seen == []
+
+
+def test_argument_conversion_error_raised_by_python_code_is_kept():
+    """An exception raised by Python code that converting an argument ran (__dlpack__ here) is
+    the one the caller gets, traceback, cause and attributes included, with a note naming the
+    argument; it was remade as "argument 0: <message>", which lost them (found by review).
+    packfn's own conversion errors keep the "argument N: " prefix in their message."""
+    import traceback
+
+    echo = _packfn._echo()
+
+    class Producer:
+        def __dlpack__(self, **kw):
+            e = ValueError("bad layout")
+            e.detail = 42
+            raise e from KeyError("root cause")
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(ValueError) as info:
+        echo(1, Producer())
+    e = info.value
+    assert str(e) == "bad layout" and e.detail == 42
+    assert isinstance(e.__cause__, KeyError)
+    assert "__dlpack__" in [f.name for f in traceback.extract_tb(e.__traceback__)]
+    assert any("argument 1 of echo" in n for n in e.__notes__), e.__notes__
+    with pytest.raises(TypeError, match=r"^argument 1: packfn: cannot pass a value of type"):
+        echo(1, object())

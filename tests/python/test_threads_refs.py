@@ -202,3 +202,43 @@ def test_callback_from_another_thread_during_a_scalar_call(thread_testmod):
             thread_testmod.call_in_thread(lambda v: {}["from the thread"], 0)
     finally:
         faulthandler.cancel_dump_traceback_later()
+
+
+@pytest.mark.parametrize(
+    "arg",
+    [
+        "[lambda v: v * 2]",
+        "[1, ('x', lambda v: v * 2)]",
+        "{'hook': lambda v: v * 2}",
+        "{'hooks': [packfn.Function(lambda v: v * 2)]}",
+        "echo([packfn.Function(lambda v: v * 2)])",  # a packfn.Array
+        "echo({'hook': lambda v: v * 2})",  # a packfn.Map
+        "tvm_ffi.convert(lambda v: v * 2)",  # the same C object (tvm_ffi.Function)
+        "tvm_ffi.convert([tvm_ffi.convert(lambda v: v * 2)])",  # a tvm_ffi.Array holding it
+    ],
+)
+def test_callback_inside_a_container_called_from_another_thread(thread_testmod, arg):
+    """A callback inside a list, tuple or dict, a packfn.Array or Map, or TVM-FFI's function or
+    array, called on a thread the C function joins: the call must run without the GIL, or the
+    thread waits for the GIL the caller holds and both hang (found by review: the flag of the
+    nested conversions was dropped, and an Array, a Map or a TVM-FFI function kept the GIL). In
+    a process of its own, which a hang leaves to the timeout."""
+    import subprocess
+
+    code = (
+        "import packfn, tvm_ffi\n"
+        f"mod = packfn.load_module({thread_testmod.path!r})\n"
+        "echo = packfn._packfn._echo()\n"
+        f"print(mod.call_in_thread({arg}, 21))\n"
+    )
+    env = dict(os.environ)
+    env.pop("PACKFN_NO_TVM_FFI", None)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(packfn.__file__)) + os.pathsep + \
+        env.get("PYTHONPATH", "")
+    try:
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=30, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"call_in_thread({arg}, 21) hung: the call kept the GIL")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "42"

@@ -320,3 +320,47 @@ def test_find_spec_probe_before_the_import_still_joins():
         "print('ok')\n"
     )
     _run_prints_ok(code)
+
+
+def test_tvm_ffi_functions_and_tensors_pass_as_the_same_c_object():
+    """tvm_ffi.Function and tvm_ffi.Tensor derive from tvm_ffi.core.CObject, not from
+    tvm_ffi.core.Object (apache-tvm-ffi 0.1.15): they were not recognised, so a function became
+    a Python callback around it and a tensor went through DLPack, each a new C object (found by
+    review). They are the same C object now, as containers are."""
+    echo = _packfn._echo()
+    fn = tvm_ffi.convert(lambda v: v * 2)
+    kernel = tvm_ffi.get_global_func("packfn.kernels.rms_norm")
+    x = np.ones(3)
+    tensor = tvm_ffi.from_dlpack(x)
+    for obj in (fn, kernel, tensor, tvm_ffi.convert([1, 2]), tvm_ffi.convert({"a": 1})):
+        back = echo(obj)
+        assert back._address == obj.__chandle__(), (type(obj), back)
+    assert echo(fn)(21) == 42
+    assert isinstance(echo(kernel), packfn.Function)
+    t = echo(tensor)
+    assert isinstance(t, packfn.Tensor) and t.data_ptr == x.ctypes.data
+
+
+def test_object_faking_a_tvm_ffi_class_is_not_trusted_with_an_address():
+    """isinstance() honours a __class__ attribute: an object faking tvm_ffi.core.Object passed
+    the check and its __chandle__() was taken for a C object's address (a crash; found by
+    review). Only the real types are trusted, and with their own __chandle__: a subclass
+    overriding it gets no say. In a process of its own: the crash took the interpreter."""
+    code = (
+        "import packfn, pytest, tvm_ffi\n"
+        "echo = packfn._packfn._echo()\n"
+        "class Fake:\n"
+        "    __class__ = tvm_ffi.core.Object\n"
+        "    def __chandle__(self):\n"
+        "        return 0xdead0\n"
+        "assert isinstance(Fake(), tvm_ffi.core.Object)\n"
+        "with pytest.raises(TypeError, match=\"cannot pass a value of type 'Fake'\"):\n"
+        "    echo(Fake())\n"
+        "class Sub(tvm_ffi.Object):\n"
+        "    def __chandle__(self):\n"
+        "        return 0xdead0\n"
+        "with pytest.raises(ValueError, match='holds no object'):\n"
+        "    echo(Sub.__new__(Sub))  # no handle: the override is not asked\n"
+        "print('ok')\n"
+    )
+    _run_prints_ok(code)

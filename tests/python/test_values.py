@@ -415,3 +415,33 @@ def test_register_global_taken_name_says_override():
             packfn.register_global("test.taken", lambda: 2)
     finally:
         packfn.remove_global("test.taken")
+
+
+def test_map_lookups_of_keys_no_int64_equals_are_absent():
+    """An int beyond int64 and an object packfn cannot pass equal no Map key: `in` is False,
+    get() gives the default, [] raises KeyError, as a dict answers (they raised OverflowError and
+    TypeError); a whole float in [9.2e18, 2**63) finds the int it equals (it was never found),
+    and -2.0**63 finds the least int64 (found by review)."""
+    echo = packfn._packfn._echo()
+    keys = {"a": 1, 9210000000000000000: 4, -2**63: 5}
+    m = echo(keys)
+    for absent in (2**70, -2**70, 2**63, object(), (1, 2), 1.5):
+        assert absent not in m and m.get(absent, "d") == "d", absent
+        with pytest.raises(KeyError):
+            m[absent]
+    assert 9.21e18 in m and m.get(9.21e18) == 4 and m[9.21e18] == 4
+    assert -2.0**63 in m and m[-2.0**63] == 5
+    assert 2.0**63 not in m and m.get(2.0**63) is None
+    # an unhashable key, or one whose __hash__ raises, raises as in a dict
+
+    class BadHash:
+        def __hash__(self):
+            raise ValueError("no hash")
+
+    for bad, kind in (([1], TypeError), ({}, TypeError), (BadHash(), ValueError)):
+        with pytest.raises(kind):
+            {}.get(bad)
+        with pytest.raises(kind):
+            m.get(bad)
+        with pytest.raises(kind):
+            bad in m
