@@ -4,7 +4,9 @@ from __future__ import annotations
 import inspect
 
 
-def _split_params(text: str) -> list[str]:
+def _split_params(text: str, space: str | None = None) -> list[str]:
+    """The comma-separated parameters of a parameter list (commas inside brackets kept), each
+    stripped of `space` (None: any whitespace, as str.strip)."""
     out, depth, cur = [], 0, ""
     for ch in text:
         if ch in "([{":
@@ -12,12 +14,12 @@ def _split_params(text: str) -> list[str]:
         elif ch in ")]}":
             depth -= 1
         if ch == "," and depth == 0:
-            out.append(cur.strip())
+            out.append(cur.strip(space))
             cur = ""
         else:
             cur += ch
-    if cur.strip():
-        out.append(cur.strip())
+    if cur.strip(space):
+        out.append(cur.strip(space))
     return out
 
 

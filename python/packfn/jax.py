@@ -104,11 +104,16 @@ def _param_list(sig: str) -> str:
     return ""
 
 
+# The whitespace the adapter skips around names and types (xla/packfn_xla.c, is_space): ASCII
+# only, so that a name holding another space character (U+00A0, U+0085) reads the same here.
+_ADAPTER_SPACE = " \t\n\r\v\f"
+
+
 def _parse(sig: str) -> tuple[tuple[str, ...], dict[str, str]]:
-    params = _split_params(_param_list(sig))
+    params = _split_params(_param_list(sig), _ADAPTER_SPACE)
     tensors, scalars = [], {}
     for p in params:
-        pname, _, kind = (s.strip() for s in p.partition(":"))
+        pname, _, kind = (s.strip(_ADAPTER_SPACE) for s in p.partition(":"))
         if kind.lower() == "tensor":
             tensors.append(pname)
         else:

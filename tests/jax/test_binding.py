@@ -193,6 +193,17 @@ def test_signature_over_several_lines(testmod, alias, on_cpu):
         assert float(jax.jit(lambda: f(k=5))()[0]) == 5.0
 
 
+def test_parameter_names_keep_non_ascii_spaces(testmod, alias, on_cpu):
+    """packfn.jax strips the whitespace the adapter skips, ASCII only: a name beginning with
+    U+00A0 is the same name on both sides (Python's str.strip took the U+00A0 away, and every
+    call then lacked the attribute the adapter looked for)."""
+    name = alias("test.jax.nbsp", testmod.nbsp)
+    t = pj.register(name)
+    assert t.scalars == {"\u00a0k": "int"}
+    f = pj.ffi_call(name, jax.ShapeDtypeStruct((1,), jnp.float64))
+    assert float(jax.jit(lambda: f(**{"\u00a0k": 7}))()[0]) == 7.0
+
+
 def test_long_parameter_names(testmod, alias, on_cpu):
     """Parameter names have no length limit (55 bytes and more were refused as types XLA
     cannot fill)."""

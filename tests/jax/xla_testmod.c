@@ -57,6 +57,9 @@ PF_EXPORT_DOC(worded, pair, "worded(out: Tensor, s: str) -> None", NULL);
 /* signatures written over several lines: \n, \r\n, \v and \f separate like spaces */
 PF_EXPORT_DOC(multiline, pair, "multiline(out: Tensor,\n              k: int) -> None", NULL);
 PF_EXPORT_DOC(crlf, pair, "crlf(\r\n  out: Tensor,\r\n  k\v:\fint\r\n) -> None", NULL);
+/* a parameter name that begins with U+00A0 (no-break space, UTF-8 C2 A0): not whitespace to
+ * the adapter, nor to packfn.jax since it strips ASCII whitespace only */
+PF_EXPORT_DOC(nbsp, pair, "nbsp(out: Tensor, \xc2\xa0k: int) -> None", NULL);
 /* parameter names of 60 and 120 characters */
 PF_EXPORT_DOC(longnames, pair,
               "longnames(output_tensor_with_a_rather_long_descriptive_name_of_60chars: Tensor, "
