@@ -13,6 +13,10 @@
 #include "packfn/error.h"
 
 #include "alloc.h"
+#include "module_private.h"
+
+/* where this file's state (allocator) lives, for pf_module_load (module_private.h) */
+PF__MARKER const char pf__marker_alloc = 0;
 
 PF__TLS pf__cache_t pf__cache;
 uintptr_t pf__slab_base = PF__SLAB_NONE;

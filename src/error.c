@@ -19,6 +19,10 @@
 #include "alloc.h"
 #include "bytes.h"
 #include "tvm_private.h"
+#include "module_private.h"
+
+/* where this file's state (error slot) lives, for pf_module_load (module_private.h) */
+PF__MARKER const char pf__marker_error = 0;
 
 /* The error raised in this thread (owned), or NULL. Once packfn has joined TVM-FFI the raised
  * slot is TVM-FFI's (TVMFFIErrorSetRaised / TVMFFIErrorMoveFromRaised) and this one stays

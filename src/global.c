@@ -44,6 +44,10 @@
 #include "error_private.h"
 #include "function_private.h"
 #include "type_private.h"
+#include "module_private.h"
+
+/* where this file's state (global table) lives, for pf_module_load (module_private.h) */
+PF__MARKER const char pf__marker_global = 0;
 
 /* ---- the table (global_table.h) ---- */
 

@@ -351,20 +351,38 @@ static void pf__restore(pf_object_t* host) {
   }
 }
 
-/* The file of the packfn runtime the library `handle` is bound to when that is not this one,
- * in buf, else NULL. A program holding libpackfn.a that loads a library linked against
- * libpackfn.so gets a second runtime that way (its SONAME is no object of the process), and a
- * library may hold a copy of its own: errors raised there, globals and types registered there
- * would never reach this one (a failing call returned -1 with no error to take, review). Two
- * runtimes joined to one TVM-FFI share its error slot and tables, and are let be. */
+/* What the library `handle` binds `name` to: the dynamic loader resolves its references in the
+ * process's global scope first (the program, what it was linked with, RTLD_GLOBAL libraries),
+ * then in the library's own scope (itself and its dependencies). NULL when neither has it. */
+static void* pf__bound(void* handle, const char* name) {
+  void* at = dlsym(RTLD_DEFAULT, name);
+  return at ? at : dlsym(handle, name);
+}
+
+/* The file of the packfn runtime the library `handle` binds the process-wide state to when that
+ * is not this one, in buf, else NULL. A program holding libpackfn.a (its symbols not exported)
+ * that loads a library linked against libpackfn.so gets a second runtime that way (the
+ * library's libpackfn.so.0 is no object of the process), and its errors, globals and types
+ * would never reach this one (a failing call returned -1 with no error to take, review).
+ * Decided from the state markers (module_private.h), so that a program exporting its static
+ * copy (-rdynamic), or one whose code takes pf_error_set's address (a non-PIE program's PLT
+ * stub then stands for it), is this runtime. Two runtimes joined to one TVM-FFI share its error
+ * slot and tables, and are let be. */
 static const char* pf__other_runtime(void* handle, char* buf, size_t size) {
-  void* theirs = dlsym(handle, "pf_error_set");
-  void (*set)(const char*, const char*, ...);
-  *(void**)&set = theirs;
-  if (!set || set == pf_error_set)
+  static const char* const names[] = {"pf__marker_error", "pf__marker_global", "pf__marker_type",
+                                      "pf__marker_alloc"};
+  const void* const mine[] = {&pf__marker_error, &pf__marker_global, &pf__marker_type,
+                              &pf__marker_alloc};
+  void* theirs = NULL;
+  for (size_t i = 0; i < sizeof names / sizeof names[0] && !theirs; ++i) {
+    void* at = pf__bound(handle, names[i]);
+    if (at && at != mine[i])
+      theirs = at;
+  }
+  if (!theirs)
     return NULL;
   int (*joined)(void);
-  *(void**)&joined = dlsym(handle, "pf_tvm_ffi_joined");
+  *(void**)&joined = pf__bound(handle, "pf_tvm_ffi_joined");
   if (joined && joined() == 1 && pf_tvm_ffi_joined() == 1)
     return NULL;
   Dl_info info;
@@ -378,7 +396,7 @@ static const char* pf__other_runtime(void* handle, char* buf, size_t size) {
 static const char* pf__this_runtime(char* buf, size_t size) {
   Dl_info info;
   const char* at =
-      dladdr((void*)(uintptr_t)pf_error_set, &info) && info.dli_fname && *info.dli_fname
+      dladdr((const void*)&pf__marker_error, &info) && info.dli_fname && *info.dli_fname
           ? info.dli_fname
           : "the program";
   snprintf(buf, size, "%s", at);

@@ -19,6 +19,21 @@
 #define PF__TVM_PREFIX        "__tvm_ffi_" /* TVM-FFI's exports; "__tvm_ffi__..." are not */
 #define PF__TVM_PREFIX_LEN    (sizeof(PF__TVM_PREFIX) - 1)
 
+/* ---- which runtime a library binds to ----
+ * One exported byte in each file that holds process-wide state (the error slot, the global
+ * table, the type registry, the allocator): what a library's references to that state resolve
+ * to is where the dynamic loader finds these, and each is data no program takes the address of
+ * (so never a copy or a PLT stub in a program). pf_module_load compares them with its own. */
+PF_API extern const char pf__marker_error, pf__marker_global, pf__marker_type, pf__marker_alloc;
+/* On their definitions: not instrumented by AddressSanitizer, which would take a program that
+ * exports its static copy, and a libpackfn.so loaded beside it, for an ODR violation (the case
+ * the markers exist to tell apart). */
+#if defined(__clang__) /* gcc ignores the attribute on variables (and warns) */
+#define PF__MARKER __attribute__((no_sanitize("address")))
+#else
+#define PF__MARKER
+#endif
+
 /* ---- the module object ---- */
 
 typedef struct {

@@ -11,6 +11,10 @@
 #include "common.h"
 #include "tvm_private.h"
 #include "type_private.h"
+#include "module_private.h"
+
+/* where this file's state (type registry) lives, for pf_module_load (module_private.h) */
+PF__MARKER const char pf__marker_type = 0;
 
 static const int32_t pf__root_ancestors[1] = {PF_TYPE_OBJECT};
 

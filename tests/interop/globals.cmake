@@ -13,20 +13,18 @@ endif()
 add_executable(interop_join_race join_race.c)
 target_link_libraries(interop_join_race PRIVATE packfn Threads::Threads ${CMAKE_DL_LIBS})
 set_target_properties(interop_join_race PROPERTIES ENABLE_EXPORTS ON) # its pthread_mutex_lock
-# The mirror mode needs no window, so its build leaves pthread_mutex_lock alone: one less
-# thing in the way of LeakSanitizer's tracer, which ran at exit under ASan and crashed once in
-# a CI run (signal 11 at a pc in the program; the tracer has no thread-local storage, and
-# glibc calls pthread_mutex_lock on its behalf).
-add_executable(interop_join_race_mirror_only join_race.c)
-target_compile_definitions(interop_join_race_mirror_only PRIVATE PF_JOIN_RACE_MIRROR_ONLY)
-target_link_libraries(interop_join_race_mirror_only PRIVATE packfn Threads::Threads
-                                                            ${CMAKE_DL_LIBS})
 foreach(mode remove set type mirror)
-  set(pf_program interop_join_race)
-  if(mode STREQUAL "mirror")
-    set(pf_program interop_join_race_mirror_only)
-  endif()
   add_test(NAME interop_join_race_${mode}
-           COMMAND ${pf_program} ${mode} $<TARGET_FILE:TVMFFI::tvm_ffi>)
+           COMMAND interop_join_race ${mode} $<TARGET_FILE:TVMFFI::tvm_ffi>)
   set_tests_properties(interop_join_race_${mode} PROPERTIES LABELS "interop" TIMEOUT 60)
 endforeach()
+# LeakSanitizer's exit-time scan of this program crashed its tracer in about one run in six
+# under load (two CI runs of two): it records a dynamic TLS block of the dlopen()ed libtvm_ffi
+# with a bogus range ("DTLS 5 at 0x9dc16-0x20009ed18", LSAN_OPTIONS=verbosity=1) after the
+# mirroring thread, which used TVM-FFI's thread-locals, exited, and reads it. Not tracking
+# __tls_get_addr avoids it (0 crashes in 12 runs under load, no leak reported); packfn's own
+# thread-locals are static TLS, scanned either way.
+if(PF_SANITIZE MATCHES "address")
+  set_tests_properties(interop_join_race_mirror PROPERTIES
+                       ENVIRONMENT_MODIFICATION "ASAN_OPTIONS=string_append::intercept_tls_get_addr=0")
+endif()

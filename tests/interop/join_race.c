@@ -29,7 +29,6 @@
 
 #include "interop_check.h"
 
-#ifndef PF_JOIN_RACE_MIRROR_ONLY
 /* The thread whose next pthread_mutex_lock waits for the join (its kernel id), 0 for none. Not
  * a thread-local: LeakSanitizer's tracer, a thread without TLS, also calls pthread_mutex_lock at
  * exit, and reading a __thread there crashed it (under ASan in CI, once). */
@@ -51,7 +50,6 @@ __attribute__((visibility("default"))) int pthread_mutex_lock(pthread_mutex_t* m
   }
   return real(m);
 }
-#endif
 
 static int seven(void* self, const pf_any_t* args, int32_t n, pf_any_t* result) {
   (void)self, (void)args, (void)n;
@@ -66,8 +64,6 @@ static pf_object_t* make_function(void) {
 }
 
 static const char* mode;
-
-#ifndef PF_JOIN_RACE_MIRROR_ONLY
 static int32_t registered = -1;
 
 static void* writer(void* unused) {
@@ -140,7 +136,6 @@ static int writer_during_join(const char* library) {
   }
   return 0;
 }
-#endif
 
 static int stop;
 
@@ -185,16 +180,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   mode = argv[1];
-#ifdef PF_JOIN_RACE_MIRROR_ONLY
-  if (strcmp(mode, "mirror") != 0) {
-    fprintf(stderr, "%s: this build runs the mirror mode only\n", argv[0]);
-    return 2;
-  }
-  int rc = mirror_while_writing(argv[2]);
-#else
   int rc =
       strcmp(mode, "mirror") == 0 ? mirror_while_writing(argv[2]) : writer_during_join(argv[2]);
-#endif
   if (rc == 0 && failures == 0)
     printf("join_race %s: ok\n", mode);
   return rc != 0 || failures != 0;
