@@ -351,39 +351,66 @@ static void pf__restore(pf_object_t* host) {
   }
 }
 
-/* What the library `handle` binds `name` to: the dynamic loader resolves its references in the
- * process's global scope first (the program, what it was linked with, RTLD_GLOBAL libraries),
- * then in the library's own scope (itself and its dependencies). NULL when neither has it. */
-static void* pf__bound(void* handle, const char* name) {
-  void* at = dlsym(RTLD_DEFAULT, name);
-  return at ? at : dlsym(handle, name);
+/* The link map of the object holding `addr`, or NULL. */
+static struct link_map* pf__object_of(const void* addr) {
+  Dl_info info;
+  struct link_map* owner = NULL;
+  return addr && dladdr1(addr, &info, (void**)&owner, RTLD_DL_LINKMAP) ? owner : NULL;
 }
 
-/* The file of the packfn runtime the library `handle` binds the process-wide state to when that
- * is not this one, in buf, else NULL. A program holding libpackfn.a (its symbols not exported)
- * that loads a library linked against libpackfn.so gets a second runtime that way (the
- * library's libpackfn.so.0 is no object of the process), and its errors, globals and types
- * would never reach this one (a failing call returned -1 with no error to take, review).
- * Decided from the state markers (module_private.h), so that a program exporting its static
- * copy (-rdynamic), or one whose code takes pf_error_set's address (a non-PIE program's PLT
- * stub then stands for it), is this runtime. Two runtimes joined to one TVM-FFI share its error
- * slot and tables, and are let be. */
+/* Whether the runtime holding `theirs` has joined TVM-FFI (its pf_tvm_ffi_joined, looked up in
+ * its own object; `global` the global scope's handle for a program's exported copy). */
+static int pf__joined_at(const void* theirs, void* global) {
+  Dl_info info;
+  int joined = 0;
+  if (!dladdr(theirs, &info) || !info.dli_fname)
+    return 0;
+  void* object = *info.dli_fname ? dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+  int (*fn)(void);
+  *(void**)&fn = dlsym(object ? object : global, "pf_tvm_ffi_joined");
+  if (fn && pf__object_of((const void*)(uintptr_t)fn) == pf__object_of(theirs))
+    joined = fn() == 1;
+  if (object)
+    dlclose(object);
+  return joined;
+}
+
+/* The file of a packfn runtime other than this one that the library `handle` uses, in buf,
+ * else NULL. A program holding libpackfn.a (its symbols not exported) that loads a library
+ * linked against libpackfn.so gets a second runtime (the library's libpackfn.so.0 is no object
+ * of the process), and its errors, globals and types would never reach this one (a failing call
+ * returned -1 with no error to take, review). Decided from the state markers
+ * (module_private.h): where the loader resolves the library's references to them (the global
+ * scope first, through the program's handle: RTLD_DEFAULT would search libpackfn's own scope,
+ * which holds this runtime even where the program loaded libpackfn RTLD_LOCAL, as Python's
+ * extensions are; then the library's own scope), and whether the library holds a copy of its
+ * own (its calls may bind to it whatever its data references do: -Bsymbolic-functions, review).
+ * A program exporting its static copy (-rdynamic), or one whose code takes pf_error_set's
+ * address (a non-PIE program's PLT stub then stands for it), is this runtime. Two runtimes
+ * joined to one TVM-FFI share its error slot and tables, and are let be. */
 static const char* pf__other_runtime(void* handle, char* buf, size_t size) {
   static const char* const names[] = {"pf__marker_error", "pf__marker_global", "pf__marker_type",
                                       "pf__marker_alloc"};
   const void* const mine[] = {&pf__marker_error, &pf__marker_global, &pf__marker_type,
                               &pf__marker_alloc};
+  void* global = dlopen(NULL, RTLD_NOW);
+  struct link_map* lib = NULL;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &lib) != 0)
+    lib = NULL;
   void* theirs = NULL;
   for (size_t i = 0; i < sizeof names / sizeof names[0] && !theirs; ++i) {
-    void* at = pf__bound(handle, names[i]);
-    if (at && at != mine[i])
-      theirs = at;
+    void* in_global = global ? dlsym(global, names[i]) : NULL;
+    void* own = dlsym(handle, names[i]);
+    void* bound = in_global ? in_global : own;
+    if (bound && bound != mine[i])
+      theirs = bound;
+    else if (own && own != mine[i] && lib && pf__object_of(own) == lib)
+      theirs = own; /* a copy of its own */
   }
-  if (!theirs)
-    return NULL;
-  int (*joined)(void);
-  *(void**)&joined = pf__bound(handle, "pf_tvm_ffi_joined");
-  if (joined && joined() == 1 && pf_tvm_ffi_joined() == 1)
+  int joined = theirs && pf_tvm_ffi_joined() == 1 && pf__joined_at(theirs, global);
+  if (global)
+    dlclose(global);
+  if (!theirs || joined)
     return NULL;
   Dl_info info;
   snprintf(buf, size, "%s",
@@ -440,8 +467,9 @@ int pf_module_load(const char* path, pf_object_t** out) {
     PF_ERROR_SET(PF_ERR_RUNTIME,
                  "pf_module_load: cannot load %s: it is bound to the packfn runtime in %s, not "
                  "this process's (%s), so its errors, global functions and types would never "
-                 "reach this one; link the program with the shared libpackfn (packfn::packfn, "
-                 "-lpackfn), not libpackfn.a, and the library with it too",
+                 "reach this one; build the library against the shared libpackfn this process "
+                 "uses, without a copy of its own (and link a program that holds libpackfn.a "
+                 "with the shared libpackfn instead: packfn::packfn, -lpackfn)",
                  path, theirs, pf__this_runtime(ours, sizeof ours));
     pf_object_t* refusal = pf_error_take();
     dlclose(handle);

@@ -34,11 +34,11 @@ PF_EXTERN_C_BEGIN
  * library's initialisation raised (its constructors left an error pending, e.g. a
  * PF_REGISTER_GLOBAL whose name is taken: that error is the cause; a load of it in another thread
  * at the same moment accepts it, without its globals: docs/modules.md), or when it binds to
- * another packfn runtime than this one (a program holding libpackfn.a without exporting it,
- * loading a library linked against libpackfn.so: its errors, globals and types would never
- * reach this runtime; the message names both files), unless both runtimes joined one TVM-FFI
- * (a library holding a copy of its own with hidden symbols cannot be told: its errors stay in
- * it); NotImplementedError when
+ * another packfn runtime than this one or holds an exported copy of its own (a program holding
+ * libpackfn.a without exporting it, loading a library linked against libpackfn.so; a library
+ * linked with libpackfn.a: its errors, globals and types would never reach this runtime; the
+ * message names both files), unless both runtimes joined one TVM-FFI (a copy with hidden
+ * symbols cannot be told: its errors stay in it); NotImplementedError when
  * the library's symbol table cannot be read; MemoryError. An error pending in the caller is set
  * aside during the load (a constructor neither sees nor clears it) and is pending again afterwards:
  * unchanged on success, at the end of the new error's cause chain on failure. Thread-safe; no

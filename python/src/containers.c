@@ -179,6 +179,42 @@ static Py_ssize_t map_len(PyObject* self) {
  * TVM-FFI object as themselves. What equals no Map key is absent, as a dict answers (found by
  * review: they raised): another float (packfn refuses floats as keys), an int beyond int64,
  * any other object (converted, it would be a new object, equal to no key). */
+/* For a key of another numeric type (a complex, Fraction, Decimal, numpy's float32 or bool_):
+ * 1 and *x when it equals an int64, as a dict compares it (2+0j, Fraction(2), Decimal(2) and
+ * numpy.float32(2) find 2), 0 when it equals none or cannot become an int (TypeError,
+ * ValueError, OverflowError: NaN, inf, 5/2 truncated is not 5/2), -1 with another exception. */
+static int number_as_int64(PyObject* key, long long* x) {
+  if (PyComplex_Check(key)) {
+    Py_complex c = PyComplex_AsCComplex(key);
+    if (c.real == -1.0 && PyErr_Occurred())
+      return -1;
+    if (!(c.imag == 0.0 && c.real == floor(c.real) && c.real >= -0x1p63 && c.real < 0x1p63))
+      return 0;
+    *x = (long long)c.real;
+    return 1;
+  }
+  PyObject* n = PyNumber_Long(key);
+  if (!n) {
+    if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError) ||
+        PyErr_ExceptionMatches(PyExc_OverflowError)) {
+      PyErr_Clear();
+      return 0;
+    }
+    return -1;
+  }
+  int eq = PyObject_RichCompareBool(key, n, Py_EQ);
+  if (eq <= 0) {
+    Py_DECREF(n);
+    return eq;
+  }
+  int overflow;
+  *x = PyLong_AsLongLongAndOverflow(n, &overflow);
+  Py_DECREF(n);
+  if (*x == -1 && PyErr_Occurred())
+    return -1;
+  return !overflow;
+}
+
 static int map_lookup(PyObject* self, PyObject* key, const pf_any_t** out) {
   PyObject* as_int = NULL;
   *out = NULL;
@@ -215,9 +251,19 @@ static int map_lookup(PyObject* self, PyObject* key, const pf_any_t** out) {
       return -1;
     pf_object_t* obj;
     int h = pfpy_tvm_ffi_object(key, &obj);
-    if (h <= 0)
-      return h;
-    kv = pf_any_object(obj);
+    if (h < 0)
+      return -1;
+    if (h > 0) {
+      kv = pf_any_object(obj);
+    } else if (PyNumber_Check(key)) { /* a number equal to an int key finds it */
+      long long x;
+      int found = number_as_int64(key, &x);
+      if (found <= 0)
+        return found;
+      kv = pf_any_int(x);
+    } else {
+      return 0; /* converted, it would be a new object, equal to no key */
+    }
   }
   pf_object_t* m = ((PfObject*)self)->obj;
   int rc = m->type_index == PF_TYPE_DICT ? pf_dict_get(m, &kv, out) : pf_map_find(m, &kv, out);

@@ -432,6 +432,16 @@ def test_map_lookups_of_keys_no_int64_equals_are_absent():
     assert 9.21e18 in m and m.get(9.21e18) == 4 and m[9.21e18] == 4
     assert -2.0**63 in m and m[-2.0**63] == 5
     assert 2.0**63 not in m and m.get(2.0**63) is None
+    # numbers of other types find the int they equal, as in a dict (they were absent)
+    import fractions, decimal
+    two = {2: "two", 1: "one"}
+    m2 = echo(two)
+    for k in (fractions.Fraction(2), decimal.Decimal(2), 2 + 0j, np.float32(2.0),
+              np.float16(2.0), np.int8(2), np.bool_(True)):
+        assert (k in m2) == (k in two) and m2.get(k) == two.get(k), k
+    for k in (fractions.Fraction(5, 2), decimal.Decimal("NaN"), decimal.Decimal("Infinity"),
+              2 + 1j, np.float32("nan"), complex(float("inf"), 0)):
+        assert k not in m2 and m2.get(k, "d") == "d", k
     # an unhashable key, or one whose __hash__ raises, raises as in a dict
 
     class BadHash:

@@ -30,7 +30,7 @@ static int refused(const char* path) {
   if (!err || strcmp(pf_error_kind(err), PF_ERR_RUNTIME) != 0 ||
       !strstr(pf_error_message(err), "is bound to the packfn runtime in") ||
       !strstr(pf_error_message(err), "libpackfn.so") ||
-      !strstr(pf_error_message(err), "link the program with the shared libpackfn")) {
+      !strstr(pf_error_message(err), "link a program that holds libpackfn.a with the shared")) {
     fprintf(stderr, "FAIL: unexpected error: %s: %s\n", err ? pf_error_kind(err) : "none",
             err ? pf_error_message(err) : "");
     pf_object_release(err);
