@@ -391,23 +391,26 @@ static int pf__joined_at(const void* theirs, void* global) {
 static const char* pf__other_runtime(void* handle, char* buf, size_t size) {
   static const char* const names[] = {"pf__marker_error", "pf__marker_global", "pf__marker_type",
                                       "pf__marker_alloc"};
-  const void* const mine[] = {&pf__marker_error, &pf__marker_global, &pf__marker_type,
-                              &pf__marker_alloc};
   void* global = dlopen(NULL, RTLD_NOW);
   struct link_map* lib = NULL;
   if (dlinfo(handle, RTLD_DI_LINKMAP, &lib) != 0)
     lib = NULL;
+  /* this runtime's object, from a static function's address: an exported marker of this
+   * runtime may itself be interposed by another copy earlier in the global scope (review) */
+  struct link_map* self = pf__object_of((const void*)(uintptr_t)pf__object_of);
   void* theirs = NULL;
   for (size_t i = 0; i < sizeof names / sizeof names[0] && !theirs; ++i) {
     void* in_global = global ? dlsym(global, names[i]) : NULL;
     void* own = dlsym(handle, names[i]);
     void* bound = in_global ? in_global : own;
-    if (bound && bound != mine[i])
+    if (bound && pf__object_of(bound) != self)
       theirs = bound;
-    else if (own && own != mine[i] && lib && pf__object_of(own) == lib)
+    else if (own && lib && lib != self && pf__object_of(own) == lib)
       theirs = own; /* a copy of its own */
   }
-  int joined = theirs && pf_tvm_ffi_joined() == 1 && pf__joined_at(theirs, global);
+  /* the library's constructors may have brought libtvm_ffi in and joined their runtime to it:
+   * this one joins now too if it can (pf_tvm_ffi_joined would not look again, review) */
+  int joined = theirs && pf_tvm_ffi_join() == 1 && pf__joined_at(theirs, global);
   if (global)
     dlclose(global);
   if (!theirs || joined)
@@ -423,7 +426,7 @@ static const char* pf__other_runtime(void* handle, char* buf, size_t size) {
 static const char* pf__this_runtime(char* buf, size_t size) {
   Dl_info info;
   const char* at =
-      dladdr((const void*)&pf__marker_error, &info) && info.dli_fname && *info.dli_fname
+      dladdr((const void*)(uintptr_t)pf__object_of, &info) && info.dli_fname && *info.dli_fname
           ? info.dli_fname
           : "the program";
   snprintf(buf, size, "%s", at);
@@ -459,8 +462,9 @@ int pf_module_load(const char* path, pf_object_t** out) {
     PF_ERROR_SET(PF_ERR_OS, "pf_module_load: cannot load %s: %s", path, why);
     return -1;
   }
+  /* a library mapped before this call was bound then, and is judged as it was loaded */
   char theirs[512];
-  if (pf__other_runtime(handle, theirs, sizeof theirs)) {
+  if (!mapped && pf__other_runtime(handle, theirs, sizeof theirs)) {
     char ours[512];
     pf__restore(host);
     pf__restore(raised); /* raised in this runtime's slot: a dependency's constructor */
@@ -471,6 +475,9 @@ int pf_module_load(const char* path, pf_object_t** out) {
                  "uses, without a copy of its own (and link a program that holds libpackfn.a "
                  "with the shared libpackfn instead: packfn::packfn, -lpackfn)",
                  path, theirs, pf__this_runtime(ours, sizeof ours));
+    /* its constructors may have registered globals in this runtime's table (its calls bound
+     * here, its own copy aside): removed before its code is unmapped (a call crashed, review) */
+    (void)pf__forget_library(handle, path);
     pf_object_t* refusal = pf_error_take();
     dlclose(handle);
     pf__raise_alone(refusal);

@@ -46,3 +46,20 @@ else()
     endif()
   endif()
 endif()
+
+# A program holding libpackfn.a (its symbols not exported) loading a library linked with
+# libpackfn.so and libtvm_ffi: a second packfn runtime, but both join the TVM-FFI the library
+# brings in, so they share its error slot and tables: accepted, its error and its global reach
+# the program (pf_module_load refused it: this runtime had looked for TVM-FFI before the load
+# only; review). tests/regress/regress_static_host.c's accept mode.
+add_library(pf_interop_good_tvm MODULE ${PROJECT_SOURCE_DIR}/tests/modules/good.c)
+target_link_options(pf_interop_good_tvm PRIVATE "LINKER:--no-as-needed") # keep libtvm_ffi
+target_link_libraries(pf_interop_good_tvm PRIVATE packfn TVMFFI::tvm_ffi)
+add_executable(interop_static_host_joined ${PROJECT_SOURCE_DIR}/tests/regress/regress_static_host.c)
+target_link_libraries(interop_static_host_joined PRIVATE packfn_static Threads::Threads
+                                                         ${CMAKE_DL_LIBS})
+add_dependencies(interop_static_host_joined pf_interop_good_tvm)
+add_test(NAME interop_static_host_joined
+         COMMAND ${PF_TEST_WRAPPER} $<TARGET_FILE:interop_static_host_joined> accept
+                 $<TARGET_FILE:pf_interop_good_tvm>)
+set_tests_properties(interop_static_host_joined PROPERTIES LABELS "memcheck;interop")

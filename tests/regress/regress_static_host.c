@@ -9,7 +9,11 @@
  *     takes pf_error_set's address (PF_TAKE_ADDRESS: its PLT entry then stands for the
  *     function): LIBRARY binds to this runtime, and the first fix refused it. Its error must
  *     reach this program's slot and its global this table.
- * LIBRARY is tests/modules/good.c's library. */
+ *   regress_shared_host refuse ctor_set.c's library: linked with the shared libpackfn; the
+ *     library holds a copy of its own, but its constructor registers a global in this runtime
+ *     (its calls bind here): refused, and the global must not stay behind pointing into its
+ *     unmapped code (a call of it crashed).
+ * LIBRARY is otherwise tests/modules/good.c's library. */
 #include <stdio.h>
 #include <string.h>
 
