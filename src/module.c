@@ -422,6 +422,37 @@ static const char* pf__other_runtime(void* handle, char* buf, size_t size) {
   return buf;
 }
 
+/* Libraries pf_module_load accepted (pinned, so their link maps stay valid): a library mapped
+ * before a load is judged again unless it is one of these (one dlopen()ed by someone else, or
+ * refused before but left mapped, was accepted unjudged, review). Slots filled without a lock
+ * and no allocation; past the last one, or while a slot is being filled, a library is judged
+ * again, as it was when first loaded. */
+#define PF__ACCEPTED_MAX 1024
+static const struct link_map* pf__accepted[PF__ACCEPTED_MAX];
+static unsigned pf__accepted_n; /* slots taken, some maybe not yet written */
+
+static int pf__accepted_before(void* handle) {
+  struct link_map* lm = NULL;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm)
+    return 0;
+  unsigned n = __atomic_load_n(&pf__accepted_n, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < n && i < PF__ACCEPTED_MAX; ++i)
+    if (__atomic_load_n(&pf__accepted[i], __ATOMIC_ACQUIRE) == lm)
+      return 1;
+  return 0;
+}
+
+static void pf__remember_accepted(void* handle) {
+  struct link_map* lm = NULL;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm || pf__accepted_before(handle))
+    return;
+  unsigned i = __atomic_fetch_add(&pf__accepted_n, 1, __ATOMIC_ACQ_REL);
+  if (i < PF__ACCEPTED_MAX)
+    __atomic_store_n(&pf__accepted[i], lm, __ATOMIC_RELEASE);
+  else
+    __atomic_store_n(&pf__accepted_n, PF__ACCEPTED_MAX, __ATOMIC_RELAXED); /* no wrap */
+}
+
 /* This runtime's file (the program's when it holds libpackfn.a), in buf. */
 static const char* pf__this_runtime(char* buf, size_t size) {
   Dl_info info;
@@ -462,9 +493,11 @@ int pf_module_load(const char* path, pf_object_t** out) {
     PF_ERROR_SET(PF_ERR_OS, "pf_module_load: cannot load %s: %s", path, why);
     return -1;
   }
-  /* a library mapped before this call was bound then, and is judged as it was loaded */
+  /* a library this function accepted before was bound then and is not judged again (the
+   * global scope may have changed since); any other is */
   char theirs[512];
-  if (!mapped && pf__other_runtime(handle, theirs, sizeof theirs)) {
+  if (!(mapped && pf__accepted_before(handle)) &&
+      pf__other_runtime(handle, theirs, sizeof theirs)) {
     char ours[512];
     pf__restore(host);
     pf__restore(raised); /* raised in this runtime's slot: a dependency's constructor */
@@ -477,7 +510,8 @@ int pf_module_load(const char* path, pf_object_t** out) {
                  path, theirs, pf__this_runtime(ours, sizeof ours));
     /* its constructors may have registered globals in this runtime's table (its calls bound
      * here, its own copy aside): removed before its code is unmapped (a call crashed, review) */
-    (void)pf__forget_library(handle, path);
+    if (!mapped)
+      (void)pf__forget_library(handle, path);
     pf_object_t* refusal = pf_error_take();
     dlclose(handle);
     pf__raise_alone(refusal);
@@ -499,8 +533,10 @@ int pf_module_load(const char* path, pf_object_t** out) {
   }
   pf__restore(host);
   int rc = pf__module_open("pf_module_load", path, handle, 0, mapped == NULL, out);
-  if (rc == 0)
-    (void)pf_tvm_ffi_join(); /* the library may have brought libtvm_ffi in */
+  if (rc == 0) {
+    pf__remember_accepted(handle); /* pinned now: its link map stays */
+    (void)pf_tvm_ffi_join();       /* the library may have brought libtvm_ffi in */
+  }
   return rc;
 }
 

@@ -4,6 +4,9 @@
  *     exported; LIBRARY, linked against libpackfn.so, got a second runtime (libpackfn.so.0 is no
  *     object of the program): its failing calls returned -1 with no error to take, its globals
  *     went to the other table. pf_module_load refuses it now, naming both runtimes.
+ *   regress_static_host refuse-mapped LIBRARY: the same after the program dlopen()ed LIBRARY
+ *     itself: a library mapped before the load is judged too, unless pf_module_load accepted
+ *     it before (it was accepted unjudged, review).
  *   regress_static_host accept LIBRARY: built as a program that exports its static copy
  *     (-rdynamic, whole archive), or as a non-PIE program linked with the shared libpackfn that
  *     takes pf_error_set's address (PF_TAKE_ADDRESS: its PLT entry then stands for the
@@ -14,6 +17,7 @@
  *     (its calls bind here): refused, and the global must not stay behind pointing into its
  *     unmapped code (a call of it crashed).
  * LIBRARY is otherwise tests/modules/good.c's library. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -89,6 +93,17 @@ int main(int argc, char** argv) {
 #ifdef PF_TAKE_ADDRESS
   pf_regress_keep = pf_error_set;
 #endif
+  if (argc == 3 && strcmp(argv[1], "refuse-mapped") == 0) {
+    /* mapped by a dlopen of the program's own first: still judged (it was accepted unjudged) */
+    void* first = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
+    if (!first) {
+      fprintf(stderr, "FAIL: cannot dlopen %s: %s\n", argv[2], dlerror());
+      return 1;
+    }
+    int rc = refused(argv[2]);
+    dlclose(first);
+    return rc;
+  }
   if (argc != 3 || (strcmp(argv[1], "refuse") != 0 && strcmp(argv[1], "accept") != 0)) {
     fprintf(stderr, "usage: regress_static_host refuse|accept LIBRARY\n");
     return 2;
