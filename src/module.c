@@ -204,20 +204,27 @@ static void pf__raise_alone(pf_object_t* err) {
   }
 }
 
+/* Closes a refused library's `handle` with the refusal raised now kept: when `fresh` (it was
+ * not mapped before this load, so closing unmaps it), its code's entries in the global table
+ * are removed first; its destructors, which may raise or clear errors of their own, cannot
+ * touch the refusal, and what they leave raised is dropped. Returns -1. */
+static int pf__close_refused(void* handle, const char* path, int fresh) {
+  if (fresh)
+    (void)pf__forget_library(handle, path);
+  pf_object_t* refusal = pf_error_take();
+  dlclose(handle);
+  pf__raise_alone(refusal);
+  return -1;
+}
+
 /* Builds a module over an open `handle` (taken: closed on failure). For a library (not the
  * system), checks its stamp and pins it. `fresh`: the library was not mapped
  * before this load, so refusing it unmaps it. */
 static int pf__module_open(const char* func, const char* path, void* handle, int is_system,
                            int fresh, pf_object_t** out) {
   int32_t type_index = pf__module_type_index();
-  if (type_index < 0) {
-    if (fresh)
-      (void)pf__forget_library(handle, path);
-    pf_object_t* refusal = pf_error_take(); /* its destructors must not clear it */
-    dlclose(handle);
-    pf__raise_alone(refusal);
-    return -1;
-  }
+  if (type_index < 0)
+    return pf__close_refused(handle, path, fresh);
   size_t path_len = strlen(path);
   pf__module_t* m = malloc(sizeof *m + path_len + 1);
   pf__library_t* lib = malloc(sizeof *lib);
@@ -351,6 +358,12 @@ static void pf__restore(pf_object_t* host) {
   }
 }
 
+/* The link map of the library `handle`, or NULL. */
+static const struct link_map* pf__link_map(void* handle) {
+  struct link_map* lm = NULL;
+  return dlinfo(handle, RTLD_DI_LINKMAP, &lm) == 0 ? lm : NULL;
+}
+
 /* The link map of the object holding `addr`, or NULL. */
 static struct link_map* pf__object_of(const void* addr) {
   Dl_info info;
@@ -386,15 +399,13 @@ static int pf__joined_at(const void* theirs, void* global) {
  * extensions are; then the library's own scope), and whether the library holds a copy of its
  * own (its calls may bind to it whatever its data references do: -Bsymbolic-functions, review).
  * A program exporting its static copy (-rdynamic), or one whose code takes pf_error_set's
- * address (a non-PIE program's PLT stub then stands for it), is this runtime. Two runtimes
+ * address (a non-PIE program's PLT entry then stands for it), is this runtime. Two runtimes
  * joined to one TVM-FFI share its error slot and tables, and are let be. */
 static const char* pf__other_runtime(void* handle, char* buf, size_t size) {
   static const char* const names[] = {"pf__marker_error", "pf__marker_global", "pf__marker_type",
                                       "pf__marker_alloc"};
   void* global = dlopen(NULL, RTLD_NOW);
-  struct link_map* lib = NULL;
-  if (dlinfo(handle, RTLD_DI_LINKMAP, &lib) != 0)
-    lib = NULL;
+  const struct link_map* lib = pf__link_map(handle);
   /* this runtime's object, from a static function's address: an exported marker of this
    * runtime may itself be interposed by another copy earlier in the global scope (review) */
   struct link_map* self = pf__object_of((const void*)(uintptr_t)pf__object_of);
@@ -431,20 +442,16 @@ static const char* pf__other_runtime(void* handle, char* buf, size_t size) {
 static const struct link_map* pf__accepted[PF__ACCEPTED_MAX];
 static unsigned pf__accepted_n; /* slots taken, some maybe not yet written */
 
-static int pf__accepted_before(void* handle) {
-  struct link_map* lm = NULL;
-  if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm)
-    return 0;
+static int pf__accepted_before(const struct link_map* lm) {
   unsigned n = __atomic_load_n(&pf__accepted_n, __ATOMIC_ACQUIRE);
-  for (unsigned i = 0; i < n && i < PF__ACCEPTED_MAX; ++i)
+  for (unsigned i = 0; lm && i < n && i < PF__ACCEPTED_MAX; ++i)
     if (__atomic_load_n(&pf__accepted[i], __ATOMIC_ACQUIRE) == lm)
       return 1;
   return 0;
 }
 
-static void pf__remember_accepted(void* handle) {
-  struct link_map* lm = NULL;
-  if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm || pf__accepted_before(handle))
+static void pf__remember_accepted(const struct link_map* lm) {
+  if (!lm || pf__accepted_before(lm))
     return;
   unsigned i = __atomic_fetch_add(&pf__accepted_n, 1, __ATOMIC_ACQ_REL);
   if (i < PF__ACCEPTED_MAX)
@@ -496,7 +503,7 @@ int pf_module_load(const char* path, pf_object_t** out) {
   /* a library this function accepted before was bound then and is not judged again (the
    * global scope may have changed since); any other is */
   char theirs[512];
-  if (!(mapped && pf__accepted_before(handle)) &&
+  if (!(mapped && pf__accepted_before(pf__link_map(handle))) &&
       pf__other_runtime(handle, theirs, sizeof theirs)) {
     char ours[512];
     pf__restore(host);
@@ -510,32 +517,22 @@ int pf_module_load(const char* path, pf_object_t** out) {
                  path, theirs, pf__this_runtime(ours, sizeof ours));
     /* its constructors may have registered globals in this runtime's table (its calls bound
      * here, its own copy aside): removed before its code is unmapped (a call crashed, review) */
-    if (!mapped)
-      (void)pf__forget_library(handle, path);
-    pf_object_t* refusal = pf_error_take();
-    dlclose(handle);
-    pf__raise_alone(refusal);
-    return -1;
+    return pf__close_refused(handle, path, mapped == NULL);
   }
   if (raised) {
     /* a constructor of the library raised (a PF_REGISTER_GLOBAL name already taken...): refuse
      * it; closing it runs its destructors, which undo what they registered, and anything
      * else of its code left in the global table is removed first */
     pf__raise_refusal(path, raised, host);
-    if (!mapped)
-      (void)pf__forget_library(handle, path);
     /* closing runs its destructors: one that clears its own error must not clear the refusal
-     * (review); what they leave raised is dropped */
-    pf_object_t* refusal = pf_error_take();
-    dlclose(handle);
-    pf__raise_alone(refusal);
-    return -1;
+     * (review) */
+    return pf__close_refused(handle, path, mapped == NULL);
   }
   pf__restore(host);
   int rc = pf__module_open("pf_module_load", path, handle, 0, mapped == NULL, out);
   if (rc == 0) {
-    pf__remember_accepted(handle); /* pinned now: its link map stays */
-    (void)pf_tvm_ffi_join();       /* the library may have brought libtvm_ffi in */
+    pf__remember_accepted(pf__link_map(handle)); /* pinned now: its link map stays */
+    (void)pf_tvm_ffi_join();                     /* the library may have brought libtvm_ffi in */
   }
   return rc;
 }

@@ -23,7 +23,7 @@
  * One exported byte in each file that holds process-wide state (the error slot, the global
  * table, the type registry, the allocator): what a library's references to that state resolve
  * to is where the dynamic loader finds these, and each is data no program takes the address of
- * (so never a copy or a PLT stub in a program). pf_module_load compares them with its own. */
+ * (so never a copy or a PLT entry in a program). pf_module_load compares them with its own. */
 PF_API extern const char pf__marker_error, pf__marker_global, pf__marker_type, pf__marker_alloc;
 /* On their definitions: not instrumented by AddressSanitizer, which would take a program that
  * exports its static copy, and a libpackfn.so loaded beside it, for an ODR violation (the case
