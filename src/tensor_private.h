@@ -88,11 +88,15 @@ static inline uint64_t pf__tensor_flags(const pf__tensor_t* t) {
   return pf__tensor_owns_memory(t) ? 0 : t->flags;
 }
 
-/* What pf__dltensor_check learns of a valid layout: its element count and the lowest and highest
- * element offsets it reaches from its first element (0 and -1 when it has no element). */
+/* What pf__dltensor_check learns of a valid layout: its element count, the lowest and highest
+ * element offsets it reaches from its first element (0 and -1 when it has no element), and
+ * whether its strides are NULL or, with elements, spell the compact row-major layout (then
+ * pf_dltensor_is_contiguous holds; 0 says nothing: an empty tensor with strides may be
+ * contiguous too). */
 typedef struct {
   int64_t numel;
   int64_t lo, hi;
+  int compact;
 } pf__layout_t;
 
 /* Out-of-line halves of pf__dltensor_check (tensor.c), each raising ValueError and returning -1
@@ -292,6 +296,7 @@ pf__dltensor_check_as(const DLTensor* desc, const char* func, const char* arg, i
     return -1;
   }
   layout->numel = numel;
+  layout->compact = compact;
   layout->lo = lo;
   layout->hi = hi;
   return 0;

@@ -359,6 +359,80 @@ START_TEST(test_refusals_touch_no_output) {
 }
 END_TEST
 
+/* An output checked against its input (dtype, device, shape, then as a tensor of its own):
+ * each way it can differ gets its own message, naming the input it is compared with. */
+START_TEST(test_outputs_unlike_input_refused) {
+  int64_t shape[2] = {2, 3}, other[2] = {3, 2}, flat = 6, strides[2] = {1, 2},
+          huge[2] = {INT64_MAX, 1};
+  pf_object_t* x = tensor(shape, 2, f32);
+  pf_object_t* out = tensor(shape, 2, f32);
+  fill(x, 1.0, 0.0);
+  DLTensor* dx = pf_tensor_dltensor(x);
+  DLTensor o = *pf_tensor_dltensor(out);
+  o.shape = other;
+  ck_assert_int_eq(pf_kernel_add_n(dx, &o, 1), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_kernel_add_n: argument 1 (out): expected shape (2, 3) like x, got (3, 2)");
+  o.shape = &flat;
+  o.ndim = 1;
+  ck_assert_int_eq(pf_kernel_add_n(dx, &o, 1), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_kernel_add_n: argument 1 (out): expected shape (2, 3) like x, got (6,)");
+  o = *pf_tensor_dltensor(out);
+  o.dtype = f64;
+  ck_assert_int_eq(pf_kernel_add_n(dx, &o, 1), -1);
+  PF_ASSERT_RAISED("TypeError",
+                   "pf_kernel_add_n: argument 1 (out): expected a float32 tensor like x, got "
+                   "float64");
+  o.dtype = f32;
+  o.device.device_id = 1;
+  ck_assert_int_eq(pf_kernel_add_n(dx, &o, 1), -1);
+  PF_ASSERT_RAISED(
+      "TypeError",
+      "pf_kernel_add_n: argument 1 (out): expected a tensor on cpu:0 like x, got cpu:1");
+  o.device.device_id = 0;
+  o.shape = NULL;
+  ck_assert_int_eq(pf_kernel_add_n(dx, &o, 1), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_kernel_add_n: argument 1 (out): expected ndim in 0..");
+  ck_assert_int_eq(pf_kernel_add_n(dx, NULL, 1), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_kernel_add_n: argument 1 (out): expected a tensor, got NULL");
+  /* like x, but not compact, or not a description any tensor has */
+  o = *pf_tensor_dltensor(out);
+  o.strides = strides;
+  ck_assert_int_eq(pf_kernel_add_n(dx, &o, 1), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_kernel_add_n: argument 1 (out): expected a contiguous");
+  o.strides = huge;
+  ck_assert_int_eq(pf_kernel_add_n(dx, &o, 1), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_kernel_add_n: argument 1 (out): ");
+  o.strides = NULL;
+  o.data = NULL;
+  ck_assert_int_eq(pf_kernel_add_n(dx, &o, 1), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_kernel_add_n: argument 1 (out): ");
+  /* a 0-d input and output: alike; a 1-d output of one element is not */
+  pf_object_t* s0 = tensor(NULL, 0, f64);
+  pf_object_t* s1 = tensor(NULL, 0, f64);
+  int64_t one = 1;
+  pf_object_t* v1 = tensor(&one, 1, f64);
+  ck_assert_int_eq(pf_kernel_add_n(pf_tensor_dltensor(s0), pf_tensor_dltensor(s1), 1), 0);
+  ck_assert_int_eq(pf_kernel_add_n(pf_tensor_dltensor(s0), pf_tensor_dltensor(v1), 1), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_kernel_add_n: argument 1 (out): expected shape () like x, got (1,)");
+  /* kepler compares three outputs and inputs with its first argument, by name */
+  pf_object_t* e = tensor(shape, 2, f64);
+  ck_assert_int_eq(
+      pf_kernel_kepler(dx, pf_tensor_dltensor(e), pf_tensor_dltensor(out), pf_tensor_dltensor(out)),
+      -1);
+  PF_ASSERT_RAISED("TypeError", "pf_kernel_kepler: argument 1 (eccentricity): expected a float32 "
+                                "tensor like mean_anomaly, got float64");
+  pf_object_release(x);
+  pf_object_release(out);
+  pf_object_release(s0);
+  pf_object_release(s1);
+  pf_object_release(v1);
+  pf_object_release(e);
+}
+END_TEST
+
 /* Outputs that partly overlap an input are refused (the kernel would read what it wrote);
  * the very same array is allowed where the kernel works in place. */
 START_TEST(test_overlaps_refused) {
@@ -706,6 +780,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_kepler_refuses_bad_eccentricity);
   tcase_add_test(tc, test_vector_add);
   tcase_add_test(tc, test_refusals_touch_no_output);
+  tcase_add_test(tc, test_outputs_unlike_input_refused);
   tcase_add_test(tc, test_overlaps_refused);
   tcase_add_test(tc, test_misaligned_tensors_refused);
   tcase_add_test(tc, test_rms_norm_extreme_eps_and_rows);
