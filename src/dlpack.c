@@ -154,7 +154,9 @@ int pf_tensor_from_dlpack_versioned(pf_dl_managed_tensor_versioned_t* src, pf_ob
   if (pf__dltensor_validate(&src->dl_tensor, func, "src") != 0)
     return -1;
   DLDataType dt = src->dl_tensor.dtype;
-  if ((src->flags & PF_DLPACK_FLAG_SUBBYTE_TYPE_PADDED) && (unsigned)dt.bits * dt.lanes < 8) {
+  /* a sub-byte type is one of fewer than 8 bits per lane, whatever the lane count: int4 x 2
+   * padded holds each lane in a byte of its own, which a packed reading would misplace */
+  if ((src->flags & PF_DLPACK_FLAG_SUBBYTE_TYPE_PADDED) && dt.bits < 8) {
     char name[PF_DTYPE_STR_MAX];
     pf_dtype_format(dt, name, sizeof name);
     PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED,

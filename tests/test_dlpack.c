@@ -107,6 +107,14 @@ START_TEST(test_import_errors_leave_source) {
   mv->flags = PF_DLPACK_FLAG_SUBBYTE_TYPE_PADDED;
   ck_assert_int_eq(pf_tensor_from_dlpack_versioned(mv, &t), -1);
   PF_ASSERT_RAISED("NotImplementedError", "padded to bytes are not supported, got float4_e2m1fn");
+  /* lanes of sub-byte elements padded are no packed vector either (accepted and read packed,
+   * 4 bytes counted of the producer's 8, before review) */
+  mv->dl_tensor.dtype = pf_dtype(kDLInt, 4, 2);
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(mv, &t), -1);
+  PF_ASSERT_RAISED("NotImplementedError", "padded to bytes are not supported, got int4x2");
+  mv->dl_tensor.dtype = pf_dtype(PF_DL_FLOAT6_E2M3FN, 6, 3);
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(mv, &t), -1);
+  PF_ASSERT_RAISED("NotImplementedError", "padded to bytes are not supported, got float6_e2m3fnx3");
   ck_assert_int_eq(pf_tensor_from_dlpack_versioned(NULL, &t), -1);
   PF_ASSERT_RAISED("ValueError", "argument src");
   ck_assert_int_eq(pf_tensor_from_dlpack_versioned(mv, NULL), -1);

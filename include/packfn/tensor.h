@@ -134,7 +134,8 @@ PF_API int pf_tensor_from_dlpack(DLManagedTensor* src, pf_object_t** out);
 
 /* As pf_tensor_from_dlpack for DLPack 1.x's versioned form; keeps the read-only flag. -1 also
  * with ValueError for a major version other than PF_DLPACK_VERSIONED_MAJOR, or
- * NotImplementedError for a sub-byte type padded with PF_DLPACK_FLAG_SUBBYTE_TYPE_PADDED. */
+ * NotImplementedError for a sub-byte type (fewer than 8 bits per lane, any lane count) padded
+ * with PF_DLPACK_FLAG_SUBBYTE_TYPE_PADDED. */
 PF_API int pf_tensor_from_dlpack_versioned(pf_dl_managed_tensor_versioned_t* src,
                                            pf_object_t** out);
 
