@@ -123,7 +123,14 @@ int pf_tensor_from_dlpack(DLManagedTensor* src, pf_object_t** out) {
   }
   if (pf__dltensor_validate(&src->dl_tensor, func, "src") != 0)
     return -1;
-  return pf__import(&src->dl_tensor, 0, src, pf__release_legacy, func, out);
+  /* our own export of a read-only tensor, its description changed by the consumer (a slice):
+   * still the read-only memory, though the legacy form cannot say so (came back writable,
+   * review) */
+  uint64_t flags = src->deleter == pf__dlpack_legacy_deleter &&
+                           pf_tensor_is_read_only((pf_object_t*)src->manager_ctx) == 1
+                       ? PF_DLPACK_FLAG_READ_ONLY
+                       : 0;
+  return pf__import(&src->dl_tensor, flags, src, pf__release_legacy, func, out);
 }
 
 int pf_tensor_from_dlpack_versioned(pf_dl_managed_tensor_versioned_t* src, pf_object_t** out) {
@@ -164,6 +171,10 @@ int pf_tensor_from_dlpack_versioned(pf_dl_managed_tensor_versioned_t* src, pf_ob
                  func, name);
     return -1;
   }
-  return pf__import(&src->dl_tensor, src->flags & PF_DLPACK_FLAG_READ_ONLY, src,
-                    pf__release_versioned, func, out);
+  /* our own export of a read-only tensor stays read-only, whatever the consumer did with the
+   * flag (as the legacy form above) */
+  uint64_t flags = src->flags & PF_DLPACK_FLAG_READ_ONLY;
+  if (src->deleter == pf__dlpack_versioned_deleter && pf_tensor_is_read_only(exported) == 1)
+    flags = PF_DLPACK_FLAG_READ_ONLY;
+  return pf__import(&src->dl_tensor, flags, src, pf__release_versioned, func, out);
 }

@@ -278,6 +278,48 @@ START_TEST(test_import_versioned_read_only) {
 }
 END_TEST
 
+/* packfn's own export of a read-only tensor comes back read-only when the consumer changed its
+ * description (a slice) and, in the versioned form, whatever it did with the flag: the legacy
+ * form came back writable (review). A writable tensor's exports come back writable. */
+START_TEST(test_own_export_keeps_read_only) {
+  g_deleted = 0;
+  pf_object_t *t, *back;
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(make_versioned(PF_DLPACK_FLAG_READ_ONLY), &t),
+                   0);
+  int64_t one_row[2] = {1, 2};
+  DLManagedTensor* legacy;
+  ck_assert_int_eq(pf_tensor_to_dlpack(t, &legacy), 0);
+  legacy->dl_tensor.shape = one_row; /* what the consumer made of it */
+  ck_assert_int_eq(pf_tensor_from_dlpack(legacy, &back), 0);
+  ck_assert_ptr_ne(back, t);
+  ck_assert_int_eq(pf_tensor_is_read_only(back), 1);
+  pf_object_release(back);
+  pf_dl_managed_tensor_versioned_t* v;
+  ck_assert_int_eq(pf_tensor_to_dlpack_versioned(t, &v), 0);
+  v->dl_tensor.shape = one_row;
+  v->flags = 0;
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(v, &back), 0);
+  ck_assert_int_eq(pf_tensor_is_read_only(back), 1);
+  pf_object_release(back);
+  pf_object_release(t);
+  ck_assert_int_eq(g_deleted, 1);
+  /* writable: its changed exports stay writable */
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(make_versioned(0), &t), 0);
+  ck_assert_int_eq(pf_tensor_to_dlpack(t, &legacy), 0);
+  legacy->dl_tensor.shape = one_row;
+  ck_assert_int_eq(pf_tensor_from_dlpack(legacy, &back), 0);
+  ck_assert_int_eq(pf_tensor_is_read_only(back), 0);
+  pf_object_release(back);
+  ck_assert_int_eq(pf_tensor_to_dlpack_versioned(t, &v), 0);
+  v->dl_tensor.shape = one_row;
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(v, &back), 0);
+  ck_assert_int_eq(pf_tensor_is_read_only(back), 0);
+  pf_object_release(back);
+  pf_object_release(t);
+  ck_assert_int_eq(g_deleted, 2);
+}
+END_TEST
+
 START_TEST(test_export_legacy) {
   pf_object_t* t;
   int64_t shape[2] = {2, 2};
@@ -410,6 +452,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_import_strides_in_bytes);
   suite_add_tcase(s, tc);
   tc = tcase_create("export");
+  tcase_add_test(tc, test_own_export_keeps_read_only);
   tcase_add_test(tc, test_export_legacy);
   tcase_add_test(tc, test_round_trips);
   tcase_add_test(tc, test_export_foreign);
