@@ -430,6 +430,12 @@ START_TEST(test_unsupported_dtypes) {
                     "unsupported dtype 'float32'");
   expect_bad_header("{'descr': '', 'fortran_order': False, 'shape': (2,)}", 8,
                     "unsupported dtype ''");
+  /* the header's control characters never reach the message (a terminal would take an escape
+   * sequence in it for a command; review) */
+  expect_bad_header("{'descr': '<f4\x1b]0;t\x07\x1b[2J', 'fortran_order': False, 'shape': (2,)}", 8,
+                    "unsupported dtype '<f4?]0;t??[2J'");
+  expect_bad_header("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'k\x1b[2J': 1}", 8,
+                    "header has an unexpected key 'k?[2J'");
 }
 END_TEST
 

@@ -151,12 +151,14 @@ PF_NPY_API int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* des
                                  void** data, char* err, size_t err_size);
 
 /* Writes `arr` (as pf_npy_write_file does) into the temporary file and closes it; for a mapped
- * output, arr->data is the map's data (nothing to copy) or data of the same size copied into it.
+ * output, arr must have the dtype and shape the map was laid out for, and arr->data is the
+ * map's data (nothing to copy) or data of the same size copied into it.
  * When the target exists the file is first flushed to disk (fsync), so that a crash after the
  * commit cannot put a file whose data never reached the disk in place of the old one; a new
  * target is not flushed (as cp and numpy.save do not flush: a crash may lose the new file's data,
  * never an older file's). 0, or -1 with a message naming the target in err (disk full, file size
- * limit, a bad array); the target is untouched either way. An output that is not open (zeroed,
+ * limit, a bad array, another dtype or shape than a map's); the target is untouched either
+ * way. An output that is not open (zeroed,
  * or already written) is refused: -1, "pf_npy_output_write: output not open ...", nothing
  * written. */
 PF_NPY_API int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* err,

@@ -18,6 +18,14 @@ int pf__npy_fail(char* err, size_t err_size, const char* name, const char* fmt, 
     vsnprintf(err + n, err_size - (size_t)n, fmt, ap);
     va_end(ap);
   }
+  /* a header's text (a dtype, a key) and a file name are the file's, not ours: their control
+   * characters would reach a terminal as its commands (an escape sequence in 'descr' retitled
+   * the window and cleared the screen; review); each shows as '?' */
+  for (char* p = err; *p != '\0'; ++p) {
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+      *p = '?';
+    }
+  }
   return -1;
 }
 

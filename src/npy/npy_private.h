@@ -19,8 +19,8 @@
 #define NPY_MAGIC     "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
 
-/* Writes "name: message" into err (when err is not NULL and err_size > 0) and returns -1, so
- * that failing reads as `return pf__npy_fail(...)`. */
+/* Writes "name: message" into err (when err is not NULL and err_size > 0), control characters
+ * shown as '?', and returns -1, so that failing reads as `return pf__npy_fail(...)`. */
 NPY_PRINTF(4, 5)
 int pf__npy_fail(char* err, size_t err_size, const char* name, const char* fmt, ...);
 

@@ -8,11 +8,15 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <linux/fs.h> /* FS_IOC_GETFLAGS */
+#endif
 
 /* NumPy pads the header so that the data starts on a multiple of 64 bytes (for mmap). */
 #define NPY_ALIGN 64
@@ -254,6 +258,59 @@ static int output_name(pf_npy_output_t* out) {
   return output_name_by_copy(out, dir_len);
 }
 
+/* 1 when the file or folder at `path` is flagged immutable or append-only (chattr +i, +a),
+ * where a rename cannot replace or remove it; 0 when not, or when that cannot be read. */
+static int no_rename_flags(const char* path) {
+#if defined(FS_IOC_GETFLAGS) && defined(FS_IMMUTABLE_FL) && defined(FS_APPEND_FL)
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    return 0;
+  int flags = 0; /* the kernel writes an int, whatever the ioctl's declared type */
+  int r = ioctl(fd, FS_IOC_GETFLAGS, &flags);
+  close(fd);
+  return r == 0 && (flags & (FS_IMMUTABLE_FL | FS_APPEND_FL)) != 0;
+#else
+  (void)path;
+  return 0;
+#endif
+}
+
+/* Why the rename that commits an output could not put it at `target` in its folder (the first
+ * `dir_len` bytes of target; "." when 0), replacing the regular file there when `st` is not
+ * NULL (its stat), found before the call, so that a commit of several outputs does not stop
+ * half way (review: each of these passed the check and failed at the rename, after earlier
+ * outputs were in place): a file not writable, on a read-only file system, flagged immutable
+ * or append-only, a folder flagged so (no entry may be removed there, the temporary name's
+ * included), or another user's file in a sticky folder (only its owner, the folder's owner or
+ * a privileged process may replace it there). NULL when nothing says so. */
+static const char* rename_refusal(const char* target, size_t dir_len, const struct stat* st) {
+  if (st != NULL && faccessat(AT_FDCWD, target, W_OK, AT_EACCESS) != 0) {
+    if (errno == EACCES)
+      return "is not writable";
+    if (errno == EROFS)
+      return "is on a read-only file system";
+    if (errno == EPERM)
+      return "is flagged immutable (chattr +i)";
+  }
+  if (st != NULL && no_rename_flags(target))
+    return "is flagged immutable or append-only (chattr)";
+  char* dir = dir_len > 0 ? dup_n(target, dir_len) : dup_n(".", 1);
+  if (dir == NULL)
+    return NULL; /* out of memory: the commit will tell */
+  struct stat ds;
+  int dir_known = stat(dir, &ds) == 0;
+  int dir_flags = no_rename_flags(dir);
+  free(dir);
+  if (dir_flags)
+    return "is in a folder flagged immutable or append-only (chattr), where no name may be "
+           "replaced or removed";
+  uid_t me = geteuid();
+  if (st != NULL && dir_known && (ds.st_mode & S_ISVTX) && me != 0 && me != st->st_uid &&
+      me != ds.st_uid)
+    return "belongs to another user in a sticky folder, where only its owner may replace it";
+  return NULL;
+}
+
 /* fd of an output whose write failed: commit refuses it as not written (-1 is "written"; a
  * failed write has no temporary name to rename, so the commit skipped it and returned 0
  * without writing anything; review). */
@@ -289,9 +346,12 @@ int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* err, size_t
     free(target);
     return -1;
   }
-  if (exists && faccessat(AT_FDCWD, target, W_OK, AT_EACCESS) != 0 && errno == EACCES) {
-    /* a rename would replace it all the same: refuse, as cp and numpy.save do (review) */
-    pf__npy_fail(err, err_size, path, "is not writable: refusing to replace it");
+  /* a file we may not write: a rename would replace it all the same; refuse, as cp and
+   * numpy.save do (review); and what a rename could not replace, refused before the call */
+  const char* refusal = rename_refusal(target, dir_len, exists ? &st : NULL);
+  if (refusal != NULL) {
+    pf__npy_fail(err, err_size, path, "%s: refusing to %s it", refusal,
+                 exists ? "replace" : "write");
     free(target);
     return -1;
   }
@@ -364,6 +424,16 @@ int pf_npy_output_write(pf_npy_output_t* out, const pf_npy_array_t* arr, char* e
     if (arr->nbytes != out->nbytes) {
       return pf__npy_fail(err, err_size, name, "%zu bytes of data for a file mapped for %zu",
                           arr->nbytes, out->nbytes);
+    }
+    /* the header the map was laid out with must be this array's: the same bytes as another
+     * dtype or shape kept the mapped header over them (review) */
+    char header[2048];
+    size_t header_len = build_header(header, sizeof header, descr, arr->shape, arr->ndim);
+    if (header_len != out->map_length - out->nbytes || memcmp(header, out->map, header_len) != 0) {
+      return pf__npy_fail(err, err_size, name,
+                          "an array of dtype '%s' and %d dimension%s for a file mapped for "
+                          "another dtype or shape",
+                          descr, (int)arr->ndim, arr->ndim == 1 ? "" : "s");
     }
     if (arr->data != data && arr->nbytes > 0) {
       memcpy(data, arr->data, arr->nbytes);
