@@ -53,7 +53,8 @@ typedef struct pf_cli_parse_s {
  * directly. A .npy argument naming an --out that an earlier argument named (ctx->shared) is a
  * new reference to that argument's tensor: the function sees one tensor, and the file gets
  * what it wrote through either. Returns 0; -1 with a one-line message in msg (a usage error:
- * exit 2); or -2 with an error raised (the output's file could not be laid out: exit 1); arg
+ * exit 2); or -2 with an error raised (the output's file could not be laid out, or memory ran
+ * out: exit 1); arg
  * then owns nothing. */
 int pf_cli_arg_parse(const char* text, const pf_cli_parse_t* ctx, pf_cli_arg_t* arg, char* msg,
                      size_t msg_size);
@@ -68,6 +69,13 @@ int pf_cli_args_parse(char** tokens, int n, const char* const* outs, int num_out
 
 /* Releases what arg owns and zeroes it. */
 void pf_cli_arg_clear(pf_cli_arg_t* arg);
+
+/* Writes n bytes to stdout; when they cannot all be written, keeps the reason (errno) for the
+ * message at exit (pf_cli_stdout_error), which a later flush no longer knows (review: a large
+ * output to a full disk said "write error"). */
+void pf_cli_stdout_write(const void* data, size_t n);
+/* The reason the first failed pf_cli_stdout_write gave, or 0. */
+int pf_cli_stdout_error(void);
 
 /* Writes "Kind: message" (with its causes, one per line) of the raised error to stderr, takes
  * the error, and returns PF_CLI_EXIT_RAISED. With no error raised it writes `fallback`. */

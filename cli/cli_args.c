@@ -25,9 +25,16 @@ static int usage(char* msg, size_t size, const char* fmt, ...) {
   return -1;
 }
 
-/* Turns the raised packfn error into a usage message (the literal was refused). */
+/* Turns the raised packfn error into a usage message (the literal was refused): -1. Running out
+ * of memory is no mistake of the command line: that error stays raised, -2 (exit 1, not the
+ * usage text; review). */
 static int usage_from_error(char* msg, size_t size, const char* text) {
   pf_object_t* err = pf_error_take();
+  if (err != NULL && strcmp(pf_error_kind(err), PF_ERR_MEMORY) == 0) {
+    pf_error_raise(err);
+    pf_object_release(err);
+    return -2;
+  }
   snprintf(msg, size, "bad argument '%s': %s", text,
            err != NULL ? pf_error_message(err) : "unknown error");
   pf_object_release(err);
@@ -125,8 +132,10 @@ static void release_map(void* ctx) {
 static int tensor_from_npy(const char* path, pf_object_t** out, const pf_npy_map_t** map, char* msg,
                            size_t size) {
   pf_npy_map_t* m = malloc(sizeof *m);
-  if (m == NULL)
-    return usage(msg, size, "%s: out of memory", path);
+  if (m == NULL) {
+    PF_ERROR_SET(PF_ERR_MEMORY, "packfn: out of memory reading %s", path);
+    return -2; /* as usage_from_error: raised, not a usage error */
+  }
   if (pf_npy_map_file(path, m, msg, size) != 0) {
     free(m);
     return -1;
@@ -281,8 +290,9 @@ static int parse_tensor_literal(const char* text, pf_cli_arg_t* arg, char* msg, 
   }
   pf_object_t* tensor;
   if (close[1] == '\0') {
-    if (tensor_zeros(shape, ndim, dtype, &tensor, msg, size, text) != 0)
-      return -1;
+    int r = tensor_zeros(shape, ndim, dtype, &tensor, msg, size, text);
+    if (r != 0)
+      return r;
     arg->value = pf_any_object(tensor);
     arg->created = 1;
     return 1;
@@ -457,14 +467,16 @@ static int parse_npy(const char* text, const char* path, const pf_cli_parse_t* c
   pf_object_t* tensor;
   if (missing && arg->named_by_out) {
     DLTensor* ref = pf_tensor_dltensor(like);
-    if (tensor_zeros(ref->shape, ref->ndim, ref->dtype, &tensor, msg, size, text) != 0)
-      return -1;
+    int r = tensor_zeros(ref->shape, ref->ndim, ref->dtype, &tensor, msg, size, text);
+    if (r != 0)
+      return r;
     arg->value = pf_any_object(tensor);
     arg->created = 1;
     return 0;
   }
-  if (tensor_from_npy(path, &tensor, &arg->map, msg, size) != 0)
-    return -1;
+  int r = tensor_from_npy(path, &tensor, &arg->map, msg, size);
+  if (r != 0)
+    return r;
   arg->value = pf_any_object(tensor);
   return 0;
 }
@@ -551,7 +563,7 @@ int pf_cli_arg_parse(const char* text, const pf_cli_parse_t* ctx, pf_cli_arg_t* 
     return 0;
   }
   if ((r = parse_tensor_literal(text, arg, msg, msg_size)) != 0)
-    return r < 0 ? -1 : 0;
+    return r < 0 ? r : 0;
   if (ends_with(text, ".npy"))
     return parse_npy(text, text, ctx, arg, msg, msg_size);
   if (try_dtype(text, &dt)) {

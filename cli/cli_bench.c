@@ -198,49 +198,74 @@ done:
   return rc;
 }
 
+/* --lib X or --lib=X, --repeat N or --repeat=N (as `call` takes them, review) at argv[*i]: 0,
+ * or the exit code after a message. */
+static int bench_option(int argc, char** argv, int* i, const char** lib, long* repeat) {
+  const char* a = argv[*i];
+  const char* eq = strchr(a, '=');
+  size_t opt_len = eq ? (size_t)(eq - a) : strlen(a);
+  int is_lib = opt_len == 5 && strncmp(a, "--lib", 5) == 0;
+  int is_repeat = opt_len == 8 && strncmp(a, "--repeat", 8) == 0;
+  if (!is_lib && !is_repeat)
+    return usage_error("unknown option", a);
+  if (!eq && *i + 1 >= argc)
+    return usage_error(is_lib ? "option --lib needs a value" : "option --repeat needs a value",
+                       NULL);
+  const char* value = eq ? eq + 1 : argv[++*i];
+  if (is_lib) {
+    if (*value == '\0')
+      return usage_error("option --lib needs a value", NULL);
+    *lib = value;
+    return 0;
+  }
+  char* end;
+  errno = 0;
+  *repeat = strtol(value, &end, 10);
+  if (errno != 0 || *end != '\0' || end == value || *repeat < 1 || *repeat > 1000)
+    return usage_error("--repeat expects a count from 1 to 1000, got", value);
+  return 0;
+}
+
 static int bench_function(int argc, char** argv) {
   const char* lib = NULL;
   long repeat = 7;
-  int i = 1;
-  for (; i < argc && strncmp(argv[i], "--", 2) == 0; ++i) {
-    if (strcmp(argv[i], "--") == 0) {
-      ++i;
-      break;
-    }
-    /* --lib X and --repeat N, or --lib=X and --repeat=N as `call` takes them (review) */
-    const char* eq = strchr(argv[i], '=');
-    size_t opt_len = eq ? (size_t)(eq - argv[i]) : strlen(argv[i]);
-    int is_lib = opt_len == 5 && strncmp(argv[i], "--lib", 5) == 0;
-    int is_repeat = opt_len == 8 && strncmp(argv[i], "--repeat", 8) == 0;
-    if (!is_lib && !is_repeat)
-      return usage_error("unknown option", argv[i]);
-    if (!eq && i + 1 >= argc)
-      return usage_error(is_lib ? "option --lib needs a value" : "option --repeat needs a value",
-                         NULL);
-    const char* value = eq ? eq + 1 : argv[++i];
-    if (is_lib) {
-      if (*value == '\0')
-        return usage_error("option --lib needs a value", NULL);
-      lib = value;
-      continue;
-    }
-    char* end;
-    errno = 0;
-    repeat = strtol(value, &end, 10);
-    if (errno != 0 || *end != '\0' || end == value || repeat < 1 || repeat > 1000)
-      return usage_error("--repeat expects a count from 1 to 1000, got", value);
-  }
-  if (i >= argc)
-    return usage_error("missing the function NAME", NULL);
-  const char* name = argv[i++];
-  int n = argc - i;
-  pf_cli_arg_t* args = calloc((size_t)n + 1, sizeof(pf_cli_arg_t));
-  if (args == NULL)
+  /* options anywhere before `--`, as `call` takes them: one after NAME was passed to the
+   * function as an argument (review); NAME and the arguments gathered in order */
+  char** positional = malloc(sizeof(char*) * (size_t)argc);
+  if (positional == NULL)
     return pf_cli_report_raised("out of memory");
+  int count = 0, options_done = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (options_done || strncmp(argv[i], "--", 2) != 0) {
+      positional[count++] = argv[i];
+    } else if (strcmp(argv[i], "--") == 0) {
+      options_done = 1;
+    } else {
+      int rc = bench_option(argc, argv, &i, &lib, &repeat);
+      if (rc != 0) {
+        free(positional);
+        return rc;
+      }
+    }
+  }
+  if (count == 0) {
+    free(positional);
+    return usage_error("missing the function NAME", NULL);
+  }
+  const char* name = positional[0];
+  int n = count - 1;
+  pf_cli_arg_t* args = calloc((size_t)n + 1, sizeof(pf_cli_arg_t));
+  if (args == NULL) {
+    free(positional);
+    return pf_cli_report_raised("out of memory");
+  }
   char msg[PF_CLI_MSG_MAX];
   int rc;
   pf_object_t *module = NULL, *fn = NULL;
-  if (pf_cli_args_parse(argv + i, n, NULL, 0, NULL, args, msg, sizeof msg) != 0)
+  int parsed = pf_cli_args_parse(positional + 1, n, NULL, 0, NULL, args, msg, sizeof msg);
+  if (parsed == -2)
+    rc = pf_cli_report_raised("cannot make an argument");
+  else if (parsed != 0)
     rc = usage_error(msg, NULL);
   else if (pf_cli_find_function(lib, name, &module, &fn) != 0)
     rc = pf_cli_report_raised("cannot find the function");
@@ -249,6 +274,7 @@ static int bench_function(int argc, char** argv) {
   for (int k = 0; k < n; ++k)
     pf_cli_arg_clear(&args[k]);
   free(args);
+  free(positional);
   pf_object_release(fn);
   pf_object_release(module);
   return rc;

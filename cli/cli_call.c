@@ -328,7 +328,7 @@ static int report(const call_opts_t* o, const pf_any_t* result, const pf_cli_arg
   }
   pf_npy_output_abort(files, (size_t)o->num_outs); /* after a commit: nothing left to do */
   if (rc == 0)
-    fwrite(text, 1, text_size, stdout); /* a failure shows at exit (main checks stdout) */
+    pf_cli_stdout_write(text, text_size); /* a failure shows at exit (main checks stdout) */
   free(text);
   free(outs);
   return rc;
@@ -372,19 +372,21 @@ static int run_call(const call_opts_t* o, pf_cli_arg_t* args, pf_any_t* packed) 
     pf_error_clear();
     return usage_error("bad --device '%s' (expected cpu, cuda, cuda:1, ...)", o->device);
   }
-  pf_npy_output_t files[CALL_MAX_OUTS];
-  int rc = prepare_outputs(o, files);
-  if (rc != 0)
-    return rc;
+  /* the function first: a name or library that is wrong is said before the outputs are laid
+   * out, which copies each argument that is also an output into its new file (a typo took
+   * seconds on a large file, or reported the disk full; review) */
   pf_object_t *module = NULL, *fn = NULL;
   pf_any_t result = pf_any_none();
+  pf_npy_output_t files[CALL_MAX_OUTS];
+  int rc;
+  if (pf_cli_find_function(o->lib, o->name, &module, &fn) != 0) {
+    rc = pf_cli_report_raised("cannot find the function");
+    goto done;
+  }
+  if ((rc = prepare_outputs(o, files)) != 0)
+    goto done;
   if ((rc = parse_args(o, args, files)) != 0) {
     pf_npy_output_abort(files, (size_t)o->num_outs);
-    return rc;
-  }
-  if (pf_cli_find_function(o->lib, o->name, &module, &fn) != 0) {
-    pf_npy_output_abort(files, (size_t)o->num_outs);
-    rc = pf_cli_report_raised("cannot find the function");
     goto done;
   }
   if (prepare_tensors(args, o->num_args, o->device != NULL ? &device : NULL) != 0) {

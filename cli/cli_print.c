@@ -9,6 +9,17 @@
 #include "cli.h"
 #include "packfn/npy.h"
 
+static int stdout_errno; /* the first failed pf_cli_stdout_write's errno, or 0 */
+
+void pf_cli_stdout_write(const void* data, size_t n) {
+  if (fwrite(data, 1, n, stdout) != n && stdout_errno == 0)
+    stdout_errno = errno != 0 ? errno : EIO;
+}
+
+int pf_cli_stdout_error(void) {
+  return stdout_errno;
+}
+
 int pf_cli_report_raised(const char* fallback) {
   pf_object_t* err = pf_error_take();
   if (err == NULL) {

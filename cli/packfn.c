@@ -277,6 +277,8 @@ static int check_stdout(int rc) {
   int error = fflush(stdout) != 0 ? errno : 0;
   if (error == 0 && !ferror(stdout))
     return rc;
+  if (pf_cli_stdout_error() != 0) /* the first failure's reason, where a write kept it */
+    error = pf_cli_stdout_error();
   fprintf(stderr, "packfn: cannot write to standard output: %s\n",
           error != 0 ? strerror(error) : "write error");
   return rc != PF_CLI_EXIT_OK ? rc : PF_CLI_EXIT_RAISED;
