@@ -375,6 +375,17 @@ START_TEST(test_header_unusual_spellings) {
   read_ok(buf, len, &arr, dtype(kDLFloat, 32), 2, shape);
   ck_assert(((float*)arr.data)[1] == 2.0f);
   pf_npy_array_free(&arr);
+  /* signed extents, as Python reads them: +2, and -0, which is 0 (NumPy loads (-0,) as (0,);
+   * it was called a negative dimension) */
+  len =
+      make_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (+2, -0, 1), }", data, 0);
+  const int64_t signed_shape[3] = {2, 0, 1};
+  read_ok(buf, len, &arr, dtype(kDLFloat, 32), 3, signed_shape);
+  pf_npy_array_free(&arr);
+  expect_bad_header("{'descr': '<f4', 'fortran_order': False, 'shape': (-,)}", 0,
+                    "'shape' is not a tuple of integers: got '-'");
+  expect_bad_header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -01)}", 0,
+                    "shape has a negative dimension: '-01)'");
   /* an escape is refused, as numpy refuses it ('<\f4' is '<', a form feed and '4' to Python;
    * this parser read '<f4'), and so is a NUL, which cut the descr short ('<f4\0' read as
    * float32; review) */

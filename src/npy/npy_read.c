@@ -188,11 +188,10 @@ static int cursor_read_shape(header_cursor_t* c, pf__npy_header_t* h) {
       c->p++;
       break;
     }
-    if (cursor_peek(c) == '-') {
-      return pf__npy_fail(c->err, c->err_size, c->name, "shape has a negative dimension: '%s'",
-                          cursor_preview(c, got, sizeof got));
-    }
+    /* a sign, as Python's literal reader takes it: -0 is 0 (NumPy loads (-0,) as (0,)) */
+    const char* sign = cursor_peek(c) == '-' || cursor_peek(c) == '+' ? c->p++ : NULL;
     if (cursor_peek(c) < '0' || cursor_peek(c) > '9') {
+      c->p = sign != NULL ? sign : c->p;
       return pf__npy_fail(c->err, c->err_size, c->name,
                           "'shape' is not a tuple of integers: got '%s'",
                           cursor_preview(c, got, sizeof got));
@@ -205,6 +204,11 @@ static int cursor_read_shape(header_cursor_t* c, pf__npy_header_t* h) {
                             "shape dimension %d is too large (over 2**63 - 1)", (int)ndim);
       }
       dim = dim * 10 + digit;
+    }
+    if (sign != NULL && *sign == '-' && dim != 0) {
+      c->p = sign;
+      return pf__npy_fail(c->err, c->err_size, c->name, "shape has a negative dimension: '%s'",
+                          cursor_preview(c, got, sizeof got));
     }
     if (cursor_peek(c) == 'L' || cursor_peek(c) == 'l') {
       c->p++; /* Python 2 long literal, as NumPy wrote under Python 2 */
