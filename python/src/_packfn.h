@@ -33,6 +33,7 @@ typedef struct {
   PyObject_HEAD pf_object_t* obj;
   vectorcallfunc vectorcall; /* Function only */
   int owned_args;            /* Function only: a Python callback, given owned tensors */
+  int foreign;               /* Function only: another runtime's, refusing read-only tensors */
   PyObject* weakrefs;
 } PfObject;
 

@@ -264,6 +264,26 @@ PFPY_COLD static void name_failed_argument(PyObject* self, Py_ssize_t i) {
   PyErr_Restore(et, ev, etb);
 }
 
+/* A call of a function of another runtime (PfObject.foreign) with converted arguments `av`:
+ * -1 with BufferError naming the first that is a read-only tensor, else 0. TVM-FFI's tensors
+ * carry no read-only flag, so the callee would see it writable and could write into it (into
+ * a read-only mapping: SIGSEGV; found by review); TVM-FFI's own Python call refuses such an
+ * array alike. Top-level arguments only: a tensor inside a container is not looked for. Out of
+ * line: packfn's own functions never come here. */
+PFPY_COLD static int refuse_read_only(const pf_any_t* av, Py_ssize_t n) {
+  for (Py_ssize_t j = 0; j < n; ++j)
+    if (av[j].type_index >= PF_TYPE_STATIC_OBJECT_BEGIN &&
+        pf_tensor_is_read_only(av[j].v_obj) == 1) {
+      PyErr_Format(PyExc_BufferError,
+                   "argument %zd: packfn: a read-only tensor is not passed to a function of "
+                   "another runtime (TVM-FFI's tensors carry no read-only flag, so the callee "
+                   "could write into it); pass a writable copy",
+                   j);
+      return -1;
+    }
+  return 0;
+}
+
 PyObject* pfpy_fn_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
                              PyObject* kwnames) {
   Py_ssize_t n = PyVectorcall_NARGS(nargsf);
@@ -302,6 +322,8 @@ PyObject* pfpy_fn_vectorcall(PyObject* self, PyObject* const* args, size_t nargs
     used[i] = (unsigned char)r;
     any_used |= r;
   }
+  if (PF_UNLIKELY(((PfObject*)self)->foreign) && refuse_read_only(av, n) != 0)
+    goto done; /* i == n: every temporary is released */
   pf_object_t* fn = ((PfObject*)self)->obj;
   if (release_gil) { /* a kernel may run long, a callback may come from another thread */
     Py_BEGIN_ALLOW_THREADS rc = pf_function_call(fn, av, (int32_t)n, &result);
@@ -408,11 +430,20 @@ static PyObject* fn_get_owned_args(PyObject* self, void* c) {
   return PyBool_FromLong(((PfObject*)self)->owned_args);
 }
 
+static PyObject* fn_get_foreign(PyObject* self, void* c) {
+  (void)c;
+  return PyBool_FromLong(((PfObject*)self)->foreign);
+}
+
 static PyGetSetDef fn_getset[] = {
     {"signature", fn_get_signature_text, NULL, "signature text, or None", NULL},
     {"_owned_args", fn_get_owned_args, NULL,
      "True when calls pass tensors owning their buffers (the callee may keep them), False "
      "when they pass DLTensor views borrowed for the call",
+     NULL},
+    {"_foreign", fn_get_foreign, NULL,
+     "True for a function of another runtime (TVM-FFI's): calls refuse read-only tensor "
+     "arguments, which it would see writable",
      NULL},
     {"__doc__", fn_get_doc, NULL, NULL, NULL},
     {"__name__", fn_get_name, NULL, NULL, NULL},

@@ -29,28 +29,31 @@ static int note_code_segment(struct dl_phdr_info* info, size_t size, void* data)
 }
 
 /* Finds libpackfn's code from a function object it made (its deleter is libpackfn's), for
- * fn_may_keep_args. */
+ * fn_origin. */
 void pfpy_find_packfn_code(const pf_object_t* fn) {
   uintptr_t mark = (uintptr_t)fn->deleter;
   dl_iterate_phdr(note_code_segment, &mark);
 }
 
-/* Whether a call of `fn` from Python passes tensor objects that own their buffers (1) rather
- * than DLTensor descriptions on the C stack, borrowed for the call (0). Functions made by
- * packfn's runtime (kernels, exports of load_module's libraries, C closures made with
- * pf_function_create*) borrow a DLTensor for the call only, as the C convention for views
- * says, and take the stack form. packfn's Python callbacks, and the functions of every other
- * runtime (TVM-FFI's Python callbacks among them), may keep their arguments: owned tensors. */
-static int fn_may_keep_args(pf_object_t* fn) {
+/* Who made function `fn`, which decides how a call from Python passes it tensors: 0, packfn's
+ * runtime (kernels, exports of load_module's libraries, C closures made with
+ * pf_function_create*), which borrows a DLTensor for the call only, as the C convention for
+ * views says, and takes the stack form; 1, packfn's Python callbacks, and 2, every other
+ * runtime (TVM-FFI's functions, its Python callbacks among them), which may keep their
+ * arguments: owned tensors. A function of another runtime also gets no read-only tensor
+ * (TVM-FFI's tensors carry no read-only flag: it could write into it; review). When
+ * libpackfn's code was not found, every function is 2: all get owned tensors, and
+ * pfpy_wrap_steal marks none foreign (that would refuse read-only tensors to every kernel). */
+static int fn_origin(pf_object_t* fn) {
   uintptr_t d = (uintptr_t)__atomic_load_n(&fn->deleter, __ATOMIC_RELAXED);
   if (d - packfn_code_begin >= packfn_code_end - packfn_code_begin)
-    return 1; /* not made by packfn's runtime */
+    return 2; /* not made by packfn's runtime */
   if (PySet_GET_SIZE(pfpy_callback_fns) == 0)
     return 0;
   PyObject* key = PyLong_FromVoidPtr(fn);
   int r = key ? PySet_Contains(pfpy_callback_fns, key) : -1;
   Py_XDECREF(key);
-  if (r < 0) { /* cannot tell: the safe form */
+  if (r < 0) { /* cannot tell: the safe form, owned tensors and read-only ones accepted */
     PyErr_Clear();
     return 1;
   }
@@ -94,7 +97,9 @@ PyObject* pfpy_wrap_steal(pf_object_t* obj) {
   }
   self->obj = obj;
   self->vectorcall = tp == &Function_Type ? pfpy_fn_vectorcall : NULL;
-  self->owned_args = tp == &Function_Type ? fn_may_keep_args(obj) : 0;
+  int origin = tp == &Function_Type ? fn_origin(obj) : 0;
+  self->owned_args = origin != 0;
+  self->foreign = origin == 2 && packfn_code_end != packfn_code_begin;
   self->weakrefs = NULL;
   return (PyObject*)self;
 }

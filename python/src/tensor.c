@@ -175,10 +175,77 @@ static int dlpack_device(PyObject* o, DLDevice* out) {
   return 1;
 }
 
+/* A legacy DLManagedTensor imported as read-only: the versioned form carries the flag, and its
+ * deleter calls the legacy one. */
+typedef struct {
+  pf_dl_managed_tensor_versioned_t m;
+  DLManagedTensor* legacy;
+} legacy_ro_t;
+
+static void legacy_ro_delete(pf_dl_managed_tensor_versioned_t* m) {
+  legacy_ro_t* w = (legacy_ro_t*)m->manager_ctx;
+  if (w->legacy->deleter)
+    w->legacy->deleter(w->legacy);
+  free(w);
+}
+
+/* A tensor object flagged read-only over a legacy managed tensor `src`, with the ownership of
+ * pf_tensor_from_dlpack: on success the tensor takes src, on failure src stays the caller's
+ * (the wrapper is freed, src's deleter not called). 0, or -1 with a Python exception. */
+static int tensor_from_legacy_read_only(DLManagedTensor* src, pf_object_t** out) {
+  legacy_ro_t* w = malloc(sizeof *w);
+  if (!w) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  memset(&w->m, 0, sizeof w->m);
+  w->m.version = (pf_dlpack_version_t){PF_DLPACK_VERSIONED_MAJOR, PF_DLPACK_VERSIONED_MINOR};
+  w->m.manager_ctx = w;
+  w->m.deleter = legacy_ro_delete;
+  w->m.flags = PF_DLPACK_FLAG_READ_ONLY;
+  w->m.dl_tensor = src->dl_tensor; /* shape and strides stay src's, which lives as long */
+  w->legacy = src;
+  if (pf_tensor_from_dlpack_versioned(&w->m, out) != 0) {
+    free(w);
+    pfpy_raise_pf_error();
+    return -1;
+  }
+  return 0;
+}
+
+/* Whether `o` is a JAX array (jax.Array), whose memory is immutable: 1, 0, or -1 with an
+ * exception. Only once jax is in sys.modules (no JAX array exists before; jax is never
+ * imported here); jax.Array is then kept for the process. */
+static int is_jax_array(PyObject* o) {
+  static PyObject* jax_array; /* jax.Array, once found */
+  if (!jax_array) {
+    static PyObject* name;
+    if (!name && !(name = PyUnicode_InternFromString("jax")))
+      return -1;
+    PyObject* jax = PyImport_GetModule(name);
+    if (!jax)
+      return PyErr_Occurred() ? -1 : 0;
+    PyObject* a = PyObject_GetAttrString(jax, "Array");
+    Py_DECREF(jax);
+    if (!a || !PyType_Check(a)) { /* jax still importing, or not the real one: no JAX array yet */
+      Py_XDECREF(a);
+      if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_AttributeError))
+        return -1;
+      PyErr_Clear();
+      return 0;
+    }
+    jax_array = a;
+  }
+  return PyObject_IsInstance(o, jax_array);
+}
+
 /* A tensor object from an object's __dlpack__ (no copy), asked for DLPack 1.x and, for a tensor
  * on a CUDA or ROCm device `dev` (its __dlpack_device__), for the stream packfn's kernels use
  * there (pf_stream_get; 1, the legacy default stream, for NULL), so the producer orders its
- * pending writes before them. 0, or -1 with a Python exception. */
+ * pending writes before them. A JAX array's tensor is read-only whatever the capsule (JAX
+ * answers a max_version request with a legacy capsule, which has no read-only flag, for the
+ * dtypes the buffer protocol cannot carry, bfloat16 and float8_*, and for GPU arrays; they
+ * arrived writable: review). 0, or -1 with a Python exception. */
 static int tensor_from_dlpack_obj(PyObject* o, DLDevice dev, pf_object_t** out) {
   static PyObject *kwnames, *kwnames_old; /* ("stream", "max_version"), ("stream",) */
   static PyObject* name;
@@ -187,6 +254,9 @@ static int tensor_from_dlpack_obj(PyObject* o, DLDevice dev, pf_object_t** out) 
   if ((!name && !(name = PyUnicode_InternFromString("__dlpack__"))) ||
       (!kwnames && !(kwnames = Py_BuildValue("(ss)", "stream", "max_version"))) ||
       (!kwnames_old && !(kwnames_old = Py_BuildValue("(s)", "stream"))))
+    return -1;
+  int read_only = is_jax_array(o);
+  if (read_only < 0)
     return -1;
   PyObject* stream = dev.device_type == kDLCUDA || dev.device_type == kDLROCM
                          ? PyLong_FromUnsignedLongLong(own_stream_value(dev))
@@ -210,16 +280,18 @@ static int tensor_from_dlpack_obj(PyObject* o, DLDevice dev, pf_object_t** out) 
     return -1;
   int rc = -1;
   if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
-    void* p = PyCapsule_GetPointer(cap, "dltensor_versioned");
+    pf_dl_managed_tensor_versioned_t* p = PyCapsule_GetPointer(cap, "dltensor_versioned");
+    if (read_only)
+      p->flags |= PF_DLPACK_FLAG_READ_ONLY; /* consumed here: the flags tell only us */
     if (pf_tensor_from_dlpack_versioned(p, out) == 0)
       rc = PyCapsule_SetName(cap, "used_dltensor_versioned");
     else
       pfpy_raise_pf_error();
   } else if (PyCapsule_IsValid(cap, "dltensor")) {
-    void* p = PyCapsule_GetPointer(cap, "dltensor");
-    if (pf_tensor_from_dlpack(p, out) == 0)
+    DLManagedTensor* p = PyCapsule_GetPointer(cap, "dltensor");
+    if (read_only ? tensor_from_legacy_read_only(p, out) == 0 : pf_tensor_from_dlpack(p, out) == 0)
       rc = PyCapsule_SetName(cap, "used_dltensor");
-    else
+    else if (!read_only)
       pfpy_raise_pf_error();
   } else {
     PyErr_Format(PyExc_TypeError, "packfn: %s.__dlpack__() returned no DLPack capsule",
@@ -461,18 +533,49 @@ static int dlpack_order_stream(PyObject* stream, DLDevice d) {
   return 0;
 }
 
+/* The capsule of `obj` (a new reference): versioned when the consumer asked for DLPack major
+ * version >= 1 (`major`), with PF_DLPACK_FLAG_IS_COPIED added for a copy (`copied`), else
+ * legacy. NULL with an exception. */
+static PyObject* dlpack_capsule(pf_object_t* obj, long major, int copied) {
+  if (major >= PF_DLPACK_VERSIONED_MAJOR) {
+    pf_dl_managed_tensor_versioned_t* m;
+    if (pf_tensor_to_dlpack_versioned(obj, &m) != 0)
+      return pfpy_raise_pf_error();
+    if (copied)
+      m->flags |= PF_DLPACK_FLAG_IS_COPIED;
+    PyObject* cap = PyCapsule_New(m, "dltensor_versioned", capsule_versioned_destructor);
+    if (!cap)
+      m->deleter(m);
+    return cap;
+  }
+  DLManagedTensor* m;
+  if (pf_tensor_to_dlpack(obj, &m) != 0)
+    return pfpy_raise_pf_error();
+  PyObject* cap = PyCapsule_New(m, "dltensor", capsule_legacy_destructor);
+  if (!cap)
+    m->deleter(m);
+  return cap;
+}
+
+/* __dlpack__(stream=None, max_version=None, dl_device=None, copy=None), as the array API says:
+ * copy None or false (by truth value) shares the tensor's memory, on its own device only
+ * (another dl_device is a BufferError); copy true exports a fresh copy (pf_tensor_to_device)
+ * on dl_device, or the tensor's own device, which is writable and the consumer's alone
+ * (PF_DLPACK_FLAG_IS_COPIED in a versioned capsule; a legacy one also for a read-only tensor,
+ * since the copy is not). The stream is ordered for the device of what is exported. */
 static PyObject* tensor_dlpack(PyObject* self, PyObject* args, PyObject* kw) {
   static char* kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
   PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOO:__dlpack__", kwlist, &stream, &max_version,
                                    &dl_device, &copy))
     return NULL;
-  if (copy == Py_True) {
-    PyErr_SetString(PyExc_BufferError, "packfn.Tensor.__dlpack__: copy=True is not supported");
+  /* truth value, not identity: copy=1 and copy=np.True_ ask for a copy (review) */
+  int want_copy = copy == Py_None ? 0 : PyObject_IsTrue(copy);
+  if (want_copy < 0)
     return NULL;
-  }
+  pf_object_t* obj = ((PfObject*)self)->obj;
+  DLDevice own = tensor_dl(self)->device, target = own;
   if (dl_device != Py_None) {
-    DLDevice d = tensor_dl(self)->device;
     int type, id;
     if (!PyTuple_Check(dl_device) || PyTuple_GET_SIZE(dl_device) != 2) {
       PyErr_Format(PyExc_TypeError,
@@ -484,7 +587,8 @@ static PyObject* tensor_dlpack(PyObject* self, PyObject* args, PyObject* kw) {
     }
     if (!PyArg_ParseTuple(dl_device, "ii", &type, &id))
       return NULL;
-    if (type != (int)d.device_type || id != (int)d.device_id) {
+    target = (DLDevice){(DLDeviceType)type, id};
+    if (!want_copy && (type != (int)own.device_type || id != (int)own.device_id)) {
       PyErr_SetString(PyExc_BufferError, "packfn.Tensor.__dlpack__: cannot export to another "
                                          "device without a copy");
       return NULL;
@@ -500,33 +604,28 @@ static PyObject* tensor_dlpack(PyObject* self, PyObject* args, PyObject* kw) {
     if (major == -1 && PyErr_Occurred())
       return NULL;
   }
-  if (dlpack_order_stream(stream, tensor_dl(self)->device) != 0)
-    return NULL;
-  pf_object_t* obj = ((PfObject*)self)->obj;
-  if (major >= PF_DLPACK_VERSIONED_MAJOR) {
-    pf_dl_managed_tensor_versioned_t* m;
-    if (pf_tensor_to_dlpack_versioned(obj, &m) != 0)
+  if (want_copy) {
+    pf_object_t* c;
+    if (pf_tensor_to_device(obj, target, &c) != 0)
       return pfpy_raise_pf_error();
-    PyObject* cap = PyCapsule_New(m, "dltensor_versioned", capsule_versioned_destructor);
-    if (!cap)
-      m->deleter(m);
+    PyObject* cap = dlpack_order_stream(stream, pf_tensor_dltensor(c)->device) == 0
+                        ? dlpack_capsule(c, major, 1)
+                        : NULL;
+    pf_object_release(c); /* the capsule's export holds its own reference */
     return cap;
   }
-  if (pf_tensor_is_read_only(obj) == 1) {
+  if (dlpack_order_stream(stream, own) != 0)
+    return NULL;
+  if (major < PF_DLPACK_VERSIONED_MAJOR && pf_tensor_is_read_only(obj) == 1) {
     /* a legacy capsule cannot say read-only, and its consumers write through it (review);
      * NumPy refuses the same */
     PyErr_SetString(PyExc_BufferError,
                     "packfn.Tensor.__dlpack__: a read-only tensor is exported only as a versioned "
-                    "capsule (DLPack 1.0, max_version=(1, 0) or later), which marks it read-only");
+                    "capsule (DLPack 1.0, max_version=(1, 0) or later), which marks it read-only, "
+                    "or as a copy (copy=True)");
     return NULL;
   }
-  DLManagedTensor* m;
-  if (pf_tensor_to_dlpack(obj, &m) != 0)
-    return pfpy_raise_pf_error();
-  PyObject* cap = PyCapsule_New(m, "dltensor", capsule_legacy_destructor);
-  if (!cap)
-    m->deleter(m);
-  return cap;
+  return dlpack_capsule(obj, major, 0);
 }
 
 static PyObject* tensor_dlpack_device(PyObject* self, PyObject* unused) {
@@ -580,7 +679,8 @@ static PyGetSetDef tensor_getset[] = {
 
 static PyMethodDef tensor_methods[] = {
     {"__dlpack__", (PyCFunction)(void (*)(void))tensor_dlpack, METH_VARARGS | METH_KEYWORDS,
-     "DLPack capsule of the tensor (no copy)."},
+     "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): DLPack capsule "
+     "of the tensor, sharing its memory (a fresh copy on dl_device when copy is true)."},
     {"__dlpack_device__", tensor_dlpack_device, METH_NOARGS, "(device_type, device_id)"},
     {NULL, NULL, 0, NULL}};
 

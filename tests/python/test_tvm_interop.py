@@ -234,6 +234,87 @@ def test_read_only_tensor_is_not_handed_to_tvm_ffi(identity):
     assert np.from_dlpack(tw).ctypes.data == w.ctypes.data
 
 
+@pytest.fixture
+def tvm_writer():
+    """A Python function registered through tvm_ffi (a function of another runtime, seen from
+    packfn) that writes 100 into the first element of each tensor argument, and its calls."""
+    calls = []
+
+    def writer(*args):
+        calls.append(len(args))
+        for a in args:
+            if isinstance(a, tvm_ffi.Tensor):
+                np.from_dlpack(a)[0] = 100
+
+    tvm_ffi.register_global_func("test.tvm_interop.writer", writer, override=True)
+    try:
+        yield packfn.get_global("test.tvm_interop.writer"), calls
+    finally:
+        packfn.remove_global("test.tvm_interop.writer")
+
+
+def _read_only(x):
+    x.setflags(write=False)
+    return x
+
+
+def test_read_only_tensor_argument_refused_to_tvm_ffi_functions(tvm_writer, tmp_path):
+    """packfn calling a function of another runtime handed it a read-only tensor as a tensor
+    object whose read-only flag TVM-FFI cannot see: the callee wrote into the read-only array
+    (a read-only np.memmap: SIGSEGV; review). A read-only tensor argument is refused with
+    BufferError naming the argument, before the call, as TVM-FFI's own call refuses it."""
+    f, calls = tvm_writer
+    assert f._foreign is True and f._owned_args is True
+    path = tmp_path / "ro.bin"
+    np.arange(4, dtype=np.float32).tofile(path)
+    ro_arrays = [
+        _read_only(np.arange(4, dtype=np.float32)),
+        packfn.from_dlpack(_read_only(np.arange(4, dtype=np.float32))),
+        np.memmap(path, dtype=np.float32, mode="r"),  # PROT_READ: a write would crash
+    ]
+    for ro in ro_arrays:
+        for index, args in [(0, (ro,)), (2, (1, "s", ro, np.zeros(2)))]:
+            with pytest.raises(BufferError, match=rf"argument {index}: .*read-only tensor.*"
+                                                  r"another runtime.*TVM-FFI's tensors carry no "
+                                                  r"read-only flag.*pass a writable copy"):
+                f(*args)
+        assert list(np.from_dlpack(ro)) == [0.0, 1.0, 2.0, 3.0]
+    assert calls == []
+    with pytest.raises(BufferError, match="Cannot export readonly array"):  # TVM-FFI's own
+        tvm_ffi.get_global_func("test.tvm_interop.writer")(ro_arrays[0])
+    # a writable array is passed, and written
+    w = np.arange(4, dtype=np.float32)
+    f(w)
+    assert w[0] == 100 and calls == [1]
+    # packfn's own functions see the flag, and keep accepting read-only tensors
+    seen = packfn.Function(lambda t: t.read_only)
+    assert seen._foreign is False and seen(ro_arrays[0]) is True
+    packfn.register_global("test.tvm_interop.ro_seen", lambda t: t.read_only, override=True)
+    try:
+        g = packfn.get_global("test.tvm_interop.ro_seen")
+        assert g._foreign is False and g(ro_arrays[2]) is True
+    finally:
+        packfn.remove_global("test.tvm_interop.ro_seen")
+    rms = packfn.get_global("packfn.kernels.rms_norm")
+    assert rms._foreign is False
+    out = np.empty(4, np.float32)
+    rms(ro_arrays[2], out, 1e-5)
+    assert packfn.get_global("testing.echo")._foreign is True
+
+
+def test_read_only_jax_array_refused_to_tvm_ffi_functions(tvm_writer):
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    f, calls = tvm_writer
+    cpu = jax.devices("cpu")[0]
+    for dtype in (jnp.float32, jnp.bfloat16):
+        j = jnp.arange(4, dtype=jnp.float32, device=cpu).astype(dtype)
+        with pytest.raises(BufferError, match="argument 0: .*read-only tensor"):
+            f(j)
+    assert calls == []
+
+
 def test_custom_type_printed_and_passed_back(identity):
     obj = _packfn._custom_object("packfn.test.Point")
     tv = as_tvm(obj)

@@ -218,6 +218,91 @@ def test_jax_arrays():
     assert list(np.asarray(back)) == [0.0, 1.0, 2.0]
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn"])
+def test_jax_arrays_through_dlpack_are_read_only(dtype):
+    """A JAX array whose dtype the buffer protocol cannot carry comes through DLPack, and JAX
+    answers a max_version request with a legacy capsule, which has no read-only flag: it arrived
+    writable, and a kernel that honours pf_tensor_is_read_only wrote into the immutable array
+    (review). A JAX array's tensor is read-only whatever the capsule."""
+    jnp = pytest.importorskip("jax.numpy")
+    import ctypes
+    import gc
+
+    import jax
+
+    if not hasattr(jnp, dtype):
+        pytest.skip(f"this jax has no {dtype}")
+    cpu = jax.devices("cpu")[0]
+    j = jnp.arange(4, dtype=jnp.float32, device=cpu).astype(getattr(jnp, dtype))
+    raw = np.asarray(j).tobytes()
+    t = packfn.Tensor(j)
+    assert t.dtype == dtype and t.read_only and t.data_ptr == j.unsafe_buffer_pointer()
+    assert packfn.from_dlpack(t).read_only  # a view of it too
+    # the kernels refuse a read-only output before looking at its dtype: this refusal is the
+    # read-only check (a writable bfloat16 out is refused for its dtype, a TypeError)
+    add_n = packfn.get_global("packfn.kernels.add_n")
+    x = np.zeros(4, np.float32)
+    for out in (j, t):
+        with pytest.raises(ValueError, match=r"add_n: argument 1 \(out\): expected a writable "
+                                             r"tensor, got a read-only one"):
+            add_n(x, out, 1.0)
+    assert np.asarray(j).tobytes() == raw
+    # the tensor keeps JAX's buffer alive after the array goes
+    del j
+    gc.collect()
+    assert ctypes.string_at(t.data_ptr, len(raw)) == raw
+
+
+def test_jax_array_capsules_are_read_only_whatever_their_form():
+    """Any jax.Array's tensor is read-only: a legacy capsule (wrapped into a versioned one with
+    READ_ONLY whose deleter calls the legacy one: called once, after the tensor goes) and a
+    versioned one without the flag. A refused import leaves the capsule to its own destructor,
+    which calls the producer's deleter once. Here a jax.Array subclass exports a NumPy array's
+    capsules, whose deleter drops a reference to the array (counted)."""
+    jax = pytest.importorskip("jax")
+    import ctypes
+    import gc
+    import sys
+
+    a = np.arange(3.0)
+    form = {}
+
+    class Fake(jax.Array):
+        def __init__(self):
+            pass
+
+        def __dlpack__(self, stream=None, max_version=None):
+            cap = a.__dlpack__(max_version=(1, 0) if form.get("versioned") else None)
+            if form.get("bad"):  # ndim -1: refused by packfn's import
+                get = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+                    ("PyCapsule_GetPointer", ctypes.pythonapi))
+                p = get(cap, b"dltensor")
+                ctypes.c_int32.from_address(p + 16).value = -1  # DLTensor.ndim
+            return cap
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    f = Fake()
+    assert isinstance(f, jax.Array)
+    base = sys.getrefcount(a)
+    for versioned in (False, True):
+        form["versioned"] = versioned
+        t = packfn.Tensor(f)
+        assert t.read_only and t.data_ptr == a.ctypes.data and t.shape == (3,)
+        assert sys.getrefcount(a) == base + 1
+        del t
+        gc.collect()
+        assert sys.getrefcount(a) == base
+    form.update(versioned=False, bad=True)
+    with pytest.raises(ValueError, match="ndim"):
+        packfn.Tensor(f)
+    gc.collect()
+    assert sys.getrefcount(a) == base
+    # a NumPy array is no JAX array: its DLPack import stays writable
+    assert not packfn.from_dlpack(_capsule_producer(a.__dlpack__())).read_only
+
+
 def test_callback_from_partial_and_list_changed_while_converted():
     import functools
 
@@ -293,6 +378,127 @@ def test_dlpack_dl_device_not_a_tuple():
     assert type(t.__dlpack__(dl_device=(1, 0))).__name__ == "PyCapsule"
     with pytest.raises(BufferError, match="another device"):
         t.__dlpack__(dl_device=(2, 0))
+
+
+def _capsule_producer(cap, device=(1, 0)):
+    """An object whose __dlpack__ returns `cap`, a capsule already made, for np.from_dlpack."""
+
+    class Producer:
+        def __dlpack__(self, **kwargs):
+            return cap
+
+        def __dlpack_device__(self):
+            return device
+
+    return Producer()
+
+
+def _versioned_capsule_fields(cap):
+    """(flags, data) of the DLManagedTensorVersioned in a "dltensor_versioned" capsule, read with
+    ctypes: version (8 bytes), manager_ctx, deleter, flags (offset 24), then the DLTensor, whose
+    data pointer comes first (offset 32)."""
+    import ctypes
+
+    get = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+        ("PyCapsule_GetPointer", ctypes.pythonapi))
+    p = get(cap, b"dltensor_versioned")
+    return ctypes.c_uint64.from_address(p + 24).value, ctypes.c_void_p.from_address(p + 32).value
+
+
+IS_COPIED = 1 << 1  # PF_DLPACK_FLAG_IS_COPIED (DLPACK_FLAG_BITMASK_IS_COPIED)
+READ_ONLY = 1 << 0
+
+
+def test_dlpack_copy_true_exports_a_copy():
+    """__dlpack__(copy=True) exports a fresh copy, as the array API asks (it raised BufferError,
+    so np.from_dlpack(t, copy=True) failed: review)."""
+    a = np.arange(6.0).reshape(2, 3)
+    t = packfn.Tensor(a)
+    b = np.from_dlpack(t, copy=True)
+    assert np.array_equal(b, a) and b.ctypes.data != a.ctypes.data and b.flags.writeable
+    b[0, 0] = 42.0
+    assert a[0, 0] == 0.0
+    # strided: the copy is compact, with the same values
+    s = packfn.Tensor(a[:, ::2])
+    c = np.from_dlpack(s, copy=True)
+    assert np.array_equal(c, a[:, ::2]) and c.flags.c_contiguous
+
+
+@pytest.mark.parametrize("copy", [True, 1, np.True_, "yes"])
+def test_dlpack_copy_by_truth_value(copy):
+    """copy is read by its truth value: copy=1 and np.True_ were taken for no copy (compared
+    with True by identity: review). A versioned copy is flagged IS_COPIED, and is writable."""
+    a = np.arange(3.0)
+    t = packfn.Tensor(a)
+    cap = t.__dlpack__(max_version=(1, 1), copy=copy)
+    flags, data = _versioned_capsule_fields(cap)
+    assert flags == IS_COPIED and data != a.ctypes.data
+    b = np.from_dlpack(_capsule_producer(cap))
+    assert np.array_equal(b, a) and b.ctypes.data != a.ctypes.data and b.flags.writeable
+
+
+@pytest.mark.parametrize("copy", [None, False, 0, np.False_])
+def test_dlpack_no_copy_shares_memory(copy):
+    a = np.arange(3.0)
+    t = packfn.Tensor(a)
+    cap = t.__dlpack__(max_version=(1, 1), copy=copy)
+    flags, data = _versioned_capsule_fields(cap)
+    assert flags == 0 and data == a.ctypes.data
+    assert np.from_dlpack(_capsule_producer(cap)).ctypes.data == a.ctypes.data
+    legacy = t.__dlpack__(copy=copy)
+    assert np.from_dlpack(_capsule_producer(legacy)).ctypes.data == a.ctypes.data
+    with pytest.raises(BufferError, match="another device without a copy"):
+        t.__dlpack__(dl_device=(2, 0), copy=copy)
+
+
+def test_dlpack_copy_truth_value_error_propagates():
+    class Bad:
+        def __bool__(self):
+            raise ZeroDivisionError("no truth")
+
+    with pytest.raises(ZeroDivisionError, match="no truth"):
+        packfn.Tensor(np.arange(3.0)).__dlpack__(copy=Bad())
+
+
+def test_dlpack_copy_of_a_read_only_tensor_is_writable():
+    """A read-only tensor shares its memory only through a versioned capsule (flagged read-only),
+    but its copy is the consumer's: a legacy capsule too, writable, and a versioned one without
+    READ_ONLY."""
+    a = np.arange(4.0)
+    a.setflags(write=False)
+    t = packfn.Tensor(a)
+    assert t.read_only
+    with pytest.raises(BufferError, match="read-only tensor is exported only as a versioned"):
+        t.__dlpack__()
+    # legacy: NumPy makes every legacy import read-only (the form cannot say), so the copy is
+    # read back through packfn, which sees the tensor it exported, writable
+    cap = t.__dlpack__(copy=True)
+    assert "dltensor" in repr(cap) and "versioned" not in repr(cap)
+    back = packfn.from_dlpack(_capsule_producer(cap))
+    assert not back.read_only and back.data_ptr != a.ctypes.data
+    assert np.array_equal(np.from_dlpack(back), a)
+    cap = t.__dlpack__(max_version=(1, 0), copy=True)
+    flags, data = _versioned_capsule_fields(cap)
+    assert flags == IS_COPIED and data != a.ctypes.data
+    flags, data = _versioned_capsule_fields(t.__dlpack__(max_version=(1, 0)))
+    assert flags == READ_ONLY and data == a.ctypes.data
+    c = np.from_dlpack(t, copy=True)
+    assert c.flags.writeable and c.ctypes.data != a.ctypes.data
+
+
+def test_dlpack_copy_on_its_own_device():
+    """dl_device naming the tensor's own device with copy=True copies (there); a copy is also
+    made through a packfn round trip, which sees a new tensor."""
+    a = np.arange(5, dtype=np.int32)
+    t = packfn.Tensor(a)
+    cap = t.__dlpack__(max_version=(1, 1), dl_device=(1, 0), copy=True)
+    flags, data = _versioned_capsule_fields(cap)
+    assert flags == IS_COPIED and data != a.ctypes.data
+    back = packfn.from_dlpack(_capsule_producer(cap))
+    assert back.data_ptr == data and not back.read_only and back != t
+    assert np.array_equal(np.from_dlpack(back), a)
+    b = np.from_dlpack(t, copy=True, device="cpu")
+    assert np.array_equal(b, a) and b.ctypes.data != a.ctypes.data
 
 
 def _mmap_producer():
