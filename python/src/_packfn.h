@@ -131,6 +131,13 @@ int pfpy_tensor_from_buffer(Py_buffer* b, pf_object_t** out);
 int pfpy_refuses_buffer(PyTypeObject* tp);
 /* A tensor object over any buffer-protocol or DLPack object: 1, 0 when neither, or -1. */
 int pfpy_tensor_from_object(PyObject* o, pf_object_t** out);
+/* How deep pfpy_holds_read_only looks into nested containers. */
+#define PFPY_READ_ONLY_DEPTH 32
+/* 1 when `v` is a read-only tensor or an array, list, map or dict holding one (as an item, key
+ * or value) at any depth up to `depth` levels of containers (deeper ones, a list holding
+ * itself among them, are not looked into), else 0. Raises nothing. What TVM-FFI must not get:
+ * its tensors carry no read-only flag. */
+int pfpy_holds_read_only(const pf_any_t* v, int depth);
 
 /* ======================================================================================
  * containers.c: Array and Map

@@ -265,20 +265,19 @@ PFPY_COLD static void name_failed_argument(PyObject* self, Py_ssize_t i) {
 }
 
 /* A call of a function of another runtime (PfObject.foreign) with converted arguments `av`:
- * -1 with BufferError naming the first that is a read-only tensor, else 0. TVM-FFI's tensors
- * carry no read-only flag, so the callee would see it writable and could write into it (into
- * a read-only mapping: SIGSEGV; found by review); TVM-FFI's own Python call refuses such an
- * array alike. Top-level arguments only: a tensor inside a container is not looked for. Out of
- * line: packfn's own functions never come here. */
+ * -1 with BufferError naming the first that is a read-only tensor or a container holding one
+ * (pfpy_holds_read_only), else 0. TVM-FFI's tensors carry no read-only flag, so the callee
+ * would see it writable and could write into it (into a read-only mapping: SIGSEGV; found by
+ * review); TVM-FFI's own Python call refuses such an array alike. Out of line: packfn's own
+ * functions never come here. */
 PFPY_COLD static int refuse_read_only(const pf_any_t* av, Py_ssize_t n) {
   for (Py_ssize_t j = 0; j < n; ++j)
-    if (av[j].type_index >= PF_TYPE_STATIC_OBJECT_BEGIN &&
-        pf_tensor_is_read_only(av[j].v_obj) == 1) {
+    if (pfpy_holds_read_only(&av[j], PFPY_READ_ONLY_DEPTH)) {
       PyErr_Format(PyExc_BufferError,
-                   "argument %zd: packfn: a read-only tensor is not passed to a function of "
+                   "argument %zd: packfn: a read-only tensor%s is not passed to a function of "
                    "another runtime (TVM-FFI's tensors carry no read-only flag, so the callee "
                    "could write into it); pass a writable copy",
-                   j);
+                   j, av[j].type_index == PF_TYPE_TENSOR ? "" : " (in a container)");
       return -1;
     }
   return 0;

@@ -182,11 +182,14 @@ int pfpy_tvm_handoff_call(void* self, const pf_any_t* args, int32_t num_args, pf
 static PyObject* obj_tvm_ffi_object(PyObject* self, PyObject* unused) {
   (void)unused;
   static PyObject* handoff; /* tvm_ffi.Function for TVM_HANDOFF_GLOBAL, once found */
-  if (pf_tensor_is_read_only(((PfObject*)self)->obj) == 1) {
-    PyErr_SetString(PyExc_BufferError,
-                    "packfn.Tensor.__tvm_ffi_object__: a read-only tensor is not handed to "
-                    "TVM-FFI, whose tensors carry no read-only flag (it would become writable "
-                    "there); hand it a writable copy");
+  pf_any_t self_any = pf_any_object(((PfObject*)self)->obj);
+  if (pfpy_holds_read_only(&self_any, PFPY_READ_ONLY_DEPTH)) {
+    PyErr_Format(PyExc_BufferError,
+                 "%s.__tvm_ffi_object__: a read-only tensor%s is not handed to TVM-FFI, whose "
+                 "tensors carry no read-only flag (it would become writable there); hand it a "
+                 "writable copy",
+                 Py_TYPE(self)->tp_name,
+                 self_any.type_index == PF_TYPE_TENSOR ? "" : " (in this container)");
     return NULL;
   }
   if (!handoff) {

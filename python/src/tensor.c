@@ -175,6 +175,43 @@ static int dlpack_device(PyObject* o, DLDevice* out) {
   return 1;
 }
 
+int pfpy_holds_read_only(const pf_any_t* v, int depth) {
+  if (v->type_index < PF_TYPE_STATIC_OBJECT_BEGIN || v->v_obj == NULL)
+    return 0;
+  switch (v->type_index) {
+  case PF_TYPE_TENSOR:
+    return pf_tensor_is_read_only(v->v_obj) == 1;
+  case PF_TYPE_ARRAY:
+  case PF_TYPE_LIST: {
+    const pf_any_t* items;
+    size_t n;
+    if (depth <= 0 || pf_array_items(v->v_obj, &items, &n) != 0) {
+      pf_error_clear(); /* another runtime's odd container: not looked into */
+      return 0;
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (pfpy_holds_read_only(&items[i], depth - 1))
+        return 1;
+    return 0;
+  }
+  case PF_TYPE_MAP:
+  case PF_TYPE_DICT: {
+    pf_map_iter_t it;
+    const pf_any_t *key, *value;
+    if (depth <= 0 || pf_map_iter_init(v->v_obj, &it) != 0) {
+      pf_error_clear();
+      return 0;
+    }
+    while (pf_map_iter_next(&it, &key, &value) == 1)
+      if (pfpy_holds_read_only(key, depth - 1) || pfpy_holds_read_only(value, depth - 1))
+        return 1;
+    return 0;
+  }
+  default:
+    return 0;
+  }
+}
+
 /* A legacy DLManagedTensor imported as read-only: the versioned form carries the flag, and its
  * deleter calls the legacy one. */
 typedef struct {

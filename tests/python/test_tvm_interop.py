@@ -302,6 +302,33 @@ def test_read_only_tensor_argument_refused_to_tvm_ffi_functions(tvm_writer, tmp_
     assert packfn.get_global("testing.echo")._foreign is True
 
 
+def test_read_only_tensor_in_containers_refused_to_tvm_ffi(identity):
+    """A read-only tensor inside a list, tuple, dict, Array or Map reached a TVM-FFI function
+    writable all the same: containers passed to a function of another runtime, and handed over
+    with __tvm_ffi_object__, are looked through (PFPY_READ_ONLY_DEPTH levels)."""
+    echo = packfn.get_global("testing.echo")
+    assert echo._foreign is True
+    ro = _read_only(np.arange(4, dtype=np.float32))
+    t = packfn.from_dlpack(ro)
+    nested = [1, [2, (3, {"k": [t]})]]
+    array, mapping = identity([t]), identity({"x": identity([1, t])})  # packfn.Array, .Map
+    assert type(array).__name__ == "Array" and type(mapping).__name__ == "Map"
+    for arg in ([ro], (1, ro), {"a": ro}, [t], array, nested, mapping):
+        with pytest.raises(BufferError, match=r"argument 0: packfn: a read-only tensor "
+                                              r"\(in a container\) is not passed"):
+            echo(arg)
+    for obj in (array, mapping):
+        with pytest.raises(BufferError, match=r"__tvm_ffi_object__: a read-only tensor "
+                                              r"\(in this container\) is not handed"):
+            obj.__tvm_ffi_object__()
+    # writable tensors in containers still cross, and packfn's own functions take read-only ones
+    w = np.arange(4, dtype=np.float32)
+    back = echo([w, {"k": (w,)}])
+    assert np.from_dlpack(back[0]).ctypes.data == w.ctypes.data
+    assert as_tvm(identity([packfn.from_dlpack(w)])) is not None
+    assert identity([t])[0].read_only is True
+
+
 def test_read_only_jax_array_refused_to_tvm_ffi_functions(tvm_writer):
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
