@@ -3,6 +3,7 @@
  * without raising live below errors: the release slow path (refcount.c) and the registry's
  * table and readers (type.c). */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,15 +65,50 @@ int pf_type_index_of(const char* key, int32_t* out) {
   return 0;
 }
 
+/* Indices a block of TVM-FFI's registry holds (a reserving type's child slots, below). */
+#define PF__TYPE_BLOCK 16
+
+/* Joined, caller holds the lock: an index above `above` from a block of TVM-FFI's indices that
+ * packfn reserved (a type "packfn.TypeBlock.<this copy>.<n>" under Object, given
+ * PF__TYPE_BLOCK - 1 child slots it never hands out itself), or -1. A type registered at such an
+ * index (a fixed one) is not checked against its parent's room for subtypes: asked to
+ * allocate one, TVM-FFI ends the process for a parent that has no room and may not overflow it
+ * (its built-in types but Object: Tensor, Array, String, ..., their subtypes, and its final
+ * ones), where packfn alone registers it (review). */
+static int32_t pf__type_block_index(const pf__tvm_t* tvm, int32_t above) {
+  static int32_t next, end, blocks; /* under pf__types_lock */
+  if (next <= above) /* a block from before the parent was registered: indices must grow */
+    next = end;
+  if (next == end) {
+    char key[96];
+    int n = snprintf(key, sizeof key, "packfn.TypeBlock.%p.%d", (void*)&next, blocks++);
+    pf_byte_array_t k = {key, (size_t)n};
+    int32_t first = tvm->type_get_or_alloc_index(&k, -1, 1, PF__TYPE_BLOCK - 1, 0, PF_TYPE_OBJECT);
+    if (first < 0)
+      return -1;
+    next = first + 1;
+    end = first + PF__TYPE_BLOCK;
+  }
+  return next++;
+}
+
 /* Caller holds the lock: the index of a new type, from TVM-FFI's registry once joined (so the
- * two never collide), else from packfn's own counter; -1 with the error raised. */
+ * two never collide), else from packfn's own counter; -1 with the error raised. Joined, a type
+ * under Object is allocated by TVM-FFI, any other at an index of packfn's block
+ * (pf__type_block_index). */
 static int32_t pf__type_new_index(const pf__tvm_t* tvm, const char* key, size_t key_len,
                                   const pf__type_entry_t* parent) {
   int32_t index;
   if (tvm) {
     pf_byte_array_t k = {key, key_len};
-    index =
-        tvm->type_get_or_alloc_index(&k, -1, parent->info.depth + 1, 0, 1, parent->info.type_index);
+    int32_t fixed = -1;
+    if (parent->info.type_index != PF_TYPE_OBJECT &&
+        (fixed = pf__type_block_index(tvm, parent->info.type_index)) < 0) {
+      index = fixed;
+    } else {
+      index = tvm->type_get_or_alloc_index(&k, fixed, parent->info.depth + 1, 0, 1,
+                                           parent->info.type_index);
+    }
   } else {
     index = pf__next_own;
   }
