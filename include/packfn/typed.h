@@ -293,14 +293,21 @@ PF_API void pf__global_unregister_static(const char* name, const pf_signature_t*
                                          pf_object_t** slot);
 
 /* The one implementation of the registration macros below: a slot, a constructor that
- * registers into it and a destructor that removes it again, named after the line. */
+ * registers into it and a destructor that removes it again, named after a number unique in the
+ * translation unit (__COUNTER__: the line alone collided when two files that register on the
+ * same line were compiled as one, as CMake's UNITY_BUILD does; review). */
 #define PF__REGISTER_STATIC(name, call, sig, typed)                                                \
-  static pf_object_t* PF__CAT(pf__reg_slot_, __LINE__);                                            \
-  __attribute__((constructor)) static void PF__CAT(pf__reg_ctor_, __LINE__)(void) {                \
-    pf__global_register_static((name), (call), (sig), (typed), &PF__CAT(pf__reg_slot_, __LINE__)); \
+  PF__REGISTER_STATIC_ID((name), (call), (sig), (typed), __COUNTER__)
+#define PF__REGISTER_STATIC_ID(name, call, sig, typed, id)                                         \
+  PF__REGISTER_STATIC_AS(name, call, sig, typed, PF__CAT(pf__reg_slot_, id),                       \
+                         PF__CAT(pf__reg_ctor_, id), PF__CAT(pf__reg_dtor_, id))
+#define PF__REGISTER_STATIC_AS(name, call, sig, typed, slot, ctor, dtor)                           \
+  static pf_object_t* slot;                                                                        \
+  __attribute__((constructor)) static void ctor(void) {                                            \
+    pf__global_register_static((name), (call), (sig), (typed), &slot);                             \
   }                                                                                                \
-  __attribute__((destructor)) static void PF__CAT(pf__reg_dtor_, __LINE__)(void) {                 \
-    pf__global_unregister_static((name), (sig), &PF__CAT(pf__reg_slot_, __LINE__));                \
+  __attribute__((destructor)) static void dtor(void) {                                             \
+    pf__global_unregister_static((name), (sig), &slot);                                            \
   }                                                                                                \
   PF__STATIC_ASSERT(1, "registration")
 
