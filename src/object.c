@@ -152,9 +152,11 @@ int pf_type_register(const char* key, int32_t parent_index, int32_t* out) {
       *out = existing->info.type_index;
       rc = 0;
     } else {
-      PF_ERROR_SET(PF_ERR_KEY,
-                   "pf_type_register: type '%s' is already registered with parent %s, not %s", key,
-                   pf_type_name(existing->info.parent_index), pf_type_name(parent_index));
+      /* the root (Object) has no parent: "with parent Any" named a type it does not have */
+      PF_ERROR_SET(PF_ERR_KEY, "pf_type_register: type '%s' is already registered %s%s, not %s",
+                   key, existing->info.parent_index < 0 ? "as the root type" : "with parent ",
+                   existing->info.parent_index < 0 ? "" : pf_type_name(existing->info.parent_index),
+                   pf_type_name(parent_index));
     }
     goto done;
   }

@@ -323,7 +323,12 @@ START_TEST(test_registry_bad_input) {
   PF_ASSERT_RAISED("TypeError", "parent_index");
   ck_assert_int_eq(pf_type_register("test.X", PF_TYPE_OBJECT, &idx), 0);
   ck_assert_int_eq(pf_type_register("test.X", PF_TYPE_TENSOR, &idx), -1);
-  PF_ASSERT_RAISED("KeyError", "test.X");
+  PF_ASSERT_RAISED("KeyError", "pf_type_register: type 'test.X' is already registered with "
+                               "parent Object, not Tensor");
+  /* the root has no parent to name (it said "with parent Any"; review) */
+  ck_assert_int_eq(pf_type_register("ffi.Object", PF_TYPE_OBJECT, &idx), -1);
+  PF_ASSERT_RAISED("KeyError", "pf_type_register: type 'ffi.Object' is already registered as the "
+                               "root type, not Object");
   idx = 5;
   ck_assert_int_eq(pf_type_index_of("test.Nope", &idx), 0); /* absent: -1, no error */
   ck_assert_int_eq(idx, -1);
