@@ -298,17 +298,58 @@ static uint64_t pf__chain_prev(const pf__mapcell_t* m, uint64_t i) {
   return PF__NO_INDEX;
 }
 
-/* Chains longer than this are not moved aside: the table grows instead. */
-#define PF__MAX_MOVE 64
+/* Moves of a chain planned on the stack; a longer chain plans them in heap arrays. */
+#define PF__MOVE_STACK 64
 
 /* What a write into a dense table needs (pf__spare_head, pf__dense_insert): done, a larger
  * table first (nothing changed), or an error raised (nothing changed). */
 enum { PF__DONE = 0, PF__GROW = 1, PF__FAILED = -1 };
 
+/* The plan of pf__spare_head: slot from[k] moves to to[k], reached from the slot before it by
+ * jump jumps[k]; on the stack up to PF__MOVE_STACK moves, then in heap arrays. */
+typedef struct {
+  uint64_t *from, *to;
+  uint8_t* jumps;
+  size_t cap;
+  uint64_t from_s[PF__MOVE_STACK], to_s[PF__MOVE_STACK];
+  uint8_t jumps_s[PF__MOVE_STACK];
+} pf__move_plan_t;
+
+/* Room for twice as many moves: 0, or -1 with MemoryError (the plan unchanged). */
+static int pf__move_plan_grow(const char* func, pf__move_plan_t* p, size_t n) {
+  size_t cap = p->cap * 2;
+  uint64_t* from = malloc(cap * sizeof *from);
+  uint64_t* to = malloc(cap * sizeof *to);
+  uint8_t* jumps = malloc(cap);
+  if (!from || !to || !jumps) {
+    free(from);
+    free(to);
+    free(jumps);
+    pf__raise_oom(func, cap * (2 * sizeof *from + 1));
+    return -1;
+  }
+  memcpy(from, p->from, n * sizeof *from);
+  memcpy(to, p->to, n * sizeof *to);
+  memcpy(jumps, p->jumps, n);
+  if (p->from != p->from_s) {
+    free(p->from);
+    free(p->to);
+    free(p->jumps);
+  }
+  p->from = from;
+  p->to = to;
+  p->jumps = jumps;
+  p->cap = cap;
+  return 0;
+}
+
 /* Frees slot `target` (the body of another key's chain) for a new chain head by moving the
- * rest of that chain after its predecessor. Plans every move first, so PF__GROW (no empty slot
- * in reach, a chain too long) and PF__FAILED (the chain's key hashes through TVM-FFI's
- * __any_hash__, or the chain is broken) change nothing. */
+ * rest of that chain after its predecessor, however long: a chain cut at 64 moves grew the
+ * table instead, and keys of one hash, which stay one chain in any table, doubled it at every
+ * later key landing on it, until memory ran out (TVM-FFI moves a chain of any length; review).
+ * Plans every move first, so PF__GROW (no empty slot in reach) and PF__FAILED (the chain's key
+ * hashes through TVM-FFI's __any_hash__, the chain is broken, no memory for the plan) change
+ * nothing. */
 static int pf__spare_head(const char* func, pf__mapcell_t* m, uint64_t target) {
   const pf_any_t* key = &pf__item(m, target)->kv.key;
   if (!pf__hash_known(key))
@@ -316,31 +357,47 @@ static int pf__spare_head(const char* func, pf__mapcell_t* m, uint64_t target) {
   uint64_t prev = pf__chain_prev(m, target);
   if (prev == PF__NO_INDEX)
     return pf__corrupt(func, m, target);
-  uint64_t from[PF__MAX_MOVE], to[PF__MAX_MOVE];
-  uint8_t jumps[PF__MAX_MOVE];
+  pf__move_plan_t p;
+  p.from = p.from_s;
+  p.to = p.to_s;
+  p.jumps = p.jumps_s;
+  p.cap = PF__MOVE_STACK;
   size_t n = 0;
+  int rc = PF__DONE;
   uint64_t w = prev;
   for (uint64_t r = target; r != PF__NO_INDEX; r = pf__chain_next(m, r)) {
-    if (r == PF__BAD_INDEX)
-      return pf__corrupt(func, m, from[n - 1]);
-    if (n == PF__MAX_MOVE)
-      return PF__GROW;
-    uint64_t e = pf__next_empty(m, w, &jumps[n], to, n);
-    if (e == PF__NO_INDEX)
-      return PF__GROW;
-    from[n] = r;
-    to[n++] = e;
+    if (r == PF__BAD_INDEX || n >= m->size) { /* broken, or a cycle */
+      rc = pf__corrupt(func, m, n > 0 ? p.from[n - 1] : target);
+      goto done;
+    }
+    if (n == p.cap && pf__move_plan_grow(func, &p, n) != 0) {
+      rc = PF__FAILED;
+      goto done;
+    }
+    uint64_t e = pf__next_empty(m, w, &p.jumps[n], p.to, n);
+    if (e == PF__NO_INDEX) {
+      rc = PF__GROW;
+      goto done;
+    }
+    p.from[n] = r;
+    p.to[n++] = e;
     w = e;
   }
   for (size_t k = 0; k < n; ++k) {
-    pf__item(m, to[k])->kv = pf__item(m, from[k])->kv;
-    *pf__meta(m, to[k]) = 0x80;
-    pf__order_replace(m, from[k], to[k]);
-    *pf__meta(m, from[k]) = k == 0 ? PF__PROTECTED : PF__EMPTY;
-    pf__set_jump(m, prev, jumps[k]);
-    prev = to[k];
+    pf__item(m, p.to[k])->kv = pf__item(m, p.from[k])->kv;
+    *pf__meta(m, p.to[k]) = 0x80;
+    pf__order_replace(m, p.from[k], p.to[k]);
+    *pf__meta(m, p.from[k]) = k == 0 ? PF__PROTECTED : PF__EMPTY;
+    pf__set_jump(m, prev, p.jumps[k]);
+    prev = p.to[k];
   }
-  return PF__DONE;
+done:
+  if (p.from != p.from_s) {
+    free(p.from);
+    free(p.to);
+    free(p.jumps);
+  }
+  return rc;
 }
 
 /* Inserts a key known to be absent (hash h) into a dense table in place: PF__DONE with its

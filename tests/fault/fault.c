@@ -30,6 +30,7 @@
 
 #include "fault.h"
 #include "global_private.h"
+#include "map_private.h"
 #include "packfn/packfn.h"
 
 static const char* module_path;
@@ -375,6 +376,35 @@ static int prog_lists(void) {
   return rc != 0 ? -1 : ok ? 0 : wrong("lists");
 }
 
+/* A key of 100 (int keys whose hashes differ in their low bits only: one chain at any table
+ * size) set, then one whose home lies inside that chain: the whole chain moves, planned in heap
+ * arrays past 64 keys (pf__spare_head), every allocation of which may fail. */
+static int prog_long_chain(void) {
+  const uint64_t c = 11400714819323198485ull;
+  uint64_t inv = c; /* c's inverse modulo 2^64 */
+  for (int i = 0; i < 6; ++i)
+    inv *= 2 - c * inv;
+  const uint64_t x = 0x5000000000000000ull;
+  pf_object_t* dict;
+  if (pf_dict_create(&dict) != 0)
+    return -1;
+  int rc = 0;
+  for (uint64_t j = 0; j < 100 && rc == 0; ++j) {
+    pf_any_t k = pf_any_int((int64_t)((inv * (x + j) ^ 1) - 0x9e3779b9u - 64)), v = pf_any_int(1);
+    rc = pf_dict_set(dict, &k, &v);
+  }
+  size_t n = 0;
+  if (rc == 0) {
+    unsigned bits = 64 - ((const pf__mapcell_t*)dict)->fib_shift;
+    uint64_t h = inv * (x + (30ull << (64 - bits)));
+    pf_any_t k = pf_any_int((int64_t)((h ^ 1) - 0x9e3779b9u - 64)), v = pf_any_int(2);
+    rc = pf_dict_set(dict, &k, &v);
+  }
+  int ok = rc != 0 || (pf_dict_count(dict, &n) == 0 && n == 101);
+  pf_object_release(dict);
+  return rc != 0 ? -1 : ok ? 0 : wrong("a long chain moved");
+}
+
 /* Dicts: growth through the small and dense forms, erase, copies, iteration, freezing. */
 static int prog_dicts(void) {
   pf_object_t *dict, *copy = NULL;
@@ -685,6 +715,7 @@ static const program_t programs[] = {
     {.name = "globals", .run = prog_globals},
     {.name = "lists", .run = prog_lists},
     {.name = "dicts", .run = prog_dicts},
+    {.name = "long chain", .run = prog_long_chain},
     {.name = "exports", .run = prog_exports},
     {.name = "growth", .run = prog_global_growth, .held = table_blocks, .forked = 1},
     {.name = "first load",
