@@ -240,8 +240,11 @@ int pf_array_items(const pf_object_t* array, const pf_any_t** items, size_t* cou
   const pf_seq_cell_t* cell = pf__array_cell("pf_array_items", array);
   if (!cell)
     return -1;
-  *items = (const pf_any_t*)cell->data;
-  *count = (size_t)cell->size;
+  /* an empty list (packfn's or TVM-FFI's) has no buffer yet: items then points at a static
+   * value, as the promise of a non-NULL pointer asks (it was NULL; review) */
+  static const pf_any_t no_items;
+  *items = cell->data ? (const pf_any_t*)cell->data : &no_items;
+  *count = cell->data ? (size_t)cell->size : 0;
   return 0;
 }
 

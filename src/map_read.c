@@ -159,7 +159,13 @@ int pf__check_key(const char* func, const pf_any_t* key) {
   case PF_TYPE_OBJECT_RVALUE_REF:
     if (key->v_ptr && (key->type_index != PF_TYPE_OBJECT_RVALUE_REF || *(void**)key->v_ptr))
       return 0;
-    break;
+    /* a view of a kind keys take, with nothing behind it: a NULL pointer, as for values (it
+     * said "expected str, ..., got str"; review) */
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument key: %s with a NULL pointer", func,
+                 key->type_index == PF_TYPE_RAW_STR          ? "a str view"
+                 : key->type_index == PF_TYPE_BYTE_ARRAY_PTR ? "a bytes view"
+                                                             : "an object rvalue reference");
+    return -1;
   default:
     if (key->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN && key->v_obj)
       return 0;

@@ -458,6 +458,12 @@ START_TEST(test_list_append_insert_set_pop) {
   size_t n = 99;
   ck_assert_int_eq(pf_array_count(list, &n), 0); /* a list reads as an array */
   ck_assert_uint_eq(n, 0);
+  /* with no buffer yet, its items are still a pointer, as promised (was NULL; review) */
+  const pf_any_t* none_yet = NULL;
+  n = 99;
+  ck_assert_int_eq(pf_array_items(list, &none_yet, &n), 0);
+  ck_assert_ptr_nonnull(none_yet);
+  ck_assert_uint_eq(n, 0);
   for (int64_t i = 0; i < 100; ++i) { /* grows across several buffers */
     pf_any_t v = pf_any_int(i);
     ck_assert_int_eq(pf_list_append(list, &v), 0);

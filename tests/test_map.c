@@ -302,6 +302,20 @@ START_TEST(test_map_key_errors) {
   bad.type_index = PF_TYPE_STR; /* an object key with a NULL pointer */
   ck_assert_int_eq(pf_map_contains(map, &bad), -1);
   PF_ASSERT_RAISED("TypeError", "pf_map_contains");
+  /* views of key kinds with nothing behind them: a NULL pointer, ValueError as for values */
+  bad.type_index = PF_TYPE_RAW_STR;
+  bad.v_ptr = NULL;
+  ck_assert_int_eq(pf_map_contains(map, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_contains: argument key: a str view with a NULL pointer");
+  bad.type_index = PF_TYPE_BYTE_ARRAY_PTR;
+  ck_assert_int_eq(pf_map_get(map, &bad, &got), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_map_get: argument key: a bytes view with a NULL pointer");
+  pf_object_t* no_handle = NULL;
+  bad.type_index = PF_TYPE_OBJECT_RVALUE_REF;
+  bad.v_ptr = &no_handle;
+  ck_assert_int_eq(pf_map_set(map, &bad, &v), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_map_set: argument key: an object rvalue reference with a NULL pointer");
 
   /* the lookup rule: an absent key is 0 with NULL and no error, whatever the key */
   char long_key[200];
