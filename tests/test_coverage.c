@@ -580,14 +580,14 @@ START_TEST(test_map_string_object_keys) {
     pf_object_release(fresh);
     pf_object_release(other);
   }
-  /* an rvalue reference to a NULL object is no key */
+  /* an rvalue reference to a NULL object is no key: a NULL pointer (ValueError, as for values) */
   pf_object_t* null_obj = NULL;
   pf_any_t kn = pf_any_none();
   kn.type_index = PF_TYPE_OBJECT_RVALUE_REF;
   kn.v_ptr = &null_obj;
   const pf_any_t* got;
   ck_assert_int_eq(pf_dict_get(map, &kn, &got), -1);
-  PF_ASSERT_RAISED(PF_ERR_TYPE, "argument key: expected str, bytes, int or Object");
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "argument key: an object rvalue reference with a NULL pointer");
   for (size_t i = 0; i < N; ++i)
     pf_object_release(keys[i]);
   pf_object_release(map);
