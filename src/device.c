@@ -192,6 +192,12 @@ int pf__allocator_find(int32_t device_type, const char* func, pf_allocator_t* ou
   char label[48];
   int cuda = device_type == PF_DEV_CUDA || device_type == PF_DEV_CUDA_HOST ||
              device_type == PF_DEV_CUDA_MANAGED;
+  if (!pf__device_type_in_range(device_type)) { /* no advice to install what cannot be */
+    PF_ERROR_SET(
+        PF_ERR_KEY, "%s: no allocator for device type %s (allocators exist for types 1..%d)", func,
+        pf__device_type_label(device_type, label, sizeof label), PF_ALLOCATOR_MAX_DEVICE_TYPE - 1);
+    return -1;
+  }
   PF_ERROR_SET(PF_ERR_KEY, "%s: no allocator for device type %s%s", func,
                pf__device_type_label(device_type, label, sizeof label),
                cuda ? "; link libpackfn_cuda (or install one with pf_allocator_set)"
@@ -217,15 +223,30 @@ int pf__allocator_call(const pf_allocator_t* a, DLDevice device, size_t nbytes, 
                        void** out) {
   *out = NULL;
   void* ptr = NULL;
+  pf_object_t* pending = pf_error_peek();
   if (a->alloc(a->ctx, device, nbytes, PF_TENSOR_ALIGNMENT, &ptr) != 0) {
-    /* The hook should have raised; make sure the caller sees an error either way. */
-    if (!pf_error_peek())
+    /* The hook should have raised; make sure the caller sees an error either way, its own and
+     * not one left from before (reported as the hook's; review) */
+    if (pf_error_peek() == pending)
       pf__raise_oom(func, nbytes);
     return -1;
   }
   if (!ptr) {
     PF_ERROR_SET(PF_ERR_RUNTIME, "%s: the allocator returned no memory for %zu bytes", func,
                  nbytes);
+    return -1;
+  }
+  /* the alignment every tensor's data has (DLPack's, and kernels rely on it), where the data
+   * is an address: a hook's misaligned buffer went through (review) */
+  if (pf__is_address_device((int32_t)device.device_type) &&
+      (uintptr_t)ptr % PF_TENSOR_ALIGNMENT != 0) {
+    a->free(a->ctx, device, ptr);
+    char label[48];
+    PF_ERROR_SET(PF_ERR_RUNTIME,
+                 "%s: the allocator of device type %s returned memory %zu bytes past a multiple "
+                 "of %d, the alignment it was asked for",
+                 func, pf__device_type_label((int32_t)device.device_type, label, sizeof label),
+                 (size_t)((uintptr_t)ptr % PF_TENSOR_ALIGNMENT), PF_TENSOR_ALIGNMENT);
     return -1;
   }
   *out = ptr;

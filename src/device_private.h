@@ -4,6 +4,17 @@
 
 #include "packfn/device.h"
 
+/* Device types packfn knows whose data pointers are addresses (the host's, CUDA's and ROCm's
+ * memories): offsets move the pointer itself, alignment and overlap can be read from it. A
+ * device type packfn does not know may hold handles (OpenCL's cl_mem) there. */
+static inline int pf__is_address_device(int32_t type) {
+  uint32_t t = (uint32_t)type;
+  return t < 32 && ((1u << PF_DEV_CPU | 1u << PF_DEV_CUDA | 1u << PF_DEV_CUDA_HOST |
+                     1u << PF_DEV_CUDA_MANAGED | 1u << PF_DEV_ROCM | 1u << PF_DEV_ROCM_HOST) >>
+                    t) &
+                       1u;
+}
+
 /* packfn's own CPU allocator, and whether it is the one installed for device type cpu (0 once
  * pf_allocator_set replaced it): pf_tensor_empty then allocates CPU memory without the table. */
 extern const pf_allocator_t pf__cpu_allocator;

@@ -255,7 +255,8 @@ int pf_device_parse(const char* s, DLDevice* out) {
     unsigned long id = 0;
     if (colon) {
       const char* p = colon + 1;
-      if (pf__read_decimal(&p, INT32_MAX, &id) != 0 || *p != '\0')
+      /* one spelling per device, as for dtypes: "cuda:01" is refused (review) */
+      if (pf__read_dtype_number(&p, INT32_MAX, &id) != 0 || *p != '\0')
         break;
     }
     *out = pf_device((int32_t)type, (int32_t)id);

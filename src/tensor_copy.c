@@ -21,6 +21,45 @@ static int32_t pf__copy_family(int32_t type) {
   return type == PF_DEV_CUDA_MANAGED ? PF_DEV_CUDA : type;
 }
 
+/* Whether the overlap of dst's and src's memories can be read from their addresses: both are
+ * addresses (pf__is_address_device: a device type packfn does not know may hold handles) in
+ * one address space, the same device's, or any two of CUDA's (unified addressing) or ROCm's.
+ * Two devices of another type may each have memory of their own, where equal addresses are
+ * different bytes (a copy between them was skipped as "the very same bytes"; review). */
+static int pf__one_address_space(DLDevice a, DLDevice b) {
+  int32_t fa = pf__copy_family((int32_t)a.device_type),
+          fb = pf__copy_family((int32_t)b.device_type);
+  return fa == fb && pf__is_address_device(fa) &&
+         (a.device_id == b.device_id || fa == PF_DEV_CUDA || fa == PF_DEV_ROCM);
+}
+
+/* The hooks of the copy between dst and src, not both on the host, into *hooks: 0, or -1 with
+ * NotImplementedError (memories of two runtimes, no copy hook) or KeyError (no allocator). */
+static int pf__copy_hooks(const DLTensor* dst, const DLTensor* src, const char* func,
+                          pf_allocator_t* hooks) {
+  /* The non-host side decides whose copy hook runs. */
+  DLDevice side = pf__is_host(dst->device) ? src->device : dst->device;
+  if (!pf__is_host(dst->device) && !pf__is_host(src->device) &&
+      pf__copy_family((int32_t)dst->device.device_type) !=
+          pf__copy_family((int32_t)src->device.device_type)) {
+    char d1[PF_DEVICE_STR_MAX], d2[PF_DEVICE_STR_MAX];
+    pf_device_format(dst->device, d1, sizeof d1);
+    pf_device_format(src->device, d2, sizeof d2);
+    PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED, "%s: cannot copy from %s to %s (different device types)",
+                 func, d2, d1);
+    return -1;
+  }
+  if (pf__allocator_find((int32_t)side.device_type, func, hooks) != 0)
+    return -1;
+  if (!hooks->copy) {
+    char label[48];
+    PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED, "%s: the allocator of device type %s has no copy hook",
+                 func, pf__device_type_label((int32_t)side.device_type, label, sizeof label));
+    return -1;
+  }
+  return 0;
+}
+
 /* Copies the elements of host tensor src into host tensor dst (same shape, whole-byte elements
  * of `esize` bytes, any strides, not overlapping): the last axis as runs when both step by one
  * element there, else element by element. */
@@ -125,9 +164,10 @@ static int pf__copy(DLTensor* dst, const DLTensor* src, const char* func) {
                  pf__format_dims(src->shape, src->ndim, c, sizeof c));
     return -1;
   }
-  if (sl.numel == 0)
-    return 0;
   int host = pf__is_host(dst->device) && pf__is_host(src->device);
+  pf_allocator_t hooks;
+  if (sl.numel == 0) /* nothing to copy, but the devices are checked as for one element (review) */
+    return host ? 0 : pf__copy_hooks(dst, src, func, &hooks);
   int dst_compact = pf_dltensor_is_contiguous(dst);
   if (!dst_compact || !pf_dltensor_is_contiguous(src)) {
     const DLTensor* bad = dst_compact ? src : dst;
@@ -173,39 +213,18 @@ static int pf__copy(DLTensor* dst, const DLTensor* src, const char* func) {
     return 0;
   }
   /* Device copies (cudaMemcpyAsync and the like) are undefined for overlapping memory, where
-   * memmove is not: the same bytes are left alone, a partial overlap refused. Addresses of two
-   * memories compare only within one runtime's (unified) address space, where this is asked. */
+   * memmove is not: the same bytes are left alone, a partial overlap refused, where addresses
+   * tell (pf__one_address_space); the hook of another device type gets any two buffers. */
   uintptr_t t0 = (uintptr_t)to, f0 = (uintptr_t)from;
-  if (t0 < f0 + nbytes && f0 < t0 + nbytes &&
-      pf__copy_family((int32_t)dst->device.device_type) ==
-          pf__copy_family((int32_t)src->device.device_type)) {
+  if (t0 < f0 + nbytes && f0 < t0 + nbytes && pf__one_address_space(dst->device, src->device)) {
     if (t0 == f0)
       return 0;
     PF_ERROR_SET(PF_ERR_VALUE,
                  "%s: argument dst: overlaps src; a copy on a device needs separate memory", func);
     return -1;
   }
-  /* The non-host side decides whose copy hook runs. */
-  DLDevice side = pf__is_host(dst->device) ? src->device : dst->device;
-  if (!pf__is_host(dst->device) && !pf__is_host(src->device) &&
-      pf__copy_family((int32_t)dst->device.device_type) !=
-          pf__copy_family((int32_t)src->device.device_type)) {
-    char d1[PF_DEVICE_STR_MAX], d2[PF_DEVICE_STR_MAX];
-    pf_device_format(dst->device, d1, sizeof d1);
-    pf_device_format(src->device, d2, sizeof d2);
-    PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED, "%s: cannot copy from %s to %s (different device types)",
-                 func, d2, d1);
+  if (pf__copy_hooks(dst, src, func, &hooks) != 0)
     return -1;
-  }
-  pf_allocator_t hooks;
-  if (pf__allocator_find((int32_t)side.device_type, func, &hooks) != 0)
-    return -1;
-  if (!hooks.copy) {
-    char label[48];
-    PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED, "%s: the allocator of device type %s has no copy hook",
-                 func, pf__device_type_label((int32_t)side.device_type, label, sizeof label));
-    return -1;
-  }
   pf_object_t* pending = pf_error_peek();
   if (hooks.copy(hooks.ctx, to, dst->device, from, src->device, nbytes) != 0) {
     if (pf_error_peek() == pending)

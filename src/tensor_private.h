@@ -7,6 +7,7 @@
 
 #include "alloc.h"
 #include "common.h"
+#include "device_private.h"
 
 /* A packfn tensor object: header, the ABI's DLTensor, then our private part, in one of two
  * forms told apart by the object deleter (pf__tensor_owns_memory):
@@ -186,11 +187,7 @@ pf__strides_reach(int32_t ndim, const int64_t* shape, const int64_t* strides, in
 
 /* Device types whose data pointer is an address, so offsets move the pointer itself. */
 static inline int pf__is_addressable(DLDevice d) {
-  uint32_t t = (uint32_t)d.device_type;
-  return t < 32 && ((1u << PF_DEV_CPU | 1u << PF_DEV_CUDA | 1u << PF_DEV_CUDA_HOST |
-                     1u << PF_DEV_CUDA_MANAGED | 1u << PF_DEV_ROCM | 1u << PF_DEV_ROCM_HOST) >>
-                    t) &
-                       1u;
+  return pf__is_address_device((int32_t)d.device_type);
 }
 
 /* pf__byte_reach_bad's bytes of the elements lo..hi+1 for sub-byte elements: rounded outward. */

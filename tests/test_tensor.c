@@ -172,9 +172,9 @@ START_TEST(test_device_parse_format) {
 END_TEST
 
 START_TEST(test_device_errors) {
-  static const char* bad[] = {"",        "gpu",       "cuda:",  "cuda:-1", "cuda:2147483648",
-                              "cuda:1x", "cuda::1",   "CUDA",   "cpu:0:1", " cpu",
-                              "cuda_",   "device(2)", "cuda:+1"};
+  static const char* bad[] = {"",        "gpu",       "cuda:",   "cuda:-1", "cuda:2147483648",
+                              "cuda:1x", "cuda::1",   "CUDA",    "cpu:0:1", " cpu",
+                              "cuda_",   "device(2)", "cuda:+1", "cuda:01", "cpu:00"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
     DLDevice d = PF_DEVICE_CPU;
     ck_assert_msg(pf_device_parse(bad[i], &d) == -1, "'%s' parsed", bad[i]);

@@ -107,11 +107,13 @@ PF_API const char* pf_device_type_name(int32_t device_type);
 /* Parses "cpu", "cuda", "cuda:1", "cuda_host", "rocm:0", ... (a device type name from
  * pf_device_type_name, optionally ":" and a decimal index; the index defaults to 0). Returns 0
  * with the device in *out, or -1 with ValueError (NULL s or out, unknown name, bad or
- * out-of-range index; the message quotes s); *out is zeroed on failure. */
+ * out-of-range index, an index with a leading zero; the message quotes s); *out is zeroed on
+ * failure. */
 PF_API int pf_device_parse(const char* s, DLDevice* out);
 
 /* Writes "<type>:<index>" ("cpu:0", "cuda:1") into buf, NUL-terminated; an unknown type is
- * written "device(<type>):<index>". Known types round-trip through pf_device_parse. Returns 0,
+ * written "device(<type>):<index>". Known types with an index >= 0 round-trip through
+ * pf_device_parse (which refuses a negative index and leading zeros). Returns 0,
  * or -1 with ValueError when buf is NULL or too small (buf then holds what fits). */
 PF_API int pf_device_format(DLDevice device, char* buf, size_t size);
 
@@ -129,20 +131,25 @@ PF_API int pf_device_format(DLDevice device, char* buf, size_t size);
 typedef struct pf_allocator_s {
   void* ctx; /* handed to every hook; must outlive every buffer the allocator handed out */
   /* Allocates `nbytes` (> 0) aligned to `alignment` on `device`: 0 with the buffer in *out,
-   * or -1 with an error raised (MemoryError for lack of memory). Required. */
+   * or -1 with an error raised (MemoryError for lack of memory; one is raised for a hook that
+   * fails without raising). For the CPU, CUDA and ROCm types a buffer off `alignment` is given
+   * back to `free` and refused with RuntimeError. Required. */
   int (*alloc)(void* ctx, DLDevice device, size_t nbytes, size_t alignment, void** out);
   /* Frees a buffer `alloc` returned for `device`. Must not fail. Required. */
   void (*free)(void* ctx, DLDevice device, void* ptr);
   /* Copies `nbytes` between the host and this device type (or within it), ordered on the
    * current stream of the device side (pf_stream_get) and complete when it returns: 0, or -1
-   * with an error raised. Optional (NULL: pf_dltensor_copy refuses such copies). */
+   * with an error raised. `dst` and `src` are the tensors' data + byte_offset. For a device
+   * type packfn does not know they may overlap or be equal (packfn compares only addresses of
+   * the CUDA and ROCm types). Optional (NULL: pf_dltensor_copy refuses such copies). */
   int (*copy)(void* ctx, void* dst, DLDevice dst_device, const void* src, DLDevice src_device,
               size_t nbytes);
 } pf_allocator_t;
 
 /* Installs a copy of `allocator` for `device_type` (1..PF_ALLOCATOR_MAX_DEVICE_TYPE - 1),
- * replacing the one there. Tensors keep the hooks they were allocated with, so replacing is
- * safe while they live (the old ctx must stay valid until they die). NULL removes the entry;
+ * replacing the one there. Tensors keep the free hook and ctx they were allocated with, so
+ * replacing is safe while they live (the old ctx must stay valid until they die); copies use
+ * the hooks installed when they run, also for older tensors. NULL removes the entry;
  * for the CPU it restores packfn's own allocator. Thread-safe. Returns 0, or -1 with ValueError
  * (device type out of range, alloc or free missing). */
 PF_API int pf_allocator_set(int32_t device_type, const pf_allocator_t* allocator);

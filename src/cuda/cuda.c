@@ -229,7 +229,12 @@ static int pf__cuda_alloc_common(DLDevice device, size_t nbytes, size_t alignmen
 
 static int pf__cuda_alloc(void* ctx, DLDevice device, size_t nbytes, size_t alignment, void** out) {
   (void)ctx;
-  return pf__cuda_alloc_common(device, nbytes, alignment, out, "pf_allocator(cuda)");
+  /* named after the device type asked for: cuda_host and cuda_managed said "cuda" (review) */
+  int32_t type = (int32_t)device.device_type;
+  return pf__cuda_alloc_common(device, nbytes, alignment, out,
+                               type == PF_DEV_CUDA_HOST      ? "pf_allocator(cuda_host)"
+                               : type == PF_DEV_CUDA_MANAGED ? "pf_allocator(cuda_managed)"
+                                                             : "pf_allocator(cuda)");
 }
 
 static void pf__cuda_free(void* ctx, DLDevice device, void* ptr) {
@@ -281,8 +286,9 @@ __attribute__((constructor)) static void pf__cuda_load(void) {
   pf_cuda_register_allocators();
 }
 
-/* On unload, removes the hooks that would otherwise point into unmapped code, leaving the
- * thread's raised error (if any) as it found it. */
+/* At process exit (the library is never unmapped before: it is linked -z nodelete, since the
+ * tensors it allocated keep its free hook), removes its hooks, leaving the thread's raised
+ * error (if any) as it found it. */
 __attribute__((destructor)) static void pf__cuda_unload(void) {
   pf_object_t* pending = pf_error_take();
   for (int i = 0; i < PF__CUDA_NUM_TYPES; ++i) {
