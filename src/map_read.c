@@ -167,13 +167,18 @@ int pf__check_key(const char* func, const pf_any_t* key) {
                                                              : "an object rvalue reference");
     return -1;
   default:
-    if (key->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN && key->v_obj)
-      return 0;
+    if (key->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN) {
+      if (key->v_obj)
+        return 0;
+      const char* type = pf_type_name(key->type_index);
+      PF_ERROR_SET(PF_ERR_VALUE, "%s: argument key: %s %s object with a NULL pointer", func,
+                   pf__article(type), type);
+      return -1;
+    }
     break;
   }
   PF_ERROR_SET(PF_ERR_TYPE, "%s: argument key: expected str, bytes, int or Object, got %s", func,
-               key->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN ? "an object with a NULL pointer"
-                                                              : pf_type_name(key->type_index));
+               pf_type_name(key->type_index));
   return -1;
 }
 
