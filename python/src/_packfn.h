@@ -134,9 +134,10 @@ int pfpy_tensor_from_object(PyObject* o, pf_object_t** out);
 /* How deep pfpy_holds_read_only looks into nested containers. */
 #define PFPY_READ_ONLY_DEPTH 32
 /* 1 when `v` is a read-only tensor or an array, list, map or dict holding one (as an item, key
- * or value) at any depth up to `depth` levels of containers (deeper ones, a list holding
- * itself among them, are not looked into), else 0. Raises nothing. What TVM-FFI must not get:
- * its tensors carry no read-only flag. */
+ * or value) at any depth up to `depth` levels of containers (deeper ones are not looked into;
+ * a container reached by several paths is walked at most once per level it is reached with),
+ * else 0; -1 with a Python exception (MemoryError). What TVM-FFI must not get: its tensors
+ * carry no read-only flag. */
 int pfpy_holds_read_only(const pf_any_t* v, int depth);
 
 /* ======================================================================================

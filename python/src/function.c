@@ -271,8 +271,11 @@ PFPY_COLD static void name_failed_argument(PyObject* self, Py_ssize_t i) {
  * review); TVM-FFI's own Python call refuses such an array alike. Out of line: packfn's own
  * functions never come here. */
 PFPY_COLD static int refuse_read_only(const pf_any_t* av, Py_ssize_t n) {
-  for (Py_ssize_t j = 0; j < n; ++j)
-    if (pfpy_holds_read_only(&av[j], PFPY_READ_ONLY_DEPTH)) {
+  for (Py_ssize_t j = 0; j < n; ++j) {
+    int r = pfpy_holds_read_only(&av[j], PFPY_READ_ONLY_DEPTH);
+    if (r < 0)
+      return -1;
+    if (r) {
       PyErr_Format(PyExc_BufferError,
                    "argument %zd: packfn: a read-only tensor%s is not passed to a function of "
                    "another runtime (TVM-FFI's tensors carry no read-only flag, so the callee "
@@ -280,6 +283,7 @@ PFPY_COLD static int refuse_read_only(const pf_any_t* av, Py_ssize_t n) {
                    j, av[j].type_index == PF_TYPE_TENSOR ? "" : " (in a container)");
       return -1;
     }
+  }
   return 0;
 }
 

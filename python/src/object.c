@@ -183,7 +183,10 @@ static PyObject* obj_tvm_ffi_object(PyObject* self, PyObject* unused) {
   (void)unused;
   static PyObject* handoff; /* tvm_ffi.Function for TVM_HANDOFF_GLOBAL, once found */
   pf_any_t self_any = pf_any_object(((PfObject*)self)->obj);
-  if (pfpy_holds_read_only(&self_any, PFPY_READ_ONLY_DEPTH)) {
+  int read_only = pfpy_holds_read_only(&self_any, PFPY_READ_ONLY_DEPTH);
+  if (read_only < 0)
+    return NULL;
+  if (read_only) {
     PyErr_Format(PyExc_BufferError,
                  "%s.__tvm_ffi_object__: a read-only tensor%s is not handed to TVM-FFI, whose "
                  "tensors carry no read-only flag (it would become writable there); hand it a "

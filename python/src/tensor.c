@@ -175,41 +175,72 @@ static int dlpack_device(PyObject* o, DLDevice* out) {
   return 1;
 }
 
-int pfpy_holds_read_only(const pf_any_t* v, int depth) {
+/* Whether container `obj` was walked already with at least `depth` levels left (1), or is now
+ * noted in *seen with `depth` (0, the dict made on the first container): a container reached
+ * again through another path is walked again only with more levels left, at most once per
+ * level (a container holding one sub-container eight times, twelve levels deep, was walked
+ * once per path and took minutes; review). -1 with a Python exception. */
+static int ro_seen_before(const pf_object_t* obj, int depth, PyObject** seen) {
+  if (!*seen && !(*seen = PyDict_New()))
+    return -1;
+  PyObject* key = PyLong_FromVoidPtr((void*)obj);
+  if (!key)
+    return -1;
+  PyObject* had = PyDict_GetItemWithError(*seen, key); /* borrowed */
+  int r = had ? PyLong_AsLong(had) >= depth : PyErr_Occurred() ? -1 : 0;
+  if (r == 0) {
+    PyObject* d = PyLong_FromLong(depth);
+    if (!d || PyDict_SetItem(*seen, key, d) != 0)
+      r = -1;
+    Py_XDECREF(d);
+  }
+  Py_DECREF(key);
+  return r;
+}
+
+static int holds_read_only(const pf_any_t* v, int depth, PyObject** seen) {
   if (v->type_index < PF_TYPE_STATIC_OBJECT_BEGIN || v->v_obj == NULL)
     return 0;
-  switch (v->type_index) {
-  case PF_TYPE_TENSOR:
+  int32_t t = v->type_index;
+  if (t == PF_TYPE_TENSOR)
     return pf_tensor_is_read_only(v->v_obj) == 1;
-  case PF_TYPE_ARRAY:
-  case PF_TYPE_LIST: {
+  if (t != PF_TYPE_ARRAY && t != PF_TYPE_LIST && t != PF_TYPE_MAP && t != PF_TYPE_DICT)
+    return 0;
+  if (depth <= 0)
+    return 0;
+  int r = ro_seen_before(v->v_obj, depth, seen);
+  if (r != 0)
+    return r < 0 ? -1 : 0; /* walked: had it held one, the walk would have ended there */
+  if (t == PF_TYPE_ARRAY || t == PF_TYPE_LIST) {
     const pf_any_t* items;
     size_t n;
-    if (depth <= 0 || pf_array_items(v->v_obj, &items, &n) != 0) {
+    if (pf_array_items(v->v_obj, &items, &n) != 0) {
       pf_error_clear(); /* another runtime's odd container: not looked into */
       return 0;
     }
     for (size_t i = 0; i < n; ++i)
-      if (pfpy_holds_read_only(&items[i], depth - 1))
-        return 1;
+      if ((r = holds_read_only(&items[i], depth - 1, seen)) != 0)
+        return r;
     return 0;
   }
-  case PF_TYPE_MAP:
-  case PF_TYPE_DICT: {
-    pf_map_iter_t it;
-    const pf_any_t *key, *value;
-    if (depth <= 0 || pf_map_iter_init(v->v_obj, &it) != 0) {
-      pf_error_clear();
-      return 0;
-    }
-    while (pf_map_iter_next(&it, &key, &value) == 1)
-      if (pfpy_holds_read_only(key, depth - 1) || pfpy_holds_read_only(value, depth - 1))
-        return 1;
+  pf_map_iter_t it;
+  const pf_any_t *key, *value;
+  if (pf_map_iter_init(v->v_obj, &it) != 0) {
+    pf_error_clear();
     return 0;
   }
-  default:
-    return 0;
-  }
+  while (pf_map_iter_next(&it, &key, &value) == 1)
+    if ((r = holds_read_only(key, depth - 1, seen)) != 0 ||
+        (r = holds_read_only(value, depth - 1, seen)) != 0)
+      return r;
+  return 0;
+}
+
+int pfpy_holds_read_only(const pf_any_t* v, int depth) {
+  PyObject* seen = NULL; /* made for the first container only */
+  int r = holds_read_only(v, depth, &seen);
+  Py_XDECREF(seen);
+  return r;
 }
 
 /* A legacy DLManagedTensor imported as read-only: the versioned form carries the flag, and its

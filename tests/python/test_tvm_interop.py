@@ -329,6 +329,32 @@ def test_read_only_tensor_in_containers_refused_to_tvm_ffi(identity):
     assert identity([t])[0].read_only is True
 
 
+def test_read_only_walk_of_shared_containers(identity):
+    """Containers reached by many paths (each level a packfn Array holding the one below 8
+    times) were walked once per path: twelve levels took minutes (review). Each is walked at
+    most once per depth it is reached at, so these finish at once, and a container first
+    reached too deep to see its read-only tensor is walked again when reached higher up."""
+    echo = packfn.get_global("testing.echo")
+    ro = packfn.from_dlpack(_read_only(np.arange(4, dtype=np.float32)))
+    w = packfn.from_dlpack(np.arange(4, dtype=np.float32))
+    for leaf, refused in ((ro, True), (w, False)):
+        level = identity([leaf])
+        for _ in range(20):
+            level = identity([level] * 8)
+        if refused:
+            with pytest.raises(BufferError, match=r"read-only tensor \(in a container\)"):
+                echo(level)
+        else:
+            echo(level)
+    x = identity([identity([ro])])  # the tensor two levels below x
+    deep = x
+    for _ in range(30):
+        deep = identity([deep])
+    with pytest.raises(BufferError, match=r"read-only tensor \(in a container\)"):
+        echo(identity([deep, x]))  # x first reached 31 levels down (its tensor out of reach),
+        # then right below the top
+
+
 def test_read_only_jax_array_refused_to_tvm_ffi_functions(tvm_writer):
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
