@@ -81,8 +81,13 @@ static int32_t pf__type_block_index(const pf__tvm_t* tvm, int32_t above) {
     next = end;
   if (next == end) {
     char key[96];
-    int n = snprintf(key, sizeof key, "packfn.TypeBlock.%p.%d", (void*)&next, blocks++);
-    pf_byte_array_t k = {key, (size_t)n};
+    pf_byte_array_t k = {key, 0};
+    /* a key TVM-FFI does not know yet: a copy of packfn loaded again at the same address (a
+     * library holding it statically, closed and reloaded) would name its first block as the
+     * copy before did, and be handed that block's taken indices (review) */
+    do {
+      k.size = (size_t)snprintf(key, sizeof key, "packfn.TypeBlock.%p.%d", (void*)&next, blocks++);
+    } while (tvm->type_get_or_alloc_index(&k, -1, 0, 0, 0, -2) != -2);
     int32_t first = tvm->type_get_or_alloc_index(&k, -1, 1, PF__TYPE_BLOCK - 1, 0, PF_TYPE_OBJECT);
     if (first < 0)
       return -1;

@@ -10,3 +10,16 @@ target_compile_definitions(interop_types_loaded_later
 add_test(NAME interop_types_loaded_later
          COMMAND ${PF_TEST_WRAPPER} $<TARGET_FILE:interop_types_loaded_later>)
 set_tests_properties(interop_types_loaded_later PROPERTIES LABELS "memcheck;interop")
+
+# a library holding packfn statically, joined, closed and loaded again: its type blocks in
+# TVM-FFI's registry do not collide with the ones the copy before reserved
+add_executable(interop_types_reload types_reload.c)
+target_include_directories(interop_types_reload PRIVATE ${PROJECT_SOURCE_DIR}/include
+                                                        ${DLPACK_INCLUDE_DIR})
+target_link_libraries(interop_types_reload PRIVATE ${CMAKE_DL_LIBS})
+target_compile_definitions(interop_types_reload PRIVATE TVMFFI_LIBRARY_PATH="${TVMFFI_LIBRARY}")
+add_dependencies(interop_types_reload pf_regress_static_packfn)
+add_test(NAME interop_types_reload
+         COMMAND ${PF_TEST_WRAPPER} $<TARGET_FILE:interop_types_reload>
+                 $<TARGET_FILE:pf_regress_static_packfn>)
+set_tests_properties(interop_types_reload PROPERTIES LABELS "memcheck;interop")
