@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -24,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #ifdef __linux__
+#include <linux/capability.h>
 #include <linux/fs.h>
 #endif
 
@@ -487,21 +489,40 @@ START_TEST(test_output_refuses_what_a_rename_cannot_replace) {
   write_floats(inner, 4, 1.0f);
   ck_assert_int_eq(chmod(inner, 0666), 0);
   ck_assert_int_eq(chmod(pf_test_npy_dir, 0755), 0); /* mkdtemp's 0700: let the user in */
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (setgid(65534) != 0 || setuid(65534) != 0)
-      _exit(3);
-    if (pf_npy_output_open(inner, &out, err, sizeof err) != -1)
-      _exit(4);
-    _exit(strstr(err, "root.npy: belongs to another user in a sticky folder, where only its "
-                      "owner may replace it: refusing to replace it") != NULL
-              ? 0
-              : 5);
+  for (int fowner = 0; fowner < 2; ++fowner) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      /* the other user, and with fowner CAP_FOWNER kept, which may replace it (refused as well
+       * before; review) */
+      if (fowner && prctl(PR_SET_KEEPCAPS, 1L, 0L, 0L, 0L) != 0)
+        _exit(3);
+      if (setgid(65534) != 0 || setuid(65534) != 0)
+        _exit(3);
+      if (fowner) {
+        struct __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};
+        struct __user_cap_data_struct data[2];
+        memset(data, 0, sizeof data);
+        data[0].effective = data[0].permitted = 1u << CAP_FOWNER;
+        if (syscall(SYS_capset, &head, data) != 0)
+          _exit(6);
+        int rc = pf_npy_output_open(inner, &out, err, sizeof err);
+        if (rc == 0)
+          pf_npy_output_abort(&out, 1);
+        _exit(rc == 0 ? 0 : 7);
+      }
+      if (pf_npy_output_open(inner, &out, err, sizeof err) != -1)
+        _exit(4);
+      _exit(strstr(err, "root.npy: belongs to another user in a sticky folder, where only its "
+                        "owner may replace it: refusing to replace it") != NULL
+                ? 0
+                : 5);
+    }
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child (fowner %d) status %d",
+                  fowner, status);
   }
-  int status;
-  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
   ck_assert_int_eq(chmod(pf_test_npy_dir, 0700), 0);
-  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
   /* root may replace it: a privileged process is not held by the sticky bit */
   ck_assert_int_eq(pf_npy_output_open(inner, &out, err, sizeof err), 0);
   pf_npy_output_abort(&out, 1);

@@ -275,6 +275,25 @@ static int no_rename_flags(const char* path) {
 #endif
 }
 
+/* Whether this process may replace another user's file in a sticky folder: it holds
+ * CAP_FOWNER (bit 3 of /proc/self/status's CapEff; not only root does, review), or, where that
+ * cannot be read, it runs as root. */
+static int may_replace_others_files(void) {
+  FILE* f = fopen("/proc/self/status", "re");
+  if (f != NULL) {
+    char line[256];
+    unsigned long long caps;
+    while (fgets(line, sizeof line, f) != NULL) {
+      if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+        fclose(f);
+        return (int)((caps >> 3) & 1u);
+      }
+    }
+    fclose(f);
+  }
+  return geteuid() == 0;
+}
+
 /* Why the rename that commits an output could not put it at `target` in its folder (the first
  * `dir_len` bytes of target; "." when 0), replacing the regular file there when `st` is not
  * NULL (its stat), found before the call, so that a commit of several outputs does not stop
@@ -305,8 +324,8 @@ static const char* rename_refusal(const char* target, size_t dir_len, const stru
     return "is in a folder flagged immutable or append-only (chattr), where no name may be "
            "replaced or removed";
   uid_t me = geteuid();
-  if (st != NULL && dir_known && (ds.st_mode & S_ISVTX) && me != 0 && me != st->st_uid &&
-      me != ds.st_uid)
+  if (st != NULL && dir_known && (ds.st_mode & S_ISVTX) && me != st->st_uid && me != ds.st_uid &&
+      !may_replace_others_files())
     return "belongs to another user in a sticky folder, where only its owner may replace it";
   return NULL;
 }
