@@ -20,7 +20,12 @@ int pf__any_expected(const char* expected, const pf_any_t* v) {
 }
 
 int pf__any_null_view(const char* expected, const pf_any_t* v) {
-  if (v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN)
+  if (v->type_index == PF_TYPE_SMALL_STR || v->type_index == PF_TYPE_SMALL_BYTES)
+    PF_ERROR_SET(PF_ERR_VALUE, "expected %s, got a small %s of length %u, more than %d",
+                 expected ? expected : "a value",
+                 v->type_index == PF_TYPE_SMALL_STR ? "string" : "bytes",
+                 (unsigned)v->small_str_len, PF_SMALL_STR_MAX);
+  else if (v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN)
     PF_ERROR_SET(PF_ERR_VALUE, "expected %s, got a NULL %s object", expected ? expected : "a value",
                  pf_type_name(v->type_index));
   else
@@ -187,32 +192,34 @@ int pf__string_create_object(const char* data, size_t size, pf_any_t* out) {
   return 0;
 }
 
-int pf_string_from_cstr(const char* s, pf_any_t* out) {
+/* pf_string_from_cstr and pf_bytes_create, raising as `func` (pf_any_to_owned's copies of views
+ * raise as pf_any_to_owned; they named these functions, which its caller never called). */
+static int pf__cstr_value(const char* func, const char* s, pf_any_t* out) {
   if (!s || !out) {
     if (out)
       *out = pf_any_none();
-    return PF__NULL_ARG("pf_string_from_cstr", s ? "out" : "s");
+    return PF__NULL_ARG(func, s ? "out" : "s");
   }
   size_t size = strlen(s);
   if (size <= PF_SMALL_STR_MAX) {
     pf__any_small(PF_TYPE_SMALL_STR, s, size, out);
     return 0;
   }
-  return pf__string_object_value("pf_string_from_cstr", s, size, out);
+  return pf__string_object_value(func, s, size, out);
 }
 
-int pf_bytes_create(const char* data, size_t size, pf_any_t* out) {
+static int pf__bytes_value(const char* func, const char* data, size_t size, pf_any_t* out) {
   if (!out || (!data && size != 0)) {
     if (out)
       *out = pf_any_none();
-    return PF__NULL_ARG("pf_bytes_create", out ? "data" : "out");
+    return PF__NULL_ARG(func, out ? "data" : "out");
   }
   if (size <= PF_SMALL_STR_MAX) {
     pf__any_small(PF_TYPE_SMALL_BYTES, data, size, out);
     return 0;
   }
   pf_object_t* obj;
-  if (pf__blob_create("pf_bytes_create", PF_TYPE_BYTES, data, size, &obj) != 0) {
+  if (pf__blob_create(func, PF_TYPE_BYTES, data, size, &obj) != 0) {
     *out = pf_any_none();
     return -1;
   }
@@ -222,15 +229,31 @@ int pf_bytes_create(const char* data, size_t size, pf_any_t* out) {
   return 0;
 }
 
+int pf_string_from_cstr(const char* s, pf_any_t* out) {
+  return pf__cstr_value("pf_string_from_cstr", s, out);
+}
+
+int pf_bytes_create(const char* data, size_t size, pf_any_t* out) {
+  return pf__bytes_value("pf_bytes_create", data, size, out);
+}
+
 int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
   if (!view || !out) {
     if (out)
       *out = pf_any_none();
     return PF__NULL_ARG("pf_any_to_owned", view ? "out" : "view");
   }
-  const pf_any_t v = *view; /* first: out may be view itself */
-  *out = pf_any_none();
+  /* v first: out may be view itself. *out is written only below, each case's own way: a view
+   * may point at *out's own small string, which a clearing first wiped (review) */
+  const pf_any_t v = *view;
   switch (v.type_index) {
+  case PF_TYPE_SMALL_STR:
+  case PF_TYPE_SMALL_BYTES:
+    if (v.small_str_len > PF_SMALL_STR_MAX) {
+      *out = pf_any_none();
+      return pf__any_null_view("an owned value", &v);
+    }
+    /* fall through */
   case PF_TYPE_NONE:
   case PF_TYPE_INT:
   case PF_TYPE_BOOL:
@@ -238,26 +261,26 @@ int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
   case PF_TYPE_OPAQUE_PTR:
   case PF_TYPE_DTYPE:
   case PF_TYPE_DEVICE:
-  case PF_TYPE_SMALL_STR:
-  case PF_TYPE_SMALL_BYTES:
+  case PF_TYPE_UNCHANGED: /* TVM-FFI's marker, a value like none (it was refused; review) */
     *out = v;
     return 0;
   case PF_TYPE_RAW_STR:
     if (!v.v_c_str)
       break;
-    return pf_string_from_cstr(v.v_c_str, out);
+    return pf__cstr_value("pf_any_to_owned", v.v_c_str, out);
   case PF_TYPE_BYTE_ARRAY_PTR: {
     const pf_byte_array_t* b = (const pf_byte_array_t*)v.v_ptr;
     if (!b)
       break;
     if (!b->data && b->size != 0) {
+      *out = pf_any_none();
       PF_ERROR_SET(PF_ERR_VALUE,
                    "pf_any_to_owned: bytes view (type index 9) of %zu bytes with a NULL data "
                    "pointer",
                    b->size);
       return -1;
     }
-    return pf_bytes_create(b->data, b->size, out);
+    return pf__bytes_value("pf_any_to_owned", b->data, b->size, out);
   }
   case PF_TYPE_OBJECT_RVALUE_REF: {
     pf_object_t** handle = (pf_object_t**)v.v_ptr;
@@ -267,17 +290,18 @@ int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
     }
     pf_object_t* obj = *handle;
     *handle = NULL;
-    out->type_index = obj->type_index;
-    out->v_obj = obj;
+    *out = pf_any_object(obj);
     return 0;
   }
   case PF_TYPE_DLTENSOR_PTR:
+    *out = pf_any_none();
     PF_ERROR_SET(PF_ERR_TYPE, "pf_any_to_owned: a DLTensor* view has no owned form; wrap it "
                               "in a tensor object first");
     return -1;
   default:
     if (v.type_index >= PF_TYPE_STATIC_OBJECT_BEGIN) {
       if (!v.v_obj) {
+        *out = pf_any_none();
         PF_ERROR_SET(PF_ERR_VALUE, "pf_any_to_owned: object value (%s) with a NULL pointer",
                      pf_type_name(v.type_index));
         return -1;
@@ -286,6 +310,7 @@ int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
       *out = v;
       return 0;
     }
+    *out = pf_any_none();
     PF_ERROR_SET(PF_ERR_TYPE,
                  "pf_any_to_owned: a value of type %s (type index %d) has no owned "
                  "form in packfn",
@@ -293,6 +318,7 @@ int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
     return -1;
   }
   /* a raw string or byte-array pointer view with a NULL pointer */
+  *out = pf_any_none();
   PF_ERROR_SET(PF_ERR_VALUE, "pf_any_to_owned: %s view (type index %d) with a NULL pointer",
                pf_type_name(v.type_index), (int)v.type_index);
   return -1;
@@ -306,8 +332,8 @@ static int pf__text_family(const pf_any_t* v) {
   case PF_TYPE_RAW_STR:
   case PF_TYPE_STR:
     return v->v_ptr ? 1 : 0;
-  case PF_TYPE_SMALL_STR:
-    return 1;
+  case PF_TYPE_SMALL_STR: /* a broken producer's longer one is no text: compared by its bits */
+    return v->small_str_len <= PF_SMALL_STR_MAX ? 1 : 0;
   case PF_TYPE_BYTE_ARRAY_PTR: /* a view of bytes at NULL has none either */
     return v->v_ptr && (((const pf_byte_array_t*)v->v_ptr)->data ||
                         ((const pf_byte_array_t*)v->v_ptr)->size == 0)
@@ -316,7 +342,7 @@ static int pf__text_family(const pf_any_t* v) {
   case PF_TYPE_BYTES:
     return v->v_ptr ? 2 : 0;
   case PF_TYPE_SMALL_BYTES:
-    return 2;
+    return v->small_str_len <= PF_SMALL_STR_MAX ? 2 : 0;
   default:
     return 0;
   }

@@ -55,7 +55,8 @@ PF_INLINE pf_any_t pf_any_float(double x) {
   v.v_float64 = x;
   return v;
 }
-/* opaque pointer; NULL gives none, as the ABI's producers do */
+/* opaque pointer; NULL gives none (TVM-FFI's C++ makes an opaque pointer holding NULL of a
+ * null void*: pf_any_as_ptr reads either as NULL, pf_any_equal tells them apart) */
 PF_INLINE pf_any_t pf_any_ptr(void* p) {
   pf_any_t v;
   v.type_index = p ? PF_TYPE_OPAQUE_PTR : PF_TYPE_NONE;
@@ -154,9 +155,11 @@ PF_API int pf_any_type_error(const pf_any_t* v, const char* expected);
  * the register it arrived in, so a successful access pays no move for the failure path. */
 PF_API int pf__any_expected(const char* expected, const pf_any_t* v);
 /* Raises ValueError "expected <expected>, got a <type of v> view with a NULL pointer" (for an
- * object: "got a NULL <type of v> object") and returns -1: the failure path of the accessors
- * below for a raw string (8), byte-array (9) or DLTensor pointer (7), or an object, whose
- * pointer is NULL (packfn's constructors never make one). */
+ * object: "got a NULL <type of v> object"; for a small string or bytes: "got a small ... of
+ * length N, more than 7") and returns -1: the failure path of the accessors below for a raw
+ * string (8), byte-array (9) or DLTensor pointer (7), or an object, whose pointer is NULL, and
+ * for a small string or bytes longer than its 7 bytes (packfn's constructors never make any
+ * of these; another producer may). */
 PF_API int pf__any_null_view(const char* expected, const pf_any_t* v);
 
 /* Raises ValueError "<func>: argument v|out|data|size: expected a pointer, got NULL", zeroes
@@ -178,8 +181,12 @@ PF_API int pf__any_null_arg(const char* func, const pf_any_t* v, void* out, size
 PF_INLINE int pf_any_as_int(const pf_any_t* v, int64_t* out) {
   if (PF_UNLIKELY(!out))
     return pf__any_null_arg("pf_any_as_int", v, out, sizeof *out, NULL, 0);
-  if (v->type_index == PF_TYPE_INT || v->type_index == PF_TYPE_BOOL) {
+  if (v->type_index == PF_TYPE_INT) {
     *out = v->v_int64;
+    return 0;
+  }
+  if (v->type_index == PF_TYPE_BOOL) { /* 0 or 1, whatever another producer stored */
+    *out = v->v_int64 != 0;
     return 0;
   }
   *out = 0;
@@ -204,8 +211,12 @@ PF_INLINE int pf_any_as_float(const pf_any_t* v, double* out) {
     *out = v->v_float64;
     return 0;
   }
-  if (v->type_index == PF_TYPE_INT || v->type_index == PF_TYPE_BOOL) {
+  if (v->type_index == PF_TYPE_INT) {
     *out = (double)v->v_int64;
+    return 0;
+  }
+  if (v->type_index == PF_TYPE_BOOL) {
+    *out = v->v_int64 != 0;
     return 0;
   }
   *out = 0.0;
@@ -281,6 +292,8 @@ PF_INLINE int pf_any_as_str(const pf_any_t* v, const char** data, size_t* size) 
     return pf__any_null_arg("pf_any_as_str", v, (void*)data, sizeof *data, size, sizeof *size);
   switch (v->type_index) {
   case PF_TYPE_SMALL_STR:
+    if (v->small_str_len > PF_SMALL_STR_MAX) /* a broken producer's: beyond its 8 bytes */
+      break;
     *data = v->v_bytes;
     *size = v->small_str_len;
     return 0;
@@ -313,6 +326,8 @@ PF_INLINE int pf_any_as_bytes(const pf_any_t* v, const char** data, size_t* size
     return pf__any_null_arg("pf_any_as_bytes", v, (void*)data, sizeof *data, size, sizeof *size);
   switch (v->type_index) {
   case PF_TYPE_SMALL_BYTES:
+    if (v->small_str_len > PF_SMALL_STR_MAX)
+      break;
     *data = v->v_bytes;
     *size = v->small_str_len;
     return 0;
@@ -356,11 +371,13 @@ PF_API int pf_bytes_object_create(const char* data, size_t size, pf_object_t** o
 
 /* Fills a small string or small bytes Any; size <= PF_SMALL_STR_MAX. */
 static inline void pf__any_small(int32_t type_index, const char* data, size_t size, pf_any_t* out) {
-  out->type_index = type_index;
-  out->small_str_len = (uint32_t)size;
-  out->v_uint64 = 0;
+  pf_any_t v; /* built apart, so data may be *out's own small string (it was cleared first) */
+  v.type_index = type_index;
+  v.small_str_len = (uint32_t)size;
+  v.v_uint64 = 0;
   for (size_t i = 0; i < size; ++i)
-    out->v_bytes[i] = data[i];
+    v.v_bytes[i] = data[i];
+  *out = v;
 }
 
 /* The out-of-line part of pf_string_create: a string object for more than 7 bytes, and every
