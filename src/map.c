@@ -337,11 +337,11 @@ enum { PF__DONE = 0, PF__GROW = 1, PF__FAILED = -1 };
 
 /* Frees what a plan took from the heap. */
 static void pf__move_plan_free(pf__move_plan_t* p) {
-  if (p->from != p->from_s) {
-    free(p->from);
-    free(p->to);
-    free(p->jumps);
-  }
+  if (p->from == p->from_s) /* on the stack, and no set: nothing to give back (no free calls) */
+    return;
+  free(p->from);
+  free(p->to);
+  free(p->jumps);
   free(p->set);
 }
 
