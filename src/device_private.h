@@ -4,6 +4,14 @@
 
 #include "packfn/device.h"
 
+/* Around a call of a user's hook that returns 0, or -1 with an error raised: the error the
+ * caller left pending, taken out of the slot before the call (pf_error_take), so that what is
+ * in the slot after it is the hook's own; then pf__hook_end(pending): the pending error back,
+ * as the cause of the hook's (or the caller's fallback) error when the call failed. A check
+ * of the slot for "the same error as before" took a hook's new error at a freed one's address
+ * for the old one, and let a hook that cleared the slot fail with nothing raised (review). */
+void pf__hook_end(pf_object_t* pending);
+
 /* Device types packfn knows whose data pointers are addresses (the host's, CUDA's and ROCm's
  * memories): offsets move the pointer itself, alignment and overlap can be read from it. A
  * device type packfn does not know may hold handles (OpenCL's cl_mem) there. */
