@@ -15,7 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 #ifdef __linux__
-#include <linux/fs.h> /* FS_IOC_GETFLAGS */
+#include <linux/capability.h> /* capget */
+#include <linux/fs.h>         /* FS_IOC_GETFLAGS */
+#include <sys/syscall.h>
 #endif
 
 /* NumPy pads the header so that the data starts on a multiple of 64 bytes (for mmap). */
@@ -275,23 +277,45 @@ static int no_rename_flags(const char* path) {
 #endif
 }
 
-/* Whether this process may replace another user's file in a sticky folder: it holds
- * CAP_FOWNER (bit 3 of /proc/self/status's CapEff; not only root does, review), or, where that
- * cannot be read, it runs as root. */
-static int may_replace_others_files(void) {
-  FILE* f = fopen("/proc/self/status", "re");
-  if (f != NULL) {
-    char line[256];
-    unsigned long long caps;
-    while (fgets(line, sizeof line, f) != NULL) {
-      if (sscanf(line, "CapEff: %llx", &caps) == 1) {
-        fclose(f);
-        return (int)((caps >> 3) & 1u);
-      }
-    }
-    fclose(f);
+/* Whether `id` (as this process sees it) lies in the inside ranges of `map_file` (a user
+ * namespace's /proc/self/uid_map or gid_map: "inside outside count" lines); 1 where the file
+ * cannot be read (a system without user namespaces: every id is mapped). An id not mapped into
+ * the namespace shows as the overflow id, which the map does not hold. */
+static int id_mapped(const char* map_file, unsigned long id) {
+  FILE* f = fopen(map_file, "re");
+  if (f == NULL) {
+    return 1;
   }
-  return geteuid() == 0;
+  unsigned long inside, outside, count;
+  int mapped = 0;
+  while (!mapped && fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3) {
+    mapped = id >= inside && id - inside < count;
+  }
+  fclose(f);
+  return mapped;
+}
+
+/* Whether the calling thread may replace the file of stat `st`, another user's, in a sticky
+ * folder, as the kernel decides it: CAP_FOWNER in the thread's effective set (capget of this
+ * thread: /proc/self/status shows the main thread's, and another thread may have dropped it;
+ * not only root holds it; review), and, in a user namespace, the file's owner and group mapped
+ * into it (the capability reaches no other file). Where capget is missing, being root. */
+static int may_replace_others_file(const struct stat* st) {
+  int fowner;
+#if defined(__linux__) && defined(SYS_capget) && defined(_LINUX_CAPABILITY_VERSION_3)
+  struct __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct data[2];
+  memset(data, 0, sizeof data);
+  if (syscall(SYS_capget, &head, data) == 0) {
+    fowner = (data[0].effective >> CAP_FOWNER) & 1u;
+  } else {
+    fowner = geteuid() == 0;
+  }
+#else
+  fowner = geteuid() == 0;
+#endif
+  return fowner && id_mapped("/proc/self/uid_map", (unsigned long)st->st_uid) &&
+         id_mapped("/proc/self/gid_map", (unsigned long)st->st_gid);
 }
 
 /* Why the rename that commits an output could not put it at `target` in its folder (the first
@@ -325,7 +349,7 @@ static const char* rename_refusal(const char* target, size_t dir_len, const stru
            "replaced or removed";
   uid_t me = geteuid();
   if (st != NULL && dir_known && (ds.st_mode & S_ISVTX) && me != st->st_uid && me != ds.st_uid &&
-      !may_replace_others_files())
+      !may_replace_others_file(st))
     return "belongs to another user in a sticky folder, where only its owner may replace it";
   return NULL;
 }
