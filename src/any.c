@@ -251,7 +251,10 @@ int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
   case PF_TYPE_SMALL_BYTES:
     if (v.small_str_len > PF_SMALL_STR_MAX) {
       *out = pf_any_none();
-      return pf__any_null_view("an owned value", &v);
+      PF_ERROR_SET(PF_ERR_VALUE, "pf_any_to_owned: a small %s of length %u, more than %d",
+                   v.type_index == PF_TYPE_SMALL_STR ? "string" : "bytes",
+                   (unsigned)v.small_str_len, PF_SMALL_STR_MAX);
+      return -1;
     }
     /* fall through */
   case PF_TYPE_NONE:
@@ -285,6 +288,7 @@ int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
   case PF_TYPE_OBJECT_RVALUE_REF: {
     pf_object_t** handle = (pf_object_t**)v.v_ptr;
     if (!handle || !*handle) {
+      *out = pf_any_none();
       PF_ERROR_SET(PF_ERR_VALUE, "pf_any_to_owned: object rvalue reference to a NULL handle");
       return -1;
     }

@@ -141,8 +141,8 @@ typedef struct pf_allocator_s {
   /* Copies `nbytes` between the host and this device type (or within it), ordered on the
    * current stream of the device side (pf_stream_get) and complete when it returns: 0, or -1
    * with an error raised. `dst` and `src` are the tensors' data + byte_offset. For a device
-   * type packfn does not know they may overlap or be equal (packfn compares only addresses of
-   * the CUDA and ROCm types). Optional (NULL: pf_dltensor_copy refuses such copies). */
+   * type other than the CUDA and ROCm ones they may overlap or be equal (packfn compares only
+   * those types' addresses). Optional (NULL: pf_dltensor_copy refuses such copies). */
   int (*copy)(void* ctx, void* dst, DLDevice dst_device, const void* src, DLDevice src_device,
               size_t nbytes);
 } pf_allocator_t;

@@ -99,13 +99,15 @@ PF_API int pf_tensor_permute(pf_object_t* tensor, const int32_t* axes, pf_object
  * cuda_host, rocm_host) it copies directly; otherwise the copy hook of the device side's
  * allocator runs (the destination's when both sides are devices), ordered on the device's
  * current stream and complete on return. Two device sides must be of one device type, any
- * indices (metal:0 to metal:1 goes through metal's hook), or of one runtime (cuda and
+ * indices (vulkan:0 to vulkan:1 goes through vulkan's hook), or of one runtime (cuda and
  * cuda_managed). Between host tensors any strides work (element by element where not
- * contiguous; strided sides must not overlap); a device side needs both tensors contiguous,
- * and two sides on devices must not partly overlap (the very same bytes copy nothing). Both
+ * contiguous; strided sides must not overlap); a device side needs both tensors contiguous.
+ * Two sides in CUDA's or ROCm's memory must not partly overlap (the very same bytes copy
+ * nothing); the hook of any other device type gets any two buffers, overlapping or equal ones
+ * included (they may be handles). An empty tensor's copy checks the devices alike. Both
  * descriptions are validated as pf_tensor_from_dltensor validates one. Returns 0, or -1 with
  * ValueError (NULL, an invalid description, dtype/shape mismatch, not contiguous across a
- * device, overlapping strided host sides, partly overlapping sides on a device),
+ * device, overlapping strided host sides, partly overlapping sides in CUDA or ROCm memory),
  * NotImplementedError (devices of different types, no copy hook, a strided copy of elements
  * smaller than a byte), KeyError (no allocator for the device type whose hook would run) or the
  * hook's error (RuntimeError when it fails without raising one). */
