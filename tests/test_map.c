@@ -301,8 +301,7 @@ START_TEST(test_map_key_errors) {
   ck_assert_ptr_null(got);
   bad.type_index = PF_TYPE_STR; /* an object key with a NULL pointer: ValueError, as a value */
   ck_assert_int_eq(pf_map_contains(map, &bad), -1);
-  PF_ASSERT_RAISED("ValueError",
-                   "pf_map_contains: argument key: a str object with a NULL pointer");
+  PF_ASSERT_RAISED("ValueError", "pf_map_contains: argument key: a str object with a NULL pointer");
   /* views of key kinds with nothing behind them: a NULL pointer, ValueError as for values */
   bad.type_index = PF_TYPE_RAW_STR;
   bad.v_ptr = NULL;
