@@ -266,6 +266,8 @@ int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
   case PF_TYPE_DEVICE:
   case PF_TYPE_UNCHANGED: /* TVM-FFI's marker, a value like none (it was refused; review) */
     *out = v;
+    if (v.type_index == PF_TYPE_BOOL)
+      out->v_int64 = v.v_int64 != 0; /* 0 or 1, whatever another producer stored */
     return 0;
   case PF_TYPE_RAW_STR:
     if (!v.v_c_str)
@@ -378,6 +380,8 @@ int pf_any_equal(const pf_any_t* a, const pf_any_t* b) {
   switch (a->type_index) {
   case PF_TYPE_NONE:
     return 1;
+  case PF_TYPE_BOOL: /* 0 or 1, whatever another producer stored (as the accessors read it) */
+    return (a->v_int64 != 0) == (b->v_int64 != 0);
   case PF_TYPE_FLOAT:
     return a->v_float64 == b->v_float64;
   case PF_TYPE_DTYPE:
@@ -418,6 +422,9 @@ uint64_t pf_any_hash(const pf_any_t* v) {
   switch (v->type_index) {
   case PF_TYPE_NONE:
     bits = 0;
+    break;
+  case PF_TYPE_BOOL:
+    bits = v->v_int64 != 0;
     break;
   case PF_TYPE_FLOAT:
     if (v->v_float64 == 0.0)

@@ -219,26 +219,14 @@ int pf_allocator_get(int32_t device_type, pf_allocator_t* out) {
   return 0;
 }
 
-void pf__hook_end(pf_object_t* pending) {
-  if (!pending)
-    return;
-  pf_object_t* raised = pf_error_take();
-  pf_error_raise(pending); /* back in the slot, as before the call */
-  pf_object_release(pending);
-  if (raised) { /* the call's error, pending becoming its cause (unless it has one) */
-    pf_error_raise(raised);
-    pf_object_release(raised);
-  }
-}
-
 int pf__allocator_call(const pf_allocator_t* a, DLDevice device, size_t nbytes, const char* func,
                        void** out) {
   *out = NULL;
   void* ptr = NULL;
-  pf_object_t* pending = pf_error_take(); /* pf__hook_end */
+  pf_object_t* pending = pf__hook_begin();
   if (a->alloc(a->ctx, device, nbytes, PF_TENSOR_ALIGNMENT, &ptr) != 0) {
     /* The hook should have raised; make sure the caller sees an error either way */
-    if (!pf_error_peek())
+    if (pf__hook_failed(pending))
       pf__raise_oom(func, nbytes);
     pf__hook_end(pending);
     return -1;

@@ -3,14 +3,27 @@
 #define PACKFN_SRC_DEVICE_PRIVATE_H_
 
 #include "packfn/device.h"
+#include "packfn/error.h"
+#include "packfn/object.h"
 
 /* Around a call of a user's hook that returns 0, or -1 with an error raised: the error the
- * caller left pending, taken out of the slot before the call (pf_error_take), so that what is
- * in the slot after it is the hook's own; then pf__hook_end(pending): the pending error back,
- * as the cause of the hook's (or the caller's fallback) error when the call failed. A check
- * of the slot for "the same error as before" took a hook's new error at a freed one's address
- * for the old one, and let a hook that cleared the slot fail with nothing raised (review). */
-void pf__hook_end(pf_object_t* pending);
+ * caller left pending, with a reference of its own (pf__hook_begin), so that it cannot be freed
+ * during the call and a new error at its address be taken for it (review); the hook's errors
+ * chain onto it as any raise does. pf__hook_failed after a failed call: 1 when the hook raised
+ * nothing (the slot empty, or holding the pending error still), so that the caller raises its
+ * fallback; pf__hook_end drops the reference. */
+static inline pf_object_t* pf__hook_begin(void) {
+  pf_object_t* pending = pf_error_peek();
+  pf_object_retain(pending);
+  return pending;
+}
+static inline int pf__hook_failed(const pf_object_t* pending) {
+  const pf_object_t* now = pf_error_peek();
+  return !now || now == pending;
+}
+static inline void pf__hook_end(pf_object_t* pending) {
+  pf_object_release(pending);
+}
 
 /* Device types packfn knows whose data pointers are addresses (the host's, CUDA's and ROCm's
  * memories): offsets move the pointer itself, alignment and overlap can be read from it. A

@@ -141,9 +141,16 @@ static int pf__key_equal(const pf_any_t* a, const pf_any_t* b) {
 int pf__check_key(const char* func, const pf_any_t* key) {
   switch (key->type_index) {
   case PF_TYPE_INT:
+    return 0;
   case PF_TYPE_SMALL_STR:
   case PF_TYPE_SMALL_BYTES:
-    return 0;
+    if (key->small_str_len <= PF_SMALL_STR_MAX)
+      return 0;
+    /* another producer's broken value: hashing it read past its 8 bytes (review) */
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument key: a small %s of length %u, more than %d", func,
+                 key->type_index == PF_TYPE_SMALL_STR ? "string" : "bytes",
+                 (unsigned)key->small_str_len, PF_SMALL_STR_MAX);
+    return -1;
   case PF_TYPE_BYTE_ARRAY_PTR: {
     const pf_byte_array_t* b = (const pf_byte_array_t*)key->v_ptr;
     if (b && !b->data && b->size != 0) { /* bytes at NULL: hashing them crashed (review) */

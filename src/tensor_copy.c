@@ -225,9 +225,9 @@ static int pf__copy(DLTensor* dst, const DLTensor* src, const char* func) {
   }
   if (pf__copy_hooks(dst, src, func, &hooks) != 0)
     return -1;
-  pf_object_t* pending = pf_error_take(); /* pf__hook_end */
+  pf_object_t* pending = pf__hook_begin();
   if (hooks.copy(hooks.ctx, to, dst->device, from, src->device, nbytes) != 0) {
-    if (!pf_error_peek())
+    if (pf__hook_failed(pending))
       PF_ERROR_SET(PF_ERR_RUNTIME, "%s: the copy hook failed without an error", func);
     pf__hook_end(pending);
     return -1;

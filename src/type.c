@@ -131,7 +131,7 @@ pf__type_entry_t* pf__type_from_tvm_key(const pf__tvm_t* tvm, const char* key, s
 static pf_byte_array_t pf__any_text(const pf_any_t* a) {
   if (a->type_index == PF_TYPE_STR && a->v_obj)
     return *(const pf_byte_array_t*)(a->v_obj + 1);
-  if (a->type_index == PF_TYPE_SMALL_STR)
+  if (a->type_index == PF_TYPE_SMALL_STR && a->small_str_len <= PF_SMALL_STR_MAX)
     return (pf_byte_array_t){a->v_bytes, a->small_str_len};
   return (pf_byte_array_t){NULL, 0};
 }

@@ -299,6 +299,26 @@ START_TEST(test_views_to_owned) {
   ck_assert_int_eq(as_int, 1);
   ck_assert_int_eq(pf_any_as_float(&two, &as_float), 0);
   ck_assert(as_float == 1.0);
+  int as_bool = 0;
+  ck_assert_int_eq(pf_any_as_bool(&two, &as_bool), 0);
+  ck_assert_int_eq(as_bool, 1);
+  pf_any_t one = pf_any_bool(1), owned_two;
+  ck_assert_int_eq(pf_any_equal(&two, &one), 1);
+  ck_assert_uint_eq(pf_any_hash(&two), pf_any_hash(&one));
+  ck_assert_int_eq(pf_any_to_owned(&two, &owned_two), 0);
+  ck_assert_int_eq(owned_two.v_int64, 1);
+  /* as a map key, a too-long small string is refused, not hashed past its end (review) */
+  pf_object_t* keyed;
+  ck_assert_int_eq(pf_map_create(&keyed), 0);
+  long_small.type_index = PF_TYPE_SMALL_STR;
+  const pf_any_t* found = NULL;
+  ck_assert_int_eq(pf_map_get(keyed, &long_small, &found), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_map_get: argument key: a small string of length 200, more than 7");
+  pf_any_t val = pf_any_int(1);
+  ck_assert_int_eq(pf_map_set(keyed, &long_small, &val), -1);
+  PF_ASSERT_RAISED("ValueError", "a small string of length 200, more than 7");
+  pf_object_release(keyed);
   /* sources inside *out itself: its own small string, read before *out is written (it was
    * cleared first: the copies came out as NULs or empty; review) */
   pf_any_t self_copy;

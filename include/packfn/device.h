@@ -132,8 +132,8 @@ typedef struct pf_allocator_s {
   void* ctx; /* handed to every hook; must outlive every buffer the allocator handed out */
   /* Allocates `nbytes` (> 0) aligned to `alignment` on `device`: 0 with the buffer in *out,
    * or -1 with an error raised (MemoryError for lack of memory; one is raised for a hook that
-   * fails without raising). An error the caller left pending is set aside during the call and
-   * becomes the cause of the hook's. For the CPU, CUDA and ROCm types a buffer off `alignment`
+   * fails without raising; an error the caller left pending becomes its cause, as with any
+   * raise). For the CPU, CUDA and ROCm types a buffer off `alignment`
    * is given back to `free` and refused with RuntimeError. Required. */
   int (*alloc)(void* ctx, DLDevice device, size_t nbytes, size_t alignment, void** out);
   /* Frees a buffer `alloc` returned for `device`. Must not fail. Required. */

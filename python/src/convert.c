@@ -41,9 +41,16 @@ PyObject* pfpy_any_to_py(const pf_any_t* v) {
       break; /* refused below: a view of nothing */
     return str_from(v->v_c_str, strlen(v->v_c_str));
   case PF_TYPE_SMALL_STR:
-    return str_from(v->v_bytes, v->small_str_len);
   case PF_TYPE_SMALL_BYTES:
-    return PyBytes_FromStringAndSize(v->v_bytes, v->small_str_len);
+    if (v->small_str_len > PF_SMALL_STR_MAX) { /* a broken producer's: not read past its 8 */
+      PyErr_Format(PyExc_ValueError, "packfn: a small %s of length %u, more than %d",
+                   v->type_index == PF_TYPE_SMALL_STR ? "string" : "bytes",
+                   (unsigned)v->small_str_len, PF_SMALL_STR_MAX);
+      return NULL;
+    }
+    return v->type_index == PF_TYPE_SMALL_STR
+               ? str_from(v->v_bytes, v->small_str_len)
+               : PyBytes_FromStringAndSize(v->v_bytes, v->small_str_len);
   case PF_TYPE_BYTE_ARRAY_PTR: {
     const pf_byte_array_t* b = (const pf_byte_array_t*)v->v_ptr;
     if (!b || (!b->data && b->size != 0))

@@ -278,21 +278,36 @@ static int no_rename_flags(const char* path) {
 }
 
 /* Whether `id` (as this process sees it) lies in the inside ranges of `map_file` (a user
- * namespace's /proc/self/uid_map or gid_map: "inside outside count" lines); 1 where the file
- * cannot be read (a system without user namespaces: every id is mapped). An id not mapped into
- * the namespace shows as the overflow id, which the map does not hold. */
-static int id_mapped(const char* map_file, unsigned long id) {
+ * namespace's /proc/self/uid_map or gid_map: "inside outside count" lines), and is not, in a
+ * user namespace, the overflow id of `overflow_file`; 1 where the map cannot be read (a system
+ * without user namespaces: every id is mapped). */
+static int id_mapped(const char* map_file, const char* overflow_file, unsigned long id) {
   FILE* f = fopen(map_file, "re");
   if (f == NULL) {
     return 1;
   }
   unsigned long inside, outside, count;
-  int mapped = 0;
+  int mapped = 0, whole = 0;
   while (!mapped && fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3) {
     mapped = id >= inside && id - inside < count;
+    whole = whole || (inside == 0 && outside == 0 && count == 4294967295ul);
   }
   fclose(f);
-  return mapped;
+  if (!mapped || whole) {
+    return mapped; /* the initial namespace maps every id */
+  }
+  /* in a user namespace the overflow id (65534) is also what an unmapped owner shows as, and
+   * namespaces often map it (podman: "1 100000 65536"): such an owner is taken as unmapped
+   * (it was let through, and the rename refused; review) */
+  unsigned long overflow = 65534;
+  FILE* o = fopen(overflow_file, "re");
+  if (o != NULL) {
+    if (fscanf(o, "%lu", &overflow) != 1) {
+      overflow = 65534;
+    }
+    fclose(o);
+  }
+  return id != overflow;
 }
 
 /* Whether the calling thread may replace the file of stat `st`, another user's, in a sticky
@@ -314,8 +329,10 @@ static int may_replace_others_file(const struct stat* st) {
 #else
   fowner = geteuid() == 0;
 #endif
-  return fowner && id_mapped("/proc/self/uid_map", (unsigned long)st->st_uid) &&
-         id_mapped("/proc/self/gid_map", (unsigned long)st->st_gid);
+  return fowner &&
+         id_mapped("/proc/self/uid_map", "/proc/sys/kernel/overflowuid",
+                   (unsigned long)st->st_uid) &&
+         id_mapped("/proc/self/gid_map", "/proc/sys/kernel/overflowgid", (unsigned long)st->st_gid);
 }
 
 /* Why the rename that commits an output could not put it at `target` in its folder (the first
