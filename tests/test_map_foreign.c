@@ -297,24 +297,42 @@ START_TEST(test_dict_bigint_key_refused) {
 }
 END_TEST
 
+/* Keys whose hashes differ only in their low bits share one chain at every table size up to
+ * 2^56 slots: hash inv * (x + j) for the inverse inv of the Fibonacci multiplier. */
+static const uint64_t chain_x = 0x5000000000000000ull;
+
+static uint64_t chain_inverse(void) {
+  const uint64_t c = 11400714819323198485ull;
+  uint64_t inv = c; /* c's inverse modulo 2^64 (Newton's iteration) */
+  for (int i = 0; i < 6; ++i)
+    inv *= 2 - c * inv;
+  return inv;
+}
+
+/* The int key whose hash (int_hash) is h. */
+static pf_any_t key_of_hash(uint64_t h) {
+  return pf_any_int((int64_t)((h ^ 1) - 0x9e3779b9u - 64));
+}
+
+/* Sets keys 0..n-1 of that chain (value 1) in a map (as_map) or dict. */
+static void set_chain(pf_object_t* m, int as_map, uint64_t inv, uint64_t n) {
+  for (uint64_t j = 0; j < n; ++j) {
+    pf_any_t k = key_of_hash(inv * (chain_x + j)), v = pf_any_int(1);
+    ck_assert_int_eq((as_map ? pf_map_set(m, &k, &v) : pf_dict_set(m, &k, &v)), 0);
+  }
+}
+
 /* Keys of one hash stay one chain in a table of any size: every later key whose home lies in
  * that chain needs the whole chain moved. A move stopped at 64 keys and doubled the table
  * instead, so 200 such keys and 30 000 ordinary ones took 2^21 slots (150 MB) where TVM-FFI
  * takes 2^15, and more of both ran out of memory (review). The table now stays within one
  * doubling of what its size needs. */
 START_TEST(test_long_chains_do_not_grow_the_table) {
-  const uint64_t c = 11400714819323198485ull;
-  uint64_t inv = c;
-  for (int i = 0; i < 6; ++i)
-    inv *= 2 - c * inv;
-  const uint64_t x = 0x5000000000000000ull;
+  const uint64_t inv = chain_inverse();
   for (int as_map = 0; as_map < 2; ++as_map) {
     pf_object_t* m;
     ck_assert_int_eq(as_map ? pf_map_create(&m) : pf_dict_create(&m), 0);
-    for (uint64_t j = 0; j < 200; ++j) {
-      pf_any_t k = pf_any_int((int64_t)((inv * (x + j) ^ 1) - 0x9e3779b9u - 64)), v = pf_any_int(1);
-      ck_assert_int_eq((as_map ? pf_map_set(m, &k, &v) : pf_dict_set(m, &k, &v)), 0);
-    }
+    set_chain(m, as_map, inv, 200);
     for (int64_t i = 0; i < 30000; ++i) {
       pf_any_t k = pf_any_int(i * 1000003), v = pf_any_int(i);
       ck_assert_int_eq((as_map ? pf_map_set(m, &k, &v) : pf_dict_set(m, &k, &v)), 0);
@@ -327,7 +345,7 @@ START_TEST(test_long_chains_do_not_grow_the_table) {
       ck_assert_int_eq(got->v_int64, i);
     }
     for (uint64_t j = 0; j < 200; ++j) {
-      pf_any_t k = pf_any_int((int64_t)((inv * (x + j) ^ 1) - 0x9e3779b9u - 64));
+      pf_any_t k = key_of_hash(inv * (chain_x + j));
       ck_assert_int_eq((as_map ? pf_map_get(m, &k, &got) : pf_dict_get(m, &k, &got)), 0);
       ck_assert_int_eq(got->v_int64, 1);
     }
@@ -345,24 +363,17 @@ START_TEST(test_map_set_grows_until_placed) {
   /* 200 keys whose hashes differ only in their low bits share one chain at every table size
    * up to 2^56 slots; a new key whose home lies inside that chain needs the chain moved, all
    * 200 of its keys (a move stopped at 64 and the table doubled instead, several times) */
-  const uint64_t c = 11400714819323198485ull;
-  uint64_t inv = c; /* c's inverse modulo 2^64 (Newton's iteration) */
-  for (int i = 0; i < 6; ++i)
-    inv *= 2 - c * inv;
-  const uint64_t x = 0x5000000000000000ull;
+  const uint64_t inv = chain_inverse();
   for (int as_map = 0; as_map < 2; ++as_map) {
     pf_object_t* m;
     ck_assert_int_eq(as_map ? pf_map_create(&m) : pf_dict_create(&m), 0);
-    for (uint64_t j = 0; j < 200; ++j) {
-      pf_any_t k = pf_any_int((int64_t)((inv * (x + j) ^ 1) - 0x9e3779b9u - 64)), v = pf_any_int(1);
-      ck_assert_int_eq((as_map ? pf_map_set(m, &k, &v) : pf_dict_set(m, &k, &v)), 0);
-    }
-    ck_assert_uint_eq(int_hash(item_at(m, cell_of(m)->iter_head)->key.v_int64), inv * x);
+    set_chain(m, as_map, inv, 200);
+    ck_assert_uint_eq(int_hash(item_at(m, cell_of(m)->iter_head)->key.v_int64), inv * chain_x);
     unsigned bits = 64 - cell_of(m)->fib_shift;
-    uint64_t h = inv * (x + (30ull << (64 - bits)));
+    uint64_t h = inv * (chain_x + (30ull << (64 - bits)));
     pf_object_t* obj = counted_new();
     pf_object_t* handle = obj;
-    pf_any_t k = pf_any_int((int64_t)((h ^ 1) - 0x9e3779b9u - 64));
+    pf_any_t k = key_of_hash(h);
     pf_any_t ref = {PF_TYPE_OBJECT_RVALUE_REF, {0}, {.v_ptr = &handle}};
     uint64_t slots = cell_of(m)->slots;
     ck_assert_int_eq((as_map ? pf_map_set(m, &k, &ref) : pf_dict_set(m, &k, &ref)), 0);
@@ -376,7 +387,7 @@ START_TEST(test_map_set_grows_until_placed) {
     ck_assert_int_eq((as_map ? pf_map_count(m, &n) : pf_dict_count(m, &n)), 0);
     ck_assert_uint_eq(n, 201);
     for (uint64_t j = 0; j < 200; ++j) {
-      pf_any_t kj = pf_any_int((int64_t)((inv * (x + j) ^ 1) - 0x9e3779b9u - 64));
+      pf_any_t kj = key_of_hash(inv * (chain_x + j));
       ck_assert_int_eq((as_map ? pf_map_contains(m, &kj) : pf_dict_get(m, &kj, &got)), as_map);
       if (!as_map)
         ck_assert_ptr_nonnull(got);
