@@ -118,6 +118,10 @@ int pfpy_py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* rel
 int pfpy_py_to_owned(PyObject* o, pf_any_t* out);
 /* The C object a TVM-FFI Python object is (borrowed): 1, 0 when `o` is no such object, -1. */
 int pfpy_tvm_ffi_object(PyObject* o, pf_object_t** out);
+/* Attribute `attr` of module `module` when that module is imported already (it is never
+ * imported here; *name caches its interned name): 1 with a new reference in *out; 0, *out
+ * NULL, when the module is not imported or lacks the attribute; -1 with an exception. */
+int pfpy_imported_attr(const char* module, PyObject** name, const char* attr, PyObject** out);
 
 /* ======================================================================================
  * tensor.c: tensors over buffer-protocol and DLPack objects

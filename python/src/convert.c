@@ -117,6 +117,23 @@ PyObject* pfpy_any_to_py(const pf_any_t* v) {
  * TVM-FFI's Python objects (packfn and TVM-FFI share the object ABI, docs/interop.md)
  * ====================================================================================== */
 
+int pfpy_imported_attr(const char* module, PyObject** name, const char* attr, PyObject** out) {
+  *out = NULL;
+  if (!*name && !(*name = PyUnicode_InternFromString(module)))
+    return -1;
+  PyObject* mod = PyImport_GetModule(*name);
+  if (!mod)
+    return PyErr_Occurred() ? -1 : 0;
+  *out = PyObject_GetAttrString(mod, attr);
+  Py_DECREF(mod);
+  if (*out)
+    return 1;
+  if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+    return -1;
+  PyErr_Clear(); /* still importing, or another version: not there */
+  return 0;
+}
+
 /* A TVM-FFI Python object passed to packfn is the same C object, borrowed for the call like a
  * packfn.Object: tvm_ffi.Object and its subclasses (Array, Map, custom types), and
  * tvm_ffi.Function and tvm_ffi.Tensor, which derive from tvm_ffi.core.CObject and not from
@@ -134,18 +151,13 @@ int pfpy_tvm_ffi_object(PyObject* o, pf_object_t** out) {
   static PyObject* chandle;
   if (!base) {
     static PyObject* name; /* interned once: this runs for every such argument until then */
-    if (!name && !(name = PyUnicode_InternFromString("tvm_ffi.core")))
-      return -1;
-    PyObject* core = PyImport_GetModule(name);
-    if (!core)
-      return PyErr_Occurred() ? -1 : 0;
-    PyObject* b = PyObject_GetAttrString(core, "CObject");
-    if (!b && PyErr_ExceptionMatches(PyExc_AttributeError)) {
-      PyErr_Clear();
-      b = PyObject_GetAttrString(core, "Object");
-    }
-    Py_DECREF(core);
-    PyObject* m = b && PyType_Check(b) ? PyObject_GetAttrString(b, "__chandle__") : NULL;
+    PyObject* b;
+    int r = pfpy_imported_attr("tvm_ffi.core", &name, "CObject", &b);
+    if (r == 0)
+      r = pfpy_imported_attr("tvm_ffi.core", &name, "Object", &b);
+    if (r <= 0)
+      return r;
+    PyObject* m = PyType_Check(b) ? PyObject_GetAttrString(b, "__chandle__") : NULL;
     if (!m) {
       Py_XDECREF(b);
       if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_AttributeError))

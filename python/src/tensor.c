@@ -288,18 +288,12 @@ static int is_jax_array(PyObject* o) {
   static PyObject* jax_array; /* jax.Array, once found */
   if (!jax_array) {
     static PyObject* name;
-    if (!name && !(name = PyUnicode_InternFromString("jax")))
-      return -1;
-    PyObject* jax = PyImport_GetModule(name);
-    if (!jax)
-      return PyErr_Occurred() ? -1 : 0;
-    PyObject* a = PyObject_GetAttrString(jax, "Array");
-    Py_DECREF(jax);
-    if (!a || !PyType_Check(a)) { /* jax still importing, or not the real one: no JAX array yet */
-      Py_XDECREF(a);
-      if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_AttributeError))
-        return -1;
-      PyErr_Clear();
+    PyObject* a;
+    int r = pfpy_imported_attr("jax", &name, "Array", &a);
+    if (r <= 0)
+      return r;
+    if (!PyType_Check(a)) { /* not the real one: no JAX array yet */
+      Py_DECREF(a);
       return 0;
     }
     jax_array = a;
