@@ -56,26 +56,13 @@ static inline __attribute__((always_inline)) int k_input(const char* func, int32
   return k_aligned(func, index, name, t);
 }
 
-/* Whether `t` has ref's dtype, device and shape (ref valid): what pf_dltensor_check_like asks,
- * answered inline without its frame; the refusal's message is left to it. */
-static inline __attribute__((always_inline)) int k_same(const DLTensor* t, const DLTensor* ref) {
-  if (!t || t->ndim != ref->ndim || !pf_dtype_equal(t->dtype, ref->dtype) ||
-      !pf_device_equal(t->device, ref->device) || (t->ndim > 0 && !t->shape))
-    return 0;
-  for (int32_t i = 0; i < t->ndim; ++i)
-    if (t->shape[i] != ref->shape[i])
-      return 0;
-  return 1;
-}
-
 /* Argument `index` must match `ref` (checked before) in dtype, device and shape, be compact and
  * aligned. */
 static inline __attribute__((always_inline)) int k_like(const char* func, int32_t index,
                                                         const char* name, const DLTensor* t,
                                                         const DLTensor* ref, const char* ref_name) {
   pf_tensor_spec_t spec = {.contiguous = 1};
-  if ((PF_UNLIKELY(!k_same(t, ref)) &&
-       pf_dltensor_check_like(t, ref, func, index, name, ref_name) != 0) ||
+  if (pf_dltensor_check_like(t, ref, func, index, name, ref_name) != 0 ||
       pf_dltensor_check(t, &spec, func, index, name) != 0)
     return -1;
   return k_aligned(func, index, name, t);

@@ -256,11 +256,24 @@ typedef struct pf_tensor_spec_s {
 PF_API int pf_dltensor_check(const DLTensor* t, const pf_tensor_spec_t* spec, const char* func,
                              int32_t index, const char* name);
 
+/* The refusal of pf_dltensor_check_like below (raises its error, returns -1); for it only. */
+PF_API int pf__dltensor_check_like_refused(const DLTensor* t, const DLTensor* ref, const char* func,
+                                           int32_t index, const char* name, const char* ref_name);
+
 /* Checks that tensor argument `index` (`name`) has the dtype, device and shape of `ref` (the
  * argument called `ref_name`), e.g. "add_n: argument 1 (out): expected shape (2, 3) like x,
- * got (3, 2)". Returns 0, or -1 with TypeError (dtype, device) or ValueError (shape, NULL). */
-PF_API int pf_dltensor_check_like(const DLTensor* t, const DLTensor* ref, const char* func,
-                                  int32_t index, const char* name, const char* ref_name);
+ * got (3, 2)". Returns 0, or -1 with TypeError (dtype, device) or ValueError (shape, NULL, an
+ * ndim out of 0..PF_TENSOR_MAX_NDIM or a missing shape in either). Inline: a few compares; the
+ * refusal and its message are out of line. */
+PF_INLINE int pf_dltensor_check_like(const DLTensor* t, const DLTensor* ref, const char* func,
+                                     int32_t index, const char* name, const char* ref_name) {
+  int same = t && ref && (uint32_t)ref->ndim <= PF_TENSOR_MAX_NDIM &&
+             (ref->ndim == 0 || ref->shape) && t->ndim == ref->ndim && (t->ndim == 0 || t->shape) &&
+             pf_dtype_equal(t->dtype, ref->dtype) && pf_device_equal(t->device, ref->device);
+  for (int32_t i = 0; same && i < t->ndim; ++i)
+    same = t->shape[i] == ref->shape[i];
+  return PF_LIKELY(same) ? 0 : pf__dltensor_check_like_refused(t, ref, func, index, name, ref_name);
+}
 
 #ifdef __cplusplus
 }
