@@ -41,6 +41,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv
 extra=()
 if [ -n "${PF_DEPS_PREFIX:-}" ]; then
   export PKG_CONFIG_PATH="$PF_DEPS_PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  # the Python tests compile C against the installed package, whose headers include
+  # <dlpack/dlpack.h>: on a machine without the system package the compiler finds it here
+  export CPATH="$PF_DEPS_PREFIX/include${CPATH:+:$CPATH}"
   extra+=("-DCMAKE_INCLUDE_PATH=$PF_DEPS_PREFIX/include")
 fi
 arch="${PF_CUDA_ARCH:-native}"
