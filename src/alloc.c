@@ -648,6 +648,10 @@ __attribute__((noinline)) static void pf__free_to_depot(void* p, unsigned c) {
   pf__depot_push(c, p);
 }
 
+void pf__free_outside(void* p) {
+  free(p);
+}
+
 void pf__free_slow(void* p, unsigned c) {
   if (c >= PF__NCLASS) /* a malloc block: kept apart from the depot path's frame */
     free(p);

@@ -54,13 +54,16 @@ extern PF__TLS pf__cache_t pf__cache;
  * more than PF__SLAB_BYTES away. Written once, before the first slab block exists. */
 #define PF__SLAB_BYTES ((size_t)PF__SLAB_SPANS << PF__SPAN_SHIFT)
 #define PF__SLAB_NONE  ((uintptr_t)1 << 63)
-extern uintptr_t pf__slab_base;
+/* hidden: read with one instruction, not through the GOT (the free path reads it) */
+extern __attribute__((visibility("hidden"))) uintptr_t pf__slab_base;
 /* The class of each span of the range (PF__NO_CLASS while free). */
-extern uint8_t pf__span_class[PF__SLAB_SPANS];
+extern __attribute__((visibility("hidden"))) uint8_t pf__span_class[PF__SLAB_SPANS];
 
 /* Out-of-line halves of pf__alloc and pf__free. */
 void* pf__alloc_slow(size_t size, unsigned size_class);
 void pf__free_slow(void* block, unsigned size_class);
+/* pf__free of a block outside the reserved range (a malloc block). */
+void pf__free_outside(void* block);
 
 /* Class of a block of `size` bytes, or PF__NO_CLASS above PF__SLAB_MAX. */
 static inline unsigned pf__class_of(size_t size) {
@@ -122,17 +125,14 @@ static inline void* pf__alloc_aligned(size_t size, size_t alignment) {
   return pf__alloc_aligned_slow(size, alignment);
 }
 
-/* The class of a slab block, or PF__NO_CLASS for any other address. */
-static inline unsigned pf__block_class(const void* p) {
-  uintptr_t off = (uintptr_t)p - __atomic_load_n(&pf__slab_base, __ATOMIC_ACQUIRE);
-  if (off < PF__SLAB_BYTES)
-    return pf__span_class[off >> PF__SPAN_SHIFT];
-  return PF__NO_CLASS;
-}
-
 /* pf__free for a pointer known not to be NULL (object deleters). */
 static inline void pf__free_nonnull(void* p) {
-  unsigned c = pf__block_class(p);
+  uintptr_t off = (uintptr_t)p - __atomic_load_n(&pf__slab_base, __ATOMIC_ACQUIRE);
+  if (PF_UNLIKELY(off >= PF__SLAB_BYTES)) {
+    pf__free_outside(p); /* a malloc block: its own call, which takes no class */
+    return;
+  }
+  unsigned c = pf__span_class[off >> PF__SPAN_SHIFT]; /* PF__NO_CLASS in unused spans */
   if (PF_LIKELY(c < PF__NCLASS && pf__cache.room[c] > 0)) {
     *(void**)p = pf__cache.head[c];
     pf__cache.head[c] = p;

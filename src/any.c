@@ -175,13 +175,20 @@ __attribute__((noinline, cold)) static int pf__string_create_bad(const char* dat
   return pf__blob_bad("pf_string_create", out ? &unused : NULL, data, size);
 }
 
+/* pf__string_create_object when this thread's cache has no block of the size (malloc's path):
+ * out of line, so that the cached path needs no stack frame. */
+__attribute__((noinline)) static int pf__string_create_uncached(const char* data, size_t size,
+                                                                pf_any_t* out) {
+  return pf__string_object_value("pf_string_create", data, size, out);
+}
+
 int pf__string_create_object(const char* data, size_t size, pf_any_t* out) {
   if (PF_UNLIKELY(!out || (!data && size != 0) || size > SIZE_MAX / 2))
     return pf__string_create_bad(data, size, out);
   size_t total = sizeof(pf_object_t) + sizeof(pf_string_cell_t) + 1 + size;
   pf_object_t* obj = pf__alloc_cached(total);
   if (PF_UNLIKELY(!obj))
-    return pf__string_object_value("pf_string_create", data, size, out); /* malloc's path */
+    return pf__string_create_uncached(data, size, out);
   char* text = pf__blob_init(obj, PF_TYPE_STR, size);
   /* the value first and the copy last, so that nothing needs keeping across the call */
   out->type_index = PF_TYPE_STR;

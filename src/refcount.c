@@ -17,24 +17,27 @@ static void pf__object_delete(pf_object_t* obj, int flags) {
     deleter(obj, flags);
 }
 
-/* Runs the deleter of an object whose last strong reference was just dropped (`before`: the
- * count before that drop), then drops the weak reference the strong ones held. */
-static void pf__object_destroy(pf_object_t* obj, uint64_t before) {
-  if (before == PF_REF_INITIAL) {
-    /* no weak reference besides the strong references' own: destroy and free at once */
-    pf__object_delete(obj, PF_DELETER_BOTH);
-    return;
-  }
+/* The rest of a release that dropped the last strong reference while weak references other
+ * than the strong ones' own were left: destroy, then drop the weak reference the strong ones
+ * held. Out of line, so that the common case below needs no stack frame. */
+__attribute__((noinline)) static void pf__object_destroy_weakly_held(pf_object_t* obj) {
   pf__object_delete(obj, PF_DELETER_STRONG);
   pf_object_weak_release(obj); /* the weak reference the strong ones held */
 }
 
+/* Runs when a release dropped the last strong reference (`before`: the count before that
+ * drop). */
 void pf__object_release_slow(pf_object_t* obj, uint64_t before) {
   /* an acquire load, not a fence: it orders the deleter after every other thread's release
    * (all of them precede this load in the count's modification order), and ThreadSanitizer
    * models it, where it does not model fences (issue 10, defect 10) */
   (void)__atomic_load_n(&obj->combined_ref_count, __ATOMIC_ACQUIRE);
-  pf__object_destroy(obj, before);
+  if (PF_LIKELY(before == PF_REF_INITIAL)) {
+    /* no weak reference besides the strong references' own: destroy and free at once */
+    pf__object_delete(obj, PF_DELETER_BOTH);
+    return;
+  }
+  pf__object_destroy_weakly_held(obj);
 }
 
 void pf__object_weak_release_slow(pf_object_t* obj) {
