@@ -114,7 +114,8 @@ __attribute__((noinline)) static int pf__blob_create_uncached(const char* func, 
                                                               const char* data, size_t size,
                                                               pf_object_t** out) {
   size_t total = sizeof(pf_object_t) + sizeof(pf_string_cell_t) + 1 + size;
-  pf_object_t* obj = pf__alloc(total);
+  /* the caller's pf__alloc_cached found this class's list empty: straight to the slow half */
+  pf_object_t* obj = pf__alloc_slow(total, pf__class_of(total));
   if (!obj) {
     *out = NULL; /* as every constructor's output on failure (review: it was left) */
     return pf__raise_oom(func, total);
@@ -175,11 +176,31 @@ __attribute__((noinline, cold)) static int pf__string_create_bad(const char* dat
   return pf__blob_bad("pf_string_create", out ? &unused : NULL, data, size);
 }
 
-/* pf__string_create_object when this thread's cache has no block of the size (malloc's path):
- * out of line, so that the cached path needs no stack frame. */
+/* The string object in the block obj holding data[0..size), as the value in *out: the value
+ * first and the copy last, so that nothing needs keeping across the call. */
+static inline __attribute__((always_inline)) void
+pf__string_value_fill(pf_object_t* obj, const char* data, size_t size, pf_any_t* out) {
+  char* text = pf__blob_init(obj, PF_TYPE_STR, size);
+  out->type_index = PF_TYPE_STR;
+  out->zero_padding = 0;
+  out->v_obj = obj;
+  if (size)
+    memcpy(text, data, size);
+}
+
+/* pf__string_create_object when this thread's list of the size's class is empty (malloc's
+ * path when the slabs are off): out of line, so that the cached path needs no stack frame, and
+ * straight to the allocator's slow half, which a second look at the list would only delay. */
 __attribute__((noinline)) static int pf__string_create_uncached(const char* data, size_t size,
                                                                 pf_any_t* out) {
-  return pf__string_object_value("pf_string_create", data, size, out);
+  size_t total = sizeof(pf_object_t) + sizeof(pf_string_cell_t) + 1 + size;
+  pf_object_t* obj = pf__alloc_slow(total, pf__class_of(total));
+  if (!obj) {
+    *out = pf_any_none(); /* as every constructor's output on failure */
+    return pf__raise_oom("pf_string_create", total);
+  }
+  pf__string_value_fill(obj, data, size, out);
+  return 0;
 }
 
 int pf__string_create_object(const char* data, size_t size, pf_any_t* out) {
@@ -189,13 +210,7 @@ int pf__string_create_object(const char* data, size_t size, pf_any_t* out) {
   pf_object_t* obj = pf__alloc_cached(total);
   if (PF_UNLIKELY(!obj))
     return pf__string_create_uncached(data, size, out);
-  char* text = pf__blob_init(obj, PF_TYPE_STR, size);
-  /* the value first and the copy last, so that nothing needs keeping across the call */
-  out->type_index = PF_TYPE_STR;
-  out->zero_padding = 0;
-  out->v_obj = obj;
-  if (size)
-    memcpy(text, data, size);
+  pf__string_value_fill(obj, data, size, out);
   return 0;
 }
 
