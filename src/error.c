@@ -391,6 +391,8 @@ extern void* __dso_handle __attribute__((visibility("hidden")));
 enum { PF__TVM_SLOT_UNUSED, PF__TVM_SLOT_USED, PF__TVM_SLOT_RETIRED };
 static PF__TLS int pf__tvm_slot;
 
+static void pf__adopt_late(pf_object_t* err, int fresh, int any_runtime, const pf__tvm_t* tvm);
+
 /* The retiring destructor: the error pending in TVM-FFI's slot moves to pf__raised (with the
  * one left there, if any, as its cause), whose thread-exit hook is put in place. */
 static void pf__tvm_slot_retire(void* unused) {
@@ -405,6 +407,8 @@ static void pf__tvm_slot_retire(void* unused) {
   pf_object_t* left = pf__raised;
   pf__raised = NULL;
   pf__adopt_cause((pf_object_t*)err, left, 0, 1);
+  if (pf__raised)
+    pf__adopt_late((pf_object_t*)err, 0, 1, NULL);
   (void)pf__mode(); /* pf__thread_exit drains pf__raised */
   pf__raised = (pf_object_t*)err;
 }
@@ -467,6 +471,26 @@ __attribute__((noinline)) static const pf__tvm_t* pf__slot_tvm_slow(void) {
   return tvm;
 }
 
+/* After pf__adopt_cause released what the slot held: errors that the release raised (a deleter
+ * that raises, as another runtime's may) each join err's chain where err can take them, or are
+ * released in turn, until none is left; overwriting them in the slot leaked them (found by
+ * review). `tvm`: the slot is TVM-FFI's, else packfn's own. */
+__attribute__((noinline)) static void pf__adopt_late(pf_object_t* err, int fresh, int any_runtime,
+                                                     const pf__tvm_t* tvm) {
+  for (;;) {
+    pf_object_t* late;
+    if (tvm) {
+      late = pf__tvm_move(tvm);
+    } else {
+      late = pf__raised;
+      pf__raised = NULL;
+    }
+    if (!late)
+      return;
+    pf__adopt_cause(err, late, fresh < 0 ? -1 : 0, any_runtime);
+  }
+}
+
 /* Makes `err` (owned) the raised error, the pending one (if any) becoming its cause. The caller
  * has called pf__mode() in this thread (so the thread-exit hook is in place). `fresh`: err was
  * just made here, so it cannot be in the pending chain and the loop walk is skipped (raising
@@ -477,9 +501,14 @@ static inline __attribute__((always_inline)) void pf__install(pf_object_t* err, 
     pf_object_t* pending = pf__raised;
     pf__raised = NULL; /* empty while pending may be released (its deleter may read the slot) */
     pf__adopt_cause(err, pending, fresh, 0);
+    if (PF_UNLIKELY(pf__raised != NULL))
+      pf__adopt_late(err, fresh, 0, NULL);
     pf__raised = err;
   } else {
-    pf__adopt_cause(err, pf__tvm_move(tvm), fresh, 0);
+    pf_object_t* pending = pf__tvm_move(tvm);
+    pf__adopt_cause(err, pending, fresh, 0);
+    if (pending)
+      pf__adopt_late(err, fresh, 0, tvm);
     pf__tvm_give(tvm, err);
   }
 }
@@ -534,13 +563,11 @@ static void pf__raise(const pf__site_t* site, const char* kind, const char* fmt,
   if (heap_msg)
     free(heap_msg);
   if (!e) {
-    pf_error_clear();
+    /* the pending error released (the out-of-memory error takes no cause), and what its
+     * release may raise too */
+    (void)pf__mode();
     pf_object_retain(&pf__oom_error.header); /* the slot's reference, as for any error */
-    const pf__tvm_t* tvm = pf__slot_is_local() ? NULL : pf__slot_tvm_slow();
-    if (tvm)
-      pf__tvm_give(tvm, &pf__oom_error.header);
-    else
-      pf__raised = &pf__oom_error.header;
+    pf__install(&pf__oom_error.header, -1);
     return;
   }
   if (pf__mode() == 2)
@@ -723,9 +750,14 @@ pf_object_t* pf_error_cause(const pf_object_t* err) {
 
 int pf_error_set_cause(pf_object_t* err, pf_object_t* cause) {
   if (!pf__is_error(err) || !pf__is_ours(err) || err == &pf__oom_error.header) {
+    /* every error object's type is Error: what came is said by who made it (review) */
+    const char* got = !err                 ? "NULL"
+                      : !pf__is_error(err) ? pf_type_name(err->type_index)
+                      : err == &pf__oom_error.header
+                          ? "packfn's shared MemoryError, which takes no cause"
+                          : "an Error made by another runtime";
     PF_ERROR_SET(PF_ERR_TYPE,
-                 "pf_error_set_cause: argument err: expected an Error made by packfn, got %s",
-                 err ? pf_type_name(err->type_index) : "NULL");
+                 "pf_error_set_cause: argument err: expected an Error made by packfn, got %s", got);
     return -1;
   }
   if (cause && !pf__is_error(cause)) {

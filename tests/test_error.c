@@ -312,15 +312,22 @@ static void foreign_update(void* self, const pf_byte_array_t* bt, int32_t mode) 
   (void)mode;
 }
 
-START_TEST(test_foreign_error) {
+/* A foreign error with `deleter`, kind ValueError, the given message. */
+static foreign_error_t* foreign_error_new(void (*deleter)(void*, int), const char* message) {
   foreign_error_t* e = calloc(1, sizeof *e);
+  ck_assert_ptr_nonnull(e);
   e->header.combined_ref_count = ((uint64_t)1 << 32) | 1;
   e->header.type_index = PF_TYPE_ERROR;
-  e->header.deleter = foreign_error_deleter;
+  e->header.deleter = deleter;
   e->cell.kind = (pf_byte_array_t){"ValueError", 10};
-  e->cell.message = (pf_byte_array_t){"from elsewhere", 14};
+  e->cell.message = (pf_byte_array_t){message, (int64_t)strlen(message)};
   e->cell.backtrace = (pf_byte_array_t){"", 0};
   e->cell.update_backtrace = foreign_update;
+  return e;
+}
+
+START_TEST(test_foreign_error) {
+  foreign_error_t* e = foreign_error_new(foreign_error_deleter, "from elsewhere");
   g_foreign_freed = 0;
   PF_ERROR_SET("KeyError", "pending");
   ck_assert_int_eq(pf_error_raise(&e->header), 0);
@@ -328,8 +335,48 @@ START_TEST(test_foreign_error) {
   pf_object_t* err = pf_error_take();
   ck_assert_str_eq(pf_error_message(err), "from elsewhere");
   ck_assert_int_eq(pf_error_append_backtrace(err, "x"), 0);
+  /* its cause cannot be set by packfn; the message says why, not "expected Error, got Error" */
+  ck_assert_int_eq(pf_error_set_cause(err, NULL), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "expected an Error made by packfn, got an Error made by another "
+                                "runtime");
   pf_object_release(err);
   ck_assert_int_eq(g_foreign_freed, 1);
+}
+END_TEST
+
+/* A foreign error whose deleter raises another (as a runtime's cleanup may): released while a
+ * raise replaces it, its deleter's error was overwritten in the slot and never released (found
+ * by review). Now each such error joins the raised error's chain or is released. */
+static void raising_error_deleter(void* self, int flags) {
+  if (flags & 1) { /* strong: the cleanup raises */
+    foreign_error_t* late = foreign_error_new(foreign_error_deleter, "raised by a deleter");
+    ck_assert_int_eq(pf_error_raise(&late->header), 0);
+    pf_object_release(&late->header); /* the slot holds it */
+  }
+  if (flags & 2)
+    free(self);
+}
+
+START_TEST(test_deleter_raising_during_raise) {
+  g_foreign_freed = 0;
+  foreign_error_t* first = foreign_error_new(raising_error_deleter, "pending");
+  ck_assert_int_eq(pf_error_raise(&first->header), 0);
+  pf_object_release(&first->header); /* only the slot holds it */
+  /* a shared error (a reference besides the caller's, as a cached error has): raising it
+   * releases the pending one, whose deleter raises; that error is released in turn, not left
+   * behind or lost */
+  pf_object_t* shared = NULL;
+  ck_assert_int_eq(pf_error_create(PF_ERR_KEY, "shared", NULL, &shared), 0);
+  pf_object_retain(shared); /* the other reference */
+  ck_assert_int_eq(pf_error_raise(shared), 0);
+  ck_assert_int_eq(g_foreign_freed, 1); /* released: its deleter counted */
+  pf_object_t* got = pf_error_take();
+  ck_assert_ptr_eq(got, shared);
+  ck_assert_ptr_null(pf_error_cause(got)); /* a shared error is left unchanged */
+  ck_assert_ptr_null(pf_error_take());
+  pf_object_release(got);
+  pf_object_release(shared);
+  pf_object_release(shared); /* the other reference */
 }
 END_TEST
 
@@ -414,6 +461,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_bad_input);
   tcase_add_test(tc, test_thread_isolation);
   tcase_add_test(tc, test_foreign_error);
+  tcase_add_test(tc, test_deleter_raising_during_raise);
   tcase_add_test(tc, test_full_backtrace);
   suite_add_tcase(s, tc);
   /* the same test alone, for the PACKFN_BACKTRACE=1 run (CK_RUN_CASE=full_backtrace): the

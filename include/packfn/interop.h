@@ -12,7 +12,9 @@ extern "C" {
 #endif
 
 /* Environment variable: set to a non-empty value other than "0", packfn never joins TVM-FFI
- * (the two runtimes then keep separate error slots, registries and tables). Read once. */
+ * (the two runtimes then keep separate error slots, registries and tables). Read at every
+ * attempt to join until one succeeds, so setting or clearing it at run time takes effect at the
+ * next attempt; once joined, the two runtimes stay joined whatever it says. */
 #define PF_NO_TVM_FFI_ENV "PACKFN_NO_TVM_FFI"
 
 /* Looks for libtvm_ffi among the libraries already loaded in this process (it never loads
