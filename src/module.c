@@ -150,7 +150,17 @@ static int pf__forget_library(void* handle, const char* path) {
   char** names = NULL;
   size_t count = 0;
   int held_elsewhere = 0;
+  /* the functions removed, each once (a function registered under two names is one), with a
+   * reference each: whether another holder exists is asked once every name is gone, since each
+   * name still in the table is a reference of its own (an alias counted as a holder pinned
+   * the library, and its next load was accepted without its constructors: review) */
+  pf_object_t** removed = NULL;
+  size_t n_removed = 0;
   int ok = dlinfo(handle, RTLD_DI_LINKMAP, &lm) == 0 && lm && pf_global_list(&names, &count) == 0;
+  if (ok && count > 0) {
+    removed = malloc(count * sizeof *removed);
+    ok = removed != NULL;
+  }
   pf__later_t later = {lm, 0, 0, 0, {0}};
   if (ok)
     dl_iterate_phdr(pf__later_of, &later);
@@ -172,16 +182,28 @@ static int pf__forget_library(void* handle, const char* path) {
       }
       if (where == 1) {
         (void)pf_global_remove(names[i]);
-        /* the removal waited for lookups in flight: every other holder has retained by now.
-         * Not counted: this reference and the library's own registration slot, which its
-         * destructor drops (counted, every PF_REGISTER_GLOBAL library stayed pinned) */
-        held_elsewhere |= pf_object_strong_count(fn) > 1 + pf__global_static_holders(fn);
+        size_t j = 0;
+        while (j < n_removed && removed[j] != fn)
+          ++j;
+        if (j == n_removed) {
+          removed[n_removed++] = fn; /* the lookup's reference, kept */
+          fn = NULL;
+        }
         break;
       }
     }
     pf_object_release(fn);
   }
   pf_global_list_free(names);
+  for (size_t j = 0; j < n_removed; ++j) {
+    /* each removal waited for lookups in flight: every other holder has retained by now. Not
+     * counted: this reference and the library's own registration slots, which its destructor
+     * drops (counted, every PF_REGISTER_GLOBAL library stayed pinned) */
+    held_elsewhere |=
+        pf_object_strong_count(removed[j]) > 1 + pf__global_static_holders(removed[j]);
+    pf_object_release(removed[j]);
+  }
+  free(removed);
   if (!ok || held_elsewhere) {
     pf_error_clear();
     pf__pin(path);

@@ -187,6 +187,17 @@ START_TEST(test_missing_and_suggest) {
   snprintf(want, sizeof want, "(did you mean '%s'?)", long_name);
   PF_ASSERT_RAISED("KeyError", want);
   ck_assert_int_eq(pf_global_remove(long_name), 0);
+  /* names of any length are compared (those over 255 bytes were skipped: review) */
+  static char huge[1001], huge_typo[1001], near[1001];
+  memset(huge, 'h', 1000);
+  memcpy(huge, "test.suggest.", 13);
+  memcpy(huge_typo, huge, sizeof huge_typo);
+  huge_typo[700] = 'x';  /* a substitution */
+  huge_typo[999] = '\0'; /* and a deletion: two edits */
+  ck_assert_int_eq(pf_global_set(huge, fn, 0), 0);
+  ck_assert_int_eq(pf_global_suggest(huge_typo, near, sizeof near), 1);
+  ck_assert_str_eq(near, huge);
+  ck_assert_int_eq(pf_global_remove(huge), 0);
   ck_assert_int_eq(pf_global_call("zzz.nothing.near.at.all", NULL, 0, &res), -1);
   pf_object_t* err = pf_error_take();
   ck_assert_str_eq(pf_error_kind(err), "KeyError");

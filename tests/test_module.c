@@ -492,6 +492,8 @@ START_TEST(test_constructor_error_refuses_each_load) {
     pf_object_t* fn = (pf_object_t*)0x1;
     ck_assert_int_eq(pf_global_get("test.module.ctor_raise", &fn), 0);
     ck_assert_ptr_null(fn);
+    ck_assert_int_eq(pf_global_get("test.module.ctor_raise.alias", &fn), 0);
+    ck_assert_ptr_null(fn);
     ck_assert(!is_loaded(PF_TESTMOD_CTOR_RAISE));
   }
 }
