@@ -1,6 +1,6 @@
 /* xla/packfn_xla.c: XLA FFI handlers calling packfn functions (see packfn_xla.h). C only: the
  * XLA side is xla/ffi/api/c_api.h, nothing of XLA's C++ ffi.h. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime, getpid */
+#define _POSIX_C_SOURCE 200809L /* pthread_atfork */
 #include "packfn_xla.h"
 
 #include <limits.h>
@@ -10,8 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "packfn/packfn.h"
 
@@ -35,6 +33,9 @@ typedef struct {
   int64_t older; /* the slot bound for the same name before this one, or -1: each name's
                     slots form a chain, newest first, written before the slot is published
                     and never changed, so readers walk it without a lock */
+  int64_t gen;   /* slots bound for the name before this one: what a call's packfn_slot holds
+                    (the same in every process that binds the name's functions in the same
+                    order, so a compiled program's text is too) */
   int32_t num_params, num_tensors;
   xparam_t params[]; /* num_params */
 } plan_t;
@@ -66,28 +67,6 @@ static int chunk_of(int64_t slot, int64_t* index) {
   int c = 63 - __builtin_clzll(q);
   *index = slot - 64 * (((int64_t)1 << c) - 1);
   return c;
-}
-
-/* Slot numbers given out are the slot's index plus this process's base, a random multiple of
- * 2^32 (30 bits of nonce): a number from an executable compiled by another process matches no
- * slot here (but once in about 10^9), so that call goes by name to the global's current
- * function, instead of landing on an older slot of the same name (found by review). */
-static int64_t slot_base;
-
-__attribute__((constructor)) static void slot_base_init(void) {
-  struct timespec ts = {0, 0};
-  (void)clock_gettime(CLOCK_REALTIME, &ts);
-  uint64_t x = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15u ^ (uint64_t)ts.tv_sec ^
-               (uint64_t)getpid() << 20 ^ (uint64_t)(uintptr_t)&slot_base;
-  x ^= x >> 29;
-  x *= 0xBF58476D1CE4E5B9u;
-  x ^= x >> 32;
-  slot_base = (int64_t)((x & 0x3FFFFFFFu) + 1) << 32;
-}
-
-/* The index of the slot numbered `number`, or -1 when it names none of this process's. */
-static int64_t slot_index(int64_t number) {
-  return number >= slot_base && number - slot_base < UINT32_MAX ? number - slot_base : -1;
 }
 
 static plan_t* slot_get(int64_t slot) {
@@ -284,7 +263,9 @@ static plan_t* plan_parse(const char* name, size_t len, const char* sig) {
     return NULL;
   }
   int32_t n = 0;
-  for (const char* p = skip_space(open + 1, close); p < close; p = param_end(p, close) + 1)
+  /* a trailing comma, with or without space after it, ends the list (as packfn.jax reads it) */
+  for (const char* p = skip_space(open + 1, close); p < close;
+       p = skip_space(param_end(p, close) + 1, close))
     ++n;
   /* the block holds the plan, the global name, the parameter names and the signature, each
    * with its NUL: the parameter names with theirs take at most the parameter list's length
@@ -329,6 +310,17 @@ static plan_t* plan_parse(const char* name, size_t len, const char* sig) {
       free(plan);
       return NULL;
     }
+    for (int32_t k = 0; k < i && kind != P_TENSOR; ++k)
+      if (plan->params[k].kind != P_TENSOR && plan->params[k].name_len == plen &&
+          memcmp(plan->params[k].name, pname, plen) == 0) {
+        /* a call's attributes are named once: no call could give both (found by review) */
+        pf_error_set(PF_ERR_TYPE,
+                     "%.*s: parameters %d and %d are both named '%.*s': scalar parameters come "
+                     "from attributes named after them, so their names must differ",
+                     text_len(len), name, (int)k, (int)i, (int)plen, pname);
+        free(plan);
+        return NULL;
+      }
     plan->params[i].kind = (uint8_t)kind;
     plan->params[i].name = names_at;
     plan->params[i].name_len = plen;
@@ -382,6 +374,7 @@ static int64_t bind_new_locked(const char* name, size_t len, pf_object_t* fn) {
   }
   plan->fn = fn;
   plan->older = names_find(name, len);
+  plan->gen = plan->older >= 0 ? slot_get(plan->older)->gen + 1 : 0;
   int64_t slot = atomic_load_explicit(&num_slots, memory_order_relaxed), i;
   int c = chunk_of(slot, &i);
   plan_t** chunk = atomic_load_explicit(&chunks[c], memory_order_relaxed);
@@ -441,7 +434,7 @@ int64_t pf_xla_bind(const char* name, char* err, size_t err_size) {
     err[0] = '\0';
   int64_t slot = bind_bytes(name ? name : "", name ? strlen(name) : 0);
   if (slot >= 0)
-    return slot_base + slot;
+    return slot;
   pf_object_t* e = pf_error_take();
   if (err && err_size > 0) {
     size_t n = (size_t)snprintf(err, err_size, "%s: %s", e ? pf_error_kind(e) : PF_ERR_RUNTIME,
@@ -453,13 +446,18 @@ int64_t pf_xla_bind(const char* name, char* err, size_t err_size) {
   return -1;
 }
 
+int64_t pf_xla_generation(int64_t slot) {
+  plan_t* plan = slot_get(slot);
+  return plan ? plan->gen : -1;
+}
+
 int32_t pf_xla_num_tensors(int64_t slot) {
-  plan_t* plan = slot_get(slot_index(slot));
+  plan_t* plan = slot_get(slot);
   return plan ? plan->num_tensors : -1;
 }
 
 const char* pf_xla_signature(int64_t slot) {
-  plan_t* plan = slot_get(slot_index(slot));
+  plan_t* plan = slot_get(slot);
   return plan ? plan->sig : NULL;
 }
 /* ---- XLA side ---- */
@@ -617,9 +615,23 @@ static XLA_FFI_Error* metadata(XLA_FFI_CallFrame* frame) {
   return NULL;
 }
 
+/* XLA's numbers of its one-byte float8 types (those of its PrimitiveType, stable across
+ * versions; older c_api.h headers do not name them all). Sub-byte types (S4, U4, F4E2M1FN, ...)
+ * are left out: they are not passed to kernels. */
+enum {
+  XLA_F8E5M2 = 19,
+  XLA_F8E4M3FN = 20,
+  XLA_F8E4M3B11FNUZ = 23,
+  XLA_F8E5M2FNUZ = 24,
+  XLA_F8E4M3FNUZ = 25,
+  XLA_F8E4M3 = 28,
+  XLA_F8E3M4 = 29,
+  XLA_F8E8M0FNU = 33,
+};
+
 static int dtype_of(XLA_FFI_DataType t, DLDataType* out) {
   static const struct {
-    XLA_FFI_DataType xla;
+    int xla;
     uint8_t code, bits;
   } map[] = {
       {XLA_FFI_DataType_F32, PF_DL_FLOAT, 32},     {XLA_FFI_DataType_F64, PF_DL_FLOAT, 64},
@@ -629,10 +641,14 @@ static int dtype_of(XLA_FFI_DataType t, DLDataType* out) {
       {XLA_FFI_DataType_U8, PF_DL_UINT, 8},        {XLA_FFI_DataType_U16, PF_DL_UINT, 16},
       {XLA_FFI_DataType_U32, PF_DL_UINT, 32},      {XLA_FFI_DataType_U64, PF_DL_UINT, 64},
       {XLA_FFI_DataType_PRED, PF_DL_BOOL, 8},      {XLA_FFI_DataType_C64, PF_DL_COMPLEX, 64},
-      {XLA_FFI_DataType_C128, PF_DL_COMPLEX, 128},
+      {XLA_FFI_DataType_C128, PF_DL_COMPLEX, 128}, {XLA_F8E5M2, PF_DL_FLOAT8_E5M2, 8},
+      {XLA_F8E4M3FN, PF_DL_FLOAT8_E4M3FN, 8},      {XLA_F8E4M3B11FNUZ, PF_DL_FLOAT8_E4M3B11FNUZ, 8},
+      {XLA_F8E5M2FNUZ, PF_DL_FLOAT8_E5M2FNUZ, 8},  {XLA_F8E4M3FNUZ, PF_DL_FLOAT8_E4M3FNUZ, 8},
+      {XLA_F8E4M3, PF_DL_FLOAT8_E4M3, 8},          {XLA_F8E3M4, PF_DL_FLOAT8_E3M4, 8},
+      {XLA_F8E8M0FNU, PF_DL_FLOAT8_E8M0FNU, 8},
   };
   for (size_t i = 0; i < sizeof map / sizeof map[0]; ++i)
-    if (map[i].xla == t) {
+    if (map[i].xla == (int)t) {
       *out = (DLDataType){.code = map[i].code, .bits = map[i].bits, .lanes = 1};
       return 0;
     }
@@ -690,6 +706,18 @@ static int span_is(const XLA_FFI_ByteSpan* s, const char* text, size_t len) {
   return s->len == len && memcmp(s->ptr, text, len) == 0;
 }
 
+/* The plans calls found last, by the address of their name's text (XLA keeps an executable's
+ * attributes in place while it lives, so a call site finds its entry again): a hit whose name
+ * and generation match spares hashing the name (about 30 ns a call). Plans are never freed, so
+ * an entry another call site overwrote, or one from a freed executable, is only a miss. */
+enum { CALL_CACHE = 256 };
+static plan_t* _Atomic call_cache[CALL_CACHE];
+
+static size_t call_cache_index(const void* text) {
+  uintptr_t p = (uintptr_t)text;
+  return (size_t)((p >> 4 ^ p >> 12) & (CALL_CACHE - 1));
+}
+
 /* The plan named by the attributes packfn_name and packfn_slot; *own receives how many of the
  * call's attributes are those two (1 or 2). */
 static XLA_FFI_Error* plan_of(XLA_FFI_CallFrame* frame, plan_t** out, int64_t* own) {
@@ -701,9 +729,11 @@ static XLA_FFI_Error* plan_of(XLA_FFI_CallFrame* frame, plan_t** out, int64_t* o
     if (span_is(attrs->names[a], "packfn_name", 11) && attrs->types[a] == XLA_FFI_AttrType_STRING) {
       name = attrs->attrs[a];
       ++*own;
-    } else if (span_is(attrs->names[a], "packfn_slot", 11) &&
-               attrs->types[a] == XLA_FFI_AttrType_SCALAR &&
-               ((const XLA_FFI_Scalar*)attrs->attrs[a])->dtype == XLA_FFI_DataType_S64) {
+    } else if (span_is(attrs->names[a], "packfn_slot", 11)) {
+      if (attrs->types[a] != XLA_FFI_AttrType_SCALAR ||
+          ((const XLA_FFI_Scalar*)attrs->attrs[a])->dtype != XLA_FFI_DataType_S64)
+        return xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                         "packfn_xla: the attribute packfn_slot is not an int64 scalar");
       slot = *(const int64_t*)((const XLA_FFI_Scalar*)attrs->attrs[a])->value;
       ++*own;
     }
@@ -715,13 +745,25 @@ static XLA_FFI_Error* plan_of(XLA_FFI_CallFrame* frame, plan_t** out, int64_t* o
   if (memchr(name->ptr, '\0', name->len) != NULL)
     return xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
                      "packfn_xla: the attribute packfn_name holds a NUL byte");
-  plan_t* plan = slot_get(slot_index(slot));
-  if (PF_LIKELY(plan && plan_named(plan, name->ptr, name->len))) {
+  /* packfn_slot is the binding's generation: the plan a call with this name text found last,
+   * when it is of that name and generation, else the name's chain walked from its newest slot */
+  size_t ci = call_cache_index(name->ptr);
+  plan_t* plan = atomic_load_explicit(&call_cache[ci], memory_order_acquire);
+  if (PF_LIKELY(plan && plan->gen == slot && plan_named(plan, name->ptr, name->len))) {
     *out = plan;
     return NULL;
   }
-  /* a stale or missing slot (an executable from another process, say): the name's current
-   * binding, found without a lock unless the global changed */
+  int64_t at = names_find(name->ptr, name->len);
+  while (at >= 0 && slot_get(at)->gen > slot)
+    at = slot_get(at)->older;
+  if (PF_LIKELY(at >= 0 && slot_get(at)->gen == slot)) {
+    *out = slot_get(at);
+    atomic_store_explicit(&call_cache[ci], *out, memory_order_release);
+    return NULL;
+  }
+  /* a generation this process never bound (an executable another process compiled after
+   * more rebinds, or a missing packfn_slot): the name's current binding, found without a lock
+   * unless the global changed */
   slot = bind_bytes(name->ptr, name->len);
   if (slot < 0)
     return xla_error_from_packfn(frame->api);
@@ -783,8 +825,9 @@ static XLA_FFI_Error* call(XLA_FFI_CallFrame* frame, DLDevice device) {
       DLTensor* v = &views[t];
       if (PF_UNLIKELY(dtype_of(b->dtype, &v->dtype) != 0)) {
         xerr = xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                         "%s: argument %d (%s): XLA type %d has no DLPack equivalent", plan->name,
-                         (int)p, param->name, (int)b->dtype);
+                         "%s: argument %d (%s): XLA type %d is not passed to packfn functions "
+                         "(only types of whole bytes with a DLPack code are)",
+                         plan->name, (int)p, param->name, (int)b->dtype);
         break;
       }
       v->data = b->data;
@@ -832,6 +875,10 @@ static XLA_FFI_Error* call(XLA_FFI_CallFrame* frame, DLDevice device) {
         xerr = xla_error_from_packfn(frame->api);
       } else {
         pf_any_release(&result);
+        /* an error the function left raised though it succeeded (or its result's release
+         * raised) is nobody's: on the CPU this is the caller's thread, where a later packfn call
+         * from Python would report it (review) */
+        pf_error_clear();
       }
       /* restoring fails only on a full stream table; its error must not stay raised */
       if (set_stream && pf_stream_set(device, prev, NULL) != 0) {

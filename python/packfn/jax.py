@@ -37,12 +37,23 @@ _SWEEP_MIN = 64  # _targets entries below which no sweep for removed names runs
 _sweep_at = _SWEEP_MIN  # size of _targets at which the next sweep runs
 _ERR_SIZE = 1 << 16  # bind messages quote names and signatures: room for them whole
 
-# dtypes a tensor parameter can receive from XLA (those with a DLPack equivalent)
-_DTYPES = frozenset(
-    np.dtype(t)
-    for t in ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
-              "uint16", "uint32", "uint64", "bool", "complex64", "complex128")
-) | {jax.numpy.dtype(jax.numpy.bfloat16)}
+# dtypes a tensor parameter can receive from XLA: those of whole bytes with a DLPack code
+# (the adapter's dtype_of); the float8 kinds this jax has. Sub-byte types (int4, float4_e2m1fn)
+# are not passed: XLA's layout of them is not DLPack's
+_DTYPES = (
+    frozenset(
+        np.dtype(t)
+        for t in ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+                  "uint16", "uint32", "uint64", "bool", "complex64", "complex128")
+    )
+    | {jax.numpy.dtype(jax.numpy.bfloat16)}
+    | {
+        jax.numpy.dtype(getattr(jax.numpy, t))
+        for t in ("float8_e5m2", "float8_e4m3fn", "float8_e4m3b11fnuz", "float8_e5m2fnuz",
+                  "float8_e4m3fnuz", "float8_e4m3", "float8_e3m4", "float8_e8m0fnu")
+        if hasattr(jax.numpy, t)
+    }
+)
 
 
 def library_path() -> str:
@@ -72,6 +83,8 @@ def _library() -> ctypes.CDLL:
         lib.pf_xla_num_tensors.restype = ctypes.c_int32
         lib.pf_xla_signature.argtypes = [ctypes.c_int64]
         lib.pf_xla_signature.restype = ctypes.c_char_p
+        lib.pf_xla_generation.argtypes = [ctypes.c_int64]
+        lib.pf_xla_generation.restype = ctypes.c_int64
         _lib = lib
     return _lib
 
@@ -87,6 +100,10 @@ class Target:
     tensors: tuple[str, ...]  # tensor parameter names, in order
     scalars: dict[str, str]  # scalar parameter name -> "int" | "float" | "bool"
     platforms: tuple[str, ...]  # every platform the target is registered for, in that order
+    # what calls pass as packfn_slot: the slot's place among those bound for the name in this
+    # process (0 for the first), the same in every run that binds them in the same order, so
+    # that JAX's persistent compilation cache finds the program again
+    generation: int = 0
 
 
 def _param_list(sig: str) -> str:
@@ -177,9 +194,17 @@ def register(name: str, *, platforms: Sequence[str] | None = None) -> Target:
         t = _targets.get(name)
         if t is None or t.slot != slot or t.platforms != tuple(done):
             # the signature of the function in that slot, which the handler calls
-            sig = (lib.pf_xla_signature(slot) or b"").decode()
+            raw = lib.pf_xla_signature(slot) or b""
+            try:
+                sig = raw.decode()
+            except UnicodeDecodeError as e:  # no keyword could name such a parameter
+                raise TypeError(
+                    f"{name}: its signature is not UTF-8 ({e.reason} at byte {e.start}), so its "
+                    f"parameters cannot be named from Python: {raw!r}"
+                ) from None
             tensors, scalars = _parse(sig)
-            t = Target(name, target, int(slot), sig, tensors, scalars, tuple(done))
+            t = Target(name, target, int(slot), sig, tensors, scalars, tuple(done),
+                       int(lib.pf_xla_generation(slot)))
             _targets[name] = t
             _forget_removed_locked()
         return t
@@ -227,7 +252,8 @@ def _check_tensor(t: Target, index: int, what: str, dtype: Any) -> None:
     if np.dtype(dtype) not in _DTYPES:
         raise TypeError(
             f"{t.name}: argument {index} ({t.tensors[index]}): {what} of dtype {np.dtype(dtype)} "
-            "has no DLPack equivalent"
+            "cannot be passed to packfn functions (only dtypes of whole bytes with a DLPack code "
+            "are: not sub-byte ones such as int4)"
         )
 
 
@@ -278,7 +304,7 @@ def ffi_call(
                 parts.append("unexpected " + ", ".join(extra))
             raise TypeError(f"{t.name}: {'; '.join(parts)}: {t.signature}")
         converted = {k: _scalar(t, k, t.scalars[k], v) for k, v in attrs.items()}
-        return call(*operands, packfn_name=t.name, packfn_slot=np.int64(t.slot), **converted)
+        return call(*operands, packfn_name=t.name, packfn_slot=np.int64(t.generation), **converted)
 
     run.__name__ = first.name.rsplit(".", 1)[-1]
     run.__doc__ = f"{first.signature} through XLA's FFI (packfn.jax.ffi_call)"

@@ -334,6 +334,10 @@ PyObject* pfpy_fn_vectorcall(PyObject* self, PyObject* const* args, size_t nargs
   } else {
     rc = pf_function_call(fn, av, (int32_t)n, &result);
   }
+  /* an error the function left raised though it succeeded is nobody's: left, a later call
+   * failing without raising would report it as its own (review) */
+  if (rc == 0 && PF_UNLIKELY(pf_error_peek() != NULL))
+    pf_error_clear();
   if (PF_UNLIKELY((uint32_t)result.type_index - PF_TYPE_DLTENSOR_PTR <=
                   PF_TYPE_OBJECT_RVALUE_REF - PF_TYPE_DLTENSOR_PTR) &&
       rc == 0) /* a view, which may point into the temporaries */

@@ -1,7 +1,7 @@
 """Which function a call runs: each trace binds the function the global table holds then (a
 replaced global runs its new function, a removed one is a KeyError), a compiled executable
-keeps the function it was compiled with, and a call whose slot is stale finds the name's
-current function by a lookup. Signatures are read as the adapter reads them."""
+keeps the function it was compiled with, and a call whose generation this process never bound
+finds the name's current function by a lookup. Signatures are read as the adapter reads them."""
 import ctypes
 import os
 
@@ -165,6 +165,17 @@ def test_reserved_parameter_names_are_refused_at_bind(testmod, alias):
             pj.register(name)
 
 
+def test_signatures_no_call_could_fill_are_refused_at_bind(testmod, alias):
+    """Two scalar parameters of one name, or a signature that is not UTF-8: registered, traced,
+    then every call failed (or register raised a bare UnicodeDecodeError): found by review."""
+    name = alias("test.jax.twice", testmod.twice)  # twice(out: Tensor, a: int, a: int)
+    with pytest.raises(TypeError, match=r"parameters 1 and 2 are both named 'a'"):
+        pj.register(name)
+    name = alias("test.jax.latin", testmod.latin)
+    with pytest.raises(TypeError, match=r"test\.jax\.latin: its signature is not UTF-8"):
+        pj.register(name)
+
+
 def test_unfit_parameter_quoted_whole(testmod, alias):
     name = alias("test.jax.worded", testmod.worded)  # worded(out: Tensor, s: str) -> None
     with pytest.raises(TypeError, match=r"parameter 1 's: str' cannot come from XLA"):
@@ -185,7 +196,7 @@ def test_signature_over_several_lines(testmod, alias, on_cpu):
     """Newlines, carriage returns, vertical tabs and form feeds separate like spaces, in the
     adapter as in packfn.jax (the adapter read the parameter "\\n   k" and every call failed)."""
     out = jax.ShapeDtypeStruct((1,), jnp.float64)
-    for fn in ("multiline", "crlf"):
+    for fn in ("multiline", "crlf", "trailing"):
         name = alias("test.jax." + fn, getattr(testmod, fn))
         t = pj.register(name)
         assert t.tensors == ("out",) and t.scalars == {"k": "int"}
@@ -247,30 +258,61 @@ def test_slot_signature_is_the_one_it_was_bound_with(testmod, alias):
         lib.pf_object_release(fn)
 
 
-def test_slot_numbers_are_local_to_their_process(alias):
-    """Slot numbers carry a random per-process base: the first bind of two fresh processes gets
-    different numbers (both were 0 before), so a number from an executable compiled elsewhere
-    never lands on an older slot of the same name here (found by review) and goes by name."""
+_CACHED_RUN = """
+import sys
+import jax, jax.numpy as jnp
+jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+import packfn, packfn.jax as pj
+packfn.register_global("test.jax.cached", packfn.get_global("packfn.kernels.rms_norm"))
+x = jnp.arange(1.0, 9.0, dtype=jnp.float32).reshape(2, 4)
+f = pj.ffi_call("test.jax.cached", jax.ShapeDtypeStruct(x.shape, x.dtype))
+g = jax.jit(lambda x: f(x, eps=1e-5))
+print(g.lower(x).as_text())
+print("result", float(g(x)[1, 3]))
+"""
+
+
+def test_calls_are_the_same_in_every_process(tmp_path):
+    """What a call carries (the name and its slot's generation) is the same in every process
+    that binds the same way, so the compiled program is too and JAX's persistent compilation
+    cache finds it in the next run (a per-process slot number missed it every time and added
+    an entry per run: found by review)."""
     import subprocess
     import sys
 
-    code = ("import packfn, packfn.jax as pj\n"
-            "packfn.register_global('test.jax.elsewhere', "
-            "packfn.get_global('packfn.kernels.add_n'), override=True)\n"
-            "print(pj.register('test.jax.elsewhere').slot)\n")
-    numbers = [int(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                                  text=True).stdout) for _ in range(2)]
-    assert numbers[0] != numbers[1]
-    name = alias("test.jax.elsewhere", kernel("add_n"))
-    here = pj.register(name)
-    assert here.slot not in numbers
-    alias(name, kernel("rms_norm"))  # replaced: the other processes' numbers must not find add_n
+    cache = tmp_path / "cache"
+    runs = [subprocess.run([sys.executable, "-c", _CACHED_RUN, str(cache)], check=True,
+                           capture_output=True, text=True).stdout for _ in range(3)]
+    assert runs[0] == runs[1] == runs[2]
+    assert "packfn_slot = 0" in runs[0]
+    entries = [e for e in os.listdir(cache) if e.startswith("jit__lambda")]
+    assert len(entries) == 1, entries  # compiled once, found by the two later runs
+    want = rms_norm_ref(np.arange(1.0, 9.0).reshape(2, 4), 1e-5)[1, 3]
+    assert abs(float(runs[0].rsplit("result", 1)[1]) - want) < 1e-5
+
+
+def test_a_generation_runs_its_function_and_an_unknown_one_the_current(alias):
+    """packfn_slot names the generation of the name's binding: one this process bound runs
+    that function even after the global was replaced; one it never bound (an executable from
+    another process that replaced the global more often) runs the global's current function."""
     x = jnp.arange(1.0, 5.0)
-    raw = jax.ffi.ffi_call(pj.register(name).target, spec(x))
-    for number in numbers:
+    name = alias("test.jax.generations", kernel("add_n"))
+    first = pj.register(name)
+    alias(name, kernel("rms_norm"))
+    second = pj.register(name)
+    assert second.generation == first.generation + 1 and second.slot != first.slot
+    raw = jax.ffi.ffi_call(second.target, spec(x))
+    np.testing.assert_allclose(
+        raw(x, packfn_name=name, packfn_slot=np.int64(first.generation), n=np.float64(2.0)),
+        np.asarray(x) + 2.0)
+    for generation in (second.generation, second.generation + 1000, -1):
         np.testing.assert_allclose(
-            raw(x, packfn_name=name, packfn_slot=np.int64(number), eps=np.float64(1e-5)),
+            raw(x, packfn_name=name, packfn_slot=np.int64(generation), eps=np.float64(1e-5)),
             rms_norm_ref(np.asarray(x), 1e-5), rtol=1e-5)
+    with pytest.raises((RuntimeErr, ValueError), match="packfn_slot is not an int64 scalar"):
+        raw(x, packfn_name=name, packfn_slot=np.int32(0), eps=np.float64(1e-5))
 
 
 def test_switching_a_global_back_and_forth_reuses_its_slots(alias):

@@ -77,8 +77,16 @@ def test_trace_time_checks():
         g(x, eps=1e-5)
     with pytest.raises(TypeError, match="expected float, got complex"):
         f(x, eps=np.complex128(1 + 2j))
+    h = pj.ffi_call("packfn.kernels.add_n", jax.ShapeDtypeStruct((2,), jnp.int4))
+    with pytest.raises(TypeError, match="dtype int4 cannot be passed to packfn functions"):
+        h(jnp.ones(2, jnp.int4), n=1.0)
+
+
+def test_float8_reaches_the_kernel(on_cpu):
+    """float8 operands are passed with their DLPack codes (they were refused as having no DLPack
+    equivalent: review): the kernel sees the dtype and refuses it itself."""
     h = pj.ffi_call("packfn.kernels.add_n", jax.ShapeDtypeStruct((2,), jnp.float8_e4m3fn))
-    with pytest.raises(TypeError, match="no DLPack equivalent"):
+    with pytest.raises((RuntimeErr, ValueError), match="got float8_e4m3fn"):
         h(jnp.ones(2, jnp.float8_e4m3fn), n=1.0)
 
 
@@ -251,6 +259,11 @@ def test_failing_without_raising_is_named_and_no_stale_error_is_blamed(testmod, 
             assert float(leave()[0]) == 1.0  # succeeds, leaving an error raised on the thread
             with pytest.raises((RuntimeErr, ValueError), match=msg):
                 jax.block_until_ready(silent())
+        # nor is it reported by a packfn call from Python on the same thread (XLA's CPU handler
+        # runs there): the adapter drops it after the call that left it (review)
+        assert float(leave()[0]) == 1.0
+        with pytest.raises(RuntimeError, match="failed without raising an error"):
+            testmod.silent(np.zeros(1))
     finally:
         for name in names:
             packfn.remove_global(name)

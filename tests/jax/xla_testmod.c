@@ -51,12 +51,18 @@ PF_EXPORT_DOC(pair, pair, "pair(out: Tensor, k: int) -> Tuple(int, int)", NULL);
 /* the adapter's own attribute names as parameter names */
 PF_EXPORT_DOC(slotted, pair, "slotted(out: Tensor, packfn_slot: int) -> None", NULL);
 PF_EXPORT_DOC(named, pair, "named(out: Tensor, packfn_name: int) -> None", NULL);
+/* two scalar parameters of one name: no call's attributes could give both */
+PF_EXPORT_DOC(twice, pair, "twice(out: Tensor, a: int, a: int) -> None", NULL);
+/* a signature that is not UTF-8 (Latin-1 e acute): no Python keyword can name the parameter */
+PF_EXPORT_DOC(latin, pair, "latin(out: Tensor, caf\xe9: int) -> None", NULL);
 /* a parameter XLA cannot fill after another: its message quotes it without the space */
 PF_EXPORT_DOC(worded, pair, "worded(out: Tensor, s: str) -> None", NULL);
 
 /* signatures written over several lines: \n, \r\n, \v and \f separate like spaces */
 PF_EXPORT_DOC(multiline, pair, "multiline(out: Tensor,\n              k: int) -> None", NULL);
 PF_EXPORT_DOC(crlf, pair, "crlf(\r\n  out: Tensor,\r\n  k\v:\fint\r\n) -> None", NULL);
+/* a trailing comma, then a space, as Python allows: the list ends there on both sides */
+PF_EXPORT_DOC(trailing, pair, "trailing(out: Tensor, k: int, ) -> None", NULL);
 /* a parameter name that begins with U+00A0 (no-break space, UTF-8 C2 A0): not whitespace to
  * the adapter, nor to packfn.jax since it strips ASCII whitespace only */
 PF_EXPORT_DOC(nbsp, pair, "nbsp(out: Tensor, \xc2\xa0k: int) -> None", NULL);
