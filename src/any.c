@@ -109,7 +109,8 @@ static inline __attribute__((always_inline)) void pf__blob_fill(pf_object_t* obj
     memcpy(text, data, size);
 }
 
-/* pf__blob_create when this thread's cache has no block of the size: malloc, out of line. */
+/* pf__blob_create when this thread's list of the size's class is empty: the allocator's slow
+ * half (a refill from the depot, or malloc), out of line. */
 __attribute__((noinline)) static int pf__blob_create_uncached(const char* func, int32_t type_index,
                                                               const char* data, size_t size,
                                                               pf_object_t** out) {

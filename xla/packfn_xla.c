@@ -33,9 +33,13 @@ typedef struct {
   int64_t older; /* the slot bound for the same name before this one, or -1: each name's
                     slots form a chain, newest first, written before the slot is published
                     and never changed, so readers walk it without a lock */
-  int64_t gen;   /* slots bound for the name before this one: what a call's packfn_slot holds
-                    (the same in every process that binds the name's functions in the same
-                    order, so a compiled program's text is too) */
+  _Atomic int64_t gen; /* what a call's packfn_slot holds: how many of the name's slots were
+                          given a generation before this one, or -1 until pf_xla_bind gives it
+                          one. Given by pf_xla_bind only (the handler's binds by name give none),
+                          so the numbers are the same in every process that registers the
+                          name's functions in the same order, and a generation a call carries
+                          from another process is never given to a slot the handler bound to
+                          follow the global (it would then stop following it: review) */
   int32_t num_params, num_tensors;
   xparam_t params[]; /* num_params */
 } plan_t;
@@ -374,7 +378,7 @@ static int64_t bind_new_locked(const char* name, size_t len, pf_object_t* fn) {
   }
   plan->fn = fn;
   plan->older = names_find(name, len);
-  plan->gen = plan->older >= 0 ? slot_get(plan->older)->gen + 1 : 0;
+  atomic_init(&plan->gen, -1);
   int64_t slot = atomic_load_explicit(&num_slots, memory_order_relaxed), i;
   int c = chunk_of(slot, &i);
   plan_t** chunk = atomic_load_explicit(&chunks[c], memory_order_relaxed);
@@ -429,12 +433,32 @@ static int64_t bind_bytes(const char* name, size_t len) {
   return slot;
 }
 
+/* Gives `slot` a generation if it has none: one more than the largest its name's slots have. */
+static void give_generation(int64_t slot) {
+  plan_t* plan = slot_get(slot);
+  if (atomic_load_explicit(&plan->gen, memory_order_acquire) >= 0)
+    return;
+  pthread_mutex_lock(&bind_lock);
+  if (atomic_load_explicit(&plan->gen, memory_order_relaxed) < 0) {
+    int64_t next = 0;
+    for (int64_t at = names_find(plan->name, plan->name_len); at >= 0; at = slot_get(at)->older) {
+      int64_t g = atomic_load_explicit(&slot_get(at)->gen, memory_order_relaxed);
+      if (g >= next)
+        next = g + 1;
+    }
+    atomic_store_explicit(&plan->gen, next, memory_order_release);
+  }
+  pthread_mutex_unlock(&bind_lock);
+}
+
 int64_t pf_xla_bind(const char* name, char* err, size_t err_size) {
   if (err && err_size > 0)
     err[0] = '\0';
   int64_t slot = bind_bytes(name ? name : "", name ? strlen(name) : 0);
-  if (slot >= 0)
+  if (slot >= 0) {
+    give_generation(slot);
     return slot;
+  }
   pf_object_t* e = pf_error_take();
   if (err && err_size > 0) {
     size_t n = (size_t)snprintf(err, err_size, "%s: %s", e ? pf_error_kind(e) : PF_ERR_RUNTIME,
@@ -448,7 +472,7 @@ int64_t pf_xla_bind(const char* name, char* err, size_t err_size) {
 
 int64_t pf_xla_generation(int64_t slot) {
   plan_t* plan = slot_get(slot);
-  return plan ? plan->gen : -1;
+  return plan ? atomic_load_explicit(&plan->gen, memory_order_acquire) : -1;
 }
 
 int32_t pf_xla_num_tensors(int64_t slot) {
@@ -749,14 +773,18 @@ static XLA_FFI_Error* plan_of(XLA_FFI_CallFrame* frame, plan_t** out, int64_t* o
    * when it is of that name and generation, else the name's chain walked from its newest slot */
   size_t ci = call_cache_index(name->ptr);
   plan_t* plan = atomic_load_explicit(&call_cache[ci], memory_order_acquire);
-  if (PF_LIKELY(plan && plan->gen == slot && plan_named(plan, name->ptr, name->len))) {
+  if (PF_LIKELY(plan && slot >= 0 &&
+                atomic_load_explicit(&plan->gen, memory_order_relaxed) == slot &&
+                plan_named(plan, name->ptr, name->len))) {
     *out = plan;
     return NULL;
   }
-  int64_t at = names_find(name->ptr, name->len);
-  while (at >= 0 && slot_get(at)->gen > slot)
+  /* the name's slots are few: walked whole (generations are given in the order pf_xla_bind
+   * meets the slots, not the order they were bound) */
+  int64_t at = slot >= 0 ? names_find(name->ptr, name->len) : -1;
+  while (at >= 0 && atomic_load_explicit(&slot_get(at)->gen, memory_order_acquire) != slot)
     at = slot_get(at)->older;
-  if (PF_LIKELY(at >= 0 && slot_get(at)->gen == slot)) {
+  if (PF_LIKELY(at >= 0)) {
     *out = slot_get(at);
     atomic_store_explicit(&call_cache[ci], *out, memory_order_release);
     return NULL;

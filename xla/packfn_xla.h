@@ -2,16 +2,16 @@
  *
  * One handler serves every packfn function: the function is named by the string attribute
  * "packfn_name" of the custom call and bound by pf_xla_bind, which returns a slot; the call
- * passes the slot's generation (pf_xla_generation: 0 for the first function bound under the
- * name in the process, 1 for the next, ...) as the int64 attribute "packfn_slot". A number
- * that any process binding the name's functions in the same order gives the same, so that
- * the compiled program's text, and JAX's persistent compilation cache key with it, is the same
- * in every run (a per-process number missed that cache every time: review). A call runs the
- * function of that generation of the name, even after the global was replaced or removed (a
- * compiled executable keeps its function); a generation the process never bound, say from an
- * executable another process compiled after more rebinds, is resolved by name at each call to
- * the global's current function (a lookup without a lock, a new bind when the global changed;
- * NOT_FOUND once the global is gone). In a call, XLA's
+ * passes the slot's generation (pf_xla_generation: 0 for the first function pf_xla_bind bound
+ * under the name in the process, 1 for the next, ...) as the int64 attribute "packfn_slot". A
+ * number that any process registering the name's functions in the same order gives the same,
+ * so that the compiled program's text, and JAX's persistent compilation cache key with it, is
+ * the same in every run (a per-process number missed that cache every time: review). A call
+ * runs the function of that generation of the name, even after the global was replaced or
+ * removed (a compiled executable keeps its function); a generation pf_xla_bind never gave here,
+ * say from an executable another process compiled after more rebinds, is resolved by name at
+ * each call to the global's current function (a lookup without a lock, a new bind when the
+ * global changed, which gives no generation; NOT_FOUND once the global is gone). In a call, XLA's
  * operands and then its results become the function's tensor parameters in their order
  * (destination passing: the function writes the results), as DLTensor views of XLA's buffers
  * (no copy; compact row-major, strides NULL); each scalar parameter (int, float, bool) takes
@@ -63,8 +63,9 @@ XLA_FFI_Error* pf_xla_call_cuda(XLA_FFI_CallFrame* frame);
  * a slot. */
 int64_t pf_xla_bind(const char* name, char* err, size_t err_size);
 
-/* The generation of `slot`: how many slots were bound for its name before it (0 for the
- * first), what a call passes as packfn_slot; -1 for a slot not bound. */
+/* The generation pf_xla_bind gave `slot`: how many of its name's slots it gave one before (0
+ * for the first), what a call passes as packfn_slot; -1 for a slot not bound, or one only the
+ * handlers bound (to follow a global by name). */
 int64_t pf_xla_generation(int64_t slot);
 
 /* Number of tensor parameters of the function in `slot`, or -1 for a slot not bound. */

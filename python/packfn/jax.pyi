@@ -8,6 +8,7 @@ class Target:
     tensors: tuple[str, ...]
     scalars: dict[str, str]
     platforms: tuple[str, ...]
+    generation: int
 
 def library_path() -> str: ...
 def register(name: str, *, platforms: Sequence[str] | None = None) -> Target: ...

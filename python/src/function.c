@@ -328,6 +328,9 @@ PyObject* pfpy_fn_vectorcall(PyObject* self, PyObject* const* args, size_t nargs
   if (PF_UNLIKELY(((PfObject*)self)->foreign) && refuse_read_only(av, n) != 0)
     goto done; /* i == n: every temporary is released */
   pf_object_t* fn = ((PfObject*)self)->obj;
+  /* an error pending before the call (C code that raised, then ran this Python) is not this
+   * call's to drop: only one the call left is (review) */
+  int was_pending = pf_error_peek() != NULL;
   if (release_gil) { /* a kernel may run long, a callback may come from another thread */
     Py_BEGIN_ALLOW_THREADS rc = pf_function_call(fn, av, (int32_t)n, &result);
     Py_END_ALLOW_THREADS
@@ -336,7 +339,7 @@ PyObject* pfpy_fn_vectorcall(PyObject* self, PyObject* const* args, size_t nargs
   }
   /* an error the function left raised though it succeeded is nobody's: left, a later call
    * failing without raising would report it as its own (review) */
-  if (rc == 0 && PF_UNLIKELY(pf_error_peek() != NULL))
+  if (rc == 0 && PF_UNLIKELY(!was_pending && pf_error_peek() != NULL))
     pf_error_clear();
   if (PF_UNLIKELY((uint32_t)result.type_index - PF_TYPE_DLTENSOR_PTR <=
                   PF_TYPE_OBJECT_RVALUE_REF - PF_TYPE_DLTENSOR_PTR) &&

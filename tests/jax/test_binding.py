@@ -313,6 +313,18 @@ def test_a_generation_runs_its_function_and_an_unknown_one_the_current(alias):
             rms_norm_ref(np.asarray(x), 1e-5), rtol=1e-5)
     with pytest.raises((RuntimeErr, ValueError), match="packfn_slot is not an int64 scalar"):
         raw(x, packfn_name=name, packfn_slot=np.int32(0), eps=np.float64(1e-5))
+    # a generation never registered follows the global through every replacement: the
+    # handler's own binds by name give no generation that such a call would then match (they
+    # did, and the call stayed on the function current at the first replacement: review)
+    fresh = alias("test.jax.generations.fresh", kernel("add_n"))
+    other = np.int64(pj.register(fresh).generation + 1)  # as from a process that replaced it
+    for fn, kw, want in ((kernel("add_n"), {"n": np.float64(2.0)}, np.asarray(x) + 2.0),
+                         (kernel("rms_norm"), {"eps": np.float64(1e-5)},  # never bound here
+                          rms_norm_ref(np.asarray(x), 1e-5)),
+                         (kernel("add_n"), {"n": np.float64(3.0)}, np.asarray(x) + 3.0)):
+        packfn.register_global(fresh, fn, override=True)
+        np.testing.assert_allclose(raw(x, packfn_name=fresh, packfn_slot=other, **kw), want,
+                                   rtol=1e-5)
 
 
 def test_switching_a_global_back_and_forth_reuses_its_slots(alias):

@@ -309,3 +309,12 @@ def test_error_left_raised_by_a_succeeding_call_is_dropped():
     left = lib.pf_error_take()
     lib.pf_object_release(left)
     assert not left
+
+
+def test_error_pending_before_a_call_is_kept(thread_testmod):
+    """C code that raised and then runs Python (a hook) keeps its error when that Python makes a
+    successful packfn call: only an error the call itself left is dropped (review: the
+    dropping above wiped the outer error, and the outer call said it failed without one)."""
+    hook = packfn.Function(lambda: packfn.Function(lambda: 5)())  # a successful packfn call
+    with pytest.raises(ValueError, match="the failure raised before the hook ran"):
+        thread_testmod.fail_after_notify(hook)

@@ -2,7 +2,8 @@
  * thread and waits for it, as a C library may (conftest.py compiles it against the installed
  * package). call_in_thread(fn, x) -> fn(x) called on another thread; fn may also be an Array
  * or Map holding the function (depth first: an Array's items, a Map's values), as a C library
- * taking a list of hooks may. */
+ * taking a list of hooks may. fail_after_notify(cb): raises ValueError, calls cb() (as cleanup
+ * code may call a hook), then fails with the error it raised. */
 #include <pthread.h>
 
 #include <packfn/packfn.h>
@@ -78,3 +79,17 @@ static int call_in_thread(void* self, const pf_any_t* args, int32_t num_args, pf
   return 0;
 }
 PF_EXPORT(call_in_thread, call_in_thread);
+
+static int fail_after_notify(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  pf_object_t* cb;
+  if (num_args != 1 || pf_any_as_object(&args[0], &cb) != 0)
+    return -1;
+  pf_error_set(PF_ERR_VALUE, "the failure raised before the hook ran");
+  pf_any_t r;
+  if (pf_function_call(cb, NULL, 0, &r) == 0)
+    pf_any_release(&r);
+  *result = pf_any_none();
+  return -1;
+}
+PF_EXPORT(fail_after_notify, fail_after_notify);
