@@ -801,7 +801,25 @@ static XLA_FFI_Error* plan_of(XLA_FFI_CallFrame* frame, plan_t** out, int64_t* o
 
 enum { STACK_PARAMS = 16 };
 
+static XLA_FFI_Error* call_frame(XLA_FFI_CallFrame* frame, DLDevice device);
+
+/* Runs the call with the thread's error slot empty: an error pending before it (on the CPU this
+ * is the caller's thread, where C code may have raised and then run the Python making this
+ * call) is set aside and put back after, so that it is neither taken for the call's failure
+ * nor lost; what the call leaves raised though it succeeded (a function's stray error) is
+ * dropped, so that no later call reports it as its own (review). */
 static XLA_FFI_Error* call(XLA_FFI_CallFrame* frame, DLDevice device) {
+  pf_object_t* aside = pf_error_take();
+  XLA_FFI_Error* xerr = call_frame(frame, device);
+  pf_error_clear();
+  if (PF_UNLIKELY(aside != NULL)) {
+    (void)pf_error_raise(aside); /* the slot is empty: it is put back unchanged */
+    pf_object_release(aside);
+  }
+  return xerr;
+}
+
+static XLA_FFI_Error* call_frame(XLA_FFI_CallFrame* frame, DLDevice device) {
   if (PF_UNLIKELY(frame->extension_start &&
                   frame->extension_start->type == XLA_FFI_Extension_Metadata))
     return metadata(frame);
@@ -811,9 +829,6 @@ static XLA_FFI_Error* call(XLA_FFI_CallFrame* frame, DLDevice device) {
                      frame->struct_size, (size_t)XLA_FFI_CallFrame_STRUCT_SIZE);
   if (frame->stage != XLA_FFI_ExecutionStage_EXECUTE)
     return NULL;
-  /* an error an earlier call left raised on this XLA thread (a function that succeeded with
-   * one raised) would be reported as this call's failure, and hide one raising nothing */
-  pf_error_clear();
   plan_t* plan = NULL;
   int64_t own = 0;
   XLA_FFI_Error* xerr = plan_of(frame, &plan, &own);
@@ -902,11 +917,7 @@ static XLA_FFI_Error* call(XLA_FFI_CallFrame* frame, DLDevice device) {
         (void)pf_error_ensure(plan->name, rc); /* a function failing without raising: named */
         xerr = xla_error_from_packfn(frame->api);
       } else {
-        pf_any_release(&result);
-        /* an error the function left raised though it succeeded (or its result's release
-         * raised) is nobody's: on the CPU this is the caller's thread, where a later packfn call
-         * from Python would report it (review) */
-        pf_error_clear();
+        pf_any_release(&result); /* what it raises call() drops */
       }
       /* restoring fails only on a full stream table; its error must not stay raised */
       if (set_stream && pf_stream_set(device, prev, NULL) != 0) {

@@ -20,8 +20,9 @@
  * ValueError, UNIMPLEMENTED for NotImplementedError, RESOURCE_EXHAUSTED for MemoryError,
  * NOT_FOUND for KeyError, INTERNAL for the other kinds; message "<kind>: <message>", whole,
  * each byte of it that is not UTF-8 written as "\xNN" (Python decodes it strictly). A function
- * that fails without raising is a RuntimeError naming it (pf_error_ensure); an error left
- * raised on the thread before a call is cleared, not taken for the call's.
+ * that fails without raising is a RuntimeError naming it (pf_error_ensure); an error pending on
+ * the thread when a call starts is set aside during the call and put back after (neither taken
+ * for the call's nor lost), and one the call leaves raised though it succeeded is dropped.
  * Both handlers answer XLA's metadata query (API version of the header they were built with,
  * no traits, no state).
  *

@@ -287,8 +287,27 @@ PFPY_COLD static int refuse_read_only(const pf_any_t* av, Py_ssize_t n) {
   return 0;
 }
 
+static PyObject* fn_call_args(PyObject* self, PyObject* const* args, size_t nargsf,
+                              PyObject* kwnames);
+
+/* The call with the thread's packfn error slot empty: an error pending before it (C code that
+ * raised and then ran the Python making this call) is set aside and put back after, so that the
+ * call neither takes it for its own failure nor drops it (review: dropping what a successful
+ * call left, below, dropped it too, and chaining onto it replaced it). */
 PyObject* pfpy_fn_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
                              PyObject* kwnames) {
+  pf_object_t* aside = pf_error_take();
+  PyObject* r = fn_call_args(self, args, nargsf, kwnames);
+  if (PF_UNLIKELY(aside != NULL)) {
+    pf_error_clear();            /* nothing is left by then; for certain */
+    (void)pf_error_raise(aside); /* the slot is empty: it is put back unchanged */
+    pf_object_release(aside);
+  }
+  return r;
+}
+
+static PyObject* fn_call_args(PyObject* self, PyObject* const* args, size_t nargsf,
+                              PyObject* kwnames) {
   Py_ssize_t n = PyVectorcall_NARGS(nargsf);
   if (kwnames && PyTuple_GET_SIZE(kwnames)) {
     PyErr_SetString(PyExc_TypeError, "packfn functions take positional arguments only");
@@ -328,9 +347,6 @@ PyObject* pfpy_fn_vectorcall(PyObject* self, PyObject* const* args, size_t nargs
   if (PF_UNLIKELY(((PfObject*)self)->foreign) && refuse_read_only(av, n) != 0)
     goto done; /* i == n: every temporary is released */
   pf_object_t* fn = ((PfObject*)self)->obj;
-  /* an error pending before the call (C code that raised, then ran this Python) is not this
-   * call's to drop: only one the call left is (review) */
-  int was_pending = pf_error_peek() != NULL;
   if (release_gil) { /* a kernel may run long, a callback may come from another thread */
     Py_BEGIN_ALLOW_THREADS rc = pf_function_call(fn, av, (int32_t)n, &result);
     Py_END_ALLOW_THREADS
@@ -339,7 +355,7 @@ PyObject* pfpy_fn_vectorcall(PyObject* self, PyObject* const* args, size_t nargs
   }
   /* an error the function left raised though it succeeded is nobody's: left, a later call
    * failing without raising would report it as its own (review) */
-  if (rc == 0 && PF_UNLIKELY(!was_pending && pf_error_peek() != NULL))
+  if (rc == 0 && PF_UNLIKELY(pf_error_peek() != NULL))
     pf_error_clear();
   if (PF_UNLIKELY((uint32_t)result.type_index - PF_TYPE_DLTENSOR_PTR <=
                   PF_TYPE_OBJECT_RVALUE_REF - PF_TYPE_DLTENSOR_PTR) &&

@@ -33,6 +33,13 @@ def testmod(tmp_path_factory):
     return build_testmod(tmp_path_factory, os.path.join(os.path.dirname(__file__), "xla_testmod.c"))
 
 
+@pytest.fixture(scope="session")
+def hookmod(tmp_path_factory):
+    """tests/python/thread_testmod.c (fail_after_notify: raises, runs a hook, fails)."""
+    src = os.path.join(os.path.dirname(__file__), "..", "python", "thread_testmod.c")
+    return build_testmod(tmp_path_factory, src, ["-lpthread"])
+
+
 @pytest.fixture
 def on_cpu():
     """Runs the test's computations on the CPU: the functions of xla_testmod.c write their

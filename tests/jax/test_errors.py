@@ -292,3 +292,18 @@ def test_missing_adapter_says_how_to_build_it(monkeypatch):
     monkeypatch.setattr(pj, "library_path", lambda: "/nonexistent/libpackfn_xla.so")
     with pytest.raises(ImportError, match=r"install jax .*pip install --no-build-isolation"):
         pj._library()
+
+
+def test_hook_running_a_jitted_call_keeps_the_outer_error(hookmod, on_cpu):
+    """C code that raised and then ran a Python hook keeps its error when the hook runs a jitted
+    packfn call (the CPU handler runs on the caller's thread and cleared the error the call
+    found: review); the call's own stray error is still dropped."""
+    x = jnp.arange(1.0, 5.0, dtype=jnp.float32)
+    f = jax.jit(lambda x: pj.ffi_call("packfn.kernels.add_n", spec(x))(x, n=np.float64(1.0)))
+    np.testing.assert_allclose(f(x), np.asarray(x) + 1)  # compiled before the hook runs
+
+    def hook():
+        np.testing.assert_allclose(jax.block_until_ready(f(x)), np.asarray(x) + 1)
+
+    with pytest.raises(ValueError, match="the failure raised before the hook ran"):
+        hookmod.fail_after_notify(packfn.Function(hook))

@@ -318,3 +318,21 @@ def test_error_pending_before_a_call_is_kept(thread_testmod):
     hook = packfn.Function(lambda: packfn.Function(lambda: 5)())  # a successful packfn call
     with pytest.raises(ValueError, match="the failure raised before the hook ran"):
         thread_testmod.fail_after_notify(hook)
+    # the hook's call succeeds but leaves an error of its own (chained onto the pending one, it
+    # took its place): that one is dropped and the outer one kept
+    lib = libpackfn()
+    lib.pf_error_create.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                    ctypes.POINTER(ctypes.c_void_p)]
+    lib.pf_error_raise.argtypes = [ctypes.c_void_p]
+
+    def leave():
+        err = ctypes.c_void_p()
+        assert lib.pf_error_create(b"KeyError", b"left by the hook's call", None,
+                                   ctypes.byref(err)) == 0
+        assert lib.pf_error_raise(err) == 0
+        lib.pf_object_release(err)
+        return 7
+
+    hook = packfn.Function(lambda: packfn.Function(leave)())
+    with pytest.raises(ValueError, match="the failure raised before the hook ran"):
+        thread_testmod.fail_after_notify(hook)
