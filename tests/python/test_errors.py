@@ -290,9 +290,9 @@ def test_argument_conversion_error_raised_by_python_code_is_kept():
         echo(1, object())
 
 
-def test_error_left_raised_by_a_succeeding_call_is_dropped():
-    """A function that succeeds but leaves an error raised (a C bug) has the error dropped after
-    the call: left, a later call failing without raising reported it as its own (review)."""
+def _leaves_an_error(kind: bytes, message: bytes):
+    """(lib, f): a Python function f that raises a packfn error of `kind` through the C API and
+    returns 7, as a C function that succeeds with an error left raised (a bug) does."""
     lib = libpackfn()
     lib.pf_error_create.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
                                     ctypes.POINTER(ctypes.c_void_p)]
@@ -300,11 +300,18 @@ def test_error_left_raised_by_a_succeeding_call_is_dropped():
 
     def leave():
         err = ctypes.c_void_p()
-        assert lib.pf_error_create(b"ValueError", b"left raised", None, ctypes.byref(err)) == 0
+        assert lib.pf_error_create(kind, message, None, ctypes.byref(err)) == 0
         assert lib.pf_error_raise(err) == 0  # the thread's slot takes a reference
         lib.pf_object_release(err)
         return 7
 
+    return lib, leave
+
+
+def test_error_left_raised_by_a_succeeding_call_is_dropped():
+    """A function that succeeds but leaves an error raised (a C bug) has the error dropped after
+    the call: left, a later call failing without raising reported it as its own (review)."""
+    lib, leave = _leaves_an_error(b"ValueError", b"left raised")
     assert packfn.Function(leave)() == 7
     left = lib.pf_error_take()
     lib.pf_object_release(left)
@@ -320,19 +327,7 @@ def test_error_pending_before_a_call_is_kept(thread_testmod):
         thread_testmod.fail_after_notify(hook)
     # the hook's call succeeds but leaves an error of its own (chained onto the pending one, it
     # took its place): that one is dropped and the outer one kept
-    lib = libpackfn()
-    lib.pf_error_create.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
-                                    ctypes.POINTER(ctypes.c_void_p)]
-    lib.pf_error_raise.argtypes = [ctypes.c_void_p]
-
-    def leave():
-        err = ctypes.c_void_p()
-        assert lib.pf_error_create(b"KeyError", b"left by the hook's call", None,
-                                   ctypes.byref(err)) == 0
-        assert lib.pf_error_raise(err) == 0
-        lib.pf_object_release(err)
-        return 7
-
+    _, leave = _leaves_an_error(b"KeyError", b"left by the hook's call")
     hook = packfn.Function(lambda: packfn.Function(leave)())
     with pytest.raises(ValueError, match="the failure raised before the hook ran"):
         thread_testmod.fail_after_notify(hook)
