@@ -2,6 +2,7 @@
  * packfn_kernels_cuda, so a call is refused the same way whichever library runs it. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "kernels/kdefs.h"
 #include "packfn/error.h"
@@ -68,6 +69,16 @@ static inline __attribute__((always_inline)) int k_like(const char* func, int32_
   return k_aligned(func, index, name, t);
 }
 
+/* Raises TypeError "<func>: argument <index> (<name>): expected <want> like <ref_name>, got
+ * <got>"; -1. */
+__attribute__((cold, noinline)) static int k_unlike(const char* func, int32_t index,
+                                                    const char* name, const char* want,
+                                                    const char* ref_name, const char* got) {
+  PF_ERROR_SET(PF_ERR_TYPE, "%s: argument %d (%s): expected %s like %s, got %s", func, (int)index,
+               name, want, ref_name, got);
+  return -1;
+}
+
 /* Argument `index` must have ref's dtype and device, `ndim` axes with the given extents. */
 static int k_shaped(const char* func, int32_t index, const char* name, const DLTensor* t,
                     const DLTensor* ref, const char* ref_name, int32_t ndim, const int64_t* shape) {
@@ -77,22 +88,39 @@ static int k_shaped(const char* func, int32_t index, const char* name, const DLT
                            .ndim = ndim,
                            .shape = shape,
                            .contiguous = 1};
+  char want[48], got[32];
+  if (t && (t->dtype.code != ref->dtype.code || t->dtype.bits != ref->dtype.bits ||
+            t->dtype.lanes != ref->dtype.lanes)) {
+    /* the dtype is the reference's, not one of a list: say so (it read as "float64 is not
+     * supported": review) */
+    pf_dtype_format(ref->dtype, got, sizeof got);
+    snprintf(want, sizeof want, "a %s tensor", got);
+    pf_dtype_format(t->dtype, got, sizeof got);
+    return k_unlike(func, index, name, want, ref_name, got);
+  }
   if (pf_dltensor_check(t, &spec, func, index, name) != 0 || k_aligned(func, index, name, t) != 0)
     return -1;
   if (t->device.device_id != ref->device.device_id) {
-    char a[32], b[32];
-    pf_device_format(t->device, a, sizeof a);
-    pf_device_format(ref->device, b, sizeof b);
-    PF_ERROR_SET(PF_ERR_TYPE, "%s: argument %d (%s): expected a tensor on %s like %s, got %s", func,
-                 (int)index, name, b, ref_name, a);
-    return -1;
+    pf_device_format(ref->device, got, sizeof got);
+    snprintf(want, sizeof want, "a tensor on %s", got);
+    pf_device_format(t->device, got, sizeof got);
+    return k_unlike(func, index, name, want, ref_name, got);
   }
   return 0;
 }
 
 __attribute__((cold, noinline)) static int k_overlap_error(const char* func, int32_t oi,
                                                            const char* on, int32_t ii,
-                                                           const char* in_name, int same_ok) {
+                                                           const char* in_name, int same_ok,
+                                                           int same_start, size_t ob, size_t ib) {
+  if (same_ok && same_start) { /* the same first byte, but the output is the longer one */
+    PF_ERROR_SET(PF_ERR_VALUE,
+                 "%s: argument %d (%s): expected memory apart from argument %d (%s) or the very "
+                 "same array at most as long, got the same first byte with %zu bytes against "
+                 "its %zu",
+                 func, (int)oi, on, (int)ii, in_name, ob, ib);
+    return -1;
+  }
   PF_ERROR_SET(PF_ERR_VALUE,
                "%s: argument %d (%s): expected memory apart from argument %d (%s)%s, got an "
                "overlap",
@@ -112,7 +140,7 @@ static inline int k_apart(const char* func, int32_t oi, const char* on, const DL
   if (PF_LIKELY(a >= b + ib || b >= a + ob) || ob == 0 || ib == 0 ||
       (same_ok && a == b && ob <= ib))
     return 0;
-  return k_overlap_error(func, oi, on, ii, in_name, same_ok);
+  return k_overlap_error(func, oi, on, ii, in_name, same_ok, a == b, ob, ib);
 }
 
 static int k_scalar(const char* func, int32_t index, const char* name, double v, int nonneg) {

@@ -516,11 +516,16 @@ __attribute__((noinline, cold)) static double inv_rms_scaled_f64(const rms_job_t
  * that type, neither overflows nor lost bits to underflow (0 only where mean is), and for
  * float64 inv^3 did neither and the total (ct x summed in double) is finite and did not lose bits
  * to underflow either. float32 values and their inv^3 always fit a double. */
-static int bwd_coefs_in_range(const rms_job_t* j, double total, double inv3, double b) {
+static int bwd_coefs_in_range(const rms_job_t* j, double total, double inv3, double b, double inv) {
+  /* and b x cannot overflow: |b x_i| <= |b| ||x|| = |b| sqrt(cols) / inv, kept below 2^-10 of
+   * the type's largest value, so that an overflow of a ct (not of b x) means a dx within 2^-10
+   * of overflowing itself. Where both overflowed, dx, their finite difference, came out NaN or
+   * infinite (review) */
+  double bx = fabs(b) / inv * sqrt((double)j->cols); /* NaN or inf for inv 0: out of range */
   if (!j->f64) {
-    return fabs(b) <= FLT_MAX && (fabs(b) >= FLT_MIN || b == 0.0);
+    return fabs(b) <= FLT_MAX && (fabs(b) >= FLT_MIN || b == 0.0) && bx <= FLT_MAX * 0x1p-10;
   }
-  return inv3 >= DBL_MIN && inv3 <= DBL_MAX && fabs(total) <= DBL_MAX &&
+  return inv3 >= DBL_MIN && inv3 <= DBL_MAX && fabs(total) <= DBL_MAX && bx <= DBL_MAX * 0x1p-10 &&
          (total == 0.0 || (fabs(total) >= 0x1p-900 && fabs(b) >= DBL_MIN && fabs(b) <= DBL_MAX));
 }
 
@@ -592,7 +597,7 @@ static int row_coefs(rms_job_t* j, int64_t r, double total, double* a, double* b
     double mean = total / (double)j->cols;
     double inv3 = inv * inv * inv;
     double coef = inv3 * mean;
-    if (__builtin_expect(!bwd_coefs_in_range(j, total, inv3, coef), 0) &&
+    if (__builtin_expect(!bwd_coefs_in_range(j, total, inv3, coef, inv), 0) &&
         bwd_row_scaled(j, r, inv, coef)) {
       return 0;
     }
@@ -602,9 +607,12 @@ static int row_coefs(rms_job_t* j, int64_t r, double total, double* a, double* b
   }
   double inv;
   int written = 0;
-  if (__builtin_expect(!j->f64 || f64_total_in_range(total, j->eps), 1)) {
-    double mean_sq = j->cols > 0 ? total * j->inv_cols : 0.0;
-    inv = 1.0 / sqrt(mean_sq + j->eps);
+  double mean_sq = j->cols > 0 ? total * j->inv_cols : 0.0;
+  double denom = mean_sq + j->eps;
+  /* float64: mean + eps beyond DBL_MAX (a huge eps) gave inv 0 and a row of zeros: scaled
+   * (review) */
+  if (__builtin_expect(!j->f64 || (f64_total_in_range(total, j->eps) && denom <= DBL_MAX), 1)) {
+    inv = 1.0 / sqrt(denom);
   } else {
     inv = inv_rms_scaled_f64(j, r, &written);
   }
@@ -741,8 +749,9 @@ static void write_part(void* ctx, int part, int parts) {
 
 static void rms_run(rms_job_t* j) {
   /* No columns: nothing to write but rms_norm_fwd's inv_rms (a (huge, 0) array is valid, and
-   * visiting its rows one by one would take hours for nothing). */
-  if (j->rows <= 0 || (j->cols <= 0 && (j->bwd || j->inv_store == NULL))) {
+   * visiting its rows one by one would take hours for nothing); a negative count: nothing, as
+   * kmath.h says (it wrote inv_rms and formed pointers out of range: review). */
+  if (j->rows <= 0 || j->cols < 0 || (j->cols == 0 && (j->bwd || j->inv_store == NULL))) {
     return;
   }
   j->ops = ops();

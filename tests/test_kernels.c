@@ -491,9 +491,15 @@ START_TEST(test_overlaps_refused) {
   ck_assert_int_eq(pf_kernel_vector_add(&b2, &c4, &c4), 0);
   ck_assert_int_eq(pf_kernel_vector_add(&b2, &c4, &a4), -1); /* a (4) over b (2) */
   PF_ASSERT_RAISED("ValueError", "argument 2 (a): expected memory apart from argument 0 (b) or "
-                                 "the very same array, got an overlap");
+                                 "the very same array at most as long, got the same first byte "
+                                 "with 32 bytes against its 16");
   DLTensor b4 = lo;
   ck_assert_int_eq(pf_kernel_vector_add(&b4, &c4, &a4), 0); /* a is b, as long */
+  /* b's dtype is c's: the message names c (it read as "float64 is not supported": review) */
+  DLTensor bd = two;
+  bd.dtype = (DLDataType){kDLFloat, 32, 1};
+  ck_assert_int_eq(pf_kernel_vector_add(&bd, &c4, &a4), -1);
+  PF_ASSERT_RAISED("TypeError", "argument 0 (b): expected a float64 tensor like c, got float32");
   pf_object_release(m);
   pf_object_release(e);
   pf_object_release(buf);

@@ -141,6 +141,20 @@ START_TEST(test_rms_norm_f64_huge_rows) {
   double err = max_rel_err_f64(out, ref, 3, 1e-300);
   ck_assert_msg(err <= 4 * DBL_EPSILON, "%s: rows near DBL_MAX: rel err %g", pf__k_isa_name(), err);
   ck_assert(fabs(inv - ldexp(ref_inv, -1000)) <= 0x1p-1073); /* subnormal: absolute */
+  /* an eps near DBL_MAX with a mean of squares near it too: mean + eps overflowed, and the row
+   * came out 0 (review) */
+  double one[1] = {1e154}, o1[1], i1;
+  pf__k_rms_norm_fwd_f64(one, o1, &i1, 1, 1, DBL_MAX * 0.75);
+  double want_inv = (double)(1.0L / sqrtl(1e308L + (long double)DBL_MAX * 0.75L));
+  double want_out = (double)(1e154L / sqrtl(1e308L + (long double)DBL_MAX * 0.75L));
+  ck_assert_msg(fabs(i1 - want_inv) <= 4 * DBL_EPSILON * want_inv &&
+                    fabs(o1[0] - want_out) <= 4 * DBL_EPSILON * want_out,
+                "%s: huge eps: inv %g, out %g, want %g, %g", pf__k_isa_name(), i1, o1[0], want_inv,
+                want_out);
+  /* a negative column count writes nothing, inv_rms included (kmath.h) */
+  double keep[3] = {7, 7, 7};
+  pf__k_rms_norm_fwd_f64(one, o1, keep, 3, -1, 1e-5);
+  ck_assert(keep[0] == 7 && keep[1] == 7 && keep[2] == 7);
 }
 END_TEST
 
@@ -261,6 +275,26 @@ START_TEST(test_rms_norm_bwd_extreme_rows) {
   for (int c = 0; c < 4; ++c) {
     ck_assert_msg(isfinite(dx[c]), "%s: dx[%d] = %g", pf__k_isa_name(), c, dx[c]);
   }
+  /* a ct with inv ct beyond the type's largest value, cancelled by b x beyond it too: both
+   * products overflowed and dx, finite, came out NaN or -inf (review) */
+  enum { C = 100 };
+  float xf[C] = {1.5f, 0.1f}, yf[C], invf, ctf[C] = {0}, dxf[C];
+  pf__k_rms_norm_fwd_f32(xf, yf, &invf, 1, C, 0.0);
+  ctf[0] = (float)(1.2 * FLT_MAX / invf);
+  ctf[2] = 1.0f;
+  pf__k_rms_norm_bwd_f32(xf, &invf, ctf, dxf, 1, C);
+  double b32 = (double)invf * invf * invf * ((double)ctf[0] * xf[0] / C);
+  double want32 = (double)invf * ctf[0] - b32 * xf[0];
+  ck_assert_msg(fabs(dxf[0] - want32) <= 1e-5 * fabs(want32), "%s: dx[0] = %g, want %g",
+                pf__k_isa_name(), dxf[0], want32);
+  double xd[C] = {1.5, 0.1}, yd[C], invd, ctd[C] = {0}, dxd[C];
+  pf__k_rms_norm_fwd_f64(xd, yd, &invd, 1, C, 0.0);
+  ctd[0] = 1.2 * (DBL_MAX / invd);
+  pf__k_rms_norm_bwd_f64(xd, &invd, ctd, dxd, 1, C);
+  long double bl = (long double)invd * invd * invd * ((long double)ctd[0] * xd[0] / C);
+  long double wantd = (long double)invd * ctd[0] - bl * xd[0];
+  ck_assert_msg(isfinite(dxd[0]) && fabsl(dxd[0] - wantd) <= 1e-12L * fabsl(wantd),
+                "%s: dx[0] = %g, want %Lg", pf__k_isa_name(), dxd[0], wantd);
 }
 END_TEST
 
