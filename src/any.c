@@ -109,17 +109,26 @@ static inline __attribute__((always_inline)) void pf__blob_fill(pf_object_t* obj
     memcpy(text, data, size);
 }
 
-/* pf__blob_create when this thread's list of the size's class is empty: the allocator's slow
- * half (a refill from the depot, or malloc), out of line. */
+/* The block of a blob of `size` bytes when this thread's list of its class is empty (the
+ * caller's pf__alloc_cached found it so): straight to the allocator's slow half (a refill from
+ * the depot, or malloc), which a second look at the list would only delay. NULL with
+ * MemoryError raised as `func`. */
+static inline pf_object_t* pf__blob_alloc_slow(const char* func, size_t size) {
+  size_t total = sizeof(pf_object_t) + sizeof(pf_string_cell_t) + 1 + size;
+  pf_object_t* obj = pf__alloc_slow(total, pf__class_of(total));
+  if (!obj)
+    (void)pf__raise_oom(func, total);
+  return obj;
+}
+
+/* pf__blob_create when this thread's list of the size's class is empty, out of line. */
 __attribute__((noinline)) static int pf__blob_create_uncached(const char* func, int32_t type_index,
                                                               const char* data, size_t size,
                                                               pf_object_t** out) {
-  size_t total = sizeof(pf_object_t) + sizeof(pf_string_cell_t) + 1 + size;
-  /* the caller's pf__alloc_cached found this class's list empty: straight to the slow half */
-  pf_object_t* obj = pf__alloc_slow(total, pf__class_of(total));
+  pf_object_t* obj = pf__blob_alloc_slow(func, size);
   if (!obj) {
     *out = NULL; /* as every constructor's output on failure (review: it was left) */
-    return pf__raise_oom(func, total);
+    return -1;
   }
   pf__blob_fill(obj, type_index, data, size, out);
   return 0;
@@ -190,15 +199,13 @@ pf__string_value_fill(pf_object_t* obj, const char* data, size_t size, pf_any_t*
 }
 
 /* pf__string_create_object when this thread's list of the size's class is empty (malloc's
- * path when the slabs are off): out of line, so that the cached path needs no stack frame, and
- * straight to the allocator's slow half, which a second look at the list would only delay. */
+ * path when the slabs are off): out of line, so that the cached path needs no stack frame. */
 __attribute__((noinline)) static int pf__string_create_uncached(const char* data, size_t size,
                                                                 pf_any_t* out) {
-  size_t total = sizeof(pf_object_t) + sizeof(pf_string_cell_t) + 1 + size;
-  pf_object_t* obj = pf__alloc_slow(total, pf__class_of(total));
+  pf_object_t* obj = pf__blob_alloc_slow("pf_string_create", size);
   if (!obj) {
     *out = pf_any_none(); /* as every constructor's output on failure */
-    return pf__raise_oom("pf_string_create", total);
+    return -1;
   }
   pf__string_value_fill(obj, data, size, out);
   return 0;

@@ -801,24 +801,6 @@ static XLA_FFI_Error* plan_of(XLA_FFI_CallFrame* frame, plan_t** out, int64_t* o
 
 enum { STACK_PARAMS = 16 };
 
-static XLA_FFI_Error* call_frame(XLA_FFI_CallFrame* frame, DLDevice device);
-
-/* Runs the call with the thread's error slot empty: an error pending before it (on the CPU this
- * is the caller's thread, where C code may have raised and then run the Python making this
- * call) is set aside and put back after, so that it is neither taken for the call's failure
- * nor lost; what the call leaves raised though it succeeded (a function's stray error) is
- * dropped, so that no later call reports it as its own (review). */
-static XLA_FFI_Error* call(XLA_FFI_CallFrame* frame, DLDevice device) {
-  pf_object_t* aside = pf_error_take();
-  XLA_FFI_Error* xerr = call_frame(frame, device);
-  pf_error_clear();
-  if (PF_UNLIKELY(aside != NULL)) {
-    (void)pf_error_raise(aside); /* the slot is empty: it is put back unchanged */
-    pf_object_release(aside);
-  }
-  return xerr;
-}
-
 static XLA_FFI_Error* call_frame(XLA_FFI_CallFrame* frame, DLDevice device) {
   if (PF_UNLIKELY(frame->extension_start &&
                   frame->extension_start->type == XLA_FFI_Extension_Metadata))
@@ -930,6 +912,22 @@ static XLA_FFI_Error* call_frame(XLA_FFI_CallFrame* frame, DLDevice device) {
   }
   if (args != args_stack)
     free(args);
+  return xerr;
+}
+
+/* Runs the call with the thread's error slot empty: an error pending before it (on the CPU this
+ * is the caller's thread, where C code may have raised and then run the Python making this
+ * call) is set aside and put back after, so that it is neither taken for the call's failure
+ * nor lost; what the call leaves raised though it succeeded (a function's stray error) is
+ * dropped, so that no later call reports it as its own (review). */
+static XLA_FFI_Error* call(XLA_FFI_CallFrame* frame, DLDevice device) {
+  pf_object_t* aside = pf_error_take();
+  XLA_FFI_Error* xerr = call_frame(frame, device);
+  pf_error_clear();
+  if (PF_UNLIKELY(aside != NULL)) {
+    (void)pf_error_raise(aside); /* the slot is empty: it is put back unchanged */
+    pf_object_release(aside);
+  }
   return xerr;
 }
 
