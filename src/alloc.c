@@ -611,15 +611,19 @@ __attribute__((noinline)) static void* pf__alloc_from_depot(unsigned c) {
   return b;
 }
 
+/* pf__alloc_slow for a class while the slabs may be on for this thread: the depot, else malloc
+ * (the slabs off after all, or the range used up). */
+__attribute__((noinline)) static void* pf__alloc_depot_or_malloc(size_t size, unsigned c) {
+  void* b = pf__alloc_from_depot(c);
+  return b ? b : pf__alloc_malloc(size);
+}
+
 void* pf__alloc_slow(size_t size, unsigned c) {
   /* The depot only for a class while the slabs may be on for this thread; otherwise (beyond
-   * 4 KiB, slabs off, the thread exiting) straight to malloc, without the depot path's frame. */
-  if (c < PF__NCLASS && pf__cache.state >= 0) {
-    void* b = pf__alloc_from_depot(c);
-    if (b)
-      return b;
-  }
-  return size <= PF__ALLOC_MAX ? malloc(size ? size : 1) : NULL;
+   * 4 KiB, slabs off, the thread exiting) straight to malloc as a tail call, without a frame. */
+  if (c < PF__NCLASS && pf__cache.state >= 0)
+    return pf__alloc_depot_or_malloc(size, c);
+  return pf__alloc_malloc(size);
 }
 
 /* pf__free_slow for a slab block: onto this thread's full list (half of it going to the depot

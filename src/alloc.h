@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "common.h"
 
@@ -108,6 +109,19 @@ static inline void* pf__alloc(size_t size) {
   if (PF_LIKELY(p != NULL))
     return p;
   return pf__alloc_slow(size, c);
+}
+
+/* A malloc block of `size` bytes (at least 1), or NULL (also beyond PF__ALLOC_MAX). */
+static inline void* pf__alloc_malloc(size_t size) {
+  return size <= PF__ALLOC_MAX ? malloc(size ? size : 1) : NULL;
+}
+
+/* pf__alloc after pf__alloc_cached found this thread's list empty: malloc at once while the
+ * slabs are off for this thread (the memory-checker mode), else pf__alloc_slow. */
+static inline void* pf__alloc_uncached(size_t size) {
+  if (pf__cache.state < 0)
+    return pf__alloc_malloc(size);
+  return pf__alloc_slow(size, pf__class_of(size));
 }
 
 void* pf__alloc_aligned_slow(size_t size, size_t alignment);

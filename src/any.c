@@ -115,7 +115,7 @@ static inline __attribute__((always_inline)) void pf__blob_fill(pf_object_t* obj
  * MemoryError raised as `func`. */
 static inline pf_object_t* pf__blob_alloc_slow(const char* func, size_t size) {
   size_t total = sizeof(pf_object_t) + sizeof(pf_string_cell_t) + 1 + size;
-  pf_object_t* obj = pf__alloc_slow(total, pf__class_of(total));
+  pf_object_t* obj = pf__alloc_uncached(total);
   if (!obj)
     (void)pf__raise_oom(func, total);
   return obj;

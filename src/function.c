@@ -213,14 +213,12 @@ static size_t pf__function_size(int form) {
                                 : sizeof(pf__function_t);
 }
 
-/* Allocates a function of `form` whose cell calls `entry`. Never raises. */
-static pf__function_t* pf__function_new(pf_safe_call_t entry, int form, void* self,
-                                        pf_safe_call_t call, void (*deleter)(void*)) {
+/* Fills a fresh block as a function of `form` whose cell calls `entry`. */
+static inline __attribute__((always_inline)) pf__function_t* pf__function_fill(
+    void* block, pf_safe_call_t entry, int form, void* self, pf_safe_call_t call,
+    void (*deleter)(void*)) {
+  pf__function_t* f = block;
   int closure = form == PF__FN_CLOSURE;
-  size_t size = pf__function_size(form);
-  pf__function_t* f = form == PF__FN_LINE ? pf__alloc_aligned(size, size) : pf__alloc(size);
-  if (!f)
-    return NULL;
   pf__object_init(&f->header, PF_TYPE_FUNCTION,
                   closure ? pf__closure_deleter : pf__function_deleter);
   f->cell.safe_call = entry;
@@ -233,38 +231,92 @@ static pf__function_t* pf__function_new(pf_safe_call_t entry, int form, void* se
   return f;
 }
 
-/* Checks and allocation shared by the public constructors: `entry` goes in the cell, `call`
- * (never NULL) is what the caller passed. */
-static int pf__function_make(const char* func, pf_safe_call_t entry, int form, void* self,
-                             pf_safe_call_t call, void (*deleter)(void*), pf_object_t** out) {
-  if (!call || !out) {
-    if (out)
-      *out = NULL; /* as every constructor's output on failure */
-    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected %s, got NULL", func, out ? "call" : "out",
-                 out ? "a function" : "a pointer");
-    return -1;
-  }
-  pf__function_t* f = pf__function_new(entry, form, self, call, deleter);
-  if (!f) {
+/* Allocates a function of `form` whose cell calls `entry`. Never raises. */
+static pf__function_t* pf__function_new(pf_safe_call_t entry, int form, void* self,
+                                        pf_safe_call_t call, void (*deleter)(void*)) {
+  size_t size = pf__function_size(form);
+  void* b = form == PF__FN_LINE ? pf__alloc_aligned(size, size) : pf__alloc(size);
+  return b ? pf__function_fill(b, entry, form, self, call, deleter) : NULL;
+}
+
+/* The public constructors' refusal of a NULL `call` or `out`. */
+__attribute__((noinline, cold)) static int pf__function_make_bad(const char* func,
+                                                                 pf_object_t** out) {
+  if (out)
+    *out = NULL; /* as every constructor's output on failure */
+  PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: expected %s, got NULL", func, out ? "call" : "out",
+               out ? "a function" : "a pointer");
+  return -1;
+}
+
+/* What the public constructors put in the cell: the trampolines of pf_function_create, or, in
+ * the line form (pf_function_create_direct), `call` itself. */
+static inline pf_safe_call_t pf__function_entry(int form, pf_safe_call_t call) {
+  return form == PF__FN_CLOSURE ? pf__function_trampoline
+         : form == PF__FN_LINE  ? call
+                                : pf__function_trampoline_null;
+}
+
+/* pf__function_make when this thread's list of the form's class is empty (the slabs off
+ * included), out of line so that the common path keeps no frame; raises MemoryError as the
+ * constructor of `form`. One copy per form (below), each saving across the allocation only
+ * what its form fills in. */
+static inline __attribute__((always_inline)) int pf__function_make_uncached(
+    int form, void* self, pf_safe_call_t call, void (*deleter)(void*), pf_object_t** out) {
+  size_t size = pf__function_size(form);
+  void* b = form == PF__FN_LINE ? pf__alloc_aligned_slow(size, size) : pf__alloc_uncached(size);
+  if (!b) {
     *out = NULL;
-    return pf__raise_oom(func, pf__function_size(form));
+    return pf__raise_oom(form == PF__FN_LINE ? "pf_function_create_direct" : "pf_function_create",
+                         size);
   }
-  *out = &f->header;
+  *out = &pf__function_fill(b, pf__function_entry(form, call), form, self, call, deleter)->header;
+  return 0;
+}
+__attribute__((noinline)) static int pf__function_uncached_plain(pf_safe_call_t call,
+                                                                 pf_object_t** out) {
+  return pf__function_make_uncached(PF__FN_PLAIN, NULL, call, NULL, out);
+}
+__attribute__((noinline)) static int pf__function_uncached_closure(void* self,
+                                                                   pf_safe_call_t call,
+                                                                   void (*deleter)(void*),
+                                                                   pf_object_t** out) {
+  return pf__function_make_uncached(PF__FN_CLOSURE, self, call, deleter, out);
+}
+__attribute__((noinline)) static int pf__function_uncached_line(pf_safe_call_t call,
+                                                                pf_object_t** out) {
+  return pf__function_make_uncached(PF__FN_LINE, NULL, call, NULL, out);
+}
+
+/* Checks and allocation shared by the public constructors (`call`, `out` as the caller passed
+ * them); the block from this thread's list, else from an out-of-line copy per form. */
+static inline __attribute__((always_inline)) int pf__function_make(const char* func, int form,
+                                                                   void* self, pf_safe_call_t call,
+                                                                   void (*deleter)(void*),
+                                                                   pf_object_t** out) {
+  if (PF_UNLIKELY(!call || !out))
+    return pf__function_make_bad(func, out);
+  size_t size = pf__function_size(form);
+  /* the line form's 64 bytes: a block of the 64-byte class is aligned to 64 */
+  void* b = pf__alloc_cached(size);
+  if (PF_UNLIKELY(!b))
+    return form == PF__FN_CLOSURE ? pf__function_uncached_closure(self, call, deleter, out)
+           : form == PF__FN_LINE  ? pf__function_uncached_line(call, out)
+                                  : pf__function_uncached_plain(call, out);
+  *out = &pf__function_fill(b, pf__function_entry(form, call), form, self, call, deleter)->header;
   return 0;
 }
 
 int pf_function_create(void* self, pf_safe_call_t call, void (*deleter)(void* self),
                        pf_object_t** out) {
   if (!self && !deleter)
-    return pf__function_make("pf_function_create", pf__function_trampoline_null, PF__FN_PLAIN, NULL,
-                             call, NULL, out);
-  return pf__function_make("pf_function_create", pf__function_trampoline, PF__FN_CLOSURE, self,
-                           call, deleter, out);
+    return pf__function_make("pf_function_create", PF__FN_PLAIN, NULL, call, NULL, out);
+  return pf__function_make("pf_function_create", PF__FN_CLOSURE, self, call, deleter, out);
 }
 
 int pf_function_create_direct(pf_safe_call_t call, pf_object_t** out) {
   /* the cell calls `call` itself */
-  return pf__function_make("pf_function_create_direct", call, PF__FN_LINE, NULL, call, NULL, out);
+  return pf__function_make("pf_function_create_direct", PF__FN_LINE, NULL, call, NULL, out);
 }
 
 int pf__call_args_check(const char* func, const pf_any_t* args, int32_t num_args,
