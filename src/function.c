@@ -214,9 +214,9 @@ static size_t pf__function_size(int form) {
 }
 
 /* Fills a fresh block as a function of `form` whose cell calls `entry`. */
-static inline __attribute__((always_inline)) pf__function_t* pf__function_fill(
-    void* block, pf_safe_call_t entry, int form, void* self, pf_safe_call_t call,
-    void (*deleter)(void*)) {
+static inline __attribute__((always_inline)) pf__function_t*
+pf__function_fill(void* block, pf_safe_call_t entry, int form, void* self, pf_safe_call_t call,
+                  void (*deleter)(void*)) {
   pf__function_t* f = block;
   int closure = form == PF__FN_CLOSURE;
   pf__object_init(&f->header, PF_TYPE_FUNCTION,
@@ -261,8 +261,10 @@ static inline pf_safe_call_t pf__function_entry(int form, pf_safe_call_t call) {
  * included), out of line so that the common path keeps no frame; raises MemoryError as the
  * constructor of `form`. One copy per form (below), each saving across the allocation only
  * what its form fills in. */
-static inline __attribute__((always_inline)) int pf__function_make_uncached(
-    int form, void* self, pf_safe_call_t call, void (*deleter)(void*), pf_object_t** out) {
+static inline __attribute__((always_inline)) int pf__function_make_uncached(int form, void* self,
+                                                                            pf_safe_call_t call,
+                                                                            void (*deleter)(void*),
+                                                                            pf_object_t** out) {
   size_t size = pf__function_size(form);
   void* b = form == PF__FN_LINE ? pf__alloc_aligned_slow(size, size) : pf__alloc_uncached(size);
   if (!b) {
@@ -277,8 +279,7 @@ __attribute__((noinline)) static int pf__function_uncached_plain(pf_safe_call_t 
                                                                  pf_object_t** out) {
   return pf__function_make_uncached(PF__FN_PLAIN, NULL, call, NULL, out);
 }
-__attribute__((noinline)) static int pf__function_uncached_closure(void* self,
-                                                                   pf_safe_call_t call,
+__attribute__((noinline)) static int pf__function_uncached_closure(void* self, pf_safe_call_t call,
                                                                    void (*deleter)(void*),
                                                                    pf_object_t** out) {
   return pf__function_make_uncached(PF__FN_CLOSURE, self, call, deleter, out);
