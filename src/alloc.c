@@ -154,13 +154,20 @@ void pf__alloc_fork_unlock(void) {
  * static link of packfn (libpackfn.a) takes only the objects a program uses, and a program that
  * never touches the global table still allocates (found by review: without global.c no
  * handler was registered and children hung on a class lock). The locks are taken in the order
- * the code nests them: the join (tvm.c), the type registry, TVM-FFI's table, the table's
- * writers and readers (global.c), the functions' side table, the device allocator table, the
- * backtrace frame-name cache (errors raised under the locks above reach it), the allocator's
- * classes. A layer the program does not link has no locks to take: its weak reference is NULL.
+ * the code nests them: the join (tvm.c), the type registry (type.c), the lock around calls
+ * into TVM-FFI's table (tvm.c), the table's writers and readers (global.c), the functions' side
+ * table, the device allocator table, the backtrace frame-name cache (errors raised under the
+ * locks above reach it), the allocator's classes. Each lock is taken by a handler in the file
+ * that defines it (a review found the type registry's taken by global.c's: a program using the
+ * registry without the global table forked children that hung in it). A layer the program
+ * does not link has no locks to take: its weak reference is NULL.
  * glibc forgets a library's handlers when it is unloaded (they are tied to its DSO). */
 void pf__tvm_fork_lock(void) __attribute__((weak));
 void pf__tvm_fork_unlock(void) __attribute__((weak));
+void pf__types_fork_lock(void) __attribute__((weak));
+void pf__types_fork_unlock(void) __attribute__((weak));
+void pf__tvm_table_fork_lock(void) __attribute__((weak));
+void pf__tvm_table_fork_unlock(void) __attribute__((weak));
 void pf__global_fork_lock(void) __attribute__((weak));
 void pf__global_fork_unlock(void) __attribute__((weak));
 void pf__global_fork_child(void) __attribute__((weak));
@@ -180,6 +187,8 @@ typedef struct {
 
 static const pf__fork_part_t pf__fork_parts[] = {
     {pf__tvm_fork_lock, pf__tvm_fork_unlock, NULL},
+    {pf__types_fork_lock, pf__types_fork_unlock, NULL},
+    {pf__tvm_table_fork_lock, pf__tvm_table_fork_unlock, NULL},
     /* the child drops the other threads' reader records, then unlocks */
     {pf__global_fork_lock, pf__global_fork_unlock, pf__global_fork_child},
     {pf__function_fork_lock, pf__function_fork_unlock, NULL},

@@ -210,12 +210,10 @@ void pf__keep_table(pf__cell_t* t) {
 }
 
 /* ---- fork (the handlers are alloc.c's: pf__fork_handlers) ----
- * The global table's part, taken after the join's lock and before the leaves: the type registry
- * (the join hooks take it under the join), the TVM-FFI table, the writers (global_write.c),
- * the readers' list. */
+ * The global table's part, taken after the join's, the type registry's and the TVM-FFI table's
+ * locks (each taken by its own file) and before the leaves: the writers (global_write.c), the
+ * readers' list. */
 void pf__global_fork_lock(void) {
-  pthread_mutex_lock(&pf__types_lock);
-  pthread_mutex_lock(&pf__tvm_table);
   pthread_mutex_lock(&pf__writers);
   pthread_mutex_lock(&pf__readers_lock);
 }
@@ -223,8 +221,6 @@ void pf__global_fork_lock(void) {
 void pf__global_fork_unlock(void) {
   pthread_mutex_unlock(&pf__readers_lock);
   pthread_mutex_unlock(&pf__writers);
-  pthread_mutex_unlock(&pf__tvm_table);
-  pthread_mutex_unlock(&pf__types_lock);
 }
 
 /* The child has one thread: the others' reader records would wait forever. */

@@ -64,6 +64,15 @@ static int pf__tvm_resolve(void* lib, pf__tvm_t* t) {
  * pf__tvm_table, then the table's writers. */
 pthread_mutex_t pf__tvm_table = PTHREAD_MUTEX_INITIALIZER;
 
+/* fork (alloc.c's handlers), after the type registry's lock */
+void pf__tvm_table_fork_lock(void) {
+  pthread_mutex_lock(&pf__tvm_table);
+}
+
+void pf__tvm_table_fork_unlock(void) {
+  pthread_mutex_unlock(&pf__tvm_table);
+}
+
 void pf__tvm_fork_lock(void) {
   pthread_mutex_lock(&pf__tvm_lock);
 }

@@ -74,9 +74,11 @@ extern void (*pf__tvm_join_hooks[PF__TVM_HOOKS])(const pf__tvm_t* tvm);
 
 /* fork(): the join's lock (pf_tvm_ffi_join runs the join hooks under it, which take the TVM-FFI
  * table's lock and the writers' lock: it comes first), taken before a fork and given back
- * after it, from global.c's handlers. */
+ * after it, from alloc.c's handlers; pf__tvm_table, taken after the type registry's lock. */
 void pf__tvm_fork_lock(void);
 void pf__tvm_fork_unlock(void);
+void pf__tvm_table_fork_lock(void);
+void pf__tvm_table_fork_unlock(void);
 
 /* A handle of the libtvm_ffi.so this process has loaded (a loaded object whose file has that
  * name: found with dl_iterate_phdr, then opened by its path with RTLD_NOLOAD, so the library

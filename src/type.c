@@ -47,6 +47,16 @@ static pf__type_entry_t pf__static_types[] = {
  * release store after they are complete, so readers need no lock. */
 pf__type_entry_t* pf__types[PF__MAX_TYPES];
 pthread_mutex_t pf__types_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* fork (alloc.c's handlers), after the join's lock and before pf__tvm_table */
+void pf__types_fork_lock(void) {
+  pthread_mutex_lock(&pf__types_lock);
+}
+
+void pf__types_fork_unlock(void) {
+  pthread_mutex_unlock(&pf__types_lock);
+}
+
 static pthread_once_t pf__types_once = PTHREAD_ONCE_INIT;
 int32_t pf__next_own = PF__TYPE_OWN_BEGIN;
 pf__type_entry_t* pf__keyed[PF__MAX_KEYED_TYPES];

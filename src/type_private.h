@@ -33,6 +33,9 @@ typedef struct {
  * pf__keyed_count their number. */
 extern pf__type_entry_t* pf__types[PF__MAX_TYPES];
 extern pthread_mutex_t pf__types_lock;
+/* fork(): pf__types_lock taken before a fork and given back after it (alloc.c's handlers). */
+void pf__types_fork_lock(void);
+void pf__types_fork_unlock(void);
 extern int32_t pf__next_own;
 extern pf__type_entry_t* pf__keyed[PF__MAX_KEYED_TYPES];
 extern int32_t pf__keyed_count;
