@@ -7,13 +7,27 @@ static PyObject* module_getattro(PyObject* self, PyObject* name) {
   PyObject* r = PyObject_GenericGetAttr(self, name);
   if (r || !PyErr_ExceptionMatches(PyExc_AttributeError))
     return r;
+  /* the AttributeError is set aside while the name is encoded (encoding with it set raised
+   * SystemError for a name with a lone surrogate: review), and is the answer for a name that
+   * cannot be encoded (it names no export) and for dunder lookups */
+  PyObject *et, *ev, *etb;
+  PyErr_Fetch(&et, &ev, &etb);
   Py_ssize_t len;
   const char* s = PyUnicode_AsUTF8AndSize(name, &len);
-  if (!s)
+  if (!s && !PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+    Py_XDECREF(et); /* MemoryError: it stands */
+    Py_XDECREF(ev);
+    Py_XDECREF(etb);
     return NULL;
-  if (s[0] == '_' && s[1] == '_')
-    return NULL; /* dunder lookups keep Python's AttributeError */
-  PyErr_Clear();
+  }
+  if (!s || (s[0] == '_' && s[1] == '_')) {
+    PyErr_Clear();
+    PyErr_Restore(et, ev, etb);
+    return NULL;
+  }
+  Py_XDECREF(et);
+  Py_XDECREF(ev);
+  Py_XDECREF(etb);
   pf_object_t* module = ((PfObject*)self)->obj;
   const char* where = pf_module_path(module); /* NULL for TVM-FFI's ffi.Module */
   if (!where)

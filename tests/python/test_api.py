@@ -132,3 +132,14 @@ def test_names_with_a_nul_name_nothing():
     with pytest.raises(AttributeError, match=r"has no function 'rms_norm\\x00junk'"):
         getattr(m, "rms_norm\0junk")
     assert m.rms_norm is not None
+
+
+def test_module_attribute_names_no_utf8_encodes():
+    """A name holding a lone surrogate names no export: hasattr() is False and getattr() raises
+    AttributeError (they raised SystemError: the name was encoded with Python's AttributeError
+    still set; review)."""
+    m = packfn.system_module()
+    for name in ("\ud800", "\udc80", "rms_norm\udfff", "__\ud800"):
+        assert not hasattr(m, name), ascii(name)
+        with pytest.raises(AttributeError):
+            getattr(m, name)
