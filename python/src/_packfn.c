@@ -20,26 +20,43 @@
  * Module functions
  * ====================================================================================== */
 
+/* The text of a global's name (`what` names the function in the TypeError for a non-str), as
+ * pfpy_str_utf8 gives it: a name list_globals() gave, decoded from bytes that are no UTF-8,
+ * names that global again. */
+static const char* global_name(PyObject* name, const char* what, Py_ssize_t* n, PyObject** hold) {
+  if (!PyUnicode_Check(name)) {
+    PyErr_Format(PyExc_TypeError, "%s: name must be a str", what);
+    return NULL;
+  }
+  return pfpy_str_utf8(name, n, hold);
+}
+
 static PyObject* m_get_global(PyObject* m, PyObject* name) {
   (void)m;
   Py_ssize_t n;
-  const char* s = PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &n) : NULL;
-  if (!s) {
-    if (!PyErr_Occurred())
-      PyErr_SetString(PyExc_TypeError, "get_global: name must be a str");
+  PyObject* hold;
+  const char* s = global_name(name, "get_global", &n, &hold);
+  if (!s)
     return NULL;
-  }
   pf_object_t* fn;
-  if (pf_global_get_bytes(s, (size_t)n, &fn) != 0)
+  int rc = pf_global_get_bytes(s, (size_t)n, &fn);
+  char near[256];
+  int found = rc == 0 && !fn && pf_global_suggest(s, near, sizeof near) == 1;
+  Py_XDECREF(hold);
+  if (rc != 0)
     return pfpy_raise_pf_error();
-  if (!fn) { /* the runtime's wording and suggestion, as pf_global_call says it */
-    char near[256];
-    int found = pf_global_suggest(s, near, sizeof near) == 1;
-    pf_error_clear(); /* a failed search only costs the suggestion */
-    PyObject* msg = found ? PyUnicode_FromFormat("no global function is named '%U' (did you mean "
-                                                 "'%s'?)",
-                                                 name, near)
-                          : PyUnicode_FromFormat("no global function is named '%U'", name);
+  if (!fn) {
+    /* the runtime's wording and suggestion, as pf_global_call says it; a failed search only
+     * costs the suggestion */
+    pf_error_clear();
+    PyObject* alt = NULL;
+    if (found && !(alt = pfpy_str_from(near, strlen(near))))
+      return NULL;
+    PyObject* msg = alt ? PyUnicode_FromFormat("no global function is named '%U' (did you mean "
+                                               "'%U'?)",
+                                               name, alt)
+                        : PyUnicode_FromFormat("no global function is named '%U'", name);
+    Py_XDECREF(alt);
     if (msg) {
       PyErr_SetObject(PyExc_KeyError, msg);
       Py_DECREF(msg);
@@ -58,7 +75,7 @@ static PyObject* m_list_globals(PyObject* m, PyObject* u) {
     return pfpy_raise_pf_error();
   PyObject* lst = PyList_New((Py_ssize_t)n);
   for (size_t i = 0; lst && i < n; ++i) {
-    PyObject* s = PyUnicode_FromString(names[i]);
+    PyObject* s = pfpy_str_from(names[i], strlen(names[i]));
     if (!s) {
       Py_CLEAR(lst);
       break;
@@ -74,23 +91,33 @@ static PyObject* m_list_globals(PyObject* m, PyObject* u) {
 static PyObject* m_register_global(PyObject* m, PyObject* args, PyObject* kw) {
   (void)m;
   static char* kwlist[] = {"name", "fn", "override", NULL};
-  const char* name;
-  PyObject* fn;
+  PyObject *name, *fn, *hold;
   int override = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|p:register_global", kwlist, &name, &fn, &override))
+  Py_ssize_t n;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "UO|p:register_global", kwlist, &name, &fn, &override))
     return NULL;
+  const char* s = pfpy_str_utf8(name, &n, &hold);
+  if (!s)
+    return NULL;
+  if (memchr(s, 0, (size_t)n)) {
+    Py_XDECREF(hold);
+    PyErr_SetString(PyExc_ValueError, "register_global: embedded null character in the name");
+    return NULL;
+  }
   PyObject* f = Py_IS_TYPE(fn, &Function_Type) ? Py_NewRef(fn)
                                                : PyObject_CallOneArg((PyObject*)&Function_Type, fn);
+  int rc = f ? pf_global_set(s, ((PfObject*)f)->obj, override) : 0;
+  Py_XDECREF(hold);
   if (!f)
     return NULL;
-  if (pf_global_set(name, ((PfObject*)f)->obj, override) != 0) {
+  if (rc != 0) {
     Py_DECREF(f);
     pf_object_t* e = pf_error_peek();
     if (e && strstr(pf_error_message(e), "is already registered") != NULL) {
       /* the C message names the C parameter (allow_override=1); say the Python one (review) */
       pf_error_clear();
       PyErr_Format(PyExc_ValueError,
-                   "register_global: function '%s' is already registered (pass override=True "
+                   "register_global: function '%U' is already registered (pass override=True "
                    "to replace it)",
                    name);
       return NULL;
@@ -103,14 +130,13 @@ static PyObject* m_register_global(PyObject* m, PyObject* args, PyObject* kw) {
 static PyObject* m_remove_global(PyObject* m, PyObject* name) {
   (void)m;
   Py_ssize_t n;
-  const char* s = PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &n) : NULL;
-  if (!s) {
-    if (!PyErr_Occurred())
-      PyErr_SetString(PyExc_TypeError, "remove_global: name must be a str");
+  PyObject* hold;
+  const char* s = global_name(name, "remove_global", &n, &hold);
+  if (!s)
     return NULL;
-  }
   if (memchr(s, 0, (size_t)n)) { /* no global is named so (get_global's answer too); the C
                                   * string would name its prefix up to the NUL */
+    Py_XDECREF(hold);
     PyObject* msg = PyUnicode_FromFormat("remove_global: no global function is named '%U'", name);
     if (msg) {
       PyErr_SetObject(PyExc_KeyError, msg);
@@ -118,7 +144,9 @@ static PyObject* m_remove_global(PyObject* m, PyObject* name) {
     }
     return NULL;
   }
-  if (pf_global_remove(s) != 0)
+  int rc = pf_global_remove(s);
+  Py_XDECREF(hold);
+  if (rc != 0)
     return pfpy_raise_pf_error();
   Py_RETURN_NONE;
 }

@@ -110,6 +110,14 @@ PyObject* pfpy_kind_class(const char* kind);
 
 /* A Python object for a value; `v` is not consumed (objects are retained). */
 PyObject* pfpy_any_to_py(const pf_any_t* v);
+/* A str of C text (names, signatures, string values): bytes that are no UTF-8 become
+ * U+DC80..U+DCFF (surrogateescape). New reference, or NULL with an exception. */
+PyObject* pfpy_str_from(const char* data, size_t size);
+/* The text a str stands for in C: its UTF-8, or for a str holding U+DC80..U+DCFF
+ * (pfpy_str_from's) the bytes they stand for, NUL-terminated; *size is its length. *hold gets
+ * a new reference to keep while the text is used, or NULL. NULL with an exception
+ * (UnicodeEncodeError for another lone surrogate, U+D800). */
+const char* pfpy_str_utf8(PyObject* str, Py_ssize_t* size, PyObject** hold);
 /* Converts a Python value into a view for a call: 0, 1 (release `t` after) or -1; sets
  * *release_gil when the call must run without the GIL (a tensor, or a function the callee may
  * call from another thread, or what may hold one). */

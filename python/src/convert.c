@@ -10,7 +10,9 @@
  * Values: packfn -> Python
  * ====================================================================================== */
 
-static PyObject* str_from(const char* data, size_t size) {
+/* A str of C text; bytes that are no UTF-8 become U+DC80..U+DCFF (surrogateescape), which
+ * pfpy_str_utf8 and calls turn back into the same bytes. */
+PyObject* pfpy_str_from(const char* data, size_t size) {
   return PyUnicode_DecodeUTF8(data, (Py_ssize_t)size, "surrogateescape");
 }
 
@@ -39,7 +41,7 @@ PyObject* pfpy_any_to_py(const pf_any_t* v) {
   case PF_TYPE_RAW_STR:
     if (!v->v_c_str)
       break; /* refused below: a view of nothing */
-    return str_from(v->v_c_str, strlen(v->v_c_str));
+    return pfpy_str_from(v->v_c_str, strlen(v->v_c_str));
   case PF_TYPE_SMALL_STR:
   case PF_TYPE_SMALL_BYTES:
     if (v->small_str_len > PF_SMALL_STR_MAX) { /* a broken producer's: not read past its 8 */
@@ -49,7 +51,7 @@ PyObject* pfpy_any_to_py(const pf_any_t* v) {
       return NULL;
     }
     return v->type_index == PF_TYPE_SMALL_STR
-               ? str_from(v->v_bytes, v->small_str_len)
+               ? pfpy_str_from(v->v_bytes, v->small_str_len)
                : PyBytes_FromStringAndSize(v->v_bytes, v->small_str_len);
   case PF_TYPE_BYTE_ARRAY_PTR: {
     const pf_byte_array_t* b = (const pf_byte_array_t*)v->v_ptr;
@@ -90,7 +92,7 @@ PyObject* pfpy_any_to_py(const pf_any_t* v) {
   pf_object_t* o = v->v_obj;
   if (o->type_index == PF_TYPE_STR || o->type_index == PF_TYPE_BYTES) {
     const pf_string_cell_t* c = (const pf_string_cell_t*)(o + 1);
-    return o->type_index == PF_TYPE_STR ? str_from(c->data, c->size)
+    return o->type_index == PF_TYPE_STR ? pfpy_str_from(c->data, c->size)
                                         : PyBytes_FromStringAndSize(c->data, (Py_ssize_t)c->size);
   }
   if (o->type_index == PF_TYPE_SHAPE) {
@@ -192,6 +194,66 @@ int pfpy_tvm_ffi_object(PyObject* o, pf_object_t** out) {
  * Values: Python -> packfn
  * ====================================================================================== */
 
+/* The bytes a str stands for, after its strict UTF-8 encoding failed (the exception pending):
+ * a str decoded from C text holds the bytes that were no UTF-8 as U+DC80..U+DCFF
+ * (pfpy_str_from), and they go back as those bytes (a callback returning the string it was
+ * given failed, and a Map key read with keys() could not be looked up: review). A new bytes
+ * object, or NULL with the exception: a lone surrogate outside that range (U+D800) stands for
+ * no byte and stays a UnicodeEncodeError (as does MemoryError). */
+static PyObject* str_escaped(PyObject* str) {
+  if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+    return NULL;
+  PyErr_Clear(); /* the second encoding names the first character it cannot take */
+  return PyUnicode_AsEncodedString(str, "utf-8", "surrogateescape");
+}
+
+/* The text a str stands for in C: its UTF-8, or the bytes of its escapes (str_escaped). */
+const char* pfpy_str_utf8(PyObject* str, Py_ssize_t* size, PyObject** hold) {
+  *hold = NULL;
+  const char* s = PyUnicode_AsUTF8AndSize(str, size);
+  if (s || !(*hold = str_escaped(str)))
+    return s;
+  *size = PyBytes_GET_SIZE(*hold);
+  return PyBytes_AS_STRING(*hold);
+}
+
+/* A small string view: the text inline. */
+static inline void small_str_view(const char* s, Py_ssize_t n, pf_any_t* out) {
+  out->type_index = PF_TYPE_SMALL_STR;
+  out->small_str_len = (uint32_t)n;
+  out->v_int64 = 0;
+  memcpy(out->v_bytes, s, (size_t)n);
+}
+
+/* A string object holding a copy of s[0..n), in t->owned: 1, or -1 with a Python exception. */
+static int owned_str_view(const char* s, Py_ssize_t n, pf_any_t* out, argtmp_t* t) {
+  if (pf_string_object_create(s, (size_t)n, &t->owned) != 0) {
+    pfpy_raise_pf_error();
+    return -1;
+  }
+  t->has_buffer = 0;
+  t->heap_strides = NULL;
+  *out = pf_any_object(t->owned);
+  return 1;
+}
+
+/* The view of a str that strict UTF-8 refused (the exception pending): its bytes
+ * (str_escaped) inline, or copied into a string object (the bytes object is gone after the
+ * conversion); -1 with the exception. */
+static int escaped_str_view(PyObject* o, pf_any_t* out, argtmp_t* t) {
+  PyObject* b = str_escaped(o);
+  if (!b)
+    return -1;
+  Py_ssize_t n = PyBytes_GET_SIZE(b);
+  int r = 0;
+  if (n <= PF_SMALL_STR_MAX)
+    small_str_view(PyBytes_AS_STRING(b), n, out);
+  else
+    r = owned_str_view(PyBytes_AS_STRING(b), n, out, t);
+  Py_DECREF(b);
+  return r;
+}
+
 /* OverflowError for an int beyond int64, sized by its bit length: the digits of a huge int
  * would fill the message (and past 4300 of them str() itself raises ValueError). */
 static int int_overflow(PyObject* o, int overflow) {
@@ -243,12 +305,9 @@ int pfpy_py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* rel
     Py_ssize_t n;
     const char* s = PyUnicode_AsUTF8AndSize(o, &n);
     if (!s)
-      return -1;
+      return escaped_str_view(o, out, t);
     if (n <= PF_SMALL_STR_MAX) {
-      out->type_index = PF_TYPE_SMALL_STR;
-      out->small_str_len = (uint32_t)n;
-      out->v_int64 = 0;
-      memcpy(out->v_bytes, s, (size_t)n);
+      small_str_view(s, n, out);
       return 0;
     }
     if (!memchr(s, 0, (size_t)n)) { /* borrowed: the caller's reference keeps it alive */
@@ -256,14 +315,7 @@ int pfpy_py_to_view(PyObject* o, pf_any_t* out, argtmp_t* t, int owned, int* rel
       out->v_c_str = s;
       return 0;
     }
-    if (pf_string_object_create(s, (size_t)n, &t->owned) != 0) {
-      pfpy_raise_pf_error();
-      return -1;
-    }
-    t->has_buffer = 0;
-    t->heap_strides = NULL;
-    *out = pf_any_object(t->owned);
-    return 1;
+    return owned_str_view(s, n, out, t);
   }
   if (o == Py_None) {
     out->type_index = PF_TYPE_NONE;

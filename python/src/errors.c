@@ -59,7 +59,8 @@ static void pyerr_update_backtrace(void* self, const pf_byte_array_t* bt, int32_
   e->cell.backtrace.size = old + bt->size;
 }
 
-/* Kind name of a Python exception: a packfn.Error's own kind (its .kind, a str), which its
+/* Kind name of a Python exception: a packfn.Error's own kind (its .kind, a str, as
+ * pfpy_str_utf8 gives it: a kind that came from C as no UTF-8 goes back as it came), which its
  * class may not name (kinds past KIND_CLASSES_MAX, kinds that are no identifiers: their errors
  * came back as "Error", found by review), else its class's __name__ ("ValueError"). *hold gets
  * a reference to keep while the name is in use, or NULL. */
@@ -67,11 +68,15 @@ static const char* exc_kind(PyObject* exc, PyObject** hold) {
   *hold = NULL;
   if (Error_Type && PyObject_IsInstance(exc, Error_Type) == 1) {
     PyObject* k = PyObject_GetAttrString(exc, "kind");
-    const char* s = k && PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+    Py_ssize_t n;
+    PyObject* bytes = NULL;
+    const char* s = k && PyUnicode_Check(k) ? pfpy_str_utf8(k, &n, &bytes) : NULL;
     if (s && *s) {
-      *hold = k;
+      *hold = bytes ? bytes : Py_NewRef(k);
+      Py_DECREF(k);
       return s;
     }
+    Py_XDECREF(bytes);
     Py_XDECREF(k);
   }
   PyErr_Clear(); /* a failed isinstance or attribute read: the class name will do */
@@ -96,9 +101,10 @@ int pfpy_pyerr_to_pf(void) {
   PyObject* kind_hold;
   const char* kind = exc_kind(value, &kind_hold);
   const char* msg = NULL;
-  PyObject* str = PyObject_Str(value);
-  if (str)
-    msg = PyUnicode_AsUTF8(str);
+  Py_ssize_t size;
+  PyObject *bytes = NULL, *str = PyObject_Str(value);
+  if (str) /* text that came from C as no UTF-8 goes back as it came (it was unprintable) */
+    msg = pfpy_str_utf8(str, &size, &bytes);
   if (!msg) { /* str() or its conversion failed: clear that exception too */
     PyErr_Clear();
     msg = "<unprintable exception>";
@@ -108,6 +114,7 @@ int pfpy_pyerr_to_pf(void) {
   char* text = malloc(kl + ml + 2);
   if (!text || pf_object_alloc(sizeof(pyerr_t), PF_TYPE_ERROR, pyerr_deleter, &obj) != 0) {
     free(text);
+    Py_XDECREF(bytes);
     Py_XDECREF(str);
     Py_XDECREF(kind_hold);
     Py_DECREF(value);
@@ -118,6 +125,7 @@ int pfpy_pyerr_to_pf(void) {
   }
   memcpy(text, kind, kl + 1);
   memcpy(text + kl + 1, msg, ml + 1);
+  Py_XDECREF(bytes);
   Py_XDECREF(str);
   Py_XDECREF(kind_hold);
   pyerr_t* e = (pyerr_t*)obj;
@@ -206,7 +214,7 @@ static PyObject* exc_from_error(pf_object_t* err, int depth) {
   if (!exc)
     return NULL;
   const char* bt = pf_error_backtrace(err);
-  PyObject* ks = PyUnicode_FromString(kind ? kind : "");
+  PyObject* ks = kind ? pfpy_str_from(kind, strlen(kind)) : PyUnicode_FromString("");
   if (!ks || PyObject_SetAttrString(exc, "kind", ks) < 0)
     PyErr_Clear(); /* exceptions without a __dict__ just lack the attribute */
   Py_XDECREF(ks);

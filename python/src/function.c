@@ -402,23 +402,29 @@ static PyObject* fn_new(PyTypeObject* tp, PyObject* args, PyObject* kw) {
   return pfpy_wrap_steal(fn);
 }
 
+/* The texts a function carries are decoded as other text from C (pfpy_str_from). */
 static PyObject* fn_get_signature_text(PyObject* self, void* c) {
   (void)c;
   const char* s = pf_function_signature(((PfObject*)self)->obj);
   if (!s)
     Py_RETURN_NONE;
-  return PyUnicode_FromString(s);
+  return pfpy_str_from(s, strlen(s));
 }
 
 static PyObject* fn_get_doc(PyObject* self, void* c) {
   (void)c;
   const char* sig = pf_function_signature(((PfObject*)self)->obj);
   const char* doc = pf_function_doc(((PfObject*)self)->obj);
-  if (sig && doc)
-    return PyUnicode_FromFormat("%s\n\n%s", sig, doc);
-  if (sig || doc)
-    return PyUnicode_FromString(sig ? sig : doc);
-  Py_RETURN_NONE;
+  if (!sig && !doc)
+    Py_RETURN_NONE;
+  if (!sig || !doc)
+    return pfpy_str_from(sig ? sig : doc, strlen(sig ? sig : doc));
+  PyObject* s = pfpy_str_from(sig, strlen(sig));
+  PyObject* d = s ? pfpy_str_from(doc, strlen(doc)) : NULL;
+  PyObject* r = d ? PyUnicode_FromFormat("%U\n\n%U", s, d) : NULL;
+  Py_XDECREF(s);
+  Py_XDECREF(d);
+  return r;
 }
 
 static PyObject* fn_get_name(PyObject* self, void* c) {
@@ -427,20 +433,19 @@ static PyObject* fn_get_name(PyObject* self, void* c) {
   const char* p = s ? strchr(s, '(') : NULL;
   if (!p)
     return PyUnicode_FromString("function");
-  return PyUnicode_FromStringAndSize(s, p - s);
+  return pfpy_str_from(s, (size_t)(p - s));
 }
 
 /* __signature__: inspect.Signature built by packfn._signature_from_text (Python side). */
 static PyObject* fn_get_py_signature(PyObject* self, void* c) {
   (void)c;
-  const char* s = pf_function_signature(((PfObject*)self)->obj);
-  if (!s)
-    Py_RETURN_NONE;
+  PyObject* text = fn_get_signature_text(self, NULL);
+  if (!text || text == Py_None)
+    return text;
   PyObject* mod = PyImport_ImportModule("packfn._signature");
-  if (!mod)
-    return NULL;
-  PyObject* r = PyObject_CallMethod(mod, "signature_from_text", "s", s);
-  Py_DECREF(mod);
+  PyObject* r = mod ? PyObject_CallMethod(mod, "signature_from_text", "O", text) : NULL;
+  Py_XDECREF(mod);
+  Py_DECREF(text);
   return r;
 }
 

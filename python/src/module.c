@@ -3,31 +3,8 @@
 
 #include "_packfn.h"
 
-static PyObject* module_getattro(PyObject* self, PyObject* name) {
-  PyObject* r = PyObject_GenericGetAttr(self, name);
-  if (r || !PyErr_ExceptionMatches(PyExc_AttributeError))
-    return r;
-  /* the AttributeError is set aside while the name is encoded (encoding with it set raised
-   * SystemError for a name with a lone surrogate: review), and is the answer for a name that
-   * cannot be encoded (it names no export) and for dunder lookups */
-  PyObject *et, *ev, *etb;
-  PyErr_Fetch(&et, &ev, &etb);
-  Py_ssize_t len;
-  const char* s = PyUnicode_AsUTF8AndSize(name, &len);
-  if (!s && !PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
-    Py_XDECREF(et); /* MemoryError: it stands */
-    Py_XDECREF(ev);
-    Py_XDECREF(etb);
-    return NULL;
-  }
-  if (!s || (s[0] == '_' && s[1] == '_')) {
-    PyErr_Clear();
-    PyErr_Restore(et, ev, etb);
-    return NULL;
-  }
-  Py_XDECREF(et);
-  Py_XDECREF(ev);
-  Py_XDECREF(etb);
+/* The export `name` of module `self`, whose text in C is s[0..len) (pfpy_str_utf8). */
+static PyObject* module_export(PyObject* self, PyObject* name, const char* s, Py_ssize_t len) {
   pf_object_t* module = ((PfObject*)self)->obj;
   const char* where = pf_module_path(module); /* NULL for TVM-FFI's ffi.Module */
   if (!where)
@@ -41,12 +18,49 @@ static PyObject* module_getattro(PyObject* self, PyObject* name) {
     char near[256];
     int found = pf_module_suggest(module, s, near, sizeof near) == 1;
     pf_error_clear(); /* a failed search only costs the suggestion */
-    if (found)
-      return PyErr_Format(PyExc_AttributeError, "%s has no function '%s' (did you mean '%s'?)",
-                          where, s, near);
-    return PyErr_Format(PyExc_AttributeError, "%s has no function '%s'", where, s);
+    PyObject* alt = NULL;
+    if (found && !(alt = pfpy_str_from(near, strlen(near))))
+      return NULL;
+    if (alt)
+      PyErr_Format(PyExc_AttributeError, "%s has no function '%U' (did you mean '%U'?)", where,
+                   name, alt);
+    else
+      PyErr_Format(PyExc_AttributeError, "%s has no function '%U'", where, name);
+    Py_XDECREF(alt);
+    return NULL;
   }
   return pfpy_wrap_steal(fn);
+}
+
+static PyObject* module_getattro(PyObject* self, PyObject* name) {
+  PyObject* r = PyObject_GenericGetAttr(self, name);
+  if (r || !PyErr_ExceptionMatches(PyExc_AttributeError))
+    return r;
+  /* the AttributeError is set aside while the name is encoded (encoding with it set raised
+   * SystemError for a name with a lone surrogate: review), and is the answer for a name that
+   * cannot be encoded (it names no export) and for dunder lookups */
+  PyObject *et, *ev, *etb, *hold;
+  PyErr_Fetch(&et, &ev, &etb);
+  Py_ssize_t len;
+  const char* s = pfpy_str_utf8(name, &len, &hold);
+  if (!s && !PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+    Py_XDECREF(et); /* MemoryError: it stands */
+    Py_XDECREF(ev);
+    Py_XDECREF(etb);
+    return NULL;
+  }
+  if (!s || (s[0] == '_' && s[1] == '_')) {
+    Py_XDECREF(hold);
+    PyErr_Clear();
+    PyErr_Restore(et, ev, etb);
+    return NULL;
+  }
+  Py_XDECREF(et);
+  Py_XDECREF(ev);
+  Py_XDECREF(etb);
+  r = module_export(self, name, s, len);
+  Py_XDECREF(hold);
+  return r;
 }
 
 static PyObject* module_list(PyObject* self, int with_info) {
@@ -56,11 +70,11 @@ static PyObject* module_list(PyObject* self, int with_info) {
     return pfpy_raise_pf_error();
   PyObject* r = with_info ? PyDict_New() : PyList_New(0);
   for (size_t i = 0; r && i < n; ++i) {
-    PyObject* name = PyUnicode_FromString(list[i].name);
+    PyObject* name = pfpy_str_from(list[i].name, strlen(list[i].name));
     int rc = -1;
     if (name && with_info) {
-      PyObject* sig =
-          list[i].signature ? PyUnicode_FromString(list[i].signature) : Py_NewRef(Py_None);
+      const char* text = list[i].signature;
+      PyObject* sig = text ? pfpy_str_from(text, strlen(text)) : Py_NewRef(Py_None);
       rc = sig ? PyDict_SetItem(r, name, sig) : -1;
       Py_XDECREF(sig);
     } else if (name) {

@@ -143,3 +143,49 @@ def test_module_attribute_names_no_utf8_encodes():
         assert not hasattr(m, name), ascii(name)
         with pytest.raises(AttributeError):
             getattr(m, name)
+
+
+def test_global_names_no_utf8_are_listed_and_found():
+    """A global name that is no UTF-8 (registered from C) reads as a str holding U+DC80-U+DCFF
+    for its bytes (surrogateescape), and that str names it again: list_globals() raised
+    UnicodeDecodeError (and so did dir() and exports() of a module), get_global() and attribute
+    lookups UnicodeEncodeError (review)."""
+    import ctypes
+
+    from _cabi import libpackfn
+
+    lib = libpackfn()
+    lib.pf_global_set.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int]
+    lib.pf_global_remove.argtypes = [ctypes.c_char_p]
+    raw = b"test.caf\xe9"
+    name = raw.decode("utf-8", "surrogateescape")
+    f = packfn.Function(lambda: 7)
+    assert lib.pf_global_set(raw, ctypes.c_void_p(f._address), 1) == 0
+    try:
+        assert name in packfn.list_globals()
+        assert packfn.get_global(name)() == 7
+        m = packfn.system_module()
+        assert name in dir(m) and name in m.exports()
+        assert getattr(m, name)() == 7
+        with pytest.raises(KeyError) as e:
+            packfn.get_global("test.caf\udce8")
+        assert e.value.args[0].endswith("(did you mean 'test.caf\udce9'?)")
+        with pytest.raises(AttributeError, match="did you mean 'test.caf\udce9'"):
+            getattr(m, "test.caf\udce8")
+        packfn.register_global(name, lambda: 8, override=True)  # the same bytes in C
+        assert packfn.get_global(name)() == 8
+        assert lib.pf_global_remove(raw) == 0
+        packfn.register_global(name, lambda: 9)
+        assert packfn.get_global(name)() == 9
+    finally:
+        packfn.remove_global(name)
+    assert name not in packfn.list_globals()
+    with pytest.raises(UnicodeEncodeError):  # a lone surrogate no byte stands for
+        packfn.get_global("test.\ud800")
+    # a function's texts alike (they raised UnicodeDecodeError)
+    lib.pf_function_set_info.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]
+    assert lib.pf_function_set_info(ctypes.c_void_p(f._address), b"f\xe9(a: int) -> str",
+                                    b"doc \xff") == 0
+    assert f.signature == "f\udce9(a: int) -> str" and f.__name__ == "f\udce9"
+    assert f.__doc__ == "f\udce9(a: int) -> str\n\ndoc \udcff"
+    assert list(inspect.signature(f).parameters) == ["a"]

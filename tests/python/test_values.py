@@ -1,5 +1,6 @@
 """Values both ways, through a Python callback called as a packfn function."""
 import array
+import ctypes
 import math
 
 import numpy as np
@@ -661,3 +662,77 @@ def test_map_lookups_of_keys_no_int64_equals_are_absent():
             m.get(bad)
         with pytest.raises(kind):
             bad in m
+
+
+def _owned_str_bytes(value):
+    """The bytes of an owned string value a C caller got (small string 11, string object 65),
+    as pf_any_as_str reads them."""
+    from _cabi import ByteArray
+
+    if value.type_index == 11:  # the length in the word after the type index, the text inline
+        return ctypes.string_at(ctypes.addressof(value) + 8, value.pad)
+    assert value.type_index == 65, value.type_index
+    cell = ByteArray.from_address(value.v + 24)  # the cell after the 24-byte header
+    return ctypes.string_at(cell.data, cell.size)
+
+
+def test_strings_no_utf8_from_c_go_back_as_they_came():
+    """A str decoded from C text that is no UTF-8 (its bytes 0x80-0xFF as U+DC80-U+DCFF:
+    surrogateescape) goes back to C as the same bytes: a callback returning the string it was
+    given failed with UnicodeEncodeError, and so did looking up a Map key read with keys()
+    (review). Another lone surrogate stands for no byte and is still refused."""
+    from _cabi import Any, libpackfn
+
+    lib = libpackfn()
+    seen = []
+
+    def give_back(s):
+        seen.append(s)
+        return s
+
+    def raise_it(s):
+        raise ValueError(s)
+
+    def call(fn, raw):
+        buf = ctypes.create_string_buffer(raw)
+        args = (Any * 1)(Any(8, 0, ctypes.cast(buf, ctypes.c_void_p).value))
+        res = Any()
+        rc = lib.pf_function_call(ctypes.c_void_p(fn._address), args, 1, ctypes.byref(res))
+        return rc, res
+
+    back, raiser = packfn.Function(give_back), packfn.Function(raise_it)
+    for raw in (b"caf\xe9 latin-1 text", b"\xff", b"ok \x80\xfe", b"\xc3"):
+        rc, res = call(back, raw)
+        assert rc == 0 and seen[-1] == raw.decode("utf-8", "surrogateescape")
+        assert _owned_str_bytes(res) == raw
+        if res.type_index >= 64:
+            lib.pf_object_release(ctypes.c_void_p(res.v))
+        rc, _ = call(raiser, raw)  # the message too (it was "<unprintable exception>")
+        err = lib.pf_error_take()
+        assert rc != 0 and lib.pf_error_message(err) == raw
+        lib.pf_object_release(err)
+    echo = packfn._packfn._echo()
+    for s in ("caf\udce9 key, long", "\udce9", "a\0\udcff with a NUL"):
+        assert echo(s) == s
+        m = echo({s: 1, "x": 2})
+        (k, _) = m.keys()
+        assert k == s and m[k] == 1 and k in m and m.get(k) == 1
+    # a Map a C caller built with a key that is no UTF-8, read by a callback
+    m = ctypes.c_void_p()
+    assert lib.pf_map_create(ctypes.byref(m)) == 0
+    raw = ctypes.create_string_buffer(b"caf\xe9 key")
+    key, value = Any(8, 0, ctypes.cast(raw, ctypes.c_void_p).value), Any(1, 0, 42)
+    assert lib.pf_map_set(m, ctypes.byref(key), ctypes.byref(value)) == 0
+    found = []
+    reader = packfn.Function(lambda mp: found.extend((k, mp[k], k in mp) for k in mp.keys()))
+    args, res = (Any * 1)(Any(72, 0, m.value)), Any()
+    assert lib.pf_function_call(ctypes.c_void_p(reader._address), args, 1, ctypes.byref(res)) == 0
+    lib.pf_object_release(m)
+    assert found == [("caf\udce9 key", 42, True)]
+    for bad in ("\ud800", "a long text, \udc80 then \ud800", "\udbff\udfff"):
+        with pytest.raises(UnicodeEncodeError, match="surrogates not allowed"):
+            echo(bad)
+        rc, _ = call(packfn.Function(lambda s, bad=bad: bad), b"x")
+        err = lib.pf_error_take()
+        assert rc != 0 and lib.pf_error_kind(err) == b"UnicodeEncodeError"
+        lib.pf_object_release(err)
