@@ -62,6 +62,8 @@ PyObject* pfpy_any_to_py(const pf_any_t* v) {
   case PF_TYPE_DLTENSOR_PTR: {
     /* a borrowed DLTensor (a C caller's view): wrapped without owning its memory, valid for
      * the duration of the call that handed it over */
+    if (!v->v_ptr)
+      break; /* refused below */
     pf_object_t* t;
     if (pf_tensor_from_dltensor((const DLTensor*)v->v_ptr, NULL, NULL, &t) != 0)
       return pfpy_raise_pf_error();
@@ -77,8 +79,8 @@ PyObject* pfpy_any_to_py(const pf_any_t* v) {
   default:
     break;
   }
-  if (v->type_index == PF_TYPE_RAW_STR || v->type_index == PF_TYPE_BYTE_ARRAY_PTR ||
-      v->type_index == PF_TYPE_OBJECT_RVALUE_REF ||
+  if (v->type_index == PF_TYPE_DLTENSOR_PTR || v->type_index == PF_TYPE_RAW_STR ||
+      v->type_index == PF_TYPE_BYTE_ARRAY_PTR || v->type_index == PF_TYPE_OBJECT_RVALUE_REF ||
       (v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN && !v->v_obj)) {
     /* hand-made values holding NULL where data must be (a C caller's): refused, not read */
     PyErr_Format(PyExc_ValueError, "packfn: a %s value (type index %d) with a NULL pointer",

@@ -172,9 +172,12 @@ static PFPY_INLINE void release_temporaries(argtmp_t* tmp, const unsigned char* 
     PyErr_Restore(et, ev, etb);
 }
 
-/* A DLTensor* result that one of the call's arguments describes: a tensor object keeping that
- * argument alive (a stack description's buffer moves into one, and pfpy_argtmp_release then leaves
- * it; a tensor object argument is retained). NULL with TypeError when none does. */
+/* A DLTensor* result (not NULL) that one of the call's arguments describes: a tensor object
+ * keeping that argument alive (a stack description's buffer moves into one, and
+ * pfpy_argtmp_release then leaves it; a tensor object argument is retained, of any type
+ * deriving from Tensor). `dl` not being NULL, only tensors match: pf_tensor_dltensor is NULL
+ * for other objects (a NULL result returned the first list or function argument; review).
+ * NULL with TypeError when none does. */
 static PyObject* tensor_of_argument(PyObject* self, const DLTensor* dl, const pf_any_t* av,
                                     argtmp_t* tmp, const unsigned char* used, Py_ssize_t n) {
   for (Py_ssize_t j = 0; j < n; ++j) {
@@ -211,9 +214,9 @@ static PyObject* tensor_of_argument(PyObject* self, const DLTensor* dl, const pf
 PFPY_COLD static PyObject* view_result(PyObject* self, const pf_any_t* result, pf_any_t* av,
                                        argtmp_t* tmp, unsigned char* used, Py_ssize_t n,
                                        int any_used, int heap) {
-  PyObject* r = result->type_index == PF_TYPE_DLTENSOR_PTR
+  PyObject* r = result->type_index == PF_TYPE_DLTENSOR_PTR && result->v_ptr
                     ? tensor_of_argument(self, result->v_ptr, av, tmp, used, n)
-                    : pfpy_any_to_py(result); /* a view: nothing to release */
+                    : pfpy_any_to_py(result); /* a view: nothing to release (NULL refused) */
   if (any_used)
     release_temporaries(tmp, used, n, r == NULL);
   if (heap) {

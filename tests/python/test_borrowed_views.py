@@ -70,3 +70,37 @@ def test_view_results_converted_while_the_arguments_live():
     assert echo(*range(9), data) == data
     text = "a long string with a NUL\0 inside"
     assert echo(*range(9), text) == text
+
+
+def test_null_dltensor_result_is_refused_whatever_the_arguments():
+    """A C function returning a DLTensor* at NULL raises the ValueError of any value holding
+    NULL: it returned the first list or function argument (pf_tensor_dltensor is NULL for
+    objects that are no tensors; review), or a TypeError saying no argument describes it."""
+    import ctypes
+
+    from _cabi import Any, libpackfn
+
+    lib = libpackfn()
+    call_t = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(Any), ctypes.c_int32,
+                              ctypes.POINTER(Any))
+
+    @call_t
+    def null_view(self, args, n, result):
+        result[0].type_index, result[0].pad, result[0].v = 7, 0, 0
+        return 0
+
+    lib.pf_function_create.argtypes = [ctypes.c_void_p, call_t, ctypes.c_void_p, ctypes.c_void_p]
+    fn = ctypes.c_void_p()
+    assert lib.pf_function_create(None, null_view, None, ctypes.byref(fn)) == 0
+    lib.pf_global_set.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int]
+    assert lib.pf_global_set(b"test.null_view", fn, 1) == 0
+    lib.pf_object_release(fn)
+    try:
+        f = packfn.get_global("test.null_view")
+        x = np.arange(3.0)
+        for args in ((), ([1, 2],), (f,), ({"k": 1}, x), (packfn.Tensor(x),), (x,) * 9):
+            with pytest.raises(ValueError, match=r"^packfn: a DLTensor\* value \(type index 7\) "
+                                                 r"with a NULL pointer$"):
+                f(*args)
+    finally:
+        packfn.remove_global("test.null_view")

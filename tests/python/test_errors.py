@@ -240,9 +240,10 @@ def test_error_class_before_raised():
 
 
 def test_callback_refuses_values_holding_null():
-    """A C caller handing a Python callback a str or bytes view at NULL, or an object Any
-    holding NULL: a ValueError back in C, not a crash (strlen(NULL)) or bytes of uninitialised
-    memory (found by review)."""
+    """A C caller handing a Python callback a DLTensor*, str or bytes view at NULL, or an
+    object Any holding NULL: a ValueError back in C, not a crash (strlen(NULL)) or bytes of
+    uninitialised memory (found by review); the DLTensor* one with the same message as the
+    others (it named pf_tensor_from_dltensor's argument)."""
     import ctypes
 
     from _cabi import Any, ByteArray, libpackfn
@@ -251,7 +252,7 @@ def test_callback_refuses_values_holding_null():
     seen = []
     fn = packfn.Function(lambda *args: seen.append(args))
     at_null = ByteArray(None, 5)
-    for type_index, payload in ((8, 0), (9, 0), (9, ctypes.addressof(at_null)), (65, 0)):
+    for type_index, payload in ((7, 0), (8, 0), (9, 0), (9, ctypes.addressof(at_null)), (65, 0)):
         arg, res = Any(type_index, 0, payload), Any()
         assert lib.pf_function_call(fn._address, ctypes.byref(arg), 1, ctypes.byref(res)) == -1
         err = lib.pf_error_take()
