@@ -112,17 +112,23 @@ int pfpy_make_callback(PyObject* callable, pf_object_t** out) {
   PyErr_Clear();
   PyObject* doc = PyObject_GetAttrString(callable, "__doc__");
   PyErr_Clear();
-  const char* ns = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+  /* the signature text whole, however long the name (it was cut to 256 bytes, in the middle of
+   * a character, which made .signature and __doc__ raise UnicodeDecodeError, or before its "(",
+   * which made __name__ "function": review) */
+  PyObject* sig =
+      name && PyUnicode_Check(name) ? PyUnicode_FromFormat("%U(*args) -> any", name) : NULL;
   PyErr_Clear();
-  const char* ds = doc && PyUnicode_Check(doc) ? PyUnicode_AsUTF8(doc) : NULL;
+  PyObject *sig_hold = NULL, *doc_hold = NULL;
+  Py_ssize_t size;
+  const char* ss = sig ? pfpy_str_utf8(sig, &size, &sig_hold) : NULL;
   PyErr_Clear();
-  if (ns || ds) {
-    char sig[256];
-    if (ns)
-      snprintf(sig, sizeof sig, "%s(*args) -> any", ns);
-    if (pf_function_set_info(*out, ns ? sig : NULL, ds) != 0)
-      pf_error_clear(); /* the texts are informative only */
-  }
+  const char* ds = doc && PyUnicode_Check(doc) ? pfpy_str_utf8(doc, &size, &doc_hold) : NULL;
+  PyErr_Clear();
+  if ((ss || ds) && pf_function_set_info(*out, ss, ds) != 0)
+    pf_error_clear(); /* the texts are informative only */
+  Py_XDECREF(sig_hold);
+  Py_XDECREF(doc_hold);
+  Py_XDECREF(sig);
   Py_XDECREF(name);
   Py_XDECREF(doc);
   return 0;

@@ -189,3 +189,22 @@ def test_global_names_no_utf8_are_listed_and_found():
     assert f.signature == "f\udce9(a: int) -> str" and f.__name__ == "f\udce9"
     assert f.__doc__ == "f\udce9(a: int) -> str\n\ndoc \udcff"
     assert list(inspect.signature(f).parameters) == ["a"]
+
+
+@pytest.mark.parametrize("qualname", ["\u00e9" * 200, "x" * 300, "caf\udce9." * 40])
+def test_callback_signature_of_a_long_qualname_is_whole(qualname):
+    """A callable's __qualname__ makes the signature text whole, however long: it was cut to 256
+    bytes, in the middle of a UTF-8 sequence (.signature, __doc__ and __signature__ raised
+    UnicodeDecodeError) or before the "(" (__name__ was "function"; review)."""
+
+    def f():
+        """Its doc."""
+
+    f.__qualname__ = qualname
+    F = packfn.Function(f)
+    assert F.signature == qualname + "(*args) -> any"
+    assert F.__name__ == F.__qualname__ == qualname
+    assert F.__doc__ == qualname + "(*args) -> any\n\nIts doc."
+    sig = inspect.signature(F)
+    assert list(sig.parameters) == ["args"] and sig.return_annotation == "any"
+    assert repr(F).startswith("<packfn.Function ")
