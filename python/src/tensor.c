@@ -163,7 +163,10 @@ static int dlpack_device(PyObject* o, DLDevice* out) {
   if (!dev)
     return -1;
   int type = 0, id = 0;
-  int ok = PyTuple_Check(dev) && PyArg_ParseTuple(dev, "ii", &type, &id);
+  /* a tuple of another size is no (type, id) tuple either (it raised PyArg_ParseTuple's
+   * "function takes exactly 2 arguments (3 given)": review) */
+  int ok =
+      PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) == 2 && PyArg_ParseTuple(dev, "ii", &type, &id);
   Py_DECREF(dev);
   if (!ok) {
     if (!PyErr_Occurred())

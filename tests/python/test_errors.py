@@ -332,3 +332,25 @@ def test_error_pending_before_a_call_is_kept(thread_testmod):
     hook = packfn.Function(lambda: packfn.Function(leave)())
     with pytest.raises(ValueError, match="the failure raised before the hook ran"):
         thread_testmod.fail_after_notify(hook)
+
+
+@pytest.mark.parametrize("device", [(1, 0, 0), (1,), (), [1, 0]])
+def test_dlpack_device_of_another_size_is_no_device_tuple(device):
+    """__dlpack_device__ returning a tuple of another size than 2 is refused as any value that is
+    no (type, id) tuple: it raised PyArg_ParseTuple's "function takes exactly 2 arguments (3
+    given)" (review)."""
+    a = np.arange(4.0)
+
+    class P:
+        def __dlpack__(self, **kw):
+            return a.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return device
+
+    with pytest.raises(TypeError, match=r"^packfn: P.__dlpack_device__\(\) returned no \(type, "
+                                        r"id\) tuple$"):
+        packfn.Tensor(P())
+    with pytest.raises(TypeError, match=r"^argument 1: packfn: P.__dlpack_device__\(\) returned "
+                                        r"no \(type, id\) tuple$"):
+        _packfn._noop()(1, P())
