@@ -21,7 +21,7 @@ import jax
 import numpy as np
 
 from . import _packfn
-from ._signature import _split_params
+from ._signature import _param_list, _split_params
 
 __all__ = ["Target", "register", "ffi_call", "library_path"]
 
@@ -104,21 +104,6 @@ class Target:
     # process (0 for the first), the same in every run that binds them in the same order, so
     # that JAX's persistent compilation cache finds the program again
     generation: int = 0
-
-
-def _param_list(sig: str) -> str:
-    """The text between the first '(' and the ')' that closes it (the result annotation after
-    it may hold parentheses too), as the adapter reads it."""
-    open_ = sig.find("(")
-    depth = 0
-    for i in range(max(open_, 0), len(sig)):
-        if sig[i] == "(":
-            depth += 1
-        elif sig[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return sig[open_ + 1 : i]
-    return ""
 
 
 # The whitespace the adapter skips around names and types (xla/packfn_xla.c, is_space): ASCII

@@ -208,3 +208,29 @@ def test_callback_signature_of_a_long_qualname_is_whole(qualname):
     sig = inspect.signature(F)
     assert list(sig.parameters) == ["args"] and sig.return_annotation == "any"
     assert repr(F).startswith("<packfn.Function ")
+
+
+def test_signature_with_parentheses_in_the_result():
+    """The parameters end at the ")" closing the first "(", and the result annotation is read
+    after it: a result "Tuple(int, int)" (docs/jax.md) was cut at its last ")", giving the
+    parameters a: 'int', b: 'int) -> Tuple(int' (review)."""
+    import ctypes
+
+    from _cabi import libpackfn
+
+    lib = libpackfn()
+    lib.pf_function_set_info.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]
+    F = packfn.Function(lambda a, b: (a, b))
+    text = b"pair(a: int, b: int) -> Tuple(int, int)"
+    assert lib.pf_function_set_info(ctypes.c_void_p(F._address), text, None) == 0
+    sig = inspect.signature(F)
+    assert [(p.name, p.annotation) for p in sig.parameters.values()] == [("a", "int"), ("b", "int")]
+    assert sig.return_annotation == "Tuple(int, int)"
+    from packfn._signature import signature_from_text
+
+    sig = signature_from_text("f(x: Tensor, cb: Callable(int)) -> Tuple(int, float)")
+    assert [(p.name, p.annotation) for p in sig.parameters.values()] == [
+        ("x", "Tensor"), ("cb", "Callable(int)")]
+    assert sig.return_annotation == "Tuple(int, float)"
+    assert str(signature_from_text("g() -> None")) == "() -> 'None'"
+    assert signature_from_text("h(a: int") is None and signature_from_text("no params") is None
