@@ -46,9 +46,22 @@ done:
   return rc;
 }
 
+/* The int a Map key is as Python compares it: a bool, or an object with __index__ that is no
+ * int, str or bytes (numpy.int64, an IntEnum member), is the int it equals. 1 and a new
+ * reference in *out, 0 (*out NULL) for any other key, -1 with an exception. The same for keys
+ * of a Map made from a dict and for keys looked up (a numpy.int64 key became a 0-d tensor
+ * key, which its lookup as an int never found, and True was refused: review). */
+static int key_as_int(PyObject* key, PyObject** out) {
+  *out = NULL;
+  if (PyLong_CheckExact(key) || PyUnicode_Check(key) || PyBytes_Check(key) || !PyIndex_Check(key))
+    return 0; /* bool is no exact int: it has __index__ */
+  return (*out = PyNumber_Index(key)) ? 1 : -1;
+}
+
 /* A frozen Map from a dict: new reference in *out. Converting a key or value may run Python
  * code that changes the dict, so the pairs come from a snapshot (a list of (key, value)
- * tuples) that holds them while they are converted. */
+ * tuples) that holds them while they are converted. Keys are converted as lookups compare
+ * them (key_as_int). */
 int pfpy_map_from_dict(PyObject* d, pf_object_t** out, int* release_gil) {
   PyObject* pairs = PyDict_Items(d);
   if (!pairs)
@@ -65,7 +78,11 @@ int pfpy_map_from_dict(PyObject* d, pf_object_t** out, int* release_gil) {
     PyObject* v = PyTuple_GET_ITEM(pair, 1);
     pf_any_t kv, vv;
     argtmp_t kt, vt;
-    int rk = pfpy_py_to_view(k, &kv, &kt, 1, release_gil);
+    PyObject* as_int;
+    if (key_as_int(k, &as_int) < 0)
+      goto fail;
+    int rk = pfpy_py_to_view(as_int ? as_int : k, &kv, &kt, 1, release_gil);
+    Py_XDECREF(as_int); /* the view of an int holds its value */
     if (rk < 0)
       goto fail;
     int rv = pfpy_py_to_view(v, &vv, &vt, 1, release_gil);
@@ -224,10 +241,10 @@ static int map_lookup(PyObject* self, PyObject* key, const pf_any_t** out) {
       return 0;
     if (!(key = as_int = PyLong_FromDouble(d)))
       return -1;
-  } else if (PyBool_Check(key) || (!PyLong_CheckExact(key) && !PyUnicode_Check(key) &&
-                                   !PyBytes_Check(key) && PyIndex_Check(key))) {
-    if (!(key = as_int = PyNumber_Index(key)))
-      return -1;
+  } else if (key_as_int(key, &as_int) < 0) {
+    return -1;
+  } else if (as_int) {
+    key = as_int;
   }
   pf_any_t kv;
   argtmp_t t;

@@ -736,3 +736,25 @@ def test_strings_no_utf8_from_c_go_back_as_they_came():
         err = lib.pf_error_take()
         assert rc != 0 and lib.pf_error_kind(err) == b"UnicodeEncodeError"
         lib.pf_object_release(err)
+
+
+def test_map_keys_from_a_dict_are_converted_as_lookups_compare_them(identity):
+    """A dict key that Python compares as an int (a bool, numpy.int64, anything with __index__)
+    becomes the int key it equals, as lookups take it: a numpy.int64 key became a 0-d tensor key
+    that its own lookup never found, and True was refused (review)."""
+    import enum
+
+    class E(enum.IntEnum):
+        A = 5
+
+    echo = packfn._packfn._echo()
+    for make in (echo, identity):
+        m = make({np.int64(1): "a", np.uint8(2): "b", True: "t", E.A: "e", "s": "x"})
+        assert m.keys() == [1, 2, 5, "s"]  # True and np.int64(1) are one key, as in the dict
+        for k, v in ((np.int64(1), "t"), (1, "t"), (True, "t"), (2, "b"), (np.int32(2), "b"),
+                     (5, "e"), (E.A, "e"), ("s", "x")):
+            assert m[k] == v and k in m and m.get(k) == v, k
+        assert all(type(k) is int for k in m.keys() if k != "s")
+        assert make({False: 0})[0] == 0
+    with pytest.raises(TypeError):
+        echo({1.5: "float keys are still refused"})
