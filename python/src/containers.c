@@ -173,7 +173,71 @@ static PyObject* array_richcompare(PyObject* a, PyObject* b, int op) {
   return pfpy_obj_richcompare(a, b, op);
 }
 
+/* An index for index(): any integer-like object, clamped to Py_ssize_t as list.index takes
+ * it (a PyArg_ParseTuple converter: 1, or 0 with an exception). */
+static int clamped_index(PyObject* o, void* out) {
+  Py_ssize_t i = PyNumber_AsSsize_t(o, NULL);
+  if (i == -1 && PyErr_Occurred())
+    return 0;
+  *(Py_ssize_t*)out = i;
+  return 1;
+}
+
+/* Compares items [start, stop) with `value`, as collections.abc.Sequence's mixins do (identity
+ * first, then ==): the index of the first equal one (`count` NULL), or in *count how many are
+ * equal; -1 when none is (or with `count`, 0), -2 with an exception. */
+static Py_ssize_t array_find(PyObject* self, PyObject* value, Py_ssize_t start, Py_ssize_t stop,
+                             Py_ssize_t* count) {
+  for (Py_ssize_t i = start; i < stop; ++i) {
+    PyObject* item = array_item(self, i);
+    int eq = item ? PyObject_RichCompareBool(item, value, Py_EQ) : -1;
+    Py_XDECREF(item);
+    if (eq < 0)
+      return -2;
+    if (eq && !count)
+      return i;
+    if (eq)
+      ++*count;
+  }
+  return -1;
+}
+
+/* index(value, start=0, stop=len): Sequence.index, which the Array is registered as (it had no
+ * index() and count(): review). ValueError when no item in [start, stop) equals value;
+ * negative bounds count from the end, as list.index takes them. */
+static PyObject* array_index(PyObject* self, PyObject* args) {
+  PyObject* value;
+  Py_ssize_t start = 0, stop = INT64_MAX, n = array_len(self);
+  if (n < 0 ||
+      !PyArg_ParseTuple(args, "O|O&O&:index", &value, clamped_index, &start, clamped_index, &stop))
+    return NULL;
+  if (start < 0 && (start += n) < 0)
+    start = 0;
+  if (stop < 0 && (stop += n) < 0)
+    stop = 0;
+  Py_ssize_t i = array_find(self, value, start, stop < n ? stop : n, NULL);
+  if (i >= 0)
+    return PyLong_FromSsize_t(i);
+  if (i == -1)
+    PyErr_Format(PyExc_ValueError, "%R is not in packfn.Array", value);
+  return NULL;
+}
+
+/* count(value): how many items equal value (Sequence.count). */
+static PyObject* array_count(PyObject* self, PyObject* value) {
+  Py_ssize_t count = 0, n = array_len(self);
+  if (n < 0 || array_find(self, value, 0, n, &count) == -2)
+    return NULL;
+  return PyLong_FromSsize_t(count);
+}
+
 static PySequenceMethods array_as_seq = {.sq_length = array_len, .sq_item = array_item};
+static PyMethodDef array_methods[] = {
+    {"index", array_index, METH_VARARGS,
+     "index(value, start=0, stop=len) -> int: the first index of value in [start, stop); "
+     "ValueError when it is absent"},
+    {"count", array_count, METH_O, "count(value) -> int: how many items equal value"},
+    {NULL, NULL, 0, NULL}};
 static PyMappingMethods array_as_map = {.mp_length = array_len, .mp_subscript = array_subscript};
 
 /* Maps (72) and dicts (76) share the Python type: their C readers differ by name only. */
@@ -406,6 +470,7 @@ PyTypeObject Array_Type = {
     .tp_repr = array_repr,
     .tp_as_sequence = &array_as_seq,
     .tp_as_mapping = &array_as_map,
+    .tp_methods = array_methods,
     .tp_new = pfpy_obj_new_forbidden,
 };
 

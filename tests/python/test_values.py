@@ -758,3 +758,27 @@ def test_map_keys_from_a_dict_are_converted_as_lookups_compare_them(identity):
         assert make({False: 0})[0] == 0
     with pytest.raises(TypeError):
         echo({1.5: "float keys are still refused"})
+
+
+def test_array_index_and_count_as_a_sequence():
+    """Array is registered as a collections.abc.Sequence, so it has Sequence's index() and
+    count() (it had neither; review), with list's bounds: negative ones from the end, ones past
+    the ends clamped, ValueError for a value absent from [start, stop)."""
+    items = [1, 2, 3, 2, "x", [1], None]
+    a = packfn._packfn._echo()(items)
+    for args in ((2,), (2, 2), (2, -4), (2, -100), (2, 0, -3), (2, 0, 2**100), (2, -(2**100)),
+                 ("x",), ([1],), (None,), (True,), (2.0,), (np.int64(3),)):
+        assert a.index(*args) == items.index(*args), args
+    for args in ((2, 0, 1), (9,), (2, 4), (2, -3), (2, 4, 100), ("x", 0, -3), (2, 100)):
+        with pytest.raises(ValueError, match="is not in packfn.Array"):
+            a.index(*args)
+    for v in (2, 1, True, [1], None, 9, "x"):
+        assert a.count(v) == items.count(v), v
+    with pytest.raises(TypeError):
+        a.index(1, 1.5)
+    with pytest.raises(TypeError):
+        a.index()
+    empty = packfn._packfn._echo()([])
+    assert empty.count(1) == 0
+    with pytest.raises(ValueError):
+        empty.index(1)
