@@ -147,6 +147,11 @@ static PyObject* array_subscript(PyObject* self, PyObject* key) {
     Py_ssize_t n = array_len(self);
     if (n < 0)
       return NULL;
+    if (i + n < 0) { /* the index the caller gave (pf_array_get would name i + n: review) */
+      PyErr_Format(PyExc_IndexError,
+                   "packfn.Array: index %zd is out of range for an array of size %zd", i, n);
+      return NULL;
+    }
     i += n;
   }
   return array_item(self, i);

@@ -144,8 +144,11 @@ int pfpy_pyerr_to_pf(void) {
  * exception (TypeError, ValueError, KeyError, IndexError, AttributeError, MemoryError,
  * NotImplementedError, RuntimeError, OSError, ...) gives that class; any other kind a subclass
  * of packfn.Error named after it, made once, for the first KIND_CLASSES_MAX such kinds; the
- * other kinds (and those that are no identifiers) packfn.Error. */
+ * other kinds (and those that are no identifiers) packfn.Error, as the kind "Error" (it made a
+ * second class named packfn.Error: review). */
 static PyObject* class_for_kind(const char* kind) {
+  if (strcmp(kind, "Error") == 0) /* packfn.Error itself, not a second class of its name */
+    return Error_Type;
   /* the lookups tell a failure (MemoryError) from an absent name, which PyDict_GetItemString
    * does not: a failed lookup of "ValueError" made a class packfn.ValueError, kept for the
    * process (found by review) */

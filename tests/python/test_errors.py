@@ -354,3 +354,12 @@ def test_dlpack_device_of_another_size_is_no_device_tuple(device):
     with pytest.raises(TypeError, match=r"^argument 1: packfn: P.__dlpack_device__\(\) returned "
                                         r"no \(type, id\) tuple$"):
         _packfn._noop()(1, P())
+
+
+def test_kind_error_is_packfn_error_itself():
+    """The kind "Error" gives packfn.Error, not a second class named packfn.Error (review)."""
+    assert packfn.error_class("Error") is packfn.Error
+    with pytest.raises(packfn.Error) as e:
+        _packfn._raise("Error", "plain")
+    assert type(e.value) is packfn.Error and e.value.kind == "Error" and str(e.value) == "plain"
+    assert "Error" not in _packfn._kind_classes

@@ -782,3 +782,14 @@ def test_array_index_and_count_as_a_sequence():
     assert empty.count(1) == 0
     with pytest.raises(ValueError):
         empty.index(1)
+
+
+def test_array_negative_index_out_of_range_names_the_index_given():
+    """a[-4] on a 3-item Array names -4, the index the caller gave (it said "index -1")."""
+    a = packfn._packfn._echo()([1, 2, 3])
+    for i in (-4, -10):
+        with pytest.raises(IndexError, match=rf"index {i} is out of range for an array of size 3"):
+            a[i]
+    with pytest.raises(IndexError, match=r"index 3 is out of range for an array of size 3"):
+        a[3]
+    assert a[-3] == 1
