@@ -47,14 +47,21 @@ done:
 }
 
 /* The int a Map key is as Python compares it: a bool, or an object with __index__ that is no
- * int, str or bytes (numpy.int64, an IntEnum member), is the int it equals. 1 and a new
+ * int, str, bytes or tensor (numpy.int64, an IntEnum member), is the int it equals. 1 and a new
  * reference in *out, 0 (*out NULL) for any other key, -1 with an exception. The same for keys
  * of a Map made from a dict and for keys looked up (a numpy.int64 key became a 0-d tensor
- * key, which its lookup as an int never found, and True was refused: review). */
+ * key, which its lookup as an int never found, and True was refused: review). An object with
+ * __dlpack__ stays a tensor key whether or not it has __index__ (a hashable tensor type's
+ * __index__ refuses most of its values). */
 static int key_as_int(PyObject* key, PyObject** out) {
   *out = NULL;
   if (PyLong_CheckExact(key) || PyUnicode_Check(key) || PyBytes_Check(key) || !PyIndex_Check(key))
     return 0; /* bool is no exact int: it has __index__ */
+  if (!PyBool_Check(key)) {
+    int tensor = PyObject_HasAttrString(key, "__dlpack__");
+    if (tensor)
+      return 0;
+  }
   return (*out = PyNumber_Index(key)) ? 1 : -1;
 }
 

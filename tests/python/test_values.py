@@ -759,6 +759,25 @@ def test_map_keys_from_a_dict_are_converted_as_lookups_compare_them(identity):
     with pytest.raises(TypeError):
         echo({1.5: "float keys are still refused"})
 
+    class HashableTensor:
+        """A tensor type that is hashable and has __index__ for one-element integer values
+        only (as torch.Tensor): it stays a tensor key."""
+
+        def __init__(self):
+            self.array = np.arange(3.0)
+
+        def __index__(self):
+            raise TypeError("only integer tensors of a single element can be an index")
+
+        def __dlpack__(self, **kwargs):
+            return self.array.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.array.__dlpack_device__()
+
+    (key,) = echo({HashableTensor(): "t"}).keys()
+    assert isinstance(key, packfn.Tensor) and np.from_dlpack(key).tolist() == [0.0, 1.0, 2.0]
+
 
 def test_array_index_and_count_as_a_sequence():
     """Array is registered as a collections.abc.Sequence, so it has Sequence's index() and
