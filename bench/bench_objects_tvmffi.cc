@@ -77,10 +77,11 @@ constexpr DLDataType kFloat32 = {kDLFloat, 32, 1};
 constexpr DLDevice kCPU = {kDLCPU, 0};
 
 // A new reference to what t holds, as a C handle (t keeps its own until it goes).
-TVMFFIObjectHandle Handle(const ffi::ObjectRef& t) {
-  TVMFFIObjectHandle h = const_cast<ffi::Object*>(t.get());
-  TVMFFIObjectIncRef(h);
-  return h;
+// The reference moved out of `t` (no count changed), as packfn's constructors hand theirs over:
+// an IncRef here and the DecRef of the temporary's destruction were two atomic operations per
+// create on TVM-FFI's side only (review).
+TVMFFIObjectHandle Handle(ffi::ObjectRef&& t) {
+  return ffi::detail::ObjectUnsafe::MoveObjectRefToTVMFFIObjectPtr(std::move(t));
 }
 
 TVMFFIObjectHandle NewTensor(int64_t numel) {
@@ -103,7 +104,7 @@ void* CreateView(void* base, uint64_t* checksum) {
   ffi::Tensor v = static_cast<const ffi::Tensor*>(base)->as_strided(ffi::ShapeView(shape, 1),
                                                                     ffi::ShapeView(strides, 1));
   *checksum += static_cast<uint64_t>(v.GetDLTensorPtr()->shape[0]);
-  return Handle(v);
+  return Handle(std::move(v));
 }
 
 void* CreateTensor1k(void*, uint64_t* checksum) {

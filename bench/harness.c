@@ -32,6 +32,8 @@
 const catalogue_entry_t pf_bench_catalogue[] = {
     {"call_0", "call", "packed call, no argument"},
     {"call_1int", "call", "packed call, 1 int"},
+    {"call_0_plain", "call", "packed call, no argument, function from the general constructor"},
+    {"call_1int_plain", "call", "packed call, 1 int, function from the general constructor"},
     {"call_1int_closure", "call", "packed call, 1 int, function with self + deleter"},
     {"call_3mixed", "call", "packed call, int + float + string"},
     {"call_6int", "call", "packed call, 6 ints"},
@@ -44,6 +46,7 @@ const catalogue_entry_t pf_bench_catalogue[] = {
     {"global_get_short", "global", "global lookup, 6-byte name, + release"},
     {"global_get_long", "global", "global lookup, 27-byte name, + release"},
     {"function_lifecycle", "object", "function create + retain + release + release"},
+    {"function_lifecycle_plain", "object", "same, the general constructor without self"},
     {"closure_lifecycle", "object", "same, function with self + deleter"},
     {"retain_release", "object", "retain + release of a live object"},
     {"weak_lock", "object", "weak reference promoted (lock) + release"},

@@ -131,6 +131,22 @@ static void* setup_direct(pf_safe_call_t call, const char* what) {
   return new_state(fn);
 }
 
+/* The general constructor with no self or deleter, the form TVMFFIFunctionCreate(NULL, call,
+ * NULL) has: the cell calls a trampoline that passes NULL as self (one jump more per call than
+ * the direct form above, which no TVM-FFI constructor has). */
+static void* setup_plain(pf_safe_call_t call, const char* what) {
+  pf_object_t* fn;
+  if (pf_function_create(NULL, call, NULL, &fn) != 0)
+    pf_bench_packfn_fail_raised(what);
+  return new_state(fn);
+}
+static void* setup_call0_plain(void) {
+  return setup_plain(callee0, "call_0_plain");
+}
+static void* setup_call1_plain(void) {
+  return setup_plain(callee1, "call_1int_plain");
+}
+
 static void* setup_call0(void) {
   return setup_direct(callee0, "call_0");
 }
@@ -312,6 +328,21 @@ static uint64_t run_function_lifecycle(void* state, int64_t iters) {
   for (int64_t i = 0; i < iters; ++i) {
     pf_object_t* fn;
     if (pf_function_create_direct(callee1, &fn) != 0)
+      pf_bench_packfn_fail_raised("function create");
+    pf_object_retain(fn);
+    sum += pf_object_strong_count(fn);
+    pf_object_release(fn);
+    pf_object_release(fn);
+  }
+  return sum;
+}
+
+static uint64_t run_function_lifecycle_plain(void* state, int64_t iters) {
+  (void)state;
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    pf_object_t* fn;
+    if (pf_function_create(NULL, callee1, NULL, &fn) != 0)
       pf_bench_packfn_fail_raised("function create");
     pf_object_retain(fn);
     sum += pf_object_strong_count(fn);
@@ -520,6 +551,10 @@ static const pf_bench_op_t kOps[] = {
      teardown_call},
     {"call_1int", kImpl, "pf_function_call (pf_function_create_direct)", setup_call1, run_call1,
      teardown_call},
+    {"call_0_plain", kImpl, "pf_function_call (pf_function_create, no self)", setup_call0_plain,
+     run_call0, teardown_call},
+    {"call_1int_plain", kImpl, "pf_function_call (pf_function_create, no self)", setup_call1_plain,
+     run_call1, teardown_call},
     {"call_1int_closure", kImpl, "pf_function_call (pf_function_create with self + deleter)",
      setup_closure, run_call1, teardown_call},
     {"call_3mixed", kImpl, "pf_function_call, str as a raw C string", setup_call3, run_call3,
@@ -547,6 +582,8 @@ static const pf_bench_op_t kOps[] = {
      teardown_global},
     {"function_lifecycle", kImpl, "pf_function_create_direct + retain + release x2", NULL,
      run_function_lifecycle, NULL},
+    {"function_lifecycle_plain", kImpl, "pf_function_create(NULL self) + retain + release x2", NULL,
+     run_function_lifecycle_plain, NULL},
     {"closure_lifecycle", kImpl, "pf_function_create(self, deleter) + retain + release x2", NULL,
      run_closure_lifecycle, NULL},
     {"retain_release", kImpl, "pf_object_retain + pf_object_release (inline atomics)", setup_call1,
