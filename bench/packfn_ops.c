@@ -322,12 +322,16 @@ static uint64_t run_global_long(void* state, int64_t iters) {
 
 /* ---- object lifecycle ---- */
 
-static uint64_t run_function_lifecycle(void* state, int64_t iters) {
-  (void)state;
+/* Create, retain, read the count, release twice; `direct`: pf_function_create_direct, else
+ * pf_function_create without self (TVMFFIFunctionCreate's form). Inlined into each row with a
+ * constant, so each loop calls one constructor. */
+static inline uint64_t function_lifecycle_loop(int64_t iters, int direct) {
   uint64_t sum = 0;
   for (int64_t i = 0; i < iters; ++i) {
     pf_object_t* fn;
-    if (pf_function_create_direct(callee1, &fn) != 0)
+    int rc = direct ? pf_function_create_direct(callee1, &fn)
+                    : pf_function_create(NULL, callee1, NULL, &fn);
+    if (rc != 0)
       pf_bench_packfn_fail_raised("function create");
     pf_object_retain(fn);
     sum += pf_object_strong_count(fn);
@@ -337,19 +341,14 @@ static uint64_t run_function_lifecycle(void* state, int64_t iters) {
   return sum;
 }
 
+static uint64_t run_function_lifecycle(void* state, int64_t iters) {
+  (void)state;
+  return function_lifecycle_loop(iters, 1);
+}
+
 static uint64_t run_function_lifecycle_plain(void* state, int64_t iters) {
   (void)state;
-  uint64_t sum = 0;
-  for (int64_t i = 0; i < iters; ++i) {
-    pf_object_t* fn;
-    if (pf_function_create(NULL, callee1, NULL, &fn) != 0)
-      pf_bench_packfn_fail_raised("function create");
-    pf_object_retain(fn);
-    sum += pf_object_strong_count(fn);
-    pf_object_release(fn);
-    pf_object_release(fn);
-  }
-  return sum;
+  return function_lifecycle_loop(iters, 0);
 }
 
 static uint64_t run_closure_lifecycle(void* state, int64_t iters) {
