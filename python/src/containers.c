@@ -219,7 +219,7 @@ static Py_ssize_t array_find(PyObject* self, PyObject* value, Py_ssize_t start, 
  * negative bounds count from the end, as list.index takes them. */
 static PyObject* array_index(PyObject* self, PyObject* args) {
   PyObject* value;
-  Py_ssize_t start = 0, stop = INT64_MAX, n = array_len(self);
+  Py_ssize_t n = array_len(self), start = 0, stop = n; /* stop's default: the length */
   if (n < 0 ||
       !PyArg_ParseTuple(args, "O|O&O&:index", &value, clamped_index, &start, clamped_index, &stop))
     return NULL;
