@@ -32,8 +32,10 @@
 const catalogue_entry_t pf_bench_catalogue[] = {
     {"call_0", "call", "packed call, no argument"},
     {"call_1int", "call", "packed call, 1 int"},
-    {"call_0_plain", "call", "packed call, no argument, function from the general constructor"},
-    {"call_1int_plain", "call", "packed call, 1 int, function from the general constructor"},
+    {"call_0_plain", "call",
+     "packed call, no argument, callee gets NULL as self (packfn: pf_function_create(NULL, f, "
+     "NULL); TVM-FFI: TVMFFIFunctionCreate(NULL, f, deleter)); call_0's callees get the handle"},
+    {"call_1int_plain", "call", "packed call, 1 int, callee gets NULL as self (as call_0_plain)"},
     {"call_1int_closure", "call", "packed call, 1 int, function with self + deleter"},
     {"call_3mixed", "call", "packed call, int + float + string"},
     {"call_6int", "call", "packed call, 6 ints"},

@@ -131,9 +131,10 @@ static void* setup_direct(pf_safe_call_t call, const char* what) {
   return new_state(fn);
 }
 
-/* The general constructor with no self or deleter, the form TVMFFIFunctionCreate(NULL, call,
- * NULL) has: the cell calls a trampoline that passes NULL as self (one jump more per call than
- * the direct form above, which no TVM-FFI constructor has). */
+/* The general constructor with no self or deleter: the cell calls a trampoline that passes the
+ * NULL self to `call`. TVM-FFI's like form is TVMFFIFunctionCreate(NULL, call, deleter), whose
+ * trampoline passes its stored NULL; TVMFFIFunctionCreate(NULL, call, NULL) is instead its
+ * direct form, whose `call` gets the function handle, as pf_function_create_direct's does. */
 static void* setup_plain(pf_safe_call_t call, const char* what) {
   pf_object_t* fn;
   if (pf_function_create(NULL, call, NULL, &fn) != 0)
