@@ -55,6 +55,19 @@ START_TEST(test_self_and_deleter_once) {
   ck_assert_int_eq(g_deleted, 1);
   pf_object_weak_release(fn);
   ck_assert_int_eq(g_deleted, 1);
+  /* the closure form refuses a NULL call or out without running the deleter */
+  int64_t state = 1;
+  fn = (pf_object_t*)&state;
+  ck_assert_int_eq(pf_function_create(&state, NULL, count_delete, &fn), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_function_create: argument call: expected a function, got NULL");
+  ck_assert_ptr_null(fn);
+  ck_assert_int_eq(pf_function_create(&state, add_ints, count_delete, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_function_create: argument out: expected a pointer, got NULL");
+  ck_assert_int_eq(pf_function_create_direct(add_ints, NULL), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_function_create_direct: argument out: expected a pointer, got NULL");
+  ck_assert_int_eq(g_deleted, 1);
 }
 END_TEST
 
