@@ -345,6 +345,32 @@ START_TEST(test_output_map_writes_the_file_in_place) {
 }
 END_TEST
 
+/* A refused pf_npy_output_map leaves the output as it was, open and empty: an array written
+ * into it afterwards (the caller falling back to writing from memory) is the whole file. The
+ * header the map had laid out stayed at the start, and the write went after it: both calls and
+ * the commit returned 0 over a file of two headers (review). */
+START_TEST(test_refused_map_leaves_the_output_empty) {
+  char a[128], b[128], err[ERR_SIZE];
+  temp_path(a, sizeof a, "src.npy");
+  temp_path(b, sizeof b, "dst.npy");
+  write_floats(a, 10, 1.0f);
+  pf_npy_output_t out;
+  void* data = NULL;
+  pf_npy_array_t other = {dtype(kDLFloat, 32), 1, {3}, 0, NULL, 0};
+  ck_assert_int_eq(pf_npy_output_open(b, &out, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_map(&out, &other, a, &data, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "cannot be mapped as the output's initial data"));
+  float v[4] = {7, 8, 9, 10};
+  pf_npy_array_t arr = {dtype(kDLFloat, 32), 1, {4}, 0, v, sizeof v};
+  ck_assert_msg(pf_npy_output_write(&out, &arr, err, sizeof err) == 0, "%s", err);
+  ck_assert_msg(pf_npy_output_commit(&out, 1, err, sizeof err) == 0, "%s", err);
+  ck_assert(holds_floats(b, 4, 7.0f));
+  ck_assert_int_eq(dir_entries(), 2);
+  unlink(a);
+  unlink(b);
+}
+END_TEST
+
 /* Where the unnamed temporary cannot be named (linkat refused), its bytes go to a named one:
  * the output is written and committed (it was lost, with "write error: Invalid cross-device
  * link"; review), by write and by a shared map alike, and nothing is left behind. */
@@ -829,6 +855,7 @@ void pf_test_npy_add_output_tests(TCase* tc) {
   tcase_add_test(tc, test_output_refuses_non_regular_targets);
   tcase_add_test(tc, test_output_when_linkat_is_refused);
   tcase_add_test(tc, test_output_map_writes_the_file_in_place);
+  tcase_add_test(tc, test_refused_map_leaves_the_output_empty);
   tcase_add_test(tc, test_output_refusals_and_failed_commits);
   tcase_add_test(tc, test_output_refuses_a_socket);
   tcase_add_test(tc, test_zeroed_structs_leave_fd_0_alone);

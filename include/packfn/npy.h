@@ -144,9 +144,11 @@ PF_NPY_API int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* 
  * sets *data to its data: what is written there is the file's content, written once (no copy
  * at pf_npy_output_write). The map stays valid until commit or abort unmaps it. 0, or -1 with a
  * message in err (desc->ndim outside 0..PF_NPY_MAX_NDIM, checked before desc->shape is read; no
- * room on the disk, a file size limit, an init file that differs). An output that is not open
- * (zeroed, or already written) is refused: -1, "pf_npy_output_map: output not open ...",
- * nothing written. */
+ * room on the disk, a file size limit, an init file that differs); on failure the output is
+ * left open and empty, as pf_npy_output_open made it (pf_npy_output_write may still write it),
+ * or, where it cannot be emptied, closed as a failed write that commit refuses. An output that
+ * is not open (zeroed, or already written) is refused: -1, "pf_npy_output_map: output not
+ * open ...", nothing written. */
 PF_NPY_API int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* desc, const char* init,
                                  void** data, char* err, size_t err_size);
 

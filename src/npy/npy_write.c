@@ -578,6 +578,19 @@ static void populate_for_write(void* map, size_t length) {
 #endif
 }
 
+/* Returns the temporary file of an output whose pf_npy_output_map failed after writing into it
+ * to what pf_npy_output_open left: empty, written from its start, its reserved blocks given
+ * back; a pf_npy_output_write after the refused map wrote after the header the map had laid
+ * out, and committed a file of two headers (review). Where that fails the output counts as a
+ * failed write, which commit refuses. -1 (the caller's error is in err). */
+static int output_map_undo(pf_npy_output_t* out) {
+  if (ftruncate(out->fd, 0) != 0 || lseek(out->fd, 0, SEEK_SET) != 0) {
+    close(out->fd);
+    out->fd = PF__NPY_WRITE_FAILED;
+  }
+  return -1;
+}
+
 int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* desc, const char* init,
                       void** data, char* err, size_t err_size) {
   if (out == NULL || out->path == NULL || out->fd < 0 || out->map != NULL || desc == NULL ||
@@ -608,12 +621,13 @@ int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* desc, const ch
   size_t length = header_len + shape.nbytes;
   if (header_len == 0 || write_all(out->fd, header, header_len) != 0 ||
       ftruncate(out->fd, (off_t)length) != 0 || reserve_blocks(out->fd, length) != 0) {
-    return pf__npy_fail(err, err_size, name, "write error: %s", strerror(errno));
+    pf__npy_fail(err, err_size, name, "write error: %s", strerror(errno));
+    return output_map_undo(out);
   }
   if (init != NULL) {
     pf_npy_map_t src;
     if (pf__npy_map_file_as(init, 0, &src, err, err_size) != 0) {
-      return -1;
+      return output_map_undo(out);
     }
     int same = src.base != NULL && src.array.nbytes == shape.nbytes &&
                src.array.ndim == shape.ndim && src.array.dtype.code == shape.dtype.code &&
@@ -629,7 +643,8 @@ int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* desc, const ch
         if (n <= 0) {
           int e = n == 0 ? EIO : errno;
           pf_npy_map_release(&src);
-          return pf__npy_fail(err, err_size, name, "write error: %s", strerror(e));
+          pf__npy_fail(err, err_size, name, "write error: %s", strerror(e));
+          return output_map_undo(out);
         }
         to += n;
         from += n; /* a later copy_file_range continues from here too */
@@ -638,12 +653,14 @@ int pf_npy_output_map(pf_npy_output_t* out, const pf_npy_array_t* desc, const ch
     }
     pf_npy_map_release(&src);
     if (!same) {
-      return pf__npy_fail(err, err_size, init, "cannot be mapped as the output's initial data");
+      pf__npy_fail(err, err_size, init, "cannot be mapped as the output's initial data");
+      return output_map_undo(out);
     }
   }
   void* map = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, out->fd, 0);
   if (map == MAP_FAILED) {
-    return pf__npy_fail(err, err_size, name, "cannot map: %s", strerror(errno));
+    pf__npy_fail(err, err_size, name, "cannot map: %s", strerror(errno));
+    return output_map_undo(out);
   }
   populate_for_write(map, length);
   out->map = map;
