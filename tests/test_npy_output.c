@@ -99,6 +99,9 @@ START_TEST(test_map_without_copy_and_changes) {
   ck_assert_ptr_eq(m.array.data, (char*)m.base + 128);
   ck_assert_int_eq(m.array.ndim, 1);
   ck_assert_int_eq(m.array.shape[0], 5000);
+  /* the file it keeps open is close-on-exec, as every other descriptor of libpackfn_npy: a
+   * program the host runs meanwhile does not inherit it (it did; review) */
+  ck_assert(fcntl(m.fd, F_GETFD) & FD_CLOEXEC);
   float* x = m.array.data;
   ck_assert(x[0] == 1.0f && x[4999] == 5000.0f);
   int changed = -1;

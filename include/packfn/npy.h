@@ -68,7 +68,8 @@ typedef struct pf_npy_map_s {
   void* base;           /* start of the map, or NULL when the data was read instead */
   size_t length;        /* bytes mapped (the whole file) */
   size_t offset;        /* where the data starts in the file */
-  int fd;               /* the file, kept open while mapped (for pf_npy_map_changed); else -1.
+  int fd;               /* the file, kept open (close-on-exec) while mapped, for
+                           pf_npy_map_changed; else -1.
                            Read only while base is not NULL: a zeroed map's 0 is not stdin */
 } pf_npy_map_t;
 

@@ -61,7 +61,7 @@ int pf__npy_map_file_as(const char* path, int populate, pf_npy_map_t* out, char*
   if (path == NULL || out == NULL) {
     return pf__npy_fail(err, err_size, "pf_npy_map_file", "path or output is NULL");
   }
-  FILE* fp = fopen(path, "rb");
+  FILE* fp = fopen(path, "rbe"); /* close-on-exec, as every descriptor here */
   if (fp == NULL) {
     return pf__npy_fail(err, err_size, path, "cannot open: %s", strerror(errno));
   }
@@ -85,7 +85,7 @@ int pf__npy_map_file_as(const char* path, int populate, pf_npy_map_t* out, char*
   if (base == MAP_FAILED) {
     return read_rest(fp, path, &h, out, err, err_size);
   }
-  out->fd = dup(fileno(fp));
+  out->fd = fcntl(fileno(fp), F_DUPFD_CLOEXEC, 0); /* not inherited by programs run meanwhile */
   fclose(fp);
   if (out->fd < 0) {
     munmap(base, length);

@@ -588,7 +588,7 @@ int pf_npy_read_file(const char* path, pf_npy_array_t* out, char* err, size_t er
   if (out == NULL) {
     return pf__npy_fail(err, err_size, path, "output array is NULL");
   }
-  FILE* fp = fopen(path, "rb");
+  FILE* fp = fopen(path, "rbe"); /* close-on-exec, as every descriptor here */
   if (fp == NULL) {
     return pf__npy_fail(err, err_size, path, "cannot open: %s", strerror(errno));
   }
