@@ -447,6 +447,16 @@ START_TEST(test_unsupported_dtypes) {
                     "unsupported dtype '<f4?]0;t??[2J'");
   expect_bad_header("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'k\x1b[2J': 1}", 8,
                     "header has an unexpected key 'k?[2J'");
+  /* and the C1 controls, CSI (U+009B) and OSC (U+009D) among them, which a terminal takes as
+   * ESC [ and ESC ]: in UTF-8 (C2 9B), or as one byte, as an 8-bit terminal reads them (both
+   * reached the message; review); other UTF-8 characters (e9, c3 80) stay as they are */
+  expect_bad_header("{'descr': '<f4\xc2\x9b"
+                    "2J\xc2\x9d"
+                    "0;t\x9b"
+                    "2J', 'fortran_order': False, 'shape': (2,)}",
+                    8, "unsupported dtype '<f4?2J?0;t?2J'");
+  expect_bad_header("{'descr': '<f4\xc3\xa9\xc3\x80', 'fortran_order': False, 'shape': (2,)}", 8,
+                    "unsupported dtype '<f4\xc3\xa9\xc3\x80'");
 }
 END_TEST
 

@@ -7,6 +7,30 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The length (1 to 4) of the well-formed UTF-8 character at p (NUL-terminated), else 0: the
+ * second byte's range leaves out overlong forms, surrogates and code points past U+10FFFF. */
+static size_t utf8_length(const unsigned char* p) {
+  unsigned char c = p[0];
+  if (c < 0x80) {
+    return 1;
+  }
+  size_t n = c >= 0xc2 && c <= 0xdf   ? 2
+             : c >= 0xe0 && c <= 0xef ? 3
+             : c >= 0xf0 && c <= 0xf4 ? 4
+                                      : 0;
+  unsigned char lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+  unsigned char hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+  if (n == 0 || p[1] < lo || p[1] > hi) {
+    return 0;
+  }
+  for (size_t i = 2; i < n; ++i) {
+    if (p[i] < 0x80 || p[i] > 0xbf) {
+      return 0;
+    }
+  }
+  return n;
+}
+
 int pf__npy_fail(char* err, size_t err_size, const char* name, const char* fmt, ...) {
   if (err == NULL || err_size == 0) {
     return -1;
@@ -20,12 +44,26 @@ int pf__npy_fail(char* err, size_t err_size, const char* name, const char* fmt, 
   }
   /* a header's text (a dtype, a key) and a file name are the file's, not ours: their control
    * characters would reach a terminal as its commands (an escape sequence in 'descr' retitled
-   * the window and cleared the screen; review); each shows as '?' */
-  for (char* p = err; *p != '\0'; ++p) {
-    if ((unsigned char)*p < 0x20 || *p == 0x7f) {
-      *p = '?';
+   * the window and cleared the screen; review); each shows as '?': C0, DEL and C1, the last in
+   * UTF-8 (U+0080..U+009F, C2 80..C2 9F) or as a byte 0x80..0x9F of no UTF-8 character, which
+   * an 8-bit terminal reads (CSI 0x9B is ESC [; both got through; review). Other bytes stay. */
+  unsigned char* w = (unsigned char*)err;
+  for (const unsigned char* r = w; *r != '\0';) {
+    size_t len = utf8_length(r);
+    int control = len == 1   ? *r < 0x20 || *r == 0x7f
+                  : len == 2 ? r[0] == 0xc2 && r[1] < 0xa0
+                             : len == 0 && *r < 0xa0;
+    len = len > 0 ? len : 1;
+    if (control) {
+      *w++ = '?';
+      r += len;
+    } else {
+      while (len-- > 0) {
+        *w++ = *r++;
+      }
     }
   }
+  *w = '\0';
   return -1;
 }
 
