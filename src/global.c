@@ -8,7 +8,7 @@
  * old one with one pointer store.
  *
  * Reclamation (a grace period, as in RCU): each thread that looks names up has a record in
- * thread-local storage, linked into a list; its mark is 1 while a lookup runs and something
+ * thread-local storage, listed; its mark is 1 while a lookup runs and something
  * else otherwise, and only its own thread writes it. A writer that takes something out of
  * readers' reach (a replaced or removed function, an old array, the names of dropped
  * tombstones) first makes the change visible, then waits until it has seen every record's mark
@@ -61,13 +61,17 @@ pthread_mutex_t pf__writers = PTHREAD_MUTEX_INITIALIZER;
 typedef struct pf__reader {
   unsigned mark; /* 1: in a lookup; 0 or PF__FENCED: outside; PF__UNREGISTERED: not listed */
   int gone;      /* the thread's exit hook has run */
-  struct pf__reader* next;
 } pf__reader_t;
 
 #define PF__UNREGISTERED 2u
 #define PF__FENCED       3u /* outside, and lookups mark with an exchange: no membarrier */
-static PF__TLS pf__reader_t pf__me = {PF__UNREGISTERED, 0, NULL};
-static pf__reader_t* pf__readers; /* under pf__readers_lock */
+static PF__TLS pf__reader_t pf__me = {PF__UNREGISTERED, 0};
+/* The registered threads' records, in an array of its own rather than linked through the
+ * records: a record is thread-local storage, which a new thread can get back from a dead one's
+ * cached stack with its contents reset (pf__reader_register says when a dead one stays
+ * listed), and a link reset there looped or cut the list. Under pf__readers_lock. */
+static pf__reader_t** pf__readers;
+static size_t pf__reader_count, pf__reader_cap;
 static pthread_mutex_t pf__readers_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t pf__key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t pf__key;
@@ -96,14 +100,20 @@ static int pf__membarrier(void) {
 #endif
 }
 
+/* Where record r is listed in pf__readers, or pf__reader_count. Under pf__readers_lock. */
+static size_t pf__reader_index(const pf__reader_t* r) {
+  size_t i = 0;
+  while (i < pf__reader_count && pf__readers[i] != r)
+    ++i;
+  return i;
+}
+
 static void pf__reader_exit(void* arg) {
   pf__reader_t* me = arg;
   pthread_mutex_lock(&pf__readers_lock);
-  for (pf__reader_t** p = &pf__readers; *p; p = &(*p)->next)
-    if (*p == me) {
-      *p = me->next;
-      break;
-    }
+  size_t i = pf__reader_index(me);
+  if (i < pf__reader_count)
+    pf__readers[i] = pf__readers[--pf__reader_count];
   pthread_mutex_unlock(&pf__readers_lock);
   __atomic_store_n(&me->mark, PF__UNREGISTERED, __ATOMIC_RELAXED);
   me->gone = 1;
@@ -137,7 +147,10 @@ __attribute__((destructor)) static void pf__key_fini(void) {
 }
 #endif
 
-/* Links this thread's record; 0 when it cannot (then lookups take the writers' mutex). */
+/* Lists this thread's record; 0 when it cannot (then lookups take the writers' mutex).
+ * A thread whose first lookup runs in the last round of its thread-exit destructors (POSIX runs
+ * PTHREAD_DESTRUCTOR_ITERATIONS rounds) stays listed after its exit, its record's mark left
+ * outside a lookup: a thread that gets its stack back finds its own record listed already. */
 static int pf__reader_register(void) {
   if (pf__me.gone)
     return 0;
@@ -145,8 +158,20 @@ static int pf__reader_register(void) {
   if (!pf__key_ok || pthread_setspecific(pf__key, &pf__me) != 0)
     return 0;
   pthread_mutex_lock(&pf__readers_lock);
-  pf__me.next = pf__readers;
-  pf__readers = &pf__me;
+  if (pf__reader_index(&pf__me) == pf__reader_count) {
+    if (pf__reader_count == pf__reader_cap) {
+      size_t cap = pf__reader_cap ? 2 * pf__reader_cap : 16;
+      pf__reader_t** grown =
+          cap < SIZE_MAX / sizeof *grown ? realloc(pf__readers, cap * sizeof *grown) : NULL;
+      if (!grown) {
+        pthread_mutex_unlock(&pf__readers_lock);
+        return 0; /* the exit hook finds nothing to unlist */
+      }
+      pf__readers = grown;
+      pf__reader_cap = cap;
+    }
+    pf__readers[pf__reader_count++] = &pf__me;
+  }
   __atomic_store_n(&pf__me.mark, pf__membarrier_ok ? 0 : PF__FENCED, __ATOMIC_SEQ_CST);
   pthread_mutex_unlock(&pf__readers_lock);
   return 1;
@@ -166,7 +191,8 @@ int pf__synchronize(void) {
   if (pf__membarrier_ok && !pf__membarrier()) /* the plain-store marks' half of the barrier */
     return 0;
   pthread_mutex_lock(&pf__readers_lock);
-  for (pf__reader_t* r = pf__readers; r; r = r->next) {
+  for (size_t i = 0; i < pf__reader_count; ++i) {
+    const pf__reader_t* r = pf__readers[i];
     if (r == &pf__me)
       continue; /* this thread is not in a lookup: it is here */
     if (__atomic_load_n(&r->mark, __ATOMIC_SEQ_CST) == 1)
@@ -225,8 +251,9 @@ void pf__global_fork_unlock(void) {
 
 /* The child has one thread: the others' reader records would wait forever. */
 void pf__global_fork_child(void) {
-  pf__me.next = NULL;
-  pf__readers = pf__me.mark != PF__UNREGISTERED ? &pf__me : NULL;
+  pf__reader_count = 0;
+  if (pf__me.mark != PF__UNREGISTERED) /* listed: the array has room for it */
+    pf__readers[pf__reader_count++] = &pf__me;
   pf__global_fork_unlock();
 }
 
