@@ -610,8 +610,10 @@ void pf_cli_arg_clear(pf_cli_arg_t* arg) {
 int pf_cli_args_parse(char** tokens, int n, const char* const* outs, int num_outs,
                       pf_npy_output_t* files, pf_cli_arg_t* args, char* msg, size_t msg_size) {
   pf_object_t** shared = num_outs > 0 ? calloc((size_t)num_outs, sizeof(pf_object_t*)) : NULL;
-  if (num_outs > 0 && shared == NULL)
-    return usage(msg, msg_size, "out of memory");
+  if (num_outs > 0 && shared == NULL) { /* no mistake of the command line: exit 1 (review) */
+    PF_ERROR_SET(PF_ERR_MEMORY, "out of memory for the table of %d --out files", num_outs);
+    return -2;
+  }
   pf_cli_parse_t ctx = {outs, num_outs, files, shared, NULL};
   int rc = 0;
   for (int i = 0; i < n; ++i) {
