@@ -7,8 +7,8 @@
  * table that grows or fills with tombstones is rebuilt into a new array, which replaces the
  * old one with one pointer store.
  *
- * Reclamation (a grace period, as in RCU): each thread that looks names up has a record in
- * thread-local storage, listed; its mark is 1 while a lookup runs and something
+ * Reclamation (a grace period, as in RCU): each thread that looks names up has a record, a
+ * cache line of its own on the heap, listed; its mark is 1 while a lookup runs and something
  * else otherwise, and only its own thread writes it. A writer that takes something out of
  * readers' reach (a replaced or removed function, an old array, the names of dropped
  * tombstones) first makes the change visible, then waits until it has seen every record's mark
@@ -58,18 +58,27 @@ pthread_mutex_t pf__writers = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- readers' records and grace periods ---- */
 
+/* A thread's record: a 64-byte line of its own, so that threads marking their lookups never
+ * write one line. On the heap, not in thread-local storage: a writer reads every listed
+ * record, and a record whose thread exited without its exit hook (a first lookup in the last
+ * round of thread-exit destructors, or after pf__key_fini deleted the key) stays listed; in
+ * thread-local storage it went with the thread's stack, which glibc reuses for a new thread
+ * (the list, threaded through the records then, looped and every later writer hung: review,
+ * seventeenth session) or unmaps (the next writer read unmapped memory). Such a record is
+ * left listed, outside a lookup, for the life of the process (64 bytes). */
 typedef struct pf__reader {
   unsigned mark; /* 1: in a lookup; 0 or PF__FENCED: outside; PF__UNREGISTERED: not listed */
-  int gone;      /* the thread's exit hook has run */
+  char pad[64 - sizeof(unsigned)];
 } pf__reader_t;
 
 #define PF__UNREGISTERED 2u
 #define PF__FENCED       3u /* outside, and lookups mark with an exchange: no membarrier */
-static PF__TLS pf__reader_t pf__me = {PF__UNREGISTERED, 0};
-/* The registered threads' records, in an array of its own rather than linked through the
- * records: a record is thread-local storage, which a new thread can get back from a dead one's
- * cached stack with its contents reset (pf__reader_register says when a dead one stays
- * listed), and a link reset there looped or cut the list. Under pf__readers_lock. */
+/* The record of a thread not listed: its mark is PF__UNREGISTERED, never written (a lookup
+ * writes its mark only when it reads 0 or PF__FENCED there, and registers on this one). */
+static pf__reader_t pf__unlisted = {PF__UNREGISTERED, {0}};
+static PF__TLS pf__reader_t* pf__me = &pf__unlisted;
+static PF__TLS int pf__gone; /* this thread's exit hook has run: lookups take the mutex */
+/* The registered threads' records, under pf__readers_lock. */
 static pf__reader_t** pf__readers;
 static size_t pf__reader_count, pf__reader_cap;
 static pthread_mutex_t pf__readers_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -100,23 +109,20 @@ static int pf__membarrier(void) {
 #endif
 }
 
-/* Where record r is listed in pf__readers, or pf__reader_count. Under pf__readers_lock. */
-static size_t pf__reader_index(const pf__reader_t* r) {
-  size_t i = 0;
-  while (i < pf__reader_count && pf__readers[i] != r)
-    ++i;
-  return i;
-}
-
+/* The thread-exit hook (pf__key's destructor): unlists this thread's record and frees it (no
+ * writer reads it once it is unlisted: writers read records under pf__readers_lock). */
 static void pf__reader_exit(void* arg) {
   pf__reader_t* me = arg;
   pthread_mutex_lock(&pf__readers_lock);
-  size_t i = pf__reader_index(me);
-  if (i < pf__reader_count)
-    pf__readers[i] = pf__readers[--pf__reader_count];
+  for (size_t i = 0; i < pf__reader_count; ++i)
+    if (pf__readers[i] == me) {
+      pf__readers[i] = pf__readers[--pf__reader_count];
+      break;
+    }
   pthread_mutex_unlock(&pf__readers_lock);
-  __atomic_store_n(&me->mark, PF__UNREGISTERED, __ATOMIC_RELAXED);
-  me->gone = 1;
+  pf__me = &pf__unlisted;
+  pf__gone = 1;
+  free(me);
 }
 
 static int pf__key_made; /* 1 once pf__key exists, until the library unloads */
@@ -147,32 +153,41 @@ __attribute__((destructor)) static void pf__key_fini(void) {
 }
 #endif
 
-/* Lists this thread's record; 0 when it cannot (then lookups take the writers' mutex).
+/* Lists a record for this thread; 0 when it cannot (then lookups take the writers' mutex).
  * A thread whose first lookup runs in the last round of its thread-exit destructors (POSIX runs
- * PTHREAD_DESTRUCTOR_ITERATIONS rounds) stays listed after its exit, its record's mark left
- * outside a lookup: a thread that gets its stack back finds its own record listed already. */
+ * PTHREAD_DESTRUCTOR_ITERATIONS rounds) registers after its exit hook's turn: its record stays
+ * listed after the thread, outside a lookup (see pf__reader_t). */
 static int pf__reader_register(void) {
-  if (pf__me.gone)
+  if (pf__gone)
     return 0;
   pthread_once(&pf__key_once, pf__key_create);
-  if (!pf__key_ok || pthread_setspecific(pf__key, &pf__me) != 0)
+  if (!pf__key_ok)
     return 0;
-  pthread_mutex_lock(&pf__readers_lock);
-  if (pf__reader_index(&pf__me) == pf__reader_count) {
-    if (pf__reader_count == pf__reader_cap) {
-      size_t cap = pf__reader_cap ? 2 * pf__reader_cap : 16;
-      pf__reader_t** grown =
-          cap < SIZE_MAX / sizeof *grown ? realloc(pf__readers, cap * sizeof *grown) : NULL;
-      if (!grown) {
-        pthread_mutex_unlock(&pf__readers_lock);
-        return 0; /* the exit hook finds nothing to unlist */
-      }
-      pf__readers = grown;
-      pf__reader_cap = cap;
-    }
-    pf__readers[pf__reader_count++] = &pf__me;
+  pf__reader_t* me = aligned_alloc(sizeof *me, sizeof *me);
+  if (!me)
+    return 0;
+  me->mark = PF__UNREGISTERED;
+  if (pthread_setspecific(pf__key, me) != 0) {
+    free(me);
+    return 0;
   }
-  __atomic_store_n(&pf__me.mark, pf__membarrier_ok ? 0 : PF__FENCED, __ATOMIC_SEQ_CST);
+  pthread_mutex_lock(&pf__readers_lock);
+  if (pf__reader_count == pf__reader_cap) {
+    size_t cap = pf__reader_cap ? 2 * pf__reader_cap : 16;
+    pf__reader_t** grown =
+        cap < SIZE_MAX / sizeof *grown ? realloc(pf__readers, cap * sizeof *grown) : NULL;
+    if (!grown) {
+      pthread_mutex_unlock(&pf__readers_lock);
+      (void)pthread_setspecific(pf__key, NULL); /* the exit hook has nothing to unlist */
+      free(me);
+      return 0;
+    }
+    pf__readers = grown;
+    pf__reader_cap = cap;
+  }
+  pf__readers[pf__reader_count++] = me;
+  __atomic_store_n(&me->mark, pf__membarrier_ok ? 0 : PF__FENCED, __ATOMIC_SEQ_CST);
+  pf__me = me;
   pthread_mutex_unlock(&pf__readers_lock);
   return 1;
 }
@@ -193,7 +208,7 @@ int pf__synchronize(void) {
   pthread_mutex_lock(&pf__readers_lock);
   for (size_t i = 0; i < pf__reader_count; ++i) {
     const pf__reader_t* r = pf__readers[i];
-    if (r == &pf__me)
+    if (r == pf__me)
       continue; /* this thread is not in a lookup: it is here */
     if (__atomic_load_n(&r->mark, __ATOMIC_SEQ_CST) == 1)
       while (__atomic_load_n(&r->mark, __ATOMIC_ACQUIRE) == 1)
@@ -249,11 +264,15 @@ void pf__global_fork_unlock(void) {
   pthread_mutex_unlock(&pf__writers);
 }
 
-/* The child has one thread: the others' reader records would wait forever. */
+/* The child has one thread: the others' reader records would wait forever (they are freed:
+ * no thread of the child has them). */
 void pf__global_fork_child(void) {
+  for (size_t i = 0; i < pf__reader_count; ++i)
+    if (pf__readers[i] != pf__me)
+      free(pf__readers[i]);
   pf__reader_count = 0;
-  if (pf__me.mark != PF__UNREGISTERED) /* listed: the array has room for it */
-    pf__readers[pf__reader_count++] = &pf__me;
+  if (pf__me != &pf__unlisted) /* listed: the array has room for it */
+    pf__readers[pf__reader_count++] = pf__me;
   pf__global_fork_unlock();
 }
 
@@ -326,24 +345,25 @@ static __attribute__((noinline)) int pf__lookup_slow(const char* name, size_t le
     return 0; /* no name is empty */
   uint64_t tail;
   uint64_t h = pf__name_hash(name, len, &tail);
-  if (pf__me.mark == 1) { /* a lookup inside a lookup (a signal handler): already marked */
+  if (pf__me->mark == 1) { /* a lookup inside a lookup (a signal handler): already marked */
     *out = pf__probe(name, len, h, tail, 0);
     return 0; /* no fallback: TVM-FFI's table takes a lock */
   }
-  if (pf__me.mark == PF__UNREGISTERED && !pf__reader_register()) {
+  if (pf__me->mark == PF__UNREGISTERED && !pf__reader_register()) {
     pthread_mutex_lock(&pf__writers);
     *out = pf__probe(name, len, h, tail, 0);
     pthread_mutex_unlock(&pf__writers);
     return *out ? 0 : pf__global_miss(name, len, out);
   }
-  unsigned outside = pf__me.mark;
+  pf__reader_t* me = pf__me;
+  unsigned outside = me->mark;
   if (outside == PF__FENCED)
-    __atomic_exchange_n(&pf__me.mark, 1, __ATOMIC_SEQ_CST);
+    __atomic_exchange_n(&me->mark, 1, __ATOMIC_SEQ_CST);
   else
-    __atomic_store_n(&pf__me.mark, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&me->mark, 1, __ATOMIC_RELAXED);
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   *out = pf__probe(name, len, h, tail, 0);
-  __atomic_store_n(&pf__me.mark, outside, __ATOMIC_RELEASE);
+  __atomic_store_n(&me->mark, outside, __ATOMIC_RELEASE);
   return *out ? 0 : pf__global_miss(name, len, out);
 }
 
@@ -354,14 +374,15 @@ static __attribute__((noinline)) int pf__lookup_slow(const char* name, size_t le
  * from moving them). */
 static inline __attribute__((always_inline)) int pf__lookup(const char* name, size_t len,
                                                             pf_object_t** out) {
-  if (PF_UNLIKELY(len - 1 > 31 || pf__me.mark))
+  pf__reader_t* me = pf__me;
+  if (PF_UNLIKELY(len - 1 > 31 || me->mark))
     return pf__lookup_slow(name, len, out);
   uint64_t tail;
   uint64_t h = pf__name_hash(name, len, &tail);
-  __atomic_store_n(&pf__me.mark, 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&me->mark, 1, __ATOMIC_RELAXED);
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   pf_object_t* fn = pf__probe(name, len, h, tail, 1);
-  __atomic_store_n(&pf__me.mark, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&me->mark, 0, __ATOMIC_RELEASE);
   if (PF_UNLIKELY(!fn))
     return pf__global_miss(name, len, out); /* a tail call, off the hit path */
   *out = fn;

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "global_private.h"
@@ -769,11 +770,26 @@ static void late_timeout(int sig) {
   _exit(1);
 }
 
-START_TEST(test_reader_registered_in_last_exit_round) {
+/* Registers "test.rw.late" and makes late_key (after packfn's thread key, whose destructor
+ * therefore goes first). */
+static pf_object_t* late_setup(void) {
   pf_object_t* fn = make_tagged(9);
   ck_assert_int_eq(pf_global_set("test.rw.late", fn, 0), 0);
-  late_lookup(); /* packfn's thread key exists before late_key: its destructor goes first */
+  late_lookup();
   ck_assert_int_eq(pthread_key_create(&late_key, late_destructor), 0);
+  return fn;
+}
+
+static void late_teardown(pf_object_t* fn) {
+  ck_assert_int_eq(pthread_key_delete(late_key), 0);
+  ck_assert_int_eq(late_failures, 0);
+  ck_assert_int_eq(pf_global_remove("test.rw.late"), 0);
+  ck_assert_uint_eq(pf_object_strong_count(fn), 1);
+  pf_object_release(fn);
+}
+
+START_TEST(test_reader_registered_in_last_exit_round) {
+  pf_object_t* fn = late_setup();
   signal(SIGALRM, late_timeout);
   alarm(60);
   for (int round = 0; round < 3; ++round) {
@@ -786,11 +802,32 @@ START_TEST(test_reader_registered_in_last_exit_round) {
   }
   alarm(0);
   signal(SIGALRM, SIG_DFL);
-  ck_assert_int_eq(pthread_key_delete(late_key), 0);
-  ck_assert_int_eq(late_failures, 0);
-  ck_assert_int_eq(pf_global_remove("test.rw.late"), 0);
-  ck_assert_uint_eq(pf_object_strong_count(fn), 1);
-  pf_object_release(fn);
+  late_teardown(fn);
+}
+END_TEST
+
+/* The same late registration from a thread on a stack of the caller's (pthread_attr_setstack):
+ * its thread-local storage lies in that stack, which the caller unmaps after the join, as
+ * glibc unmaps cached stacks beyond its cache's size. A record kept in thread-local storage
+ * stayed listed there, and the next writer's grace period read the unmapped page (SIGSEGV);
+ * records live on the heap now. */
+START_TEST(test_reader_record_outlives_unmapped_stack) {
+  pf_object_t* fn = late_setup();
+  for (int round = 0; round < 3; ++round) {
+    size_t size = 1u << 20;
+    void* stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(stack, MAP_FAILED);
+    pthread_attr_t attr;
+    ck_assert_int_eq(pthread_attr_init(&attr), 0);
+    ck_assert_int_eq(pthread_attr_setstack(&attr, stack, size), 0);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, &attr, late_reader, NULL), 0);
+    pthread_join(t, NULL);
+    pthread_attr_destroy(&attr);
+    ck_assert_int_eq(munmap(stack, size), 0);
+    ck_assert_int_eq(pf_global_set("test.rw.late", fn, 1), 0); /* reads every listed record */
+  }
+  late_teardown(fn);
 }
 END_TEST
 
@@ -813,8 +850,10 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_tombstones_are_reused_and_dropped);
   tcase_add_test(tc, test_probe_lengths_suffix_names);
   tcase_add_test(tc, test_static_registration_without_name);
-  if (!LATE_TSAN)
+  if (!LATE_TSAN) {
     tcase_add_test(tc, test_reader_registered_in_last_exit_round);
+    tcase_add_test(tc, test_reader_record_outlives_unmapped_stack);
+  }
   suite_add_tcase(s, tc);
   return s;
 }
