@@ -309,7 +309,7 @@ static inline __attribute__((always_inline)) int pf__function_make(int form, voi
 int pf_function_create(void* self, pf_safe_call_t call, void (*deleter)(void* self),
                        pf_object_t** out) {
   /* checked once, before the form is chosen: inside each form's copy, gcc merged the two
-   * copies' checks into flags computed ahead of the dispatch (six instructions more) */
+   * copies' checks into flags computed ahead of the dispatch (four instructions more) */
   if (PF_UNLIKELY(!call || !out))
     return pf__function_make_bad("pf_function_create", out);
   if (!self && !deleter)
