@@ -714,6 +714,20 @@ START_TEST(test_output_refuses_a_socket) {
                 err);
   close(fd);
   unlink(path);
+  /* a link to a pipe through /proc/self/fd (what /dev/stdin is in `... | packfn call`):
+   * realpath cannot resolve "pipe:[N]", but the link is not dangling (review) */
+  int pipe_fds[2];
+  ck_assert_int_eq(pipe(pipe_fds), 0);
+  char proc[64];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", pipe_fds[0]);
+  temp_path(path, sizeof path, "stdin.npy");
+  ck_assert_int_eq(symlink(proc, path), 0);
+  ck_assert_int_eq(pf_npy_output_open(path, &out, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "not a regular file (a FIFO): refusing to replace it") != NULL, "%s",
+                err);
+  unlink(path);
+  close(pipe_fds[0]);
+  close(pipe_fds[1]);
   ck_assert_int_eq(dir_entries(), 0);
 }
 END_TEST
