@@ -169,9 +169,13 @@ static int dlpack_device(PyObject* o, DLDevice* out) {
       PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) == 2 && PyArg_ParseTuple(dev, "ii", &type, &id);
   Py_DECREF(dev);
   if (!ok) {
-    if (!PyErr_Occurred())
-      PyErr_Format(PyExc_TypeError, "packfn: %s.__dlpack_device__() returned no (type, id) tuple",
-                   Py_TYPE(o)->tp_name);
+    /* items that are no ints ((1.0, 0)) raised PyArg_ParseTuple's own TypeError, which named
+     * no __dlpack_device__ (review); an int out of range keeps its OverflowError */
+    if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError))
+      return -1;
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError, "packfn: %s.__dlpack_device__() returned no (type, id) tuple",
+                 Py_TYPE(o)->tp_name);
     return -1;
   }
   *out = (DLDevice){(DLDeviceType)type, id};

@@ -334,11 +334,12 @@ def test_error_pending_before_a_call_is_kept(thread_testmod):
         thread_testmod.fail_after_notify(hook)
 
 
-@pytest.mark.parametrize("device", [(1, 0, 0), (1,), (), [1, 0]])
+@pytest.mark.parametrize("device", [(1, 0, 0), (1,), (), [1, 0], (1.0, 0), (1, "0"), (None, 0)])
 def test_dlpack_device_of_another_size_is_no_device_tuple(device):
     """__dlpack_device__ returning a tuple of another size than 2 is refused as any value that is
     no (type, id) tuple: it raised PyArg_ParseTuple's "function takes exactly 2 arguments (3
-    given)" (review)."""
+    given)" (review); so is a pair that is not two ints, which raised PyArg_ParseTuple's
+    "'float' object cannot be interpreted as an integer" (seventeenth session)."""
     a = np.arange(4.0)
 
     class P:
