@@ -323,9 +323,10 @@ static uint64_t run_global_long(void* state, int64_t iters) {
 
 /* ---- object lifecycle ---- */
 
-/* Create, retain, read the count, release twice; `direct`: pf_function_create_direct, else
- * pf_function_create without self (TVMFFIFunctionCreate's form). Inlined into each row with a
- * constant, so each loop calls one constructor. */
+/* Create, retain, read the count, release twice; `direct`: pf_function_create_direct (the form
+ * TVMFFIFunctionCreate(NULL, call, NULL) makes), else pf_function_create without self (its
+ * callee gets NULL through a trampoline). Inlined into each row with a constant, so each loop
+ * calls one constructor. */
 static inline uint64_t function_lifecycle_loop(int64_t iters, int direct) {
   uint64_t sum = 0;
   for (int64_t i = 0; i < iters; ++i) {

@@ -57,11 +57,8 @@ static int key_as_int(PyObject* key, PyObject** out) {
   *out = NULL;
   if (PyLong_CheckExact(key) || PyUnicode_Check(key) || PyBytes_Check(key) || !PyIndex_Check(key))
     return 0; /* bool is no exact int: it has __index__ */
-  if (!PyBool_Check(key)) {
-    int tensor = PyObject_HasAttrString(key, "__dlpack__");
-    if (tensor)
-      return 0;
-  }
+  if (!PyBool_Check(key) && PyObject_HasAttrString(key, "__dlpack__"))
+    return 0; /* a tensor key */
   return (*out = PyNumber_Index(key)) ? 1 : -1;
 }
 

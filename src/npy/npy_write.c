@@ -387,13 +387,13 @@ int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* err, size_t
   char* target = exists && S_ISLNK(st.st_mode) ? realpath(path, NULL) : dup_n(path, strlen(path));
   if (exists && S_ISLNK(st.st_mode) && target == NULL && errno == ENOENT) {
     /* a link to a pipe or socket through /proc/self/fd (/dev/stdin of a pipeline) has a
-     * target realpath cannot name ("pipe:[N]"), yet it is there (review) */
+     * target realpath cannot name ("pipe:[N]"), yet it is there (review): the path itself then
+     * goes to the check below, which refuses what is not a regular file */
     struct stat to;
-    if (stat(path, &to) == 0 && !S_ISREG(to.st_mode)) {
-      return pf__npy_fail(err, err_size, path, "not a regular file (%s): refusing to replace it",
-                          file_kind(to.st_mode));
+    if (stat(path, &to) != 0 || S_ISREG(to.st_mode)) {
+      return pf__npy_fail(err, err_size, path, "a symbolic link to a missing file: refusing it");
     }
-    return pf__npy_fail(err, err_size, path, "a symbolic link to a missing file: refusing it");
+    target = dup_n(path, strlen(path));
   }
   if (target == NULL) {
     return pf__npy_fail(err, err_size, path, "cannot resolve the path: %s", strerror(errno));
