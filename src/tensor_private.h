@@ -119,18 +119,15 @@ static inline int pf__dtype_is_common(DLDataType t) {
   return t.code <= PF_DL_FLOAT && t.lanes != 0 && (t.bits == 32 || t.bits == 64 || t.bits == 16);
 }
 
-/* Checks ndim, shape (extents >= 0) and dtype, and computes the element count and packed byte
- * size without overflow; an empty layout's other extents must fit as well. 0, or -1 with
- * ValueError (the message from pf__layout_error, naming `arg` as it does), or with nothing
- * raised when `quiet` (a constant: the raising calls compile away). */
-static inline __attribute__((always_inline)) int
-pf__validate_layout_as(int32_t ndim, const int64_t* shape, DLDataType dtype, const char* func,
-                       const char* arg, int64_t* numel, size_t* nbytes, int quiet) {
-  if (PF_UNLIKELY(ndim < 0 || ndim > PF_TENSOR_MAX_NDIM || (ndim > 0 && !shape))) {
-    if (!quiet)
-      pf__layout_error(ndim, shape, dtype, func, arg);
-    return -1;
-  }
+/* ndim (0..PF_TENSOR_MAX_NDIM), shape (not NULL with axes, extents >= 0) and the element count
+ * and packed byte size of `dtype`'s elements without overflow (an empty layout's other extents
+ * must fit as well), the dtype's validity aside: 1 with *numel and *nbytes stored, or 0. Raises
+ * nothing. For callers whose dtype is known valid (a view has its tensor's). */
+static inline __attribute__((always_inline)) int pf__layout_fits(int32_t ndim, const int64_t* shape,
+                                                                 DLDataType dtype, int64_t* numel,
+                                                                 size_t* nbytes) {
+  if (PF_UNLIKELY(ndim < 0 || ndim > PF_TENSOR_MAX_NDIM || (ndim > 0 && !shape)))
+    return 0;
   int64_t n = 1;
   int bad = 0;
   for (int32_t i = 0; i < ndim; ++i) {
@@ -139,16 +136,29 @@ pf__validate_layout_as(int32_t ndim, const int64_t* shape, DLDataType dtype, con
   }
   /* The packed size in bits must fit too, with room for the rounding up to bytes. */
   uint64_t bits;
-  if (PF_UNLIKELY(bad || !(pf__dtype_is_common(dtype) || pf_dtype_is_valid(dtype)) ||
+  if (PF_UNLIKELY(bad ||
                   __builtin_mul_overflow((uint64_t)n, (uint64_t)dtype.bits * dtype.lanes, &bits) ||
                   bits / 8 >= (uint64_t)PTRDIFF_MAX ||
-                  (n == 0 && pf__empty_layout_overflows(ndim, shape, dtype)))) {
+                  (n == 0 && pf__empty_layout_overflows(ndim, shape, dtype))))
+    return 0;
+  *numel = n;
+  *nbytes = (size_t)((bits + 7) / 8);
+  return 1;
+}
+
+/* Checks ndim, shape (extents >= 0) and dtype, and computes the element count and packed byte
+ * size without overflow; an empty layout's other extents must fit as well. 0, or -1 with
+ * ValueError (the message from pf__layout_error, naming `arg` as it does), or with nothing
+ * raised when `quiet` (a constant: the raising calls compile away). */
+static inline __attribute__((always_inline)) int
+pf__validate_layout_as(int32_t ndim, const int64_t* shape, DLDataType dtype, const char* func,
+                       const char* arg, int64_t* numel, size_t* nbytes, int quiet) {
+  if (PF_UNLIKELY(!pf__layout_fits(ndim, shape, dtype, numel, nbytes) ||
+                  !(pf__dtype_is_common(dtype) || pf_dtype_is_valid(dtype)))) {
     if (!quiet)
       pf__layout_error(ndim, shape, dtype, func, arg);
     return -1;
   }
-  *numel = n;
-  *nbytes = (size_t)((bits + 7) / 8);
   return 0;
 }
 

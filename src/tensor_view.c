@@ -46,32 +46,65 @@ static void pf__reach(const DLTensor* t, int64_t* lo, int64_t* hi) {
   *hi = h;
 }
 
-/* The one view builder: checks the layout (ndim, shape, strides NULL for compact) against the
- * span of `base` and creates the view `offset` elements from base's first element. Inlined into
- * each view function: the call and its eight arguments cost a tenth of a view's creation. */
-static inline __attribute__((always_inline)) int
-pf__make_view(pf_object_t* base, const DLTensor* src, int32_t ndim, const int64_t* shape,
-              const int64_t* strides, int64_t offset, const char* func, pf_object_t** out) {
+/* Where a view whose layout (ndim, shape, strides) or reach against its base the fast checks
+ * of pf__make_view refused: runs the checks again with their messages, in the order they had
+ * before the fast path (the layout, then the reach). Cold: only refused views get here. -1. */
+__attribute__((noinline, cold)) static int pf__view_refused(const DLTensor* src, int32_t ndim,
+                                                            const int64_t* shape,
+                                                            const int64_t* strides, int64_t offset,
+                                                            const char* func) {
   DLTensor desc = {src->data,         src->device,     ndim, src->dtype, (int64_t*)shape,
                    (int64_t*)strides, src->byte_offset};
   pf__layout_t view;
   if (pf__dltensor_check(&desc, func, NULL, 0, &view) != 0) /* its own ndim, shape, strides */
     return -1;
-  if (view.numel > 0) {
+  int64_t slo, shi, first, last; /* an empty base reaches nothing: 0..-1 */
+  pf__reach(src, &slo, &shi);
+  int overflow = __builtin_add_overflow(offset, view.lo, &first);
+  overflow += __builtin_add_overflow(offset, view.hi, &last);
+  PF_ERROR_SET(PF_ERR_INDEX,
+               "%s: the view reaches elements %lld..%lld, outside the tensor's %lld..%lld", func,
+               overflow ? (long long)offset : (long long)first,
+               overflow ? (long long)offset : (long long)last, (long long)slo, (long long)shi);
+  return -1;
+}
+
+/* The one view builder: checks the layout (ndim, shape, strides NULL for compact) against the
+ * span of `base` (packfn's own when `ours`) and creates the view `offset` elements from base's
+ * first element. Inlined into each view function: the call and its eight arguments cost a
+ * tenth of a view's creation.
+ *
+ * The checks are pf__dltensor_check's for the view's description, less what the view takes
+ * from `src` and its validation already holds (packfn's tensors at their creation, another
+ * runtime's in pf__view_check_foreign): the dtype is valid and the device index not negative.
+ * They raise nothing: a refused view goes to pf__view_refused for its message, so that the
+ * description is never built in memory on the way that succeeds. */
+static inline __attribute__((always_inline)) int
+pf__make_view(pf_object_t* base, int ours, const DLTensor* src, int32_t ndim, const int64_t* shape,
+              const int64_t* strides, int64_t offset, const char* func, pf_object_t** out) {
+  int64_t numel, lo = 0, hi = -1;
+  size_t nbytes;
+  int ok = pf__layout_fits(ndim, shape, src->dtype, &numel, &nbytes) &&
+           (numel == 0 || src->data != NULL);
+  if (PF_LIKELY(ok) && numel > 0) {
+    int32_t axis;
+    hi = numel - 1; /* compact: 0..numel-1 */
+    if (strides && !pf__strides_compact(ndim, shape, strides))
+      ok = pf__strides_reach(ndim, shape, strides, &lo, &hi, &axis) == 0;
     int64_t slo, shi, first, last; /* an empty base reaches nothing: 0..-1 */
     pf__reach(src, &slo, &shi);
-    int overflow = __builtin_add_overflow(offset, view.lo, &first);
-    overflow += __builtin_add_overflow(offset, view.hi, &last);
-    if (PF_UNLIKELY(overflow || first < slo || last > shi)) {
-      PF_ERROR_SET(PF_ERR_INDEX,
-                   "%s: the view reaches elements %lld..%lld, outside the tensor's %lld..%lld",
-                   func, overflow ? (long long)offset : (long long)first,
-                   overflow ? (long long)offset : (long long)last, (long long)slo, (long long)shi);
-      return -1;
-    }
-  } else {
-    offset = 0; /* an empty view reads nothing: keep it at base's first element */
+    ok = ok && !__builtin_add_overflow(offset, lo, &first) &&
+         !__builtin_add_overflow(offset, hi, &last) && first >= slo && last <= shi;
+  } else if (PF_LIKELY(ok) && strides) {
+    int32_t axis; /* an empty view's strides must fit all the same */
+    ok = pf__strides_reach(ndim, shape, strides, &lo, &hi, &axis) == 0;
   }
+  if (PF_UNLIKELY(!ok))
+    return pf__view_refused(src, ndim, shape, strides, offset, func);
+  if (numel == 0)
+    offset = 0; /* an empty view reads nothing: keep it at base's first element */
+  DLTensor desc = {src->data,         src->device,     ndim, src->dtype, (int64_t*)shape,
+                   (int64_t*)strides, src->byte_offset};
   if (offset != 0) {
     size_t esize = pf_dtype_bytes(src->dtype);
     if (esize == 0) {
@@ -108,7 +141,7 @@ pf__make_view(pf_object_t* base, const DLTensor* src, int32_t ndim, const int64_
   /* Views refer to the original storage: a view of a packfn view holds that view's owner. */
   pf_object_t* owner = base;
   uint64_t flags = 0;
-  if (pf__tensor_is_ours(base)) {
+  if (ours) {
     pf__tensor_t* b = (pf__tensor_t*)base;
     flags = pf__tensor_flags(b);
     if (!pf__tensor_owns_memory(b) && b->owner_release == pf__owner_release_object)
@@ -133,16 +166,19 @@ __attribute__((noinline, cold)) static int pf__view_check_foreign(const DLTensor
   return pf__dltensor_check(src, func, "tensor", 1, &layout);
 }
 
-/* Common entry of the view functions: checks out and tensor (a foreign one's description too). */
+/* Common entry of the view functions: checks out and tensor (a foreign one's description too);
+ * *ours tells whether packfn made the tensor (read once here: the store to *out could alias its
+ * deleter as far as the compiler knows, so it would read it again later). */
 static inline int pf__view_args(pf_object_t* tensor, pf_object_t** out, const char* func,
-                                DLTensor** src) {
+                                DLTensor** src, int* ours) {
   if (!out) {
     return PF__NULL_ARG(func, "out");
   }
   *out = NULL;
   if (pf__tensor_arg(tensor, func, "tensor", src) != 0)
     return -1;
-  if (PF_UNLIKELY(!pf__tensor_is_ours(tensor)))
+  *ours = pf__tensor_is_ours(tensor);
+  if (PF_UNLIKELY(!*ours))
     return pf__view_check_foreign(*src, func);
   return 0;
 }
@@ -163,15 +199,17 @@ int pf_tensor_view(pf_object_t* tensor, int32_t ndim, const int64_t* shape, cons
                    int64_t offset, pf_object_t** out) {
   static const char func[] = "pf_tensor_view";
   DLTensor* src;
-  if (pf__view_args(tensor, out, func, &src) != 0)
+  int ours;
+  if (pf__view_args(tensor, out, func, &src, &ours) != 0)
     return -1;
-  return pf__make_view(tensor, src, ndim, shape, strides, offset, func, out);
+  return pf__make_view(tensor, ours, src, ndim, shape, strides, offset, func, out);
 }
 
 int pf_tensor_reshape(pf_object_t* tensor, int32_t ndim, const int64_t* shape, pf_object_t** out) {
   static const char func[] = "pf_tensor_reshape";
   DLTensor* src;
-  if (pf__view_args(tensor, out, func, &src) != 0)
+  int ours;
+  if (pf__view_args(tensor, out, func, &src, &ours) != 0)
     return -1;
   char a[256], b[256];
   if (!pf_dltensor_is_contiguous(src)) {
@@ -183,7 +221,7 @@ int pf_tensor_reshape(pf_object_t* tensor, int32_t ndim, const int64_t* shape, p
   }
   if (ndim < 0 || ndim > PF_TENSOR_MAX_NDIM || (ndim > 0 && !shape)) {
     /* let the validator phrase it */
-    return pf__make_view(tensor, src, ndim, shape, NULL, 0, func, out);
+    return pf__make_view(tensor, ours, src, ndim, shape, NULL, 0, func, out);
   }
   int64_t dims[PF_TENSOR_MAX_NDIM];
   int32_t infer = -1;
@@ -218,15 +256,17 @@ int pf_tensor_reshape(pf_object_t* tensor, int32_t ndim, const int64_t* shape, p
                  pf__format_spec_dims(shape, ndim, b, sizeof b));
     return -1;
   }
-  return pf__make_view(tensor, src, ndim, dims, NULL, 0, func, out);
+  return pf__make_view(tensor, ours, src, ndim, dims, NULL, 0, func, out);
 }
 
 int pf_tensor_slice(pf_object_t* tensor, int32_t axis, int64_t start, int64_t stop, int64_t step,
                     pf_object_t** out) {
   static const char func[] = "pf_tensor_slice";
   DLTensor* src;
+  int ours;
   int32_t ax;
-  if (pf__view_args(tensor, out, func, &src) != 0 || pf__axis(axis, src->ndim, func, &ax) != 0)
+  if (pf__view_args(tensor, out, func, &src, &ours) != 0 ||
+      pf__axis(axis, src->ndim, func, &ax) != 0)
     return -1;
   if (step == 0) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument step: expected a non-zero step, got 0", func);
@@ -257,14 +297,16 @@ int pf_tensor_slice(pf_object_t* tensor, int32_t axis, int64_t start, int64_t st
   if (len > 1)
     strides[ax] = s[ax] * step;
   int64_t offset = len > 0 ? start * s[ax] : 0;
-  return pf__make_view(tensor, src, src->ndim, shape, strides, offset, func, out);
+  return pf__make_view(tensor, ours, src, src->ndim, shape, strides, offset, func, out);
 }
 
 int pf_tensor_select(pf_object_t* tensor, int32_t axis, int64_t index, pf_object_t** out) {
   static const char func[] = "pf_tensor_select";
   DLTensor* src;
+  int ours;
   int32_t ax;
-  if (pf__view_args(tensor, out, func, &src) != 0 || pf__axis(axis, src->ndim, func, &ax) != 0)
+  if (pf__view_args(tensor, out, func, &src, &ours) != 0 ||
+      pf__axis(axis, src->ndim, func, &ax) != 0)
     return -1;
   int64_t n = src->shape[ax];
   int64_t i = index < 0 ? index + n : index;
@@ -283,13 +325,14 @@ int pf_tensor_select(pf_object_t* tensor, int32_t axis, int64_t index, pf_object
     strides[k] = s[d];
     ++k;
   }
-  return pf__make_view(tensor, src, src->ndim - 1, shape, strides, i * s[ax], func, out);
+  return pf__make_view(tensor, ours, src, src->ndim - 1, shape, strides, i * s[ax], func, out);
 }
 
 int pf_tensor_permute(pf_object_t* tensor, const int32_t* axes, pf_object_t** out) {
   static const char func[] = "pf_tensor_permute";
   DLTensor* src;
-  if (pf__view_args(tensor, out, func, &src) != 0)
+  int ours;
+  if (pf__view_args(tensor, out, func, &src, &ours) != 0)
     return -1;
   if (!axes && src->ndim > 0) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument axes: expected %d axes, got NULL", func,
@@ -311,5 +354,5 @@ int pf_tensor_permute(pf_object_t* tensor, const int32_t* axes, pf_object_t** ou
     shape[i] = src->shape[a];
     strides[i] = s[a];
   }
-  return pf__make_view(tensor, src, src->ndim, shape, strides, 0, func, out);
+  return pf__make_view(tensor, ours, src, src->ndim, shape, strides, 0, func, out);
 }

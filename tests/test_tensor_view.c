@@ -82,8 +82,19 @@ START_TEST(test_view_errors) {
                    -1);
   PF_ASSERT_RAISED("ValueError", "pf_tensor_view: argument strides: expected strides whose "
                                  "offsets fit in int64, got 4611686018427387903 at axis 2");
+  /* an empty view's strides must fit as well (checked on their own way: no element to reach) */
+  ck_assert_int_eq(pf_tensor_view(base, 3, (int64_t[]){0, 3, 3},
+                                  (int64_t[]){1, INT64_MAX / 4, INT64_MAX / 2}, 0, &v),
+                   -1);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_view: argument strides: expected strides whose "
+                                 "offsets fit in int64, got 4611686018427387903 at axis 2");
   ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){-1}, NULL, 0, &v), -1);
   PF_ASSERT_RAISED("ValueError", "pf_tensor_view: argument shape: expected extents >= 0");
+  /* an element count that overflows, and one whose bytes do not fit */
+  ck_assert_int_eq(pf_tensor_view(base, 2, (int64_t[]){INT64_MAX / 2, 3}, NULL, 0, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_view: argument shape:");
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){INT64_MAX / 4}, NULL, 0, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_view: argument shape:");
   ck_assert_int_eq(pf_tensor_view(base, 2, NULL, NULL, 0, &v), -1);
   PF_ASSERT_RAISED("ValueError", "pf_tensor_view: argument shape: expected a shape of 2 extents, "
                                  "got NULL");

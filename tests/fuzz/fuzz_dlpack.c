@@ -24,6 +24,64 @@ static void versioned_deleter(pf_dl_managed_tensor_versioned_t* self) {
   ++versioned_deleted;
 }
 
+/* The lowest and highest element offsets `ndim` axes reach from the first element, in 128
+ * bits (no overflow here); *empty when an extent is 0. Written apart from packfn's checks, to
+ * hold them to it. */
+static void reach128(int32_t ndim, const int64_t* shape, const int64_t* strides, __int128* lo,
+                     __int128* hi, int* empty) {
+  __int128 l = 0, h = 0, step = 1;
+  *empty = 0;
+  for (int32_t i = ndim; i-- > 0;) {
+    if (shape[i] == 0)
+      *empty = 1;
+    __int128 s = strides ? (__int128)strides[i] : step;
+    __int128 far = s * (shape[i] > 0 ? shape[i] - 1 : 0);
+    if (far < 0)
+      l += far;
+    else
+      h += far;
+    step *= shape[i] > 0 ? shape[i] : 1;
+  }
+  *lo = l;
+  *hi = h;
+}
+
+/* pf_tensor_view with a layout from the input: refused with an error raised, or accepted with
+ * every element it reaches inside the span `t` reaches, and the layout asked for. */
+static void exercise_view(pf_object_t* t, const DLTensor* d, fuzz_input_t* in) {
+  int64_t shape[6], strides[6];
+  uint8_t nd = fuzz_u8(in);
+  int32_t ndim = nd < 250 ? (int32_t)(nd % 5) : (nd == 255 ? -1 : 65);
+  for (int32_t i = 0; i < 6; ++i) {
+    uint8_t b = fuzz_u8(in);
+    shape[i] = b < 200 ? (int64_t)(b % 6) : fuzz_i64(in);
+    b = fuzz_u8(in);
+    strides[i] = b < 200 ? (int64_t)(b % 9) - 4 : fuzz_i64(in);
+  }
+  uint8_t how = fuzz_u8(in);
+  const int64_t* st = (how & 1) ? strides : NULL;
+  int64_t offset = (how & 2) ? fuzz_i64(in) : (int64_t)(fuzz_u8(in) % 16) - 4;
+  pf_object_t* v = (pf_object_t*)&v;
+  if (pf_tensor_view(t, ndim, (how & 4) && ndim > 0 ? NULL : shape, st, offset, &v) != 0) {
+    FUZZ_CHECK(v == NULL && pf_error_peek() != NULL);
+    pf_error_clear();
+    return;
+  }
+  FUZZ_CHECK(pf_error_peek() == NULL);
+  DLTensor* w = pf_tensor_dltensor(v);
+  FUZZ_CHECK(w != NULL && w->ndim == ndim && w->dtype.code == d->dtype.code &&
+             w->dtype.bits == d->dtype.bits && w->dtype.lanes == d->dtype.lanes);
+  for (int32_t i = 0; i < ndim; ++i)
+    FUZZ_CHECK(w->shape[i] == shape[i] && shape[i] >= 0 && (!st || w->strides[i] == st[i]));
+  __int128 vlo, vhi, blo, bhi;
+  int vempty, bempty;
+  reach128(ndim, shape, st, &vlo, &vhi, &vempty);
+  reach128(d->ndim, d->shape, d->strides, &blo, &bhi, &bempty);
+  if (!vempty)
+    FUZZ_CHECK(!bempty && offset + vlo >= blo && offset + vhi <= bhi);
+  pf_object_release(v);
+}
+
 /* Views and exports of an accepted tensor: each may fail, but only with an error raised. */
 static void exercise(pf_object_t* t, fuzz_input_t* in) {
   DLTensor* d = pf_tensor_dltensor(t);
@@ -43,6 +101,7 @@ static void exercise(pf_object_t* t, fuzz_input_t* in) {
     else
       pf_error_clear();
   }
+  exercise_view(t, d, in);
   int64_t flat = -1;
   if (pf_tensor_reshape(t, 1, &flat, &v) == 0)
     pf_object_release(v);
