@@ -500,6 +500,43 @@ START_TEST(test_typed_define_all_kinds) {
 }
 END_TEST
 
+/* A foreign value with a type index far below zero is refused by every numeric kind, at run
+ * time and by PF_TYPED_DEFINE's entries: the range test subtracted PF_TYPE_INT from INT32_MIN
+ * in int (signed overflow, which UBSan stopped at; review). */
+START_TEST(test_typed_refuses_extreme_type_indices) {
+  static const pf_param_t params[] = {
+      {"n", PF_PARAM_INT}, {"flag", PF_PARAM_BOOL}, {"x", PF_PARAM_FLOAT}};
+  pf_signature_t sig = {"nums", 3, params, PF_PARAM_INT, NULL};
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_function_create_typed(&sig, typed_add, NULL, NULL, &fn), 0);
+  pf_object_t* st;
+  ck_assert_int_eq(PF_TYPED_CREATE(scale, &st), 0);
+  static const int32_t indices[] = {INT32_MIN, INT32_MIN + 1, -1, INT32_MAX};
+  static const char* const names[3][2] = {{"n", "int"}, {"flag", "bool"}, {"x", "float"}};
+  static const char* const scale_names[3][2] = {
+      {"x", "float"}, {"times", "int"}, {"negate", "bool"}};
+  for (size_t k = 0; k < sizeof indices / sizeof indices[0]; ++k)
+    for (int i = 0; i < 3; ++i) {
+      pf_any_t args[3] = {pf_any_int(1), pf_any_bool(1), pf_any_float(1.0)};
+      pf_any_t scale_args[3] = {pf_any_float(1.0), pf_any_int(1), pf_any_bool(0)};
+      args[i].type_index = indices[k];
+      scale_args[i].type_index = indices[k];
+      pf_any_t r;
+      char msg[96];
+      ck_assert_int_eq(pf_function_call(fn, args, 3, &r), -1);
+      snprintf(msg, sizeof msg, "nums: argument %d (%s): expected %s, got", i, names[i][0],
+               names[i][1]);
+      PF_ASSERT_RAISED("TypeError", msg);
+      ck_assert_int_eq(pf_function_call(st, scale_args, 3, &r), -1);
+      snprintf(msg, sizeof msg, "scale: argument %d (%s): expected %s, got", i, scale_names[i][0],
+               scale_names[i][1]);
+      PF_ASSERT_RAISED("TypeError", msg);
+    }
+  pf_object_release(st);
+  pf_object_release(fn);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("function");
   TCase* tc = tcase_create("core");
@@ -514,6 +551,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_typed_bad_declarations);
   tcase_add_test(tc, test_typed_define);
   tcase_add_test(tc, test_typed_define_all_kinds);
+  tcase_add_test(tc, test_typed_refuses_extreme_type_indices);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -156,14 +156,16 @@ typedef void* pf__ctype_PTR;
 /* The conversion of each parameter kind, the one definition of the typed rules above: both
  * PF_TYPED_DEFINE's inline entries and pf_function_create_typed's run-time path use them.
  * 1 and *o set, or 0 when the argument's type does not fit, or when it is a pointer kind holding
- * NULL (a str or bytes view, a DLTensor*, an object): refused, nothing raised. */
+ * NULL (a str or bytes view, a DLTensor*, an object): refused, nothing raised. The range tests
+ * of the numeric kinds are unsigned (a foreign type index near INT32_MIN minus PF_TYPE_INT
+ * overflowed int). */
 static inline int pf__conv_INT(const pf_any_t* a, int64_t* o) {
   *o = a->v_int64;
-  return (uint32_t)(a->type_index - PF_TYPE_INT) <= (uint32_t)(PF_TYPE_BOOL - PF_TYPE_INT);
+  return (uint32_t)a->type_index - (uint32_t)PF_TYPE_INT <= (uint32_t)(PF_TYPE_BOOL - PF_TYPE_INT);
 }
 static inline int pf__conv_BOOL(const pf_any_t* a, int* o) {
   *o = a->v_int64 != 0;
-  return (uint32_t)(a->type_index - PF_TYPE_INT) <= (uint32_t)(PF_TYPE_BOOL - PF_TYPE_INT);
+  return (uint32_t)a->type_index - (uint32_t)PF_TYPE_INT <= (uint32_t)(PF_TYPE_BOOL - PF_TYPE_INT);
 }
 static inline int pf__conv_FLOAT(const pf_any_t* a, double* o) {
   if (a->type_index == PF_TYPE_FLOAT) {
@@ -171,7 +173,7 @@ static inline int pf__conv_FLOAT(const pf_any_t* a, double* o) {
     return 1;
   }
   *o = (double)a->v_int64;
-  return (uint32_t)(a->type_index - PF_TYPE_INT) <= (uint32_t)(PF_TYPE_BOOL - PF_TYPE_INT);
+  return (uint32_t)a->type_index - (uint32_t)PF_TYPE_INT <= (uint32_t)(PF_TYPE_BOOL - PF_TYPE_INT);
 }
 static inline int pf__conv_STR(const pf_any_t* a, pf_byte_array_t* o) {
   int32_t t = a->type_index;
