@@ -455,13 +455,14 @@ typedef struct {
 
 /* The type indices (all below 64) whose 8-byte payload already is the converted argument of a
  * parameter of kind k: the pf_arg_t member read for k lies at the same offset with the same
- * representation as the Any's. Other accepted types (bool for an int parameter's peers, strings,
- * objects, none for a pointer, numbers to convert) take the general path, and so do DLTensor
- * pointers, which it refuses when NULL (review: a NULL one reached the function). */
+ * representation as the Any's. Other accepted types (strings, objects, none for a pointer,
+ * numbers to convert) take the general path, and so do DLTensor pointers, which it refuses when
+ * NULL (review: a NULL one reached the function), and bools for an int, which another producer
+ * may have stored as 2 (review: the function received 2). */
 static uint64_t pf__same_payload(pf_param_kind_t k) {
   switch (k) {
   case PF_PARAM_INT:
-    return (1ULL << PF_TYPE_INT) | (1ULL << PF_TYPE_BOOL);
+    return 1ULL << PF_TYPE_INT;
   case PF_PARAM_FLOAT:
     return 1ULL << PF_TYPE_FLOAT;
   case PF_PARAM_DTYPE:

@@ -537,6 +537,55 @@ START_TEST(test_typed_refuses_extreme_type_indices) {
 }
 END_TEST
 
+static int typed_echo_numbers(void* self, const pf_arg_t* args, pf_any_t* result) {
+  (void)self;
+  char buf[64];
+  snprintf(buf, sizeof buf, "%lld|%g|%d", (long long)args[0].i, args[1].f, args[2].b);
+  return pf_string_from_cstr(buf, result);
+}
+
+PF_TYPED_DEFINE(echo_numbers, STR, (INT, n), (FLOAT, x), (BOOL, flag)) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "%lld|%g|%d", (long long)n, x, flag);
+  return pf_string_from_cstr(buf, result);
+}
+
+/* A bool another producer stored as 2 (or -1) is true, 1, for every numeric kind, as
+ * pf_any_as_int and pf_any_as_float read it: an int parameter received 2 and a float one 2.0
+ * (the fast path of the run-time entry copied the payload, and the conversions read it raw;
+ * review). */
+START_TEST(test_typed_bool_payload_read_as_0_or_1) {
+  static const pf_param_t params[] = {
+      {"n", PF_PARAM_INT}, {"x", PF_PARAM_FLOAT}, {"flag", PF_PARAM_BOOL}};
+  pf_signature_t sig = {"echo", 3, params, PF_PARAM_STR, NULL};
+  pf_object_t* fns[2];
+  ck_assert_int_eq(pf_function_create_typed(&sig, typed_echo_numbers, NULL, NULL, &fns[0]), 0);
+  ck_assert_int_eq(PF_TYPED_CREATE(echo_numbers, &fns[1]), 0);
+  static const int64_t payloads[] = {2, -1, INT64_MIN};
+  for (int f = 0; f < 2; ++f)
+    for (size_t k = 0; k < sizeof payloads / sizeof payloads[0]; ++k) {
+      pf_any_t args[3] = {pf_any_bool(1), pf_any_bool(1), pf_any_bool(1)};
+      for (int i = 0; i < 3; ++i)
+        args[i].v_int64 = payloads[k];
+      pf_any_t r;
+      ck_assert_int_eq(pf_function_call(fns[f], args, 3, &r), 0);
+      const char* s;
+      size_t n;
+      ck_assert_int_eq(pf_any_as_str(&r, &s, &n), 0);
+      ck_assert_str_eq(s, "1|1|1");
+      pf_any_release(&r);
+      /* only the first argument a bool: the run-time entry's path for exact payloads */
+      pf_any_t mixed[3] = {args[0], pf_any_float(0.5), pf_any_bool(0)};
+      ck_assert_int_eq(pf_function_call(fns[f], mixed, 3, &r), 0);
+      ck_assert_int_eq(pf_any_as_str(&r, &s, &n), 0);
+      ck_assert_str_eq(s, "1|0.5|0");
+      pf_any_release(&r);
+    }
+  pf_object_release(fns[0]);
+  pf_object_release(fns[1]);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("function");
   TCase* tc = tcase_create("core");
@@ -552,6 +601,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_typed_define);
   tcase_add_test(tc, test_typed_define_all_kinds);
   tcase_add_test(tc, test_typed_refuses_extreme_type_indices);
+  tcase_add_test(tc, test_typed_bool_payload_read_as_0_or_1);
   suite_add_tcase(s, tc);
   return s;
 }

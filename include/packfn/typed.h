@@ -14,8 +14,8 @@ PF_EXTERN_C_BEGIN
 /* What a parameter (or the result) of a typed function accepts. */
 typedef enum {
   PF_PARAM_NONE = 0,     /* result only: returns none */
-  PF_PARAM_INT = 1,      /* int or bool -> .i */
-  PF_PARAM_FLOAT = 2,    /* float, int or bool -> .f */
+  PF_PARAM_INT = 1,      /* int or bool (0 or 1, whatever was stored) -> .i */
+  PF_PARAM_FLOAT = 2,    /* float, int or bool (as 0 or 1) -> .f */
   PF_PARAM_BOOL = 3,     /* bool or int -> .b (0/1) */
   PF_PARAM_STR = 4,      /* raw, small or object string -> .s (NUL-terminated, borrowed) */
   PF_PARAM_BYTES = 5,    /* byte-array pointer, small bytes or bytes object -> .s */
@@ -160,7 +160,8 @@ typedef void* pf__ctype_PTR;
  * of the numeric kinds are unsigned (a foreign type index near INT32_MIN minus PF_TYPE_INT
  * overflowed int). */
 static inline int pf__conv_INT(const pf_any_t* a, int64_t* o) {
-  *o = a->v_int64;
+  /* a bool is 0 or 1, whatever another producer stored (as pf_any_as_int reads it) */
+  *o = a->type_index == PF_TYPE_BOOL ? a->v_int64 != 0 : a->v_int64;
   return (uint32_t)a->type_index - (uint32_t)PF_TYPE_INT <= (uint32_t)(PF_TYPE_BOOL - PF_TYPE_INT);
 }
 static inline int pf__conv_BOOL(const pf_any_t* a, int* o) {
@@ -172,7 +173,7 @@ static inline int pf__conv_FLOAT(const pf_any_t* a, double* o) {
     *o = a->v_float64;
     return 1;
   }
-  *o = (double)a->v_int64;
+  *o = a->type_index == PF_TYPE_BOOL ? (double)(a->v_int64 != 0) : (double)a->v_int64;
   return (uint32_t)a->type_index - (uint32_t)PF_TYPE_INT <= (uint32_t)(PF_TYPE_BOOL - PF_TYPE_INT);
 }
 static inline int pf__conv_STR(const pf_any_t* a, pf_byte_array_t* o) {
