@@ -163,7 +163,9 @@ static void pf__tvm_schema(const pf_signature_t* sig, const char* signature, cha
   const char* keys[PF_TYPED_MAX_PARAMS];
   const char* ret = NULL;
   int n = -1;
-  if (sig && sig->num_params >= 0 && sig->num_params <= PF_TYPED_MAX_PARAMS) {
+  /* a declaration the loader refuses (parameters without their array) gives the bare schema */
+  if (sig && sig->num_params >= 0 && sig->num_params <= PF_TYPED_MAX_PARAMS &&
+      (sig->params || sig->num_params == 0)) {
     n = sig->num_params;
     ret = pf_param_kind_name(sig->result);
     ret = pf__tvm_schema_key(ret, strlen(ret));

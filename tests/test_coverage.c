@@ -93,6 +93,14 @@ START_TEST(test_export_info_from_declaration) {
   pf_signature_t negative = {"neg", -1, params, PF_PARAM_INT, NULL};
   export_info(0, &negative, NULL, NULL, buf, sizeof buf);
   ck_assert_str_eq(buf, BARE);
+  /* parameters declared without their array, which the loader refuses as a bad declaration:
+   * TVM-FFI's metadata getter read params[0] at NULL (review) */
+  pf_signature_t no_array = {"noarr", 2, NULL, PF_PARAM_INT, NULL};
+  export_info(0, &no_array, NULL, NULL, buf, sizeof buf);
+  ck_assert_str_eq(buf, BARE);
+  pf_signature_t no_array_none = {"noarr0", 0, NULL, PF_PARAM_INT, NULL};
+  export_info(0, &no_array_none, NULL, NULL, buf, sizeof buf);
+  ck_assert_str_eq(buf, SCHEMA(T("int"), ""));
 }
 END_TEST
 

@@ -176,7 +176,8 @@ PF_API int pf__export_join(void) PF__EXPORT_WEAK;
   }
 
 /* Body of the TVM-FFI getters PF_EXPORT_DOC and PF_EXPORT_TYPED export. what 0: the metadata
- * JSON text {"type_schema": "<schema>"}, the schema built from `sig` when given, else parsed
+ * JSON text {"type_schema": "<schema>"}, the schema built from `sig` when given with a sound
+ * parameter count and array, else parsed
  * from `signature` when it reads as packfn writes signatures ("f(x: Tensor, eps: float) ->
  * None"), else the bare {"type":"ffi.Function"}; what 1: the doc (sig's, else `doc`), "" when
  * none. A new string in *result; -1 with MemoryError. */
