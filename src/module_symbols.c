@@ -261,6 +261,16 @@ int pf__scan_exports(const char* func, pf__module_t* m, void* handle, const pf__
     if (!tvm && strcmp(name, "abi") == 0) {
       scan->stamp_sym = &st->syms[i]; /* whatever it is: pf__check_stamp says */
     } else if (pf__export_name(name, tvm) && pf__is_function_symbol(type)) {
+      const ElfW(Sym)* s = &st->syms[i];
+      if (s->st_shndx == SHN_ABS) {
+        /* dlsym gives an absolute symbol's raw value: a call would jump there */
+        PF_ERROR_SET(PF_ERR_VALUE,
+                     "%s: %s: %s is not an exported function: it is an absolute symbol (value "
+                     "0x%llx), not code in the library",
+                     func, m->path, name - prefix_len, (unsigned long long)s->st_value);
+        free(exports);
+        return -1;
+      }
       void* addr = dlsym(handle, name - prefix_len);
       if (!addr)
         continue;

@@ -454,6 +454,12 @@ START_TEST(test_stamp_and_metadata_outside_the_library) {
                     "(value 0x20), not data in the library (expected a pf_export_meta_t");
   ck_assert(!is_loaded(PF_TESTMOD_STAMP_ABS));
   ck_assert(!is_loaded(PF_TESTMOD_META_ABS));
+  /* an export that is an absolute function symbol: the library was accepted and a call of
+   * boom jumped to address 0x40 (review) */
+  assert_load_fails(PF_TESTMOD_FUNC_ABS, "ValueError",
+                    "__packfn_boom is not an exported function: it is an absolute symbol (value "
+                    "0x40), not code in the library");
+  ck_assert(!is_loaded(PF_TESTMOD_FUNC_ABS));
 }
 END_TEST
 

@@ -29,15 +29,15 @@ PF_EXTERN_C_BEGIN
  * path and the loader's reason (missing file, not a shared library, unresolved symbols); ValueError
  * naming the path when the library has no stamp or a malformed stamp or metadata (a symbol that is
  * not data inside the library, absolute, too small, or with the wrong magic: the message says
- * what was found), or was built for another ABI major ("libfoo.so was built for packfn ABI
- * 7.0, this runtime is ABI 0.1"), or for a NULL or empty path or NULL out; RuntimeError when the
- * library's initialisation raised (its constructors left an error pending, e.g. a
- * PF_REGISTER_GLOBAL whose name is taken: that error is the cause; a load of it in another thread
- * at the same moment accepts it, without its globals: docs/modules.md), or when it binds to
- * another packfn runtime than this one or holds an exported copy of its own (a program holding
- * libpackfn.a without exporting it, loading a library linked against libpackfn.so; a library
- * linked with libpackfn.a: its errors, globals and types would never reach this runtime; the
- * message names both files), unless both runtimes joined one TVM-FFI (a copy with hidden
+ * what was found), or an export that is an absolute symbol, or was built for another ABI major
+ * ("libfoo.so was built for packfn ABI 7.0, this runtime is ABI 0.1"), or for a NULL or empty path
+ * or NULL out; RuntimeError when the library's initialisation raised (its constructors left an
+ * error pending, e.g. a PF_REGISTER_GLOBAL whose name is taken: that error is the cause; a load of
+ * it in another thread at the same moment accepts it, without its globals: docs/modules.md), or
+ * when it binds to another packfn runtime than this one or holds an exported copy of its own (a
+ * program holding libpackfn.a without exporting it, loading a library linked against libpackfn.so;
+ * a library linked with libpackfn.a: its errors, globals and types would never reach this runtime;
+ * the message names both files), unless both runtimes joined one TVM-FFI (a copy with hidden
  * symbols cannot be told: its errors stay in it); NotImplementedError when
  * the library's symbol table cannot be read; MemoryError. An error pending in the caller is set
  * aside during the load (a constructor neither sees nor clears it) and is pending again afterwards:

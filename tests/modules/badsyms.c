@@ -2,7 +2,9 @@
  * name promises, one variant per compile definition: an absolute symbol (SHN_ABS, its value no
  * address in the library) of object type as the stamp (STAMP_ABS) or as metadata (META_ABS),
  * the stamp as a function (STAMP_FUNC) or a thread-local variable (STAMP_TLS), metadata of 4
- * bytes (META_SMALL). Each must be refused with a ValueError saying what was found. */
+ * bytes (META_SMALL), an export that is an absolute function symbol (FUNC_ABS: dlsym gave its
+ * raw value, and a call jumped there). Each must be refused with a ValueError saying what was
+ * found. */
 #if defined(STAMP_ABS) || defined(STAMP_FUNC) || defined(STAMP_TLS)
 #define PF_NO_ABI_STAMP
 #endif
@@ -22,6 +24,8 @@ __attribute__((visibility("default"))) int __packfn_abi(void) {
 }
 #elif defined(STAMP_TLS)
 __attribute__((visibility("default"))) __thread pf_abi_stamp_t __packfn_abi = PF_ABI_STAMP_INIT;
+#elif defined(FUNC_ABS)
+__asm__(".globl __packfn_boom\n .type __packfn_boom,@function\n .set __packfn_boom, 0x40\n");
 #elif defined(META_SMALL)
 __attribute__((visibility("default"))) const uint32_t __packfn_meta_one = PF_EXPORT_META_MAGIC;
 #endif
