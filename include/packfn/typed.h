@@ -160,9 +160,13 @@ typedef void* pf__ctype_PTR;
  * of the numeric kinds are unsigned (a foreign type index near INT32_MIN minus PF_TYPE_INT
  * overflowed int). */
 static inline int pf__conv_INT(const pf_any_t* a, int64_t* o) {
+  if (PF_LIKELY(a->type_index == PF_TYPE_INT)) {
+    *o = a->v_int64;
+    return 1;
+  }
   /* a bool is 0 or 1, whatever another producer stored (as pf_any_as_int reads it) */
-  *o = a->type_index == PF_TYPE_BOOL ? a->v_int64 != 0 : a->v_int64;
-  return (uint32_t)a->type_index - (uint32_t)PF_TYPE_INT <= (uint32_t)(PF_TYPE_BOOL - PF_TYPE_INT);
+  *o = a->v_int64 != 0;
+  return a->type_index == PF_TYPE_BOOL;
 }
 static inline int pf__conv_BOOL(const pf_any_t* a, int* o) {
   *o = a->v_int64 != 0;
