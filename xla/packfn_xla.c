@@ -451,23 +451,32 @@ static void give_generation(int64_t slot) {
   pthread_mutex_unlock(&bind_lock);
 }
 
+/* An error pending on the thread when pf_xla_bind starts (C code that raised and then ran the
+ * Python registering a function) is set aside during the bind and put back after, as around a
+ * call: a failing bind raised its own error over it (the pending one became its cause) and took
+ * both away, so the C code's failure was then reported as one without an error (review). */
 int64_t pf_xla_bind(const char* name, char* err, size_t err_size) {
   if (err && err_size > 0)
     err[0] = '\0';
+  pf_object_t* aside = pf_error_take();
   int64_t slot = bind_bytes(name ? name : "", name ? strlen(name) : 0);
   if (slot >= 0) {
     give_generation(slot);
-    return slot;
+  } else {
+    pf_object_t* e = pf_error_take();
+    if (err && err_size > 0) {
+      size_t n = (size_t)snprintf(err, err_size, "%s: %s", e ? pf_error_kind(e) : PF_ERR_RUNTIME,
+                                  e ? pf_error_message(e) : "binding failed");
+      if (n >= err_size && err_size >= 4) /* cut: say so */
+        memcpy(err + err_size - 4, "...", 4);
+    }
+    pf_object_release(e);
   }
-  pf_object_t* e = pf_error_take();
-  if (err && err_size > 0) {
-    size_t n = (size_t)snprintf(err, err_size, "%s: %s", e ? pf_error_kind(e) : PF_ERR_RUNTIME,
-                                e ? pf_error_message(e) : "binding failed");
-    if (n >= err_size && err_size >= 4) /* cut: say so */
-      memcpy(err + err_size - 4, "...", 4);
+  if (PF_UNLIKELY(aside != NULL)) {
+    (void)pf_error_raise(aside); /* the slot is empty: it is put back unchanged */
+    pf_object_release(aside);
   }
-  pf_object_release(e);
-  return -1;
+  return slot;
 }
 
 int64_t pf_xla_generation(int64_t slot) {

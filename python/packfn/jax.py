@@ -166,7 +166,12 @@ def register(name: str, *, platforms: Sequence[str] | None = None) -> Target:
             kind, _, msg = err.value.decode(errors="replace").partition(": ")
             if kind == "KeyError":  # removed (or never there): nothing to keep for it
                 _targets.pop(name, None)
-            _packfn._raise(kind, msg)  # the exception class packfn maps that kind to
+            # the exception class packfn maps that kind to, made here: raising it through
+            # packfn's error slot (_packfn._raise) took an error C code had left pending on this
+            # thread before running this Python, and made it the cause (review)
+            exc = _packfn._kind_class(kind)(msg)
+            exc.kind = kind
+            raise exc
         target = "packfn:" + name
         done = _platforms.setdefault(target, [])
         for plat in wanted:

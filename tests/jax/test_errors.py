@@ -307,3 +307,24 @@ def test_hook_running_a_jitted_call_keeps_the_outer_error(hookmod, on_cpu):
 
     with pytest.raises(ValueError, match="the failure raised before the hook ran"):
         hookmod.fail_after_notify(packfn.Function(hook))
+
+
+def test_hook_registering_keeps_the_outer_error(hookmod):
+    """C code that raised and then ran a Python hook keeps its error when the hook registers a
+    function, also when the registration fails (pf_xla_bind raised its own error over the
+    pending one and took both: the C code's failure came as "failed without raising an error":
+    review)."""
+
+    def hook():
+        with pytest.raises(KeyError, match="no global function 'test.jax.nope'"):
+            pj.register("test.jax.nope")
+        packfn.register_global("test.jax.unfit", lambda x: x, override=True)
+        try:
+            with pytest.raises(TypeError, match="cannot come from XLA"):
+                pj.register("test.jax.unfit")
+        finally:
+            packfn.remove_global("test.jax.unfit")
+        assert pj.register("packfn.kernels.add_n").tensors == ("x", "out")
+
+    with pytest.raises(ValueError, match="the failure raised before the hook ran"):
+        hookmod.fail_after_notify(packfn.Function(hook))
