@@ -688,40 +688,64 @@ static int dtype_of(XLA_FFI_DataType t, DLDataType* out) {
   return -1;
 }
 
-/* The scalar attribute as a packfn value of the parameter's kind; -1 when its type does not
- * fit. */
+/* The scalar attribute as a packfn value of the parameter's kind: 0; -1 when its type does not
+ * fit; -2 for an unsigned 64-bit value past INT64_MAX given to an int parameter. Integers of
+ * every width are ints (jax.ffi.ffi_call sends an np.int8 or np.uint32 with its own width: they
+ * were refused as no int, all but the 32-bit signed and the 8-bit unsigned: review). */
 static int scalar_of(const XLA_FFI_Scalar* s, int kind, pf_any_t* out) {
-  double f;
+  double f = 0;
   int64_t i = 0; /* floats never become ints (below): no float-to-int conversion, which is
                     undefined for NaN or out-of-range values */
+  int is_float = 0, fits = 1;
   switch (s->dtype) {
   case XLA_FFI_DataType_F64:
     f = *(const double*)s->value;
+    is_float = 1;
     break;
   case XLA_FFI_DataType_F32:
     f = *(const float*)s->value;
+    is_float = 1;
     break;
   case XLA_FFI_DataType_S64:
     i = *(const int64_t*)s->value;
-    f = (double)i;
     break;
   case XLA_FFI_DataType_S32:
     i = *(const int32_t*)s->value;
-    f = (double)i;
+    break;
+  case XLA_FFI_DataType_S16:
+    i = *(const int16_t*)s->value;
+    break;
+  case XLA_FFI_DataType_S8:
+    i = *(const int8_t*)s->value;
     break;
   case XLA_FFI_DataType_PRED:
   case XLA_FFI_DataType_U8:
     i = *(const uint8_t*)s->value;
-    f = (double)i;
     break;
+  case XLA_FFI_DataType_U16:
+    i = *(const uint16_t*)s->value;
+    break;
+  case XLA_FFI_DataType_U32:
+    i = *(const uint32_t*)s->value;
+    break;
+  case XLA_FFI_DataType_U64: {
+    uint64_t u = *(const uint64_t*)s->value;
+    fits = u <= (uint64_t)INT64_MAX;
+    i = fits ? (int64_t)u : 0;
+    f = (double)u;
+    break;
+  }
   default:
     return -1;
   }
-  int is_float = s->dtype == XLA_FFI_DataType_F64 || s->dtype == XLA_FFI_DataType_F32;
+  if (!is_float && fits)
+    f = (double)i;
   if (s->dtype == XLA_FFI_DataType_PRED && kind != P_BOOL)
     return -1; /* a bool is not a number here, as packfn's int and float parameters say */
   if (kind == P_FLOAT)
     *out = pf_any_float(f);
+  else if (kind == P_INT && !is_float && !fits)
+    return -2;
   else if (kind == P_INT && !is_float)
     *out = pf_any_int(i);
   else if (kind == P_BOOL && s->dtype == XLA_FFI_DataType_PRED)
@@ -878,12 +902,20 @@ static XLA_FFI_Error* call_frame(XLA_FFI_CallFrame* frame, DLDevice device) {
     int64_t a = 0;
     while (a < attrs->size && !span_is(attrs->names[a], param->name, param->name_len))
       ++a;
+    const XLA_FFI_Scalar* scalar = a < attrs->size && attrs->types[a] == XLA_FFI_AttrType_SCALAR
+                                       ? (const XLA_FFI_Scalar*)attrs->attrs[a]
+                                       : NULL;
+    int rc = scalar ? scalar_of(scalar, param->kind, &args[p]) : -1;
     if (a == attrs->size)
       xerr = xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
                        "%s: argument %d (%s): no attribute %s (%s) in the call", plan->name, (int)p,
                        param->name, param->name, kind_name(param->kind));
-    else if (attrs->types[a] != XLA_FFI_AttrType_SCALAR ||
-             scalar_of(attrs->attrs[a], param->kind, &args[p]) != 0)
+    else if (rc == -2)
+      xerr = xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                       "%s: argument %d (%s): expected an int in [-2**63, 2**63), got %llu",
+                       plan->name, (int)p, param->name,
+                       (unsigned long long)*(const uint64_t*)scalar->value);
+    else if (rc != 0)
       xerr = xla_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
                        "%s: argument %d (%s): expected %s %s attribute", plan->name, (int)p,
                        param->name, param->kind == P_INT ? "an" : "a", kind_name(param->kind));

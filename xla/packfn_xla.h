@@ -15,7 +15,8 @@
  * operands and then its results become the function's tensor parameters in their order
  * (destination passing: the function writes the results), as DLTensor views of XLA's buffers
  * (no copy; compact row-major, strides NULL); each scalar parameter (int, float, bool) takes
- * the attribute of its name. Every other attribute is refused. A failing function, or a
+ * the attribute of its name (an integer of any width for an int or a float, a float32 or float64
+ * for a float, a bool for a bool). Every other attribute is refused. A failing function, or a
  * failing bind by name, becomes an XLA error: code INVALID_ARGUMENT for TypeError and
  * ValueError, UNIMPLEMENTED for NotImplementedError, RESOURCE_EXHAUSTED for MemoryError,
  * NOT_FOUND for KeyError, INTERNAL for the other kinds; message "<kind>: <message>", whole,
