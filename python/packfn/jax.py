@@ -224,7 +224,11 @@ def _scalar(t: Target, pname: str, kind: str, value: Any) -> Any:
         if (isinstance(value, (bool, np.bool_, complex, np.complexfloating))
                 or not isinstance(value, (int, float, np.number))):
             raise TypeError(f"{t.name}: argument {pname}: expected float, got {type(value).__name__}")
-        return np.float64(value)
+        try:
+            return np.float64(value)
+        except OverflowError:  # an int past the float64 range (it raised a bare OverflowError)
+            raise TypeError(f"{t.name}: argument {pname}: expected a float in the float64 range, "
+                            f"got {value}") from None
     if kind == "int":
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
             raise TypeError(f"{t.name}: argument {pname}: expected int, got {type(value).__name__}")

@@ -77,6 +77,10 @@ def test_trace_time_checks():
         g(x, eps=1e-5)
     with pytest.raises(TypeError, match="expected float, got complex"):
         f(x, eps=np.complex128(1 + 2j))
+    # an int past the float64 range is named like an int past int64 (a bare OverflowError was)
+    with pytest.raises(TypeError, match=r"^packfn\.kernels\.rms_norm: argument eps: expected a "
+                                        r"float in the float64 range, got 1797\d+$"):
+        f(x, eps=2**1024)
     h = pj.ffi_call("packfn.kernels.add_n", jax.ShapeDtypeStruct((2,), jnp.int4))
     with pytest.raises(TypeError, match="dtype int4 cannot be passed to packfn functions"):
         h(jnp.ones(2, jnp.int4), n=1.0)
