@@ -155,13 +155,23 @@ def register(name: str, *, platforms: Sequence[str] | None = None) -> Target:
     Raises KeyError (no such function, or it was removed), TypeError (a parameter that is not a
     tensor, int, float or bool, one named packfn_name or packfn_slot, or no signature),
     ValueError (an unknown platform), ImportError (the adapter was not built)."""
+    if not isinstance(name, str):
+        raise TypeError(f"packfn.jax.register: expected a function name (str), got "
+                        f"{type(name).__name__}")
     if "\0" in name:
         raise ValueError(f"packfn.jax.register: function name {name!r} holds a NUL character")
+    try:
+        encoded = name.encode()
+    except UnicodeEncodeError as e:  # a name of bytes that are not UTF-8, as list_globals() gives
+        raise ValueError(
+            f"packfn.jax.register: function name {name!r} is not UTF-8 ({e.reason} at index "
+            f"{e.start}): XLA's target and attribute names are UTF-8 text; register the function "
+            "under another name") from None
     wanted = _platform_list(platforms)
     with _lock:
         lib = _library()
         err = ctypes.create_string_buffer(_ERR_SIZE)
-        slot = lib.pf_xla_bind(name.encode(), err, len(err))
+        slot = lib.pf_xla_bind(encoded, err, len(err))
         if slot < 0:
             kind, _, msg = err.value.decode(errors="replace").partition(": ")
             if kind == "KeyError":  # removed (or never there): nothing to keep for it

@@ -122,6 +122,19 @@ def test_unknown_or_unfit_functions():
         packfn.remove_global("test.jax.callback")
     with pytest.raises(ValueError, match="unknown platform"):
         pj.register("packfn.kernels.vector_add", platforms=["tpu"])
+    # a global name of bytes that are not UTF-8 (list_globals gives it surrogate-escaped) cannot
+    # name an XLA target: refused by register, not a bare UnicodeEncodeError from inside it
+    name = "test.jax.caf\udce9"
+    packfn.register_global(name, packfn.get_global("packfn.kernels.add_n"), override=True)
+    try:
+        assert name in packfn.list_globals()
+        with pytest.raises(ValueError, match=r"^packfn\.jax\.register: function name "
+                                             r"'test\.jax\.caf\\udce9' is not UTF-8"):
+            pj.register(name)
+    finally:
+        packfn.remove_global(name)
+    with pytest.raises(TypeError, match=r"expected a function name \(str\), got bytes"):
+        pj.register(b"packfn.kernels.add_n")
 
 
 def test_call_without_the_function_name_attribute():
