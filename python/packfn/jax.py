@@ -140,6 +140,8 @@ def _platform_list(platforms: Sequence[str] | None) -> list[str]:
         if str(plat).lower() not in ("cpu", "cuda"):
             raise ValueError(f"packfn.jax.register: unknown platform {plat!r} (cpu or cuda)")
         out.append(str(plat).lower())
+    if not out:  # registered nothing, and every call then failed with XLA's NOT_FOUND (review)
+        raise ValueError("packfn.jax.register: no platform given (cpu, cuda or a list of them)")
     return out
 
 

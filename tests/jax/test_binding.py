@@ -156,6 +156,13 @@ def test_register_adds_platforms_asked_later(alias, monkeypatch):
     assert calls == [("packfn:" + name, "cpu"), ("packfn:" + name, "CUDA")]
     with pytest.raises(ValueError, match="unknown platform 'tpu'"):
         pj.register(name, platforms=["cpu", "tpu"])
+    # an empty list registered nothing, and every call then failed with XLA's NOT_FOUND
+    other = alias("test.jax.platforms.none", kernel("add_n"))
+    with pytest.raises(ValueError, match="no platform given"):
+        pj.register(other, platforms=[])
+    with pytest.raises(ValueError, match="no platform given"):
+        pj.ffi_call(other, jax.ShapeDtypeStruct((2,), jnp.float32), platforms=())
+    assert "packfn:" + other not in pj._platforms
 
 
 def test_reserved_parameter_names_are_refused_at_bind(testmod, alias):
