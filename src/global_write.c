@@ -412,7 +412,11 @@ int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args, pf_
   }
   int rc = pf_function_call(fn, args, num_args, result);
   pf_object_release(fn);
-  return rc == 0 ? 0 : pf_error_ensure(name, rc);
+  if (rc == 0)
+    return 0;
+  /* a callee may leave a value that needs no releasing (the ABI allows it): none, as promised */
+  *result = pf_any_none();
+  return pf_error_ensure(name, rc);
 }
 
 /* ---- static registration ---- */

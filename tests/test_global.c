@@ -50,6 +50,16 @@ PF_TYPED_DEFINE(test_static_negate, INT, (INT, x)) {
 }
 PF_TYPED_REGISTER(test_static_negate, NULL);
 
+/* Fails the way the ABI allows: an int (a value that needs no releasing) left in *result. */
+static int fail_leaving_int(void* self, const pf_any_t* args, int32_t n, pf_any_t* result) {
+  (void)self;
+  (void)args;
+  (void)n;
+  *result = pf_any_int(7);
+  pf_error_set(PF_ERR_VALUE, "fail_leaving_int: always fails");
+  return -1;
+}
+
 static pf_object_t* make_fn(pf_safe_call_t call) {
   pf_object_t* fn;
   ck_assert_int_eq(pf_function_create(NULL, call, NULL, &fn), 0);
@@ -164,6 +174,21 @@ START_TEST(test_bad_input) {
   PF_ASSERT_RAISED("KeyError", "'test.never'");
   ck_assert_int_eq(pf_global_list(NULL, NULL), -1);
   PF_ASSERT_RAISED("ValueError", "out");
+  pf_object_release(fn);
+}
+END_TEST
+
+/* A failed call by name leaves *result none, as the header says, even when the callee left
+ * there a value that needs no releasing (the ABI allows it; pf_function_call passes it on). */
+START_TEST(test_call_failure_leaves_result_none) {
+  pf_object_t* fn = make_fn(fail_leaving_int);
+  ck_assert_int_eq(pf_global_set("test.fail_leaving_int", fn, 0), 0);
+  pf_any_t r = pf_any_none();
+  ck_assert_int_eq(pf_global_call("test.fail_leaving_int", NULL, 0, &r), -1);
+  PF_ASSERT_RAISED("ValueError", "fail_leaving_int: always fails");
+  ck_assert_int_eq(r.type_index, PF_TYPE_NONE);
+  ck_assert_int_eq(r.v_int64, 0);
+  ck_assert_int_eq(pf_global_remove("test.fail_leaving_int"), 0);
   pf_object_release(fn);
 }
 END_TEST
@@ -844,6 +869,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_set_get_remove);
   tcase_add_test(tc, test_override);
   tcase_add_test(tc, test_bad_input);
+  tcase_add_test(tc, test_call_failure_leaves_result_none);
   tcase_add_test(tc, test_list_sorted);
   tcase_add_test(tc, test_static_registration);
   tcase_add_test(tc, test_growth_and_removal_keep_lookups);

@@ -42,6 +42,16 @@ static int grab(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* re
 }
 PF_REGISTER_GLOBAL("test.module.grab", grab);
 
+/* Fails the way the ABI allows: an int (a value that needs no releasing) left in *result. */
+static int fail_leaving_int(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  (void)args;
+  (void)num_args;
+  *result = pf_any_int(7);
+  PF_ERROR_SET(PF_ERR_VALUE, "fail_leaving_int: always fails");
+  return -1;
+}
+
 /* ---- helpers ---- */
 
 static pf_object_t* load(const char* path) {
@@ -693,6 +703,25 @@ START_TEST(test_system_library) {
 }
 END_TEST
 
+/* A failed pf_module_call leaves *result none, as its header says, even when the callee left
+ * there a value that needs no releasing (the ABI allows it; pf_function_call passes it on). */
+START_TEST(test_call_failure_leaves_result_none) {
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_function_create(NULL, fail_leaving_int, NULL, &fn), 0);
+  ck_assert_int_eq(pf_global_set("test.module.fail_leaving_int", fn, 0), 0);
+  pf_object_t* sys;
+  ck_assert_int_eq(pf_module_system(&sys), 0);
+  pf_any_t r = pf_any_none();
+  ck_assert_int_eq(pf_module_call(sys, "test.module.fail_leaving_int", NULL, 0, &r), -1);
+  PF_ASSERT_RAISED("ValueError", "fail_leaving_int: always fails");
+  ck_assert_int_eq(r.type_index, PF_TYPE_NONE);
+  ck_assert_int_eq(r.v_int64, 0);
+  ck_assert_int_eq(pf_global_remove("test.module.fail_leaving_int"), 0);
+  pf_object_release(sys);
+  pf_object_release(fn);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("module");
   TCase* tc = tcase_create("core");
@@ -709,6 +738,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_sysv_hash_table);
   tcase_add_test(tc, test_newer_minor_accepted);
   tcase_add_test(tc, test_system_library);
+  tcase_add_test(tc, test_call_failure_leaves_result_none);
   tcase_add_test(tc, test_stamp_and_metadata_outside_the_library);
   tcase_add_test(tc, test_refusals_say_what_was_found);
   tcase_add_test(tc, test_constructor_error_refuses_each_load);

@@ -40,7 +40,10 @@ PF_API int pf__function_call_invalid(const pf_object_t* fn, const pf_any_t* args
  * views borrowed for the call; *result is set to none first and holds an owned value on
  * success (release it with pf_any_release). Returns 0, or -1 with an error raised in this
  * thread (the callee's, or TypeError/ValueError for a NULL or non-function `fn`, a negative
- * `num_args`, NULL `args` with num_args > 0, or a NULL `result`); *result is then none. */
+ * `num_args`, NULL `args` with num_args > 0, or a NULL `result`). *result is then none, or,
+ * after a callee's failure, what the callee left there: none from packfn's rules for callees
+ * (docs/function.md), at worst a value that needs no releasing under the ABI's (an int, ...;
+ * pf_global_call and pf_module_call turn it into none). Never release it. */
 PF_INLINE int pf_function_call(pf_object_t* fn, const pf_any_t* args, int32_t num_args,
                                pf_any_t* result) {
   if (PF_UNLIKELY(fn == NULL || fn->type_index != PF_TYPE_FUNCTION || num_args < 0 ||
@@ -116,7 +119,7 @@ PF_API void pf_global_list_free(char** names);
 
 /* Looks `name` up and calls it. -1 with KeyError naming it when absent (with "did you mean
  * 'x'?" when a registered name is near, see pf_global_suggest); otherwise as
- * pf_function_call. */
+ * pf_function_call, except that *result is none after every failure. */
 PF_API int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args,
                           pf_any_t* result);
 
