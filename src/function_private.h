@@ -18,13 +18,17 @@ int pf__function_set_keepalive(pf_object_t* fn, pf_object_t* owner);
  * the functions whose code lies in a library about to be unmapped. Never raises. */
 size_t pf__function_code(const pf_object_t* fn, const void** addrs);
 
-/* fork(): the side table's lock (a leaf: nothing else is taken under it), taken before a fork
- * and given back after it, from global.c's handlers. */
 /* How many static registration slots (PF_REGISTER_GLOBAL and its kin, typed.h) hold `fn`: 0 or
  * 1, each the reference its library's destructor drops when the library unloads; 0 too when the
  * slot could not be recorded (out of memory), which makes a caller assume another holder. */
 size_t pf__global_static_holders(const pf_object_t* fn);
 
+/* Removes the global `name` while it names `fn` (global_write.c): 1 when removed, 0 when the
+ * name is gone or names another function. Raises nothing. */
+int pf__global_remove_if(const char* name, pf_object_t* fn);
+
+/* fork(): the side table's lock (a leaf: nothing else is taken under it), taken before a fork
+ * and given back after it, from global.c's handlers. */
 void pf__function_fork_lock(void);
 void pf__function_fork_unlock(void);
 

@@ -508,6 +508,26 @@ void pf__global_register_static(const char* name, pf_safe_call_t call, const pf_
   pthread_mutex_unlock(&pf__writers);
 }
 
+/* pf_global_remove of `name` only while it still names `fn`, in this table and in TVM-FFI's: a
+ * static registration's slot on its library's unloading, and the module loader's forgetting of
+ * a refused library, which looked `fn` up by that name before (another thread's pf_global_set in
+ * between stays: it was removed by name). Raises nothing; 1 when this table's entry was
+ * removed. */
+int pf__global_remove_if(const char* name, pf_object_t* fn) {
+  size_t len = strlen(name);
+  uint64_t tail;
+  pf_object_t* held = NULL;
+  pthread_mutex_lock(&pf__tvm_table); /* "joined?" under the join hook's lock, as in set */
+  const pf__tvm_t* tvm = pf__tvm();
+  pf_object_t* removed = pf__remove(name, len, pf__name_hash(name, len, &tail), fn);
+  if (tvm && pf__tvm_remove(tvm, name, fn, &held) < 0)
+    pf__tvm_discard(tvm);
+  pthread_mutex_unlock(&pf__tvm_table);
+  pf_object_release(held);
+  pf_object_release(removed);
+  return removed != NULL;
+}
+
 void pf__global_unregister_static(const char* name, const pf_signature_t* sig, pf_object_t** slot) {
   pthread_mutex_lock(&pf__writers);
   pf_object_t* fn = *slot;
@@ -518,19 +538,8 @@ void pf__global_unregister_static(const char* name, const pf_signature_t* sig, p
   if (!fn)
     return;
   name = name ? name : sig ? sig->name : NULL; /* as pf__global_register_static chose it */
-  if (!name)                                   /* not registered: *slot was NULL already */
-    return;
-  size_t len = strlen(name);
-  uint64_t tail;
-  pf_object_t* held = NULL;
-  pthread_mutex_lock(&pf__tvm_table); /* "joined?" under the join hook's lock, as in set */
-  const pf__tvm_t* tvm = pf__tvm();   /* the library is unloading: TVM-FFI's entry goes too */
-  pf_object_t* removed = pf__remove(name, len, pf__name_hash(name, len, &tail), fn);
-  if (tvm && pf__tvm_remove(tvm, name, fn, &held) < 0)
-    pf__tvm_discard(tvm);
-  pthread_mutex_unlock(&pf__tvm_table);
-  pf_object_release(held);
-  pf_object_release(removed);
+  if (name)                                    /* else not registered: *slot was NULL already */
+    (void)pf__global_remove_if(name, fn); /* the library is unloading: TVM-FFI's entry goes too */
   pf_object_release(fn);
 }
 

@@ -181,7 +181,9 @@ static int pf__forget_library(void* handle, const char* path) {
         pf__pin(owner);
       }
       if (where == 1) {
-        (void)pf_global_remove(names[i]);
+        /* only while the name is still this function's: another thread may have set it
+         * since the lookup (removed by name, its new function went: review) */
+        (void)pf__global_remove_if(names[i], fn);
         size_t j = 0;
         while (j < n_removed && removed[j] != fn)
           ++j;
