@@ -25,15 +25,17 @@ static const int64_t* pf__strides_of(const DLTensor* t, int64_t* buf) {
  * which the checked helper would not (it counts a zero extent as 1). */
 static void pf__reach(const DLTensor* t, int64_t* lo, int64_t* hi) {
   int64_t l = 0, h = 0;
-  for (int32_t i = 0; i < t->ndim; ++i) {
-    int64_t extent = t->shape[i];
+  const int64_t* shape = t->shape;
+  const int64_t* strides = t->strides; /* read once: not again at every axis */
+  for (int32_t i = 0, ndim = t->ndim; i < ndim; ++i) {
+    int64_t extent = shape[i];
     if (extent <= 0) {
       *lo = 0;
       *hi = -1;
       return;
     }
-    if (t->strides) {
-      int64_t far = t->strides[i] * (extent - 1);
+    if (strides) {
+      int64_t far = strides[i] * (extent - 1);
       if (far < 0)
         l += far;
       else
@@ -103,8 +105,9 @@ pf__make_view(pf_object_t* base, int ours, const DLTensor* src, int32_t ndim, co
     return pf__view_refused(src, ndim, shape, strides, offset, func);
   if (numel == 0)
     offset = 0; /* an empty view reads nothing: keep it at base's first element */
-  DLTensor desc = {src->data,         src->device,     ndim, src->dtype, (int64_t*)shape,
+  DLTensor desc = {src->data,         src->device,     ndim, {0, 0, 0}, (int64_t*)shape,
                    (int64_t*)strides, src->byte_offset};
+  memcpy(&desc.dtype, &src->dtype, sizeof desc.dtype); /* whole: not byte by byte */
   if (offset != 0) {
     size_t esize = pf_dtype_bytes(src->dtype);
     if (esize == 0) {
