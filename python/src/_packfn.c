@@ -65,6 +65,7 @@ static PyObject* m_get_global(PyObject* m, PyObject* name) {
   }
   return pfpy_wrap_steal(fn);
 }
+PFPY_ENTRY(PyObject*, m_get_global, (PyObject * m, PyObject* name), (m, name))
 
 static PyObject* m_list_globals(PyObject* m, PyObject* u) {
   (void)m;
@@ -87,6 +88,7 @@ static PyObject* m_list_globals(PyObject* m, PyObject* u) {
     Py_CLEAR(lst);
   return lst;
 }
+PFPY_ENTRY(PyObject*, m_list_globals, (PyObject * m, PyObject* u), (m, u))
 
 static PyObject* m_register_global(PyObject* m, PyObject* args, PyObject* kw) {
   (void)m;
@@ -126,6 +128,8 @@ static PyObject* m_register_global(PyObject* m, PyObject* args, PyObject* kw) {
   }
   return f;
 }
+PFPY_ENTRY(PyObject*, m_register_global, (PyObject * m, PyObject* args, PyObject* kw),
+           (m, args, kw))
 
 static PyObject* m_remove_global(PyObject* m, PyObject* name) {
   (void)m;
@@ -150,6 +154,7 @@ static PyObject* m_remove_global(PyObject* m, PyObject* name) {
     return pfpy_raise_pf_error();
   Py_RETURN_NONE;
 }
+PFPY_ENTRY(PyObject*, m_remove_global, (PyObject * m, PyObject* name), (m, name))
 
 static PyObject* m_load_module(PyObject* m, PyObject* path) {
   (void)m;
@@ -164,6 +169,7 @@ static PyObject* m_load_module(PyObject* m, PyObject* path) {
     return pfpy_raise_pf_error();
   return pfpy_wrap_steal(mod);
 }
+PFPY_ENTRY(PyObject*, m_load_module, (PyObject * m, PyObject* path), (m, path))
 
 static PyObject* m_system_module(PyObject* m, PyObject* u) {
   (void)m;
@@ -173,6 +179,7 @@ static PyObject* m_system_module(PyObject* m, PyObject* u) {
     return pfpy_raise_pf_error();
   return pfpy_wrap_steal(mod);
 }
+PFPY_ENTRY(PyObject*, m_system_module, (PyObject * m, PyObject* u), (m, u))
 
 /* _kind_class(kind): the exception class a packfn error of that kind raises (errors.c). */
 static PyObject* m_kind_class(PyObject* m, PyObject* arg) {
@@ -198,6 +205,7 @@ static PyObject* m_raise(PyObject* m, PyObject* args) {
   PF_ERROR_SET(kind, "%s", msg);
   return pfpy_raise_pf_error();
 }
+PFPY_ENTRY(PyObject*, m_raise, (PyObject * m, PyObject* args), (m, args))
 
 /* _raiser(): a C function f(kind, message[, cause_kind, cause_message]) that raises, for
  * tests of errors crossing runtimes (TVM-FFI's Python calling packfn). */
@@ -238,6 +246,7 @@ static PyObject* m_custom_object(PyObject* m, PyObject* key) {
     return pfpy_raise_pf_error();
   return pfpy_wrap_steal(obj);
 }
+PFPY_ENTRY(PyObject*, m_custom_object, (PyObject * m, PyObject* key), (m, key))
 
 static PyObject* m_raiser(PyObject* m, PyObject* u) {
   (void)m;
@@ -247,6 +256,7 @@ static PyObject* m_raiser(PyObject* m, PyObject* u) {
     return pfpy_raise_pf_error();
   return pfpy_wrap_steal(fn);
 }
+PFPY_ENTRY(PyObject*, m_raiser, (PyObject * m, PyObject* u), (m, u))
 
 static int noop_call(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
   (void)self;
@@ -294,6 +304,7 @@ static PyObject* m_echo(PyObject* m, PyObject* u) {
   (void)u;
   return direct_function(echo_call, "echo(*args) -> any", NULL);
 }
+PFPY_ENTRY(PyObject*, m_echo, (PyObject * m, PyObject* u), (m, u))
 
 /* _noop(): a C function that does nothing, for call-overhead measurements. */
 static PyObject* m_noop(PyObject* m, PyObject* u) {
@@ -301,6 +312,7 @@ static PyObject* m_noop(PyObject* m, PyObject* u) {
   (void)u;
   return direct_function(noop_call, "noop(*args) -> None", "Does nothing (call overhead).");
 }
+PFPY_ENTRY(PyObject*, m_noop, (PyObject * m, PyObject* u), (m, u))
 
 static PyObject* m_tvm_ffi_join(PyObject* m, PyObject* u) {
   (void)m;
@@ -311,24 +323,27 @@ static PyObject* m_tvm_ffi_join(PyObject* m, PyObject* u) {
 static PyMethodDef module_functions[] = {
     {"_tvm_ffi_join", m_tvm_ffi_join, METH_NOARGS,
      "_tvm_ffi_join() -> bool: joins the TVM-FFI runtime when it is loaded (pf_tvm_ffi_join)"},
-    {"_noop", m_noop, METH_NOARGS, "_noop() -> Function: a C function that does nothing"},
-    {"_echo", m_echo, METH_NOARGS,
+    {"_noop", m_noop_entry, METH_NOARGS, "_noop() -> Function: a C function that does nothing"},
+    {"_echo", m_echo_entry, METH_NOARGS,
      "_echo() -> Function: a C function returning its last argument as it came"},
-    {"_get_global", m_get_global, METH_O, "the global function `name` (KeyError when absent)"},
-    {"list_globals", m_list_globals, METH_NOARGS, "list_globals() -> sorted list of global names"},
-    {"register_global", (PyCFunction)(void (*)(void))m_register_global,
+    {"_get_global", m_get_global_entry, METH_O,
+     "the global function `name` (KeyError when absent)"},
+    {"list_globals", m_list_globals_entry, METH_NOARGS,
+     "list_globals() -> sorted list of global names"},
+    {"register_global", (PyCFunction)(void (*)(void))m_register_global_entry,
      METH_VARARGS | METH_KEYWORDS,
      "register_global(name, fn, override=False) -> Function\n\nRegisters a packfn.Function or a "
      "Python callable under `name` in the global table."},
-    {"remove_global", m_remove_global, METH_O, "remove_global(name): removes a global function"},
-    {"load_module", m_load_module, METH_O,
+    {"remove_global", m_remove_global_entry, METH_O,
+     "remove_global(name): removes a global function"},
+    {"load_module", m_load_module_entry, METH_O,
      "load_module(path) -> Module\n\nLoads a packfn kernel library; its exports are attributes."},
-    {"system_module", m_system_module, METH_NOARGS,
+    {"system_module", m_system_module_entry, METH_NOARGS,
      "system_module() -> Module: the running program's exports and the global table"},
-    {"_raise", m_raise, METH_VARARGS, NULL},
+    {"_raise", m_raise_entry, METH_VARARGS, NULL},
     {"_kind_class", m_kind_class, METH_O, NULL},
-    {"_raiser", m_raiser, METH_NOARGS, NULL},
-    {"_custom_object", m_custom_object, METH_O, NULL},
+    {"_raiser", m_raiser_entry, METH_NOARGS, NULL},
+    {"_custom_object", m_custom_object_entry, METH_O, NULL},
     {NULL, NULL, 0, NULL}};
 
 /* ======================================================================================
@@ -376,7 +391,7 @@ static PyObject* load_kernels_cuda(void) {
   return why;
 }
 
-PyMODINIT_FUNC PyInit__packfn(void) {
+static PyObject* init_module(void) {
   /* the kernels library is a dependency of this extension: referencing it keeps the link, and
    * loading it registers packfn.kernels.* */
   if (pf_kernels_count() <= 0) {
@@ -426,4 +441,13 @@ PyMODINIT_FUNC PyInit__packfn(void) {
 fail:
   Py_DECREF(m);
   return NULL;
+}
+
+/* The import, an entry point too (PFPY_ENTRY): it may run in a hook of C code with an error
+ * pending, as when a callback of another runtime imports packfn first. */
+PyMODINIT_FUNC PyInit__packfn(void) {
+  pf_object_t* aside = pfpy_error_set_aside();
+  PyObject* m = init_module();
+  pfpy_error_put_back(aside);
+  return m;
 }

@@ -96,9 +96,45 @@ int pfpy_tvm_handoff_call(void* self, const pf_any_t* args, int32_t num_args, pf
  * errors.c: packfn errors as Python exceptions, and back
  * ====================================================================================== */
 
+/* An error pending in this thread's packfn slot when Python enters the extension is not the
+ * entry point's: C code raised it and then ran Python (a hook, a callback) that uses packfn.
+ * Every entry point that may raise into the slot, clear it or take from it (which
+ * pfpy_raise_pf_error does) sets that error aside first and puts it back on the way out,
+ * unchanged, whether the entry point succeeded or failed; in between the slot holds only the
+ * entry point's own errors, which become its Python exception or are dropped. (Taking its own
+ * error took the pending one along, as its cause, and the C code then failed "without raising
+ * an error": review.) The error set aside (a new reference), or NULL when none is pending. */
+static inline pf_object_t* pfpy_error_set_aside(void) {
+  return pf_error_take();
+}
+
+/* Puts back what pfpy_error_set_aside set aside (consumed; NULL: nothing to do), dropping
+ * anything the entry point left in the slot. */
+static inline void pfpy_error_put_back(pf_object_t* aside) {
+  if (PF_UNLIKELY(aside != NULL)) {
+    pf_error_clear();            /* nothing is left by then; for certain */
+    (void)pf_error_raise(aside); /* the slot is empty: it goes back unchanged */
+    pf_object_release(aside);
+  }
+}
+
+/* Defines the entry point impl##_entry, which runs `impl` between pfpy_error_set_aside and
+ * pfpy_error_put_back: `ret` is their return type, `params` the parameter list, `args` the
+ * arguments passed on. The method tables and type slots name the _entry function of every
+ * function of theirs that may touch the slot; the others (reading a C object's fields, Python
+ * code only) are named as they are. */
+#define PFPY_ENTRY(ret, impl, params, args)                                                        \
+  static ret impl##_entry params {                                                                 \
+    pf_object_t* aside_ = pfpy_error_set_aside();                                                  \
+    ret r_ = impl args;                                                                            \
+    pfpy_error_put_back(aside_);                                                                   \
+    return r_;                                                                                     \
+  }
+
 /* Raises the pending Python exception in packfn (inside a callback; the GIL is held). */
 int pfpy_pyerr_to_pf(void);
-/* Sets the Python exception for the error raised in this thread; returns NULL. */
+/* Sets the Python exception for the error raised in this thread (taken from the slot: only
+ * inside an entry point that set a pending error aside, PFPY_ENTRY); returns NULL. */
 PyObject* pfpy_raise_pf_error(void);
 /* The exception class a packfn error of `kind` raises (new reference; made now for a new kind,
  * within the cap), or NULL with a Python exception set. */

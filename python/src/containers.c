@@ -127,6 +127,7 @@ static Py_ssize_t array_len(PyObject* self) {
   }
   return (Py_ssize_t)n;
 }
+PFPY_ENTRY(Py_ssize_t, array_len, (PyObject * self), (self))
 
 static PyObject* array_item(PyObject* self, Py_ssize_t i) {
   const pf_any_t* v;
@@ -134,6 +135,7 @@ static PyObject* array_item(PyObject* self, Py_ssize_t i) {
     return pfpy_raise_pf_error();
   return pfpy_any_to_py(v);
 }
+PFPY_ENTRY(PyObject*, array_item, (PyObject * self, Py_ssize_t i), (self, i))
 
 static PyObject* array_subscript(PyObject* self, PyObject* key) {
   if (PySlice_Check(key)) {
@@ -160,6 +162,7 @@ static PyObject* array_subscript(PyObject* self, PyObject* key) {
   }
   return array_item(self, i);
 }
+PFPY_ENTRY(PyObject*, array_subscript, (PyObject * self, PyObject* key), (self, key))
 
 static PyObject* array_repr(PyObject* self) {
   PyObject* lst = PySequence_List(self);
@@ -169,6 +172,7 @@ static PyObject* array_repr(PyObject* self) {
   Py_DECREF(lst);
   return r;
 }
+PFPY_ENTRY(PyObject*, array_repr, (PyObject * self), (self))
 
 static PyObject* array_richcompare(PyObject* a, PyObject* b, int op) {
   if ((op == Py_EQ || op == Py_NE) && (PyList_Check(b) || PyTuple_Check(b))) {
@@ -181,6 +185,7 @@ static PyObject* array_richcompare(PyObject* a, PyObject* b, int op) {
   }
   return pfpy_obj_richcompare(a, b, op);
 }
+PFPY_ENTRY(PyObject*, array_richcompare, (PyObject * a, PyObject* b, int op), (a, b, op))
 
 /* An index for index(): any integer-like object, clamped to Py_ssize_t as list.index takes
  * it (a PyArg_ParseTuple converter: 1, or 0 with an exception). */
@@ -231,6 +236,7 @@ static PyObject* array_index(PyObject* self, PyObject* args) {
     PyErr_Format(PyExc_ValueError, "%R is not in packfn.Array", value);
   return NULL;
 }
+PFPY_ENTRY(PyObject*, array_index, (PyObject * self, PyObject* args), (self, args))
 
 /* count(value): how many items equal value (Sequence.count). */
 static PyObject* array_count(PyObject* self, PyObject* value) {
@@ -239,15 +245,17 @@ static PyObject* array_count(PyObject* self, PyObject* value) {
     return NULL;
   return PyLong_FromSsize_t(count);
 }
+PFPY_ENTRY(PyObject*, array_count, (PyObject * self, PyObject* value), (self, value))
 
-static PySequenceMethods array_as_seq = {.sq_length = array_len, .sq_item = array_item};
+static PySequenceMethods array_as_seq = {.sq_length = array_len_entry, .sq_item = array_item_entry};
 static PyMethodDef array_methods[] = {
-    {"index", array_index, METH_VARARGS,
+    {"index", array_index_entry, METH_VARARGS,
      "index(value, start=0, stop=len) -> int: the first index of value in [start, stop); "
      "ValueError when it is absent"},
-    {"count", array_count, METH_O, "count(value) -> int: how many items equal value"},
+    {"count", array_count_entry, METH_O, "count(value) -> int: how many items equal value"},
     {NULL, NULL, 0, NULL}};
-static PyMappingMethods array_as_map = {.mp_length = array_len, .mp_subscript = array_subscript};
+static PyMappingMethods array_as_map = {.mp_length = array_len_entry,
+                                        .mp_subscript = array_subscript_entry};
 
 /* Maps (72) and dicts (76) share the Python type: their C readers differ by name only. */
 static int mapbase_count(pf_object_t* m, size_t* n) {
@@ -262,6 +270,7 @@ static Py_ssize_t map_len(PyObject* self) {
   }
   return (Py_ssize_t)n;
 }
+PFPY_ENTRY(Py_ssize_t, map_len, (PyObject * self), (self))
 
 /* Looks key up: 1 and *out (borrowed), 0 when absent, -1 with an exception. Keys are looked up
  * as Python compares them: a bool, an integer-like object (numpy.int64, anything with
@@ -377,11 +386,13 @@ static PyObject* map_subscript(PyObject* self, PyObject* key) {
   }
   return pfpy_any_to_py(v);
 }
+PFPY_ENTRY(PyObject*, map_subscript, (PyObject * self, PyObject* key), (self, key))
 
 static int map_contains(PyObject* self, PyObject* key) {
   const pf_any_t* v;
   return map_lookup(self, key, &v);
 }
+PFPY_ENTRY(int, map_contains, (PyObject * self, PyObject* key), (self, key))
 
 /* which: 0 keys, 1 values, 2 items; a list. */
 static PyObject* map_list(PyObject* self, int which) {
@@ -416,14 +427,17 @@ static PyObject* map_keys(PyObject* self, PyObject* u) {
   (void)u;
   return map_list(self, 0);
 }
+PFPY_ENTRY(PyObject*, map_keys, (PyObject * self, PyObject* u), (self, u))
 static PyObject* map_values(PyObject* self, PyObject* u) {
   (void)u;
   return map_list(self, 1);
 }
+PFPY_ENTRY(PyObject*, map_values, (PyObject * self, PyObject* u), (self, u))
 static PyObject* map_items(PyObject* self, PyObject* u) {
   (void)u;
   return map_list(self, 2);
 }
+PFPY_ENTRY(PyObject*, map_items, (PyObject * self, PyObject* u), (self, u))
 static PyObject* map_iter(PyObject* self) {
   PyObject* keys = map_list(self, 0);
   if (!keys)
@@ -432,6 +446,7 @@ static PyObject* map_iter(PyObject* self) {
   Py_DECREF(keys);
   return it;
 }
+PFPY_ENTRY(PyObject*, map_iter, (PyObject * self), (self))
 static PyObject* map_get(PyObject* self, PyObject* const* args, Py_ssize_t n) {
   if (n < 1 || n > 2) {
     PyErr_SetString(PyExc_TypeError, "get expected 1 or 2 arguments");
@@ -445,6 +460,8 @@ static PyObject* map_get(PyObject* self, PyObject* const* args, Py_ssize_t n) {
     return Py_NewRef(n == 2 ? args[1] : Py_None);
   return pfpy_any_to_py(v);
 }
+PFPY_ENTRY(PyObject*, map_get, (PyObject * self, PyObject* const* args, Py_ssize_t n),
+           (self, args, n))
 static PyObject* map_repr(PyObject* self) {
   PyObject* items = map_list(self, 2);
   if (!items)
@@ -462,21 +479,23 @@ static PyObject* map_repr(PyObject* self) {
   Py_DECREF(d);
   return r;
 }
+PFPY_ENTRY(PyObject*, map_repr, (PyObject * self), (self))
 
-static PyMappingMethods map_as_map = {.mp_length = map_len, .mp_subscript = map_subscript};
-static PySequenceMethods map_as_seq = {.sq_contains = map_contains};
+static PyMappingMethods map_as_map = {.mp_length = map_len_entry,
+                                      .mp_subscript = map_subscript_entry};
+static PySequenceMethods map_as_seq = {.sq_contains = map_contains_entry};
 static PyMethodDef map_methods[] = {
-    {"keys", map_keys, METH_NOARGS, "keys, in insertion order"},
-    {"values", map_values, METH_NOARGS, "values, in insertion order"},
-    {"items", map_items, METH_NOARGS, "(key, value) pairs, in insertion order"},
-    {"get", (PyCFunction)(void (*)(void))map_get, METH_FASTCALL, "get(key, default=None)"},
+    {"keys", map_keys_entry, METH_NOARGS, "keys, in insertion order"},
+    {"values", map_values_entry, METH_NOARGS, "values, in insertion order"},
+    {"items", map_items_entry, METH_NOARGS, "(key, value) pairs, in insertion order"},
+    {"get", (PyCFunction)(void (*)(void))map_get_entry, METH_FASTCALL, "get(key, default=None)"},
     {NULL, NULL, 0, NULL}};
 
 PyTypeObject Array_Type = {
-    PF_TYPE_HEAD("Array", "An immutable packfn sequence.", array_richcompare),
+    PF_TYPE_HEAD("Array", "An immutable packfn sequence.", array_richcompare_entry),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_SEQUENCE,
     .tp_base = &Object_Type,
-    .tp_repr = array_repr,
+    .tp_repr = array_repr_entry,
     .tp_as_sequence = &array_as_seq,
     .tp_as_mapping = &array_as_map,
     .tp_methods = array_methods,
@@ -487,10 +506,10 @@ PyTypeObject Map_Type = {
     PF_TYPE_HEAD("Map", "An immutable packfn mapping (insertion ordered).", pfpy_obj_richcompare),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_MAPPING,
     .tp_base = &Object_Type,
-    .tp_repr = map_repr,
+    .tp_repr = map_repr_entry,
     .tp_as_mapping = &map_as_map,
     .tp_as_sequence = &map_as_seq,
-    .tp_iter = map_iter,
+    .tp_iter = map_iter_entry,
     .tp_methods = map_methods,
     .tp_new = pfpy_obj_new_forbidden,
 };

@@ -300,18 +300,15 @@ static PyObject* fn_call_args(PyObject* self, PyObject* const* args, size_t narg
                               PyObject* kwnames);
 
 /* The call with the thread's packfn error slot empty: an error pending before it (C code that
- * raised and then ran the Python making this call) is set aside and put back after, so that the
- * call neither takes it for its own failure nor drops it (review: dropping what a successful
- * call left, below, dropped it too, and chaining onto it replaced it). */
+ * raised and then ran the Python making this call) is set aside and put back after
+ * (PFPY_ENTRY), so that the call neither takes it for its own failure nor drops it (review:
+ * dropping what a successful call left, below, dropped it too, and chaining onto it replaced
+ * it). */
 PyObject* pfpy_fn_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
                              PyObject* kwnames) {
-  pf_object_t* aside = pf_error_take();
+  pf_object_t* aside = pfpy_error_set_aside();
   PyObject* r = fn_call_args(self, args, nargsf, kwnames);
-  if (PF_UNLIKELY(aside != NULL)) {
-    pf_error_clear();            /* nothing is left by then; for certain */
-    (void)pf_error_raise(aside); /* the slot is empty: it is put back unchanged */
-    pf_object_release(aside);
-  }
+  pfpy_error_put_back(aside);
   return r;
 }
 
@@ -410,6 +407,7 @@ static PyObject* fn_new(PyTypeObject* tp, PyObject* args, PyObject* kw) {
     return NULL;
   return pfpy_wrap_steal(fn);
 }
+PFPY_ENTRY(PyObject*, fn_new, (PyTypeObject * tp, PyObject* args, PyObject* kw), (tp, args, kw))
 
 /* The texts a function carries are decoded as other text from C (pfpy_str_from). */
 static PyObject* fn_get_signature_text(PyObject* self, void* c) {
@@ -499,5 +497,5 @@ PyTypeObject Function_Type = {
     .tp_call = PyVectorcall_Call,
     .tp_repr = fn_repr,
     .tp_getset = fn_getset,
-    .tp_new = fn_new,
+    .tp_new = fn_new_entry,
 };

@@ -62,6 +62,7 @@ static PyObject* module_getattro(PyObject* self, PyObject* name) {
   Py_XDECREF(hold);
   return r;
 }
+PFPY_ENTRY(PyObject*, module_getattro, (PyObject * self, PyObject* name), (self, name))
 
 static PyObject* module_list(PyObject* self, int with_info) {
   pf_export_info_t* list;
@@ -105,11 +106,13 @@ static PyObject* module_dir(PyObject* self, PyObject* u) {
   }
   return names;
 }
+PFPY_ENTRY(PyObject*, module_dir, (PyObject * self, PyObject* u), (self, u))
 
 static PyObject* module_exports(PyObject* self, PyObject* u) {
   (void)u;
   return module_list(self, 1);
 }
+PFPY_ENTRY(PyObject*, module_exports, (PyObject * self, PyObject* u), (self, u))
 
 static PyObject* module_path(PyObject* self, void* c) {
   (void)c;
@@ -122,10 +125,10 @@ static PyObject* module_repr(PyObject* self) {
   return PyUnicode_FromFormat("<packfn.Module '%s'>", p ? p : "?");
 }
 
-static PyMethodDef module_methods[] = {
-    {"__dir__", module_dir, METH_NOARGS, NULL},
-    {"exports", module_exports, METH_NOARGS, "dict: function name -> signature text (or None)"},
-    {NULL, NULL, 0, NULL}};
+static PyMethodDef module_methods[] = {{"__dir__", module_dir_entry, METH_NOARGS, NULL},
+                                       {"exports", module_exports_entry, METH_NOARGS,
+                                        "dict: function name -> signature text (or None)"},
+                                       {NULL, NULL, 0, NULL}};
 static PyGetSetDef module_getset[] = {
     {"path", module_path, NULL, "the path the module was loaded from", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
@@ -136,7 +139,7 @@ PyTypeObject Module_Type = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_base = &Object_Type,
     .tp_repr = module_repr,
-    .tp_getattro = module_getattro,
+    .tp_getattro = module_getattro_entry,
     .tp_methods = module_methods,
     .tp_getset = module_getset,
     .tp_new = pfpy_obj_new_forbidden,

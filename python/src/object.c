@@ -221,9 +221,10 @@ static PyObject* obj_tvm_ffi_object(PyObject* self, PyObject* unused) {
   Py_DECREF(addr);
   return r;
 }
+PFPY_ENTRY(PyObject*, obj_tvm_ffi_object, (PyObject * self, PyObject* unused), (self, unused))
 
 static PyMethodDef obj_methods[] = {
-    {"__tvm_ffi_object__", obj_tvm_ffi_object, METH_NOARGS,
+    {"__tvm_ffi_object__", obj_tvm_ffi_object_entry, METH_NOARGS,
      "__tvm_ffi_object__() -> tvm_ffi.Object: the same C object seen from TVM-FFI's Python"},
     {NULL, NULL, 0, NULL}};
 

@@ -503,6 +503,7 @@ static PyObject* tensor_dtype(PyObject* self, void* c) {
     return pfpy_raise_pf_error();
   return PyUnicode_FromString(buf);
 }
+PFPY_ENTRY(PyObject*, tensor_dtype, (PyObject * self, void* c), (self, c))
 static PyObject* tensor_device(PyObject* self, void* c) {
   (void)c;
   char buf[64];
@@ -510,6 +511,7 @@ static PyObject* tensor_device(PyObject* self, void* c) {
     return pfpy_raise_pf_error();
   return PyUnicode_FromString(buf);
 }
+PFPY_ENTRY(PyObject*, tensor_device, (PyObject * self, void* c), (self, c))
 static PyObject* tensor_read_only(PyObject* self, void* c) {
   (void)c;
   return PyBool_FromLong(pf_tensor_is_read_only(((PfObject*)self)->obj));
@@ -696,6 +698,8 @@ static PyObject* tensor_dlpack(PyObject* self, PyObject* args, PyObject* kw) {
   }
   return dlpack_capsule(obj, major, 0);
 }
+PFPY_ENTRY(PyObject*, tensor_dlpack, (PyObject * self, PyObject* args, PyObject* kw),
+           (self, args, kw))
 
 static PyObject* tensor_dlpack_device(PyObject* self, PyObject* unused) {
   (void)unused;
@@ -715,6 +719,7 @@ static PyObject* tensor_repr(PyObject* self) {
   Py_XDECREF(dev);
   return r;
 }
+PFPY_ENTRY(PyObject*, tensor_repr, (PyObject * self), (self))
 
 /* packfn.Tensor(obj): a tensor over the memory of any DLPack or buffer-protocol object. */
 static PyObject* tensor_new(PyTypeObject* tp, PyObject* args, PyObject* kw) {
@@ -734,20 +739,21 @@ static PyObject* tensor_new(PyTypeObject* tp, PyObject* args, PyObject* kw) {
                  Py_TYPE(src)->tp_name);
   return r > 0 ? pfpy_wrap_steal(t) : NULL;
 }
+PFPY_ENTRY(PyObject*, tensor_new, (PyTypeObject * tp, PyObject* args, PyObject* kw), (tp, args, kw))
 
 static PyGetSetDef tensor_getset[] = {
     {"shape", tensor_shape, NULL, "extents, a tuple of ints", NULL},
     {"strides", tensor_strides, NULL, "strides in elements, a tuple of ints", NULL},
     {"ndim", tensor_ndim, NULL, "number of dimensions", NULL},
-    {"dtype", tensor_dtype, NULL, "data type name, e.g. 'float32'", NULL},
-    {"device", tensor_device, NULL, "device, e.g. 'cpu:0'", NULL},
+    {"dtype", tensor_dtype_entry, NULL, "data type name, e.g. 'float32'", NULL},
+    {"device", tensor_device_entry, NULL, "device, e.g. 'cpu:0'", NULL},
     {"read_only", tensor_read_only, NULL, "True when the memory may not be written", NULL},
     {"data_ptr", tensor_data_ptr, NULL, "address of the first element", NULL},
     {"is_contiguous", tensor_contiguous, NULL, "True when compact row-major", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PyMethodDef tensor_methods[] = {
-    {"__dlpack__", (PyCFunction)(void (*)(void))tensor_dlpack, METH_VARARGS | METH_KEYWORDS,
+    {"__dlpack__", (PyCFunction)(void (*)(void))tensor_dlpack_entry, METH_VARARGS | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): DLPack capsule "
      "of the tensor, sharing its memory (a fresh copy on dl_device when copy is true)."},
     {"__dlpack_device__", tensor_dlpack_device, METH_NOARGS, "(device_type, device_id)"},
@@ -760,8 +766,8 @@ PyTypeObject Tensor_Type = {
                  pfpy_obj_richcompare),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_base = &Object_Type,
-    .tp_repr = tensor_repr,
+    .tp_repr = tensor_repr_entry,
     .tp_getset = tensor_getset,
     .tp_methods = tensor_methods,
-    .tp_new = tensor_new,
+    .tp_new = tensor_new_entry,
 };

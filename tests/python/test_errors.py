@@ -1,6 +1,7 @@
 """packfn errors as Python exceptions, Python exceptions through packfn, bad input."""
 import ctypes
 import os
+import re
 import sys
 
 import numpy as np
@@ -332,6 +333,111 @@ def test_error_pending_before_a_call_is_kept(thread_testmod):
     hook = packfn.Function(lambda: packfn.Function(leave)())
     with pytest.raises(ValueError, match="the failure raised before the hook ran"):
         thread_testmod.fail_after_notify(hook)
+
+
+def _as_hook_of_a_failing_call(thread_testmod, action):
+    """Runs action() as the hook of C code that raised a ValueError first and fails with it
+    after the hook (fail_after_notify); checks that the C code's error comes through as it was
+    raised (nothing chained onto it), and returns what action() raised, or None."""
+    seen = []
+
+    def hook():
+        try:
+            action()
+        except Exception as e:  # the entry point's own failure, as its own exception
+            seen.append(e)
+        else:
+            seen.append(None)
+
+    with pytest.raises(ValueError) as outer:
+        thread_testmod.fail_after_notify(packfn.Function(hook))
+    assert str(outer.value) == "the failure raised before the hook ran"
+    assert outer.value.__cause__ is None
+    assert len(seen) == 1
+    return seen[0]
+
+
+def _index_past_the_end():
+    return _packfn._echo()([1, 2, 3])[3]
+
+
+def _register_a_taken_name():
+    packfn.register_global("test.pending.taken", lambda: 1, override=True)
+    try:
+        packfn.register_global("test.pending.taken", lambda: 2)
+    finally:
+        packfn.remove_global("test.pending.taken")
+
+
+@pytest.mark.parametrize(
+    "action,cls,match",
+    [(lambda: packfn.get_global("test.missing.name"), KeyError,
+      "no global function is named 'test.missing.name'"),
+     (lambda: packfn.remove_global("test.missing.name"), KeyError, "test.missing.name"),
+     (_register_a_taken_name, ValueError, "is already registered"),
+     (lambda: packfn.load_module("/nonexistent/libpackfn_nope.so"), OSError, "cannot load"),
+     (lambda: packfn.system_module().test_missing_export, AttributeError,
+      "has no function 'test_missing_export'"),
+     (_index_past_the_end, IndexError, "out of range"),
+     (lambda: packfn.Tensor(np.arange(3.0)).__dlpack__(copy=True, dl_device=(8, 0)), KeyError,
+      "no allocator for device type metal")],
+    ids=["get_global", "remove_global", "register_global", "load_module", "module_attribute",
+         "array_index", "dlpack_copy"],
+)
+def test_entry_point_failing_in_a_hook_keeps_the_outer_error(thread_testmod, action, cls, match):
+    """An entry point that fails while an error of the C code that ran the hook is pending raises
+    its own error, without that one as its cause, and leaves the pending one as it was (it took
+    the pending error along with its own, and the C code then failed "without raising an error":
+    review)."""
+    e = _as_hook_of_a_failing_call(thread_testmod, action)
+    assert type(e) is cls
+    assert re.search(match, str(e))
+    assert e.__cause__ is None
+
+
+def _iterate_an_array():
+    assert list(_packfn._echo()([1, 2, 3])) == [1, 2, 3]  # the end is an IndexError from C
+
+
+def _register_and_remove():
+    f = packfn.register_global("test.pending.fresh", lambda: 5)
+    assert packfn.get_global("test.pending.fresh")() == 5
+    packfn.remove_global("test.pending.fresh")
+    assert f() == 5
+
+
+def _read_a_map():
+    m = _packfn._echo()({"a": 1, 2: "b"})
+    assert m["a"] == 1 and "z" not in m and m.get("z", 3) == 3
+    assert dict(m.items()) == {"a": 1, 2: "b"}
+
+
+def _make_and_read_a_tensor():
+    t = packfn.Tensor(np.arange(3.0))
+    assert (t.dtype, t.device, t.shape) == ("float64", "cpu:0", (3,))
+    assert "float64" in repr(t)
+    assert np.from_dlpack(t).tolist() == [0.0, 1.0, 2.0]
+
+
+def _read_the_system_module():
+    m = packfn.system_module()
+    assert "packfn.kernels.rms_norm" in m.exports()
+    assert getattr(m, "packfn.kernels.rms_norm") == packfn.get_global("packfn.kernels.rms_norm")
+
+
+@pytest.mark.parametrize(
+    "action",
+    [_iterate_an_array, _register_and_remove, _read_a_map, _make_and_read_a_tensor,
+     _read_the_system_module, lambda: packfn.get_global("packfn.kernels.rms_norm"),
+     lambda: packfn.Function(lambda: 1), packfn.list_globals],
+    ids=["array_iteration", "register_remove", "map", "tensor", "system_module", "get_global",
+         "function", "list_globals"],
+)
+def test_entry_point_succeeding_in_a_hook_keeps_the_outer_error(thread_testmod, action):
+    """An entry point that succeeds while an error of the C code that ran the hook is pending
+    leaves it as it was, also when it raised and cleared errors of its own on the way (the end
+    of an Array's iteration is an IndexError raised in C)."""
+    assert _as_hook_of_a_failing_call(thread_testmod, action) is None
 
 
 @pytest.mark.parametrize("device", [(1, 0, 0), (1,), (), [1, 0], (1.0, 0), (1, "0"), (None, 0)])
