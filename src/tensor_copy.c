@@ -122,6 +122,20 @@ static void pf__host_copy_strided(DLTensor* dst, const DLTensor* src, size_t esi
   }
 }
 
+/* memmove of the nbytes of packed elements from `from` to `to`, except that when the elements
+ * end `tail` (1..7) bits into the last byte, the rest of dst's last byte keeps its value: it is
+ * not dst's (a prefix view of an int4 tensor ends there, the next element above; review: the
+ * whole byte was copied). DLPack packs sub-byte elements little bit-endian: element i occupies
+ * the bits from i * bits up, so dst's own bits are the low `tail` ones. */
+static void pf__host_move(void* to, const void* from, size_t nbytes, unsigned tail) {
+  unsigned char* last = (unsigned char*)to + nbytes - 1;
+  /* read before the move: the two sides may overlap */
+  unsigned char keep = tail ? (unsigned char)(*last & (0xffu << tail)) : 0;
+  memmove(to, from, nbytes);
+  if (tail)
+    *last = (unsigned char)((*last & ((1u << tail) - 1u)) | keep);
+}
+
 /* The bytes [lo, hi) a validated description reaches; -1 when twice that span, in bytes, does
  * not fit in int64 (no memory is that large; pf__host_copy_strided's byte steps stay within it
  * otherwise). */
@@ -209,7 +223,8 @@ static int pf__copy(DLTensor* dst, const DLTensor* src, const char* func) {
   void* to = pf_dltensor_data(dst);
   const void* from = pf_dltensor_data(src);
   if (host) {
-    memmove(to, from, nbytes);
+    pf__host_move(to, from, nbytes,
+                  (unsigned)((uint64_t)sl.numel * src->dtype.bits * src->dtype.lanes % 8));
     return 0;
   }
   /* Device copies (cudaMemcpyAsync and the like) are undefined for overlapping memory, where

@@ -588,6 +588,55 @@ START_TEST(test_copy_strided_to_device) {
 }
 END_TEST
 
+/* Elements smaller than a byte: a copy whose last element ends inside a byte writes only that
+ * element's bits; the rest of the byte belongs to whatever lies past dst (the next element of
+ * the tensor dst is a prefix view of), and keeps its value (review: the whole byte was copied,
+ * so copying into a prefix of an int4 tensor overwrote the element after it). */
+START_TEST(test_copy_subbyte_keeps_bits_past_the_end) {
+  int64_t four = 4, three = 3;
+  DLDataType int4 = pf_dtype(PF_DL_INT, 4, 1);
+  pf_object_t *t, *prefix, *src;
+  ck_assert_int_eq(pf_tensor_empty(&four, 1, int4, PF_DEVICE_CPU, &t), 0);
+  uint8_t* tp = pf_dltensor_data(pf_tensor_dltensor(t));
+  tp[0] = 0x21; /* elements 1, 2, 3, 4: element i in bits 4i..4i+3 (DLPack's bit order) */
+  tp[1] = 0x43;
+  ck_assert_int_eq(pf_tensor_slice(t, 0, 0, 3, 1, &prefix), 0);
+  ck_assert_int_eq(pf_tensor_empty(&three, 1, int4, PF_DEVICE_CPU, &src), 0);
+  uint8_t* sp = pf_dltensor_data(pf_tensor_dltensor(src));
+  sp[0] = 0x99;
+  sp[1] = 0xf9; /* 9, 9, 9 and four bits past the end */
+  ck_assert_int_eq(pf_dltensor_copy(pf_tensor_dltensor(prefix), pf_tensor_dltensor(src)), 0);
+  ck_assert_uint_eq(tp[0], 0x99);
+  ck_assert_uint_eq(tp[1], 0x49); /* element 3 (4) kept */
+  pf_object_release(src);
+  pf_object_release(prefix);
+  pf_object_release(t);
+  /* overlapping sides (moved as memmove does): dst's bits past its end as they were before */
+  uint8_t buf[3] = {0x21, 0x43, 0x65};
+  DLTensor dst = {buf, PF_DEVICE_CPU, 1, int4, &three, NULL, 0};
+  DLTensor from = dst;
+  from.byte_offset = 1; /* elements 3, 4, 5 */
+  ck_assert_int_eq(pf_dltensor_copy(&dst, &from), 0);
+  ck_assert_uint_eq(buf[0], 0x43);
+  ck_assert_uint_eq(buf[1], 0x45);
+  ck_assert_uint_eq(buf[2], 0x65);
+  /* five uint1 elements, and a 0-d int4 */
+  int64_t five = 5;
+  uint8_t bits_dst = 0xa0, bits_src = 0xff;
+  DLTensor b_dst = {&bits_dst, PF_DEVICE_CPU, 1, pf_dtype(PF_DL_UINT, 1, 1), &five, NULL, 0};
+  DLTensor b_src = b_dst;
+  b_src.data = &bits_src;
+  ck_assert_int_eq(pf_dltensor_copy(&b_dst, &b_src), 0);
+  ck_assert_uint_eq(bits_dst, 0xbf);
+  uint8_t s_dst = 0xa7, s_src = 0x03;
+  DLTensor z_dst = {&s_dst, PF_DEVICE_CPU, 0, int4, NULL, NULL, 0};
+  DLTensor z_src = z_dst;
+  z_src.data = &s_src;
+  ck_assert_int_eq(pf_dltensor_copy(&z_dst, &z_src), 0);
+  ck_assert_uint_eq(s_dst, 0xa3);
+}
+END_TEST
+
 /* packfn's CPU alloc hook with a host's own free (and ctx): tensors free through the hooks
  * installed, not through pf_tensor_empty's shortcut for the built-in allocator. */
 typedef struct {
@@ -640,6 +689,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_copy_cuda_and_managed_share_hooks);
   tcase_add_test(tc, test_copy_strided_and_invalid);
   tcase_add_test(tc, test_copy_strided_to_device);
+  tcase_add_test(tc, test_copy_subbyte_keeps_bits_past_the_end);
   suite_add_tcase(s, tc);
   tc = tcase_create("streams");
   tcase_add_test(tc, test_streams);

@@ -102,6 +102,8 @@ PF_API int pf_tensor_permute(pf_object_t* tensor, const int32_t* axes, pf_object
  * indices (vulkan:0 to vulkan:1 goes through vulkan's hook), or of one runtime (cuda and
  * cuda_managed). Between host tensors any strides work (element by element where not
  * contiguous; strided sides must not overlap); a device side needs both tensors contiguous.
+ * Elements smaller than a byte that end inside one: a host copy leaves the rest of dst's last
+ * byte as it was; a copy hook moves whole bytes.
  * Two sides in CUDA's or ROCm's memory must not partly overlap (the very same bytes copy
  * nothing); the hook of any other device type gets any two buffers, overlapping or equal ones
  * included (they may be handles). An empty tensor's copy checks the devices alike. Both
