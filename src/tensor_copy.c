@@ -138,11 +138,13 @@ static void pf__host_move(void* to, const void* from, size_t nbytes, unsigned ta
 
 /* The bytes [lo, hi) a validated description reaches; -1 when twice that span, in bytes, does
  * not fit in int64 (no memory is that large; pf__host_copy_strided's byte steps stay within it
- * otherwise). */
+ * otherwise). The element count hi - lo + 1 may itself not fit: hi - lo, the strides' span,
+ * can be INT64_MAX (review: undefined behaviour). */
 static int pf__byte_range(const DLTensor* t, const pf__layout_t* l, size_t esize, uintptr_t* lo,
                           uintptr_t* hi) {
-  int64_t span;
-  if (__builtin_mul_overflow(l->hi - l->lo + 1, (int64_t)esize * 2, &span))
+  int64_t count, span;
+  if (__builtin_add_overflow(l->hi - l->lo, 1, &count) ||
+      __builtin_mul_overflow(count, (int64_t)esize * 2, &span))
     return -1;
   uintptr_t first = (uintptr_t)pf_dltensor_data(t);
   *lo = first + (uintptr_t)l->lo * esize; /* unsigned: wraps for negative offsets */

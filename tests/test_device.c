@@ -637,6 +637,24 @@ START_TEST(test_copy_subbyte_keeps_bits_past_the_end) {
 }
 END_TEST
 
+/* A strided layout whose element offsets span exactly INT64_MAX (valid: every offset fits, and
+ * the bytes lie inside the address space) is refused with a ValueError before any byte is
+ * touched; computing its span's size overflowed int64 (undefined behaviour, trapped by UBSan;
+ * review). The address is never read. */
+START_TEST(test_copy_strided_span_of_int64_max) {
+  if (UINTPTR_MAX < UINT64_MAX)
+    return; /* the address below needs 64 bits */
+  int64_t shape[2] = {2, 2}, strides[2] = {-(INT64_C(1) << 62), (INT64_C(1) << 62) - 1};
+  uint8_t bytes[4] = {0};
+  DLTensor dst = {
+      (void*)(uintptr_t)(UINT64_C(1) << 63), PF_DEVICE_CPU, 2, PF_DTYPE_UINT8, shape, strides, 0};
+  DLTensor src = {bytes, PF_DEVICE_CPU, 2, PF_DTYPE_UINT8, shape, NULL, 0};
+  ck_assert_int_eq(pf_dltensor_copy(&dst, &src), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dltensor_copy: the strides of dst reach more bytes than "
+                                 "memory has");
+}
+END_TEST
+
 /* packfn's CPU alloc hook with a host's own free (and ctx): tensors free through the hooks
  * installed, not through pf_tensor_empty's shortcut for the built-in allocator. */
 typedef struct {
@@ -690,6 +708,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_copy_strided_and_invalid);
   tcase_add_test(tc, test_copy_strided_to_device);
   tcase_add_test(tc, test_copy_subbyte_keeps_bits_past_the_end);
+  tcase_add_test(tc, test_copy_strided_span_of_int64_max);
   suite_add_tcase(s, tc);
   tc = tcase_create("streams");
   tcase_add_test(tc, test_streams);
