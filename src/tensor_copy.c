@@ -196,6 +196,17 @@ static int pf__copy(DLTensor* dst, const DLTensor* src, const char* func) {
                    pf__format_dims(bad->strides, bad->ndim, b, sizeof b));
       return -1;
     }
+    /* a broadcast destination (stride 0 where the extent exceeds 1) holds one element where
+     * several would be copied; the last one won, silently (review). PyTorch refuses it too. */
+    for (int32_t i = 0; bad == dst && i < dst->ndim; ++i)
+      if (dst->strides[i] == 0 && dst->shape[i] > 1) {
+        PF_ERROR_SET(PF_ERR_VALUE,
+                     "%s: argument dst: expected a stride other than 0 along axis %d (%lld "
+                     "elements would share one), got strides %s",
+                     func, (int)i, (long long)dst->shape[i],
+                     pf__format_dims(dst->strides, dst->ndim, b, sizeof b));
+        return -1;
+      }
     if (ebits % 8 != 0) {
       pf_dtype_format(src->dtype, a, sizeof a);
       PF_ERROR_SET(PF_ERR_NOT_IMPLEMENTED,

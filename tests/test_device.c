@@ -637,6 +637,38 @@ START_TEST(test_copy_subbyte_keeps_bits_past_the_end) {
 }
 END_TEST
 
+/* A destination with stride 0 along an axis of more than one element (a broadcast view) holds
+ * one element where several are copied: refused, as PyTorch refuses (review: the last one won,
+ * silently). A broadcast source is a fill, and a stride 0 where the extent is 1 moves nothing. */
+START_TEST(test_copy_broadcast_dst_refused) {
+  double one[1] = {0}, vals[3] = {1, 2, 3}, out[3] = {0};
+  int64_t three = 3, zero = 0;
+  DLTensor bdst = {one, PF_DEVICE_CPU, 1, PF_DTYPE_FLOAT64, &three, &zero, 0};
+  DLTensor src = {vals, PF_DEVICE_CPU, 1, PF_DTYPE_FLOAT64, &three, NULL, 0};
+  ck_assert_int_eq(pf_dltensor_copy(&bdst, &src), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dltensor_copy: argument dst: expected a stride other than 0 "
+                                 "along axis 0 (3 elements would share one), got strides (0,)");
+  ck_assert(one[0] == 0.0);
+  int64_t shape2[2] = {2, 3}, strides2[2] = {0, 1};
+  double six[6] = {0};
+  DLTensor bdst2 = {one, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, shape2, strides2, 0};
+  DLTensor src2 = {six, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, shape2, NULL, 0};
+  ck_assert_int_eq(pf_dltensor_copy(&bdst2, &src2), -1);
+  PF_ASSERT_RAISED("ValueError", "along axis 0 (2 elements would share one), got strides (0, 1)");
+  /* a broadcast source fills dst */
+  DLTensor bsrc = {vals + 1, PF_DEVICE_CPU, 1, PF_DTYPE_FLOAT64, &three, &zero, 0};
+  DLTensor odst = {out, PF_DEVICE_CPU, 1, PF_DTYPE_FLOAT64, &three, NULL, 0};
+  ck_assert_int_eq(pf_dltensor_copy(&odst, &bsrc), 0);
+  ck_assert(out[0] == 2.0 && out[1] == 2.0 && out[2] == 2.0);
+  /* stride 0 on an axis of one element: an ordinary destination */
+  int64_t shape3[2] = {1, 3}, strides3[2] = {0, 1};
+  DLTensor dst3 = {out, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, shape3, strides3, 0};
+  DLTensor src3 = {vals, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, shape3, NULL, 0};
+  ck_assert_int_eq(pf_dltensor_copy(&dst3, &src3), 0);
+  ck_assert(out[0] == 1.0 && out[2] == 3.0);
+}
+END_TEST
+
 /* A strided layout whose element offsets span exactly INT64_MAX (valid: every offset fits, and
  * the bytes lie inside the address space) is refused with a ValueError before any byte is
  * touched; computing its span's size overflowed int64 (undefined behaviour, trapped by UBSan;
@@ -708,6 +740,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_copy_strided_and_invalid);
   tcase_add_test(tc, test_copy_strided_to_device);
   tcase_add_test(tc, test_copy_subbyte_keeps_bits_past_the_end);
+  tcase_add_test(tc, test_copy_broadcast_dst_refused);
   tcase_add_test(tc, test_copy_strided_span_of_int64_max);
   suite_add_tcase(s, tc);
   tc = tcase_create("streams");
