@@ -16,10 +16,15 @@
    With --callgrind, each kind and runtime also runs once under callgrind with --cg-n objects
    (fewer: callgrind is ~50x slower), giving instructions per create and per release, cold and
    warm.
+   With --churn the later rounds churn instead: the N objects stay alive, and each round
+   releases half of them, chosen at random (the same choice in every process and runtime), then
+   makes them again, so that the allocator serves requests among blocks in use and blocks freed
+   out of order, as in a program whose objects live for different times ("release, churn" and
+   "create, churn" are per object of that half; the first round's release is not done).
 
    usage: bench_objects [--n N] [--rounds R] [--reps R] [--kind PATS] [--callgrind]
-                        [--cg-n N] [--cg-dir DIR] [--md FILE] [--json FILE]
-   A child (internal): bench_objects --child KIND IMPL N ROUNDS. */
+                        [--cg-n N] [--cg-dir DIR] [--md FILE] [--json FILE] [--churn]
+   A child (internal): bench_objects --child KIND IMPL N ROUNDS [churn]. */
 #define _GNU_SOURCE
 #include "objects.h"
 #include "timing.h"
@@ -224,7 +229,57 @@ static double median_of(double* v, int n) {
    before them); the driver takes cold and warm figures from those. Under callgrind it dumps
    cold_create, cold_release, warm_create, warm_release (the first warm round) instead of
    timing (the times it prints are then meaningless). */
-static int run_child(const char* kind_name, const char* impl, int64_t n, int rounds) {
+/* --churn's order of the objects: a permutation of 0..n-1 from xorshift, the same in every
+   process. */
+static int64_t* churn_order(int64_t n) {
+  int64_t* order = malloc((size_t)n * sizeof *order);
+  if (!order)
+    return NULL;
+  for (int64_t i = 0; i < n; ++i)
+    order[i] = i;
+  uint64_t x = 88172645463325252ull;
+  for (int64_t i = n - 1; i > 0; --i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    int64_t j = (int64_t)(x % (uint64_t)(i + 1));
+    int64_t t = order[i];
+    order[i] = order[j];
+    order[j] = t;
+  }
+  return order;
+}
+
+/* How many objects a churn round releases and makes again: half of them. */
+static int64_t churn_half(int64_t n) {
+  return n / 2 > 0 ? n / 2 : 1;
+}
+
+/* A churn round (r >= 1): releases the objects of a window of half the permutation, then makes
+   them again, in the permutation's order; times per object in *create and *release, the share
+   made at a higher address than the one before in *ascending. Returns the checksum part. */
+static uint64_t churn_round(const pf_objbench_kind_t* k, void* state, void** objs,
+                            const int64_t* order, int64_t n, int r, double* create, double* release,
+                            double* ascending) {
+  int64_t h = churn_half(n), start = ((int64_t)(r - 1) * (n / 3 + 1)) % n;
+  uint64_t sum = 0;
+  double t0 = pf_bench_now_ns();
+  for (int64_t j = 0; j < h; ++j)
+    k->release(objs[order[(start + j) % n]]);
+  double t1 = pf_bench_now_ns();
+  for (int64_t j = 0; j < h; ++j)
+    objs[order[(start + j) % n]] = k->create(state, &sum);
+  double t2 = pf_bench_now_ns();
+  int64_t up = 0;
+  for (int64_t j = 1; j < h; ++j)
+    up += (uintptr_t)objs[order[(start + j) % n]] > (uintptr_t)objs[order[(start + j - 1) % n]];
+  *release = (t1 - t0) / (double)h;
+  *create = (t2 - t1) / (double)h;
+  *ascending = h > 1 ? (double)up / (double)(h - 1) : 1.0;
+  return sum;
+}
+
+static int run_child(const char* kind_name, const char* impl, int64_t n, int rounds, int churn) {
   const pf_objbench_kind_t* k = find_kind(kind_name, impl);
   if (!k)
     pf_objbench_fail(impl, kind_name, "no such kind for this runtime");
@@ -238,8 +293,20 @@ static int run_child(const char* kind_name, const char* impl, int64_t n, int rou
   const int cg = RUNNING_ON_VALGRIND;
   static const char* const labels[2][2] = {{"cold_create", "cold_release"},
                                            {"warm_create", "warm_release"}};
+  int64_t* order = NULL;
+  if (churn && !(order = churn_order(n)))
+    pf_objbench_fail(impl, kind_name, "out of memory");
   for (int r = 0; r < rounds; ++r) {
     uint64_t sum = 0;
+    if (churn && r > 0) {
+      int64_t h = churn_half(n);
+      sum = churn_round(k, state, objs, order, n, r, &create_ns[r], &release_ns[r], &ascending[r]);
+      /* every object adds the same amount: the half adds h / n of a whole round */
+      if (sum * (uint64_t)n != round_sum * (uint64_t)h)
+        pf_objbench_fail(impl, kind_name, "churn rounds disagree on the checksum");
+      checksum += sum;
+      continue;
+    }
     double before = r == 0 ? bytes_in_use() : 0;
     if (cg) {
       CALLGRIND_ZERO_STATS;
@@ -261,7 +328,7 @@ static int run_child(const char* kind_name, const char* impl, int64_t n, int rou
       CALLGRIND_TOGGLE_COLLECT;
     }
     double t2 = pf_bench_now_ns();
-    for (int64_t i = 0; i < n; ++i)
+    for (int64_t i = 0; i < n && !churn; ++i) /* churn: all stay alive */
       k->release(objs[i]);
     double t3 = pf_bench_now_ns();
     if (cg) {
@@ -270,7 +337,7 @@ static int run_child(const char* kind_name, const char* impl, int64_t n, int rou
         CALLGRIND_DUMP_STATS_AT(labels[r][1]);
     }
     create_ns[r] = (t1 - t0) / (double)n;
-    release_ns[r] = (t3 - t2) / (double)n;
+    release_ns[r] = churn ? -1 : (t3 - t2) / (double)n;
     /* The round's order: the share of objects made at a higher address than the one before
        (addresses compared as numbers; the objects are released). */
     int64_t up = 0;
@@ -283,6 +350,9 @@ static int run_child(const char* kind_name, const char* impl, int64_t n, int rou
       pf_objbench_fail(impl, kind_name, "rounds disagree on the checksum");
     checksum += sum;
   }
+  for (int64_t i = 0; i < n && churn; ++i)
+    k->release(objs[i]);
+  free(order);
   if (k->teardown)
     k->teardown(state);
   free(objs);
@@ -304,6 +374,7 @@ typedef struct options {
   const char* md_path;
   const char* json_path;
   int per_round; /* --per-round: every process's rounds in the markdown too */
+  int churn;     /* --churn: the later rounds release and remake a random half */
 } options_t;
 
 typedef struct cell {
@@ -367,7 +438,7 @@ static int run_process(char* const argv[], const variant_t* v, char* out, size_t
 }
 
 static void child_argv(char* buf[], char nbuf[], char rbuf[], const char* kind, const char* impl,
-                       int64_t n, int rounds, int i0) {
+                       int64_t n, int rounds, int i0, int churn) {
   snprintf(nbuf, 24, "%lld", (long long)n);
   snprintf(rbuf, 24, "%d", rounds);
   buf[i0 + 0] = "/proc/self/exe";
@@ -376,13 +447,14 @@ static void child_argv(char* buf[], char nbuf[], char rbuf[], const char* kind, 
   buf[i0 + 3] = (char*)impl;
   buf[i0 + 4] = nbuf;
   buf[i0 + 5] = rbuf;
-  buf[i0 + 6] = NULL;
+  buf[i0 + 6] = churn ? "churn" : NULL;
+  buf[i0 + 7] = NULL;
 }
 
 static void measure_once(const options_t* opt, size_t k, size_t v) {
   char nbuf[24], rbuf[24], out[1024];
-  char* argv[8];
-  child_argv(argv, nbuf, rbuf, kind_names[k], variants[v].impl, opt->n, opt->rounds, 0);
+  char* argv[9];
+  child_argv(argv, nbuf, rbuf, kind_names[k], variants[v].impl, opt->n, opt->rounds, 0, opt->churn);
   char self[4096];
   ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
   if (len <= 0)
@@ -461,7 +533,7 @@ static void measure_callgrind(const options_t* opt, size_t k, size_t v) {
   argv[2] = "--collect-atstart=no";
   argv[3] = file_opt;
   argv[4] = "-q";
-  child_argv(argv, nbuf, rbuf, kind_names[k], variants[v].impl, opt->cg_n, 2, 5);
+  child_argv(argv, nbuf, rbuf, kind_names[k], variants[v].impl, opt->cg_n, 2, 5, 0);
   char self[4096];
   ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
   if (len <= 0)
@@ -523,9 +595,11 @@ static double phase_value(const cell_t* c, int phase, int ir) {
 }
 
 /* One row per kind and phase: packfn, packfn without cache, TVM-FFI, and the two ratios. */
-static void write_phase_table(FILE* out, const char* unit, int ir) {
-  static const char* const phase_name[4] = {"create, cold", "release, cold", "create, warm",
-                                            "release, warm"};
+static void write_phase_table(FILE* out, const char* unit, int ir, int churn) {
+  static const char* const phase_names[2][4] = {
+      {"create, cold", "release, cold", "create, warm", "release, warm"},
+      {"create, cold", "release, cold", "create, churn", "release, churn"}};
+  const char* const* phase_name = phase_names[churn && !ir];
   const size_t p = variant_index("packfn"), pn = variant_index("packfn_nocache");
   const size_t t = variant_index("tvmffi");
   fprintf(out,
@@ -567,9 +641,15 @@ static void write_rounds(FILE* out, const options_t* opt) {
     for (size_t v = 0; v < NVAR; ++v)
       for (int p = 0; p < cells[k][v].runs; ++p) {
         fprintf(out, "| %s | %s | %d |", kind_names[k], variants[v].name, p + 1);
-        for (int r = 0; r < opt->rounds; ++r)
-          fprintf(out, " %.1f / %.1f (%.2f) |", cells[k][v].round_c[p][r],
-                  cells[k][v].round_r[p][r], cells[k][v].round_a[p][r]);
+        for (int r = 0; r < opt->rounds; ++r) {
+          double rel = cells[k][v].round_r[p][r];
+          fprintf(out, " %.1f / ", cells[k][v].round_c[p][r]);
+          if (rel >= 0)
+            fprintf(out, "%.1f", rel);
+          else
+            fprintf(out, "-"); /* --churn's first round releases none */
+          fprintf(out, " (%.2f) |", cells[k][v].round_a[p][r]);
+        }
         fprintf(out, "\n");
       }
 }
@@ -595,11 +675,18 @@ static void write_markdown(FILE* out, const options_t* opt, int have_ir) {
     write_ratio(out, cells[k][p].m_mem, tvm ? cells[k][t].m_mem : -1);
     fprintf(out, "\n");
   }
-  fprintf(out,
-          "\n### Create and release with %lld objects alive (ns per object, median of %d "
-          "processes; warm: rounds 2..%d)\n\n",
-          (long long)opt->n, opt->reps, opt->rounds);
-  write_phase_table(out, "ns", 0);
+  if (opt->churn)
+    fprintf(out,
+            "\n### Create and release with %lld objects alive, churning (ns per object, median "
+            "of %d processes; churn: rounds 2..%d, each releasing a random half of the objects "
+            "and making it again)\n\n",
+            (long long)opt->n, opt->reps, opt->rounds);
+  else
+    fprintf(out,
+            "\n### Create and release with %lld objects alive (ns per object, median of %d "
+            "processes; warm: rounds 2..%d)\n\n",
+            (long long)opt->n, opt->reps, opt->rounds);
+  write_phase_table(out, "ns", 0, opt->churn);
   if (opt->per_round)
     write_rounds(out, opt);
   if (!have_ir)
@@ -608,7 +695,7 @@ static void write_markdown(FILE* out, const options_t* opt, int have_ir) {
           "\n### Instructions per object under callgrind (%lld objects alive, one process each; "
           "warm: the second round)\n\n",
           (long long)opt->cg_n);
-  write_phase_table(out, "Ir", 1);
+  write_phase_table(out, "Ir", 1, 0);
 }
 
 static void json_num(FILE* out, const char* key, double x, int comma) {
@@ -669,7 +756,7 @@ static void usage(void) {
   fprintf(stderr,
           "usage: bench_objects [--n N] [--rounds R] [--reps R] [--kind PATS] [--callgrind]\n"
           "                     [--cg-n N] [--cg-dir DIR] [--md FILE] [--json FILE]\n"
-          "                     [--per-round]\n"
+          "                     [--per-round] [--churn]\n"
           "  --n N        live objects per round (default 1000000)\n"
           "  --rounds R   rounds per process, the first cold (default 5, 2..%d)\n"
           "  --reps R     processes per kind and runtime (default 5, 1..%d)\n"
@@ -679,7 +766,9 @@ static void usage(void) {
           "  --cg-n N     live objects under callgrind (default 100000)\n"
           "  --cg-dir D   where callgrind's dumps go (default ./bench_objects_cg)\n"
           "  --md FILE    markdown tables (default: stdout); --json FILE: results as JSON\n"
-          "  --per-round  the markdown also lists every process's rounds, not only medians\n",
+          "  --per-round  the markdown also lists every process's rounds, not only medians\n"
+          "  --churn      the later rounds keep the objects alive and release and make again a\n"
+          "               random half of them (instruction counts stay whole rounds)\n",
           MAX_ROUNDS, MAX_REPS);
   exit(2);
 }
@@ -698,20 +787,22 @@ int main(int argc, char** argv) {
      children inherit the variable; nothing here uses packfn before this line). */
   if (setenv("PACKFN_NO_TVM_FFI", "1", 1) != 0)
     pf_objbench_fail("driver", "setenv", strerror(errno));
-  if (argc == 6 && strcmp(argv[1], "--child") == 0)
+  if ((argc == 6 || (argc == 7 && strcmp(argv[6], "churn") == 0)) &&
+      strcmp(argv[1], "--child") == 0)
     return run_child(argv[2], argv[3], parse_count(argv[4], 1, INT64_C(1) << 40),
-                     (int)parse_count(argv[5], 1, MAX_ROUNDS));
+                     (int)parse_count(argv[5], 1, MAX_ROUNDS), argc == 7);
   pf_bench_conditions(); /* the date and load average at start */
   /* 5 rounds: 4 warm ones. Where glibc serves the blocks, warm rounds can alternate between
      two speeds (its thread cache hands a round's blocks back in address order, the next round's
      in reversed groups of 8; docs/performance.md): an even count of warm rounds weighs both
      alike, where 3 would give the median to whichever came twice. */
-  options_t opt = {1000000, 100000, 5, 5, NULL, 0, "bench_objects_cg", NULL, NULL, 0};
+  options_t opt = {1000000, 100000, 5, 5, NULL, 0, "bench_objects_cg", NULL, NULL, 0, 0};
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* val = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--callgrind") == 0 || strcmp(a, "--per-round") == 0) {
-      *(a[2] == 'c' ? &opt.callgrind : &opt.per_round) = 1;
+    if (strcmp(a, "--callgrind") == 0 || strcmp(a, "--per-round") == 0 ||
+        strcmp(a, "--churn") == 0) {
+      *(a[2] == 'p' ? &opt.per_round : a[3] == 'a' ? &opt.callgrind : &opt.churn) = 1;
       continue;
     }
     if (!val)
