@@ -556,18 +556,25 @@ static void* pf__refill(unsigned c, uint32_t* n) {
   size_t size = pf__class_size(c);
   void* chain = NULL;
   pthread_mutex_lock(&k->lock);
-  if (k->partial != PF__NONE) { /* blocks of one span, up to half a list */
+  if (k->partial != PF__NONE) { /* blocks of one span */
     uint32_t i = k->partial;
     pf__span_t* s = &pf__spans[i];
-    uint32_t want = PF__LIST_MAX(c) / 2, len = 1;
+    uint32_t len;
     chain = s->free;
-    void* last = chain;
-    while (len < want && *(void**)last) {
-      last = *(void**)last;
-      len++;
+    if (s->nfree <= PF__LIST_MAX(c)) {
+      /* all of them, without walking the chain: its blocks were freed in any order, each link
+       * a load from memory that may have left the caches, one after the other; the thread's
+       * pops prefetch each next block instead */
+      len = s->nfree;
+      s->free = NULL;
+    } else { /* half a list, so that the thread's next frees have room */
+      uint32_t want = PF__LIST_MAX(c) / 2;
+      void* last = chain;
+      for (len = 1; len < want && *(void**)last; ++len)
+        last = *(void**)last;
+      s->free = *(void**)last;
+      *(void**)last = NULL;
     }
-    s->free = *(void**)last;
-    *(void**)last = NULL;
     s->nfree -= len;
     if (s->nfree == 0)
       pf__partial_remove(k, i);
