@@ -455,13 +455,14 @@ END_TEST
 /* Refills from spans holding both live and free blocks (a random half of many objects freed,
  * then made again, a few times): a span with at most a list of free blocks gives the thread all
  * of them at once, a fuller one half a list cut from its chain (48-byte blocks: ~680 of a span's
- * 1365 free; 144: ~230 of 455; 1024: ~32 of 64, around the 32-block list). Every block keeps
- * its pattern: none handed out twice, none lost into another's bytes. */
+ * 1365 free, over the 256-block list; 144: ~230 of 455, under it; 1280: ~25 of 51, around the
+ * 32-block list of the larger classes). Every block keeps its pattern: none handed out twice,
+ * none lost into another's bytes. */
 #define NCHURN 40000
 START_TEST(test_refills_from_half_free_spans) {
   static pf_object_t* objs[NCHURN];
   static unsigned seeds[NCHURN];
-  static const size_t sizes[] = {48, 144, 1024};
+  static const size_t sizes[] = {48, 144, 1280};
   uint32_t x = 2463534242u;
   for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; ++z) {
     size_t size = sizes[z];
