@@ -130,25 +130,30 @@ static pf_object_t* pf__error_new(const char* kind, size_t kind_len, const char*
   return &e->header;
 }
 
-static void pf__frames_settle(pf__error_t* e);
+static char* pf__frames_settle(pf__error_t* e);
 
 static void pf__error_update_backtrace(void* self, const pf_byte_array_t* bt, int32_t mode) {
   pf__error_t* e = (pf__error_t*)self;
   if (!bt || (!bt->data && bt->size))
     return;
-  if (e->frames)
-    pf__frames_settle(e); /* the text changes: name its frames first */
+  /* the text changes: name its frames first. The text they replace is freed only at the end:
+   * bt may point into it (a runtime passing back part of the cell's own text read it freed:
+   * review) */
+  char* before = e->frames ? pf__frames_settle(e) : NULL;
   size_t keep = mode == 1 ? e->cell.backtrace.size : 0;
   size_t need = keep + bt->size + 1;
   char* buf = malloc(need);
-  if (!buf)
+  if (!buf) {
+    free(before);
     return; /* the ABI gives this hook no way to fail: keep the old text */
+  }
   if (keep)
     memcpy(buf, e->cell.backtrace.data, keep);
   if (bt->size)
     memcpy(buf + keep, bt->data, bt->size);
   buf[keep + bt->size] = '\0';
   free(e->heap_backtrace);
+  free(before);
   e->heap_backtrace = buf;
   e->cell.backtrace.data = buf;
   e->cell.backtrace.size = keep + bt->size;
@@ -239,8 +244,9 @@ static void pf__site_write(const pf__site_t* site, char* out) {
 }
 
 /* Before the text changes: makes the named text the cell's own and forgets the frames (kept
- * as they are, by address, when naming runs out of memory). */
-static void pf__frames_settle(pf__error_t* e) {
+ * as they are, by address, when naming runs out of memory). Returns the text it replaced, for
+ * the caller to free (NULL when none). */
+static char* pf__frames_settle(pf__error_t* e) {
   pf__frames_t* f = e->frames;
   size_t len = 0;
   char* text = __atomic_exchange_n(&f->named, NULL, __ATOMIC_ACQ_REL);
@@ -251,11 +257,12 @@ static void pf__frames_settle(pf__error_t* e) {
   e->frames = NULL;
   free(f);
   if (!text)
-    return;
-  free(e->heap_backtrace);
+    return NULL;
+  char* before = e->heap_backtrace;
   e->heap_backtrace = text;
   e->cell.backtrace.data = text;
   e->cell.backtrace.size = len;
+  return before;
 }
 
 /* Appends the native stack to an error (PACKFN_BACKTRACE): named now when packfn has joined
@@ -289,7 +296,7 @@ static void pf__attach_native_stack(pf_object_t* err) {
   free(lines);
   e->frames = f;
   if (pf__tvm())
-    pf__frames_settle(e);
+    free(pf__frames_settle(e));
 #else
   (void)err;
 #endif

@@ -446,6 +446,38 @@ START_TEST(test_full_backtrace) {
 }
 END_TEST
 
+/* A runtime may hand update_backtrace part of the cell's own text (to trim it, or to write it
+ * back): with unnamed native frames (PACKFN_BACKTRACE) the update named them first and freed
+ * that text before copying from it (use after free, found by review). The bytes given are the
+ * bytes kept, in both modes. */
+START_TEST(test_update_with_own_text) {
+  PF_ERROR_SET(PF_ERR_VALUE, "own text");
+  pf_object_t* err = pf_error_take();
+  pf_error_cell_t* cell = (pf_error_cell_t*)(err + 1);
+  char* before = strndup(cell->backtrace.data, cell->backtrace.size);
+  ck_assert_ptr_nonnull(before);
+  pf_byte_array_t own = cell->backtrace; /* replace the text with itself */
+  cell->update_backtrace(err, &own, 0);
+  ck_assert_str_eq(cell->backtrace.data, before);
+  ck_assert_uint_eq(cell->backtrace.size, strlen(before));
+  pf_object_release(err);
+  free(before);
+  /* append the cell's text to itself */
+  PF_ERROR_SET(PF_ERR_VALUE, "own text");
+  err = pf_error_take();
+  cell = (pf_error_cell_t*)(err + 1);
+  before = strndup(cell->backtrace.data, cell->backtrace.size);
+  ck_assert_ptr_nonnull(before);
+  ck_assert_int_eq(pf_error_append_backtrace(err, cell->backtrace.data), 0);
+  const char* text = pf_error_backtrace(err);
+  size_t len = strlen(text), tail = strlen(before);
+  ck_assert_uint_gt(len, tail);
+  ck_assert_msg(strcmp(text + len - tail, before) == 0, "appended '%s'", text);
+  free(before);
+  pf_object_release(err);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("error");
   TCase* tc = tcase_create("core");
@@ -463,11 +495,13 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_foreign_error);
   tcase_add_test(tc, test_deleter_raising_during_raise);
   tcase_add_test(tc, test_full_backtrace);
+  tcase_add_test(tc, test_update_with_own_text);
   suite_add_tcase(s, tc);
   /* the same test alone, for the PACKFN_BACKTRACE=1 run (CK_RUN_CASE=full_backtrace): the
    * core cases compare raise-site texts exactly */
   TCase* full = tcase_create("full_backtrace");
   tcase_add_test(full, test_full_backtrace);
+  tcase_add_test(full, test_update_with_own_text);
   suite_add_tcase(s, full);
   return s;
 }
