@@ -315,6 +315,15 @@ int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
                    b->size);
       return -1;
     }
+    if (b->size > SIZE_MAX / 2) { /* pf__bytes_value's own refusal said "argument size", an
+                                   * argument pf_any_to_owned does not have (review) */
+      *out = pf_any_none();
+      PF_ERROR_SET(PF_ERR_VALUE,
+                   "pf_any_to_owned: bytes view (type index 9) of %zu bytes, more than the %zu "
+                   "a bytes value may hold",
+                   b->size, (size_t)(SIZE_MAX / 2));
+      return -1;
+    }
     return pf__bytes_value("pf_any_to_owned", b->data, b->size, out);
   }
   case PF_TYPE_OBJECT_RVALUE_REF: {

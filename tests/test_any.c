@@ -350,6 +350,32 @@ START_TEST(test_views_to_owned) {
 }
 END_TEST
 
+/* a byte-array view too large to copy is refused in terms of pf_any_to_owned's own arguments
+ * (it said "pf_any_to_owned: argument size: ...", an argument the function does not have) */
+START_TEST(test_to_owned_huge_view_names_no_argument) {
+  pf_byte_array_t huge = {"x", SIZE_MAX / 2 + 1};
+  pf_any_t view = pf_any_byte_array(&huge), out = pf_any_int(1);
+  ck_assert_int_eq(pf_any_to_owned(&view, &out), -1);
+  pf_object_t* err = pf_error_take();
+  ck_assert_ptr_nonnull(err);
+  ck_assert_str_eq(pf_error_kind(err), "ValueError");
+  ck_assert_ptr_null(strstr(pf_error_message(err), "argument size"));
+  char want[128];
+  snprintf(want, sizeof want,
+           "pf_any_to_owned: bytes view (type index 9) of %zu bytes, more than "
+           "the %zu",
+           huge.size, (size_t)(SIZE_MAX / 2));
+  ck_assert_msg(strstr(pf_error_message(err), want) != NULL, "message '%s' lacks '%s'",
+                pf_error_message(err), want);
+  pf_object_release(err);
+  ck_assert_int_eq(out.type_index, PF_TYPE_NONE);
+  ck_assert_int_eq(pf_any_to_owned(&view, &view), -1); /* in place: none, the view's size kept */
+  PF_ASSERT_RAISED("ValueError", "bytes view (type index 9)");
+  ck_assert_int_eq(view.type_index, PF_TYPE_NONE);
+  ck_assert_uint_eq(huge.size, SIZE_MAX / 2 + 1);
+}
+END_TEST
+
 /* out may be the view itself: the value is read before out is written */
 START_TEST(test_to_owned_in_place) {
   char text[] = "a caller's buffer, longer than seven bytes";
@@ -634,6 +660,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_bytes_forms);
   tcase_add_test(tc, test_views_to_owned);
   tcase_add_test(tc, test_to_owned_in_place);
+  tcase_add_test(tc, test_to_owned_huge_view_names_no_argument);
   tcase_add_test(tc, test_null_views);
   tcase_add_test(tc, test_null_arguments_and_objects);
   tcase_add_test(tc, test_failed_constructors_clear_out);
