@@ -286,16 +286,28 @@ int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
                    (unsigned)v.small_str_len, PF_SMALL_STR_MAX);
       return -1;
     }
-    /* fall through */
+    /* The value types' copies are canonical: the bytes the ABI keeps zero (padding, none's
+     * payload, the bytes after a small text, a dtype's last four) are zero whatever another
+     * producer left there; TVM-FFI compares and hashes all 8 payload bytes (review: copied) */
+    pf__any_small(v.type_index, v.v_bytes, v.small_str_len, out);
+    return 0;
   case PF_TYPE_NONE:
+  case PF_TYPE_UNCHANGED: /* TVM-FFI's marker, a value like none (it was refused; review) */
+    *out = pf_any_none();
+    out->type_index = v.type_index;
+    return 0;
+  case PF_TYPE_DTYPE:
+    *out = pf_any_dtype(v.v_dtype);
+    return 0;
+  case PF_TYPE_DEVICE:
+    *out = pf_any_device(v.v_device);
+    return 0;
   case PF_TYPE_INT:
   case PF_TYPE_BOOL:
   case PF_TYPE_FLOAT:
   case PF_TYPE_OPAQUE_PTR:
-  case PF_TYPE_DTYPE:
-  case PF_TYPE_DEVICE:
-  case PF_TYPE_UNCHANGED: /* TVM-FFI's marker, a value like none (it was refused; review) */
     *out = v;
+    out->zero_padding = 0;
     if (v.type_index == PF_TYPE_BOOL)
       out->v_int64 = v.v_int64 != 0; /* 0 or 1, whatever another producer stored */
     return 0;
@@ -353,6 +365,7 @@ int pf_any_to_owned(const pf_any_t* view, pf_any_t* out) {
       }
       pf_object_retain(v.v_obj);
       *out = v;
+      out->zero_padding = 0;
       return 0;
     }
     *out = pf_any_none();

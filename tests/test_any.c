@@ -376,6 +376,74 @@ START_TEST(test_to_owned_huge_view_names_no_argument) {
 }
 END_TEST
 
+/* Another producer's value with non-zero bytes where the ABI has zeros (the padding, none's
+ * payload, the bytes after a small string's text or a dtype): the owned copy is the canonical
+ * value, byte for byte what packfn's constructors make (it copied the stray bytes, and
+ * TVM-FFI, which compares and hashes the 8 payload bytes, saw a different value) */
+static void check_owned_is(pf_any_t dirty, pf_any_t clean) {
+  pf_any_t out = pf_any_int(7);
+  ck_assert_int_eq(pf_any_to_owned(&dirty, &out), 0);
+  ck_assert_int_eq(memcmp(&out, &clean, sizeof out), 0);
+  ck_assert_int_eq(pf_any_to_owned(&dirty, &dirty), 0); /* in place likewise */
+  ck_assert_int_eq(memcmp(&dirty, &clean, sizeof dirty), 0);
+  pf_any_release(&out);
+  pf_any_release(&dirty);
+}
+
+START_TEST(test_to_owned_zeroes_unused_bytes) {
+  pf_any_t clean = pf_any_none(), dirty = clean;
+  dirty.zero_padding = 3;
+  dirty.v_int64 = 1234;
+  check_owned_is(dirty, clean);
+  clean.type_index = dirty.type_index = PF_TYPE_UNCHANGED;
+  check_owned_is(dirty, clean);
+  clean = pf_any_int(-5);
+  dirty = clean;
+  dirty.zero_padding = 0xffffffffu;
+  check_owned_is(dirty, clean);
+  clean = pf_any_float(2.5);
+  dirty = clean;
+  dirty.zero_padding = 1;
+  check_owned_is(dirty, clean);
+  clean = pf_any_bool(1);
+  dirty = clean;
+  dirty.zero_padding = 1;
+  dirty.v_int64 = -1;
+  check_owned_is(dirty, clean);
+  clean = pf_any_ptr(&clean);
+  dirty = clean;
+  dirty.zero_padding = 1;
+  check_owned_is(dirty, clean);
+  DLDataType t = {kDLFloat, 16, 4};
+  clean = pf_any_dtype(t);
+  dirty = clean;
+  dirty.zero_padding = 9;
+  memset(dirty.v_bytes + sizeof t, 0xab, sizeof dirty.v_bytes - sizeof t);
+  check_owned_is(dirty, clean);
+  DLDevice d = {kDLCUDA, 1};
+  clean = pf_any_device(d);
+  dirty = clean;
+  dirty.zero_padding = 9;
+  check_owned_is(dirty, clean);
+  ck_assert_int_eq(pf_string_create("ab", 2, &clean), 0);
+  dirty = clean;
+  memcpy(dirty.v_bytes + 2, "XYZUVW", 6); /* no NUL after the text either */
+  check_owned_is(dirty, clean);
+  ck_assert_int_eq(pf_bytes_create("abcdefg", 7, &clean), 0);
+  dirty = clean;
+  dirty.v_bytes[7] = 'Q';
+  check_owned_is(dirty, clean);
+  pf_object_t* obj;
+  ck_assert_int_eq(pf_string_object_create("an object", 9, &obj), 0);
+  clean = pf_any_object(obj);
+  dirty = clean;
+  dirty.zero_padding = 5;
+  check_owned_is(dirty, clean);
+  ck_assert_uint_eq(pf_object_strong_count(obj), 1);
+  pf_object_release(obj);
+}
+END_TEST
+
 /* out may be the view itself: the value is read before out is written */
 START_TEST(test_to_owned_in_place) {
   char text[] = "a caller's buffer, longer than seven bytes";
@@ -661,6 +729,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_views_to_owned);
   tcase_add_test(tc, test_to_owned_in_place);
   tcase_add_test(tc, test_to_owned_huge_view_names_no_argument);
+  tcase_add_test(tc, test_to_owned_zeroes_unused_bytes);
   tcase_add_test(tc, test_null_views);
   tcase_add_test(tc, test_null_arguments_and_objects);
   tcase_add_test(tc, test_failed_constructors_clear_out);
