@@ -431,6 +431,7 @@ int pf_any_equal(const pf_any_t* a, const pf_any_t* b) {
     return 0;
   switch (a->type_index) {
   case PF_TYPE_NONE:
+  case PF_TYPE_UNCHANGED: /* no payload either: its bytes were compared (review) */
     return 1;
   case PF_TYPE_BOOL: /* 0 or 1, whatever another producer stored (as the accessors read it) */
     return (a->v_int64 != 0) == (b->v_int64 != 0);
@@ -473,6 +474,7 @@ uint64_t pf_any_hash(const pf_any_t* v) {
   uint64_t bits = v->v_uint64;
   switch (v->type_index) {
   case PF_TYPE_NONE:
+  case PF_TYPE_UNCHANGED:
     bits = 0;
     break;
   case PF_TYPE_BOOL:

@@ -701,6 +701,21 @@ START_TEST(test_equality_and_hash) {
 }
 END_TEST
 
+/* TVM-FFI's Unchanged marker has no payload, as none: two of them are equal and hash alike
+ * whatever another producer left in the payload (they were compared by the payload bits) */
+START_TEST(test_unchanged_equal_whatever_its_payload) {
+  pf_any_t a = pf_any_none(), b = pf_any_none();
+  a.type_index = b.type_index = PF_TYPE_UNCHANGED;
+  b.v_int64 = 0x5a5a;
+  ck_assert_int_eq(pf_any_equal(&a, &b), 1);
+  ck_assert_uint_eq(pf_any_hash(&a), pf_any_hash(&b));
+  pf_any_t none = pf_any_none();
+  ck_assert_int_eq(pf_any_equal(&a, &none), 0); /* still a type of its own */
+  none.v_int64 = 0x5a5a;
+  ck_assert_int_eq(pf_any_equal(&none, &b), 0);
+}
+END_TEST
+
 START_TEST(test_type_names) {
   pf_any_t v = pf_any_int(1);
   ck_assert_str_eq(pf_any_type_name(&v), "int");
@@ -734,6 +749,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_null_arguments_and_objects);
   tcase_add_test(tc, test_failed_constructors_clear_out);
   tcase_add_test(tc, test_equality_and_hash);
+  tcase_add_test(tc, test_unchanged_equal_whatever_its_payload);
   tcase_add_test(tc, test_type_names);
   suite_add_tcase(s, tc);
   return s;
