@@ -13,6 +13,18 @@
 #include "packfn/cuda.h"
 
 /* Asserts that an error of `kind` is raised whose message contains `needle`, then clears it. */
+/* A callee that fails the way the ABI allows: an int (a value that needs no releasing) left in
+ * *result, ValueError raised. */
+static inline int pf_test_fail_leaving_int(void* self, const pf_any_t* args, int32_t num_args,
+                                           pf_any_t* result) {
+  (void)self;
+  (void)args;
+  (void)num_args;
+  *result = pf_any_int(7);
+  PF_ERROR_SET(PF_ERR_VALUE, "fail_leaving_int: always fails");
+  return -1;
+}
+
 #define PF_ASSERT_RAISED(kind, needle)                                                             \
   do {                                                                                             \
     pf_object_t* err_ = pf_error_take();                                                           \

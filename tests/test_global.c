@@ -50,16 +50,6 @@ PF_TYPED_DEFINE(test_static_negate, INT, (INT, x)) {
 }
 PF_TYPED_REGISTER(test_static_negate, NULL);
 
-/* Fails the way the ABI allows: an int (a value that needs no releasing) left in *result. */
-static int fail_leaving_int(void* self, const pf_any_t* args, int32_t n, pf_any_t* result) {
-  (void)self;
-  (void)args;
-  (void)n;
-  *result = pf_any_int(7);
-  pf_error_set(PF_ERR_VALUE, "fail_leaving_int: always fails");
-  return -1;
-}
-
 static pf_object_t* make_fn(pf_safe_call_t call) {
   pf_object_t* fn;
   ck_assert_int_eq(pf_function_create(NULL, call, NULL, &fn), 0);
@@ -181,7 +171,7 @@ END_TEST
 /* A failed call by name leaves *result none, as the header says, even when the callee left
  * there a value that needs no releasing (the ABI allows it; pf_function_call passes it on). */
 START_TEST(test_call_failure_leaves_result_none) {
-  pf_object_t* fn = make_fn(fail_leaving_int);
+  pf_object_t* fn = make_fn(pf_test_fail_leaving_int);
   ck_assert_int_eq(pf_global_set("test.fail_leaving_int", fn, 0), 0);
   pf_any_t r = pf_any_none();
   ck_assert_int_eq(pf_global_call("test.fail_leaving_int", NULL, 0, &r), -1);

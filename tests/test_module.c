@@ -42,16 +42,6 @@ static int grab(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* re
 }
 PF_REGISTER_GLOBAL("test.module.grab", grab);
 
-/* Fails the way the ABI allows: an int (a value that needs no releasing) left in *result. */
-static int fail_leaving_int(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
-  (void)self;
-  (void)args;
-  (void)num_args;
-  *result = pf_any_int(7);
-  PF_ERROR_SET(PF_ERR_VALUE, "fail_leaving_int: always fails");
-  return -1;
-}
-
 /* ---- helpers ---- */
 
 static pf_object_t* load(const char* path) {
@@ -707,7 +697,7 @@ END_TEST
  * there a value that needs no releasing (the ABI allows it; pf_function_call passes it on). */
 START_TEST(test_call_failure_leaves_result_none) {
   pf_object_t* fn;
-  ck_assert_int_eq(pf_function_create(NULL, fail_leaving_int, NULL, &fn), 0);
+  ck_assert_int_eq(pf_function_create(NULL, pf_test_fail_leaving_int, NULL, &fn), 0);
   ck_assert_int_eq(pf_global_set("test.module.fail_leaving_int", fn, 0), 0);
   pf_object_t* sys;
   ck_assert_int_eq(pf_module_system(&sys), 0);
