@@ -27,7 +27,7 @@ uint8_t pf__span_class[PF__SLAB_SPANS];
 
 static size_t pf__class_size(unsigned c) {
   if (c < 16)
-    return 16u * (c + 1);
+    return 16u * (c + 1); /* so in 16-byte units c + 1 (pf__bump_pop) */
   if (c < 28)
     return 64u * (c - 11);
   return 256u * (c - 23);
@@ -349,10 +349,15 @@ static void pf__depot_push(unsigned c, void* head) {
   pthread_mutex_unlock(&k->lock);
 }
 
-/* Every block of this thread's lists goes to the depots; frees after this take the slow path
- * (no room). */
+/* Every block of this thread's lists and cut blocks goes to the depots; frees after this take
+ * the slow path (no room). */
 static void pf__cache_flush(void) {
   for (unsigned c = 0; c < PF__NCLASS; ++c) {
+    void* b;
+    while (c < PF__BUMP_CLASSES && (b = pf__bump_pop(c)) != NULL) { /* onto the list first */
+      *(void**)b = pf__cache.head[c];
+      pf__cache.head[c] = b;
+    }
     if (pf__cache.head[c])
       pf__depot_push(c, pf__cache.head[c]);
     pf__cache.head[c] = NULL;
@@ -416,7 +421,7 @@ static void pf__thread_init(void) {
       pthread_setspecific(pf__cache_key, (void*)1) == 0) {
     pf__cache.state = 1;
     for (unsigned c = 0; c < PF__NCLASS; ++c) /* the lists are empty */
-      pf__cache.room[c] = PF__LIST_MAX(c);
+      pf__cache.room[c] = (uint16_t)PF__LIST_MAX(c);
     return;
   }
   pf__cache.state = -1;
@@ -550,7 +555,9 @@ static void pf__span_return(uint32_t i) {
 }
 
 /* A chain of free blocks of class c (from the depot, or cut from the class's span), its length in
- * *n; NULL when no slab memory is left. */
+ * *n; for a class below PF__BUMP_CLASSES a cut gives one block (*n = 1, its first word not
+ * written) and makes the blocks cut after it this thread's (pf__cache.bump[c], empty until
+ * then). NULL when no slab memory is left. */
 static void* pf__refill(unsigned c, uint32_t* n) {
   pf__class_t* k = &pf__classes[c];
   size_t size = pf__class_size(c);
@@ -600,6 +607,13 @@ static void* pf__refill(unsigned c, uint32_t* n) {
   uint32_t len = left < want ? (uint32_t)left : want;
   k->cut = first + (size_t)len * size;
   pthread_mutex_unlock(&k->lock);
+  if (c < PF__BUMP_CLASSES) { /* not linked: handed out in order (pf__bump_t) */
+    uint32_t at = (uint32_t)(((uintptr_t)first - pf__slab_base) >> 4);
+    pf__cache.bump[c].next = at + (uint32_t)(size >> 4);
+    pf__cache.bump[c].end = at + (uint32_t)((len * size) >> 4);
+    *n = 1;
+    return first;
+  }
   /* linked outside the lock, the blocks this thread's alone, in a loop that keeps its pointers
    * in registers (the loop that advanced k->cut block by block reloaded it after every link it
    * wrote: 12 instructions a block, now 4) */
@@ -620,11 +634,16 @@ __attribute__((noinline)) static void* pf__alloc_from_depot(unsigned c) {
     pf__thread_init();
   if (pf__cache.state != 1)
     return NULL;
+  /* The cut blocks first: pf__cache_pop looked at them, but callers of pf__alloc_uncached and
+   * pf__alloc_slow need not have (a refill would drop them). */
+  void* b = pf__cache_pop(c);
+  if (b)
+    return b;
   uint32_t n;
-  void* b = pf__refill(c, &n);
+  b = pf__refill(c, &n);
   if (b) {
-    pf__cache.head[c] = *(void**)b;
-    pf__cache.room[c] = PF__LIST_MAX(c) - (n - 1);
+    pf__cache.head[c] = n > 1 ? *(void**)b : NULL;
+    pf__cache.room[c] = (uint16_t)(PF__LIST_MAX(c) - (n - 1));
   }
   return b;
 }
@@ -659,7 +678,7 @@ __attribute__((noinline)) static void pf__free_to_depot(void* p, unsigned c) {
         pf__depot_push(c, *(void**)b);
         *(void**)b = NULL;
       }
-      pf__cache.room[c] = PF__LIST_MAX(c) - keep;
+      pf__cache.room[c] = (uint16_t)(PF__LIST_MAX(c) - keep);
     }
     *(void**)p = pf__cache.head[c];
     pf__cache.head[c] = p;

@@ -492,6 +492,41 @@ START_TEST(test_refills_from_half_free_spans) {
 }
 END_TEST
 
+/* A thread hands out the blocks it cuts from a span in address order, unlinked; those it has not
+ * handed out when it exits go to the depot with its lists (else they were lost: their span never
+ * came back). A thread makes objects and exits keeping them; a second thread's objects of the
+ * same class then include the block right after the first thread's last one, which the first
+ * had cut and not handed out. */
+#define NEXIT     3001
+#define EXIT_SIZE 240 /* a class up to 256 bytes: its cut blocks are handed out in order */
+static void* make_exit_batch(void* arg) {
+  pf_object_t** objs = arg;
+  for (unsigned i = 0; i < NEXIT; ++i)
+    objs[i] = make(EXIT_SIZE, i);
+  return NULL;
+}
+START_TEST(test_exiting_thread_gives_back_cut_blocks) {
+  if (!slabs_on())
+    return;
+  static pf_object_t* first[NEXIT];
+  static pf_object_t* second[NEXIT];
+  pthread_t t;
+  ck_assert_int_eq(pthread_create(&t, NULL, make_exit_batch, first), 0);
+  ck_assert_int_eq(pthread_join(t, NULL), 0);
+  ck_assert_int_eq(pthread_create(&t, NULL, make_exit_batch, second), 0);
+  ck_assert_int_eq(pthread_join(t, NULL), 0);
+  uintptr_t after_last = (uintptr_t)first[NEXIT - 1] + EXIT_SIZE;
+  int found = 0;
+  for (unsigned i = 0; i < NEXIT; ++i)
+    found |= (uintptr_t)second[i] == after_last;
+  ck_assert_msg(found, "the block after the exited thread's last one was not handed out again");
+  for (unsigned i = 0; i < NEXIT; ++i) {
+    check_and_release(first[i], EXIT_SIZE, i);
+    check_and_release(second[i], EXIT_SIZE, i);
+  }
+}
+END_TEST
+
 #define ADD_CASE(s, fn)                                                                            \
   do {                                                                                             \
     TCase* tc_ = tcase_create(#fn);                                                                \
@@ -509,6 +544,7 @@ int main(void) {
   ADD_CASE(s, test_freed_by_other_threads);
   ADD_CASE(s, test_refills_from_half_free_spans);
   ADD_CASE(s, test_thread_exit_keeps_blocks);
+  ADD_CASE(s, test_exiting_thread_gives_back_cut_blocks);
   ADD_CASE(s, test_threads_in_parallel);
   ADD_CASE(s, test_spans_given_back);
   ADD_CASE(s, test_spans_kept_then_bare);
