@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* A result this large cannot stay in a core's private caches until its consumer runs. It is
  * written with non-temporal stores where there are any, which skip the read-for-ownership of
@@ -511,12 +512,28 @@ __attribute__((noinline, cold)) static double inv_rms_scaled_f64(const rms_job_t
   return inv;
 }
 
+/* 1 when the n doubles at p are all zeros (of either sign). */
+static int all_zero_f64(const double* p, int64_t n) {
+  uint64_t bits = 0;
+  for (int64_t c = 0; c < n; ++c) {
+    uint64_t u;
+    memcpy(&u, p + c, sizeof u);
+    bits |= u << 1; /* the sign bit left out */
+  }
+  return bits == 0;
+}
+
 /* 1 when rms_norm_bwd's row coefficients, a = inv and b = inv^3 * mean (total = cols * mean),
  * carry the row's dx to rounding in the vector loop (dx = a ct - b x in the element type): b, as
  * that type, neither overflows nor lost bits to underflow (0 only where mean is), and for
  * float64 inv^3 did neither and the total (ct x summed in double) is finite and did not lose bits
- * to underflow either. float32 values and their inv^3 always fit a double. */
-static int bwd_coefs_in_range(const rms_job_t* j, double total, double inv3, double b, double inv) {
+ * to underflow either. A float64 total of 0 is also what products that all underflowed give (x
+ * 1e-100, ct 1e-250, where b x is of the order of a ct: dx was taken as inv ct, wrong in sign
+ * and size: review), so it is in range only where row r's ct or x is all zeros (a masked row
+ * costs one more read of its ct); other rows of total 0 are summed again, scaled. float32 values
+ * and their inv^3 always fit a double, and so do their products. */
+static int bwd_coefs_in_range(const rms_job_t* j, int64_t r, double total, double inv3, double b,
+                              double inv) {
   /* and b x cannot overflow: |b x_i| <= |b| ||x|| = |b| sqrt(cols) / inv, kept below 2^-10 of
    * the type's largest value, so that an overflow of a ct (not of b x) means a dx within 2^-10
    * of overflowing itself. Where both overflowed, dx, their finite difference, came out NaN or
@@ -526,7 +543,9 @@ static int bwd_coefs_in_range(const rms_job_t* j, double total, double inv3, dou
     return fabs(b) <= FLT_MAX && (fabs(b) >= FLT_MIN || b == 0.0) && bx <= FLT_MAX * 0x1p-10;
   }
   return inv3 >= DBL_MIN && inv3 <= DBL_MAX && fabs(total) <= DBL_MAX && bx <= DBL_MAX * 0x1p-10 &&
-         (total == 0.0 || (fabs(total) >= 0x1p-900 && fabs(b) >= DBL_MIN && fabs(b) <= DBL_MAX));
+         (total == 0.0 ? all_zero_f64(row_in(j, j->ct, r), j->cols) ||
+                             all_zero_f64(row_in(j, j->x, r), j->cols)
+                       : fabs(total) >= 0x1p-900 && fabs(b) >= DBL_MIN && fabs(b) <= DBL_MAX);
 }
 
 /* dx of a row whose coefficients are out of bwd_coefs_in_range; returns 0 (nothing written) where
@@ -597,7 +616,7 @@ static int row_coefs(rms_job_t* j, int64_t r, double total, double* a, double* b
     double mean = total / (double)j->cols;
     double inv3 = inv * inv * inv;
     double coef = inv3 * mean;
-    if (__builtin_expect(!bwd_coefs_in_range(j, total, inv3, coef, inv), 0) &&
+    if (__builtin_expect(!bwd_coefs_in_range(j, r, total, inv3, coef, inv), 0) &&
         bwd_row_scaled(j, r, inv, coef)) {
       return 0;
     }

@@ -301,6 +301,55 @@ START_TEST(test_rms_norm_bwd_extreme_rows) {
 }
 END_TEST
 
+/* float64 rms_norm_bwd on rows whose every product ct x underflows to 0 (x 2^-332, about 1e-100,
+ * and ct 2^-830, about 1e-250: products near 1e-350) although b x = x inv^3 mean(ct x) is of the
+ * order of a ct = inv ct: the sum of 0 was taken for a mean of 0, and dx was inv ct, wrong in
+ * sign and size (review). dx(x 2^kx, ct 2^kc) = 2^(kc - kx) dx(x, ct), with inv 2^-kx: the
+ * reference is the closed form on the unscaled values. Row 1 has a cotangent of zeros (dx 0). */
+START_TEST(test_rms_norm_bwd_f64_products_underflow) {
+  enum { ROWS = 2, KX = -332, KC = -830 };
+  static const int64_t cols[] = {4, 33, 1023};
+  for (int k = 0; k < 3; ++k) {
+    int64_t n = ROWS * cols[k];
+    double* x = rand_f64(n, 0.5, 2);
+    double* ct = rand_f64(n, -1, 1);
+    for (int64_t c = 0; c < cols[k]; ++c) {
+      ct[cols[k] + c] = 0.0;
+    }
+    double* xs = scaled_copy(x, n, KX);
+    double* cs = scaled_copy(ct, n, KC);
+    double* y = xmalloc((size_t)n * sizeof(double));
+    double* dx = xmalloc((size_t)n * sizeof(double));
+    double* ref = xmalloc((size_t)n * sizeof(double));
+    double* scale = xmalloc((size_t)n * sizeof(double));
+    double inv_s[ROWS], inv[ROWS];
+    pf__k_rms_norm_fwd_f64(xs, y, inv_s, ROWS, cols[k], 0.0);
+    pf__k_rms_norm_bwd_f64(xs, inv_s, cs, dx, ROWS, cols[k]);
+    for (int r = 0; r < ROWS; ++r) {
+      inv[r] = ldexp(inv_s[r], KX); /* exact */
+    }
+    ref_rms_norm_bwd(x, inv, ct, ref, scale, ROWS, cols[k]);
+    for (int64_t i = 0; i < n; ++i) {
+      dx[i] = ldexp(dx[i], KX - KC); /* exact: no dx is subnormal */
+    }
+    double err = bwd_err_f64(dx, ref, scale, n);
+    ck_assert_msg(err <= 4 * DBL_EPSILON, "%s: rms_norm_bwd f64 2x%lld, x 2^%d, ct 2^%d: err %g",
+                  pf__k_isa_name(), (long long)cols[k], KX, KC, err);
+    for (int64_t c = 0; c < cols[k]; ++c) {
+      ck_assert(dx[cols[k] + c] == 0.0);
+    }
+    free(x);
+    free(ct);
+    free(xs);
+    free(cs);
+    free(y);
+    free(dx);
+    free(ref);
+    free(scale);
+  }
+}
+END_TEST
+
 /* Fails the whole test program: a kernel that does not return cannot be failed otherwise (the
  * suite runs in-process, CK_FORK=no). */
 static void on_alarm(int sig) {
@@ -383,8 +432,8 @@ START_TEST(test_rms_norm_f64_ulps) {
 END_TEST
 
 TCase* pf_test_kmath_range_tcase(const char* name, SFun setup) {
-  const TTest* tests[] = {test_rms_norm_f64_tiny_rows, test_rms_norm_f64_huge_rows,
-                          test_rms_norm_bwd_extreme_rows, test_rms_norm_empty_rows_return,
-                          test_rms_norm_f64_ulps};
+  const TTest* tests[] = {test_rms_norm_f64_tiny_rows,     test_rms_norm_f64_huge_rows,
+                          test_rms_norm_bwd_extreme_rows,  test_rms_norm_bwd_f64_products_underflow,
+                          test_rms_norm_empty_rows_return, test_rms_norm_f64_ulps};
   return pf_test_kmath_tcase(name, tests, (int)(sizeof tests / sizeof tests[0]), setup);
 }
