@@ -258,13 +258,19 @@ static inline PF__K_HD void pf__k_kepler_solve(double m, double e, double* sin_e
     *cos_e = NAN;
     return;
   }
+  /* e = 0: E = M, whose sin and cos the C library gives to an ulp at any M. Through the
+   * reduction (atan2(sin M, cos M) beyond PF__K_REDUCE_CW_MAX, an ulp of pi off) sin E near
+   * E = pi was thousands of ulps off (review). */
+  if (e == 0.0) {
+    *sin_e = sin(m);
+    *cos_e = cos(m);
+    return;
+  }
   double r = pf__k_reduce_two_pi(m);
   double a = fabs(r);
   /* E(-m) = -E(m): solve for |r| and give sin E the sign of r. 1 - e is exact for e >= 0.5 and
    * within 2^-54 below, so a tiny root is within 1.5 ulp. */
-  double e_anom = (e == 0.0 || a == 0.0)    ? a
-                  : a < PF__K_KEPLER_TINY_M ? a / (1.0 - e)
-                                            : pf__k_kepler_root(a, e);
+  double e_anom = a == 0.0 ? a : a < PF__K_KEPLER_TINY_M ? a / (1.0 - e) : pf__k_kepler_root(a, e);
   *sin_e = copysign(1.0, r) * sin(e_anom);
   *cos_e = cos(e_anom);
 }

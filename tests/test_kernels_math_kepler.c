@@ -220,6 +220,37 @@ START_TEST(test_kepler_circular_sin_cos) {
 }
 END_TEST
 
+/* The same beyond the vector lanes' range (|M| >= 2^31, the scalar solver): e = 0 gives sin M
+ * and cos M within an ulp of the C library's. M went through atan2(sin M, cos M) and back, an
+ * error of an ulp of pi in E: where E is near pi, sin E was thousands of ulps off (M =
+ * -0x1.134ab75be23acp+65: 12132; review). Points near multiples of pi included (k pi rounded). */
+START_TEST(test_kepler_circular_beyond_vector_range) {
+  enum { N = 4000 };
+  double* m = xmalloc(N * sizeof(double));
+  double* e = xmalloc(N * sizeof(double));
+  double* s = xmalloc(N * sizeof(double));
+  double* c = xmalloc(N * sizeof(double));
+  for (int i = 0; i < N; ++i) {
+    double mag = i % 2 == 0 ? ldexp(pf_test_rand_uniform(1, 2), 31 + (i / 2) % 60)
+                            : nearbyint(ldexp(pf_test_rand_uniform(1, 2), 31 + (i / 2) % 20)) *
+                                  3.141592653589793;
+    m[i] = i % 4 < 2 ? mag : -mag;
+    e[i] = 0.0;
+  }
+  m[0] = -0x1.134ab75be23acp+65; /* the review's case */
+  pf__k_kepler_f64(m, e, s, c, N);
+  for (int i = 0; i < N; ++i) {
+    if (!within_ulp(s[i], sin(m[i])) || !within_ulp(c[i], cos(m[i]))) {
+      ck_abort_msg("M=%a: (%a, %a), C library (%a, %a)", m[i], s[i], c[i], sin(m[i]), cos(m[i]));
+    }
+  }
+  free(m);
+  free(e);
+  free(s);
+  free(c);
+}
+END_TEST
+
 START_TEST(test_kepler_special_values) {
   double m[] = {0.0, -0.0, 1.0, -2.5, 3.141592653589793, -3.141592653589793, 1e-310,
                 0.5, 0.5,  0.5, 0.5,  INFINITY,          -INFINITY,          NAN};
@@ -541,9 +572,10 @@ END_TEST
 /* ---- test case ---- */
 
 TCase* pf_test_kmath_kepler_tcase(const char* name, SFun setup) {
-  const TTest* kepler[] = {
-      test_kepler_grid_f64,           test_kepler_grid_f32,          test_kepler_near_parabolic,
-      test_kepler_large_mean_anomaly, test_kepler_special_values,    test_kepler_random_reference,
-      test_kepler_circular_sin_cos,   test_kepler_tiny_eccentricity, test_kepler_tiny_mean_anomaly};
+  const TTest* kepler[] = {test_kepler_grid_f64,          test_kepler_grid_f32,
+                           test_kepler_near_parabolic,    test_kepler_large_mean_anomaly,
+                           test_kepler_special_values,    test_kepler_random_reference,
+                           test_kepler_circular_sin_cos,  test_kepler_tiny_eccentricity,
+                           test_kepler_tiny_mean_anomaly, test_kepler_circular_beyond_vector_range};
   return pf_test_kmath_tcase(name, kepler, (int)(sizeof kepler / sizeof kepler[0]), setup);
 }
