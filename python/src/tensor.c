@@ -350,8 +350,10 @@ static int tensor_from_dlpack_obj(PyObject* o, DLDevice dev, pf_object_t** out) 
   int rc = -1;
   if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
     pf_dl_managed_tensor_versioned_t* p = PyCapsule_GetPointer(cap, "dltensor_versioned");
-    if (read_only)
-      p->flags |= PF_DLPACK_FLAG_READ_ONLY; /* consumed here: the flags tell only us */
+    /* consumed here: the flags tell only us; another major version's layout is unknown (only
+     * its deleter may be used): the import refuses it, untouched (it was written: review) */
+    if (read_only && p->version.major == PF_DLPACK_VERSIONED_MAJOR)
+      p->flags |= PF_DLPACK_FLAG_READ_ONLY;
     if (pf_tensor_from_dlpack_versioned(p, out) == 0)
       rc = PyCapsule_SetName(cap, "used_dltensor_versioned");
     else

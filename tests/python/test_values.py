@@ -304,6 +304,45 @@ def test_jax_array_capsules_are_read_only_whatever_their_form():
     assert not packfn.from_dlpack(_capsule_producer(a.__dlpack__())).read_only
 
 
+def test_jax_array_capsule_of_another_major_version_is_not_written():
+    """A versioned capsule of a major version other than 1 has a layout packfn does not know
+    (DLPack: only its deleter may be used): a jax.Array's one had the read-only bit or-ed into
+    the 8 bytes at offset 24, flags in 1.x, before the import refused the version (found by
+    review). It is refused untouched, and its own destructor calls the deleter once."""
+    jax = pytest.importorskip("jax")
+    import gc
+    import sys
+
+    a = np.arange(3.0)
+    seen = {}
+
+    class Fake(jax.Array):
+        def __init__(self):
+            pass
+
+        def __dlpack__(self, stream=None, max_version=None):
+            cap = a.__dlpack__(max_version=(1, 0))
+            get = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+                ("PyCapsule_GetPointer", ctypes.pythonapi))
+            p = get(cap, b"dltensor_versioned")
+            ctypes.c_uint32.from_address(p).value = 2  # version.major
+            seen["p"] = p
+            seen["word"] = ctypes.c_uint64.from_address(p + 24).value
+            seen["cap"] = cap  # kept, so its memory can be read after the refusal
+            return cap
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    base = sys.getrefcount(a)
+    with pytest.raises(ValueError, match="expected DLPack major version 1, got 2.0"):
+        packfn.Tensor(Fake())
+    assert ctypes.c_uint64.from_address(seen["p"] + 24).value == seen["word"]
+    del seen["cap"]
+    gc.collect()
+    assert sys.getrefcount(a) == base  # the producer's deleter ran, once
+
+
 def test_callback_from_partial_and_list_changed_while_converted():
     import functools
 
