@@ -658,8 +658,19 @@ static PyObject* tensor_dlpack(PyObject* self, PyObject* args, PyObject* kw) {
                                             : Py_TYPE(dl_device)->tp_name);
       return NULL;
     }
-    if (!PyArg_ParseTuple(dl_device, "ii", &type, &id))
+    if (!PyArg_ParseTuple(dl_device, "ii", &type, &id)) {
+      /* items that are no ints raised PyArg_ParseTuple's bare TypeError, which named neither
+       * __dlpack__ nor dl_device (review); an int out of range keeps its OverflowError */
+      if (!PyErr_ExceptionMatches(PyExc_TypeError))
+        return NULL;
+      PyErr_Clear();
+      PyErr_Format(PyExc_TypeError,
+                   "packfn.Tensor.__dlpack__: dl_device: expected a tuple (device_type, "
+                   "device_id) of two ints, got %s and %s",
+                   Py_TYPE(PyTuple_GET_ITEM(dl_device, 0))->tp_name,
+                   Py_TYPE(PyTuple_GET_ITEM(dl_device, 1))->tp_name);
       return NULL;
+    }
     target = (DLDevice){(DLDeviceType)type, id};
     if (!want_copy && (type != (int)own.device_type || id != (int)own.device_id)) {
       PyErr_SetString(PyExc_BufferError, "packfn.Tensor.__dlpack__: cannot export to another "

@@ -420,6 +420,20 @@ def test_dlpack_dl_device_not_a_tuple():
         t.__dlpack__(dl_device=(2, 0))
 
 
+@pytest.mark.parametrize("device, got", [((1.0, 0), "float and int"), ((1, "0"), "int and str"),
+                                         ((None, 0), "NoneType and int")])
+def test_dlpack_dl_device_items_not_ints(device, got):
+    """A dl_device pair that is not two ints raised PyArg_ParseTuple's bare "'float' object
+    cannot be interpreted as an integer", naming neither __dlpack__ nor dl_device (found by
+    review, as __dlpack_device__'s was before); an int out of range keeps its OverflowError."""
+    t = packfn.Tensor(np.zeros(3, np.float32))
+    with pytest.raises(TypeError, match=r"^packfn.Tensor.__dlpack__: dl_device: expected a tuple "
+                                        rf"\(device_type, device_id\) of two ints, got {got}$"):
+        t.__dlpack__(dl_device=device)
+    with pytest.raises(OverflowError):
+        t.__dlpack__(dl_device=(1, 2**40))
+
+
 def _capsule_producer(cap, device=(1, 0)):
     """An object whose __dlpack__ returns `cap`, a capsule already made, for np.from_dlpack."""
 
