@@ -680,13 +680,24 @@ static PyObject* tensor_dlpack(PyObject* self, PyObject* args, PyObject* kw) {
   }
   long major = 0;
   if (max_version != Py_None) {
+    /* both refusals named no function, the second not max_version either (review); a major
+     * too large for a long keeps its OverflowError */
+    static const char expected[] =
+        "packfn.Tensor.__dlpack__: max_version: expected a tuple (major, minor) of ints, got";
     if (!PyTuple_Check(max_version) || PyTuple_GET_SIZE(max_version) < 1) {
-      PyErr_SetString(PyExc_TypeError, "max_version must be a tuple (major, minor)");
+      PyErr_Format(PyExc_TypeError, "%s %s", expected,
+                   PyTuple_Check(max_version) ? "an empty tuple" : Py_TYPE(max_version)->tp_name);
       return NULL;
     }
-    major = PyLong_AsLong(PyTuple_GET_ITEM(max_version, 0));
-    if (major == -1 && PyErr_Occurred())
+    PyObject* item = PyTuple_GET_ITEM(max_version, 0);
+    major = PyLong_AsLong(item);
+    if (major == -1 && PyErr_Occurred()) {
+      if (!PyErr_ExceptionMatches(PyExc_TypeError))
+        return NULL;
+      PyErr_Clear();
+      PyErr_Format(PyExc_TypeError, "%s a major of type %s", expected, Py_TYPE(item)->tp_name);
       return NULL;
+    }
   }
   if (want_copy) {
     pf_object_t* c;

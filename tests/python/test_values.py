@@ -434,6 +434,23 @@ def test_dlpack_dl_device_items_not_ints(device, got):
         t.__dlpack__(dl_device=(1, 2**40))
 
 
+@pytest.mark.parametrize("version, got", [([1, 0], "got list"), ((), "got an empty tuple"),
+                                          (1, "got int"), ((1.0, 0), "got a major of type float"),
+                                          (("1", 0), "got a major of type str")])
+def test_dlpack_max_version_not_a_pair_of_ints(version, got):
+    """A max_version that is no tuple raised "max_version must be a tuple (major, minor)", which
+    named no function, and one whose major is no int the bare "'float' object cannot be
+    interpreted as an integer", which named neither __dlpack__ nor max_version (found by
+    review). A major too large for a C long keeps its OverflowError."""
+    t = packfn.Tensor(np.zeros(3, np.float32))
+    with pytest.raises(TypeError, match=r"^packfn.Tensor.__dlpack__: max_version: expected a "
+                                        rf"tuple \(major, minor\) of ints, {got}$"):
+        t.__dlpack__(max_version=version)
+    with pytest.raises(OverflowError):
+        t.__dlpack__(max_version=(2**70, 0))
+    assert type(t.__dlpack__(max_version=(1,))).__name__ == "PyCapsule"  # minor optional
+
+
 def _capsule_producer(cap, device=(1, 0)):
     """An object whose __dlpack__ returns `cap`, a capsule already made, for np.from_dlpack."""
 
