@@ -78,11 +78,18 @@ int sm_count() {
   return count;
 }
 
-/* Launches kernel on stream and reports whether the launch was accepted. */
+/* Launches kernel on stream and reports whether the launch was accepted: cudaLaunchKernel's own
+ * status. A <<<>>> launch followed by cudaGetLastError reported any error the thread's runtime
+ * still held from an earlier call that nobody checked (a host's failed cudaMalloc): a call whose
+ * kernel was queued and ran failed with that error as its own (review). The host's error is left
+ * to it. The arguments are converted to the kernel's parameter types, as <<<>>> converts them. */
 template <typename... Params, typename... Args>
 int launch(void (*kernel)(Params...), dim3 grid, void* stream, Args... args) {
-  kernel<<<grid, kBlock, 0, static_cast<cudaStream_t>(stream)>>>(args...);
-  return static_cast<int>(cudaGetLastError());
+  return [&](Params... params) {
+    void* slots[] = {&params...};
+    return static_cast<int>(
+        cudaLaunchKernel(kernel, grid, dim3(kBlock), slots, 0, static_cast<cudaStream_t>(stream)));
+  }(args...);
 }
 
 __device__ int64_t first_index() {

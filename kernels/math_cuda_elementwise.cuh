@@ -279,13 +279,12 @@ int kepler_check(const T* ecc, int64_t count, int64_t* index, double* value, voi
   unsigned long long found = ~0ull;
   rc = cudaMemsetAsync(first, 0xff, sizeof *first, s);
   if (rc == cudaSuccess) {
-    if (aligned(ecc)) {
-      bad_eccentricity_packed_kernel<T>
-          <<<streaming_grid(count / Pack<T>::kSize + 1), kBlock, 0, s>>>(ecc, count, first);
-    } else {
-      bad_eccentricity_kernel<T><<<streaming_grid(count), kBlock, 0, s>>>(ecc, count, first);
-    }
-    rc = cudaGetLastError();
+    /* the launch's own status (launch): an error the host left unchecked is not the check's */
+    rc = static_cast<cudaError_t>(
+        aligned(ecc)
+            ? launch(bad_eccentricity_packed_kernel<T>, streaming_grid(count / Pack<T>::kSize + 1),
+                     stream, ecc, count, first)
+            : launch(bad_eccentricity_kernel<T>, streaming_grid(count), stream, ecc, count, first));
   }
   if (rc == cudaSuccess) {
     rc = cudaMemcpyAsync(&found, first, sizeof found, cudaMemcpyDeviceToHost, s);
