@@ -277,6 +277,14 @@ static void CUDART_CB hold_until_open(void* gate) {
   }
 }
 
+/* Opens the gate of hold_until_open 50 ms after it starts (a thread's body). */
+static void* open_after_50ms(void* gate) {
+  struct timespec t = {0, 50 * 1000000L};
+  nanosleep(&t, NULL);
+  atomic_store((atomic_int*)gate, 1);
+  return NULL;
+}
+
 /* pf_cuda_stream_wait orders a non-blocking stream, and then the per-thread default stream,
  * after another non-blocking stream held by a host function: an event recorded on the waiter
  * after the wait stays pending for as long as the producer is held (50 ms here), and completes
@@ -601,6 +609,58 @@ START_TEST(test_gpu_release_other_device) {
 }
 END_TEST
 
+/* A copy from cuda:1 to cuda:0 reads its source after the work queued so far on cuda:1's current
+ * stream: with that stream held by a host function and then writing the source (a memset of 7s),
+ * the copy gets the 7s. It ran on cuda:0's stream only, which no stream of cuda:1 orders, and
+ * copied the zeros there before (found by reading; needs two GPUs). */
+START_TEST(test_gpu_copy_between_devices_after_source_stream) {
+  int32_t n = gpus("test_gpu_copy_between_devices_after_source_stream");
+  if (n == 0)
+    return;
+  if (n < 2) {
+    printf("test_cuda: test_gpu_copy_between_devices_after_source_stream: skipped: needs 2 CUDA "
+           "devices, found %d\n",
+           (int)n);
+    return;
+  }
+  int64_t len = 1 << 20;
+  pf_object_t *src, *dst, *back;
+  ck_assert_int_eq(pf_tensor_empty(&len, 1, PF_DTYPE_UINT8, pf_device(PF_DEV_CUDA, 1), &src), 0);
+  void* data = pf_dltensor_data(pf_tensor_dltensor(src));
+  int32_t prev_dev;
+  ck_assert_int_eq(pf_cuda_device_enter(1, &prev_dev), 0);
+  ck_assert_int_eq(cudaMemset(data, 0, (size_t)len), cudaSuccess);
+  ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+  cudaStream_t s1;
+  ck_assert_int_eq(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking), cudaSuccess);
+  atomic_int gate;
+  atomic_init(&gate, 0);
+  ck_assert_int_eq(cudaLaunchHostFunc(s1, hold_until_open, &gate), cudaSuccess);
+  ck_assert_int_eq(cudaMemsetAsync(data, 7, (size_t)len, s1), cudaSuccess);
+  ck_assert_int_eq(pf_cuda_device_exit(prev_dev), 0);
+  void* prev_stream;
+  ck_assert_int_eq(pf_stream_set(pf_device(PF_DEV_CUDA, 1), s1, &prev_stream), 0);
+  /* the copy waits for s1: opened from another thread after 50 ms */
+  pthread_t opener;
+  ck_assert_int_eq(pthread_create(&opener, NULL, open_after_50ms, &gate), 0);
+  int rc = pf_tensor_to_device(src, pf_device(PF_DEV_CUDA, 0), &dst);
+  ck_assert_int_eq(pthread_join(opener, NULL), 0);
+  ck_assert_int_eq(pf_stream_set(pf_device(PF_DEV_CUDA, 1), prev_stream, NULL), 0);
+  ck_assert_msg(rc == 0, "copy: %s", pf_error_message(pf_error_peek()));
+  ck_assert_int_eq(pf_tensor_to_device(dst, PF_DEVICE_CPU, &back), 0);
+  const unsigned char* got = pf_dltensor_data(pf_tensor_dltensor(back));
+  for (int64_t i = 0; i < len; ++i)
+    ck_assert_msg(got[i] == 7, "byte %lld: %d, expected 7 (copied before the source was written)",
+                  (long long)i, (int)got[i]);
+  ck_assert_int_eq(cudaStreamSynchronize(s1), cudaSuccess);
+  ck_assert_int_eq(cudaStreamDestroy(s1), cudaSuccess);
+  pf_object_release(back);
+  pf_object_release(dst);
+  pf_object_release(src);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("cuda");
   TCase* tc = tcase_create("everywhere");
@@ -622,6 +682,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_gpu_release_on_fresh_thread);
   tcase_add_test(tc, test_gpu_tensor_from_ended_thread);
   tcase_add_test(tc, test_gpu_release_other_device);
+  tcase_add_test(tc, test_gpu_copy_between_devices_after_source_stream);
   suite_add_tcase(s, tc);
   return s;
 }

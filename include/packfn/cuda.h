@@ -21,7 +21,8 @@ extern "C" {
 
 /* Installs packfn's CUDA allocators for device types cuda (cudaMalloc), cuda_host
  * (cudaMallocHost, page-locked) and cuda_managed (cudaMallocManaged), each with a copy hook
- * (cudaMemcpyAsync on the device's current stream, then synchronised). Runs by itself when
+ * (cudaMemcpyAsync on the device's current stream, then synchronised; between two GPUs on the
+ * destination's, after the work queued on the source's current stream). Runs by itself when
  * libpackfn_cuda loads (which is never unloaded before process exit: it is linked -z nodelete,
  * as the tensors it allocated keep its free hook); call it again to restore them after
  * pf_allocator_set replaced them. Touches no GPU. Returns 0 (never fails). */

@@ -251,8 +251,42 @@ static void pf__cuda_free(void* ctx, DLDevice device, void* ptr) {
   pf__cuda_device_restore(prev, device.device_id);
 }
 
+/* Whether memory of this device type belongs to one CUDA device (cuda, cuda_managed), not to
+ * the host. */
+static int pf__cuda_is_device_memory(DLDevice d) {
+  int32_t t = (int32_t)d.device_type;
+  return t == PF_DEV_CUDA || t == PF_DEV_CUDA_MANAGED;
+}
+
+/* For a copy from src_device to another CUDA device, run on stream `s` of the destination (the
+ * current device): an event recorded on the source device's current stream, for `s` to wait
+ * for, so the copy reads src after the work queued there so far. A copy between two devices is
+ * ordered with neither device's other streams (as cudaMemcpyPeerAsync), so one reading a tensor
+ * a kernel on the source device was still writing copied stale bytes (review). Returns 0, or -1
+ * with the error raised; the current device is the destination's again either way. */
+static int pf__cuda_copy_after_source(DLDevice src_device, cudaStream_t s, const char* func) {
+  int32_t prev;
+  if (pf__cuda_enter(src_device.device_id, func, &prev) != 0)
+    return -1;
+  cudaEvent_t ev = NULL;
+  int rc = pf_cuda_check((int)cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), func,
+                         "cudaEventCreateWithFlags");
+  if (rc == 0)
+    rc = pf_cuda_check(
+        (int)cudaEventRecord(ev, (cudaStream_t)pf_cuda_stream_get(src_device.device_id)), func,
+        "cudaEventRecord");
+  /* back on the destination, which the caller entered */
+  pf__cuda_device_restore(prev, src_device.device_id);
+  if (rc == 0)
+    rc = pf_cuda_check((int)cudaStreamWaitEvent(s, ev, 0), func, "cudaStreamWaitEvent");
+  if (ev && cudaEventDestroy(ev) != cudaSuccess) /* freed by CUDA once the wait is done */
+    (void)cudaGetLastError();
+  return rc;
+}
+
 /* Copies with cudaMemcpyDefault (unified addressing tells the directions apart) on the current
- * stream of the CUDA device involved, then waits, so the copy is complete on return. */
+ * stream of the CUDA device involved (the destination's between two devices, after the work
+ * queued on the source's), then waits, so the copy is complete on return. */
 static int pf__cuda_copy(void* ctx, void* dst, DLDevice dst_device, const void* src,
                          DLDevice src_device, size_t nbytes) {
   (void)ctx;
@@ -264,8 +298,13 @@ static int pf__cuda_copy(void* ctx, void* dst, DLDevice dst_device, const void* 
   if (pf__cuda_enter(side.device_id, func, &prev) != 0)
     return -1;
   cudaStream_t s = (cudaStream_t)pf_cuda_stream_get(side.device_id);
-  int rc = pf_cuda_check((int)cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, s), func,
-                         "cudaMemcpyAsync");
+  int rc = 0;
+  if (pf__cuda_is_device_memory(dst_device) && pf__cuda_is_device_memory(src_device) &&
+      src_device.device_id != dst_device.device_id)
+    rc = pf__cuda_copy_after_source(src_device, s, func);
+  if (rc == 0)
+    rc = pf_cuda_check((int)cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, s), func,
+                       "cudaMemcpyAsync");
   if (rc == 0)
     rc = pf_cuda_check((int)cudaStreamSynchronize(s), func, "cudaStreamSynchronize");
   pf__cuda_device_restore(prev, side.device_id);
