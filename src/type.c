@@ -3,6 +3,7 @@
  * types mirrored on first sight. Raises nothing (errors name types through it); registration,
  * which raises, is in object.c. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -277,6 +278,29 @@ const char* pf_type_name(int32_t type_index) {
  * child slots, every index from TVM-FFI's counter up to packfn's last own one; its counter then
  * continues above them. When TVM-FFI's counter is already past PF__TYPE_OWN_BEGIN those indices may
  * be taken: the types then stay packfn's only (docs/object.md). */
+/* Joining, caller holds the lock: TVM-FFI registered the key of packfn's pre-join type `t`
+ * itself before the join (a library built for both runtimes), at another index. Objects carry
+ * packfn's index and packfn's code holds it, so TVM-FFI learns that index under an alias key,
+ * "<key>@packfn" (a number appended while that key is taken elsewhere), with packfn's parent:
+ * asked about such an object, or about a subtype registered under it (the join's own loop),
+ * it ended the process. packfn mirrors TVM-FFI's index of the key, which it named "unknown".
+ * Raises nothing; out of memory, the alias is left out. */
+static void pf__type_tvm_alias(const pf__tvm_t* tvm, const pf_type_info_t* t, int32_t theirs) {
+  size_t len = strlen(t->key), cap = len + 32;
+  char* key = malloc(cap);
+  for (int n = 0; key && n < 16; ++n) {
+    int w =
+        n ? snprintf(key, cap, "%s@packfn.%d", t->key, n) : snprintf(key, cap, "%s@packfn", t->key);
+    pf_byte_array_t alias = {key, (size_t)w};
+    if (tvm->type_get_or_alloc_index(&alias, t->type_index, t->depth, 0, 1, t->parent_index) ==
+        t->type_index)
+      break;
+  }
+  free(key);
+  if (theirs >= PF_TYPE_STATIC_OBJECT_BEGIN && theirs < PF__MAX_TYPES)
+    (void)pf__type_mirror(tvm->get_type_info(theirs)); /* a handed-out index: safe to ask */
+}
+
 static void pf__type_tvm_joined(const pf__tvm_t* tvm) {
   static const pf_byte_array_t block = {"packfn.TypesBeforeJoin", 22};
   pthread_mutex_lock(&pf__types_lock);
@@ -294,7 +318,10 @@ static void pf__type_tvm_joined(const pf__tvm_t* tvm) {
       if (t->type_index < PF__TYPE_OWN_BEGIN)
         continue;
       pf_byte_array_t key = {t->key, strlen(t->key)};
-      (void)tvm->type_get_or_alloc_index(&key, t->type_index, t->depth, 0, 1, t->parent_index);
+      int32_t got =
+          tvm->type_get_or_alloc_index(&key, t->type_index, t->depth, 0, 1, t->parent_index);
+      if (got != t->type_index) /* the key is TVM-FFI's already, at index `got` */
+        pf__type_tvm_alias(tvm, t, got);
     }
   }
   pthread_mutex_unlock(&pf__types_lock);

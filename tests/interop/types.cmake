@@ -25,3 +25,11 @@ add_test(NAME interop_types_reload
          COMMAND interop_types_reload $<TARGET_FILE:pf_regress_static_packfn>)
 set_tests_properties(interop_types_reload PROPERTIES LABELS "interop"
                      ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1")
+
+# a type key registered by packfn and by TVM-FFI before they join: each registry knows the
+# other's index for it (TVM-FFI ended the process for an object of packfn's)
+add_executable(interop_types_twice types_twice.c)
+target_link_libraries(interop_types_twice PRIVATE packfn ${CMAKE_DL_LIBS})
+target_compile_definitions(interop_types_twice PRIVATE TVMFFI_LIBRARY_PATH="${TVMFFI_LIBRARY}")
+add_test(NAME interop_types_twice COMMAND ${PF_TEST_WRAPPER} $<TARGET_FILE:interop_types_twice>)
+set_tests_properties(interop_types_twice PROPERTIES LABELS "memcheck;interop")
