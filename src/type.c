@@ -272,12 +272,6 @@ const char* pf_type_name(int32_t type_index) {
  * thread still running then (a detached one, a Python daemon thread) read freed entries (found by
  * review). Leak checkers count them as still reachable. */
 
-/* Joining TVM-FFI (tvm.c): the types packfn registered before (indices from
- * PF__TYPE_OWN_BEGIN) enter TVM-FFI's registry at the same indices. TVM-FFI takes a fixed
- * index only inside its table, so a reserving type (packfn.TypesBeforeJoin) first claims, as its
- * child slots, every index from TVM-FFI's counter up to packfn's last own one; its counter then
- * continues above them. When TVM-FFI's counter is already past PF__TYPE_OWN_BEGIN those indices may
- * be taken: the types then stay packfn's only (docs/object.md). */
 /* Joining, caller holds the lock: TVM-FFI registered the key of packfn's pre-join type `t`
  * itself before the join (a library built for both runtimes), at another index. Objects carry
  * packfn's index and packfn's code holds it, so TVM-FFI learns that index under an alias key,
@@ -301,6 +295,12 @@ static void pf__type_tvm_alias(const pf__tvm_t* tvm, const pf_type_info_t* t, in
     (void)pf__type_mirror(tvm->get_type_info(theirs)); /* a handed-out index: safe to ask */
 }
 
+/* Joining TVM-FFI (tvm.c): the types packfn registered before (indices from
+ * PF__TYPE_OWN_BEGIN) enter TVM-FFI's registry at the same indices. TVM-FFI takes a fixed
+ * index only inside its table, so a reserving type (packfn.TypesBeforeJoin) first claims, as its
+ * child slots, every index from TVM-FFI's counter up to packfn's last own one; its counter then
+ * continues above them. When TVM-FFI's counter is already past PF__TYPE_OWN_BEGIN those indices may
+ * be taken: the types then stay packfn's only (docs/object.md). */
 static void pf__type_tvm_joined(const pf__tvm_t* tvm) {
   static const pf_byte_array_t block = {"packfn.TypesBeforeJoin", 22};
   pthread_mutex_lock(&pf__types_lock);
