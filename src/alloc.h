@@ -63,6 +63,10 @@ typedef struct {
   /* 1: slabs on and the thread-exit flush registered; 0: not yet decided; -1: off */
   int state;
   pf__bump_t bump[PF__BUMP_CLASSES]; /* taken from once the list is empty */
+  /* Not the allocator's: device.c's flag that this thread's current streams left TVM-FFI's
+   * table (pf__env_retire), kept in this struct's tail padding so that the thread-local block
+   * does not grow (a byte of its own took 8 more: docs/object.md, "Thread-local storage") */
+  unsigned char streams_retired;
 } pf__cache_t;
 
 extern PF__TLS pf__cache_t pf__cache;

@@ -14,6 +14,7 @@
 #include "common.h"
 #include "alloc.h"
 #include "device_private.h"
+#include "tvm_private.h"
 
 /* ---- the CPU allocator ---- */
 
@@ -270,6 +271,7 @@ typedef struct {
  * deleting when a library holding packfn statically is unloaded. */
 typedef struct {
   int32_t count;
+  int32_t env; /* joined with TVM-FFI: pf__env_state */
   pf__stream_slot_t slot[PF_STREAM_MAX_DEVICES];
 } pf__streams_t;
 
@@ -306,15 +308,144 @@ static int32_t pf__stream_find(const pf__streams_t* t, DLDevice device) {
   return -1;
 }
 
+/* This thread's table, allocated (and made its key's value) when it has none: 0, or -1 with
+ * MemoryError or RuntimeError raised as `func` (raising nothing when `quiet`). */
+static int pf__streams_make(pf__streams_t** out, const char* func, int quiet) {
+  pf__streams_t* t = calloc(1, sizeof *t);
+  if (!t)
+    return quiet ? -1 : pf__raise_oom(func, sizeof *t);
+  if (!pf__streams_key_ok || pthread_setspecific(pf__streams_key, t) != 0) {
+    free(t);
+    if (!quiet)
+      PF_ERROR_SET(PF_ERR_RUNTIME,
+                   "%s: cannot keep a current stream for this thread (no thread key)", func);
+    return -1;
+  }
+  *out = t;
+  return 0;
+}
+
+/* ---- joined with TVM-FFI: its environment's streams are the current streams ----
+ * Once packfn has joined a TVM-FFI that has TVMFFIEnvSetStream / TVMFFIEnvGetStream (its
+ * per-thread current stream of each device, which hosts such as its PyTorch integration set
+ * around a call), pf_stream_get and pf_stream_set read and write those, so that a stream made
+ * current on either side is the other's too. Streams this thread made current before the join
+ * move there at its first stream call after it. Devices TVM-FFI's table cannot index (a negative
+ * type or index, or beyond PF__ENV_MAX_*) stay in packfn's table.
+ *
+ * TVM-FFI's table is a C++ thread_local, which glibc destroys before the thread's pthread key
+ * destructors run (and, in the thread calling exit(), before atexit handlers). As the error layer
+ * does for its slot (error.c), the first stream call of a thread after the join registers a
+ * thread_local destructor of packfn's (__cxa_thread_atexit_impl, after TVM-FFI's table exists,
+ * so it runs first): it retires the thread from TVM-FFI's table, and later calls of that thread
+ * see packfn's empty one, every device on its default stream, as the header promises for a
+ * thread's teardown. Without __cxa_thread_atexit_impl (not glibc) streams are not shared. */
+extern int __cxa_thread_atexit_impl(void (*dtor)(void*), void* obj, void* dso_symbol)
+    __attribute__((weak));
+extern void* __dso_handle __attribute__((visibility("hidden")));
+
+enum { PF__ENV_UNUSED, PF__ENV_USED, PF__ENV_RETIRED }; /* pf__streams_t.env */
+
+/* pf__cache.streams_retired (alloc.h): 1 once this thread's retiring destructor has run. Its
+ * table may be freed since (the key's destructor, free, may run before other keys' destructors
+ * that still call in), and TVM-FFI's table is gone: such calls must not reach either. */
+#define pf__env_gone     (pf__cache.streams_retired)
+#define PF__ENV_MAX_TYPE 64
+#define PF__ENV_MAX_ID   1024
+
+static void pf__env_retire(void* table) {
+  pf__streams_t* t = table;
+  t->env = PF__ENV_RETIRED;
+  t->count = 0;
+  pf__env_gone = 1;
+}
+
+/* Moves the streams this thread made current before the join into TVM-FFI's table (those it
+ * refuses stay, found by pf__stream_find as before). */
+static void pf__env_migrate(const pf__tvm_t* tvm, pf__streams_t* t) {
+  for (int32_t i = t->count; i-- > 0;) {
+    DLDevice d = t->slot[i].device;
+    if (d.device_type < 0 || d.device_type >= PF__ENV_MAX_TYPE || d.device_id < 0 ||
+        d.device_id >= PF__ENV_MAX_ID)
+      continue;
+    if (tvm->env_set_stream((int32_t)d.device_type, d.device_id, t->slot[i].stream, NULL) != 0) {
+      pf__tvm_discard(tvm);
+      continue;
+    }
+    t->slot[i] = t->slot[--t->count];
+  }
+}
+
+/* TVM-FFI, when this thread's current stream of `device` is in its table (joined, the entry
+ * points there, the device one it can index, the thread not retired), with this thread's table
+ * in *t (allocated, its retiring destructor registered, its earlier streams moved, on the first
+ * such call); else NULL. On a failure to allocate or register: NULL with nothing raised, or,
+ * unless `quiet`, -1 in *failed with the error raised. */
+static const pf__tvm_t* pf__env_for(DLDevice device, pf__streams_t** t, int quiet, const char* func,
+                                    int* failed) {
+  *failed = 0;
+  if (device.device_type < 0 || device.device_type >= PF__ENV_MAX_TYPE || device.device_id < 0 ||
+      device.device_id >= PF__ENV_MAX_ID)
+    return NULL;
+  const pf__tvm_t* tvm = pf__tvm_first_use();
+  if (!tvm || !tvm->env_get_stream || !__cxa_thread_atexit_impl || pf__env_gone)
+    return NULL;
+  if (*t && (*t)->env == PF__ENV_USED)
+    return tvm;
+  if (*t && (*t)->env == PF__ENV_RETIRED)
+    return NULL;
+  if (!*t && pf__streams_make(t, func, quiet) != 0) {
+    *failed = !quiet;
+    return NULL;
+  }
+  (void)tvm->env_get_stream(0, 0); /* TVM-FFI's thread_local exists before ours is registered */
+  if (__cxa_thread_atexit_impl(pf__env_retire, *t, &__dso_handle) != 0) {
+    if (!quiet) {
+      PF_ERROR_SET(PF_ERR_MEMORY, "%s: cannot register this thread's stream teardown", func);
+      *failed = 1;
+    }
+    return NULL;
+  }
+  (*t)->env = PF__ENV_USED;
+  pf__env_migrate(tvm, *t);
+  return tvm;
+}
+
 void* pf_stream_get(DLDevice device) {
-  const pf__streams_t* t = pf__streams_of_thread();
-  int32_t i = pf__stream_find(t, device);
-  return i >= 0 ? t->slot[i].stream : NULL;
+  pf__streams_t* t = pf__streams_of_thread();
+  int failed;
+  const pf__tvm_t* tvm = pf__env_for(device, &t, 1, "pf_stream_get", &failed);
+  int32_t i = pf__stream_find(t, device); /* with TVM-FFI: one the migration could not move */
+  if (i >= 0)
+    return t->slot[i].stream;
+  return tvm ? tvm->env_get_stream((int32_t)device.device_type, device.device_id) : NULL;
 }
 
 int pf_stream_set(DLDevice device, void* stream, void** prev) {
+  static const char func[] = "pf_stream_set";
   pf__streams_t* t = pf__streams_of_thread();
+  int failed;
+  const pf__tvm_t* tvm = pf__env_for(device, &t, 0, func, &failed);
+  if (failed) {
+    if (prev)
+      *prev = NULL;
+    return -1;
+  }
   int32_t i = pf__stream_find(t, device);
+  if (tvm) {
+    void* old = i >= 0 ? t->slot[i].stream
+                       : tvm->env_get_stream((int32_t)device.device_type, device.device_id);
+    if (tvm->env_set_stream((int32_t)device.device_type, device.device_id, stream, NULL) != 0) {
+      if (prev)
+        *prev = NULL;
+      return pf__tvm_failed(tvm, func, "TVMFFIEnvSetStream");
+    }
+    if (i >= 0) /* the one left from before the join: TVM-FFI's table has it now */
+      t->slot[i] = t->slot[--t->count];
+    if (prev)
+      *prev = old;
+    return 0;
+  }
   if (prev)
     *prev = i >= 0 ? t->slot[i].stream : NULL;
   if (i >= 0) {
@@ -326,16 +457,10 @@ int pf_stream_set(DLDevice device, void* stream, void** prev) {
   }
   if (!stream)
     return 0;
-  if (!t) {
-    t = calloc(1, sizeof *t);
-    if (!t)
-      return pf__raise_oom("pf_stream_set", sizeof *t);
-    if (!pf__streams_key_ok || pthread_setspecific(pf__streams_key, t) != 0) {
-      free(t);
-      PF_ERROR_SET(PF_ERR_RUNTIME,
-                   "pf_stream_set: cannot keep a current stream for this thread (no thread key)");
-      return -1;
-    }
+  if (!t && pf__streams_make(&t, func, 0) != 0) {
+    if (prev)
+      *prev = NULL;
+    return -1;
   }
   if (t->count == PF_STREAM_MAX_DEVICES) {
     char dev[PF_DEVICE_STR_MAX];

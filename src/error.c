@@ -374,6 +374,19 @@ pf__adopt_cause(pf_object_t* err, pf_object_t* pending, int fresh, int any_runti
   }
 }
 
+/* tvm_private.h: a failed call into TVM-FFI's raised error, into packfn's slot */
+int pf__tvm_failed(const pf__tvm_t* tvm, const char* func, const char* what) {
+  void* err = NULL;
+  tvm->error_move_from_raised(&err);
+  if (err) {
+    (void)pf_error_raise(err);
+    pf_object_release(err);
+  } else {
+    PF_ERROR_SET(PF_ERR_RUNTIME, "%s: TVM-FFI's %s failed", func, what);
+  }
+  return -1;
+}
+
 /* ---- the end of TVM-FFI's slot in a thread ----
  * Once joined, the raised slot is TVM-FFI's, a C++ thread_local. glibc destroys C++
  * thread_locals before a thread's pthread key destructors run, and, in the thread that calls

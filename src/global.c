@@ -276,20 +276,6 @@ void pf__global_fork_child(void) {
   pf__global_fork_unlock();
 }
 
-/* After a failed call into TVM-FFI: moves the error it raised into packfn's slot (the same slot
- * once errors are joined) and returns -1. */
-__attribute__((cold)) int pf__tvm_failed(const pf__tvm_t* tvm, const char* func) {
-  void* err = NULL;
-  tvm->error_move_from_raised(&err);
-  if (err) {
-    (void)pf_error_raise(err);
-    pf_object_release(err);
-  } else {
-    PF_ERROR_SET(PF_ERR_RUNTIME, "%s: TVM-FFI's global table failed", func);
-  }
-  return -1;
-}
-
 /* ---- lookups ---- */
 
 static __attribute__((noinline, cold)) int pf__lookup_invalid(const char* func, pf_object_t** out) {
@@ -333,7 +319,7 @@ static __attribute__((noinline, cold)) int pf__global_miss(const char* name, siz
   pthread_mutex_lock(&pf__tvm_table);
   int rc = pf__tvm_get(tvm, name, len, out);
   pthread_mutex_unlock(&pf__tvm_table);
-  return rc == 0 ? 0 : pf__tvm_failed(tvm, "pf_global_get");
+  return rc == 0 ? 0 : pf__tvm_failed(tvm, "pf_global_get", "global table");
 }
 
 /* The general lookup: any length, registers the thread on its first lookup, and marks with an

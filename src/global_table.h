@@ -104,7 +104,4 @@ void pf__keep(pf_object_t* fn);
 /* Keeps an unpublished table and its removed names for the life of the process. */
 void pf__keep_table(pf__cell_t* t);
 
-/* After a failed call into TVM-FFI: its error raised in packfn's slot; returns -1. */
-__attribute__((cold)) int pf__tvm_failed(const pf__tvm_t* tvm, const char* func);
-
 #endif /* PACKFN_SRC_GLOBAL_TABLE_H_ */

@@ -256,7 +256,7 @@ int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
   pf_object_release(theirs); /* the replaced TVM-FFI entry dies here, outside the lock */
   pf_object_release(old);
   pf_object_release(undone);
-  return rc == -2 ? pf__tvm_failed(tvm, "pf_global_set") : rc;
+  return rc == -2 ? pf__tvm_failed(tvm, "pf_global_set", "global table") : rc;
 }
 
 /* Removes the function named (name, len, h) when `expect` is NULL or it is `expect`; the name
@@ -296,7 +296,7 @@ int pf_global_remove(const char* name) {
   pf_object_release(held);
   pf_object_release(fn);
   if (theirs < 0)
-    return pf__tvm_failed(tvm, "pf_global_remove");
+    return pf__tvm_failed(tvm, "pf_global_remove", "global table");
   if (!fn && !theirs) {
     PF_ERROR_SET(PF_ERR_KEY, "pf_global_remove: no global function is named '%s'", name);
     return -1;

@@ -51,6 +51,11 @@ static int pf__tvm_resolve(void* lib, pf__tvm_t* t) {
   *(void**)&t->function_set_global = dlsym(lib, "TVMFFIFunctionSetGlobal");
   *(void**)&t->function_call = dlsym(lib, "TVMFFIFunctionCall");
   *(void**)&t->get_type_info = dlsym(lib, "TVMFFIGetTypeInfo");
+  /* optional: without them each runtime keeps its own current streams */
+  *(void**)&t->env_set_stream = dlsym(lib, "TVMFFIEnvSetStream");
+  *(void**)&t->env_get_stream = dlsym(lib, "TVMFFIEnvGetStream");
+  if (!t->env_set_stream || !t->env_get_stream)
+    t->env_set_stream = NULL, t->env_get_stream = NULL;
   t->library = lib;
   return t->error_move_from_raised && t->error_set_raised && t->type_get_or_alloc_index &&
          t->type_key_to_index && t->function_get_global && t->function_set_global &&

@@ -26,6 +26,10 @@ typedef struct {
   /* types (type.c, object.c): TVMFFIGetTypeInfo; the result is a TVMFFITypeInfo. Only for an
    * index TVM-FFI handed out: it ends the process for one it does not know. */
   const struct pf__tvm_type_info_s* (*get_type_info)(int32_t type_index);
+  /* streams (device.c): c_env_api.h's TVMFFIEnvSetStream and TVMFFIEnvGetStream, each thread's
+   * current stream per device; NULL (both) when the library lacks either */
+  int (*env_set_stream)(int32_t device_type, int32_t device_id, void* stream, void** prev);
+  void* (*env_get_stream)(int32_t device_type, int32_t device_id);
 } pf__tvm_t;
 
 /* c_api.h's TVMFFITypeInfo, the fields packfn reads (the rest follows in TVM-FFI's). */
@@ -57,6 +61,10 @@ static inline const pf__tvm_t* pf__tvm_first_use(void) {
 /* Held around every call into TVM-FFI's function table, which takes no lock of its own
  * (global.c). Lock order: the join, pf__types_lock, pf__tvm_table, the table's writers. */
 extern __attribute__((visibility("hidden"))) pthread_mutex_t pf__tvm_table;
+
+/* After a failed call into TVM-FFI (its `what`, for the message when it raised nothing): moves
+ * the error it raised into packfn's slot (the same slot once errors are joined); returns -1. */
+__attribute__((cold)) int pf__tvm_failed(const pf__tvm_t* tvm, const char* func, const char* what);
 
 /* Drops the error a failed call into TVM-FFI raised (where packfn must not raise). */
 static inline void pf__tvm_discard(const pf__tvm_t* tvm) {

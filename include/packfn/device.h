@@ -172,7 +172,14 @@ PF_API int pf_allocator_get(int32_t device_type, pf_allocator_t* out);
 /* The stream the calling thread has made current for `device` (a cudaStream_t for CUDA), or
  * NULL for the device's default stream. Kernels launch on it. Never raises. In the thread-exit
  * destructors that run after packfn's (the thread's stream table is freed by one), every
- * device reads as its default stream again. */
+ * device reads as its default stream again.
+ * Joined with TVM-FFI (interop.h) whose library has TVMFFIEnvSetStream and TVMFFIEnvGetStream,
+ * the thread's current streams are TVM-FFI's environment streams, one table for both runtimes
+ * (device types 0..63, indices 0..1023; other devices stay packfn's alone): a stream a host
+ * made current through TVM-FFI is the one packfn's kernels launch on, and the other way round.
+ * Streams the thread made current before the join move there at its first stream call after
+ * it. Once C++ thread_locals are destroyed in the thread's exit (TVM-FFI's table is one), the
+ * thread's streams are packfn's own again, all default. */
 PF_API void* pf_stream_get(DLDevice device);
 
 /* Makes `stream` current for `device` in the calling thread (NULL returns to the default
@@ -181,7 +188,11 @@ PF_API void* pf_stream_get(DLDevice device);
  * pthread key, freed at thread exit); later calls allocate nothing. Returns 0, or -1 with
  * RuntimeError when the thread already holds PF_STREAM_MAX_DEVICES non-default streams for
  * other devices or when no thread key could be had for the table ("no thread key": the process
- * ran out of pthread keys), or MemoryError when the table finds no memory; *prev is then NULL. */
+ * ran out of pthread keys), or MemoryError when the table finds no memory; *prev is then NULL.
+ * Joined with TVM-FFI (see pf_stream_get) the stream is set in TVM-FFI's table, which has no
+ * PF_STREAM_MAX_DEVICES limit; the first stream call of a thread after the join allocates the
+ * thread's table and registers its exit hook there (MemoryError when either fails), and an
+ * error TVMFFIEnvSetStream raises (out of memory) comes back raised as it is. */
 PF_API int pf_stream_set(DLDevice device, void* stream, void** prev);
 
 /* Devices per thread that may hold a non-default current stream at once: 8 GPUs of a few
