@@ -148,8 +148,9 @@ PF_INLINE pf_any_t pf_any_move(pf_any_t* v) {
   return out;
 }
 
-/* Raises TypeError "expected <expected>, got <type of v>" and returns -1: the failure path of
- * the accessors below, available for callers that check types themselves. */
+/* Raises TypeError "expected <expected>, got <type of v>" and returns -1 (always): the failure
+ * path of the accessors below, available for callers that check types themselves. Borrows both;
+ * a NULL v reads "got NULL", a NULL expected "expected a value". */
 PF_API int pf_any_type_error(const pf_any_t* v, const char* expected);
 /* pf_any_type_error with its arguments swapped, for the inline accessors below: `v` stays in
  * the register it arrived in, so a successful access pays no move for the failure path. */
@@ -356,8 +357,10 @@ PF_INLINE int pf_any_as_bytes(const pf_any_t* v, const char** data, size_t* size
   *size = 0;
   return pf__any_null_view("bytes", v);
 }
-/* A string as a C string: as pf_any_as_str, but fails with ValueError when the contents hold
- * an embedded NUL (they would be cut short). */
+/* A string as a C string, borrowed as pf_any_as_str's data is: as pf_any_as_str, but fails
+ * with ValueError when the contents hold an embedded NUL (they would be cut short). -1 also
+ * with ValueError for a NULL v or out (this one checks v), else as pf_any_as_str; *out is
+ * then NULL (when out is not). */
 PF_API int pf_any_as_cstr(const pf_any_t* v, const char** out);
 
 /* ---- strings and bytes ---- */
@@ -394,9 +397,12 @@ PF_INLINE int pf_string_create(const char* data, size_t size, pf_any_t* out) {
   }
   return pf__string_create_object(data, size, out);
 }
-/* Owned string value from a NUL-terminated string. -1 with ValueError for NULL. */
+/* Owned string value from a NUL-terminated string (copied; s stays the caller's), as
+ * pf_string_create makes one. -1 with ValueError (NULL s or out) or MemoryError; *out is none on
+ * failure (when out is not NULL). */
 PF_API int pf_string_from_cstr(const char* s, pf_any_t* out);
-/* Owned bytes value (small bytes when size <= 7, else a bytes object). Failure as strings. */
+/* Owned bytes value with a copy of data[0..size) (small bytes when size <= 7, else a bytes
+ * object). Failure as pf_string_create: ValueError or MemoryError, *out none. */
 PF_API int pf_bytes_create(const char* data, size_t size, pf_any_t* out);
 
 /* ---- views to owned values, comparison ---- */
@@ -413,18 +419,20 @@ PF_API int pf_any_to_owned(const pf_any_t* view, pf_any_t* out);
 
 /* Value equality: ints, bools, floats (==), pointers, dtypes and devices by value, strings by
  * contents whatever their forms (raw, small, object), bytes likewise, other objects by
- * identity. Values of different types are unequal (int 1 != bool true != float 1.0). */
+ * identity. Values of different types are unequal (int 1 != bool true != float 1.0).
+ * Returns 1 or 0; borrows both, never raises. A NULL a or b equals only another NULL. */
 PF_API int pf_any_equal(const pf_any_t* a, const pf_any_t* b);
 
-/* Hash consistent with pf_any_equal (equal values hash alike). */
+/* Hash consistent with pf_any_equal (equal values hash alike). Borrows v, never raises; 0 for
+ * NULL. */
 PF_API uint64_t pf_any_hash(const pf_any_t* v);
 
 /* Hash of a run of bytes, as used for strings by pf_any_hash and by the global table. `data`
- * may be NULL only when size is 0. */
+ * may be NULL only when size is 0. Never raises. */
 PF_API uint64_t pf_hash_bytes(const char* data, size_t size);
 
-/* Type name of the value, for messages ("int", "str", "Tensor", a registered key). `v` must
- * point to a value. */
+/* Type name of the value, for messages ("int", "str", "Tensor", a registered key), as
+ * pf_type_name: borrowed, never NULL, never raises. `v` must point to a value. */
 PF_INLINE const char* pf_any_type_name(const pf_any_t* v) {
   return pf_type_name(v->type_index);
 }

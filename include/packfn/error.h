@@ -96,9 +96,10 @@ PF_API void pf_error_set_frame(const pf_error_site_t* site, const char* kind, co
 #endif
 
 /* Raises an existing error object in this thread; the slot takes its own reference (the
- * caller keeps theirs). A pending error becomes its cause unless it already has one or the
- * object is shared (a reference other than the caller's exists: the object is then left
- * unchanged and the pending error released).
+ * caller keeps theirs). A pending error becomes its cause only when `err` is a packfn error
+ * without a cause and the caller's reference is its only one; otherwise (it has a cause,
+ * another runtime made it, it is packfn's shared MemoryError, or it is shared: a reference other
+ * than the caller's exists) the object is left unchanged and the pending error released.
  * -1 with TypeError (and the given error untouched) when `err` is NULL or not an error;
  * 0 otherwise. */
 PF_API int pf_error_raise(pf_object_t* err);
@@ -107,10 +108,11 @@ PF_API int pf_error_raise(pf_object_t* err);
  * NULL when none is raised. The slot is empty afterwards. */
 PF_API pf_object_t* pf_error_take(void);
 
-/* The raised error, borrowed (valid until it is taken, cleared or replaced), or NULL. */
+/* The raised error, borrowed (valid until it is taken, cleared or replaced), or NULL. Never
+ * raises. */
 PF_API pf_object_t* pf_error_peek(void);
 
-/* Drops the raised error, if any. */
+/* Drops (releases) the raised error, if any. Never fails. */
 PF_API void pf_error_clear(void);
 
 /* Enforces the calling convention after a call of `callee` returned `rc` != 0: a function that
@@ -128,31 +130,40 @@ PF_API int pf_error_ensure(const char* callee, int rc);
 PF_API int pf_error_create(const char* kind, const char* message, const char* backtrace,
                            pf_object_t** out);
 
-/* Kind of an error object ("ValueError"), borrowed; NULL when err is NULL or not an error. */
+/* Kind of an error object ("ValueError"), borrowed (valid while err lives); NULL when err is
+ * NULL or not an error. Never raises. */
 PF_API const char* pf_error_kind(const pf_object_t* err);
-/* Message, borrowed; NULL when err is NULL or not an error. */
+/* Message, borrowed (valid while err lives); NULL when err is NULL or not an error. Never
+ * raises. */
 PF_API const char* pf_error_message(const pf_object_t* err);
 /* Backtrace text: one `  File "f.c", line N, in func` line per frame, most recent call first
- * (TVM-FFI's order; full stacks with PACKFN_BACKTRACE), borrowed;
- * NULL when err is NULL or not an error. */
+ * (TVM-FFI's order; full stacks with PACKFN_BACKTRACE), borrowed: valid while err lives and
+ * its backtrace is not changed (pf_error_append_backtrace, its cell's update_backtrace free the
+ * text they replace); NULL when err is NULL or not an error. Never raises. */
 PF_API const char* pf_error_backtrace(const pf_object_t* err);
-/* The error that was pending when this one was raised, borrowed, or NULL. */
+/* The cause of `err` (by default the error that was pending when it was raised), borrowed:
+ * valid while err lives and keeps that cause. NULL when it has none, or err is NULL or not an
+ * error. Never raises. */
 PF_API pf_object_t* pf_error_cause(const pf_object_t* err);
 
-/* Sets the cause of `err` (retained; a previous cause is released). NULL clears it.
- * -1 with TypeError when err (or a non-NULL cause) is not an error, or ValueError when the
- * cause chain would loop back to err. */
+/* Sets the cause of `err` (retained: the caller keeps its reference; a previous cause is
+ * released). NULL clears it. -1, err unchanged, with TypeError when err is not an error made by
+ * packfn (NULL, another type, another runtime's error, or packfn's shared MemoryError, which
+ * takes no cause) or a non-NULL cause is not an error, or ValueError when the cause chain would
+ * loop back to err. */
 PF_API int pf_error_set_cause(pf_object_t* err, pf_object_t* cause);
 
-/* Appends a line to the backtrace of `err` (through its cell's update_backtrace, so errors
- * from other runtimes work too; one whose cell has no update_backtrace hook cannot be changed
- * and is left as it is, returning 0). -1 with TypeError for a NULL or non-error err,
- * ValueError for NULL text. */
+/* Appends `text` (copied, as it is: end it with '\n' to keep one frame per line) to the
+ * backtrace of `err` (through its cell's update_backtrace, so errors from other runtimes work
+ * too; one whose cell has no update_backtrace hook cannot be changed and is left as it is,
+ * returning 0; so is packfn's shared MemoryError). The text pf_error_backtrace returned before
+ * may be freed. -1 with TypeError for a NULL or non-error err, ValueError for NULL text. */
 PF_API int pf_error_append_backtrace(pf_object_t* err, const char* text);
 
-/* Writes "Kind: message" for the error and its causes, one per line, into buf (always
- * NUL-terminated when size > 0). Returns the length the full text needs, like snprintf; a NULL
- * buf only measures, whatever size. */
+/* Writes "Kind: message" for the error, then "\ncaused by Kind: message" for each cause (at
+ * most 66 errors in all), into buf (always NUL-terminated when size > 0). Returns the length the
+ * full text needs, like snprintf (so a result >= size means it was cut); a NULL buf only
+ * measures, whatever size. A NULL or non-error err gives "" and 0. Borrows err; never raises. */
 PF_API size_t pf_error_format(const pf_object_t* err, char* buf, size_t size);
 
 #ifdef __cplusplus

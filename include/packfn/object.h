@@ -89,11 +89,13 @@ PF_INLINE uint32_t pf_object_weak_count(const pf_object_t* obj) {
  * header initialised: counts strong 1 / weak 1, `type_index`, `deleter`. The deleter receives
  * PF_DELETER_* flags; on flag 2 it must call pf_object_free(self).
  * Returns 0 and a new reference in *out, or -1 (MemoryError, or ValueError for a size below
- * the header, a NULL deleter or out, or a type index below 64). */
+ * the header, a NULL deleter or out, or a type index below 64); *out is then NULL (when out is
+ * not). */
 PF_API int pf_object_alloc(size_t size, int32_t type_index, void (*deleter)(void* self, int flags),
                            pf_object_t** out);
 
-/* Frees the memory of an object made by pf_object_alloc; for deleters on flag 2. */
+/* Frees the memory of an object made by pf_object_alloc; for deleters on flag 2 (no reference
+ * of any kind may remain). NULL is a no-op. Never fails. */
 PF_API void pf_object_free(void* obj);
 
 /* ---- type registry ---- */
@@ -112,26 +114,29 @@ typedef struct pf_type_info_s {
  * packfn has joined it (interop.h), from 8192 up before (docs/object.md). Registering an existing
  * key with the same parent returns its index again. Thread-safe. Fails (-1) with ValueError for a
  * NULL/empty key or NULL out, KeyError for a key registered with another parent, TypeError for
- * an unknown or value-type parent, MemoryError, or RuntimeError when the table is full. */
+ * an unknown or value-type parent, MemoryError, or RuntimeError when the table is full; *out is
+ * then left as it was. */
 PF_API int pf_type_register(const char* key, int32_t parent_index, int32_t* out);
 
 /* Looks up a type key: 0 with its index in *out. Follows the lookup rule (see
  * packfn/function.h): an unregistered key gives 0 with *out = -1 and raises nothing. -1 with
- * ValueError for NULL arguments. */
+ * ValueError for NULL arguments (*out, when out is not NULL, is then left as it was). */
 PF_API int pf_type_index_of(const char* key, int32_t* out);
 
-/* Borrowed info of an object type index, or NULL when no such type is registered (value
- * types below 64 have no info). Never raises. Lock-free. */
+/* Borrowed info of an object type index (valid for the rest of the process), or NULL when no
+ * such type is registered (value types below 64 have no info). Never raises. Lock-free. */
 PF_API const pf_type_info_t* pf_type_info(int32_t type_index);
 
 /* Human name of any type index, for messages: "int", "str", "Tensor", a registered key, or
- * "unknown" for an index nothing knows. Never NULL, never raises. */
+ * "unknown" for an index nothing knows; borrowed, valid for the rest of the process. Never
+ * NULL, never raises. */
 PF_API const char* pf_type_name(int32_t type_index);
 
-/* 1 when `type_index` is `target` or derives from it, else 0. O(1), lock-free. */
+/* 1 when `type_index` is `target` or derives from it, else 0 (an index nothing knows derives
+ * from nothing). O(1), lock-free, never raises. */
 PF_API int pf_type_is_instance(int32_t type_index, int32_t target);
 
-/* 1 when `obj` is non-NULL and an instance of `target`, else 0. */
+/* 1 when `obj` is non-NULL and an instance of `target`, else 0. Borrows obj; never raises. */
 PF_INLINE int pf_object_is_instance(const pf_object_t* obj, int32_t target) {
   return obj != NULL && (obj->type_index == target || pf_type_is_instance(obj->type_index, target));
 }
