@@ -55,14 +55,18 @@ PF_INLINE int pf_function_call(pf_object_t* fn, const pf_any_t* args, int32_t nu
   return ((const pf_function_cell_t*)(fn + 1))->safe_call(fn, args, num_args, result);
 }
 
-/* Signature text the function carries ("add(a: int, b: int) -> int"), borrowed for the
- * function's lifetime; NULL when it has none or `fn` is not a packfn function object. */
+/* Signature text the function carries ("add(a: int, b: int) -> int"), borrowed: valid while
+ * the function lives and until pf_function_set_info replaces its texts (which frees the old
+ * ones); NULL when it has none or `fn` is not a packfn function object. Never raises. */
 PF_API const char* pf_function_signature(const pf_object_t* fn);
-/* Documentation the function carries, borrowed; NULL when none. */
+/* Documentation the function carries, borrowed as pf_function_signature's text; NULL when none
+ * or `fn` is not a packfn function object. Never raises. */
 PF_API const char* pf_function_doc(const pf_object_t* fn);
 /* Sets the signature and doc texts (copied; either may be NULL to clear it) of a function
- * object made by packfn. Not thread-safe against concurrent readers of the same function:
- * call it right after creation. -1 with TypeError (not a packfn function) or MemoryError. */
+ * object made by packfn, freeing the texts it carried before (pointers read from
+ * pf_function_signature and pf_function_doc dangle then). Not thread-safe against concurrent
+ * readers of the same function: call it right after creation. -1 with TypeError (not a packfn
+ * function) or MemoryError; the function then keeps its old texts. */
 PF_API int pf_function_set_info(pf_object_t* fn, const char* signature, const char* doc);
 
 /* ---- the global function table ----
@@ -74,7 +78,8 @@ PF_API int pf_function_set_info(pf_object_t* fn, const char* signature, const ch
  * returns TVM-FFI's function of that name (a new reference), pf_global_remove removes from
  * both; list, count and suggest cover packfn's own table. docs/function.md has the details. */
 
-/* Registers `fn` (retained by the table) under `name` (copied). Fails (-1) with ValueError for
+/* Registers `fn` (retained by the table; the caller keeps its reference) under `name`
+ * (copied). Fails (-1) with ValueError for
  * a NULL or empty name, or when the name is taken and allow_override is 0 (the message names
  * the function); TypeError when fn is NULL or not a function; MemoryError; joined, TVM-FFI's
  * error when its table refuses the name (packfn's table then holds what it held before: a
@@ -88,13 +93,18 @@ PF_API int pf__global_get_invalid(const char* name, pf_object_t** out);
  * the lookup without a second check. Private. */
 PF_API int pf__global_lookup(const char* name, size_t size, pf_object_t** out);
 
-/* As pf_global_get, for a name given as (data, size) that need not be NUL-terminated.
- * -1 with ValueError for a NULL out, or a NULL name with size > 0. */
+/* As pf_global_get, for a name given as (data, size) that need not be NUL-terminated (size 0
+ * names nothing: 0 with *out = NULL). -1 with ValueError for a NULL out, or a NULL name with
+ * size > 0 (*out is then NULL when out is not). */
 PF_API int pf_global_get_bytes(const char* name, size_t size, pf_object_t** out);
 
 /* Looks `name` up: 0 with a new reference in *out, or 0 with *out = NULL when absent.
- * -1 with ValueError for a NULL name or out (*out is then NULL when out is not). Allocates
- * nothing. Inline so the name is measured at the call site (at compile time for a literal). */
+ * -1 with ValueError for a NULL name or out (*out is then NULL when out is not); joined to
+ * TVM-FFI, a name this table misses is looked up there, and its failure is raised as
+ * pf_global_set says. Allocates nothing, except on a thread's first lookup: a small per-thread
+ * record (freed at thread exit; when it cannot be had, that thread's lookups take the writers'
+ * lock instead, and still succeed). Inline so the name is measured at the call site (at
+ * compile time for a literal). */
 PF_INLINE int pf_global_get(const char* name, pf_object_t** out) {
   if (PF_UNLIKELY(name == NULL || out == NULL))
     return pf__global_get_invalid(name, out);
@@ -107,19 +117,22 @@ PF_INLINE int pf_global_get(const char* name, pf_object_t** out) {
  * from packfn's table, and may still name TVM-FFI's function there). */
 PF_API int pf_global_remove(const char* name);
 
-/* Number of registered names. */
+/* Number of names registered in packfn's own table (a snapshot). Never fails. */
 PF_API size_t pf_global_count(void);
 
 /* The registered names sorted by strcmp, as a NULL-terminated array of strings allocated in
- * one block: free it with pf_global_list_free. *count (may be NULL) receives the number.
- * -1 with ValueError (NULL out) or MemoryError. */
+ * one block that the caller owns (copies: valid after the names are removed): free it with
+ * pf_global_list_free. *count (may be NULL) receives the number. -1 with ValueError (NULL out)
+ * or MemoryError; *out is then NULL (when out is not) and *count is left as it was. */
 PF_API int pf_global_list(char*** out, size_t* count);
 /* Frees what pf_global_list returned; NULL is a no-op. */
 PF_API void pf_global_list_free(char** names);
 
-/* Looks `name` up and calls it. -1 with KeyError naming it when absent (with "did you mean
- * 'x'?" when a registered name is near, see pf_global_suggest); otherwise as
- * pf_function_call, except that *result is none after every failure. */
+/* Looks `name` up and calls it. -1 with ValueError for a NULL or empty name, KeyError naming
+ * it when absent (with "did you mean 'x'?" when a registered name is near, see
+ * pf_global_suggest); otherwise as pf_function_call (args borrowed, *result owned on success),
+ * except that *result is none after every failure and a callee that fails without raising gets
+ * pf_error_ensure's RuntimeError. */
 PF_API int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args,
                           pf_any_t* result);
 
@@ -132,7 +145,7 @@ PF_API int pf_global_call(const char* name, const pf_any_t* args, int32_t num_ar
 PF_API int pf_global_suggest(const char* name, char* buf, size_t size);
 
 /* Number of static registrations (PF_REGISTER_GLOBAL and the other macros of
- * packfn/typed.h) that failed in this process. */
+ * packfn/typed.h) that failed in this process. Never fails. */
 PF_API int pf_global_static_failures(void);
 
 PF_EXTERN_C_END
