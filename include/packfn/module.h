@@ -50,7 +50,8 @@ PF_API int pf_module_load(const char* path, pf_object_t** out);
  * visible) and, after them, every function of the global table (pf_global_set and
  * PF_REGISTER_GLOBAL*, including those registered by loaded libraries). Its path reads
  * "<system>". Each call makes a new module object. New reference in *out.
- * -1 with ValueError (NULL out), NotImplementedError or MemoryError. */
+ * -1 with ValueError (NULL out), OSError (the program cannot be opened with dlopen),
+ * NotImplementedError or MemoryError; *out is then NULL (when out is not). */
 PF_API int pf_module_system(pf_object_t** out);
 
 /* The function `name` of a module, as a function object: new reference in *out. The first
@@ -67,7 +68,7 @@ PF_API int pf_module_system(pf_object_t** out);
 PF_API int pf_module_get_function(pf_object_t* module, const char* name, pf_object_t** out);
 
 /* Looks `name` up and calls it: pf_module_get_function then pf_function_call (so TVM-FFI's
- * ffi.Module is accepted too). A missing
+ * ffi.Module is accepted too; args are borrowed, *result owned on success). A missing
  * function is an error here: -1 with KeyError "pf_module_call: <path> has no function 'x'",
  * with " (did you mean 'y'?)" when pf_module_suggest finds a near name. Otherwise fails as
  * the two calls do; *result is none on failure. */
@@ -77,7 +78,7 @@ PF_API int pf_module_call(pf_object_t* module, const char* name, const pf_any_t*
 /* The function of `module` nearest to `name` (its exports and, for the system module, the
  * global table), chosen and written into buf as pf_global_suggest does. 1 when one was
  * found, 0 when none is near; -1 with TypeError (not a packfn Module) or ValueError (NULL
- * name, NULL buf with size > 0). */
+ * name, NULL buf with size > 0), buf then left as it was. */
 PF_API int pf_module_suggest(pf_object_t* module, const char* name, char* buf, size_t size);
 
 /* One function of a module, as pf_module_list describes it. */
@@ -93,19 +94,21 @@ typedef struct pf_export_info_s {
  * functions. Builds (and caches) the module's function objects to read their signatures; a
  * typed export whose declaration this runtime cannot build is listed with a NULL signature and
  * doc.
- * -1, *out NULL, with TypeError (not a packfn Module), ValueError (NULL out) or MemoryError. */
+ * -1 with TypeError (not a packfn Module), ValueError (NULL out) or MemoryError; *out is then
+ * NULL and *count 0 (those not NULL). */
 PF_API int pf_module_list(pf_object_t* module, pf_export_info_t** out, size_t* count);
 
-/* Frees what pf_module_list returned; NULL is a no-op. */
+/* Frees what pf_module_list returned (the whole block, texts included); NULL is a no-op. */
 PF_API void pf_module_list_free(pf_export_info_t* list);
 
 /* The path a module was loaded from, as given to pf_module_load ("<system>" for the system
- * library), borrowed for the module's lifetime; NULL when module is not a packfn Module. */
+ * library), borrowed for the module's lifetime; NULL when module is not a packfn Module. Never
+ * raises. */
 PF_API const char* pf_module_path(const pf_object_t* module);
 
 /* The ABI version the module's library was built for (its stamp; this runtime's for the system
  * library) into *major and *minor (either may be NULL). -1 with TypeError (not a packfn
- * Module). */
+ * Module); the outputs are then left as they were. */
 PF_API int pf_module_abi_version(const pf_object_t* module, uint32_t* major, uint32_t* minor);
 
 PF_EXTERN_C_END
