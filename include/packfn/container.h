@@ -61,7 +61,7 @@ PF_API int pf_array_create(const pf_any_t* items, size_t count, pf_object_t** ou
  * naming the item. Failure as pf_array_create; the items are then untouched (still yours). */
 PF_API int pf_array_create_take(pf_any_t* items, size_t count, pf_object_t** out);
 
-/* Number of values of an array (made by any runtime following the ABI) into *out.
+/* Number of values of an array or list (made by any runtime following the ABI) into *out.
  * -1 with TypeError (not an array) or ValueError (NULL out); *out is then 0. */
 PF_API int pf_array_count(const pf_object_t* array, size_t* out);
 
@@ -206,7 +206,8 @@ typedef struct pf_map_iter_s {
 PF_API int pf_map_iter_init(const pf_object_t* map, pf_map_iter_t* it);
 
 /* The next entry: 1 with *key and *value borrowed from the map (valid while it lives and is
- * not changed), 0 at the end (outputs NULL). -1 with ValueError (NULL it, key or value). */
+ * not changed), 0 at the end (outputs NULL). -1 with ValueError (NULL it, key or value); the
+ * outputs not NULL are then NULL. */
 PF_API int pf_map_iter_next(pf_map_iter_t* it, const pf_any_t** key, const pf_any_t** value);
 
 /* Creates an empty dict (mutable, shared). New reference in *out.

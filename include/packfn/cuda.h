@@ -73,8 +73,9 @@ PF_CUDA_INLINE void* pf_cuda_stream_get(int32_t device_id) {
 }
 
 /* Creates a stream on cuda:device_id (blocking: it synchronises with the legacy default
- * stream, as cudaStreamCreate's do). *out receives the cudaStream_t. Returns 0, or -1 with
- * ValueError (NULL out, negative id) or RuntimeError; *out is then NULL. */
+ * stream, as cudaStreamCreate's do). *out receives the cudaStream_t, the caller's to destroy
+ * with pf_cuda_stream_destroy. Returns 0, or -1 with ValueError (NULL out, negative id) or
+ * RuntimeError; *out is then NULL. */
 PF_API int pf_cuda_stream_create(int32_t device_id, void** out);
 
 /* Destroys a stream pf_cuda_stream_create made on cuda:device_id (NULL is a no-op); if it is

@@ -100,8 +100,8 @@ PF_INLINE int pf_device_equal(DLDevice a, DLDevice b) {
   return a.device_type == b.device_type && a.device_id == b.device_id;
 }
 
-/* Name of a device type ("cpu", "cuda", "cuda_host", "cuda_managed", "rocm", ...), or NULL
- * for a type packfn does not know. Never raises. */
+/* Name of a device type ("cpu", "cuda", "cuda_host", "cuda_managed", "rocm", ...), a static
+ * string, or NULL for a type packfn does not know. Never raises. */
 PF_API const char* pf_device_type_name(int32_t device_type);
 
 /* Parses "cpu", "cuda", "cuda:1", "cuda_host", "rocm:0", ... (a device type name from
@@ -151,15 +151,17 @@ typedef struct pf_allocator_s {
  * replacing the one there. Tensors keep the free hook and ctx they were allocated with, so
  * replacing is safe while they live (the old ctx must stay valid until they die); copies use
  * the hooks installed when they run, also for older tensors. NULL removes the entry;
- * for the CPU it restores packfn's own allocator. Thread-safe. Returns 0, or -1 with ValueError
- * (device type out of range, alloc or free missing). */
+ * for the CPU it restores packfn's own allocator. The struct is copied (the caller keeps
+ * `allocator`; ctx is borrowed as said above). Thread-safe. Returns 0, or -1 with ValueError
+ * (device type out of range, alloc or free missing), the installed allocator then unchanged. */
 PF_API int pf_allocator_set(int32_t device_type, const pf_allocator_t* allocator);
 
 /* Copies the allocator installed for `device_type` into *out. Follows the lookup rule (see
  * packfn/function.h): when none is installed, 0 with *out zeroed (out->alloc NULL) and
  * nothing raised; what needs one (pf_tensor_empty) raises KeyError naming the device type
- * (and, for CUDA types, saying to link libpackfn_cuda). -1 with ValueError (NULL out, device
- * type out of range). */
+ * (and, for CUDA types, saying to link libpackfn_cuda). The hooks and ctx copied are the
+ * installed allocator's (ctx borrowed). -1 with ValueError (NULL out, device type out of
+ * range); *out is then zeroed (when out is not NULL). */
 PF_API int pf_allocator_get(int32_t device_type, pf_allocator_t* out);
 
 /* One more than the largest device type an allocator may be installed for. */

@@ -73,12 +73,14 @@ PF_API int pf_kernel_kepler(const DLTensor* mean_anomaly, const DLTensor* eccent
 PF_API int pf_kernel_vector_add(const DLTensor* b, const DLTensor* c, DLTensor* a);
 
 /* 1 when the CUDA versions are available to this process (libpackfn_kernels_cuda is loaded and
- * registered them), else 0. */
+ * registered them), else 0. Never raises. */
 PF_API int pf_kernels_have_cuda(void);
 
-/* Number of kernels (CPU versions) and their short names ("add_n", ...), for listings. */
+/* Number of kernels (CPU versions) and their short names ("add_n", ...), for listings. Never
+ * fails. */
 PF_API int32_t pf_kernels_count(void);
-/* Short name of kernel i (0 <= i < pf_kernels_count()), or NULL. */
+/* Short name of kernel i (0 <= i < pf_kernels_count()), a static string, or NULL for an i out of
+ * that range. Never raises. */
 PF_API const char* pf_kernels_name(int32_t i);
 
 /* CPU kernels: the most threads one kernel call may use, 1..64. n <= 0 restores the default:
