@@ -90,8 +90,12 @@ int pf_shape_data(const pf_object_t* shape, const int64_t** dims, size_t* ndim) 
   if (pf__expect("pf_shape_data", "shape", shape, PF_TYPE_SHAPE) != 0)
     return -1;
   const pf_shape_cell_t* cell = (const pf_shape_cell_t*)(shape + 1);
-  *dims = cell->data;
-  *ndim = cell->size;
+  /* TVM-FFI's ffi::Shape(std::vector<int64_t>{}) keeps the empty vector's data(), NULL: dims
+   * then points at a static extent, as the promise of a non-NULL pointer asks (it was NULL;
+   * review, as pf_array_items for a list without a buffer) */
+  static const int64_t no_dims;
+  *dims = cell->data ? cell->data : &no_dims;
+  *ndim = cell->data ? cell->size : 0;
   return 0;
 }
 
@@ -102,8 +106,9 @@ int pf_shape_get(const pf_object_t* shape, int64_t index, int64_t* out) {
   if (pf__expect("pf_shape_get", "shape", shape, PF_TYPE_SHAPE) != 0)
     return -1;
   const pf_shape_cell_t* cell = (const pf_shape_cell_t*)(shape + 1);
-  if (index < 0 || (uint64_t)index >= cell->size)
-    return pf__index_error("pf_shape_get", index, cell->size, "a shape of ndim");
+  size_t ndim = cell->data ? cell->size : 0; /* no extents without data, as pf_shape_data */
+  if (index < 0 || (uint64_t)index >= ndim)
+    return pf__index_error("pf_shape_get", index, ndim, "a shape of ndim");
   *out = cell->data[index];
   return 0;
 }

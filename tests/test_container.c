@@ -99,6 +99,17 @@ START_TEST(test_shape_foreign) {
   ck_assert_int_eq(pf_container_equal(&a, &b), 1);
   ck_assert_int_eq(pf_any_equal(&a, &b), 0); /* identity only */
   pf_object_release(ours);
+
+  /* TVM-FFI's ffi::Shape(std::vector<int64_t>{}) has no extents and a NULL data pointer (the
+   * empty vector's data()): pf_shape_data still gives a non-NULL pointer, as it promises */
+  foreign_shape_t empty = {{PF_REF_INITIAL, PF_TYPE_SHAPE, 0, {foreign_deleter}}, {NULL, 0}};
+  const int64_t* dims = NULL;
+  size_t ndim = 9;
+  ck_assert_int_eq(pf_shape_data(&empty.header, &dims, &ndim), 0);
+  ck_assert_ptr_nonnull(dims);
+  ck_assert_uint_eq(ndim, 0);
+  ck_assert_int_eq(pf_shape_get(&empty.header, 0, &x), -1);
+  PF_ASSERT_RAISED("IndexError", "index 0 is out of range for a shape of ndim 0");
 }
 END_TEST
 
