@@ -433,6 +433,11 @@ int pf_any_equal(const pf_any_t* a, const pf_any_t* b) {
   case PF_TYPE_NONE:
   case PF_TYPE_UNCHANGED: /* no payload either: its bytes were compared (review) */
     return 1;
+  case PF_TYPE_SMALL_STR:   /* a broken producer's, longer than 7 (a valid one is text, above): */
+  case PF_TYPE_SMALL_BYTES: /* by its bits, the length among them, so never equal to a valid one
+                             * (the payload alone made a broken one equal to a valid one with the
+                             * same payload, but not the other way round; review) */
+    return a->small_str_len == b->small_str_len && a->v_uint64 == b->v_uint64;
   case PF_TYPE_BOOL: /* 0 or 1, whatever another producer stored (as the accessors read it) */
     return (a->v_int64 != 0) == (b->v_int64 != 0);
   case PF_TYPE_FLOAT:

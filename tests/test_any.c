@@ -289,6 +289,19 @@ START_TEST(test_views_to_owned) {
   pf_any_t empty = pf_any_cstr("");
   ck_assert_int_eq(pf_any_equal(&long_small, &empty), 0); /* compared by bits, not read */
   (void)pf_any_hash(&long_small);
+  /* by all its bits, its length among them: not equal to empty small bytes, whose payload is
+   * the same, either way round (it was equal one way and not the other, and the two hashed
+   * apart) */
+  pf_any_t small_empty;
+  ck_assert_int_eq(pf_bytes_create("", 0, &small_empty), 0);
+  ck_assert_int_eq(small_empty.type_index, long_small.type_index);
+  ck_assert_int_eq(pf_any_equal(&small_empty, &long_small), 0);
+  ck_assert_int_eq(pf_any_equal(&long_small, &small_empty), 0);
+  pf_any_t long_small_too = long_small;
+  ck_assert_int_eq(pf_any_equal(&long_small, &long_small_too), 1);
+  ck_assert_uint_eq(pf_any_hash(&long_small), pf_any_hash(&long_small_too));
+  long_small_too.small_str_len = 100;
+  ck_assert_int_eq(pf_any_equal(&long_small, &long_small_too), 0);
   PF_ASSERT_NO_ERROR();
   /* a bool another producer stored as 2 reads as 1 (docs: 0 or 1) */
   pf_any_t two = pf_any_bool(1);
