@@ -192,6 +192,39 @@ START_TEST(test_array_releases_contents_once) {
 }
 END_TEST
 
+/* TVM-FFI's Unchanged marker (13) is a value with an owned form (pf_any_to_owned copies it), so
+ * every container stores it as it stores none (it was refused with "expected a value with an
+ * owned form, got Unchanged"). */
+START_TEST(test_containers_hold_unchanged) {
+  pf_any_t marker = pf_any_none();
+  marker.type_index = PF_TYPE_UNCHANGED;
+  pf_object_t *arr, *taken, *list, *dict;
+  const pf_any_t* got;
+  ck_assert_int_eq(pf_array_create(&marker, 1, &arr), 0);
+  ck_assert_int_eq(pf_array_get(arr, 0, &got), 0);
+  ck_assert_int_eq(got->type_index, PF_TYPE_UNCHANGED);
+  pf_any_t owned = marker;
+  ck_assert_int_eq(pf_array_create_take(&owned, 1, &taken), 0);
+  ck_assert_int_eq(pf_array_get(taken, 0, &got), 0);
+  ck_assert_int_eq(got->type_index, PF_TYPE_UNCHANGED);
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  ck_assert_int_eq(pf_list_append(list, &marker), 0);
+  ck_assert_int_eq(pf_array_get(list, 0, &got), 0);
+  ck_assert_int_eq(got->type_index, PF_TYPE_UNCHANGED);
+  ck_assert_int_eq(pf_dict_create(&dict), 0);
+  pf_any_t key = pf_any_cstr("k");
+  ck_assert_int_eq(pf_dict_set(dict, &key, &marker), 0);
+  ck_assert_int_eq(pf_dict_get(dict, &key, &got), 0);
+  ck_assert_ptr_nonnull(got);
+  ck_assert_int_eq(got->type_index, PF_TYPE_UNCHANGED);
+  PF_ASSERT_NO_ERROR();
+  pf_object_release(arr);
+  pf_object_release(taken);
+  pf_object_release(list);
+  pf_object_release(dict);
+}
+END_TEST
+
 START_TEST(test_array_bad_input) {
   pf_object_t* arr = (pf_object_t*)0x1;
   pf_any_t one = pf_any_int(1);
@@ -768,6 +801,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_array_create_get_items);
   tcase_add_test(tc, test_array_releases_contents_once);
   tcase_add_test(tc, test_array_bad_input);
+  tcase_add_test(tc, test_containers_hold_unchanged);
   tcase_add_test(tc, test_array_rvalue_reference);
   tcase_add_test(tc, test_array_create_take);
   tcase_add_test(tc, test_array_foreign);
