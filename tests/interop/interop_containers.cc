@@ -6,10 +6,12 @@
 #include <tvm/ffi/container/dict.h>
 #include <tvm/ffi/container/list.h>
 #include <tvm/ffi/container/map.h>
+#include <tvm/ffi/container/shape.h>
 #include <tvm/ffi/string.h>
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "interop_check.h"
 
@@ -214,7 +216,22 @@ static void lists(int n) {
   CHECK(pf_list_clear(raw_of(tl)) == 0 && tl.empty());
 }
 
+// Shapes TVM-FFI makes, read by packfn: one from an empty std::vector keeps the vector's data(),
+// NULL, and pf_shape_data still gives a non-NULL pointer (it gave NULL).
+static void shapes() {
+  ffi::Shape empty(std::vector<int64_t>{});
+  const int64_t* dims = nullptr;
+  size_t ndim = 9;
+  CHECK(pf_shape_data(raw_of(empty), &dims, &ndim) == 0 && dims != nullptr && ndim == 0);
+  int64_t x = 7;
+  CHECK(pf_shape_get(raw_of(empty), 0, &x) == -1 && x == 0);
+  pf_object_release(pf_error_take());
+  ffi::Shape three(std::vector<int64_t>{2, 3, 4});
+  CHECK(pf_shape_data(raw_of(three), &dims, &ndim) == 0 && ndim == 3 && dims[2] == 4);
+}
+
 int main() {
+  shapes();
   for (int n : {1, 2, 3, 5, 40, 700}) { // small, the switch, and dense
     packfn_map_to_tvm(n);
     tvm_map_to_packfn(n);
