@@ -380,7 +380,7 @@ static void pf__env_migrate(const pf__tvm_t* tvm, pf__streams_t* t) {
  * points there, the device one it can index, the thread not retired), with this thread's table
  * in *t (allocated, its retiring destructor registered, its earlier streams moved, on the first
  * such call); else NULL. On a failure to allocate or register: NULL with nothing raised, or,
- * unless `quiet`, -1 in *failed with the error raised. */
+ * unless `quiet`, 1 in *failed with the error raised. */
 static const pf__tvm_t* pf__env_for(DLDevice device, pf__streams_t** t, int quiet, const char* func,
                                     int* failed) {
   *failed = 0;
@@ -433,17 +433,16 @@ int pf_stream_set(DLDevice device, void* stream, void** prev) {
   }
   int32_t i = pf__stream_find(t, device);
   if (tvm) {
-    void* old = i >= 0 ? t->slot[i].stream
-                       : tvm->env_get_stream((int32_t)device.device_type, device.device_id);
-    if (tvm->env_set_stream((int32_t)device.device_type, device.device_id, stream, NULL) != 0) {
+    void* theirs = NULL;
+    if (tvm->env_set_stream((int32_t)device.device_type, device.device_id, stream, &theirs) != 0) {
       if (prev)
         *prev = NULL;
       return pf__tvm_failed(tvm, func, "TVMFFIEnvSetStream");
     }
-    if (i >= 0) /* the one left from before the join: TVM-FFI's table has it now */
+    if (prev) /* the one left from before the join, which the migration could not move, first */
+      *prev = i >= 0 ? t->slot[i].stream : theirs;
+    if (i >= 0) /* TVM-FFI's table has the device now */
       t->slot[i] = t->slot[--t->count];
-    if (prev)
-      *prev = old;
     return 0;
   }
   if (prev)
