@@ -206,14 +206,26 @@ static call_output_t* find_output(call_output_t* outs, int count, const pf_objec
   return NULL;
 }
 
+/* The argument's tensor on the host when t is its copy on the --device (a function that
+ * returned its argument returned that copy: fetch_tensors brought its values back into the
+ * argument), else t. */
+static pf_object_t* host_of(pf_object_t* t, const pf_cli_arg_t* args, int n) {
+  for (int i = 0; i < n; ++i)
+    if (args[i].device_tensor == t && arg_tensor(&args[i]) != NULL)
+      return args[i].value.v_obj;
+  return t;
+}
+
 /* The tensors the call produced: a tensor result, then the output arguments in order, each
- * tensor once (a result that is an argument, arguments naming one --out file: the first place
- * it comes, with the argument's file). Their number, or -1 with an error raised. */
+ * tensor once (a result that is an argument, or its copy on the --device, and arguments naming
+ * one --out file: the first place it comes, with the argument's file; review: under --device
+ * the copy was an output of its own beside its argument). Their number, or -1 with an error
+ * raised. */
 static int collect_outputs(const pf_any_t* result, const pf_cli_arg_t* args, int n,
                            call_output_t* outs) {
   int count = 0;
   if (result->type_index == PF_TYPE_TENSOR)
-    outs[count++] = (call_output_t){result->v_obj, NULL, -1};
+    outs[count++] = (call_output_t){host_of(result->v_obj, args, n), NULL, -1};
   for (int i = 0; i < n; ++i) {
     if (arg_tensor(&args[i]) == NULL)
       continue;

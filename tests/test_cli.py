@@ -549,6 +549,23 @@ def test_out_file_in_the_result(cli):
     assert not os.path.exists(cli.path("r3.npy"))
 
 
+def test_device_result_is_an_argument(cli):
+    # with --device, a function returning its tensor argument returns that argument's copy on
+    # the device: still one output, as without --device (the copy and the argument were two: the
+    # tensor printed twice, or the result took the --out file and the argument printed beside
+    # it). echo.c installs "vulkan", a stand-in device in host memory.
+    write_file(cli, "d2.npy", npy_bytes("<f4", (2,), f32(1.5, 2.5)))
+    for device in ([], ["--device", "vulkan"]):
+        call = ["call", "--lib", cli.echo] + device + ["first"]
+        expect(cli, call + ["float32[2]"], OK, stdout="array([0., 0.], dtype=float32)\n",
+               stderr="")
+        expect(cli, call + ["float32[2]", "--out", "d1.npy"], OK, stdout="wrote d1.npy\n",
+               stderr="")
+        assert holds(cli, "d1.npy", "<f4", (2,), f32(0, 0))
+        expect(cli, call + ["d2.npy", "--out", "d2.npy"], OK, stdout="wrote d2.npy\n", stderr="")
+        assert holds(cli, "d2.npy", "<f4", (2,), f32(1.5, 2.5))
+
+
 def test_out_file_given_twice_as_argument(cli):
     # add_n(x, out, n) in place: both arguments are the --out file, one tensor, so the file gets
     # the sum (it kept its old contents, and the changed private copy printed)
@@ -755,7 +772,8 @@ TESTS = [test_version_and_help, test_usage_errors, test_bad_literals, test_info,
          test_tensor_result_and_out, test_npy_interop, test_library_globals_and_function_results,
          test_bench_function, test_bench_suite_lookup, test_atomic_out, test_mapped_inputs,
          test_registration_failures, test_out_file_in_the_result,
-         test_out_file_given_twice_as_argument, test_out_file_size_limit, test_piped_inputs,
+         test_out_file_given_twice_as_argument, test_device_result_is_an_argument,
+         test_out_file_size_limit, test_piped_inputs,
          test_stdout_write_errors, test_outputs_without_npy_form]
 
 
