@@ -248,9 +248,11 @@ static int bench_function(int argc, char** argv) {
       }
     }
   }
-  if (count == 0) {
+  if (count == 0 || positional[0][0] == '\0') { /* '' names nothing either (review) */
+    int empty = count > 0;
     free(positional);
-    return usage_error("missing the function NAME", NULL);
+    return usage_error(
+        empty ? "missing the function NAME (got an empty one)" : "missing the function NAME", NULL);
   }
   const char* name = positional[0];
   int n = count - 1;

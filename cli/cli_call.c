@@ -133,6 +133,8 @@ static int parse_options(int argc, char** argv, call_opts_t* o, char** positiona
   }
   if (n == 0)
     return usage_error("missing the function NAME%s", "");
+  if (positional[0][0] == '\0') /* no name either (with --lib it was a ValueError; review) */
+    return usage_error("missing the function NAME%s", " (got an empty one)");
   o->name = positional[0];
   o->args = positional + 1;
   o->num_args = n - 1;

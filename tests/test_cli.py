@@ -116,6 +116,14 @@ def test_usage_errors(cli):
     expect(cli, ["call", "--frob", "f"], USAGE, stderr_re=r"unknown option '--frob'")
     expect(cli, ["call", "f", "--lib"], USAGE, stderr_re=r"option --lib needs a value")
     expect(cli, ["call", "--device", "gpu7", "f"], USAGE, stderr_re=r"bad --device 'gpu7'")
+    # an empty NAME is no NAME: a usage error, with --lib too (a ValueError from
+    # pf_module_get_function there, a KeyError without it)
+    for lib in ([], ["--lib", cli.echo]):
+        expect(cli, ["call"] + lib + ["", "1"], USAGE, stdout="", wrap=False,
+               stderr_re=r"^packfn call: missing the function NAME \(got an empty one\)\n" +
+               CALL_USAGE)
+        expect(cli, ["bench"] + lib + [""], USAGE, stdout="", wrap=False,
+               stderr_re=r"^packfn bench: missing the function NAME \(got an empty one\)\n")
     # an empty value is no value: a usage error naming the option, not an OSError
     for empty in (["--out="], ["--out", ""], ["--lib="]):
         expect(cli, ["call"] + empty + ["packfn.kernels.add_n", "float32[1]:1", "float32[1]",
