@@ -21,7 +21,7 @@ HARNESSES=("$@")
 
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   mkdir -p "$BUILD"
-  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_C_COMPILER=clang -DPF_FUZZ=ON \
+  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_C_COMPILER=clang -DPF_FUZZ=ON -DPF_WERROR=ON \
     -DPF_SANITIZE=fuzzer-no-link,address,undefined -DPF_WITH_CUDA=OFF -DPF_BUILD_BENCH=OFF \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$BUILD.configure.log" 2>&1 ||
     { cat "$BUILD.configure.log"; exit 1; }
