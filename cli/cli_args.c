@@ -1,5 +1,6 @@
 /* cli_args.c: the argument literals of `packfn call`: prefixes (str:, int:, ...), booleans, ints,
  * floats, dtypes, devices, .npy files and inline tensors "float32[2,3]:1,2,3,4,5,6". */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -73,9 +74,10 @@ static int parse_int(const char* s, int64_t* out) {
 }
 
 /* 1 with *out set when the whole of s is a float strtod reads ("2.5", "1e-5", "nan", "-inf");
- * 0 when it is not one; -1 when finite digits overflow to infinity. */
+ * 0 when it is not one (nor one behind a blank, any that strtod skips: "\r5" was a float while
+ * " 5" was not; review); -1 when finite digits overflow to infinity. */
 static int parse_float(const char* s, double* out) {
-  if (*s == '\0' || strchr(" \t\n", *s) != NULL)
+  if (*s == '\0' || isspace((unsigned char)*s))
     return 0;
   errno = 0;
   char* end;

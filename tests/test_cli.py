@@ -304,6 +304,13 @@ def test_literal_types(cli):
                  "float32[2]:1,2", "--", "--x"], OK,
            stdout="int int int float float float bool bool None str str int float bool "
                   "dtype dtype Device Device Device Tensor str\n")
+    # a number behind a blank is no number, whichever blank: strtod skips them all, and " 5"
+    # was a string while "\r5", "\v5" and "\f5" were floats (inline values alike)
+    expect(cli, ["call", "--lib", cli.echo, "types", " 5", "\t5", "\n5", "\r5", "\v5", "\f5"],
+           OK, stdout="str str str str str str\n", wrap=False)
+    for blank in (" ", "\r", "\v"):
+        expect(cli, ["call", "--lib", cli.echo, "types", "float64[1]:" + blank + "1"], USAGE,
+               stderr_re=r"is not a number", wrap=False)
     expect(cli, ["call", "--lib", cli.echo, "echo", "3", "-2.5", "1e-05", "10.0", "true", "none",
                  "str:it's", "hello world", "float32", "cuda:1", "int64[3]:1,-2,3"], OK,
            stdout="[3, -2.5, 1e-05, 10.0, True, None, 'it\\'s', 'hello world', float32, "
