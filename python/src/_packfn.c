@@ -181,16 +181,25 @@ static PyObject* m_system_module(PyObject* m, PyObject* u) {
 }
 PFPY_ENTRY(PyObject*, m_system_module, (PyObject * m, PyObject* u), (m, u))
 
-/* _kind_class(kind): the exception class a packfn error of that kind raises (errors.c). */
+/* _kind_class(kind): the exception class a packfn error of that kind raises (errors.c). The
+ * kind's text as pfpy_str_utf8 gives it: an error's .kind that came from C as no UTF-8
+ * ("Caf\udce9") names the same kind, packfn.Error (it raised UnicodeEncodeError); and a kind
+ * holding a NUL is no identifier, packfn.Error (it was cut at the NUL: "ValueError\0x" gave
+ * ValueError, "Cuda\0Error" made packfn.Cuda: review). */
 static PyObject* m_kind_class(PyObject* m, PyObject* arg) {
   (void)m;
-  const char* kind = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
-  if (!kind) {
-    if (!PyErr_Occurred())
-      PyErr_SetString(PyExc_TypeError, "_kind_class: expected a str");
+  if (!PyUnicode_Check(arg)) {
+    PyErr_SetString(PyExc_TypeError, "_kind_class: expected a str");
     return NULL;
   }
-  return pfpy_kind_class(kind);
+  Py_ssize_t n;
+  PyObject* hold;
+  const char* kind = pfpy_str_utf8(arg, &n, &hold);
+  if (!kind)
+    return NULL;
+  PyObject* r = memchr(kind, 0, (size_t)n) ? Py_NewRef(Error_Type) : pfpy_kind_class(kind);
+  Py_XDECREF(hold);
+  return r;
 }
 
 /* _raise(kind, message[, cause_kind, cause_message]): raises a packfn error and converts it,

@@ -240,6 +240,22 @@ def test_error_class_before_raised():
         packfn.SomeKindError
 
 
+def test_error_class_of_a_kind_no_utf8_or_holding_a_nul():
+    """error_class(e.kind) of an error whose kind came from C as no UTF-8 is that error's class,
+    packfn.Error (it raised UnicodeEncodeError), and a kind holding a NUL is no identifier, so
+    packfn.Error, not the class of its part before the NUL ("ValueError\\0x" gave ValueError,
+    and "NulCutKind\\0Error" made a class packfn.NulCutKind: review)."""
+    with pytest.raises(packfn.Error) as info:
+        packfn._packfn._raiser()("Caf\udce9", "msg")
+    assert info.value.kind == "Caf\udce9"
+    assert packfn.error_class(info.value.kind) is type(info.value) is packfn.Error
+    assert packfn.error_class("ValueError\0x") is packfn.Error
+    assert packfn.error_class("NulCutKind\0Error") is packfn.Error
+    assert "NulCutKind" not in packfn._packfn._kind_classes
+    with pytest.raises(UnicodeEncodeError):  # a lone surrogate stands for no byte
+        packfn.error_class("Caf\ud800")
+
+
 def test_callback_refuses_values_holding_null():
     """A C caller handing a Python callback a DLTensor*, str or bytes view at NULL, or an
     object Any holding NULL: a ValueError back in C, not a crash (strlen(NULL)) or bytes of
