@@ -155,7 +155,11 @@ static PyObject* class_for_kind(const char* kind) {
   PyObject* key = PyUnicode_DecodeUTF8(kind, (Py_ssize_t)strlen(kind), "surrogateescape");
   if (!key)
     return NULL;
-  PyObject* builtins = PyEval_GetBuiltins();
+  /* the builtins module's names, not the calling frame's __builtins__ (PyEval_GetBuiltins),
+   * which code run by exec() with its own __builtins__ replaces: there the kind ValueError
+   * made a class packfn.ValueError, a RuntimeError, kept for the process (review) */
+  PyObject* builtins = PyImport_AddModule("builtins"); /* borrowed, from sys.modules */
+  builtins = builtins ? PyModule_GetDict(builtins) : NULL;
   PyObject* cls = builtins ? PyDict_GetItemWithError(builtins, key) : NULL;
   if (cls &&
       !(PyType_Check(cls) && PyType_IsSubtype((PyTypeObject*)cls, (PyTypeObject*)PyExc_Exception)))

@@ -240,6 +240,21 @@ def test_error_class_before_raised():
         packfn.SomeKindError
 
 
+def test_builtin_kinds_whatever_the_callers_builtins():
+    """A kind naming a built-in exception raises it also in code run by exec() with its own
+    __builtins__ (the lookup read the calling frame's: the kind ValueError there made a class
+    packfn.ValueError, a RuntimeError, kept for the process; review)."""
+    caught = []
+    scope = {"__builtins__": {}, "raiser": packfn._packfn._raiser(), "caught": caught}
+    exec("try:\n    raiser('ValueError', 'msg')\nexcept Exception as e:\n    caught.append(e)\n",
+         {**scope, "Exception": Exception})
+    exec("try:\n    raiser('LookupError', 'msg')\nexcept Exception as e:\n    caught.append(e)\n",
+         {**scope, "__builtins__": {"Exception": Exception}})
+    assert [type(e) for e in caught] == [ValueError, LookupError]
+    assert "ValueError" not in packfn._packfn._kind_classes
+    assert "LookupError" not in packfn._packfn._kind_classes
+
+
 def test_error_class_of_a_kind_no_utf8_or_holding_a_nul():
     """error_class(e.kind) of an error whose kind came from C as no UTF-8 is that error's class,
     packfn.Error (it raised UnicodeEncodeError), and a kind holding a NUL is no identifier, so
