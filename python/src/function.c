@@ -153,7 +153,10 @@ static PyObject* any_to_py_steal(pf_any_t* v) {
   case PF_TYPE_ARRAY:
   case PF_TYPE_MAP:
   case PF_TYPE_MODULE:
-    return pfpy_wrap_steal(v->v_obj);
+    if (PF_LIKELY(v->v_obj != NULL))
+      return pfpy_wrap_steal(v->v_obj);
+    break; /* NULL (a broken C function's): pfpy_any_to_py's ValueError, as for other objects
+            * (pfpy_wrap_steal made it None: review) */
   default:
     break;
   }

@@ -72,6 +72,41 @@ def test_view_results_converted_while_the_arguments_live():
     assert echo(*range(9), text) == text
 
 
+def test_null_object_result_is_refused_whatever_its_type():
+    """A C function returning an object value holding NULL raises the ValueError of any value
+    holding NULL, whatever the object's type index: a Function, Tensor, Array, Map or Module
+    (68, 70-73) at NULL came back as None, while a str, Shape or List at NULL raised (review)."""
+    import ctypes
+
+    from _cabi import Any, libpackfn
+
+    lib = libpackfn()
+    call_t = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(Any), ctypes.c_int32,
+                              ctypes.POINTER(Any))
+    type_index = [0]
+
+    @call_t
+    def null_object(self, args, n, result):
+        result[0].type_index, result[0].pad, result[0].v = type_index[0], 0, 0
+        return 0
+
+    lib.pf_function_create.argtypes = [ctypes.c_void_p, call_t, ctypes.c_void_p, ctypes.c_void_p]
+    fn = ctypes.c_void_p()
+    assert lib.pf_function_create(None, null_object, None, ctypes.byref(fn)) == 0
+    lib.pf_global_set.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int]
+    assert lib.pf_global_set(b"test.null_object", fn, 1) == 0
+    lib.pf_object_release(fn)
+    try:
+        f = packfn.get_global("test.null_object")
+        for index in range(64, 77):
+            type_index[0] = index
+            with pytest.raises(ValueError, match=rf"^packfn: a \w+ value \(type index {index}\) "
+                                                 r"with a NULL pointer$"):
+                f()
+    finally:
+        packfn.remove_global("test.null_object")
+
+
 def test_null_dltensor_result_is_refused_whatever_the_arguments():
     """A C function returning a DLTensor* at NULL raises the ValueError of any value holding
     NULL: it returned the first list or function argument (pf_tensor_dltensor is NULL for
