@@ -361,14 +361,18 @@ static void pf__env_retire(void* table) {
 }
 
 /* Moves the streams this thread made current before the join into TVM-FFI's table (those it
- * refuses stay, found by pf__stream_find as before). */
+ * refuses stay, found by pf__stream_find as before). Where TVM-FFI's table already holds a
+ * stream for the device, made current through TVM-FFI since (a host around the call that makes
+ * this first stream call), that one stays and packfn's is dropped: moved over it, the host's call
+ * launched on the pre-join stream and the host's was gone from TVM-FFI's table (review). */
 static void pf__env_migrate(const pf__tvm_t* tvm, pf__streams_t* t) {
   for (int32_t i = t->count; i-- > 0;) {
     DLDevice d = t->slot[i].device;
     if (d.device_type < 0 || d.device_type >= PF__ENV_MAX_TYPE || d.device_id < 0 ||
         d.device_id >= PF__ENV_MAX_ID)
       continue;
-    if (tvm->env_set_stream((int32_t)d.device_type, d.device_id, t->slot[i].stream, NULL) != 0) {
+    if (!tvm->env_get_stream((int32_t)d.device_type, d.device_id) &&
+        tvm->env_set_stream((int32_t)d.device_type, d.device_id, t->slot[i].stream, NULL) != 0) {
       pf__tvm_discard(tvm);
       continue;
     }

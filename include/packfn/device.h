@@ -180,8 +180,10 @@ PF_API int pf_allocator_get(int32_t device_type, pf_allocator_t* out);
  * (device types 0..63, indices 0..1023; other devices stay packfn's alone): a stream a host
  * made current through TVM-FFI is the one packfn's kernels launch on, and the other way round.
  * Streams the thread made current before the join move there at its first stream call after
- * it. Once C++ thread_locals are destroyed in the thread's exit (TVM-FFI's table is one), the
- * thread's streams are packfn's own again, all default. */
+ * it, for each device where TVM-FFI's table holds the default (a stream made current through
+ * TVM-FFI since stays, and packfn's is dropped). Once C++ thread_locals are destroyed in the
+ * thread's exit (TVM-FFI's table is one), the thread's streams are packfn's own again, all
+ * default. */
 PF_API void* pf_stream_get(DLDevice device);
 
 /* Makes `stream` current for `device` in the calling thread (NULL returns to the default

@@ -5,6 +5,10 @@
  *                                        to its table at the join; then shared both ways, per
  *                                        thread; a device TVM-FFI cannot index stays packfn's
  *   streams_interop apart LIBTVM_FFI     PACKFN_NO_TVM_FFI=1: each runtime keeps its own
+ *   streams_interop host LIBTVM_FFI      a stream made current before the join, then another
+ *                                        for the same device through TVM-FFI after it (a host
+ *                                        around a call): packfn's first stream call moves its
+ *                                        own only where TVM-FFI's table holds the default
  *   streams_interop teardown LIBTVM_FFI  stream calls in a thread's key destructors, after
  *                                        TVM-FFI's thread_local table is gone, before and after
  *                                        packfn's own table is freed: every device on its
@@ -86,16 +90,18 @@ static void* teardown_thread(void* arg) {
 int main(int argc, char** argv) {
   const char* mode = argc == 3 ? argv[1] : "";
   int late = strcmp(mode, "late") == 0, apart = strcmp(mode, "apart") == 0;
-  int teardown = strcmp(mode, "teardown") == 0;
-  if (!late && !apart && !teardown) {
-    fprintf(stderr, "usage: streams_interop late|apart|teardown LIBTVM_FFI\n");
+  int teardown = strcmp(mode, "teardown") == 0, host = strcmp(mode, "host") == 0;
+  if (!late && !apart && !teardown && !host) {
+    fprintf(stderr, "usage: streams_interop late|apart|teardown|host LIBTVM_FFI\n");
     return 2;
   }
-  if (late) { /* made current before libtvm_ffi is there */
+  if (late || host) { /* made current before libtvm_ffi is there */
     CHECK(pf_tvm_ffi_join() == 0);
     CHECK(pf_stream_set(gpu0, S(1), NULL) == 0);
     CHECK(pf_stream_set(far, S(5), NULL) == 0);
   }
+  if (host)
+    CHECK(pf_stream_set(gpu1, S(2), NULL) == 0);
   void* tvm = dlopen(argv[2], RTLD_NOW | RTLD_GLOBAL);
   if (!tvm) {
     fprintf(stderr, "dlopen %s: %s\n", argv[2], dlerror());
@@ -113,6 +119,25 @@ int main(int argc, char** argv) {
     CHECK(env_get(kDLCUDA, 0) == NULL);
     CHECK(env_set(kDLCUDA, 0, S(2), NULL) == 0);
     CHECK(pf_stream_get(gpu0) == S(1));
+  } else if (host) {
+    /* The host makes S(6) current on gpu0 through TVM-FFI before packfn's first stream call
+     * since the join, and calls in: packfn's kernels launch on the host's stream, and the pre-join
+     * S(1) does not overwrite it (it did: the launch went to S(1), and the host's S(6) was gone
+     * from TVM-FFI's table until the host restored its prev) */
+    void* prev = S(99);
+    CHECK(env_set(kDLCUDA, 0, S(6), &prev) == 0);
+    CHECK(prev == NULL);
+    CHECK(pf_stream_get(gpu0) == S(6));
+    CHECK(env_get(kDLCUDA, 0) == S(6));
+    CHECK(pf_stream_get(gpu1) == S(2)); /* where TVM-FFI held the default, packfn's moved */
+    CHECK(env_get(kDLCUDA, 1) == S(2));
+    CHECK(env_set(kDLCUDA, 0, prev, NULL) == 0); /* the host restores */
+    CHECK(pf_stream_get(gpu0) == NULL);
+    CHECK(pf_stream_set(gpu1, NULL, &prev) == 0);
+    CHECK(prev == S(2));
+    CHECK(env_get(kDLCUDA, 1) == NULL);
+    CHECK(pf_stream_get(far) == S(5)); /* stays packfn's */
+    CHECK(pf_stream_set(far, NULL, NULL) == 0);
   } else if (late) {
     CHECK(pf_stream_get(gpu0) == S(1)); /* the first call after the join moves it */
     CHECK(env_get(kDLCUDA, 0) == S(1));
