@@ -366,17 +366,31 @@ static void pf__env_retire(void* table) {
  * this first stream call), that one stays and packfn's is dropped: moved over it, the host's call
  * launched on the pre-join stream and the host's was gone from TVM-FFI's table (review). */
 static void pf__env_migrate(const pf__tvm_t* tvm, pf__streams_t* t) {
+  /* The error raised in this thread (TVM-FFI's slot, once errors are joined), kept aside: a
+   * failed TVMFFIEnvSetStream raises over it, which replaced it, and dropping that left the
+   * caller of pf_stream_get, which never raises, without its pending error (review) */
+  void* pending = NULL;
+  int kept = 0;
   for (int32_t i = t->count; i-- > 0;) {
     DLDevice d = t->slot[i].device;
     if (d.device_type < 0 || d.device_type >= PF__ENV_MAX_TYPE || d.device_id < 0 ||
         d.device_id >= PF__ENV_MAX_ID)
       continue;
-    if (!tvm->env_get_stream((int32_t)d.device_type, d.device_id) &&
-        tvm->env_set_stream((int32_t)d.device_type, d.device_id, t->slot[i].stream, NULL) != 0) {
-      pf__tvm_discard(tvm);
-      continue;
+    if (!tvm->env_get_stream((int32_t)d.device_type, d.device_id)) {
+      if (!kept) {
+        tvm->error_move_from_raised(&pending);
+        kept = 1;
+      }
+      if (tvm->env_set_stream((int32_t)d.device_type, d.device_id, t->slot[i].stream, NULL) != 0) {
+        pf__tvm_discard(tvm);
+        continue;
+      }
     }
     t->slot[i] = t->slot[--t->count];
+  }
+  if (pending) { /* back where it was: the slot takes its own reference */
+    tvm->error_set_raised(pending);
+    pf_object_release((pf_object_t*)pending);
   }
 }
 
