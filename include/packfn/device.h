@@ -183,7 +183,10 @@ PF_API int pf_allocator_get(int32_t device_type, pf_allocator_t* out);
  * it, for each device where TVM-FFI's table holds the default (a stream made current through
  * TVM-FFI since stays, and packfn's is dropped). Once C++ thread_locals are destroyed in the
  * thread's exit (TVM-FFI's table is one), the thread's streams are packfn's own again, all
- * default. */
+ * default. Not covered: a thread whose first stream call after the join comes from one of its
+ * pthread key destructors reads TVM-FFI's destroyed table (a crash) when it had used that
+ * table, or makes it anew and leaks it (docs/interop.md, "Streams"); one stream call before the
+ * thread's exit avoids both. */
 PF_API void* pf_stream_get(DLDevice device);
 
 /* Makes `stream` current for `device` in the calling thread (NULL returns to the default
