@@ -27,6 +27,20 @@ size_t pf__global_static_holders(const pf_object_t* fn);
  * name is gone or names another function. Raises nothing. */
 int pf__global_remove_if(const char* name, pf_object_t* fn);
 
+/* Loads in flight (module.c, around each pf_module_load, from before its dlopen to its end):
+ * while one is, every function a pf_global_set override, a pf_global_remove or a joined set's
+ * undo takes out of the table has its pf__function_code addresses recorded (global_write.c,
+ * under the writers' lock; no reference kept, so no deleter is delayed), up to
+ * PF__DISPLACED_MAX; the record is emptied when the last load ends. A refused library looks
+ * there for functions of its own that left the table before its refusal, which someone may
+ * still hold (pf__forget_library only sees what the table still names). */
+#define PF__DISPLACED_MAX 256
+void pf__global_watch_begin(void);
+void pf__global_watch_end(void);
+/* Copies the recorded addresses into out (room for PF__DISPLACED_MAX) and returns their
+ * number; *overflow is set to 1 when some were not recorded (no room), else 0. */
+size_t pf__global_displaced(const void** out, int* overflow);
+
 /* fork(): the side table's lock (a leaf: nothing else is taken under it), taken before a fork
  * and given back after it, from global.c's handlers. */
 void pf__function_fork_lock(void);

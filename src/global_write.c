@@ -22,6 +22,54 @@ static pf__cell_t* volatile pf__block =
 static size_t pf__live;     /* names with a function */
 static size_t pf__rebuilds; /* for pf__global_stats; under pf__writers */
 
+/* What left the table while a module load was in flight (function_private.h), under
+ * pf__writers. */
+static unsigned pf__watchers;
+static const void* pf__displaced[PF__DISPLACED_MAX];
+static size_t pf__displaced_n;
+static int pf__displaced_overflow;
+
+void pf__global_watch_begin(void) {
+  pthread_mutex_lock(&pf__writers);
+  pf__watchers++;
+  pthread_mutex_unlock(&pf__writers);
+}
+
+void pf__global_watch_end(void) {
+  pthread_mutex_lock(&pf__writers);
+  if (--pf__watchers == 0) {
+    pf__displaced_n = 0;
+    pf__displaced_overflow = 0;
+  }
+  pthread_mutex_unlock(&pf__writers);
+}
+
+size_t pf__global_displaced(const void** out, int* overflow) {
+  pthread_mutex_lock(&pf__writers);
+  size_t n = pf__displaced_n;
+  memcpy(out, pf__displaced, n * sizeof *out);
+  *overflow = pf__displaced_overflow;
+  pthread_mutex_unlock(&pf__writers);
+  return n;
+}
+
+/* Records the addresses of fn, which leaves the table, while a load is in flight. Under
+ * pf__writers; reads fn's fields only (calls nothing of it). */
+static void pf__displace(const pf_object_t* fn) {
+  if (!pf__watchers || !fn)
+    return;
+  const void* addrs[PF__FUNCTION_CODE_MAX];
+  size_t n = pf__function_code(fn, addrs);
+  for (size_t k = 0; k < n; ++k) {
+    if (!addrs[k])
+      continue;
+    if (pf__displaced_n == PF__DISPLACED_MAX)
+      pf__displaced_overflow = 1;
+    else
+      pf__displaced[pf__displaced_n++] = addrs[k];
+  }
+}
+
 /* Room for a name's copy (len + 1 bytes) on cache lines of its own: a lookup of a name longer
  * than 8 bytes reads its copy, and a copy sharing a line with something other threads write
  * (a function's reference count, say) would make every lookup of it miss the cache while they
@@ -164,6 +212,7 @@ static int pf__set(const char* name, pf_object_t* fn, int allow_override, pf_obj
     __atomic_store_n(&e->fn, fn, __ATOMIC_SEQ_CST);
     if (!old)
       __atomic_fetch_add(&pf__live, 1, __ATOMIC_RELAXED);
+    pf__displace(old);
     pthread_mutex_unlock(&pf__writers);
     if (old) {
       if (!pf__synchronize())
@@ -207,7 +256,8 @@ static int pf__set(const char* name, pf_object_t* fn, int allow_override, pf_obj
   return 0;
 }
 
-static pf_object_t* pf__remove(const char* name, size_t len, uint64_t h, pf_object_t* expect);
+static pf_object_t* pf__remove(const char* name, size_t len, uint64_t h, pf_object_t* expect,
+                               int watched);
 
 int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
   if (pf__check_name("pf_global_set", name) != 0)
@@ -248,7 +298,7 @@ int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
       if (old)
         (void)pf__set(name, old, 1, &undone); /* undone: fn, the table's reference to it */
       else
-        undone = pf__remove(name, len, pf__name_hash(name, len, &tail), fn);
+        undone = pf__remove(name, len, pf__name_hash(name, len, &tail), fn, 1);
       rc = -2;
     }
   }
@@ -261,8 +311,10 @@ int pf_global_set(const char* name, pf_object_t* fn, int allow_override) {
 
 /* Removes the function named (name, len, h) when `expect` is NULL or it is `expect`; the name
  * stays as a removed slot until a rebuild. Returns the function (owned) once no lookup can
- * still reach it, or NULL when nothing matched. */
-static pf_object_t* pf__remove(const char* name, size_t len, uint64_t h, pf_object_t* expect) {
+ * still reach it, or NULL when nothing matched. `watched`: recorded for the loads in flight
+ * (pf__displace); not for pf__global_remove_if, whose callers account for what they remove. */
+static pf_object_t* pf__remove(const char* name, size_t len, uint64_t h, pf_object_t* expect,
+                               int watched) {
   pthread_mutex_lock(&pf__writers);
   pf__entry_t* hole;
   pf__entry_t* e = pf__find(pf__cells, name, len, h, &hole);
@@ -273,6 +325,8 @@ static pf_object_t* pf__remove(const char* name, size_t len, uint64_t h, pf_obje
   }
   __atomic_store_n(&e->fn, NULL, __ATOMIC_SEQ_CST);
   __atomic_fetch_sub(&pf__live, 1, __ATOMIC_RELAXED);
+  if (watched)
+    pf__displace(fn);
   pthread_mutex_unlock(&pf__writers);
   if (!pf__synchronize())
     pf__keep(fn);
@@ -289,7 +343,7 @@ int pf_global_remove(const char* name) {
   int theirs = 0;                     /* 1: removed from TVM-FFI's table, -1: TVM-FFI failed */
   pthread_mutex_lock(&pf__tvm_table); /* "joined?" under the join hook's lock, as in set */
   const pf__tvm_t* tvm = pf__tvm();
-  pf_object_t* fn = pf__remove(name, len, pf__name_hash(name, len, &tail), NULL);
+  pf_object_t* fn = pf__remove(name, len, pf__name_hash(name, len, &tail), NULL, 1);
   if (tvm)
     theirs = pf__tvm_remove(tvm, name, NULL, &held);
   pthread_mutex_unlock(&pf__tvm_table);
@@ -519,7 +573,7 @@ int pf__global_remove_if(const char* name, pf_object_t* fn) {
   pf_object_t* held = NULL;
   pthread_mutex_lock(&pf__tvm_table); /* "joined?" under the join hook's lock, as in set */
   const pf__tvm_t* tvm = pf__tvm();
-  pf_object_t* removed = pf__remove(name, len, pf__name_hash(name, len, &tail), fn);
+  pf_object_t* removed = pf__remove(name, len, pf__name_hash(name, len, &tail), fn, 0);
   if (tvm && pf__tvm_remove(tvm, name, fn, &held) < 0)
     pf__tvm_discard(tvm);
   pthread_mutex_unlock(&pf__tvm_table);

@@ -197,6 +197,19 @@ static int pf__forget_library(void* handle, const char* path) {
     pf_object_release(fn);
   }
   pf_global_list_free(names);
+  if (ok) {
+    /* a function of it that left the table before the refusal (another thread removed or
+     * overrode its name meanwhile) is out of the listing's sight, yet may still be held (its
+     * holder's calls and release would run unmapped code): kept mapped (review) */
+    const void* gone[PF__DISPLACED_MAX];
+    int overflow = 0;
+    size_t n_gone = pf__global_displaced(gone, &overflow);
+    held_elsewhere |= overflow;
+    for (size_t k = 0; k < n_gone && !held_elsewhere; ++k) {
+      const char* owner;
+      held_elsewhere = pf__addr_in(gone[k], lm, &later, &owner) == 1;
+    }
+  }
   for (size_t j = 0; j < n_removed; ++j) {
     /* each removal waited for lookups in flight: every other holder has retained by now. Not
      * counted: this reference and the library's own registration slots, which its destructor
@@ -495,6 +508,8 @@ static const char* pf__this_runtime(char* buf, size_t size) {
   return buf;
 }
 
+static int pf__module_load(const char* path, int was_mapped, pf_object_t* host, pf_object_t** out);
+
 int pf_module_load(const char* path, pf_object_t** out) {
   if (!out)
     return PF__NULL_ARG("pf_module_load", "out");
@@ -514,6 +529,16 @@ int pf_module_load(const char* path, pf_object_t** out) {
   if (mapped)
     dlclose(mapped); /* already loaded (accepted before, or linked): a refusal unmaps nothing */
   (void)dlerror();
+  pf__global_watch_begin(); /* what leaves the global table from here on is recorded */
+  int rc = pf__module_load(path, mapped != NULL, host, out);
+  pf__global_watch_end();
+  return rc;
+}
+
+/* pf_module_load from its dlopen on, inside the global table's watch of what leaves it
+ * (function_private.h): `host` the caller's pending error (taken), `was_mapped` whether the
+ * library was mapped before (a refusal then unmaps nothing). */
+static int pf__module_load(const char* path, int was_mapped, pf_object_t* host, pf_object_t** out) {
   void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   pf_object_t* raised = pf_error_take(); /* what its constructors raised */
   if (!handle) {
@@ -527,7 +552,7 @@ int pf_module_load(const char* path, pf_object_t** out) {
   /* a library this function accepted before was bound then and is not judged again (the
    * global scope may have changed since); any other is */
   char theirs[512];
-  if (!(mapped && pf__accepted_before(pf__link_map(handle))) &&
+  if (!(was_mapped && pf__accepted_before(pf__link_map(handle))) &&
       pf__other_runtime(handle, theirs, sizeof theirs)) {
     char ours[512];
     pf__restore(host);
@@ -541,7 +566,7 @@ int pf_module_load(const char* path, pf_object_t** out) {
                  path, theirs, pf__this_runtime(ours, sizeof ours));
     /* its constructors may have registered globals in this runtime's table (its calls bound
      * here, its own copy aside): removed before its code is unmapped (a call crashed, review) */
-    return pf__close_refused(handle, path, mapped == NULL);
+    return pf__close_refused(handle, path, !was_mapped);
   }
   if (raised) {
     /* a constructor of the library raised (a PF_REGISTER_GLOBAL name already taken...): refuse
@@ -550,10 +575,10 @@ int pf_module_load(const char* path, pf_object_t** out) {
     pf__raise_refusal(path, raised, host);
     /* closing runs its destructors: one that clears its own error must not clear the refusal
      * (review) */
-    return pf__close_refused(handle, path, mapped == NULL);
+    return pf__close_refused(handle, path, !was_mapped);
   }
   pf__restore(host);
-  int rc = pf__module_open("pf_module_load", path, handle, 0, mapped == NULL, out);
+  int rc = pf__module_open("pf_module_load", path, handle, 0, !was_mapped, out);
   if (rc == 0) {
     pf__remember_accepted(pf__link_map(handle)); /* pinned now: its link map stays */
     (void)pf_tvm_ffi_join();                     /* the library may have brought libtvm_ffi in */

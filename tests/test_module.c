@@ -417,6 +417,22 @@ START_TEST(test_refused_library_still_held) {
 }
 END_TEST
 
+START_TEST(test_refused_library_held_after_its_name_went) {
+  /* As above, but the name is removed again before the refusal (another thread's removal or
+   * override in between): the loader no longer finds the function in the table, yet the host
+   * still holds it, so the library must stay mapped (it was unmapped: the call crashed) */
+  assert_load_fails(PF_TESTMOD_GRABBED_REMOVED, "ValueError", "exports no __packfn_abi stamp");
+  ck_assert_ptr_nonnull(grabbed);
+  pf_object_t* fn = NULL;
+  ck_assert_int_eq(pf_global_get("test.module.grabbed_removed", &fn), 0);
+  ck_assert_ptr_null(fn);
+  ck_assert(is_loaded(PF_TESTMOD_GRABBED_REMOVED));
+  ck_assert_int_eq(call_int(grabbed, NULL, 0), 1);
+  pf_object_release(grabbed);
+  grabbed = NULL;
+}
+END_TEST
+
 START_TEST(test_sysv_hash_table) {
   pf_object_t* m = load(PF_TESTMOD_SYSV);
   pf_export_info_t* list;
@@ -725,6 +741,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_concurrent_first_lookups);
   tcase_add_test(tc, test_refused_libraries);
   tcase_add_test(tc, test_refused_library_still_held);
+  tcase_add_test(tc, test_refused_library_held_after_its_name_went);
   tcase_add_test(tc, test_sysv_hash_table);
   tcase_add_test(tc, test_newer_minor_accepted);
   tcase_add_test(tc, test_system_library);

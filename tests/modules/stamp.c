@@ -1,6 +1,7 @@
 /* A library for test_module with a hand-made __packfn_abi, built once per variant from compile
  * definitions: another major, a newer minor, a bad magic, a stamp too small, no stamp, a global
- * registration that fails at load, a function handed to the host before the load is refused;
+ * registration that fails at load, a function handed to the host before the load is refused
+ * (and its name removed again before the refusal);
  * also linked with a SysV (DT_HASH) symbol table. */
 #define PF_NO_ABI_STAMP
 #include "packfn/packfn.h"
@@ -43,6 +44,12 @@ __attribute__((constructor)) static void grab(void) {
     pf_any_t r = pf_any_none();
     if (pf_global_call("test.module.grab", &arg, 1, &r) == 0)
       pf_any_release(&r);
+#ifdef GRAB_THEN_REMOVE
+    /* the name goes before the refusal (another thread's pf_global_remove or override might
+     * take it meanwhile): the host's reference is still one into this library */
+    if (pf_global_remove(GRAB_NAME) != 0)
+      pf_error_clear();
+#endif
   }
   pf_object_release(fn);
 }
