@@ -430,6 +430,20 @@ START_TEST(test_refused_library_held_after_its_name_went) {
   ck_assert_int_eq(call_int(grabbed, NULL, 0), 1);
   pf_object_release(grabbed);
   grabbed = NULL;
+  /* the same when the name was given another function (not the library's: it stays) */
+  assert_load_fails(PF_TESTMOD_GRABBED_OVERRIDDEN, "ValueError", "exports no __packfn_abi stamp");
+  ck_assert_ptr_nonnull(grabbed);
+  pf_object_t* global = NULL;
+  ck_assert_int_eq(pf_global_get("test.module.global", &global), 0);
+  ck_assert_int_eq(pf_global_get("test.module.grabbed_overridden", &fn), 0);
+  ck_assert_ptr_eq(fn, global);
+  pf_object_release(fn);
+  pf_object_release(global);
+  ck_assert(is_loaded(PF_TESTMOD_GRABBED_OVERRIDDEN));
+  ck_assert_int_eq(call_int(grabbed, NULL, 0), 1);
+  pf_object_release(grabbed);
+  grabbed = NULL;
+  ck_assert_int_eq(pf_global_remove("test.module.grabbed_overridden"), 0);
 }
 END_TEST
 

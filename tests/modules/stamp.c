@@ -1,7 +1,7 @@
 /* A library for test_module with a hand-made __packfn_abi, built once per variant from compile
  * definitions: another major, a newer minor, a bad magic, a stamp too small, no stamp, a global
  * registration that fails at load, a function handed to the host before the load is refused
- * (and its name removed again before the refusal);
+ * (and its name removed again, or given another function, before the refusal);
  * also linked with a SysV (DT_HASH) symbol table. */
 #define PF_NO_ABI_STAMP
 #include "packfn/packfn.h"
@@ -49,6 +49,15 @@ __attribute__((constructor)) static void grab(void) {
      * take it meanwhile): the host's reference is still one into this library */
     if (pf_global_remove(GRAB_NAME) != 0)
       pf_error_clear();
+#endif
+#ifdef GRAB_THEN_OVERRIDE
+    /* the name is given the host's "test.module.global" before the refusal, as another
+     * thread's override might: the host's reference is still one into this library */
+    pf_object_t* theirs = NULL;
+    if (pf_global_get("test.module.global", &theirs) != 0 || !theirs ||
+        pf_global_set(GRAB_NAME, theirs, 1) != 0)
+      pf_error_clear();
+    pf_object_release(theirs);
 #endif
   }
   pf_object_release(fn);
