@@ -793,8 +793,11 @@ int pf_error_set_cause(pf_object_t* err, pf_object_t* cause) {
   }
   pf_error_cell_t* cell = (pf_error_cell_t*)(err + 1);
   pf_object_retain(cause);
-  pf_object_release((pf_object_t*)cell->cause_chain);
+  pf_object_t* old = (pf_object_t*)cell->cause_chain;
   cell->cause_chain = cause;
+  /* released last: a deleter in the old chain that reads err's cause saw the old one while it
+   * was being destroyed (review) */
+  pf_object_release(old);
   return 0;
 }
 

@@ -326,6 +326,42 @@ static foreign_error_t* foreign_error_new(void (*deleter)(void*, int), const cha
   return e;
 }
 
+/* pf_error_set_cause replacing a cause: the old chain is released after the new cause is in
+ * place. A deleter in the old chain (another runtime's error here) that reads err's cause saw
+ * the old cause, then being destroyed (review: it was released first). */
+static pf_object_t* g_watched;
+static char g_seen[32];
+static void reading_error_deleter(void* self, int flags) {
+  if (flags & 2) {
+    pf_object_t* c = pf_error_cause(g_watched);
+    snprintf(g_seen, sizeof g_seen, "%s", c ? pf_error_message(c) : "(none)");
+    free(self);
+  }
+}
+static pf_object_t* error_with_message(const char* message) {
+  PF_ERROR_SET(PF_ERR_VALUE, "%s", message);
+  pf_object_t* e = pf_error_take();
+  ck_assert_ptr_nonnull(e);
+  return e;
+}
+START_TEST(test_set_cause_releases_the_old_chain_last) {
+  pf_object_t* err = error_with_message("outer");
+  pf_object_t* old = error_with_message("old");
+  foreign_error_t* f = foreign_error_new(reading_error_deleter, "deep");
+  ck_assert_int_eq(pf_error_set_cause(old, &f->header), 0);
+  pf_object_release(&f->header);
+  ck_assert_int_eq(pf_error_set_cause(err, old), 0);
+  pf_object_release(old); /* err holds the chain old -> f alone */
+  pf_object_t* fresh = error_with_message("new");
+  g_watched = err;
+  g_seen[0] = '\0';
+  ck_assert_int_eq(pf_error_set_cause(err, fresh), 0); /* releases old, then f */
+  ck_assert_str_eq(g_seen, "new");
+  pf_object_release(fresh);
+  pf_object_release(err);
+}
+END_TEST
+
 START_TEST(test_foreign_error) {
   foreign_error_t* e = foreign_error_new(foreign_error_deleter, "from elsewhere");
   g_foreign_freed = 0;
@@ -496,6 +532,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_deleter_raising_during_raise);
   tcase_add_test(tc, test_full_backtrace);
   tcase_add_test(tc, test_update_with_own_text);
+  tcase_add_test(tc, test_set_cause_releases_the_old_chain_last);
   suite_add_tcase(s, tc);
   /* the same test alone, for the PACKFN_BACKTRACE=1 run (CK_RUN_CASE=full_backtrace): the
    * core cases compare raise-site texts exactly */
