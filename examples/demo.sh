@@ -5,7 +5,7 @@
 set -eu
 
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then
-  echo "usage: $0 PATH/TO/packfn (the built executable, e.g. build/release/bin/packfn)" >&2
+  echo "usage: $0 PATH/TO/packfn (the built executable, e.g. build/release/cli/packfn, as tools/dev demo builds it)" >&2
   exit 2
 fi
 case "$1" in
