@@ -2,7 +2,6 @@
  * typed its arguments, and that return containers and tensors for the printer; and a stand-in
  * device in host memory, so that `--device vulkan` runs without a GPU. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "packfn/packfn.h"
@@ -182,37 +181,12 @@ static int transpose(void* self, const pf_any_t* args, int32_t num_args, pf_any_
 }
 PF_EXPORT(transpose, transpose);
 
-/* A stand-in device: tensors on "vulkan" live in host memory (malloc) and copy with memmove,
- * installed when the library loads, so that `packfn call --lib ECHO --device vulkan ...` takes
- * the --device path (copies there and back) on any machine. */
-static int host_alloc(void* ctx, DLDevice device, size_t nbytes, size_t alignment, void** out) {
-  (void)ctx;
-  (void)device;
-  *out = aligned_alloc(alignment, (nbytes + alignment - 1) / alignment * alignment);
-  if (*out == NULL) {
-    PF_ERROR_SET(PF_ERR_MEMORY, "echo: out of memory on the stand-in device");
-    return -1;
-  }
-  return 0;
-}
-
-static void host_free(void* ctx, DLDevice device, void* ptr) {
-  (void)ctx;
-  (void)device;
-  free(ptr);
-}
-
-static int host_copy(void* ctx, void* dst, DLDevice dst_device, const void* src,
-                     DLDevice src_device, size_t nbytes) {
-  (void)ctx;
-  (void)dst_device;
-  (void)src_device;
-  memmove(dst, src, nbytes);
-  return 0;
-}
-
+/* A stand-in device: tensors on "vulkan" live in host memory, through packfn's own CPU
+ * allocator (its hooks take any device and copy with memmove), installed when the library
+ * loads, so that `packfn call --lib ECHO --device vulkan ...` takes the --device path (copies
+ * there and back) on any machine. */
 __attribute__((constructor)) static void install_stand_in_device(void) {
-  pf_allocator_t allocator = {NULL, host_alloc, host_free, host_copy};
-  if (pf_allocator_set(PF_DEV_VULKAN, &allocator) != 0)
+  pf_allocator_t cpu;
+  if (pf_allocator_get(PF_DEV_CPU, &cpu) != 0 || pf_allocator_set(PF_DEV_VULKAN, &cpu) != 0)
     pf_error_clear();
 }
