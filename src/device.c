@@ -353,6 +353,12 @@ enum { PF__ENV_UNUSED, PF__ENV_USED, PF__ENV_RETIRED }; /* pf__streams_t.env */
 #define PF__ENV_MAX_TYPE 64
 #define PF__ENV_MAX_ID   1024
 
+/* Whether TVM-FFI's table holds the device's stream (one it can index without growing far). */
+static int pf__env_indexes(DLDevice d) {
+  return d.device_type >= 0 && d.device_type < PF__ENV_MAX_TYPE && d.device_id >= 0 &&
+         d.device_id < PF__ENV_MAX_ID;
+}
+
 static void pf__env_retire(void* table) {
   pf__streams_t* t = table;
   t->env = PF__ENV_RETIRED;
@@ -373,8 +379,7 @@ static void pf__env_migrate(const pf__tvm_t* tvm, pf__streams_t* t) {
   int kept = 0;
   for (int32_t i = t->count; i-- > 0;) {
     DLDevice d = t->slot[i].device;
-    if (d.device_type < 0 || d.device_type >= PF__ENV_MAX_TYPE || d.device_id < 0 ||
-        d.device_id >= PF__ENV_MAX_ID)
+    if (!pf__env_indexes(d))
       continue;
     if (!tvm->env_get_stream((int32_t)d.device_type, d.device_id)) {
       if (!kept) {
@@ -402,8 +407,7 @@ static void pf__env_migrate(const pf__tvm_t* tvm, pf__streams_t* t) {
 static const pf__tvm_t* pf__env_for(DLDevice device, pf__streams_t** t, int quiet, const char* func,
                                     int* failed) {
   *failed = 0;
-  if (device.device_type < 0 || device.device_type >= PF__ENV_MAX_TYPE || device.device_id < 0 ||
-      device.device_id >= PF__ENV_MAX_ID)
+  if (!pf__env_indexes(device))
     return NULL;
   const pf__tvm_t* tvm = pf__tvm_first_use();
   if (!tvm || !tvm->env_get_stream || !__cxa_thread_atexit_impl || pf__env_gone)
