@@ -79,6 +79,39 @@ pf__tensor_make(const DLTensor* desc, uint64_t flags, const char* func, pf__tens
   return 0;
 }
 
+/* The element count of `ndim` (1..PF_TENSOR_MAX_NDIM) extents of `shape`, each >= 1, in *numel:
+ * 1, or 0 when an extent is below 1 or the count overflows int64 (nothing raised). The fast paths'
+ * check (pf_tensor_empty, compact views): their layouts have elements, so an empty one, whose
+ * other extents need checks of their own, goes the general way. */
+static inline __attribute__((always_inline)) int pf__extents_fit(const int64_t* shape, int32_t ndim,
+                                                                 int64_t* numel) {
+  int64_t n = 1;
+  int bad = 0;
+  for (int32_t i = 0; i < ndim; ++i) {
+    bad |= shape[i] < 1;
+    bad |= __builtin_mul_overflow(n, shape[i], &n);
+  }
+  *numel = n;
+  return !bad;
+}
+
+/* Fills a fresh tensor's shape (a copy of `shape`: ndim >= 1 extents, each >= 1) and its compact
+ * row-major strides, and points dl.shape and dl.strides at them. */
+static inline __attribute__((always_inline)) void
+pf__tensor_dims_compact(pf__tensor_t* t, const int64_t* shape, int32_t ndim) {
+  int64_t* dims = t->dims;
+  int64_t step = 1;
+  for (int32_t i = ndim; i-- > 0;) {
+    int64_t e = shape[i];
+    dims[i] = e;
+    dims[ndim + i] = step;
+    step *= e; /* no overflow: pf__extents_fit passed the whole product */
+  }
+  t->dl.shape = dims;
+  t->dl.strides = dims + ndim;
+  t->dl.ndim = ndim;
+}
+
 /* 1 when `t` (a packfn tensor) holds memory it allocated, 0 when an owner keeps its memory. */
 static inline int pf__tensor_owns_memory(const pf__tensor_t* t) {
   return t->header.deleter == pf__tensor_deleter_owning;

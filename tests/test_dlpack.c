@@ -258,6 +258,13 @@ START_TEST(test_import_versioned_read_only) {
   ck_assert(pf_tensor_is_read_only(t));
   ck_assert_int_eq(pf_tensor_slice(t, 1, 0, 2, 1, &v), 0);
   ck_assert(pf_tensor_is_read_only(v)); /* views inherit it */
+  pf_object_t* w;
+  ck_assert_int_eq(pf_tensor_view(t, 1, (int64_t[]){2}, NULL, 0, &w), 0); /* compact views too */
+  ck_assert(pf_tensor_is_read_only(w));
+  pf_object_release(w);
+  ck_assert_int_eq(pf_tensor_reshape(t, 1, (int64_t[]){-1}, &w), 0);
+  ck_assert(pf_tensor_is_read_only(w));
+  pf_object_release(w);
   pf_dl_managed_tensor_versioned_t* out;
   ck_assert_int_eq(pf_tensor_to_dlpack_versioned(v, &out), 0);
   ck_assert_uint_eq(out->flags, PF_DLPACK_FLAG_READ_ONLY); /* is-copied is not ours to claim */

@@ -241,6 +241,13 @@ START_TEST(test_empty) {
   ck_assert_uint_eq(pf_dltensor_nbytes(dl), 0);
   ck_assert_int_eq(dl->strides[0], 5);
   pf_object_release(t);
+  /* vector lanes count in the size */
+  ck_assert_int_eq(
+      pf_tensor_empty(&(int64_t){3}, 1, pf_dtype(PF_DL_FLOAT, 32, 4), PF_DEVICE_CPU, &t), 0);
+  ck_assert_uint_eq(pf_dltensor_nbytes(pf_tensor_dltensor(t)), 48);
+  ck_assert_uint_eq((uintptr_t)pf_tensor_dltensor(t)->data % PF_TENSOR_ALIGNMENT, 0);
+  memset(pf_tensor_dltensor(t)->data, 0, 48);
+  pf_object_release(t);
   /* sub-byte types pack */
   int64_t three = 3;
   ck_assert_int_eq(pf_tensor_empty(&three, 1, pf_dtype(PF_DL_INT, 4, 1), PF_DEVICE_CPU, &t), 0);

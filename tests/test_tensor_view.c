@@ -51,6 +51,80 @@ START_TEST(test_view_general) {
 }
 END_TEST
 
+/* The two ways a view is made agree: a compact view from the first element (strides NULL,
+ * offset 0: pf_tensor_view's short way) and the same view spelled with its strides (the general
+ * way), for a base that owns its memory, a view of it (the views hold the original owner), a
+ * base with negative strides, and at the edge of the base's elements. */
+static void assert_same_view(pf_object_t* a, pf_object_t* b) {
+  DLTensor* x = pf_tensor_dltensor(a);
+  DLTensor* y = pf_tensor_dltensor(b);
+  ck_assert_ptr_eq(x->data, y->data);
+  ck_assert(pf_device_equal(x->device, y->device));
+  ck_assert(pf_dtype_equal(x->dtype, y->dtype));
+  ck_assert_int_eq(x->ndim, y->ndim);
+  for (int32_t i = 0; i < x->ndim; ++i) {
+    ck_assert_int_eq(x->shape[i], y->shape[i]);
+    ck_assert_int_eq(x->strides[i], y->strides[i]);
+  }
+  ck_assert_uint_eq(x->byte_offset, y->byte_offset);
+  ck_assert_int_eq(pf_tensor_is_read_only(a), pf_tensor_is_read_only(b));
+}
+
+START_TEST(test_view_compact_ways_agree) {
+  pf_object_t* base = iota((int64_t[]){4, 6}, 2);
+  pf_object_t *fast, *general, *mid;
+  ck_assert_int_eq(pf_tensor_view(base, 3, (int64_t[]){2, 3, 4}, NULL, 0, &fast), 0);
+  ck_assert_int_eq(
+      pf_tensor_view(base, 3, (int64_t[]){2, 3, 4}, (int64_t[]){12, 4, 1}, 0, &general), 0);
+  assert_same_view(fast, general);
+  ck_assert(at(fast, (int64_t[]){1, 2, 3}) == 23.0);
+  ck_assert_uint_eq(pf_object_strong_count(base), 3);
+  pf_object_release(general);
+
+  /* a view of a view: both ways hold the base, not the view between */
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){12}, (int64_t[]){2}, 1, &mid), 0);
+  ck_assert_int_eq(pf_tensor_view(mid, 1, (int64_t[]){1}, NULL, 0, &general), 0); /* fast */
+  ck_assert_uint_eq(pf_object_strong_count(mid), 1);
+  ck_assert_uint_eq(pf_object_strong_count(base), 4);
+  ck_assert(at(general, (int64_t[]){0}) == 1.0);
+  pf_object_release(general);
+  /* mid (stride 2) reaches elements 0..22 from its first: a compact view of 12 lies inside */
+  ck_assert_int_eq(pf_tensor_view(mid, 2, (int64_t[]){3, 4}, NULL, 0, &general), 0);
+  ck_assert_uint_eq(pf_tensor_dltensor(general)->byte_offset, 8);
+  ck_assert(at(general, (int64_t[]){2, 3}) == 12.0); /* element 11 past mid's first */
+  pf_object_release(general);
+  /* one element past the base's last: refused by the general way's message */
+  pf_object_t* bad = (pf_object_t*)&bad;
+  ck_assert_int_eq(pf_tensor_view(mid, 1, (int64_t[]){24}, NULL, 0, &bad), -1);
+  ck_assert_ptr_null(bad);
+  PF_ASSERT_RAISED("IndexError", "the view reaches elements 0..23, outside the tensor's 0..22");
+  ck_assert_int_eq(pf_tensor_view(mid, 1, (int64_t[]){23}, NULL, 0, &general), 0);
+  ck_assert(at(general, (int64_t[]){22}) == 23.0);
+  pf_object_release(general);
+  pf_object_release(mid);
+
+  /* negative strides: the base reaches elements -3..0 from its first, so a compact view of one
+   * element fits and one of two does not */
+  pf_object_t* rev;
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){4}, (int64_t[]){-1}, 3, &rev), 0);
+  ck_assert_int_eq(pf_tensor_view(rev, 1, (int64_t[]){1}, NULL, 0, &general), 0);
+  ck_assert(at(general, (int64_t[]){0}) == 3.0);
+  pf_object_release(general);
+  ck_assert_int_eq(pf_tensor_view(rev, 1, (int64_t[]){2}, NULL, 0, &bad), -1);
+  PF_ASSERT_RAISED("IndexError", "the view reaches elements 0..1, outside the tensor's -3..0");
+  pf_object_release(rev);
+
+  /* extents of 0 and ndim 0 take the general way and behave as before */
+  ck_assert_int_eq(pf_tensor_view(base, 2, (int64_t[]){0, 99}, NULL, 0, &general), 0);
+  ck_assert_int_eq(pf_dltensor_numel(pf_tensor_dltensor(general)), 0);
+  pf_object_release(general);
+  pf_object_release(fast);
+  ck_assert_uint_eq(pf_object_strong_count(base), 1);
+  pf_object_release(base);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
 START_TEST(test_view_errors) {
   pf_object_t* base = iota((int64_t[]){2, 3}, 2);
   pf_object_t* v = (pf_object_t*)&v;
@@ -418,6 +492,7 @@ TCase* pf_test_tensor_views_tcase(void) {
   TCase* tc = tcase_create("views");
   tcase_add_test(tc, test_view_general);
   tcase_add_test(tc, test_view_errors);
+  tcase_add_test(tc, test_view_compact_ways_agree);
   tcase_add_test(tc, test_view_negative_strides);
   tcase_add_test(tc, test_reshape);
   tcase_add_test(tc, test_slice);
