@@ -570,6 +570,10 @@ static void pf__raise(const pf__site_t* site, const char* kind, const char* fmt,
       }
     }
     va_end(ap2);
+    /* the message ends at its first NUL (a %c of 0): the cell's size is its C string's length,
+     * so TVM-FFI, which reads the size, and packfn's readers, which read the C string, see one
+     * text (review) */
+    msg_len = strnlen(msg, msg_len);
   }
   if (!kind || !*kind)
     kind = PF_ERR_RUNTIME; /* an error kind is a name: none given, the generic one */

@@ -514,6 +514,35 @@ START_TEST(test_update_with_own_text) {
 }
 END_TEST
 
+/* A formatted message holding a NUL byte (%c of 0) ends there: the size in the cell, which
+ * TVM-FFI reads, is the length of the C string pf_error_message gives, also for a message past
+ * the 511-byte stack buffer (the size was the formatted length, "a\0b" read as "a" by packfn
+ * and as "a\0b" by TVM-FFI; review). */
+START_TEST(test_message_ends_at_nul) {
+  PF_ERROR_SET(PF_ERR_VALUE, "before%cafter %d", 0, 7);
+  pf_object_t* err = pf_error_take();
+  const pf_error_cell_t* cell = (const pf_error_cell_t*)(err + 1);
+  ck_assert_str_eq(pf_error_message(err), "before");
+  ck_assert_uint_eq(cell->message.size, strlen("before"));
+  char text[64];
+  ck_assert_uint_eq(pf_error_format(err, text, sizeof text), strlen("ValueError: before"));
+  ck_assert_str_eq(text, "ValueError: before");
+  pf_object_release(err);
+  char* head = malloc(601);
+  ck_assert_ptr_nonnull(head);
+  memset(head, 'x', 600);
+  head[600] = '\0';
+  PF_ERROR_SET(PF_ERR_VALUE, "%s%c%s", head, 0, "tail");
+  err = pf_error_take();
+  cell = (const pf_error_cell_t*)(err + 1);
+  ck_assert_str_eq(pf_error_message(err), head);
+  ck_assert_uint_eq(cell->message.size, 600);
+  ck_assert_uint_eq(pf_error_format(err, NULL, 0), strlen("ValueError: ") + 600);
+  pf_object_release(err);
+  free(head);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("error");
   TCase* tc = tcase_create("core");
@@ -533,6 +562,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_full_backtrace);
   tcase_add_test(tc, test_update_with_own_text);
   tcase_add_test(tc, test_set_cause_releases_the_old_chain_last);
+  tcase_add_test(tc, test_message_ends_at_nul);
   suite_add_tcase(s, tc);
   /* the same test alone, for the PACKFN_BACKTRACE=1 run (CK_RUN_CASE=full_backtrace): the
    * core cases compare raise-site texts exactly */

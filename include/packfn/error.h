@@ -29,7 +29,8 @@ extern "C" {
 /* Raises an error of `kind` ("ValueError", ...) with a printf-style message in the calling
  * thread. An error already pending in this thread becomes the new error's cause. Never fails:
  * when memory runs out, a preallocated MemoryError is raised instead. A NULL or empty kind gives
- * "RuntimeError"; NULL fmt an empty message.
+ * "RuntimeError"; NULL fmt an empty message. The message ends at its first NUL byte (a `%c`
+ * of 0): its stored size is always its C string's length, whoever reads it.
  * A plain function: its backtrace entry reads "<unknown>". PF_ERROR_SET (below) raises the
  * same way and also records the caller's file:line and function. Once packfn has joined
  * TVM-FFI (interop.h) the calling thread's raised slot is TVM-FFI's, for this and every call
