@@ -309,9 +309,11 @@ pf__probe(const char* name, size_t len, uint64_t h, uint64_t tail, int short_nam
 }
 
 /* A name this table does not hold: *out NULL, or, once packfn has joined TVM-FFI (looking for
- * it on the process's first table use), TVM-FFI's function of that name (a new reference). */
+ * it on the process's first table use), TVM-FFI's function of that name (a new reference).
+ * `func`, the public function looked up for, is the one a failure names (review: a failed
+ * lookup in pf_global_call named pf_global_get). */
 static __attribute__((noinline, cold)) int pf__global_miss(const char* name, size_t len,
-                                                           pf_object_t** out) {
+                                                           pf_object_t** out, const char* func) {
   *out = NULL;
   const pf__tvm_t* tvm = pf__tvm_first_use();
   if (PF_LIKELY(!tvm))
@@ -319,13 +321,13 @@ static __attribute__((noinline, cold)) int pf__global_miss(const char* name, siz
   pthread_mutex_lock(&pf__tvm_table);
   int rc = pf__tvm_get(tvm, name, len, out);
   pthread_mutex_unlock(&pf__tvm_table);
-  return rc == 0 ? 0 : pf__tvm_failed(tvm, "pf_global_get", "global table");
+  return rc == 0 ? 0 : pf__tvm_failed(tvm, func, "global table");
 }
 
 /* The general lookup: any length, registers the thread on its first lookup, and marks with an
  * exchange where the writers have no membarrier. */
 static __attribute__((noinline)) int pf__lookup_slow(const char* name, size_t len,
-                                                     pf_object_t** out) {
+                                                     pf_object_t** out, const char* func) {
   *out = NULL;
   if (len == 0)
     return 0; /* no name is empty */
@@ -339,7 +341,7 @@ static __attribute__((noinline)) int pf__lookup_slow(const char* name, size_t le
     pthread_mutex_lock(&pf__writers);
     *out = pf__probe(name, len, h, tail, 0);
     pthread_mutex_unlock(&pf__writers);
-    return *out ? 0 : pf__global_miss(name, len, out);
+    return *out ? 0 : pf__global_miss(name, len, out, func);
   }
   pf__reader_t* me = pf__me;
   unsigned outside = me->mark;
@@ -350,7 +352,7 @@ static __attribute__((noinline)) int pf__lookup_slow(const char* name, size_t le
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   *out = pf__probe(name, len, h, tail, 0);
   __atomic_store_n(&me->mark, outside, __ATOMIC_RELEASE);
-  return *out ? 0 : pf__global_miss(name, len, out);
+  return *out ? 0 : pf__global_miss(name, len, out, func);
 }
 
 /* The common lookup, a leaf that makes no call: names of 1 to 32 bytes from a thread
@@ -359,10 +361,10 @@ static __attribute__((noinline)) int pf__lookup_slow(const char* name, size_t le
  * writer's membarrier orders it before the probe's loads; the signal fence keeps the compiler
  * from moving them). */
 static inline __attribute__((always_inline)) int pf__lookup(const char* name, size_t len,
-                                                            pf_object_t** out) {
+                                                            pf_object_t** out, const char* func) {
   pf__reader_t* me = pf__me;
   if (PF_UNLIKELY(len - 1 > 31 || me->mark))
-    return pf__lookup_slow(name, len, out);
+    return pf__lookup_slow(name, len, out, func);
   uint64_t tail;
   uint64_t h = pf__name_hash(name, len, &tail);
   __atomic_store_n(&me->mark, 1, __ATOMIC_RELAXED);
@@ -370,7 +372,7 @@ static inline __attribute__((always_inline)) int pf__lookup(const char* name, si
   pf_object_t* fn = pf__probe(name, len, h, tail, 1);
   __atomic_store_n(&me->mark, 0, __ATOMIC_RELEASE);
   if (PF_UNLIKELY(!fn))
-    return pf__global_miss(name, len, out); /* a tail call, off the hit path */
+    return pf__global_miss(name, len, out, func); /* a tail call, off the hit path */
   *out = fn;
   return 0;
 }
@@ -378,11 +380,15 @@ static inline __attribute__((always_inline)) int pf__lookup(const char* name, si
 int pf_global_get_bytes(const char* name, size_t size, pf_object_t** out) {
   if (PF_UNLIKELY(!out || (!name && size)))
     return pf__lookup_invalid("pf_global_get_bytes", out);
-  return pf__lookup(name, size, out);
+  return pf__lookup(name, size, out, "pf_global_get_bytes");
 }
 
 int pf__global_lookup(const char* name, size_t size, pf_object_t** out) {
-  return pf__lookup(name, size, out);
+  return pf__lookup(name, size, out, "pf_global_get");
+}
+
+int pf__global_lookup_as(const char* name, size_t size, pf_object_t** out, const char* func) {
+  return pf__lookup(name, size, out, func);
 }
 
 int pf__global_get_invalid(const char* name, pf_object_t** out) {

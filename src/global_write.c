@@ -451,7 +451,8 @@ int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args, pf_
   pf_object_t* fn;
   if (result)
     *result = pf_any_none();
-  if (pf__check_name("pf_global_call", name) != 0 || pf_global_get(name, &fn) != 0)
+  if (pf__check_name("pf_global_call", name) != 0 ||
+      pf__global_lookup_as(name, strlen(name), &fn, "pf_global_call") != 0)
     return -1;
   if (!fn) {
     char* near = pf__suggest_whole(pf__suggest_in_globals, NULL, name); /* whole (review) */

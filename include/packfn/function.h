@@ -132,7 +132,9 @@ PF_API void pf_global_list_free(char** names);
  * it when absent (with "did you mean 'x'?" when a registered name is near, see
  * pf_global_suggest); otherwise as pf_function_call (args borrowed, *result owned on success),
  * except that *result is none after every failure and a callee that fails without raising gets
- * pf_error_ensure's RuntimeError. */
+ * pf_error_ensure's RuntimeError. Joined to TVM-FFI, a failed lookup in its table raises
+ * TVM-FFI's error as it came, or, when it raised none, RuntimeError "pf_global_call: TVM-FFI's
+ * global table failed" (pf_global_get and pf_global_get_bytes name themselves the same way). */
 PF_API int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args,
                           pf_any_t* result);
 
