@@ -459,6 +459,24 @@ def test_atomic_out(cli):
            stderr="OSError: /dev/null: not a regular file (a character device): refusing to "
                   "replace it\n")
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode), "/dev/null is no longer a device"
+    # /dev/stdout (and /dev/fd/N, /proc/self/fd/N) names the stream, also when stdout is a
+    # regular file: refused, where the file behind it was replaced by a rename (review: a
+    # `>> log` lost its lines, the shell's descriptor kept the unlinked file)
+    log = cli.path("stdout.log")
+    for target in ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"):
+        with open(log, "wb") as f:
+            f.write(b"log line\n")
+        inode = os.stat(log).st_ino
+        with open(log, "ab") as f:
+            p = subprocess.run([cli.bin, "call", "packfn.kernels.add_n", "float32[2]:1",
+                                "float32[2]", "1", "--out", target], cwd=cli.dir, stdout=f,
+                               stderr=subprocess.PIPE, text=True, timeout=240)
+        want = (f"OSError: {target}: names an open file descriptor (/proc/PID/fd/N), not a file: "
+                "refusing to replace what it is open on\n")
+        if p.returncode != RAISED or p.stderr != want:
+            raise Failure(f"--out {target} > stdout.log: exit {p.returncode}, stderr {p.stderr!r}")
+        assert os.stat(log).st_ino == inode, f"--out {target}: stdout.log replaced"
+        assert read_bytes(cli, "stdout.log") == b"log line\n", read_bytes(cli, "stdout.log")
     # a folder as target, a missing folder, the same file twice: refused before the call (the
     # call itself would fail with a TypeError: 1 argument for 3)
     expect(cli, ["call", "packfn.kernels.add_n", "float32[2]:1", "--out", "."], RAISED,

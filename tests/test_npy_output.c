@@ -728,6 +728,23 @@ START_TEST(test_output_refuses_a_socket) {
   unlink(path);
   close(pipe_fds[0]);
   close(pipe_fds[1]);
+  /* a regular file behind /proc/self/fd (stdout redirected to a file, named /dev/stdout): the
+   * stream's file, refused rather than replaced by a rename (review) */
+  char file[128];
+  temp_path(file, sizeof file, "stream.log");
+  int log_fd = open(file, O_CREAT | O_WRONLY | O_APPEND, 0644);
+  ck_assert_int_ge(log_fd, 0);
+  ck_assert_int_eq(write(log_fd, "log\n", 4), 4);
+  struct stat before, after;
+  ck_assert_int_eq(stat(file, &before), 0);
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", log_fd);
+  ck_assert_int_eq(pf_npy_output_open(proc, &out, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "names an open file descriptor") != NULL, "%s", err);
+  ck_assert_int_eq(stat(file, &after), 0);
+  ck_assert_uint_eq(after.st_ino, before.st_ino);
+  ck_assert_int_eq(after.st_size, 4);
+  close(log_fd);
+  unlink(file);
   ck_assert_int_eq(dir_entries(), 0);
 }
 END_TEST

@@ -125,8 +125,10 @@ typedef struct pf_npy_output_s {
 } pf_npy_output_t;
 
 /* Prepares to replace `path`: refuses a target that exists and is not a regular file ("x: not
- * a regular file (a character device): refusing to replace it") or that we may not write ("x:
- * is not writable: refusing to replace it"), a missing folder or one we cannot write ("cannot
+ * a regular file (a character device): refusing to replace it"), a path reaching a regular
+ * file through a descriptor link /proc/PID/fd/N such as /dev/stdout redirected to a file ("x:
+ * names an open file descriptor ..."), or a target that we may not write ("x: is not
+ * writable: refusing to replace it"), a missing folder or one we cannot write ("cannot
  * create a file in 'dir': ..."), then creates the temporary file in the target's folder (mode
  * 0666 less the umask, or the target's mode): an unnamed one (O_TMPFILE) that
  * pf_npy_output_write names "DIR/.NAME.PID.N.tmp" (NAME cut to 200 bytes), so that a process

@@ -371,6 +371,51 @@ static const char* rename_refusal(const char* target, size_t dir_len, const stru
   return NULL;
 }
 
+/* 1 when `path` reaches its file through a descriptor link, an entry of /proc/PID/fd (which
+ * /dev/stdout, /dev/stderr and /dev/fd/N are or lead to): it names a stream open in some
+ * process, not a file to replace. Renaming over the file behind it (stdout redirected to a
+ * file) wrote beside the stream: `>> log` lost the log's lines, and what the process printed
+ * after went to the replaced, unlinked file (review). 0 otherwise, also when it cannot tell. */
+static int through_fd_link(const char* path) {
+  char cur[PATH_MAX], next[PATH_MAX];
+  if (strlen(path) >= sizeof cur) {
+    return 0;
+  }
+  strcpy(cur, path);
+  for (int hops = 0; hops < 40; ++hops) { /* as many links as the kernel follows */
+    struct stat st;
+    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) {
+      return 0;
+    }
+    const char* slash = strrchr(cur, '/');
+    size_t dir_len = slash == NULL ? 0 : slash == cur ? 1 : (size_t)(slash - cur);
+    char* dir = dir_len > 0 ? dup_n(cur, dir_len) : dup_n(".", 1);
+    char* real = dir != NULL ? realpath(dir, NULL) : NULL;
+    free(dir);
+    size_t n = real != NULL ? strlen(real) : 0;
+    int fd_dir = n > 9 && strncmp(real, "/proc/", 6) == 0 && strcmp(real + n - 3, "/fd") == 0;
+    free(real);
+    if (fd_dir) {
+      return 1;
+    }
+    ssize_t len = readlink(cur, next, sizeof next - 1);
+    if (len < 0) {
+      return 0;
+    }
+    next[len] = '\0';
+    if (next[0] == '/') {
+      memcpy(cur, next, (size_t)len + 1);
+    } else { /* relative to the link's folder */
+      size_t keep = slash == NULL ? 0 : (size_t)(slash - cur) + 1;
+      if (keep + (size_t)len >= sizeof cur) {
+        return 0;
+      }
+      memcpy(cur + keep, next, (size_t)len + 1);
+    }
+  }
+  return 0;
+}
+
 /* fd of an output whose write failed: commit refuses it as not written (-1 is "written"; a
  * failed write has no temporary name to rename, so the commit skipped it and returned 0
  * without writing anything; review). */
@@ -384,6 +429,13 @@ int pf_npy_output_open(const char* path, pf_npy_output_t* out, char* err, size_t
   out->fd = -1;
   struct stat st;
   int exists = lstat(path, &st) == 0;
+  struct stat fd_file; /* a stream that is no regular file is refused below, saying what it is */
+  if (exists && S_ISLNK(st.st_mode) && stat(path, &fd_file) == 0 && S_ISREG(fd_file.st_mode) &&
+      through_fd_link(path)) {
+    return pf__npy_fail(err, err_size, path,
+                        "names an open file descriptor (/proc/PID/fd/N), not a file: refusing "
+                        "to replace what it is open on");
+  }
   char* target = exists && S_ISLNK(st.st_mode) ? realpath(path, NULL) : dup_n(path, strlen(path));
   if (exists && S_ISLNK(st.st_mode) && target == NULL && errno == ENOENT) {
     /* a link to a pipe or socket through /proc/self/fd (/dev/stdin of a pipeline) has a
