@@ -52,4 +52,9 @@ void pf__function_fork_unlock(void);
 int pf__call_args_check(const char* func, const pf_any_t* args, int32_t num_args,
                         const pf_any_t* result);
 
+/* pf_global_get_bytes for a caller whose failures name `func` (pf_global_call, the system
+ * module's pf_module_get_function), once the name is checked: 0 with a new reference in *out
+ * (NULL when no table has the name), -1 when TVM-FFI's table failed (global.c). */
+int pf__global_lookup_as(const char* name, size_t size, pf_object_t** out, const char* func);
+
 #endif /* PACKFN_SRC_FUNCTION_PRIVATE_H_ */

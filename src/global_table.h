@@ -91,11 +91,6 @@ static inline int pf__tvm_get(const pf__tvm_t* tvm, const char* name, size_t len
 
 /* ---- global.c, for global_write.c ---- */
 
-/* pf_global_get_bytes for a caller whose failures name `func` (pf_global_call), once the name
- * is checked: 0 with a new reference in *out (NULL when no table has the name), -1 when
- * TVM-FFI's table failed. */
-int pf__global_lookup_as(const char* name, size_t size, pf_object_t** out, const char* func);
-
 /* Waits for the grace period: 1 once every lookup that could see what was just unpublished is
  * done; 0 when the kernel refused the barrier that needs (global.c): the caller keeps what it
  * unpublished with pf__keep or pf__keep_table instead of releasing or freeing it. */

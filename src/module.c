@@ -705,7 +705,7 @@ static int pf__module_lookup(const char* func, pf_object_t* module, const char* 
     *out = fn;
     return 0;
   }
-  return m->is_system ? pf_global_get(name, out) : 0;
+  return m->is_system ? pf__global_lookup_as(name, strlen(name), out, func) : 0;
 }
 
 int pf_module_get_function(pf_object_t* module, const char* name, pf_object_t** out) {

@@ -43,8 +43,11 @@ FAKE_API void TVMFFIErrorSetRaised(void* err) {
 
 FAKE_API int32_t TVMFFITypeGetOrAllocIndex(const void* key, int32_t static_index, int32_t depth,
                                            int32_t slots, int32_t overflow, int32_t parent) {
-  (void)key, (void)depth, (void)slots, (void)overflow, (void)parent;
-  return static_index;
+  (void)key, (void)depth, (void)slots, (void)overflow;
+  static int32_t next = 128; /* dynamic indexes (the system module's type) */
+  if (parent == -2)
+    return -2; /* a lookup of a key: none is known */
+  return static_index >= 0 ? static_index : next++;
 }
 
 FAKE_API int TVMFFITypeKeyToIndex(const void* key, int32_t* out) {

@@ -1,6 +1,7 @@
 /* Joined to TVM-FFI (the stand-in fake_tvm_ffi_table.c), a name packfn's table misses is looked
  * up in TVM-FFI's; when that lookup fails, the error names the function the caller called:
- * pf_global_call's failure named pf_global_get (review). An error TVM-FFI raised for the
+ * pf_global_call's failure, and the system module's pf_module_get_function's, named
+ * pf_global_get (review). An error TVM-FFI raised for the
  * failure is passed on as it came. */
 #include <dlfcn.h>
 
@@ -41,6 +42,14 @@ START_TEST(test_failed_lookup_names_the_caller) {
   const char* longer = "packfn.test.a_name_longer_than_thirty_two_bytes";
   ck_assert_int_eq(pf_global_call(longer, NULL, 0, &result), -1);
   PF_ASSERT_RAISED(PF_ERR_RUNTIME, "pf_global_call: TVM-FFI's global table failed");
+  /* the system module looks a name it does not export up in the global table */
+  pf_object_t* sys = NULL;
+  ck_assert_int_eq(pf_module_system(&sys), 0);
+  fn = (pf_object_t*)&fn;
+  ck_assert_int_eq(pf_module_get_function(sys, "packfn.test.absent", &fn), -1);
+  ck_assert_ptr_null(fn);
+  PF_ASSERT_RAISED(PF_ERR_RUNTIME, "pf_module_get_function: TVM-FFI's global table failed");
+  pf_object_release(sys);
   fail_lookup(0, NULL);
 }
 END_TEST
