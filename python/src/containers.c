@@ -403,7 +403,8 @@ static PyObject* map_list(PyObject* self, int which) {
   if (mapbase_count(map, &n) != 0 || pf_map_iter_init(map, &it) != 0)
     return pfpy_raise_pf_error();
   PyObject* lst = PyList_New((Py_ssize_t)n);
-  for (size_t i = 0; lst && i < n && pf_map_iter_next(&it, &key, &value) == 1; ++i) {
+  size_t i = 0;
+  for (; lst && i < n && pf_map_iter_next(&it, &key, &value) == 1; ++i) {
     PyObject* x;
     if (which == 2) {
       PyObject* k = pfpy_any_to_py(key);
@@ -419,6 +420,16 @@ static PyObject* map_list(PyObject* self, int which) {
       break;
     }
     PyList_SET_ITEM(lst, (Py_ssize_t)i, x);
+  }
+  if (lst && i < n) {
+    /* the walk ended before the count: a damaged insertion-order list (pf_map_iter_next ends
+     * it rather than loop), or a dict changed while its values were converted. The slots left
+     * NULL crashed whatever read the list next (found by review). */
+    Py_CLEAR(lst);
+    PyErr_Format(PyExc_ValueError,
+                 "packfn.Map: expected %zu entries, as the %s's size says, got %zu from its "
+                 "insertion-order list (a damaged table, or a dict changed while read)",
+                 n, map->type_index == PF_TYPE_DICT ? "dict" : "map", i);
   }
   return lst;
 }

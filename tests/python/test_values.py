@@ -882,3 +882,25 @@ def test_array_negative_index_out_of_range_names_the_index_given():
     with pytest.raises(IndexError, match=r"index 3 is out of range for an array of size 3"):
         a[3]
     assert a[-3] == 1
+
+
+def test_map_with_a_short_insertion_list_raises_instead_of_handing_out_null():
+    """A dense map whose insertion-order list ends before its size (a foreign writer's damaged
+    table: pf_map_iter_next ends the walk there) made keys(), values(), items(), iter() and
+    repr() return lists with NULL slots, which crashed the interpreter when read (review)."""
+    echo = packfn._packfn._echo()
+    m = echo({i: i * 10 for i in range(8)})  # 8 entries: the dense form
+    # pf__mapcell_t: data at 24, iter_head at 64; items after 16 metadata bytes per block of 16
+    data = ctypes.c_void_p.from_address(m._address + 24).value
+    head = ctypes.c_uint64.from_address(m._address + 64).value
+    item = data + (head // 16) * 16 * 49 + 16 + (head % 16) * 48
+    nxt = ctypes.c_uint64.from_address(item + 40)  # the head entry's next link
+    saved = nxt.value
+    nxt.value = 2**64 - 1  # the list ends after one entry
+    try:
+        for read in (m.keys, m.values, m.items, lambda: list(iter(m)), lambda: repr(m)):
+            with pytest.raises(ValueError, match=r"expected 8 entries.*got 1"):
+                read()
+    finally:
+        nxt.value = saved
+    assert sorted(m.keys()) == list(range(8))
