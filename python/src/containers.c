@@ -473,7 +473,7 @@ static PyObject* map_get(PyObject* self, PyObject* const* args, Py_ssize_t n) {
 }
 PFPY_ENTRY(PyObject*, map_get, (PyObject * self, PyObject* const* args, Py_ssize_t n),
            (self, args, n))
-static PyObject* map_repr(PyObject* self) {
+static PyObject* map_repr_body(PyObject* self) {
   PyObject* items = map_list(self, 2);
   if (!items)
     return NULL;
@@ -488,6 +488,63 @@ static PyObject* map_repr(PyObject* self) {
     return NULL;
   PyObject* r = PyUnicode_FromFormat("packfn.Map(%R)", d);
   Py_DECREF(d);
+  return r;
+}
+
+/* The C maps and dicts whose repr this thread is writing, as Py_ReprEnter keeps Python's own
+ * containers: a dict can hold itself through other containers (d["a"] = [d]), and each level
+ * of the walk wraps the same C object in a new Python object, which Py_ReprEnter (by Python
+ * object) never recognises, so repr() of such a dict recursed until RecursionError (found by
+ * review; a dict's own repr writes {...}). 1 when obj is in the set already, 0 when added (a
+ * new reference to its key in *key), -1 with an exception. */
+static int map_repr_enter(const pf_object_t* obj, PyObject** key) {
+  static PyObject* name;
+  *key = NULL;
+  if (!name && !(name = PyUnicode_InternFromString("packfn.Map.repr")))
+    return -1;
+  PyObject* ts = PyThreadState_GetDict(); /* borrowed; NULL only without a thread state */
+  if (!ts) {
+    PyErr_SetString(PyExc_RuntimeError, "packfn.Map: repr without a thread state");
+    return -1;
+  }
+  PyObject* seen = PyDict_GetItemWithError(ts, name); /* borrowed */
+  if (!seen) {
+    if (PyErr_Occurred() || !(seen = PySet_New(NULL)))
+      return -1;
+    int r = PyDict_SetItem(ts, name, seen);
+    Py_DECREF(seen); /* the thread state's dict holds it */
+    if (r < 0)
+      return -1;
+  }
+  if (!(*key = PyLong_FromVoidPtr((void*)(uintptr_t)obj)))
+    return -1;
+  int in = PySet_Contains(seen, *key);
+  if (in == 0 && PySet_Add(seen, *key) < 0)
+    in = -1;
+  if (in != 0)
+    Py_CLEAR(*key);
+  return in;
+}
+
+/* Takes back what map_repr_enter added and releases key; a pending exception is kept. */
+static void map_repr_leave(PyObject* key) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyObject* ts = PyThreadState_GetDict();
+  PyObject* seen = ts ? PyDict_GetItemString(ts, "packfn.Map.repr") : NULL;
+  if (seen && PySet_Discard(seen, key) < 0)
+    PyErr_Clear();
+  Py_DECREF(key);
+  PyErr_Restore(type, value, tb);
+}
+
+static PyObject* map_repr(PyObject* self) {
+  PyObject* key;
+  int in = map_repr_enter(((PfObject*)self)->obj, &key);
+  if (in != 0)
+    return in < 0 ? NULL : PyUnicode_FromString("packfn.Map({...})");
+  PyObject* r = map_repr_body(self);
+  map_repr_leave(key);
   return r;
 }
 PFPY_ENTRY(PyObject*, map_repr, (PyObject * self), (self))

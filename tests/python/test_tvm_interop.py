@@ -498,3 +498,18 @@ def test_object_faking_a_tvm_ffi_class_is_not_trusted_with_an_address():
         "print('ok')\n"
     )
     _run_prints_ok(code)
+
+
+def test_repr_of_a_dict_holding_itself_ends(identity):
+    """A dict can hold itself through other containers (d["a"] = [d]); each level of repr()
+    wrapped the same C dict in a new packfn.Map, so it recursed until RecursionError. It now
+    writes {...} where the dict comes again, as Python's dict does (review)."""
+    td = tvm_ffi.Dict({"x": 1})
+    td["a"] = tvm_ffi.Array([td])
+    m = identity(td)
+    try:
+        assert repr(m) == "packfn.Map({'x': 1, 'a': packfn.Array([packfn.Map({...})])})"
+        assert repr(m) == repr(m)  # nothing left behind by the first
+    finally:
+        td.pop("a")  # break the cycle (reference counting does not collect it)
+    assert repr(m) == "packfn.Map({'x': 1})"
