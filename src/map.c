@@ -600,6 +600,15 @@ static int pf__set(const char* func, pf__mapcell_t* m, const pf_any_t* key, cons
     return PF__NULL_ARG(func, key ? "value" : "key");
   if (pf__check_key(func, key) != 0)
     return -1;
+  /* refused whether or not the key is there: an existing key's view is not moved, so the value
+   * alone took the reference and the call succeeded where a new key's was refused (review) */
+  if (pf__is_rvalue(key) && pf__is_rvalue(value) && key->v_ptr == value->v_ptr) {
+    PF_ERROR_SET(PF_ERR_VALUE,
+                 "%s: argument value: expected an rvalue reference to its own handle, got the "
+                 "handle of key again (its reference can move once)",
+                 func);
+    return -1;
+  }
   int key_is_self = pf__object_of(key) == &m->header;
   if (key_is_self || pf__object_of(value) == &m->header) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: a %s cannot contain itself", func,

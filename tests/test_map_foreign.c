@@ -418,6 +418,17 @@ START_TEST(test_rvalue_reference_twice_refused) {
   PF_ASSERT_RAISED("ValueError", "pf_dict_set: argument value: expected an rvalue reference to "
                                  "its own handle, got the handle of key again");
   ck_assert_ptr_eq(handle, s);
+  /* the same when the key is there already (the value alone used to take the reference) */
+  pf_any_t key = pf_any_object(s);
+  ck_assert_int_eq(pf_dict_set(d, &key, &key), 0);
+  ck_assert_uint_eq(pf_object_strong_count(s), 3);
+  ck_assert_int_eq(pf_dict_set(d, &ref, &ref), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_set: argument value: expected an rvalue reference to "
+                                 "its own handle, got the handle of key again");
+  ck_assert_ptr_eq(handle, s);
+  ck_assert_uint_eq(pf_object_strong_count(s), 3);
+  ck_assert_int_eq(pf_dict_erase(d, &key), 1); /* 1: erased */
+  ck_assert_uint_eq(pf_object_strong_count(s), 1);
   /* two handles of the same object are two references: both move */
   pf_object_retain(s);
   pf_object_t* handle2 = s;
