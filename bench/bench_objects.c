@@ -143,6 +143,17 @@ static void* create_view(void* base, uint64_t* checksum) {
   return v;
 }
 
+/* tensor_slice: a strided view (every second element from element 1) of the same base, which
+ * takes the general way of packfn's views (strides, an offset) where tensor_view's compact view
+ * takes the short one. */
+static void* create_slice(void* base, uint64_t* checksum) {
+  pf_object_t* v;
+  if (pf_tensor_slice(base, 0, 1, PF_OBJBENCH_VIEW_NUMEL, 2, &v) != 0)
+    fail_raised("pf_tensor_slice");
+  *checksum += (uint64_t)pf_tensor_dltensor(v)->shape[0];
+  return v;
+}
+
 static void* create_tensor1k(void* state, uint64_t* checksum) {
   (void)state;
   pf_object_t* t = new_tensor(PF_OBJBENCH_DATA_NUMEL);
@@ -165,17 +176,24 @@ static const pf_objbench_kind_t packfn_kinds[] = {
     {"string_100", "packfn", "pf_string_create", NULL, create_string100, release, NULL},
     {"tensor_view", "packfn", "pf_tensor_view of a live 1024-float tensor", setup_view, create_view,
      release, teardown_view},
+    {"tensor_slice", "packfn",
+     "pf_tensor_slice(axis 0, 1, 1024, step 2) of a live 1024-float tensor", setup_view,
+     create_slice, release, teardown_view},
     {"tensor_1k", "packfn", "pf_tensor_empty, 256 float32", NULL, create_tensor1k, release, NULL},
 };
 
 /* ---- kinds and variants ---- */
 
-static const char* const kind_names[] = {"function",   "closure",     "string_8",
-                                         "string_100", "tensor_view", "tensor_1k"};
+static const char* const kind_names[] = {"function",    "closure",      "string_8", "string_100",
+                                         "tensor_view", "tensor_slice", "tensor_1k"};
 static const char* const kind_what[] = {
-    "function, no self (type 68)", "closure: function with self + deleter",
-    "string, 8 bytes (an object)", "string, 100 bytes",
-    "tensor header: a 1-d view",   "tensor, 1-d float32, 1 KiB of data",
+    "function, no self (type 68)",
+    "closure: function with self + deleter",
+    "string, 8 bytes (an object)",
+    "string, 100 bytes",
+    "tensor header: a 1-d view",
+    "tensor header: a 1-d strided view (512 of 1024, step 2, from element 1)",
+    "tensor, 1-d float32, 1 KiB of data",
 };
 
 /* A variant is a runtime plus how its process runs. */
@@ -761,7 +779,7 @@ static void usage(void) {
           "  --rounds R   rounds per process, the first cold (default 5, 2..%d)\n"
           "  --reps R     processes per kind and runtime (default 5, 1..%d)\n"
           "  --kind PATS  kinds (comma-separated fnmatch patterns): function, closure,\n"
-          "               string_8, string_100, tensor_view, tensor_1k\n"
+          "               string_8, string_100, tensor_view, tensor_slice, tensor_1k\n"
           "  --callgrind  also count instructions under callgrind (valgrind on PATH)\n"
           "  --cg-n N     live objects under callgrind (default 100000)\n"
           "  --cg-dir D   where callgrind's dumps go (default ./bench_objects_cg)\n"

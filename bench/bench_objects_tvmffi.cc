@@ -107,6 +107,16 @@ void* CreateView(void* base, uint64_t* checksum) {
   return Handle(std::move(v));
 }
 
+// tensor_slice: every second element from element 1, as pf_tensor_slice(0, 1, 1024, 2) makes.
+void* CreateSlice(void* base, uint64_t* checksum) {
+  static const int64_t shape[1] = {PF_OBJBENCH_VIEW_NUMEL / 2};
+  static const int64_t strides[1] = {2};
+  ffi::Tensor v = static_cast<const ffi::Tensor*>(base)->as_strided(
+      ffi::ShapeView(shape, 1), ffi::ShapeView(strides, 1), int64_t{1});
+  *checksum += static_cast<uint64_t>(v.GetDLTensorPtr()->shape[0]);
+  return Handle(std::move(v));
+}
+
 void* CreateTensor1k(void*, uint64_t* checksum) {
   TVMFFIObjectHandle t = NewTensor(PF_OBJBENCH_DATA_NUMEL);
   DLTensor* d = TVMFFITensorGetDLTensorPtr(t);
@@ -129,6 +139,8 @@ const pf_objbench_kind_t kKinds[] = {
     {"string_100", kImpl, "TVMFFIStringFromByteArray", nullptr, CreateString100, Release, nullptr},
     {"tensor_view", kImpl, "ffi::Tensor::as_strided (C++) of a live 1024-float tensor", SetupView,
      CreateView, Release, TeardownView},
+    {"tensor_slice", kImpl, "ffi::Tensor::as_strided (C++, strides {2}, element offset 1)",
+     SetupView, CreateSlice, Release, TeardownView},
     {"tensor_1k", kImpl, "ffi::Tensor::FromNDAlloc (C++, malloc/free), 256 float32", nullptr,
      CreateTensor1k, Release, nullptr},
 };

@@ -25,9 +25,11 @@ extern "C" {
      function, closure   the type index (68)
      string_8, _100      the size read back (8, 100)
      tensor_view         shape[0] (1024)
+     tensor_slice        shape[0] (512)
      tensor_1k           shape[0] (256); the first element is written, 1.0f */
 typedef struct pf_objbench_kind {
-  const char* kind;  /* function, closure, string_8, string_100, tensor_view, tensor_1k */
+  /* function, closure, string_8, string_100, tensor_view, tensor_slice, tensor_1k */
+  const char* kind;
   const char* impl;  /* "packfn", "tvmffi" */
   const char* entry; /* the entry points measured, for the report */
   void* (*setup)(void);
