@@ -178,12 +178,15 @@ static inline int pf__view_args(pf_object_t* tensor, pf_object_t** out, const ch
     return PF__NULL_ARG(func, "out");
   }
   *out = NULL;
+  if (PF_LIKELY(pf__tensor_is_ours(tensor))) { /* a tensor object: its deleter says so */
+    *src = &((pf__tensor_t*)tensor)->dl;
+    *ours = 1;
+    return 0;
+  }
+  *ours = 0;
   if (pf__tensor_arg(tensor, func, "tensor", src) != 0)
     return -1;
-  *ours = pf__tensor_is_ours(tensor);
-  if (PF_UNLIKELY(!*ours))
-    return pf__view_check_foreign(*src, func);
-  return 0;
+  return pf__view_check_foreign(*src, func);
 }
 
 /* Normalises an axis that may count from the end; -1 with IndexError when out of range. */
@@ -198,22 +201,39 @@ static int pf__axis(int64_t axis, int32_t ndim, const char* func, int32_t* out) 
   return 0;
 }
 
-/* The common views' way, what pf__make_view does for them with fewer steps: a compact view
- * (strides NULL) with elements, from the first element of a tensor packfn made. The view, or
- * NULL when any of that does not hold or no block is to be had (nothing raised, nothing
- * changed): pf__make_view then decides, and raises what it raises. The view's byte size needs
- * no check of its own: its elements lie within the base's, whose bytes were checked when the
- * base was made. */
+/* The views' short way, what pf__make_view does with fewer steps for a view with elements of a
+ * tensor packfn made: strides NULL (compact) or given, an element offset whose bytes are whole
+ * and leave the view at or after the data handle. The view, or NULL when any of that does not
+ * hold, the view reaches outside the tensor's elements, or no block is to be had (nothing
+ * raised, nothing changed): pf__make_view then decides, and raises what it raises. The view's
+ * byte size needs no check of its own: its elements lie within the base's, whose bytes were
+ * checked when the base was made. */
 static inline __attribute__((always_inline)) pf_object_t*
-pf__view_compact_fast(pf_object_t* base, int32_t ndim, const int64_t* shape) {
+pf__view_fast(pf_object_t* base, int32_t ndim, const int64_t* shape, const int64_t* strides,
+              int64_t offset) {
   pf__tensor_t* b = (pf__tensor_t*)base;
-  int64_t numel, lo, hi;
+  int64_t numel, lo = 0, hi, slo, shi, first, last;
+  int32_t axis;
   if ((uint32_t)ndim - 1u >= (uint32_t)PF_TENSOR_MAX_NDIM || !shape ||
       !pf__extents_fit(shape, ndim, &numel) || !b->dl.data)
     return NULL;
-  pf__reach(&b->dl, &lo, &hi);
-  if (numel - 1 > hi) /* lo <= 0 always: the view starts at the base's first element */
+  hi = numel - 1;
+  if (strides && pf__strides_reach(ndim, shape, strides, &lo, &hi, &axis) != 0)
     return NULL;
+  pf__reach(&b->dl, &slo, &shi);
+  if (__builtin_add_overflow(offset, lo, &first) || __builtin_add_overflow(offset, hi, &last) ||
+      first < slo || last > shi)
+    return NULL;
+  uint64_t byte_offset = b->dl.byte_offset;
+  if (offset != 0) {
+    uint32_t bits = (uint32_t)b->dl.dtype.bits * b->dl.dtype.lanes;
+    int64_t at;
+    if (bits % 8 != 0 || byte_offset > (uint64_t)INT64_MAX ||
+        __builtin_mul_overflow(offset, (int64_t)(bits / 8), &at) ||
+        __builtin_add_overflow(at, (int64_t)byte_offset, &at) || at < 0)
+      return NULL; /* sub-byte elements, overflow, before the data handle: the general way */
+    byte_offset = (uint64_t)at;
+  }
   pf_object_t* owner = base; /* a view of a packfn view holds that view's owner */
   uint64_t flags = 0;
   if (!pf__tensor_owns_memory(b)) {
@@ -228,8 +248,19 @@ pf__view_compact_fast(pf_object_t* base, int32_t ndim, const int64_t* shape) {
   t->dl.data = b->dl.data;
   t->dl.device = b->dl.device;
   t->dl.dtype = b->dl.dtype;
-  t->dl.byte_offset = b->dl.byte_offset;
-  pf__tensor_dims_compact(t, shape, ndim);
+  t->dl.byte_offset = byte_offset;
+  if (strides) {
+    int64_t* dims = t->dims;
+    for (int32_t i = 0; i < ndim; ++i) {
+      dims[i] = shape[i];
+      dims[ndim + i] = strides[i];
+    }
+    t->dl.shape = dims;
+    t->dl.strides = dims + ndim;
+    t->dl.ndim = ndim;
+  } else {
+    pf__tensor_dims_compact(t, shape, ndim);
+  }
   t->flags = flags;
   pf_object_retain(owner);
   t->owner = owner;
@@ -237,11 +268,28 @@ pf__view_compact_fast(pf_object_t* base, int32_t ndim, const int64_t* shape) {
   return &t->header;
 }
 
+/* pf__make_view for a view of a tensor whose arguments pf__view_args accepted: the short way
+ * when the tensor is packfn's and it does not decline, else the general one. */
+static inline __attribute__((always_inline)) int
+pf__view_finish(pf_object_t* base, int ours, const DLTensor* src, int32_t ndim,
+                const int64_t* shape, const int64_t* strides, int64_t offset, const char* func,
+                pf_object_t** out) {
+  if (PF_LIKELY(ours)) {
+    pf_object_t* v = pf__view_fast(base, ndim, shape, strides, offset);
+    if (PF_LIKELY(v != NULL)) {
+      *out = v;
+      return 0;
+    }
+  }
+  return pf__make_view(base, ours, src, ndim, shape, strides, offset, func, out);
+}
+
 int pf_tensor_view(pf_object_t* tensor, int32_t ndim, const int64_t* shape, const int64_t* strides,
                    int64_t offset, pf_object_t** out) {
   static const char func[] = "pf_tensor_view";
   if (PF_LIKELY(out && !strides && offset == 0 && pf__tensor_is_ours(tensor))) {
-    pf_object_t* v = pf__view_compact_fast(tensor, ndim, shape);
+    /* the compact view from the first element, in a copy of its own (no strides to read) */
+    pf_object_t* v = pf__view_fast(tensor, ndim, shape, NULL, 0);
     if (PF_LIKELY(v != NULL)) {
       *out = v;
       return 0;
@@ -251,7 +299,7 @@ int pf_tensor_view(pf_object_t* tensor, int32_t ndim, const int64_t* shape, cons
   int ours;
   if (pf__view_args(tensor, out, func, &src, &ours) != 0)
     return -1;
-  return pf__make_view(tensor, ours, src, ndim, shape, strides, offset, func, out);
+  return pf__view_finish(tensor, ours, src, ndim, shape, strides, offset, func, out);
 }
 
 int pf_tensor_reshape(pf_object_t* tensor, int32_t ndim, const int64_t* shape, pf_object_t** out) {
@@ -305,14 +353,7 @@ int pf_tensor_reshape(pf_object_t* tensor, int32_t ndim, const int64_t* shape, p
                  pf__format_spec_dims(shape, ndim, b, sizeof b));
     return -1;
   }
-  if (ours) {
-    pf_object_t* v = pf__view_compact_fast(tensor, ndim, dims);
-    if (v) {
-      *out = v;
-      return 0;
-    }
-  }
-  return pf__make_view(tensor, ours, src, ndim, dims, NULL, 0, func, out);
+  return pf__view_finish(tensor, ours, src, ndim, dims, NULL, 0, func, out);
 }
 
 int pf_tensor_slice(pf_object_t* tensor, int32_t axis, int64_t start, int64_t stop, int64_t step,
@@ -346,14 +387,16 @@ int pf_tensor_slice(pf_object_t* tensor, int32_t axis, int64_t start, int64_t st
     len = (uint64_t)(start - stop - 1) / (0 - (uint64_t)step) + 1;
   int64_t buf[PF_TENSOR_MAX_NDIM], shape[PF_TENSOR_MAX_NDIM], strides[PF_TENSOR_MAX_NDIM];
   const int64_t* s = pf__strides_of(src, buf);
-  memcpy(shape, src->shape, sizeof(int64_t) * (size_t)src->ndim);
-  memcpy(strides, s, sizeof(int64_t) * (size_t)src->ndim);
+  for (int32_t d = 0; d < src->ndim; ++d) { /* a loop: memcpy's call cost more than its copy */
+    shape[d] = src->shape[d];
+    strides[d] = s[d];
+  }
   shape[ax] = (int64_t)len;
   /* With two or more elements, |step| < n, so the product stays within the base's span. */
   if (len > 1)
     strides[ax] = s[ax] * step;
   int64_t offset = len > 0 ? start * s[ax] : 0;
-  return pf__make_view(tensor, ours, src, src->ndim, shape, strides, offset, func, out);
+  return pf__view_finish(tensor, ours, src, src->ndim, shape, strides, offset, func, out);
 }
 
 int pf_tensor_select(pf_object_t* tensor, int32_t axis, int64_t index, pf_object_t** out) {
@@ -381,7 +424,7 @@ int pf_tensor_select(pf_object_t* tensor, int32_t axis, int64_t index, pf_object
     strides[k] = s[d];
     ++k;
   }
-  return pf__make_view(tensor, ours, src, src->ndim - 1, shape, strides, i * s[ax], func, out);
+  return pf__view_finish(tensor, ours, src, src->ndim - 1, shape, strides, i * s[ax], func, out);
 }
 
 int pf_tensor_permute(pf_object_t* tensor, const int32_t* axes, pf_object_t** out) {
@@ -410,5 +453,5 @@ int pf_tensor_permute(pf_object_t* tensor, const int32_t* axes, pf_object_t** ou
     shape[i] = src->shape[a];
     strides[i] = s[a];
   }
-  return pf__make_view(tensor, ours, src, src->ndim, shape, strides, 0, func, out);
+  return pf__view_finish(tensor, ours, src, src->ndim, shape, strides, 0, func, out);
 }

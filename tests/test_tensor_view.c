@@ -51,10 +51,12 @@ START_TEST(test_view_general) {
 }
 END_TEST
 
-/* The two ways a view is made agree: a compact view from the first element (strides NULL,
- * offset 0: pf_tensor_view's short way) and the same view spelled with its strides (the general
- * way), for a base that owns its memory, a view of it (the views hold the original owner), a
- * base with negative strides, and at the edge of the base's elements. */
+/* Views of packfn's tensors take a short way (pf__view_fast) unless it declines (an extent of
+ * 0, ndim 0, sub-byte offsets, a view that starts before the data handle, a foreign tensor):
+ * a compact view and the same view spelled with its strides agree, with the values, byte
+ * offsets and owners the general way gives, for a base that owns its memory, a view of it (the
+ * views hold the original owner), a base with negative strides, and at the edge of the base's
+ * elements, where the general way's message is raised. */
 static void assert_same_view(pf_object_t* a, pf_object_t* b) {
   DLTensor* x = pf_tensor_dltensor(a);
   DLTensor* y = pf_tensor_dltensor(b);
