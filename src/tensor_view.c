@@ -201,29 +201,15 @@ static int pf__axis(int64_t axis, int32_t ndim, const char* func, int32_t* out) 
   return 0;
 }
 
-/* The views' short way, what pf__make_view does with fewer steps for a view with elements of a
- * tensor packfn made: strides NULL (compact) or given, an element offset whose bytes are whole
- * and leave the view at or after the data handle. The view, or NULL when any of that does not
- * hold, the view reaches outside the tensor's elements, or no block is to be had (nothing
- * raised, nothing changed): pf__make_view then decides, and raises what it raises. The view's
- * byte size needs no check of its own: its elements lie within the base's, whose bytes were
- * checked when the base was made. */
-static inline __attribute__((always_inline)) pf_object_t*
-pf__view_fast(pf_object_t* base, int32_t ndim, const int64_t* shape, const int64_t* strides,
-              int64_t offset) {
+/* The short way's view of packfn tensor `base`, `offset` elements from its first element, with
+ * its header, data, device, dtype, byte offset, ndim, flags and owner set and dl.shape and
+ * dl.strides pointing at its dims, which the caller fills; for a view with elements whose
+ * elements the caller knows lie within the base's. NULL when the offset's bytes are not whole,
+ * overflow or land before the data handle, or no block is to be had (nothing raised, nothing
+ * changed): the caller then takes the general way, which decides and raises. */
+static inline __attribute__((always_inline)) pf__tensor_t*
+pf__view_alloc(pf_object_t* base, int32_t ndim, int64_t offset) {
   pf__tensor_t* b = (pf__tensor_t*)base;
-  int64_t numel, lo = 0, hi, slo, shi, first, last;
-  int32_t axis;
-  if ((uint32_t)ndim - 1u >= (uint32_t)PF_TENSOR_MAX_NDIM || !shape ||
-      !pf__extents_fit(shape, ndim, &numel) || !b->dl.data)
-    return NULL;
-  hi = numel - 1;
-  if (strides && pf__strides_reach(ndim, shape, strides, &lo, &hi, &axis) != 0)
-    return NULL;
-  pf__reach(&b->dl, &slo, &shi);
-  if (__builtin_add_overflow(offset, lo, &first) || __builtin_add_overflow(offset, hi, &last) ||
-      first < slo || last > shi)
-    return NULL;
   uint64_t byte_offset = b->dl.byte_offset;
   if (offset != 0) {
     uint32_t bits = (uint32_t)b->dl.dtype.bits * b->dl.dtype.lanes;
@@ -247,24 +233,61 @@ pf__view_fast(pf_object_t* base, int32_t ndim, const int64_t* shape, const int64
   pf__object_init(&t->header, PF_TYPE_TENSOR, pf__tensor_deleter);
   t->dl.data = b->dl.data;
   t->dl.device = b->dl.device;
+  t->dl.ndim = ndim;
   t->dl.dtype = b->dl.dtype;
+  t->dl.shape = t->dims;
+  t->dl.strides = t->dims + ndim;
   t->dl.byte_offset = byte_offset;
-  if (strides) {
-    int64_t* dims = t->dims;
-    for (int32_t i = 0; i < ndim; ++i) {
-      dims[i] = shape[i];
-      dims[ndim + i] = strides[i];
-    }
-    t->dl.shape = dims;
-    t->dl.strides = dims + ndim;
-    t->dl.ndim = ndim;
-  } else {
-    pf__tensor_dims_compact(t, shape, ndim);
-  }
   t->flags = flags;
   pf_object_retain(owner);
   t->owner = owner;
   t->owner_release = pf__owner_release_object;
+  return t;
+}
+
+/* 1 when every extent of `t` is at least 1 (it has elements, and then its data is not NULL:
+ * packfn's tensors were checked so when made). */
+static inline int pf__has_elements(const DLTensor* t) {
+  int none = 0;
+  for (int32_t i = 0; i < t->ndim; ++i)
+    none |= t->shape[i] < 1;
+  return !none;
+}
+
+/* The views' short way, what pf__make_view does with fewer steps for a view with elements of a
+ * tensor packfn made: strides NULL (compact) or given, an element offset (pf__view_alloc's
+ * rules). The view, or NULL when any of that does not hold, the view reaches outside the
+ * tensor's elements, or pf__view_alloc declines (nothing raised, nothing changed):
+ * pf__make_view then decides, and raises what it raises. The view's byte size needs no check
+ * of its own: its elements lie within the base's, whose bytes were checked when the base was
+ * made. */
+static inline __attribute__((always_inline)) pf_object_t*
+pf__view_fast(pf_object_t* base, int32_t ndim, const int64_t* shape, const int64_t* strides,
+              int64_t offset) {
+  pf__tensor_t* b = (pf__tensor_t*)base;
+  int64_t numel, lo = 0, hi, slo, shi, first, last;
+  int32_t axis;
+  if ((uint32_t)ndim - 1u >= (uint32_t)PF_TENSOR_MAX_NDIM || !shape ||
+      !pf__extents_fit(shape, ndim, &numel) || !b->dl.data)
+    return NULL;
+  hi = numel - 1;
+  if (strides && pf__strides_reach(ndim, shape, strides, &lo, &hi, &axis) != 0)
+    return NULL;
+  pf__reach(&b->dl, &slo, &shi);
+  if (__builtin_add_overflow(offset, lo, &first) || __builtin_add_overflow(offset, hi, &last) ||
+      first < slo || last > shi)
+    return NULL;
+  pf__tensor_t* t = pf__view_alloc(base, ndim, offset);
+  if (!t)
+    return NULL;
+  if (strides) {
+    for (int32_t i = 0; i < ndim; ++i) {
+      t->dims[i] = shape[i];
+      t->dims[ndim + i] = strides[i];
+    }
+  } else {
+    pf__tensor_dims_compact(t, shape, ndim);
+  }
   return &t->header;
 }
 
@@ -385,6 +408,25 @@ int pf_tensor_slice(pf_object_t* tensor, int32_t axis, int64_t start, int64_t st
     len = (uint64_t)(stop - start - 1) / (uint64_t)step + 1;
   else if (step < 0 && start > stop)
     len = (uint64_t)(start - stop - 1) / (0 - (uint64_t)step) + 1;
+  /* The short way: a slice with elements of a packfn tensor with elements lies within it by
+   * construction, and its offset and strides fit (they are within the base's span; a packfn
+   * tensor has its strides) */
+  if (PF_LIKELY(ours) && len > 0 && pf__has_elements(src)) {
+    int32_t nd = src->ndim;
+    const int64_t* bs = src->strides;
+    pf__tensor_t* t = pf__view_alloc(tensor, nd, start * bs[ax]);
+    if (PF_LIKELY(t != NULL)) {
+      for (int32_t d = 0; d < nd; ++d) {
+        t->dims[d] = src->shape[d];
+        t->dims[nd + d] = bs[d];
+      }
+      t->dims[ax] = (int64_t)len;
+      if (len > 1)
+        t->dims[nd + ax] = bs[ax] * step;
+      *out = &t->header;
+      return 0;
+    }
+  }
   int64_t buf[PF_TENSOR_MAX_NDIM], shape[PF_TENSOR_MAX_NDIM], strides[PF_TENSOR_MAX_NDIM];
   const int64_t* s = pf__strides_of(src, buf);
   for (int32_t d = 0; d < src->ndim; ++d) { /* a loop: memcpy's call cost more than its copy */
@@ -413,6 +455,23 @@ int pf_tensor_select(pf_object_t* tensor, int32_t axis, int64_t index, pf_object
     PF_ERROR_SET(PF_ERR_INDEX, "%s: argument index: expected -%lld..%lld along axis %d, got %lld",
                  func, (long long)n, (long long)n - 1, (int)ax, (long long)index);
     return -1;
+  }
+  /* The short way, as pf_tensor_slice's: one element along the axis lies within the tensor */
+  if (PF_LIKELY(ours) && pf__has_elements(src)) {
+    int32_t nd = src->ndim - 1;
+    const int64_t* bs = src->strides;
+    pf__tensor_t* t = pf__view_alloc(tensor, nd, i * bs[ax]);
+    if (PF_LIKELY(t != NULL)) {
+      for (int32_t d = 0, k = 0; d <= nd; ++d) {
+        if (d == ax)
+          continue;
+        t->dims[k] = src->shape[d];
+        t->dims[nd + k] = bs[d];
+        ++k;
+      }
+      *out = &t->header;
+      return 0;
+    }
   }
   int64_t buf[PF_TENSOR_MAX_NDIM], shape[PF_TENSOR_MAX_NDIM], strides[PF_TENSOR_MAX_NDIM];
   const int64_t* s = pf__strides_of(src, buf);
