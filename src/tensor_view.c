@@ -258,17 +258,22 @@ static inline int pf__has_elements(const DLTensor* t) {
  * tensor packfn made: strides NULL (compact) or given, an element offset (pf__view_alloc's
  * rules). The view, or NULL when any of that does not hold, the view reaches outside the
  * tensor's elements, or pf__view_alloc declines (nothing raised, nothing changed):
- * pf__make_view then decides, and raises what it raises. The view's byte size needs no check
- * of its own: its elements lie within the base's, whose bytes were checked when the base was
- * made. */
+ * pf__make_view then decides, and raises what it raises. The view's size in bits is checked
+ * as pf__layout_fits checks it: its elements lie within the base's reach, whose bytes fit in
+ * int64, but a strided base reaches many more elements than it has, and their bits need not
+ * fit in 64 (2^58 float64: pf_dltensor_nbytes wrapped to 0; review). Fitting, they are below
+ * 2^61 bytes, under pf__layout_fits's PTRDIFF_MAX. */
 static inline __attribute__((always_inline)) pf_object_t*
 pf__view_fast(pf_object_t* base, int32_t ndim, const int64_t* shape, const int64_t* strides,
               int64_t offset) {
   pf__tensor_t* b = (pf__tensor_t*)base;
   int64_t numel, lo = 0, hi, slo, shi, first, last;
+  uint64_t bits;
   int32_t axis;
   if ((uint32_t)ndim - 1u >= (uint32_t)PF_TENSOR_MAX_NDIM || !shape ||
-      !pf__extents_fit(shape, ndim, &numel) || !b->dl.data)
+      !pf__extents_fit(shape, ndim, &numel) || !b->dl.data ||
+      __builtin_mul_overflow((uint64_t)numel, (uint64_t)b->dl.dtype.bits * b->dl.dtype.lanes,
+                             &bits))
     return NULL;
   hi = numel - 1;
   if (strides && pf__strides_reach(ndim, shape, strides, &lo, &hi, &axis) != 0)
@@ -410,7 +415,8 @@ int pf_tensor_slice(pf_object_t* tensor, int32_t axis, int64_t start, int64_t st
     len = (uint64_t)(start - stop - 1) / (0 - (uint64_t)step) + 1;
   /* The short way: a slice with elements of a packfn tensor with elements lies within it by
    * construction, and its offset and strides fit (they are within the base's span; a packfn
-   * tensor has its strides) */
+   * tensor has its strides); it has no more elements than the tensor, whose size in bits was
+   * checked when it was made */
   if (PF_LIKELY(ours) && len > 0 && pf__has_elements(src)) {
     int32_t nd = src->ndim;
     const int64_t* bs = src->strides;

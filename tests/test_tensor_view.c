@@ -127,6 +127,55 @@ START_TEST(test_view_compact_ways_agree) {
 }
 END_TEST
 
+/* A compact view from the first element of a strided tensor may cover as many elements as the
+ * tensor's strides reach, but its size is checked as every layout's is: 2^58 float64 elements
+ * are 2^64 bits, whose pf_dltensor_nbytes wraps to 0. The short way of pf_tensor_view (strides
+ * NULL, offset 0) made that view, which pf_dltensor_check and pf_tensor_from_dltensor then
+ * refused; spelled with its strides (the general way) it was refused. */
+START_TEST(test_view_compact_size_checked) {
+  const int64_t far = (int64_t)1 << 57, n = (int64_t)1 << 58;
+  DLTensor desc = {(void*)(uintptr_t)0x10000,
+                   PF_DEVICE_CPU,
+                   1,
+                   PF_DTYPE_FLOAT64,
+                   (int64_t[]){3},
+                   (int64_t[]){far},
+                   0};
+  pf_object_t* base;
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, NULL, NULL, &base), 0);
+  static const char want[] = "pf_tensor_view: argument shape: expected a size that fits in memory "
+                             "(a zero extent counted as 1), got shape (288230376151711744,)";
+  pf_object_t* v = (pf_object_t*)&v;
+  ck_assert_int_eq(pf_tensor_view(base, 1, &n, (int64_t[]){1}, 0, &v), -1);
+  ck_assert_ptr_null(v);
+  PF_ASSERT_RAISED("ValueError", want);
+  v = (pf_object_t*)&v;
+  ck_assert_int_eq(pf_tensor_view(base, 1, &n, NULL, 0, &v), -1);
+  ck_assert_ptr_null(v);
+  PF_ASSERT_RAISED("ValueError", want);
+  /* two axes, and a vector type whose lanes make the bits overflow */
+  v = (pf_object_t*)&v;
+  ck_assert_int_eq(pf_tensor_view(base, 2, (int64_t[]){n / 4, 4}, NULL, 0, &v), -1);
+  ck_assert_ptr_null(v);
+  PF_ASSERT_RAISED("ValueError", "got shape (72057594037927936, 4)");
+  ck_assert_uint_eq(pf_object_strong_count(base), 1);
+  pf_object_release(base);
+  desc.dtype = pf_dtype(PF_DL_FLOAT, 32, 4);
+  desc.strides = (int64_t[]){far / 2};
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, NULL, NULL, &base), 0);
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){n / 2}, NULL, 0, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "expected a size that fits in memory");
+  /* one element fewer in bits fits: made, and valid */
+  ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){n / 4}, NULL, 0, &v), 0);
+  pf_tensor_spec_t any = {0};
+  ck_assert_int_eq(pf_dltensor_check(pf_tensor_dltensor(v), &any, "k", 0, "v"), 0);
+  ck_assert_uint_eq(pf_dltensor_nbytes(pf_tensor_dltensor(v)), (uint64_t)1 << 60);
+  pf_object_release(v);
+  pf_object_release(base);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
 START_TEST(test_view_errors) {
   pf_object_t* base = iota((int64_t[]){2, 3}, 2);
   pf_object_t* v = (pf_object_t*)&v;
@@ -495,6 +544,7 @@ TCase* pf_test_tensor_views_tcase(void) {
   tcase_add_test(tc, test_view_general);
   tcase_add_test(tc, test_view_errors);
   tcase_add_test(tc, test_view_compact_ways_agree);
+  tcase_add_test(tc, test_view_compact_size_checked);
   tcase_add_test(tc, test_view_negative_strides);
   tcase_add_test(tc, test_reshape);
   tcase_add_test(tc, test_slice);
