@@ -361,9 +361,10 @@ int pf_tensor_reshape(pf_object_t* tensor, int32_t ndim, const int64_t* shape, p
                    "axis %d",
                    func, (long long)shape[i], (int)i);
       return -1;
-    } else if (__builtin_mul_overflow(known, shape[i], &known)) {
-      known = -1; /* cannot match any real tensor */
-      break;
+    } else if (known >= 0 && __builtin_mul_overflow(known, shape[i], &known)) {
+      /* cannot match any real tensor; the extents after it are still checked (a break here
+       * reported a later -5 or second -1 as a count mismatch) */
+      known = -1;
     }
   }
   int64_t numel = pf_dltensor_numel(src);

@@ -321,6 +321,13 @@ START_TEST(test_reshape) {
   PF_ASSERT_RAISED("ValueError", "got -2 at axis 0");
   ck_assert_int_eq(pf_tensor_reshape(base, 2, (int64_t[]){INT64_MAX, 4}, &bad), -1);
   PF_ASSERT_RAISED("ValueError", "cannot view 24 elements");
+  /* a bad extent after a product that overflowed is named as such (the check stopped at the
+   * overflow: -5 was reported as a count mismatch and printed as "*", a second -1 likewise) */
+  ck_assert_int_eq(pf_tensor_reshape(base, 3, (int64_t[]){INT64_MAX, 4, -5}, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_reshape: argument shape: expected extents >= 0 and "
+                                 "at most one -1, got -5 at axis 2");
+  ck_assert_int_eq(pf_tensor_reshape(base, 4, (int64_t[]){-1, INT64_MAX, 4, -1}, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "at most one -1, got -1 at axis 3");
   ck_assert_int_eq(pf_tensor_reshape(base, 2, NULL, &bad), -1);
   PF_ASSERT_RAISED("ValueError", "got NULL");
   ck_assert_int_eq(pf_tensor_reshape(base, 70, NULL, &bad), -1);
