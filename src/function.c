@@ -508,13 +508,21 @@ const char* pf_param_kind_name(pf_param_kind_t kind) {
   return "unknown";
 }
 
-/* "a NULL <type>" for a pointer or object argument holding NULL (the conversions refuse those),
- * else the type's name: what a typed function's argument error says it got. */
+/* "a NULL <type>" for a pointer or object argument holding NULL, the length of a small string or
+ * bytes longer than PF_SMALL_STR_MAX (the conversions refuse those), else the type's name: what a
+ * typed function's argument error says it got. */
 static const char* pf__arg_got(const pf_any_t* arg, char* buf, size_t size) {
   int32_t t = arg->type_index;
   int null_ptr = (t == PF_TYPE_RAW_STR || t == PF_TYPE_BYTE_ARRAY_PTR ||
                   t == PF_TYPE_DLTENSOR_PTR || t >= PF_TYPE_STATIC_OBJECT_BEGIN) &&
                  arg->v_ptr == NULL;
+  if ((t == PF_TYPE_SMALL_STR || t == PF_TYPE_SMALL_BYTES) &&
+      arg->small_str_len > PF_SMALL_STR_MAX) {
+    snprintf(buf, size, "a small %s of length %u, more than %d",
+             t == PF_TYPE_SMALL_STR ? "string" : "bytes", (unsigned)arg->small_str_len,
+             PF_SMALL_STR_MAX);
+    return buf;
+  }
   if (t == PF_TYPE_BYTE_ARRAY_PTR && arg->v_ptr && !((const pf_byte_array_t*)arg->v_ptr)->data &&
       ((const pf_byte_array_t*)arg->v_ptr)->size != 0) {
     snprintf(buf, size, "a bytes view with a NULL data pointer");

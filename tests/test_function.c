@@ -586,6 +586,54 @@ START_TEST(test_typed_bool_payload_read_as_0_or_1) {
 }
 END_TEST
 
+/* A small string or bytes longer than 7 (a broken producer's) is refused with a TypeError that
+ * says so and has no cause, at run time and by PF_TYPED_DEFINE's entries: the conversions
+ * called the accessor, which raised a ValueError of its own, so that the TypeError said
+ * "expected str, got str" with that error as its cause (review). */
+START_TEST(test_typed_refuses_broken_small_strings) {
+  static const pf_param_t params[] = {{"s", PF_PARAM_STR}, {"b", PF_PARAM_BYTES}};
+  pf_signature_t sig = {"texts", 2, params, PF_PARAM_INT, NULL};
+  pf_object_t *fn, *st, *bl;
+  ck_assert_int_eq(pf_function_create_typed(&sig, typed_add, NULL, NULL, &fn), 0);
+  ck_assert_int_eq(PF_TYPED_CREATE(describe, &st), 0);
+  ck_assert_int_eq(PF_TYPED_CREATE(blob_len, &bl), 0);
+  pf_any_t str, bytes, r;
+  ck_assert_int_eq(pf_string_create("abc", 3, &str), 0);
+  ck_assert_int_eq(pf_bytes_create("abc", 3, &bytes), 0);
+  ck_assert_int_eq(str.type_index, PF_TYPE_SMALL_STR);
+  ck_assert_int_eq(bytes.type_index, PF_TYPE_SMALL_BYTES);
+  str.small_str_len = 9;
+  bytes.small_str_len = 8;
+  struct {
+    pf_object_t* fn;
+    pf_any_t args[8];
+    int32_t n;
+    const char* msg;
+  } cases[] = {
+      {fn, {str, bytes}, 2, "texts: argument 0 (s): expected str, got a small string of length 9"},
+      {fn,
+       {pf_any_cstr("x"), bytes},
+       2,
+       "texts: argument 1 (b): expected bytes, got a small bytes of length 8"},
+      {st, {str}, 8, "describe: argument 0 (label): expected str, got a small string of length 9"},
+      {bl, {bytes}, 1, "blob_len: argument 0 (b): expected bytes, got a small bytes of length 8"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    ck_assert_int_eq(pf_function_call(cases[i].fn, cases[i].args, cases[i].n, &r), -1);
+    pf_object_t* err = pf_error_take();
+    ck_assert_ptr_nonnull(err);
+    ck_assert_str_eq(pf_error_kind(err), "TypeError");
+    ck_assert_msg(strstr(pf_error_message(err), cases[i].msg) != NULL, "message '%s' lacks '%s'",
+                  pf_error_message(err), cases[i].msg);
+    ck_assert_ptr_null(pf_error_cause(err));
+    pf_object_release(err);
+  }
+  pf_object_release(bl);
+  pf_object_release(st);
+  pf_object_release(fn);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("function");
   TCase* tc = tcase_create("core");
@@ -602,6 +650,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_typed_define_all_kinds);
   tcase_add_test(tc, test_typed_refuses_extreme_type_indices);
   tcase_add_test(tc, test_typed_bool_payload_read_as_0_or_1);
+  tcase_add_test(tc, test_typed_refuses_broken_small_strings);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -160,10 +160,12 @@ typedef void* pf__ctype_PTR;
 
 /* The conversion of each parameter kind, the one definition of the typed rules above: both
  * PF_TYPED_DEFINE's inline entries and pf_function_create_typed's run-time path use them.
- * 1 and *o set, or 0 when the argument's type does not fit, or when it is a pointer kind holding
- * NULL (a str or bytes view, a DLTensor*, an object): refused, nothing raised. The range tests
- * of the numeric kinds are unsigned (a foreign type index near INT32_MIN minus PF_TYPE_INT
- * overflowed int). */
+ * 1 and *o set, or 0 when the argument's type does not fit, when it is a pointer kind holding
+ * NULL (a str or bytes view, a DLTensor*, an object), or a small string or bytes longer than
+ * PF_SMALL_STR_MAX (a broken producer's): refused, nothing raised (the accessors raised for the
+ * last, which the TypeError then carried as its cause, saying "expected str, got str": review). The
+ * range tests of the numeric kinds are unsigned (a foreign type index near INT32_MIN minus
+ * PF_TYPE_INT overflowed int). */
 static inline int pf__conv_INT(const pf_any_t* a, int64_t* o) {
   if (PF_LIKELY(a->type_index == PF_TYPE_INT)) {
     *o = a->v_int64;
@@ -188,7 +190,8 @@ static inline int pf__conv_FLOAT(const pf_any_t* a, double* o) {
 static inline int pf__conv_STR(const pf_any_t* a, pf_byte_array_t* o) {
   int32_t t = a->type_index;
   if ((t != PF_TYPE_SMALL_STR && t != PF_TYPE_STR && t != PF_TYPE_RAW_STR) ||
-      (t != PF_TYPE_SMALL_STR && !a->v_ptr)) /* a raw string or string object holding NULL */
+      (t != PF_TYPE_SMALL_STR && !a->v_ptr) || /* a raw string or string object holding NULL */
+      (t == PF_TYPE_SMALL_STR && a->small_str_len > PF_SMALL_STR_MAX)) /* a broken producer's */
     return 0;
   return pf_any_as_str(a, &o->data, &o->size) == 0;
 }
@@ -196,6 +199,7 @@ static inline int pf__conv_BYTES(const pf_any_t* a, pf_byte_array_t* o) {
   int32_t t = a->type_index;
   if ((t != PF_TYPE_SMALL_BYTES && t != PF_TYPE_BYTES && t != PF_TYPE_BYTE_ARRAY_PTR) ||
       (t != PF_TYPE_SMALL_BYTES && !a->v_ptr) || /* a byte-array view or bytes object at NULL */
+      (t == PF_TYPE_SMALL_BYTES && a->small_str_len > PF_SMALL_STR_MAX) || /* a broken one */
       (t == PF_TYPE_BYTE_ARRAY_PTR && !((const pf_byte_array_t*)a->v_ptr)->data &&
        ((const pf_byte_array_t*)a->v_ptr)->size != 0)) /* a view of bytes at NULL */
     return 0;
