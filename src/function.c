@@ -351,7 +351,7 @@ int pf__function_call_invalid(const pf_object_t* fn, const pf_any_t* args, int32
   else if (num_args < 0)
     PF_ERROR_SET(PF_ERR_VALUE, "pf_function_call: argument num_args: expected a count >= 0, got %d",
                  (int)num_args);
-  else if (!args)
+  else if (!args && num_args != 0) /* (NULL, 0) is no arguments: then result is the NULL one */
     PF_ERROR_SET(PF_ERR_VALUE, "pf_function_call: argument args: expected %d argument%s, got NULL",
                  (int)num_args, num_args == 1 ? "" : "s");
   else

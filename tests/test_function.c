@@ -106,6 +106,10 @@ START_TEST(test_bad_calls) {
   PF_ASSERT_RAISED("ValueError", "argument args: expected 1 argument, got NULL");
   ck_assert_int_eq(pf_function_call(fn, &a, 1, NULL), -1);
   PF_ASSERT_RAISED("ValueError", "argument result");
+  /* no arguments as (NULL, 0) is valid: the NULL result is what is wrong (the message blamed
+   * args, "expected 0 arguments, got NULL": review) */
+  ck_assert_int_eq(pf_function_call(fn, NULL, 0, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_function_call: argument result: expected a pointer, got NULL");
   pf_object_t* s;
   ck_assert_int_eq(pf_string_object_create("definitely a str", 16, &s), 0);
   ck_assert_int_eq(pf_function_call(s, &a, 1, &r), -1);
