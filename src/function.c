@@ -412,8 +412,8 @@ int pf_function_set_info(pf_object_t* fn, const char* signature, const char* doc
   char* d = doc ? pf__strdup(doc) : NULL;
   if ((signature && !s) || (doc && !d)) {
     free(s);
-    free(d);
-    return pf__raise_oom("pf_function_set_info", 0);
+    free(d); /* the size of the copy that failed (it said 0 bytes: review) */
+    return pf__raise_oom("pf_function_set_info", strlen(signature && !s ? signature : doc) + 1);
   }
   if (pf__function_put_texts(fn, s, d) != 0)
     return pf__raise_oom("pf_function_set_info", sizeof(pf__fn_ext_t));
@@ -691,12 +691,14 @@ static int pf__signature_check(const char* func, const pf_signature_t* sig) {
   return 0;
 }
 
-/* Builds "name(a: int, b: int) -> int" into a new string; NULL when out of memory. */
+/* Builds "name(a: int, b: int) -> int" into a new string; NULL when out of memory. *size gets
+ * the bytes it takes (for the MemoryError). */
 static char* pf__signature_text(const char* name, int32_t n, const pf_param_t* params,
-                                pf_param_kind_t result) {
+                                pf_param_kind_t result, size_t* size_out) {
   size_t size = strlen(name) + 16 + strlen(pf_param_kind_name(result));
   for (int32_t i = 0; i < n; ++i)
     size += strlen(params[i].name) + strlen(pf_param_kind_name(params[i].kind)) + 4;
+  *size_out = size;
   char* s = malloc(size);
   if (!s)
     return NULL;
@@ -706,6 +708,14 @@ static char* pf__signature_text(const char* name, int32_t n, const pf_param_t* p
     p += sprintf(p, "%s%s: %s", i ? ", " : "", params[i].name, pf_param_kind_name(params[i].kind));
   sprintf(p, ") -> %s", pf_param_kind_name(result));
   return s;
+}
+
+/* The size of the allocation that failed of a typed or static function's signature text (NULL,
+ * text_size bytes), doc copy (NULL for a doc) and object (fn_size bytes), for its MemoryError,
+ * which said the size of another block: review. */
+static size_t pf__texts_failed(const char* signature, size_t text_size, const char* want_doc,
+                               const char* doc, size_t fn_size) {
+  return !signature ? text_size : want_doc && !doc ? strlen(want_doc) + 1 : fn_size;
 }
 
 int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, void* self,
@@ -742,7 +752,8 @@ int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, vo
   }
   memcpy(text, sig->name, strlen(sig->name) + 1);
   t->name = text;
-  char* signature = pf__signature_text(t->name, t->num_params, t->params, sig->result);
+  size_t text_size;
+  char* signature = pf__signature_text(t->name, t->num_params, t->params, sig->result, &text_size);
   char* doc = sig->doc ? pf__strdup(sig->doc) : NULL;
   int plain = 1;
   for (int32_t i = 0; i < t->num_params; ++i)
@@ -750,11 +761,13 @@ int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, vo
   pf__function_t* f = pf__function_new(plain ? pf__typed_entry_plain : pf__typed_entry,
                                        PF__FN_CLOSURE, t, NULL, pf__typed_deleter);
   if (!signature || (sig->doc && !doc) || !f) {
+    size_t failed =
+        pf__texts_failed(signature, text_size, sig->doc, doc, pf__function_size(PF__FN_CLOSURE));
     free(signature);
     free(doc);
     pf__free(f);
     free(t);
-    return pf__raise_oom("pf_function_create_typed", size);
+    return pf__raise_oom("pf_function_create_typed", failed);
   }
   *out = &f->header;
   if (pf__function_put_texts(*out, signature, doc) != 0) {
@@ -778,14 +791,17 @@ static inline __attribute__((always_inline)) int pf__create_static(const char* f
     return PF__NULL_ARG(func, !out ? "out" : !packed ? "packed" : !sig ? "sig" : "sig->name");
   if (pf__signature_check(func, sig) != 0)
     return -1;
-  char* signature = pf__signature_text(sig->name, sig->num_params, sig->params, sig->result);
+  size_t text_size;
+  char* signature =
+      pf__signature_text(sig->name, sig->num_params, sig->params, sig->result, &text_size);
   char* doc = sig->doc ? pf__strdup(sig->doc) : NULL;
   pf__function_t* f = pf__function_new(packed, PF__FN_LINE, NULL, packed, NULL);
   if (!signature || (sig->doc && !doc) || !f) {
+    size_t failed = pf__texts_failed(signature, text_size, sig->doc, doc, PF__FN_LINE_BYTES);
     free(signature);
     free(doc);
     pf__free(f);
-    return pf__raise_oom(func, PF__FN_LINE_BYTES);
+    return pf__raise_oom(func, failed);
   }
   *out = &f->header;
   if (pf__function_put_texts(*out, signature, doc) != 0) {

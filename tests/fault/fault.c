@@ -150,6 +150,12 @@ static int prog_functions(void) {
   if (closure_new(5, &fn) != 0)
     return -1;
   int rc = pf_function_set_info(fn, "add5(x: int) -> int", "Adds five.");
+  /* its MemoryError names the size of the copy that failed (it said 0 bytes: review) */
+  pf_object_t* oom = rc != 0 ? pf_error_peek() : NULL;
+  if (oom && strstr(pf_error_message(oom), "allocating 0 bytes") != NULL) {
+    pf_object_release(fn);
+    return wrong(pf_error_message(oom));
+  }
   pf_any_t arg = pf_any_int(37), res = pf_any_none();
   if (rc == 0)
     rc = pf_function_call(fn, &arg, 1, &res);
