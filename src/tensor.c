@@ -188,14 +188,26 @@ __attribute__((noinline, cold)) int pf__dltensor_error(const DLTensor* desc, con
   return -1;
 }
 
-int pf__byte_reach_subbyte(int64_t bits, int64_t lo, int64_t hi, int64_t* first, int64_t* end) {
-  if (__builtin_mul_overflow(lo, bits, first) || __builtin_mul_overflow(hi + 1, bits, end))
+/* x * bits / 8 rounded down (up = 0) or up (up = 1), in *out: 0, or -1 when it does not fit in
+ * int64. The bytes may fit where x * bits does not (bits: up to 8 times as many), so the
+ * product is split at the byte: x = 8q + r with |r| < 8 (C's division truncates toward zero),
+ * x * bits / 8 = q * bits + r * bits / 8. Multiplying first refused strided views of sub-byte
+ * elements past 2^60 bytes whose compact base, checked in bytes, was accepted (a selection of
+ * a 2^62-element int4 tensor; found by fuzz_dlpack). */
+static int pf__bits_to_bytes(int64_t x, int64_t bits, int up, int64_t* out) {
+  int64_t whole, part = (x % 8) * bits; /* |part| < 8 * bits: bits is below 2^24 */
+  if (__builtin_mul_overflow(x / 8, bits, &whole))
     return -1;
-  /* whole bytes, rounded outward, in arithmetic that cannot overflow (first may be INT64_MIN,
-   * end INT64_MAX): C's division truncates toward zero */
-  *first = *first / 8 - (*first % 8 < 0);
-  *end = *end / 8 + (*end % 8 != 0);
-  return 0;
+  int64_t bytes = part / 8, rest = part % 8;
+  bytes += up ? rest > 0 : -(rest < 0);
+  return __builtin_add_overflow(whole, bytes, out) ? -1 : 0;
+}
+
+int pf__byte_reach_subbyte(int64_t bits, int64_t lo, int64_t hi, int64_t* first, int64_t* end) {
+  /* whole bytes, rounded outward: the first byte lo's bits touch, one past the last hi's do */
+  return pf__bits_to_bytes(lo, bits, 0, first) != 0 || pf__bits_to_bytes(hi + 1, bits, 1, end) != 0
+             ? -1
+             : 0;
 }
 
 int pf__dltensor_validate(const DLTensor* desc, const char* func, const char* arg) {

@@ -176,6 +176,44 @@ START_TEST(test_view_compact_size_checked) {
 }
 END_TEST
 
+/* A compact int4 tensor of 3.5 * 2^60 elements (its bytes, 2^60.6, fit in int64; its bits do
+ * not) is valid, and so is a selection of it: the strided description's byte reach was
+ * computed in bits first, which overflowed, so pf_dltensor_check refused the view packfn had
+ * made (found by fuzz_dlpack). */
+START_TEST(test_subbyte_strided_view_of_a_huge_tensor) {
+  const int64_t n = INT64_C(144397579306664191);
+  int64_t shape[4] = {3, 2, 4, n};
+  DLTensor desc = {
+      (void*)(uintptr_t)0x10000, PF_DEVICE_CPU, 4, pf_dtype(PF_DL_INT, 4, 1), shape, NULL, 0};
+  pf_object_t *base, *v, *again;
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, NULL, NULL, &base), 0);
+  ck_assert_int_eq(pf_tensor_select(base, 3, 0, &v), 0);
+  DLTensor* w = pf_tensor_dltensor(v);
+  ck_assert_int_eq(w->ndim, 3);
+  ck_assert_int_eq(w->strides[0], 24 * n / 3);
+  pf_tensor_spec_t any = {0};
+  ck_assert_int_eq(pf_dltensor_check(w, &any, "k", 0, "v"), 0);
+  ck_assert_int_eq(pf_tensor_from_dltensor(w, NULL, NULL, &again), 0);
+  pf_object_release(again);
+  /* 12-bit elements (int4 x 3): a reach of 5 * 2^60 elements is 8.6 * 10^18 bytes, which fit
+   * (the bits did not); 7 * 2^60 elements, 1.2 * 10^19 bytes, do not */
+  DLTensor wide = {(void*)(uintptr_t)0x10000,
+                   PF_DEVICE_CPU,
+                   1,
+                   pf_dtype(PF_DL_INT, 4, 3),
+                   (int64_t[]){2},
+                   (int64_t[]){INT64_C(5) << 60},
+                   0};
+  ck_assert_int_eq(pf_dltensor_check(&wide, &any, "k", 0, "v"), 0);
+  wide.strides = (int64_t[]){INT64_C(7) << 60};
+  ck_assert_int_eq(pf_dltensor_check(&wide, &any, "k", 0, "v"), -1);
+  PF_ASSERT_RAISED("ValueError", "expected strides whose offsets in bytes fit in int64");
+  pf_object_release(v);
+  pf_object_release(base);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
 START_TEST(test_view_errors) {
   pf_object_t* base = iota((int64_t[]){2, 3}, 2);
   pf_object_t* v = (pf_object_t*)&v;
@@ -550,6 +588,7 @@ TCase* pf_test_tensor_views_tcase(void) {
   TCase* tc = tcase_create("views");
   tcase_add_test(tc, test_view_general);
   tcase_add_test(tc, test_view_errors);
+  tcase_add_test(tc, test_subbyte_strided_view_of_a_huge_tensor);
   tcase_add_test(tc, test_view_compact_ways_agree);
   tcase_add_test(tc, test_view_compact_size_checked);
   tcase_add_test(tc, test_view_negative_strides);
