@@ -46,6 +46,16 @@ static void reach128(int32_t ndim, const int64_t* shape, const int64_t* strides,
   *hi = h;
 }
 
+/* 1 when packfn accepts `w` as a tensor's description (what every view it makes must be:
+ * a view of 2^58 float64 elements, whose size in bits wraps, was once made; review). */
+static int valid_description(const DLTensor* w) {
+  pf_tensor_spec_t any = {0};
+  if (w && pf_dltensor_check(w, &any, "fuzz", 0, "view") == 0)
+    return 1;
+  pf_error_clear();
+  return 0;
+}
+
 /* pf_tensor_view with a layout from the input: refused with an error raised, or accepted with
  * every element it reaches inside the span `t` reaches, and the layout asked for. */
 static void exercise_view(pf_object_t* t, const DLTensor* d, fuzz_input_t* in) {
@@ -69,6 +79,7 @@ static void exercise_view(pf_object_t* t, const DLTensor* d, fuzz_input_t* in) {
   }
   FUZZ_CHECK(pf_error_peek() == NULL);
   DLTensor* w = pf_tensor_dltensor(v);
+  FUZZ_CHECK(valid_description(w));
   FUZZ_CHECK(w != NULL && w->ndim == ndim && w->dtype.code == d->dtype.code &&
              w->dtype.bits == d->dtype.bits && w->dtype.lanes == d->dtype.lanes);
   for (int32_t i = 0; i < ndim; ++i)
@@ -82,6 +93,37 @@ static void exercise_view(pf_object_t* t, const DLTensor* d, fuzz_input_t* in) {
   pf_object_release(v);
 }
 
+/* A view `v` that a selection or slice of `t` (description d) along `axis` made: the axes it
+ * kept are d's, and every element it reaches lies inside the span d reaches (its offset read
+ * from where its first element lies, relative to d's). The short way of these functions skips
+ * the reach checks a view of arbitrary layout takes; this holds it to them. */
+static void check_within(const DLTensor* d, pf_object_t* v, int32_t axis, int selected) {
+  DLTensor* w = pf_tensor_dltensor(v);
+  FUZZ_CHECK(valid_description(w));
+  int32_t ax = axis < 0 ? axis + d->ndim : axis;
+  FUZZ_CHECK(w != NULL && w->ndim == d->ndim - selected && w->strides != NULL);
+  for (int32_t i = 0, k = 0; i < d->ndim; ++i) {
+    if (i == ax) {
+      k += !selected;
+      continue;
+    }
+    FUZZ_CHECK(w->shape[k] == d->shape[i]);
+    ++k;
+  }
+  __int128 vlo, vhi, blo, bhi;
+  int vempty, bempty;
+  reach128(w->ndim, w->shape, w->strides, &vlo, &vhi, &vempty);
+  reach128(d->ndim, d->shape, d->strides, &blo, &bhi, &bempty);
+  size_t bits = (size_t)d->dtype.bits * d->dtype.lanes;
+  if (vempty || bits % 8 != 0 || bits == 0)
+    return;
+  __int128 delta = ((__int128)(uintptr_t)w->data + (__int128)w->byte_offset) -
+                   ((__int128)(uintptr_t)d->data + (__int128)d->byte_offset);
+  FUZZ_CHECK(delta % (__int128)(bits / 8) == 0);
+  __int128 offset = delta / (__int128)(bits / 8);
+  FUZZ_CHECK(!bempty && offset + vlo >= blo && offset + vhi <= bhi);
+}
+
 /* Views and exports of an accepted tensor: each may fail, but only with an error raised. */
 static void exercise(pf_object_t* t, fuzz_input_t* in) {
   DLTensor* d = pf_tensor_dltensor(t);
@@ -92,14 +134,18 @@ static void exercise(pf_object_t* t, fuzz_input_t* in) {
   pf_object_t* v = NULL;
   if (d->ndim > 0) {
     int32_t axis = (int32_t)(fuzz_u8(in) % (d->ndim + 1)) - 1;
-    if (pf_tensor_select(t, axis, fuzz_i64(in), &v) == 0)
+    if (pf_tensor_select(t, axis, fuzz_i64(in), &v) == 0) {
+      check_within(d, v, axis, 1);
       pf_object_release(v);
-    else
+    } else {
       pf_error_clear();
-    if (pf_tensor_slice(t, axis, fuzz_i64(in), fuzz_i64(in), fuzz_i64(in), &v) == 0)
+    }
+    if (pf_tensor_slice(t, axis, fuzz_i64(in), fuzz_i64(in), fuzz_i64(in), &v) == 0) {
+      check_within(d, v, axis, 0);
       pf_object_release(v);
-    else
+    } else {
       pf_error_clear();
+    }
   }
   exercise_view(t, d, in);
   int64_t flat = -1;
