@@ -32,9 +32,12 @@
 
 /* linkat as libpackfn_npy sees it (this program's definition comes first in the search order):
  * the kernel's, or, while g_linkat_fails, EXDEV as a sandbox that refuses to name an unnamed
- * file through /proc might answer. */
+ * file through /proc might answer. Exported (the build hides every symbol by default): a hidden
+ * definition is not in the program's dynamic symbols, the library called the kernel's, and the
+ * tests of the refused linkat ran the ordinary way. */
 static int g_linkat_fails;
-int linkat(int olddirfd, const char* oldpath, int newdirfd, const char* newpath, int flags) {
+__attribute__((visibility("default"))) int linkat(int olddirfd, const char* oldpath, int newdirfd,
+                                                  const char* newpath, int flags) {
   if (g_linkat_fails) {
     errno = EXDEV;
     return -1;
