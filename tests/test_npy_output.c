@@ -410,6 +410,30 @@ START_TEST(test_output_when_linkat_is_refused) {
 }
 END_TEST
 
+/* The named copy made where linkat is refused keeps the replaced file's mode, as the unnamed
+ * file does: it was created with that mode less the umask (0664 under umask 022 became 0644). */
+START_TEST(test_output_copy_keeps_the_mode) {
+  char a[128], err[ERR_SIZE];
+  temp_path(a, sizeof a, "mode.npy");
+  write_floats(a, 4, 0.0f);
+  ck_assert_int_eq(chmod(a, 0664), 0);
+  mode_t old_umask = umask(022);
+  g_linkat_fails = 1;
+  float v[4] = {1, 2, 3, 4};
+  pf_npy_array_t arr = {dtype(kDLFloat, 32), 1, {4}, 0, v, sizeof v};
+  int rc = pf_npy_write_file(a, &arr, err, sizeof err);
+  g_linkat_fails = 0;
+  umask(old_umask);
+  ck_assert_msg(rc == 0, "%s", err);
+  struct stat st;
+  ck_assert_int_eq(stat(a, &st), 0);
+  ck_assert_uint_eq(st.st_mode & 07777, 0664);
+  ck_assert(holds_floats(a, 4, 1.0f));
+  ck_assert_int_eq(dir_entries(), 1);
+  unlink(a);
+}
+END_TEST
+
 START_TEST(test_output_refuses_non_regular_targets) {
   char fifo[128], err[ERR_SIZE];
   temp_path(fifo, sizeof fifo, "fifo.npy");
@@ -891,6 +915,7 @@ void pf_test_npy_add_output_tests(TCase* tc) {
   tcase_add_test(tc, test_mapped_output_larger_than_the_disk);
   tcase_add_test(tc, test_output_refuses_non_regular_targets);
   tcase_add_test(tc, test_output_when_linkat_is_refused);
+  tcase_add_test(tc, test_output_copy_keeps_the_mode);
   tcase_add_test(tc, test_output_map_writes_the_file_in_place);
   tcase_add_test(tc, test_refused_map_leaves_the_output_empty);
   tcase_add_test(tc, test_output_refusals_and_failed_commits);

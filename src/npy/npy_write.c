@@ -185,14 +185,16 @@ static int output_temp(const char* target, size_t dir_len, mode_t mode, int* fd,
 }
 
 /* output_name where linkat refuses to name the unnamed file (a sandbox, an odd /proc): a named
- * temporary file beside the target gets a copy of its bytes and takes its place in `out` (the
- * output was written, then lost with a misleading error; review). 0, or -1 with errno. */
+ * temporary file beside the target gets a copy of its bytes and its mode (the target's, which
+ * open reduces by the umask: 0664 became 0644) and takes its place in `out` (the output was
+ * written, then lost with a misleading error; review). 0, or -1 with errno. */
 static int output_name_by_copy(pf_npy_output_t* out, size_t dir_len) {
   struct stat st;
   int fd;
   char* tmp;
   if (fstat(out->fd, &st) != 0 || output_temp(out->path, dir_len, st.st_mode & 07777, &fd, &tmp))
     return -1;
+  (void)fchmod(fd, st.st_mode & 07777); /* as pf_npy_output_open does for its file */
   off_t in = 0, to = 0;
   size_t left = (size_t)st.st_size;
   while (left > 0) {
