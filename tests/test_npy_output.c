@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -28,6 +29,7 @@
 #ifdef __linux__
 #include <linux/capability.h>
 #include <linux/fs.h>
+#include <linux/sched.h> /* CLONE_NEWNS, CLONE_NEWUSER */
 #endif
 
 /* linkat as libpackfn_npy sees it (this program's definition comes first in the search order):
@@ -776,6 +778,83 @@ START_TEST(test_output_refuses_a_socket) {
 }
 END_TEST
 
+/* Writes text to the file at path (a /proc/self file of a user namespace); 0 or -1. */
+static int write_text(const char* path, const char* text) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  int ok = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+  if (fd >= 0)
+    close(fd);
+  return ok ? 0 : -1;
+}
+
+/* In a child process, a mount namespace of its own (and a user namespace mapping this user
+ * where it is not privileged) with /proc bound at `at`: a procfs that is not at /proc, as a
+ * container's /host/proc or a chroot's proc seen from outside. 0, or -1 where the system does
+ * not allow it. */
+static int bind_proc_at(const char* at) {
+  char map[64];
+  unsigned uid = (unsigned)geteuid(), gid = (unsigned)getegid();
+  if (syscall(SYS_unshare, CLONE_NEWNS) != 0) {
+    if (syscall(SYS_unshare, CLONE_NEWUSER | CLONE_NEWNS) != 0)
+      return -1;
+    snprintf(map, sizeof map, "%u %u 1", uid, uid);
+    if (write_text("/proc/self/uid_map", map) != 0 ||
+        write_text("/proc/self/setgroups", "deny") != 0)
+      return -1;
+    snprintf(map, sizeof map, "%u %u 1", gid, gid);
+    if (write_text("/proc/self/gid_map", map) != 0)
+      return -1;
+  }
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+      mount("/proc", at, NULL, MS_BIND | MS_REC, NULL) != 0)
+    return -1;
+  return 0;
+}
+
+/* A descriptor link of a procfs mounted elsewhere than /proc (PROC/self/fd/N, stdout redirected
+ * to a file) names the stream as /proc/self/fd/N does: refused, where the check knew only
+ * paths under /proc and the rename replaced the file the stream is open on. */
+START_TEST(test_output_refuses_an_fd_link_of_another_proc_mount) {
+  char mnt[128], file[128], link[192], err[ERR_SIZE];
+  temp_path(mnt, sizeof mnt, "proc");
+  temp_path(file, sizeof file, "stream.log");
+  ck_assert_int_eq(mkdir(mnt, 0755), 0);
+  int log_fd = open(file, O_CREAT | O_WRONLY | O_APPEND | O_CLOEXEC, 0644);
+  ck_assert_int_ge(log_fd, 0);
+  ck_assert_int_eq(write(log_fd, "log\n", 4), 4);
+  struct stat before;
+  ck_assert_int_eq(stat(file, &before), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    if (bind_proc_at(mnt) != 0)
+      _exit(77);
+    snprintf(link, sizeof link, "%s/self/fd/%d", mnt, log_fd);
+    pf_npy_output_t out;
+    int rc = pf_npy_output_open(link, &out, err, sizeof err);
+    if (rc == 0)
+      pf_npy_output_abort(&out, 1);
+    _exit(rc == -1 && strstr(err, "names an open file descriptor") != NULL ? 0 : 1);
+  }
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77)
+    fprintf(stderr, "test_npy_output: SKIP the check of a procfs mounted elsewhere: no mount "
+                    "namespace allowed here\n");
+  else
+    ck_assert_msg(WEXITSTATUS(status) == 0, "%s/self/fd/N was not refused", mnt);
+  struct stat after;
+  ck_assert_int_eq(stat(file, &after), 0);
+  ck_assert_uint_eq(after.st_ino, before.st_ino);
+  ck_assert_int_eq(after.st_size, 4);
+  close(log_fd);
+  unlink(file);
+  ck_assert_int_eq(rmdir(mnt), 0);
+  ck_assert_int_eq(dir_entries(), 0);
+}
+END_TEST
+
 START_TEST(test_map_refusals_and_empty_arrays) {
   char path[128], err[ERR_SIZE];
   pf_npy_map_t m;
@@ -920,6 +999,7 @@ void pf_test_npy_add_output_tests(TCase* tc) {
   tcase_add_test(tc, test_refused_map_leaves_the_output_empty);
   tcase_add_test(tc, test_output_refusals_and_failed_commits);
   tcase_add_test(tc, test_output_refuses_a_socket);
+  tcase_add_test(tc, test_output_refuses_an_fd_link_of_another_proc_mount);
   tcase_add_test(tc, test_zeroed_structs_leave_fd_0_alone);
   tcase_add_test(tc, test_map_refusals_and_empty_arrays);
   tcase_add_test(tc, test_small_error_buffers_and_map_fallbacks);

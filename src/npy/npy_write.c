@@ -12,11 +12,13 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/vfs.h> /* statfs */
 #include <time.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <linux/capability.h> /* capget */
 #include <linux/fs.h>         /* FS_IOC_GETFLAGS */
+#include <linux/magic.h>      /* PROC_SUPER_MAGIC */
 #include <sys/syscall.h>
 #endif
 
@@ -373,11 +375,29 @@ static const char* rename_refusal(const char* target, size_t dir_len, const stru
   return NULL;
 }
 
+/* 1 when the folder `real` (a resolved path) is a descriptor folder, PROC/PID/fd or
+ * PROC/PID/task/TID/fd: named "fd" on a procfs, which need not be mounted at /proc (a
+ * container's /host/proc, a chroot's proc seen from outside: such links were let through). */
+static int is_fd_folder(const char* real) {
+  size_t n = strlen(real);
+  if (n < 3 || strcmp(real + n - 3, "/fd") != 0) {
+    return 0;
+  }
+#if defined(__linux__) && defined(PROC_SUPER_MAGIC)
+  struct statfs fs;
+  if (statfs(real, &fs) == 0) {
+    return fs.f_type == PROC_SUPER_MAGIC;
+  }
+#endif
+  return n > 9 && strncmp(real, "/proc/", 6) == 0;
+}
+
 /* 1 when `path` reaches its file through a descriptor link, an entry of /proc/PID/fd (which
- * /dev/stdout, /dev/stderr and /dev/fd/N are or lead to): it names a stream open in some
- * process, not a file to replace. Renaming over the file behind it (stdout redirected to a
- * file) wrote beside the stream: `>> log` lost the log's lines, and what the process printed
- * after went to the replaced, unlinked file (review). 0 otherwise, also when it cannot tell. */
+ * /dev/stdout, /dev/stderr and /dev/fd/N are or lead to), wherever procfs is mounted: it names
+ * a stream open in some process, not a file to replace. Renaming over the file behind it
+ * (stdout redirected to a file) wrote beside the stream: `>> log` lost the log's lines, and what
+ * the process printed after went to the replaced, unlinked file (review). 0 otherwise, also
+ * when it cannot tell. */
 static int through_fd_link(const char* path) {
   char cur[PATH_MAX], next[PATH_MAX];
   if (strlen(path) >= sizeof cur) {
@@ -394,8 +414,7 @@ static int through_fd_link(const char* path) {
     char* dir = dir_len > 0 ? dup_n(cur, dir_len) : dup_n(".", 1);
     char* real = dir != NULL ? realpath(dir, NULL) : NULL;
     free(dir);
-    size_t n = real != NULL ? strlen(real) : 0;
-    int fd_dir = n > 9 && strncmp(real, "/proc/", 6) == 0 && strcmp(real + n - 3, "/fd") == 0;
+    int fd_dir = real != NULL && is_fd_folder(real);
     free(real);
     if (fd_dir) {
       return 1;
