@@ -254,12 +254,26 @@ def _scalar(t: Target, pname: str, kind: str, value: Any) -> Any:
     return np.bool_(value)
 
 
+def _tensor_position(t: Target, index: int) -> int:
+    """The position among all the parameters of tensor parameter `index`: what the adapter and
+    the kernels call it ("argument 1 (x)" in scaled(alpha: float, x: Tensor, out: Tensor))."""
+    tensor = -1
+    for pos, p in enumerate(_split_params(_param_list(t.signature), _ADAPTER_SPACE)):
+        if p.partition(":")[2].strip(_ADAPTER_SPACE).lower() == "tensor":
+            tensor += 1
+            if tensor == index:
+                return pos
+    return index
+
+
 def _check_tensor(t: Target, index: int, what: str, dtype: Any) -> None:
     if np.dtype(dtype) not in _DTYPES:
+        # named by its position among all the parameters, as the adapter names it (the tensor
+        # index alone named the wrong argument when a scalar parameter came first: review)
         raise TypeError(
-            f"{t.name}: argument {index} ({t.tensors[index]}): {what} of dtype {np.dtype(dtype)} "
-            "cannot be passed to packfn functions (only dtypes of whole bytes with a DLPack code "
-            "are: not sub-byte ones such as int4)"
+            f"{t.name}: argument {_tensor_position(t, index)} ({t.tensors[index]}): {what} of "
+            f"dtype {np.dtype(dtype)} cannot be passed to packfn functions (only dtypes of whole "
+            "bytes with a DLPack code are: not sub-byte ones such as int4)"
         )
 
 

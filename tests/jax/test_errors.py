@@ -373,3 +373,29 @@ def test_raw_call_int_attributes_of_every_width(testmod, on_cpu):
         n = kind(i + 11)
         out = raw(x, packfn_name=add.name, packfn_slot=np.int64(add.generation), n=n)
         np.testing.assert_array_equal(np.asarray(out), np.full(2, float(n)))
+
+
+def test_trace_time_messages_count_positions_over_all_parameters(testmod, on_cpu):
+    """A tensor is named by its position among all the parameters, as the adapter and the
+    kernels name it: scaled(alpha, x, out) has x at 1 and out at 2 (packfn.jax counted the
+    tensors only, and said "argument 0 (x)")."""
+    packfn.register_global("test.jax.scaled", testmod.scaled, override=True)
+    try:
+        x = jnp.arange(3.0, dtype=jnp.float64)
+        f = pj.ffi_call("test.jax.scaled", spec(x))
+        np.testing.assert_array_equal(np.asarray(f(x, alpha=2.0)), 2 * np.arange(3.0))
+        with pytest.raises(TypeError, match=r"^test\.jax\.scaled: argument 1 \(x\): operand of "
+                                            r"dtype int4"):
+            f(jnp.ones(3, jnp.int4), alpha=2.0)
+        g = pj.ffi_call("test.jax.scaled", jax.ShapeDtypeStruct((3,), jnp.int4))
+        with pytest.raises(TypeError, match=r"^test\.jax\.scaled: argument 2 \(out\): result of "
+                                            r"dtype int4"):
+            g(x, alpha=2.0)
+        # the adapter counts the same way, for a call built without packfn.jax
+        t = pj.register("test.jax.scaled")
+        raw = jax.ffi.ffi_call(t.target, spec(x))
+        with pytest.raises(RuntimeErr, match=r"scaled: argument 1 \(x\): XLA type"):
+            jax.block_until_ready(raw(jnp.ones(3, jnp.int4), packfn_name=t.name,
+                                      packfn_slot=np.int64(t.generation), alpha=2.0))
+    finally:
+        packfn.remove_global("test.jax.scaled")

@@ -107,3 +107,23 @@ static int silent(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* 
   return -1;
 }
 PF_EXPORT_DOC(silent, silent, "silent(out: Tensor) -> None", NULL);
+
+/* scaled(alpha: float, x: Tensor, out: Tensor): out[i] = alpha * x[i], float64 (a scalar
+ * parameter before the tensors: messages count positions over all parameters) */
+static int scaled(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  (void)num_args;
+  double alpha;
+  DLTensor *x, *out;
+  if (pf_any_as_float(&args[0], &alpha) != 0 || pf_any_as_dltensor(&args[1], &x) != 0 ||
+      pf_any_as_dltensor(&args[2], &out) != 0)
+    return -1;
+  int64_t n = 1;
+  for (int32_t d = 0; d < x->ndim; ++d)
+    n *= x->shape[d];
+  for (int64_t i = 0; i < n; ++i)
+    ((double*)out->data)[i] = alpha * ((const double*)x->data)[i];
+  *result = pf_any_none();
+  return 0;
+}
+PF_EXPORT_DOC(scaled, scaled, "scaled(alpha: float, x: Tensor, out: Tensor) -> None", NULL);
