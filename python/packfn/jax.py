@@ -267,13 +267,18 @@ def _tensor_position(t: Target, index: int) -> int:
 
 
 def _check_tensor(t: Target, index: int, what: str, dtype: Any) -> None:
-    if np.dtype(dtype) not in _DTYPES:
+    try:
+        plain = np.dtype(dtype)
+    except TypeError:  # an extended dtype (a typed PRNG key): NumPy's message named nothing
+        plain = None
+    if plain not in _DTYPES:
         # named by its position among all the parameters, as the adapter names it (the tensor
         # index alone named the wrong argument when a scalar parameter came first: review)
+        shown = dtype if plain is None else plain
         raise TypeError(
             f"{t.name}: argument {_tensor_position(t, index)} ({t.tensors[index]}): {what} of "
-            f"dtype {np.dtype(dtype)} cannot be passed to packfn functions (only dtypes of whole "
-            "bytes with a DLPack code are: not sub-byte ones such as int4)"
+            f"dtype {shown} cannot be passed to packfn functions (only dtypes of whole bytes with "
+            "a DLPack code are: not sub-byte ones such as int4)"
         )
 
 
@@ -311,7 +316,12 @@ def ffi_call(
                 f"{len(operands)} operands and {len(results)} results: {t.signature}"
             )
         for i, op in enumerate(operands):
-            _check_tensor(t, i, "operand", jax.numpy.result_type(op))
+            try:
+                dtype = jax.numpy.result_type(op)
+            except TypeError:  # its message ("Cannot determine dtype of ...") named nothing
+                raise TypeError(f"{t.name}: argument {_tensor_position(t, i)} ({t.tensors[i]}): "
+                                f"expected an array, got {type(op).__name__}") from None
+            _check_tensor(t, i, "operand", dtype)
         for j, r in enumerate(results):
             _check_tensor(t, len(operands) + j, "result", r.dtype)
         missing = [p for p in t.scalars if p not in attrs]

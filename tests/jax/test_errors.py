@@ -399,3 +399,20 @@ def test_trace_time_messages_count_positions_over_all_parameters(testmod, on_cpu
                                       packfn_slot=np.int64(t.generation), alpha=2.0))
     finally:
         packfn.remove_global("test.jax.scaled")
+
+
+def test_operand_without_a_plain_dtype_is_named():
+    """An operand whose dtype NumPy cannot read (a typed PRNG key array, an object that is no
+    array) is a TypeError naming the function and the argument (NumPy's "Cannot interpret
+    'key<fry>' as a data type" came through, naming neither)."""
+    f = pj.ffi_call("packfn.kernels.add_n", jax.ShapeDtypeStruct((), jnp.float32))
+    with pytest.raises(TypeError, match=r"^packfn\.kernels\.add_n: argument 0 \(x\): operand of "
+                                        r"dtype key<fry> cannot be passed to packfn functions"):
+        f(jax.random.key(0), n=1.0)
+    with pytest.raises(TypeError, match=r"^packfn\.kernels\.add_n: argument 0 \(x\): expected "
+                                        r"an array, got object"):
+        f(object(), n=1.0)
+    g = pj.ffi_call("packfn.kernels.add_n", jax.ShapeDtypeStruct((), jax.random.key(0).dtype))
+    with pytest.raises(TypeError, match=r"^packfn\.kernels\.add_n: argument 1 \(out\): result "
+                                        r"of dtype key<fry> cannot be passed"):
+        g(jnp.float32(1), n=1.0)
