@@ -237,10 +237,16 @@ def _scalar(t: Target, pname: str, kind: str, value: Any) -> Any:
                 or not isinstance(value, (int, float, np.number))):
             raise TypeError(f"{t.name}: argument {pname}: expected float, got {type(value).__name__}")
         try:
-            return np.float64(value)
+            with np.errstate(over="ignore"):
+                out = np.float64(value)
         except OverflowError:  # an int past the float64 range (it raised a bare OverflowError)
+            out = None
+        # a long double past the range became inf (with a RuntimeWarning) and reached the kernel;
+        # !s: format() prints a long double as a float ("inf")
+        if out is None or (np.isinf(out) and not np.isinf(value)):
             raise TypeError(f"{t.name}: argument {pname}: expected a float in the float64 range, "
-                            f"got {value}") from None
+                            f"got {value!s}")
+        return out
     if kind == "int":
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
             raise TypeError(f"{t.name}: argument {pname}: expected int, got {type(value).__name__}")

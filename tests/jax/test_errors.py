@@ -416,3 +416,20 @@ def test_operand_without_a_plain_dtype_is_named():
     with pytest.raises(TypeError, match=r"^packfn\.kernels\.add_n: argument 1 \(out\): result "
                                         r"of dtype key<fry> cannot be passed"):
         g(jnp.float32(1), n=1.0)
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).max <= np.finfo(np.float64).max,
+                    reason="long double is float64 here")
+def test_float_keyword_past_float64_as_long_double_is_refused():
+    """A float keyword past the float64 range is a TypeError whatever its type: a long double
+    (1e4000) became inf with a RuntimeWarning and reached the kernel; an infinity given as such
+    is passed on (the kernel decides)."""
+    x = jnp.ones((2, 4), jnp.float32)
+    f = pj.ffi_call("packfn.kernels.rms_norm", spec(x))
+    with pytest.raises(TypeError, match=r"^packfn\.kernels\.rms_norm: argument eps: expected a "
+                                        r"float in the float64 range, got 1e\+4000$"):
+        f(x, eps=np.longdouble("1e4000"))
+    with pytest.raises(TypeError, match="float64 range"):
+        f(x, eps=-np.longdouble("1e4000"))
+    with pytest.raises(RuntimeErr, match="eps"):  # inf itself is the kernel's to refuse
+        jax.block_until_ready(f(x, eps=np.longdouble("inf")))
