@@ -14,8 +14,9 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
 
 import jax
 import numpy as np
@@ -98,7 +99,10 @@ class Target:
     slot: int  # the adapter's slot for the function (one per function bound under the name)
     signature: str  # of the function in that slot
     tensors: tuple[str, ...]  # tensor parameter names, in order
-    scalars: dict[str, str]  # scalar parameter name -> "int" | "float" | "bool"
+    # scalar parameter name -> "int" | "float" | "bool", read-only: register returns the Target
+    # packfn.jax keeps and checks calls against (a dict could be changed under it: review); not
+    # hashed (a mapping is not hashable), the signature says the same
+    scalars: Mapping[str, str] = field(hash=False)
     platforms: tuple[str, ...]  # every platform the target is registered for, in that order
     # what calls pass as packfn_slot: the slot's place among those bound for the name in this
     # process (0 for the first), the same in every run that binds them in the same order, so
@@ -205,8 +209,8 @@ def register(name: str, *, platforms: Sequence[str] | None = None) -> Target:
                     f"parameters cannot be named from Python: {raw!r}"
                 ) from None
             tensors, scalars = _parse(sig)
-            t = Target(name, target, int(slot), sig, tensors, scalars, tuple(done),
-                       int(lib.pf_xla_generation(slot)))
+            t = Target(name, target, int(slot), sig, tensors, types.MappingProxyType(scalars),
+                       tuple(done), int(lib.pf_xla_generation(slot)))
             _targets[name] = t
             _forget_removed_locked()
         return t

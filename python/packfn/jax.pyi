@@ -1,4 +1,4 @@
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 class Target:
     name: str
@@ -6,7 +6,7 @@ class Target:
     slot: int
     signature: str
     tensors: tuple[str, ...]
-    scalars: dict[str, str]
+    scalars: Mapping[str, str]
     platforms: tuple[str, ...]
     generation: int
 

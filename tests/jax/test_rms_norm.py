@@ -138,3 +138,18 @@ def test_stale_slot_is_rebound_by_name(rng):
     out = raw(x, packfn_name="packfn.kernels.add_n", packfn_slot=np.int64(other),
               n=np.float64(3.0))
     np.testing.assert_allclose(out, x + 3)
+
+
+def test_target_is_immutable_and_hashable():
+    """A Target is a frozen dataclass, and register returns the one packfn.jax keeps for the name,
+    whose scalars its calls check keywords against: its scalars cannot be changed (a dict could,
+    and an added name then made every call of the function "missing" it), and it is hashable
+    (the dict made hash() a TypeError)."""
+    t = pj.register("packfn.kernels.rms_norm")
+    with pytest.raises(TypeError):
+        t.scalars["extra"] = "int"
+    assert pj.register("packfn.kernels.rms_norm").scalars == {"eps": "float"}
+    assert hash(t) == hash(pj.register("packfn.kernels.rms_norm"))
+    x = jnp.ones((2, 4), jnp.float32)
+    y = pj.ffi_call("packfn.kernels.rms_norm", jax.ShapeDtypeStruct(x.shape, x.dtype))(x, eps=0.0)
+    np.testing.assert_allclose(np.asarray(y), np.ones((2, 4)), rtol=1e-6)
