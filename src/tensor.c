@@ -289,18 +289,18 @@ __attribute__((noinline)) static int pf__empty_general(const int64_t* shape, int
  * memory and no registers saved (pf__empty's frame was a sixth of a 1 KiB tensor's creation). */
 static inline __attribute__((always_inline)) pf_object_t*
 pf__empty_fast(const int64_t* shape, int32_t ndim, DLDataType dtype, DLDevice device) {
-  /* dtype and device as the integers they arrive in: tested and stored whole (field by field,
-   * gcc took them apart into registers of their own, and saved six around the body) */
+  /* dtype and device stored whole, as the integers they arrive in (field by field, gcc took
+   * them apart into registers of their own, and saved six around the body) */
   uint32_t dt;
   uint64_t dv;
   memcpy(&dt, &dtype, sizeof dt);
   memcpy(&dv, &device, sizeof dv);
-  uint32_t bits = (dt >> 8) & 0xffu, lanes = dt >> 16;
+  uint32_t bits = dtype.bits, lanes = dtype.lanes;
   int64_t numel;
   uint64_t nbytes;
-  /* CPU (1) with a device index >= 0; a common dtype (pf__dtype_is_common) */
-  if ((dv & 0x80000000ffffffffu) != (uint64_t)kDLCPU || (dt & 0xffu) > PF_DL_FLOAT || lanes == 0 ||
-      (bits != 32 && bits != 64 && bits != 16) ||
+  /* CPU with a device index >= 0; a common dtype (pf__dtype_is_common) */
+  if (device.device_type != kDLCPU || device.device_id < 0 || dtype.code > PF_DL_FLOAT ||
+      lanes == 0 || (bits != 32 && bits != 64 && bits != 16) ||
       (uint32_t)ndim - 1u >= (uint32_t)PF_TENSOR_MAX_NDIM || !shape ||
       !pf__extents_fit(shape, ndim, &numel) ||
       __builtin_mul_overflow((uint64_t)numel, (uint64_t)(bits >> 3) * lanes, &nbytes) ||
