@@ -69,6 +69,12 @@ def _joined() -> None:
             tvm_ffi.error.register_error(kind, cls)
 
 
+def _is_join_hook(finder) -> bool:
+    """Whether a sys.meta_path entry is the join hook of a run of this package (its class's
+    mark: a reload defines the class again)."""
+    return getattr(type(finder), "_packfn_join_hook", False) is True
+
+
 def _join_tvm_ffi() -> None:
     """Joins TVM-FFI's runtime now if tvm_ffi is imported, else right after its import.
 
@@ -77,22 +83,27 @@ def _join_tvm_ffi() -> None:
     first, an import hook joins once tvm_ffi's module has run. The hook stays in sys.meta_path
     until then: a probe such as importlib.util.find_spec("tvm_ffi") also asks it for a spec, and
     throws that spec away; each spec it returns runs the join after the module, and the first
-    one executed removes the hook."""
+    one executed removes the hook. A reload of the package (importlib.reload) replaces the hook
+    the earlier run left: with two, each asked the other for the spec, which asked the first
+    again, and `import tvm_ffi` failed with RecursionError (review)."""
     import sys
 
+    sys.meta_path[:] = [f for f in sys.meta_path if not _is_join_hook(f)]
     if "tvm_ffi" in sys.modules:
         _joined()
         return
     import importlib.abc
 
     class _JoinAfterImport(importlib.abc.MetaPathFinder):
+        _packfn_join_hook = True  # what a reload finds its predecessor by (another class)
+
         def find_spec(self, name, path=None, target=None):
             if name != "tvm_ffi":
                 return None
             spec = None
             for finder in list(sys.meta_path):  # the others, in order, as the import system
                 find = getattr(finder, "find_spec", None)
-                if finder is self or find is None:
+                if _is_join_hook(finder) or find is None:
                     continue
                 spec = find(name, path, target)
                 if spec is not None:

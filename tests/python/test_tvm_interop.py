@@ -456,6 +456,27 @@ def test_find_spec_probe_before_the_import_still_joins():
     _run_prints_ok(code)
 
 
+def test_reloading_packfn_before_tvm_ffi_leaves_one_join_hook():
+    """importlib.reload(packfn) before `import tvm_ffi` ran the package again, which put a second
+    join hook in sys.meta_path: each hook asked the other finders for tvm_ffi's spec, the other
+    hook among them, which asked the first again, and `import tvm_ffi` failed with RecursionError
+    (found by review). A reload replaces the hook it left."""
+    code = (
+        "import importlib, sys\n"
+        "import packfn\n"
+        "from packfn import _packfn\n"
+        "importlib.reload(packfn)\n"
+        "importlib.reload(packfn)\n"
+        "assert sum(type(f).__name__ == '_JoinAfterImport' for f in sys.meta_path) == 1\n"
+        "import tvm_ffi\n"
+        "assert tvm_ffi.get_global_func('packfn.kernels.rms_norm') is not None\n"
+        "assert not any(type(f).__name__ == '_JoinAfterImport' for f in sys.meta_path)\n"
+        "assert _packfn._tvm_ffi_join()\n"
+        "print('ok')\n"
+    )
+    _run_prints_ok(code)
+
+
 def test_tvm_ffi_functions_and_tensors_pass_as_the_same_c_object():
     """tvm_ffi.Function and tvm_ffi.Tensor derive from tvm_ffi.core.CObject, not from
     tvm_ffi.core.Object (apache-tvm-ffi 0.1.15): they were not recognised, so a function became
