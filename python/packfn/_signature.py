@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import inspect
+import keyword
 
 
 def _split_params(text: str, space: str | None = None) -> list[str]:
@@ -63,7 +64,10 @@ def signature_from_text(text: str) -> inspect.Signature | None:
             kind, p = inspect.Parameter.VAR_POSITIONAL, p.lstrip("*")
         name, _, ann = p.partition(":")
         name = name.strip() or f"arg{i}"
-        if not name.isidentifier():
+        # inspect.Parameter takes a keyword as a positional-only name only: "*in" raised
+        # ValueError out of __signature__ (review)
+        if not name.isidentifier() or (kind != inspect.Parameter.POSITIONAL_ONLY
+                                       and keyword.iskeyword(name)):
             name = f"arg{i}"
         ann = ann.strip()
         params.append(

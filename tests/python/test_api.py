@@ -234,3 +234,27 @@ def test_signature_with_parentheses_in_the_result():
     assert sig.return_annotation == "Tuple(int, float)"
     assert str(signature_from_text("g() -> None")) == "() -> 'None'"
     assert signature_from_text("h(a: int") is None and signature_from_text("no params") is None
+
+
+def test_variadic_parameter_named_by_a_keyword():
+    """A variadic parameter named by a Python keyword ("concat(*in: Tensor)"): inspect.Parameter
+    takes keywords only as positional-only names, so __signature__ and inspect.signature raised
+    ValueError ('in' is not a valid parameter name) instead of giving the signature (found by
+    review). Such a name becomes arg<i>, as a name that is no identifier does; a positional-only
+    parameter keeps its keyword name."""
+    import ctypes
+
+    from _cabi import libpackfn
+
+    from packfn._signature import signature_from_text
+
+    lib = libpackfn()
+    lib.pf_function_set_info.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]
+    F = packfn.Function(lambda *a: a)
+    assert lib.pf_function_set_info(ctypes.c_void_p(F._address),
+                                    b"concat(from: int, *in: Tensor) -> Tensor", None) == 0
+    sig = inspect.signature(F)
+    assert [(p.name, p.kind, p.annotation) for p in sig.parameters.values()] == [
+        ("from", inspect.Parameter.POSITIONAL_ONLY, "int"),
+        ("arg1", inspect.Parameter.VAR_POSITIONAL, "Tensor")]
+    assert list(signature_from_text("f(*lambda)").parameters) == ["arg0"]
