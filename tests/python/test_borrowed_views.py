@@ -139,3 +139,35 @@ def test_null_dltensor_result_is_refused_whatever_the_arguments():
                 f(*args)
     finally:
         packfn.remove_global("test.null_view")
+
+
+def test_callback_keeps_a_copy_of_a_lent_tensor_as_the_docs_say():
+    """A C caller lends a callback a DLTensor* for the call only; docs/python.md tells the
+    callback to copy it to keep it. It said np.array(t), which makes a 0-d object array holding
+    the tensor, not a copy (packfn.Tensor has no __array__ or buffer export): what was kept
+    still read the lent memory (found by review). The advice is np.from_dlpack(t).copy(), which
+    this checks; with np.array(t) in its place the test fails."""
+    import ctypes
+
+    from _cabi import Any, libpackfn
+
+    class DLTensor(ctypes.Structure):
+        _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                    ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                    ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16),
+                    ("shape", ctypes.POINTER(ctypes.c_int64)),
+                    ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+    lent = np.arange(4, dtype=np.float32)
+    shape = (ctypes.c_int64 * 1)(4)
+    dl = DLTensor(lent.ctypes.data, 1, 0, 1, 2, 32, 1, shape, None, 0)
+    kept = []
+    keep = packfn.Function(lambda t: kept.append(np.from_dlpack(t).copy()))
+    arg = Any(7, 0, ctypes.addressof(dl))  # PF_TYPE_DLTENSOR_PTR: a view, lent for the call
+    result = Any()
+    lib = libpackfn()
+    assert lib.pf_function_call(ctypes.c_void_p(keep._address), ctypes.byref(arg), 1,
+                                ctypes.byref(result)) == 0
+    lent[:] = -1  # the caller reuses its memory once the call returned
+    assert isinstance(kept[0], np.ndarray) and kept[0].dtype == np.float32
+    assert kept[0].tolist() == [0.0, 1.0, 2.0, 3.0]
