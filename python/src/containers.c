@@ -62,10 +62,35 @@ static int key_as_int(PyObject* key, PyObject** out) {
   return (*out = PyNumber_Index(key)) ? 1 : -1;
 }
 
+static int number_as_int64(PyObject* key, long long* x);
+
+/* A dict key that is a number of another kind than int, float and complex, without __index__
+ * and __dlpack__ (numpy.bool_, numpy.float32, fractions.Fraction): as lookups take it
+ * (map_lookup), the int it equals: 1 and a new reference in *out. It went on to the buffer
+ * protocol and became a 0-d tensor key (NumPy's scalars), equal to nothing, which not even the
+ * key it came from found (review). One that equals no int64 is refused, as float keys are:
+ * -1 with TypeError (or another exception). 0 (*out NULL) for any other key. */
+static int number_key_as_int(PyObject* key, PyObject** out) {
+  *out = NULL;
+  if (!PyNumber_Check(key) || PyLong_Check(key) || PyFloat_Check(key) || PyComplex_Check(key) ||
+      PyObject_TypeCheck(key, &Object_Type) || PyObject_HasAttrString(key, "__dlpack__"))
+    return 0;
+  long long x;
+  int r = number_as_int64(key, &x);
+  if (r == 0)
+    PyErr_Format(PyExc_TypeError,
+                 "packfn: a dict key of type '%s' that equals no int64 cannot be a Map key (Map "
+                 "keys are str, bytes, int or objects)",
+                 Py_TYPE(key)->tp_name);
+  if (r <= 0)
+    return -1;
+  return (*out = PyLong_FromLongLong(x)) ? 1 : -1;
+}
+
 /* A frozen Map from a dict: new reference in *out. Converting a key or value may run Python
  * code that changes the dict, so the pairs come from a snapshot (a list of (key, value)
  * tuples) that holds them while they are converted. Keys are converted as lookups compare
- * them (key_as_int). */
+ * them (key_as_int, number_key_as_int). */
 int pfpy_map_from_dict(PyObject* d, pf_object_t** out, int* release_gil) {
   PyObject* pairs = PyDict_Items(d);
   if (!pairs)
@@ -83,7 +108,7 @@ int pfpy_map_from_dict(PyObject* d, pf_object_t** out, int* release_gil) {
     pf_any_t kv, vv;
     argtmp_t kt, vt;
     PyObject* as_int;
-    if (key_as_int(k, &as_int) < 0)
+    if (key_as_int(k, &as_int) < 0 || (!as_int && number_key_as_int(k, &as_int) < 0))
       goto fail;
     int rk = pfpy_py_to_view(as_int ? as_int : k, &kv, &kt, 1, release_gil);
     Py_XDECREF(as_int); /* the view of an int holds its value */

@@ -904,3 +904,23 @@ def test_map_with_a_short_insertion_list_raises_instead_of_handing_out_null():
     finally:
         nxt.value = saved
     assert sorted(m.keys()) == list(range(8))
+
+
+def test_map_keys_from_numbers_without_index_are_found_by_themselves(identity):
+    """A dict key that is a number without __index__ and is no float (numpy.bool_, numpy.float32,
+    numpy.float16, fractions.Fraction) went through the buffer protocol and became a 0-d tensor
+    key (numpy's), equal to nothing: not even the key it came from found it, though lookups
+    take such a number as the int it equals (found by review). It becomes that int, as
+    np.int64 and True do; one that equals no int64 is refused, as float keys are."""
+    import fractions
+
+    echo = packfn._packfn._echo()
+    for make in (echo, identity):
+        for k, want in ((np.bool_(True), 1), (np.bool_(False), 0), (np.float32(2.0), 2),
+                        (np.float16(-3.0), -3), (fractions.Fraction(4), 4)):
+            m = make({k: "v"})
+            assert m.keys() == [want] and type(m.keys()[0]) is int, k
+            assert m[k] == "v" and k in m and m[want] == "v", k
+        for bad in (np.float32(2.5), np.float32("nan"), fractions.Fraction(1, 3)):
+            with pytest.raises(TypeError, match="Map key"):
+                make({bad: "v"})
