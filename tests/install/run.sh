@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tests/install/run.sh BUILD WORK: the install check of `tools/dev test`.
-#   1. installs the build folder BUILD into WORK/staged, then MOVES it to WORK/moved;
-#   2. builds tests/install (consumer.c as C and as C++) against WORK/moved with find_package
+#   1. installs the build folder BUILD into WORK/staged, then MOVES it to "WORK/moved prefix"
+#      (a space in its path, as README.md allows);
+#   2. builds tests/install (consumer.c as C and as C++) against the moved prefix with find_package
 #      (default compilers) and with pkg-config (clang and clang++ when present), runs each;
-#   3. runs the installed WORK/moved/bin/packfn info, list and call;
+#   3. runs the installed packfn info, list and call;
 #   4. builds tests/install/subproject, which takes this source tree in with add_subdirectory
 #      and with FetchContent, and runs its consumer;
 #   5. checks the CMake package's message for a missing component, and that a packfn built
@@ -34,8 +35,8 @@ step() { # name, command...: runs the command; on failure records name and retur
 
 cmake --install "$BUILD" --prefix "$WORK/staged" >"$WORK/install.log" 2>&1 ||
   { cat "$WORK/install.log"; exit 1; }
-mv "$WORK/staged" "$WORK/moved"
-PREFIX="$WORK/moved"
+mv "$WORK/staged" "$WORK/moved prefix"
+PREFIX="$WORK/moved prefix"
 LIBDIR="$(dirname "$(find "$PREFIX" -name 'libpackfn.so' | head -n 1)")"
 
 # ---- find_package ----
@@ -57,12 +58,19 @@ fi
 export PKG_CONFIG_PATH="$LIBDIR/pkgconfig"
 CC_PC="$(command -v clang || command -v cc)"
 CXX_PC="$(command -v clang++ || command -v c++)"
+# pkg-config escapes a space in a path with a backslash: its output is read as a shell reads a
+# command line (eval), as README.md tells users to, and so is --variable=libdir's.
+pkg_words() { # array name, pkg-config arguments...: the output split into words as a shell would
+  local out
+  out="$(pkg-config "${@:2}")" || return 1
+  eval "$1=($out)"
+}
 pkg_build_and_run() { # compiler, std, source, output
-  local flags
-  flags="$(pkg-config --cflags --libs packfn_kernels packfn_npy)" || return 1
-  # shellcheck disable=SC2086 # $flags is a list of options
-  "$1" "-std=$2" -Wall -Wextra -Wpedantic -Werror -I"$HERE" "$HERE/$3" -o "$WORK/$4" $flags \
-    -Wl,-rpath,"$(pkg-config --variable=libdir packfn_kernels)" -Wl,--export-dynamic &&
+  local flags libdir
+  pkg_words flags --cflags --libs packfn_kernels packfn_npy || return 1
+  pkg_words libdir --variable=libdir packfn_kernels || return 1
+  "$1" "-std=$2" -Wall -Wextra -Wpedantic -Werror -I"$HERE" "$HERE/$3" -o "$WORK/$4" "${flags[@]}" \
+    -Wl,-rpath,"${libdir[0]}" -Wl,--export-dynamic &&
     "$WORK/$4"
 }
 step "pkg-config: C consumer ($CC_PC)" pkg_build_and_run "$CC_PC" c11 consumer.c pc_consumer_c
