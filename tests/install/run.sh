@@ -147,9 +147,10 @@ missing_component() {
 }
 step "find_package: a missing REQUIRED component is named" missing_component
 # packfn built against a dlpack.h in a folder of its own: pkg-config and the CMake package
-# must hand that folder to consumers (their compilers do not search it)
+# must hand that folder to consumers (their compilers do not search it), as one word each
+# when its path holds a space
 dlpack_elsewhere() {
-  local system dl="$WORK/dlpack_elsewhere/include" dir="$WORK/dl_build" pre="$WORK/dl_prefix"
+  local system dl="$WORK/dlpack elsewhere/include" dir="$WORK/dl_build" pre="$WORK/dl_prefix"
   system="$(sed -n 's/^DLPACK_INCLUDE_DIR:PATH=//p' "$BUILD/CMakeCache.txt")"
   mkdir -p "$dl" && cp -r "$system/dlpack" "$dl/" || return 1
   { cmake -S "$SOURCE" -B "$dir" -DDLPACK_INCLUDE_DIR="$dl" -DPF_BUILD_TESTS=OFF \
@@ -159,9 +160,14 @@ dlpack_elsewhere() {
     { cat "$dir.log"; return 1; }
   local pc cflags out
   pc="$(dirname "$(find "$pre" -name packfn.pc | head -n 1)")"
-  cflags="$(PKG_CONFIG_PATH="$pc" pkg-config --cflags packfn packfn_npy)" || return 1
-  echo "pkg-config --cflags: $cflags"
-  grep -q -- "-I$dl" <<<"$cflags" || { echo "pkg-config does not name $dl"; return 1; }
+  PKG_CONFIG_PATH="$pc" pkg_words cflags --cflags packfn packfn_npy || return 1
+  echo "pkg-config --cflags, as words:"
+  printf '  [%s]\n' "${cflags[@]}"
+  printf '%s\n' "${cflags[@]}" | grep -qxF -- "-I$dl" ||
+    { echo "pkg-config does not name $dl as one -I"; return 1; }
+  printf '#include <packfn/packfn.h>\n#include <packfn/npy.h>\ntypedef int pf_probe_t;\n' |
+    cc -std=c11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -x c - "${cflags[@]}" ||
+    { echo "the headers do not compile with pkg-config's --cflags"; return 1; }
   out="$(cmake -S "$HERE/probe" -B "$WORK/probe_dl" -DCMAKE_PREFIX_PATH="$pre" 2>&1)" ||
     { printf '%s\n' "$out"; return 1; }
   grep "packfn include path" <<<"$out"
