@@ -134,6 +134,26 @@ installed_runpaths() {
 }
 step "installed libraries' RUNPATH is \$ORIGIN" installed_runpaths
 
+# ---- one version: headers, library file, pkg-config, CMake package, command line ----
+versions_agree() {
+  local header lib pc cm cli
+  header="$(sed -n 's/^#define PF_VERSION_STRING *"\(.*\)"$/\1/p' "$PREFIX/include/packfn/abi.h")"
+  lib="$(basename "$(readlink -f "$LIBDIR/libpackfn.so")")"
+  lib="${lib#libpackfn.so.}"
+  pc="$(pkg-config --modversion packfn)"
+  cm="$(cmake -S "$HERE/probe" -B "$WORK/probe_version" -DCMAKE_PREFIX_PATH="$PREFIX" 2>&1 |
+    sed -n 's/^-- packfn version: //p')"
+  echo "abi.h $header, libpackfn.so.$lib, pkg-config $pc, find_package $cm"
+  [ -n "$header" ] && [ "$lib" = "$header" ] && [ "$pc" = "$header" ] && [ "$cm" = "$header" ] ||
+    return 1
+  if [ -x "$PREFIX/bin/packfn" ]; then
+    cli="$("$PREFIX/bin/packfn" info | head -n 1)"
+    echo "packfn info: $cli"
+    [ "$cli" = "packfn $header" ] || return 1
+  fi
+}
+step "the installed version is one version" versions_agree
+
 # ---- the licence travels with the files ----
 step "the licence is installed" test -s "$PREFIX/share/doc/packfn/LICENSE"
 
