@@ -9,7 +9,9 @@
 #      and with FetchContent, and runs its consumer;
 #   5. checks the CMake package's message for a missing component, and that a packfn built
 #      against a dlpack.h outside the system folders hands that folder to consumers;
-#   6. with CUDA built, checks that libpackfn_kernels does not need libcudart.
+#   6. with CUDA built, checks that libpackfn_kernels does not need libcudart;
+#   7. checks the installed headers, library, pkg-config, CMake package and command line give
+#      one version, and that a CMAKE_INSTALL_RPATH of the user's keeps packfn's $ORIGIN entries.
 # Nothing runs with LD_LIBRARY_PATH: the installed files find each other through their RPATH.
 # Runs every step, says which failed, and exits 1 if any did.
 set -uo pipefail
@@ -153,6 +155,22 @@ versions_agree() {
   fi
 }
 step "the installed version is one version" versions_agree
+
+# ---- a CMAKE_INSTALL_RPATH of the user's is added to packfn's relative entries ----
+# (set alone, it replaced them: the installed packfn could not find libpackfn_npy.so.0)
+user_rpath() {
+  local dir="$WORK/rpath_build" pre="$WORK/rpath_prefix" extra="/opt/packfn-test/lib" lib
+  { cmake -S "$SOURCE" -B "$dir" "-DCMAKE_INSTALL_RPATH=$extra" -DPF_BUILD_TESTS=OFF \
+      -DPF_BUILD_BENCH=OFF -DPF_WITH_CUDA=OFF &&
+    cmake --build "$dir" -j "${PF_JOBS:-2}" --target packfn_cli packfn_static &&
+    cmake --install "$dir" --prefix "$pre"; } >"$dir.log" 2>&1 || { cat "$dir.log"; return 1; }
+  "$pre/bin/packfn" info | head -n 1 || return 1
+  lib="$(dirname "$(find "$pre" -name 'libpackfn.so' | head -n 1)")"
+  cmake "-DFILES=$lib/libpackfn.so" '-DEXPECT=$ORIGIN' -P "$HERE/../check_runpath.cmake" &&
+    cmake "-DFILES=$lib/libpackfn_kernels.so;$lib/libpackfn_npy.so" "-DEXPECT=\$ORIGIN;$extra" \
+      -P "$HERE/../check_runpath.cmake"
+}
+step "a CMAKE_INSTALL_RPATH of the user's is added to \$ORIGIN, not put in its place" user_rpath
 
 # ---- the licence travels with the files ----
 step "the licence is installed" test -s "$PREFIX/share/doc/packfn/LICENSE"
