@@ -33,6 +33,14 @@ int pf__check_ownable(const char* func, const char* item, const pf_any_t* v, int
                  pf_type_name(t));
     return -1;
   }
+  /* a small text whose length says more than 7 bytes: pf_any_to_owned refuses it naming itself,
+   * and pf_array_create_take stored it (review): refused here, naming the caller's item */
+  if ((t == PF_TYPE_SMALL_STR || t == PF_TYPE_SMALL_BYTES) && v->small_str_len > PF_SMALL_STR_MAX) {
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: a small %s of length %u, more than %d", func, item,
+                 t == PF_TYPE_SMALL_STR ? "string" : "bytes", (unsigned)v->small_str_len,
+                 PF_SMALL_STR_MAX);
+    return -1;
+  }
   /* TVM-FFI's Unchanged marker (13) is a value pf_any_to_owned copies, as the rest below 13
    * (it was refused: "expected a value with an owned form, got Unchanged"; review) */
   if (((t >= PF_TYPE_NONE && t <= PF_TYPE_SMALL_BYTES) || t == PF_TYPE_UNCHANGED) && !is_view)

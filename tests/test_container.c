@@ -791,6 +791,37 @@ START_TEST(test_equality_on_cycles) {
 }
 END_TEST
 
+/* A small string or bytes value whose length says more than its 7 bytes hold is refused by
+ * every container write with an error naming the call and the item: pf_array_create_take
+ * stored it (a later read of it ran 200 bytes past the Any), and the others raised
+ * "pf_any_to_owned: ..." naming a function the caller never called (review). */
+START_TEST(test_containers_refuse_overlong_small_text) {
+  pf_any_t bad[2] = {pf_any_int(1), pf_any_none()};
+  bad[1].type_index = PF_TYPE_SMALL_STR;
+  bad[1].small_str_len = 200;
+  pf_object_t* arr = (pf_object_t*)&arr;
+  ck_assert_int_eq(pf_array_create_take(bad, 2, &arr), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "pf_array_create_take: argument items[1]: a small string of "
+                                 "length 200, more than 7");
+  ck_assert_ptr_null(arr);
+  ck_assert_int_eq(bad[1].type_index, PF_TYPE_SMALL_STR); /* untouched: still the caller's */
+  ck_assert_int_eq(pf_array_create(bad, 2, &arr), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "pf_array_create: argument items[1]: a small string of length "
+                                 "200, more than 7");
+  pf_object_t* list;
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  bad[1].type_index = PF_TYPE_SMALL_BYTES;
+  bad[1].small_str_len = 8;
+  ck_assert_int_eq(pf_list_append(list, &bad[1]), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE,
+                   "pf_list_append: argument value: a small bytes of length 8, more than 7");
+  ck_assert_int_eq(pf_list_append(list, &bad[0]), 0);
+  ck_assert_int_eq(pf_list_set(list, 0, &bad[1]), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "pf_list_set: argument value: a small bytes of length 8");
+  pf_object_release(list);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("container");
   TCase* tc = tcase_create("core");
@@ -817,6 +848,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_list_failed_insert_moves_nothing);
   tcase_add_test(tc, test_list_append_own_item_while_growing);
   tcase_add_test(tc, test_equality_on_cycles);
+  tcase_add_test(tc, test_containers_refuse_overlong_small_text);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -51,7 +51,8 @@ PF_API int pf_shape_get(const pf_object_t* shape, int64_t index, int64_t* out);
  * them is frozen). items may be NULL when count is 0. New reference in *out.
  * -1 with TypeError naming the item without an owned form (a DLTensor pointer, an unknown
  * value type), ValueError (NULL out, NULL items with count > 0, an object value with a NULL
- * pointer, a count whose size overflows) or MemoryError; nothing is retained or moved then
+ * pointer, a small string or bytes whose length says more than 7, a count whose size
+ * overflows) or MemoryError; nothing is retained or moved then
  * (an object rvalue reference among the items keeps its object) and *out is NULL. */
 PF_API int pf_array_create(const pf_any_t* items, size_t count, pf_object_t** out);
 
