@@ -553,11 +553,13 @@ static pf_seq_cell_t* pf__list_cell(const char* func, pf_object_t* list) {
 static int pf__list_reserve_one(const char* func, pf_seq_cell_t* c) {
   if (c->size < c->capacity)
     return 0;
-  int64_t cap = c->capacity < 2 ? 4 : c->capacity * 2;
+  /* bounded before doubling (it was doubled first: a signed overflow past INT64_MAX / 2, and
+   * so was the count in the message at INT64_MAX; review) */
+  int64_t cap = c->capacity < 2 ? 4 : c->capacity <= INT64_MAX / 4 ? c->capacity * 2 : -1;
   size_t bytes;
-  if (cap > INT64_MAX / 2 || pf__mul_size((size_t)cap, sizeof(pf_any_t), &bytes) != 0) {
-    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument list: %lld values is too many", func,
-                 (long long)c->size + 1);
+  if (cap < 0 || pf__mul_size((size_t)cap, sizeof(pf_any_t), &bytes) != 0) {
+    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument list: %llu values is too many", func,
+                 (unsigned long long)c->size + 1);
     return -1;
   }
   pf__cxx_heap_t mine;

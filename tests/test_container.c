@@ -822,6 +822,29 @@ START_TEST(test_containers_refuse_overlong_small_text) {
 }
 END_TEST
 
+/* A full list whose capacity is past INT64_MAX / 2 (a foreign cell, as far as a guard can
+ * tell) is refused before the doubling: the guard doubled first, a signed overflow (UBSan:
+ * "signed integer overflow" in pf__list_reserve_one; review). */
+START_TEST(test_list_growth_guard_does_not_overflow) {
+  pf_object_t* list;
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  pf_any_t one = pf_any_int(1);
+  ck_assert_int_eq(pf_list_append(list, &one), 0);
+  pf_seq_cell_t* c = (pf_seq_cell_t*)(list + 1);
+  int64_t size = c->size, capacity = c->capacity;
+  const int64_t huge[] = {INT64_MAX / 2 + 1, INT64_MAX - 1, INT64_MAX};
+  for (size_t i = 0; i < sizeof huge / sizeof huge[0]; ++i) {
+    c->size = c->capacity = huge[i];
+    ck_assert_int_eq(pf_list_append(list, &one), -1);
+    PF_ASSERT_RAISED(PF_ERR_VALUE, "pf_list_append: argument list");
+    ck_assert_int_eq(c->capacity, huge[i]);
+  }
+  c->size = size;
+  c->capacity = capacity;
+  pf_object_release(list);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("container");
   TCase* tc = tcase_create("core");
@@ -849,6 +872,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_list_append_own_item_while_growing);
   tcase_add_test(tc, test_equality_on_cycles);
   tcase_add_test(tc, test_containers_refuse_overlong_small_text);
+  tcase_add_test(tc, test_list_growth_guard_does_not_overflow);
   suite_add_tcase(s, tc);
   return s;
 }
