@@ -141,6 +141,14 @@ pf__make_view(pf_object_t* base, int ours, const DLTensor* src, int32_t ndim, co
       return -1;
     }
   }
+  /* Its elements lie within the tensor's, but their bytes counted from the view's own first
+   * element must fit in int64 too: a negative stride far from that element reaches past
+   * INT64_MIN bytes where the tensor, starting elsewhere, did not (pf_dltensor_check refused
+   * the view; found by fuzz_dlpack) */
+  if (numel > 0 && PF_UNLIKELY(pf__byte_reach_bad(&desc, lo, hi))) {
+    pf__dltensor_error(&desc, func, "strides", numel, PF__AXIS_BYTE_OFFSET);
+    return -1;
+  }
   /* Views refer to the original storage: a view of a packfn view holds that view's owner. */
   pf_object_t* owner = base;
   uint64_t flags = 0;
@@ -290,6 +298,12 @@ pf__view_fast(pf_object_t* base, int32_t ndim, const int64_t* shape, const int64
       t->dims[i] = shape[i];
       t->dims[ndim + i] = strides[i];
     }
+    /* as pf__make_view's check; a tensor that reaches nothing before its first element (no
+     * negative stride) bounds every view's bytes from its own first element by its own */
+    if (PF_UNLIKELY(slo != 0) && pf__byte_reach_bad(&t->dl, lo, hi)) {
+      pf_object_release(&t->header);
+      return NULL;
+    }
   } else {
     pf__tensor_dims_compact(t, shape, ndim);
   }
@@ -423,15 +437,24 @@ int pf_tensor_slice(pf_object_t* tensor, int32_t axis, int64_t start, int64_t st
     const int64_t* bs = src->strides;
     pf__tensor_t* t = pf__view_alloc(tensor, nd, start * bs[ax]);
     if (PF_LIKELY(t != NULL)) {
+      int negative = 0;
       for (int32_t d = 0; d < nd; ++d) {
         t->dims[d] = src->shape[d];
         t->dims[nd + d] = bs[d];
+        negative |= bs[d] < 0;
       }
       t->dims[ax] = (int64_t)len;
       if (len > 1)
         t->dims[nd + ax] = bs[ax] * step;
-      *out = &t->header;
-      return 0;
+      /* pf__make_view's check of the bytes from the view's own first element, needed only
+       * where the tensor reaches before its first element (see pf__view_fast) */
+      int64_t lo, hi;
+      if (PF_LIKELY(!negative) ||
+          (pf__reach(&t->dl, &lo, &hi), !pf__byte_reach_bad(&t->dl, lo, hi))) {
+        *out = &t->header;
+        return 0;
+      }
+      pf_object_release(&t->header);
     }
   }
   int64_t buf[PF_TENSOR_MAX_NDIM], shape[PF_TENSOR_MAX_NDIM], strides[PF_TENSOR_MAX_NDIM];
@@ -469,15 +492,22 @@ int pf_tensor_select(pf_object_t* tensor, int32_t axis, int64_t index, pf_object
     const int64_t* bs = src->strides;
     pf__tensor_t* t = pf__view_alloc(tensor, nd, i * bs[ax]);
     if (PF_LIKELY(t != NULL)) {
+      int negative = 0;
       for (int32_t d = 0, k = 0; d <= nd; ++d) {
+        negative |= bs[d] < 0;
         if (d == ax)
           continue;
         t->dims[k] = src->shape[d];
         t->dims[nd + k] = bs[d];
         ++k;
       }
-      *out = &t->header;
-      return 0;
+      int64_t lo, hi; /* as pf_tensor_slice's check */
+      if (PF_LIKELY(!negative) ||
+          (pf__reach(&t->dl, &lo, &hi), !pf__byte_reach_bad(&t->dl, lo, hi))) {
+        *out = &t->header;
+        return 0;
+      }
+      pf_object_release(&t->header);
     }
   }
   int64_t buf[PF_TENSOR_MAX_NDIM], shape[PF_TENSOR_MAX_NDIM], strides[PF_TENSOR_MAX_NDIM];

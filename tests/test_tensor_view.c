@@ -214,6 +214,35 @@ START_TEST(test_subbyte_strided_view_of_a_huge_tensor) {
 }
 END_TEST
 
+/* A view whose elements lie within its tensor's but whose bytes, counted from its own first
+ * element, pass INT64_MIN (a negative stride far from that element) is refused as its
+ * description is: both ways made it, and pf_dltensor_check refused it (found by fuzz_dlpack).
+ * The tensor is on a device whose data is a handle, so only int64 limits apply. */
+START_TEST(test_view_bytes_from_its_own_first_element) {
+  const int64_t s1 = INT64_C(45777191664877567), far = INT64_C(1) << 62;
+  DLTensor desc = {
+      (void*)(uintptr_t)0x10000, pf_device(PF_DEV_OPENCL, 0), 2, pf_dtype(PF_DL_FLOAT, 16, 1),
+      (int64_t[]){2, 2},         (int64_t[]){-far, s1},       0};
+  pf_object_t *base, *v = (pf_object_t*)&v;
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, NULL, NULL, &base), 0);
+  static const char want[] = "argument strides: expected strides whose offsets in bytes fit in "
+                             "int64, got strides (-4611686018427387904, -45777191664877567)";
+  ck_assert_int_eq(pf_tensor_slice(base, 1, INT64_MAX, INT64_MIN, -1, &v), -1);
+  ck_assert_ptr_null(v);
+  PF_ASSERT_RAISED("ValueError", want);
+  ck_assert_int_eq(pf_tensor_view(base, 2, (int64_t[]){2, 2}, (int64_t[]){-far, -s1}, s1, &v), -1);
+  PF_ASSERT_RAISED("ValueError", want);
+  ck_assert_uint_eq(pf_object_strong_count(base), 1);
+  /* forward along the axis it is fine, and a valid description */
+  ck_assert_int_eq(pf_tensor_slice(base, 1, 0, 2, 1, &v), 0);
+  pf_tensor_spec_t any = {0};
+  ck_assert_int_eq(pf_dltensor_check(pf_tensor_dltensor(v), &any, "k", 0, "v"), 0);
+  pf_object_release(v);
+  pf_object_release(base);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
 START_TEST(test_view_errors) {
   pf_object_t* base = iota((int64_t[]){2, 3}, 2);
   pf_object_t* v = (pf_object_t*)&v;
@@ -588,6 +617,7 @@ TCase* pf_test_tensor_views_tcase(void) {
   TCase* tc = tcase_create("views");
   tcase_add_test(tc, test_view_general);
   tcase_add_test(tc, test_view_errors);
+  tcase_add_test(tc, test_view_bytes_from_its_own_first_element);
   tcase_add_test(tc, test_subbyte_strided_view_of_a_huge_tensor);
   tcase_add_test(tc, test_view_compact_ways_agree);
   tcase_add_test(tc, test_view_compact_size_checked);
