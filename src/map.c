@@ -35,12 +35,8 @@ int pf__check_ownable(const char* func, const char* item, const pf_any_t* v, int
   }
   /* a small text whose length says more than 7 bytes: pf_any_to_owned refuses it naming itself,
    * and pf_array_create_take stored it (review): refused here, naming the caller's item */
-  if ((t == PF_TYPE_SMALL_STR || t == PF_TYPE_SMALL_BYTES) && v->small_str_len > PF_SMALL_STR_MAX) {
-    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: a small %s of length %u, more than %d", func, item,
-                 t == PF_TYPE_SMALL_STR ? "string" : "bytes", (unsigned)v->small_str_len,
-                 PF_SMALL_STR_MAX);
-    return -1;
-  }
+  if ((t == PF_TYPE_SMALL_STR || t == PF_TYPE_SMALL_BYTES) && v->small_str_len > PF_SMALL_STR_MAX)
+    return pf__overlong_small_text(func, item, v);
   /* TVM-FFI's Unchanged marker (13) is a value pf_any_to_owned copies, as the rest below 13
    * (it was refused: "expected a value with an owned form, got Unchanged"; review) */
   if (((t >= PF_TYPE_NONE && t <= PF_TYPE_SMALL_BYTES) || t == PF_TYPE_UNCHANGED) && !is_view)
@@ -82,6 +78,18 @@ void pf__own_abort(const pf_any_t* views, pf_any_t* out, size_t n) {
   }
 }
 
+/* Raises ValueError for item i, an rvalue reference to the handle item j's is to as well;
+ * returns -1. */
+static int pf__rvalue_twice_error(const char* func, const char* const* names, size_t i, size_t j) {
+  char bi[48], bj[48];
+  PF_ERROR_SET(PF_ERR_VALUE,
+               "%s: argument %s: expected an rvalue reference to its own handle, got the handle "
+               "of %s again (its reference can move once)",
+               func, pf__item_name(names, i, bi, sizeof bi),
+               pf__item_name(names, j, bj, sizeof bj));
+  return -1;
+}
+
 /* Raises ValueError when rvalue reference views[i] points at a handle an earlier item already
  * emptied (the same handle twice); 0 otherwise. */
 static int pf__check_rvalue_twice(const char* func, const char* const* names, const pf_any_t* views,
@@ -90,15 +98,8 @@ static int pf__check_rvalue_twice(const char* func, const char* const* names, co
   if (!pf__is_rvalue(v) || !v->v_ptr || *(pf_object_t* const*)v->v_ptr)
     return 0;
   for (size_t j = 0; j < i; ++j)
-    if (pf__is_rvalue(&views[j]) && views[j].v_ptr == v->v_ptr) {
-      char bi[48], bj[48];
-      PF_ERROR_SET(PF_ERR_VALUE,
-                   "%s: argument %s: expected an rvalue reference to its own handle, got the "
-                   "handle of %s again (its reference can move once)",
-                   func, pf__item_name(names, i, bi, sizeof bi),
-                   pf__item_name(names, j, bj, sizeof bj));
-      return -1;
-    }
+    if (pf__is_rvalue(&views[j]) && views[j].v_ptr == v->v_ptr)
+      return pf__rvalue_twice_error(func, names, i, j);
   return 0;
 }
 
@@ -610,13 +611,8 @@ static int pf__set(const char* func, pf__mapcell_t* m, const pf_any_t* key, cons
     return -1;
   /* refused whether or not the key is there: an existing key's view is not moved, so the value
    * alone took the reference and the call succeeded where a new key's was refused (review) */
-  if (pf__is_rvalue(key) && pf__is_rvalue(value) && key->v_ptr == value->v_ptr) {
-    PF_ERROR_SET(PF_ERR_VALUE,
-                 "%s: argument value: expected an rvalue reference to its own handle, got the "
-                 "handle of key again (its reference can move once)",
-                 func);
-    return -1;
-  }
+  if (pf__is_rvalue(key) && pf__is_rvalue(value) && key->v_ptr == value->v_ptr)
+    return pf__rvalue_twice_error(func, names, 1, 0);
   int key_is_self = pf__object_of(key) == &m->header;
   if (key_is_self || pf__object_of(value) == &m->header) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: a %s cannot contain itself", func,

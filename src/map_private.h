@@ -164,4 +164,8 @@ static inline pf__kv_t* pf__lookup(const pf__mapcell_t* m, const pf_any_t* key) 
 pf__mapcell_t* pf__cell_arg(const char* func, const char* arg, const pf_object_t* obj,
                             int32_t type);
 
+/* Raises ValueError "func: argument item: a small string (or bytes) of length N, more than 7"
+ * for v, another producer's small text whose length says more than it holds; returns -1. */
+int pf__overlong_small_text(const char* func, const char* item, const pf_any_t* v);
+
 #endif /* PACKFN_SRC_MAP_PRIVATE_H_ */

@@ -30,6 +30,13 @@ const uint64_t pf__probe[PF__NUM_JUMPS] = {
     1029107982097042876, 2315492959180353330, 5209859154120846435u};
 /* clang-format on */
 
+int pf__overlong_small_text(const char* func, const char* item, const pf_any_t* v) {
+  PF_ERROR_SET(PF_ERR_VALUE, "%s: argument %s: a small %s of length %u, more than %d", func, item,
+               v->type_index == PF_TYPE_SMALL_STR ? "string" : "bytes", (unsigned)v->small_str_len,
+               PF_SMALL_STR_MAX);
+  return -1;
+}
+
 /* ---- hashing and key equality (TVM-FFI's AnyHash / AnyEqual) ---- */
 
 static inline uint64_t pf__hash_combine(uint64_t key, uint64_t value) {
@@ -147,10 +154,7 @@ int pf__check_key(const char* func, const pf_any_t* key) {
     if (key->small_str_len <= PF_SMALL_STR_MAX)
       return 0;
     /* another producer's broken value: hashing it read past its 8 bytes (review) */
-    PF_ERROR_SET(PF_ERR_VALUE, "%s: argument key: a small %s of length %u, more than %d", func,
-                 key->type_index == PF_TYPE_SMALL_STR ? "string" : "bytes",
-                 (unsigned)key->small_str_len, PF_SMALL_STR_MAX);
-    return -1;
+    return pf__overlong_small_text(func, "key", key);
   case PF_TYPE_BYTE_ARRAY_PTR: {
     const pf_byte_array_t* b = (const pf_byte_array_t*)key->v_ptr;
     if (b && !b->data && b->size != 0) { /* bytes at NULL: hashing them crashed (review) */

@@ -79,9 +79,9 @@ pf__tensor_make(const DLTensor* desc, uint64_t flags, const char* func, pf__tens
   return 0;
 }
 
-/* The element count of `ndim` (1..PF_TENSOR_MAX_NDIM) extents of `shape`, each >= 1, in *numel:
- * 1, or 0 when an extent is below 1 or the count overflows int64 (nothing raised). The fast paths'
- * check (pf_tensor_empty, compact views): their layouts have elements, so an empty one, whose
+/* The element count of `ndim` (0..PF_TENSOR_MAX_NDIM) extents of `shape`, each >= 1, in *numel:
+ * 1, or 0 when an extent is below 1 or the count overflows int64 (nothing raised). The short
+ * ways' check (pf_tensor_empty, the views): their layouts have elements, so an empty one, whose
  * other extents need checks of their own, goes the general way. */
 static inline __attribute__((always_inline)) int pf__extents_fit(const int64_t* shape, int32_t ndim,
                                                                  int64_t* numel) {

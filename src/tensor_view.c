@@ -253,13 +253,32 @@ pf__view_alloc(pf_object_t* base, int32_t ndim, int64_t offset) {
   return t;
 }
 
-/* 1 when every extent of `t` is at least 1 (it has elements, and then its data is not NULL:
- * packfn's tensors were checked so when made). */
+/* 1 when every extent of packfn tensor `t` is at least 1 (it has elements, and then its data is
+ * not NULL: packfn's tensors were checked so when made). Not pf__extents_fit: the count of a
+ * tensor packfn made fits, and its multiplications cost a slice 6 instructions in 250. */
 static inline int pf__has_elements(const DLTensor* t) {
   int none = 0;
   for (int32_t i = 0; i < t->ndim; ++i)
     none |= t->shape[i] < 1;
   return !none;
+}
+
+/* The short ways' last step: view `t`, its dims filled, or NULL (t released) where its bytes
+ * counted from its own first element pass int64, which pf__make_view refuses with its message:
+ * its elements lie within the tensor's, but a negative stride far from its first element can
+ * reach past INT64_MIN bytes where the tensor, starting elsewhere, did not (found by
+ * fuzz_dlpack). Only a tensor that reaches before its own first element (`reaches_back`) can
+ * make such a view: otherwise the view's bytes are bounded by the tensor's own. */
+static inline pf_object_t* pf__view_checked(pf__tensor_t* t, int reaches_back) {
+  int64_t lo, hi;
+  if (PF_UNLIKELY(reaches_back)) {
+    pf__reach(&t->dl, &lo, &hi);
+    if (pf__byte_reach_bad(&t->dl, lo, hi)) {
+      pf_object_release(&t->header);
+      return NULL;
+    }
+  }
+  return &t->header;
 }
 
 /* The views' short way, what pf__make_view does with fewer steps for a view with elements of a
@@ -298,15 +317,9 @@ pf__view_fast(pf_object_t* base, int32_t ndim, const int64_t* shape, const int64
       t->dims[i] = shape[i];
       t->dims[ndim + i] = strides[i];
     }
-    /* as pf__make_view's check; a tensor that reaches nothing before its first element (no
-     * negative stride) bounds every view's bytes from its own first element by its own */
-    if (PF_UNLIKELY(slo != 0) && pf__byte_reach_bad(&t->dl, lo, hi)) {
-      pf_object_release(&t->header);
-      return NULL;
-    }
-  } else {
-    pf__tensor_dims_compact(t, shape, ndim);
+    return pf__view_checked(t, slo != 0);
   }
+  pf__tensor_dims_compact(t, shape, ndim); /* from the first element on: within the tensor's */
   return &t->header;
 }
 
@@ -446,15 +459,11 @@ int pf_tensor_slice(pf_object_t* tensor, int32_t axis, int64_t start, int64_t st
       t->dims[ax] = (int64_t)len;
       if (len > 1)
         t->dims[nd + ax] = bs[ax] * step;
-      /* pf__make_view's check of the bytes from the view's own first element, needed only
-       * where the tensor reaches before its first element (see pf__view_fast) */
-      int64_t lo, hi;
-      if (PF_LIKELY(!negative) ||
-          (pf__reach(&t->dl, &lo, &hi), !pf__byte_reach_bad(&t->dl, lo, hi))) {
-        *out = &t->header;
+      pf_object_t* v = pf__view_checked(t, negative);
+      if (PF_LIKELY(v != NULL)) {
+        *out = v;
         return 0;
       }
-      pf_object_release(&t->header);
     }
   }
   int64_t buf[PF_TENSOR_MAX_NDIM], shape[PF_TENSOR_MAX_NDIM], strides[PF_TENSOR_MAX_NDIM];
@@ -501,13 +510,11 @@ int pf_tensor_select(pf_object_t* tensor, int32_t axis, int64_t index, pf_object
         t->dims[nd + k] = bs[d];
         ++k;
       }
-      int64_t lo, hi; /* as pf_tensor_slice's check */
-      if (PF_LIKELY(!negative) ||
-          (pf__reach(&t->dl, &lo, &hi), !pf__byte_reach_bad(&t->dl, lo, hi))) {
-        *out = &t->header;
+      pf_object_t* v = pf__view_checked(t, negative);
+      if (PF_LIKELY(v != NULL)) {
+        *out = v;
         return 0;
       }
-      pf_object_release(&t->header);
     }
   }
   int64_t buf[PF_TENSOR_MAX_NDIM], shape[PF_TENSOR_MAX_NDIM], strides[PF_TENSOR_MAX_NDIM];

@@ -654,16 +654,26 @@ START_TEST(test_list_cannot_contain_itself) {
 }
 END_TEST
 
-/* A failed insert moves nothing: room is made before the value is owned (an rvalue
- * reference's object used to be moved in, then released when the buffer could not grow). */
-START_TEST(test_list_failed_insert_moves_nothing) {
-  g_destroyed = 0;
+/* A list holding the int 1, its cell (whose size and capacity the growth tests set by hand) and
+ * its real size and capacity in *size and *capacity (to be put back before its release). */
+static pf_object_t* list_of_one(pf_seq_cell_t** cell, int64_t* size, int64_t* capacity) {
   pf_object_t* list;
   ck_assert_int_eq(pf_list_create(&list), 0);
   pf_any_t one = pf_any_int(1);
   ck_assert_int_eq(pf_list_append(list, &one), 0);
-  pf_seq_cell_t* c = (pf_seq_cell_t*)(list + 1);
-  int64_t size = c->size, capacity = c->capacity;
+  *cell = (pf_seq_cell_t*)(list + 1);
+  *size = (*cell)->size;
+  *capacity = (*cell)->capacity;
+  return list;
+}
+
+/* A failed insert moves nothing: room is made before the value is owned (an rvalue
+ * reference's object used to be moved in, then released when the buffer could not grow). */
+START_TEST(test_list_failed_insert_moves_nothing) {
+  g_destroyed = 0;
+  pf_seq_cell_t* c;
+  int64_t size, capacity;
+  pf_object_t* list = list_of_one(&c, &size, &capacity);
   c->size = c->capacity = (int64_t)1 << 61; /* full, and too large to double */
   pf_object_t* obj = counted_new();
   pf_object_t* handle = obj;
@@ -826,12 +836,10 @@ END_TEST
  * tell) is refused before the doubling: the guard doubled first, a signed overflow (UBSan:
  * "signed integer overflow" in pf__list_reserve_one; review). */
 START_TEST(test_list_growth_guard_does_not_overflow) {
-  pf_object_t* list;
-  ck_assert_int_eq(pf_list_create(&list), 0);
+  pf_seq_cell_t* c;
+  int64_t size, capacity;
+  pf_object_t* list = list_of_one(&c, &size, &capacity);
   pf_any_t one = pf_any_int(1);
-  ck_assert_int_eq(pf_list_append(list, &one), 0);
-  pf_seq_cell_t* c = (pf_seq_cell_t*)(list + 1);
-  int64_t size = c->size, capacity = c->capacity;
   const int64_t huge[] = {INT64_MAX / 2 + 1, INT64_MAX - 1, INT64_MAX};
   for (size_t i = 0; i < sizeof huge / sizeof huge[0]; ++i) {
     c->size = c->capacity = huge[i];
