@@ -53,6 +53,19 @@ const char* pf__k_isa_name(void);
 int pf__k_threads_set(int n);
 int pf__k_threads_get(void);
 
+/* The order in which a result written with non-temporal stores reads its input: the outputs of
+ * rms_norm and rms_norm_fwd of 4 MiB or more, not in place, in their spans of at least 128 KiB
+ * that prefetch no next row (a row, or the part of a row one thread writes, longer than 256
+ * KiB; a job's last row). PF__K_STREAM_LINEAR reads front to back, PF__K_STREAM_PAGES several
+ * 4 KiB pages at a time (kernels/math_simd.h). The results are the same bit for bit; only the
+ * speed differs, and which order is faster depends on the CPU. PF__K_STREAM_AUTO (the default)
+ * picks pages on Intel CPUs and linear elsewhere: the scaling pass of one thread of rms_norm
+ * over a 256 MiB row took 25 ms rather than 32 on a Xeon, 17.5-21 ms rather than 13.4 on an AMD
+ * EPYC (bench/bench_kernels.c). Returns the order now in effect. For tests and benchmarks. */
+enum { PF__K_STREAM_AUTO = -1, PF__K_STREAM_LINEAR = 0, PF__K_STREAM_PAGES = 1 };
+int pf__k_stream_order_set(int order);
+int pf__k_stream_order_get(void);
+
 /* add_n: out[i] = x[i] + n for i < count. out may equal x. */
 void pf__k_add_n_f32(const float* x, float* out, int64_t count, float n);
 void pf__k_add_n_f64(const double* x, double* out, int64_t count, double n);

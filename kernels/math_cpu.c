@@ -35,6 +35,10 @@
  * of 2048 floats: fused 0.87-0.96x, plain 0.79-0.89x). The plain pass of row r + 1 still
  * overlaps the scaling of row r: nothing in it waits for row r's scale. */
 #define PF__K_FUSE_MAX_ROW_BYTES ((int64_t)8 << 10)
+/* Streamed spans (rows, or the part of a row one thread writes) of at least this many bytes
+ * that prefetch no next row are written by scale_pages where that order is chosen (kmath.h:
+ * pf__k_stream_order_set): eight runs of pages. */
+#define PF__K_PAGES_MIN_BYTES ((int64_t)(8 * PF__K_PAGE_RUNS * PF__K_PAGE_BYTES))
 /* Rows (or the part of a row one thread writes) longer than this, when not streamed, are scaled
  * from their last element to their first: the end of the row, which its sum read last, is
  * still in L1, where a forward pass would have pushed it out reading the start again (one row
@@ -93,6 +97,31 @@ const char* pf__k_isa_name(void) {
 
 static const pf__k_simd_t* ops(void) {
   return level_table(pf__k_isa_get());
+}
+
+/* ---- the order of streamed writes ---- */
+
+static int best_order(void) {
+#if PF__K_HAVE_X86_LEVELS
+  __builtin_cpu_init();
+  return __builtin_cpu_is("intel") ? PF__K_STREAM_PAGES : PF__K_STREAM_LINEAR;
+#else
+  return PF__K_STREAM_LINEAR;
+#endif
+}
+
+/* The order in effect, + 1 (0: not chosen yet). */
+static atomic_int stream_order = 0;
+
+int pf__k_stream_order_set(int order) {
+  int chosen = (order == PF__K_STREAM_LINEAR || order == PF__K_STREAM_PAGES) ? order : best_order();
+  atomic_store(&stream_order, chosen + 1);
+  return chosen;
+}
+
+int pf__k_stream_order_get(void) {
+  int order = atomic_load(&stream_order);
+  return order > 0 ? order - 1 : pf__k_stream_order_set(PF__K_STREAM_AUTO);
 }
 
 /* ---- threads ---- */
@@ -347,6 +376,7 @@ typedef struct {
   int64_t rows, cols;
   double eps;
   int stream;      /* non-temporal stores (large, not in place) */
+  int pages;       /* stream: long spans read a few pages at a time (scale_pages) */
   int prefetch;    /* prefetch the next row while writing one */
   int64_t seg_len; /* elements per segment of a row */
   int64_t segs;    /* segments per row */
@@ -667,11 +697,15 @@ static void row_write(const rms_job_t* j, int64_t r, int64_t lo, int64_t hi, dou
    * are neither, and go backward too): scaled from its end, which its sum read last and L1
    * still holds */
   int back = !j->stream && !j->prefetch && n > PF__K_BACK_MIN_ROW_BYTES / (int64_t)elem_of(j);
+  /* a span that prefetches nothing, long enough for whole runs of pages */
+  int pages = j->pages && next == NULL && n >= PF__K_PAGES_MIN_BYTES / (int64_t)elem_of(j);
   if (j->f64) {
     const double* x = (const double*)j->x + off;
     double* y = (double*)j->out + off;
     if (j->bwd) {
       j->ops->axpby_f64((const double*)j->ct + off, x, y, n, a, b);
+    } else if (pages) {
+      j->ops->scale_pages_f64(x, y, n, a);
     } else if (back) {
       j->ops->scale_back_f64(x, y, n, a);
     } else {
@@ -682,6 +716,8 @@ static void row_write(const rms_job_t* j, int64_t r, int64_t lo, int64_t hi, dou
     float* y = (float*)j->out + off;
     if (j->bwd) {
       j->ops->axpby_f32((const float*)j->ct + off, x, y, n, (float)a, (float)b);
+    } else if (pages) {
+      j->ops->scale_pages_f32(x, y, n, (float)a);
     } else if (back) {
       j->ops->scale_back_f32(x, y, n, (float)a);
     } else {
@@ -787,6 +823,7 @@ static void rms_run(rms_job_t* j) {
   int64_t limit = PF__K_BIG_BYTES / elem;
   int big = cols >= limit || (cols > 0 && j->rows >= (limit + cols - 1) / cols);
   j->stream = big && !j->bwd && j->x != j->out;
+  j->pages = j->stream && pf__k_stream_order_get() == PF__K_STREAM_PAGES;
   j->prefetch = big && !j->bwd && j->rows > 1 && cols <= PF__K_PREFETCH_MAX_ROW_BYTES / elem;
   int64_t bytes =
       (cols > 0 && j->rows > INT64_MAX / cols / elem) ? INT64_MAX : j->rows * cols * elem;

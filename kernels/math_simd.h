@@ -7,6 +7,10 @@
 
 /* Every loop works on contiguous arrays of n >= 0 elements; an output may equal an input where
  * the kernel it serves allows that (kmath.h), never overlap it partially. */
+/* Pages read at once by scale_pages, and their size. */
+#define PF__K_PAGE_RUNS  4
+#define PF__K_PAGE_BYTES 4096
+
 typedef struct {
   const char* name; /* "sse2", "avx2", "avx512" or "base" (not x86) */
   /* sum_i a[i] * b[i] in float lanes of at most 16 terms each, folded into double lanes; a
@@ -20,6 +24,13 @@ typedef struct {
   void (*scale_f32)(const float* x, float* out, int64_t n, float s, const float* next, int stream);
   void (*scale_f64)(const double* x, double* out, int64_t n, double s, const double* next,
                     int stream);
+  /* scale with non-temporal stores (out overlaps no input), x read PF__K_PAGE_RUNS pages of
+   * PF__K_PAGE_BYTES at a time, one cache line of each in turn, rather than front to back: the
+   * same results. An Intel core's L2 prefetcher follows a stream within its page, so reading
+   * several pages at once keeps more of DRAM's latency hidden from one core; on AMD Zen the
+   * plain order is faster (math_cpu.c: pf__k_stream_order_set). */
+  void (*scale_pages_f32)(const float* x, float* out, int64_t n, float s);
+  void (*scale_pages_f64)(const double* x, double* out, int64_t n, double s);
   /* out = x * s from the last element to the first (the same results): a row just summed is
    * scaled starting with the part its sum read last, which is still in L1. */
   void (*scale_back_f32)(const float* x, float* out, int64_t n, float s);

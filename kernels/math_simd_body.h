@@ -281,6 +281,40 @@ static double scale_dot_f64(const double* x, double* out, int64_t n, double s, c
     }                                                                                              \
   }                                                                                                \
                                                                                                    \
+  /* scale with non-temporal stores, the input read PF__K_PAGE_RUNS pages at a time: a line of     \
+   * each page in turn (math_simd.h); x is first read up to a page boundary, whole vectors. */     \
+  static void scale_pages_##SUF(const T* x, T* out, int64_t n, T s) {                              \
+    int64_t i = head_len(out, n, (int64_t)sizeof(T), 1);                                           \
+    for (int64_t k = 0; k < i; ++k) {                                                              \
+      out[k] = x[k] * s;                                                                           \
+    }                                                                                              \
+    V vs = (V){0} + s;                                                                             \
+    const int64_t page = PF__K_PAGE_BYTES / (int64_t)sizeof(T);                                    \
+    const int64_t block = PF__K_PAGE_RUNS * page;                                                  \
+    int64_t lead =                                                                                 \
+        (int64_t)((PF__K_PAGE_BYTES - (uintptr_t)(x + i) % PF__K_PAGE_BYTES) % PF__K_PAGE_BYTES) / \
+        (int64_t)sizeof(T);                                                                        \
+    lead -= lead % W;                                                                              \
+    for (int64_t end = i + (lead < n - i ? lead : 0); i < end; i += W) {                           \
+      PUT(out + i, LOAD(x + i) * vs, 1);                                                           \
+    }                                                                                              \
+    for (; n - i >= block; i += block) {                                                           \
+      for (int64_t l = 0; l < page; l += LINE) {                                                   \
+        UNROLL for (int64_t p = 0; p < PF__K_PAGE_RUNS; ++p) {                                     \
+          UNROLL for (int64_t j = 0; j < LINE; j += W) {                                           \
+            PUT(out + i + p * page + l + j, LOAD(x + i + p * page + l + j) * vs, 1);               \
+          }                                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+    for (; n - i >= W; i += W) {                                                                   \
+      PUT(out + i, LOAD(x + i) * vs, 1);                                                           \
+    }                                                                                              \
+    for (; i < n; ++i) {                                                                           \
+      out[i] = x[i] * s;                                                                           \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
   static void scale_back_##SUF(const T* x, T* out, int64_t n, T s) {                               \
     int64_t i = n - n % LINE; /* the blocks scale_ has, so every element takes the same path */    \
     for (int64_t k = n; k-- > i;) {                                                                \
@@ -704,7 +738,8 @@ static void kepler_f32(const float* m, const float* e, float* s, float* c, int64
 }
 
 const pf__k_simd_t PF__K_TABLE = {
-    PF__K_NAME,     dot_f32,       dot_f64,       scale_f32,  scale_f64,  scale_back_f32,
-    scale_back_f64, scale_dot_f32, scale_dot_f64, axpby_f32,  axpby_f64,  add_scalar_f32,
-    add_scalar_f64, add_f32,       add_f64,       kepler_f32, kepler_f64,
+    PF__K_NAME,      dot_f32,         dot_f64,        scale_f32,      scale_f64,
+    scale_pages_f32, scale_pages_f64, scale_back_f32, scale_back_f64, scale_dot_f32,
+    scale_dot_f64,   axpby_f32,       axpby_f64,      add_scalar_f32, add_scalar_f64,
+    add_f32,         add_f64,         kepler_f32,     kepler_f64,
 };

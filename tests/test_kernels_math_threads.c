@@ -35,6 +35,14 @@ START_TEST(test_isa_and_threads_settings) {
   ck_assert_int_eq(pf__k_threads_set(100000), PF__K_MAX_THREADS);
   ck_assert_int_ge(pf__k_threads_set(0), 1); /* the default (PACKFN_KERNEL_THREADS, or 1) */
   ck_assert_int_eq(pf__k_threads_set(1), 1);
+  int order = pf__k_stream_order_set(PF__K_STREAM_AUTO);
+  ck_assert(order == PF__K_STREAM_LINEAR || order == PF__K_STREAM_PAGES);
+  ck_assert_int_eq(pf__k_stream_order_get(), order);
+  ck_assert_int_eq(pf__k_stream_order_set(PF__K_STREAM_PAGES), PF__K_STREAM_PAGES);
+  ck_assert_int_eq(pf__k_stream_order_get(), PF__K_STREAM_PAGES);
+  ck_assert_int_eq(pf__k_stream_order_set(PF__K_STREAM_LINEAR), PF__K_STREAM_LINEAR);
+  ck_assert_int_eq(pf__k_stream_order_set(7), order); /* not an order: the CPU's default */
+  ck_assert_int_eq(pf__k_stream_order_get(), order);
 }
 END_TEST
 
@@ -144,6 +152,25 @@ static void thr_free(thr_out_t* o) {
   free(o->tiny_row);
 }
 
+/* Fills every array of o with 0xff bytes (NaN), so that an element a run leaves unwritten
+ * differs from any result rather than keeping an earlier run's value. */
+static void thr_poison(thr_out_t* o) {
+  size_t grid = (size_t)THR_ROWS * THR_COLS;
+  memset(o->row_out, 0xff, THR_ROW * sizeof(float));
+  memset(o->mid_out, 0xff, THR_MID * sizeof(float));
+  memset(o->fwd_out, 0xff, grid * sizeof(double));
+  memset(o->fwd_inv, 0xff, THR_ROWS * sizeof(double));
+  memset(o->bwd_out, 0xff, grid * sizeof(float));
+  memset(o->addn_out, 0xff, THR_ROW * sizeof(float));
+  memset(o->vadd_out, 0xff, THR_VADD * sizeof(double));
+  memset(o->kep_s, 0xff, THR_KEPLER * sizeof(double));
+  memset(o->kep_c, 0xff, THR_KEPLER * sizeof(double));
+  memset(o->tiny_out, 0xff, grid * sizeof(double));
+  memset(o->tiny_inv, 0xff, THR_ROWS * sizeof(double));
+  memset(o->tiny_bwd, 0xff, grid * sizeof(double));
+  memset(o->tiny_row, 0xff, THR_ROW * sizeof(double));
+}
+
 /* Which array of thr_out_t differs between a and b, or NULL. */
 static const char* thr_diff(const thr_out_t* a, const thr_out_t* b) {
   size_t grid = (size_t)THR_ROWS * THR_COLS;
@@ -216,13 +243,20 @@ START_TEST(test_threads_bit_identical) {
     ck_assert_msg(err < 4 * FLT_EPSILON, "%s: row under 4 MiB error %g", pf__k_isa_name(), err);
     free(wide);
     free(ref);
-    for (int t = 2; t <= 4; ++t) {
-      pf__k_threads_set(t);
-      thr_run(&many, xf, xd, ct, inv, m, e, tiny);
-      const char* diff = thr_diff(&one, &many);
-      ck_assert_msg(diff == NULL, "%s, %d threads: %s differs from 1 thread", pf__k_isa_name(), t,
-                    diff);
+    /* both orders of the streamed writes, with 1 to 4 threads, against 1 thread in the
+     * order the CPU's default gave */
+    for (int order = PF__K_STREAM_LINEAR; order <= PF__K_STREAM_PAGES; ++order) {
+      pf__k_stream_order_set(order);
+      for (int t = 1; t <= 4; ++t) {
+        pf__k_threads_set(t);
+        thr_poison(&many); /* rows_io is copied from xf by thr_run */
+        thr_run(&many, xf, xd, ct, inv, m, e, tiny);
+        const char* diff = thr_diff(&one, &many);
+        ck_assert_msg(diff == NULL, "%s, %s order, %d threads: %s differs from 1 thread",
+                      pf__k_isa_name(), order == PF__K_STREAM_PAGES ? "pages" : "linear", t, diff);
+      }
     }
+    pf__k_stream_order_set(PF__K_STREAM_AUTO);
   }
   pf__k_threads_set(1);
   pf__k_isa_set(PF__K_ISA_AUTO);
@@ -238,6 +272,62 @@ START_TEST(test_threads_bit_identical) {
 }
 END_TEST
 
+/* The pages order of streamed writes (scale_pages) at every offset of the input and the output
+ * in their pages and vectors: the same bits as the linear order, float32 and float64, one row
+ * that is streamed and one split over threads. */
+START_TEST(test_stream_orders_bit_identical) {
+  enum { N = (1 << 20) + 37, SLACK = 1024 + 16 };
+  static const int offsets[][2] = {{0, 0}, {1, 0}, {0, 3}, {5, 9}, {1021, 2}, {1024, 1023}};
+  float* xf = rand_f32(N + SLACK, -3, 3);
+  double* xd = rand_f64(N + SLACK, -3, 3);
+  float* lf = xmalloc((N + SLACK) * sizeof(float));
+  float* pf = xmalloc((N + SLACK) * sizeof(float));
+  double* ld = xmalloc((N + SLACK) * sizeof(double));
+  double* pd = xmalloc((N + SLACK) * sizeof(double));
+  int best = pf__k_isa_set(PF__K_ISA_AUTO);
+  for (int level = PF__K_ISA_BASE; level <= best; ++level) {
+    pf__k_isa_set(level);
+    for (int threads = 1; threads <= 2; ++threads) {
+      pf__k_threads_set(threads);
+      for (int k = 0; k < (int)(sizeof offsets / sizeof offsets[0]); ++k) {
+        int xo = offsets[k][0], yo = offsets[k][1];
+        pf__k_stream_order_set(PF__K_STREAM_LINEAR);
+        pf__k_rms_norm_f32(xf + xo, lf + yo, 1, N, 1e-5f);
+        pf__k_rms_norm_f64(xd + xo, ld + yo, 1, N, 1e-9);
+        pf__k_stream_order_set(PF__K_STREAM_PAGES);
+        pf__k_rms_norm_f32(xf + xo, pf + yo, 1, N, 1e-5f);
+        pf__k_rms_norm_f64(xd + xo, pd + yo, 1, N, 1e-9);
+        ck_assert_msg(memcmp(lf + yo, pf + yo, N * sizeof(float)) == 0,
+                      "%s, %d threads, offsets %d, %d: float32 differs", pf__k_isa_name(), threads,
+                      xo, yo);
+        ck_assert_msg(memcmp(ld + yo, pd + yo, N * sizeof(double)) == 0,
+                      "%s, %d threads, offsets %d, %d: float64 differs", pf__k_isa_name(), threads,
+                      xo, yo);
+      }
+    }
+  }
+  /* the pages order's results are right, not only the same (the linear order's are checked
+   * against the reference above) */
+  double* wide = widen(xf + 5, N);
+  double* ref = xmalloc(N * sizeof(double));
+  ref_rms_norm(wide, ref, NULL, 1, N, 1e-5);
+  pf__k_isa_set(PF__K_ISA_AUTO);
+  pf__k_threads_set(1);
+  pf__k_rms_norm_f32(xf + 5, pf + 9, 1, N, 1e-5f);
+  double err = max_rel_err_f32(pf + 9, ref, N, 1e-30);
+  ck_assert_msg(err < 4 * FLT_EPSILON, "pages order: error %g", err);
+  pf__k_stream_order_set(PF__K_STREAM_AUTO);
+  free(wide);
+  free(ref);
+  free(xf);
+  free(xd);
+  free(lf);
+  free(pf);
+  free(ld);
+  free(pd);
+}
+END_TEST
+
 /* ---- test case ---- */
 
 /* The default level: the last case leaves it set. */
@@ -247,6 +337,6 @@ static void at_auto(void) {
 
 TCase* pf_test_kmath_threads_tcase(void) {
   const TTest* settings[] = {test_isa_and_threads_settings, test_threads_environment,
-                             test_threads_bit_identical};
-  return pf_test_kmath_tcase("levels and threads", settings, 3, at_auto);
+                             test_threads_bit_identical, test_stream_orders_bit_identical};
+  return pf_test_kmath_tcase("levels and threads", settings, 4, at_auto);
 }
