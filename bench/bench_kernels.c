@@ -17,7 +17,7 @@
  *     backward scale pass reused). Input, output and memcpy's destination: 512 MiB in all
  *     (the output is memcpy's destination).
  *   The same 1-D row with each order of its streamed writes (kmath.h: pf__k_stream_order_set),
- *     linear and pages, whichever this CPU defaults to.
+ *     linear and pages, in pairs (order_ab), whichever this CPU defaults to.
  *   rms_norm float32, 4096 x 4096 (64 MiB): against memcpy of 64 MiB (each row stays in cache
  *     between its passes).
  *   With --threads T (default: the CPUs online), the last two again with T kernel threads
@@ -84,11 +84,7 @@ typedef struct {
   float* cf;
   int64_t rows, cols;
   int threads; /* for OP_MEMCPY_T */
-  int order;   /* OP_RMS: the order of streamed writes, ORDER_* below */
 } job_t;
-
-/* The order of streamed writes an OP_RMS job runs with (kmath.h: pf__k_stream_order_set). */
-enum { ORDER_DEFAULT, ORDER_LINEAR, ORDER_PAGES };
 
 enum {
   OP_MEMCPY,
@@ -177,9 +173,6 @@ static void run(const job_t* j) {
     memset(j->y, 0x5a, n * sizeof(float)); /* not zero: some cores skip zeros over zeros */
     break;
   case OP_RMS:
-    pf__k_stream_order_set(j->order == ORDER_LINEAR  ? PF__K_STREAM_LINEAR
-                           : j->order == ORDER_PAGES ? PF__K_STREAM_PAGES
-                                                     : PF__K_STREAM_AUTO);
     pf__k_rms_norm_f32(j->x, j->y, j->rows, j->cols, 1e-5f);
     break;
   case OP_ADD_N:
@@ -285,10 +278,43 @@ static void in_cache(float* x, float* y) {
   }
 }
 
-/* The order of streamed writes the kernels pick on this CPU. */
-static const char* order_name(void) {
+static int cmp_double(const void* a, const void* b) {
+  double u = *(const double*)a, v = *(const double*)b;
+  return u < v ? -1 : u > v;
+}
+
+/* rms_norm over the 1-D row with each order of its streamed writes (kmath.h:
+ * pf__k_stream_order_set), in pairs of one run of each, which runs first swapped from pair to
+ * pair: a difference of a few percent between two such runs is below what separate medians
+ * resolve on a shared machine, while the ratio within a pair cancels the drift. */
+static void order_ab(float* x, float* y) {
+  enum { MAX_PAIRS = 64 };
+  int pairs = reps < 15 ? 15 : (reps > MAX_PAIRS ? MAX_PAIRS : reps);
+  int64_t row = (int64_t)(ROW_BYTES / sizeof(float));
+  double lin[MAX_PAIRS], pag[MAX_PAIRS], ratio[MAX_PAIRS];
+  int wins = 0;
+  for (int k = 0; k < pairs; ++k) {
+    for (int h = 0; h < 2; ++h) {
+      int pages = h ^ (k & 1);
+      pf__k_stream_order_set(pages ? PF__K_STREAM_PAGES : PF__K_STREAM_LINEAR);
+      double a = pf_bench_now_ns();
+      pf__k_rms_norm_f32(x, y, 1, row, 1e-5f);
+      *(pages ? &pag[k] : &lin[k]) = (pf_bench_now_ns() - a) * 1e-6;
+    }
+    ratio[k] = lin[k] / pag[k];
+    wins += pag[k] < lin[k];
+  }
   int order = pf__k_stream_order_set(PF__K_STREAM_AUTO);
-  return order == PF__K_STREAM_PAGES ? "pages" : "linear";
+  qsort(lin, (size_t)pairs, sizeof lin[0], cmp_double);
+  qsort(pag, (size_t)pairs, sizeof pag[0], cmp_double);
+  qsort(ratio, (size_t)pairs, sizeof ratio[0], cmp_double);
+  printf("  rms_norm 1-D %d MiB, %d thread(s), %d pairs of the orders of its streamed writes: "
+         "linear %.2f ms, "
+         "pages %.2f ms; linear / pages within a pair %.3f (quartiles %.3f-%.3f), pages faster "
+         "in %d (the default here: %s)\n",
+         (int)(ROW_BYTES >> 20), pf__k_threads_get(), pairs, lin[pairs / 2], pag[pairs / 2],
+         ratio[pairs / 2], ratio[pairs / 4], ratio[3 * pairs / 4], wins,
+         order == PF__K_STREAM_PAGES ? "pages" : "linear");
 }
 
 static void dram(float* x, float* y, int threads) {
@@ -311,25 +337,19 @@ static void dram(float* x, float* y, int threads) {
   if (threads > 1) {
     /* The two-pass limit with threads: T threads read and copy. Reading is not split here,
      * so the 1-D row is compared with memcpy (of the same bytes) alone below. */
-    job_t jobs[6] = {cp_row, r1, cp, r2, r1, r1};
-    jobs[4].order = ORDER_LINEAR;
-    jobs[5].order = ORDER_PAGES;
-    double t[6];
-    time_jobs(jobs, 6, t);
+    job_t jobs[4] = {cp_row, r1, cp, r2};
+    double t[4];
+    time_jobs(jobs, 4, t);
     printf("  %d threads: memcpy %d MiB %6.1f GB/s  rms_norm 1-D %d MiB %6.1f GB/s (%.2fx "
            "memcpy)  4096x4096 (64 MiB) %6.1f GB/s (%.2fx memcpy of 64 MiB)\n",
            threads, row_mib, row_gb / t[0], row_mib, row_gb / t[1], t[0] / t[1], gb / t[3],
            t[2] / t[3]);
-    printf("  %d threads: rms_norm 1-D %d MiB by the order of its streamed writes: linear "
-           "%.2fx memcpy, pages %.2fx (the default here: %s)\n",
-           threads, row_mib, t[0] / t[4], t[0] / t[5], order_name());
+    order_ab(x, y);
     return;
   }
-  job_t jobs[7] = {cp_row, rd, r1, cp, r2, r1, r1};
-  jobs[5].order = ORDER_LINEAR;
-  jobs[6].order = ORDER_PAGES;
-  double t[7];
-  time_jobs(jobs, 7, t);
+  job_t jobs[5] = {cp_row, rd, r1, cp, r2};
+  double t[5];
+  time_jobs(jobs, 5, t);
   double limit = t[0] + t[1];
   printf("  memcpy %d MiB %6.1f GB/s, read pass %d MiB %6.1f GB/s, memcpy 64 MiB %6.1f GB/s\n",
          row_mib, row_gb / t[0], row_mib, row_gb / 2 / t[1], gb / t[3]);
@@ -338,9 +358,7 @@ static void dram(float* x, float* y, int threads) {
          row_mib, t[2] * 1e3, limit / t[2], row_mib, limit * 1e3);
   printf("  rms_norm 4096x4096 (64 MiB) %6.1f GB/s: %.2fx memcpy of 64 MiB\n", gb / t[4],
          t[3] / t[4]);
-  printf("  rms_norm 1-D %d MiB by the order of its streamed writes: linear %6.2f ms (%.2fx the "
-         "limit), pages %6.2f ms (%.2fx; the default here: %s)\n",
-         row_mib, t[5] * 1e3, limit / t[5], t[6] * 1e3, limit / t[6], order_name());
+  order_ab(x, y);
 }
 
 #define KEPLER_N 20000
