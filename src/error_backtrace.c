@@ -145,12 +145,12 @@ static char* pf__text_copy(const char* s, size_t len) {
   return copy;
 }
 
-/* The line of frame i of f into out (NULL: only its length): the kept line, else from this
- * call's names (miss, names: nmiss of them), else by address. */
-static size_t pf__frame_line(const pf__frames_t* f, int i, void* const* miss, char* const* names,
-                             int nmiss, char* out) {
+/* The line of frame i of f into out (NULL: only its length): the kept line (when `kept`), else
+ * from this call's names (miss, names: nmiss of them), else by address. */
+static size_t pf__frame_line(const pf__frames_t* f, int i, int kept, void* const* miss,
+                             char* const* names, int nmiss, char* out) {
   const pf__pc_line_t* slot = pf__pc_slot(f->pc[i]);
-  if (slot->pc) {
+  if (kept && slot->pc) {
     if (out)
       memcpy(out, slot->line, slot->len);
     return slot->len;
@@ -208,9 +208,12 @@ char* pf__frames_name(const pf__error_t* e, size_t* len) {
     free(names);
     names = NULL;
   }
-  int keep = names != NULL;
   pthread_mutex_lock(&pf__pc_lock);
-  keep = keep && pf__pc_subs == subs; /* no other thread emptied it for a newer count */
+  /* the kept lines are for this count still: no other thread emptied the table for a newer one
+   * and filled it with names of what is mapped since (they named frames captured before the
+   * unload: review) */
+  int kept = pf__pc_subs == subs;
+  int keep = names != NULL && kept;
   for (int k = 0; keep && k < nmiss; ++k) {
     if (pf__pc_count >= PF__PC_CACHE / 2) /* kept at most half full: probes stay short */
       break;
@@ -230,13 +233,13 @@ char* pf__frames_name(const pf__error_t* e, size_t* len) {
   /* measured first, then written: each line exactly as long as measured */
   size_t total = f->site_len;
   for (int i = 0; i < f->n; ++i)
-    total += pf__frame_line(f, i, miss, names, nmiss, NULL);
+    total += pf__frame_line(f, i, kept, miss, names, nmiss, NULL);
   char* text = malloc(total + 1);
   if (text) {
     memcpy(text, e->cell.backtrace.data, f->site_len);
     size_t used = f->site_len;
     for (int i = 0; i < f->n; ++i)
-      used += pf__frame_line(f, i, miss, names, nmiss, text + used);
+      used += pf__frame_line(f, i, kept, miss, names, nmiss, text + used);
     text[used] = '\0';
     *len = used;
   }
