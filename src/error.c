@@ -89,12 +89,16 @@ static int pf__is_error(const pf_object_t* err) {
   return err != NULL && err->type_index == PF_TYPE_ERROR;
 }
 
+/* The bytes of an error with texts of these lengths (each followed by a NUL). */
+static inline size_t pf__error_size(size_t kind_len, size_t msg_len, size_t bt_len) {
+  return sizeof(pf__error_t) + kind_len + msg_len + bt_len + 3;
+}
+
 /* Allocates an error with room for its three texts (lengths given, NUL added) and fills all
  * but the texts' bytes; the caller writes them. NULL when out of memory. */
 static inline __attribute__((always_inline)) pf__error_t*
 pf__error_alloc(size_t kind_len, size_t msg_len, size_t bt_len) {
-  size_t total = sizeof(pf__error_t) + kind_len + msg_len + bt_len + 3;
-  pf__error_t* e = pf__alloc(total);
+  pf__error_t* e = pf__alloc(pf__error_size(kind_len, msg_len, bt_len));
   if (!e)
     return NULL;
   pf__object_init(&e->header, PF_TYPE_ERROR, pf__error_deleter);
@@ -717,9 +721,10 @@ int pf_error_create(const char* kind, const char* message, const char* backtrace
     return -1;
   }
   const char* bt = backtrace ? backtrace : "";
-  pf_object_t* err = pf__error_new(kind, strlen(kind), message, strlen(message), bt, strlen(bt));
-  if (!err)
-    return pf__raise_oom("pf_error_create", strlen(message));
+  size_t kind_len = strlen(kind), msg_len = strlen(message), bt_len = strlen(bt);
+  pf_object_t* err = pf__error_new(kind, kind_len, message, msg_len, bt, bt_len);
+  if (!err) /* the size of the block that failed (it said the message's length: review) */
+    return pf__raise_oom("pf_error_create", pf__error_size(kind_len, msg_len, bt_len));
   *out = err;
   return 0;
 }

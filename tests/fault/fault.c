@@ -258,6 +258,15 @@ static int prog_containers(void) {
 
 static int prog_errors(void) {
   pf_object_t *inner, *outer;
+  /* its MemoryError names the size of the error that failed (it said the message's: 0 bytes for
+   * an empty one; review) */
+  if (pf_error_create(PF_ERR_KEY, "", NULL, &inner) != 0) {
+    pf_object_t* oom = pf_error_peek();
+    if (oom && strstr(pf_error_message(oom), "allocating 0 bytes") != NULL)
+      return wrong(pf_error_message(oom));
+    return -1;
+  }
+  pf_object_release(inner);
   if (pf_error_create(PF_ERR_KEY, "inner", NULL, &inner) != 0)
     return -1;
   if (pf_error_create(PF_ERR_VALUE, "outer", "site\n", &outer) != 0) {
