@@ -106,6 +106,16 @@ static int32_t pf__type_new_index(const pf__tvm_t* tvm, const char* key, size_t 
   int32_t index;
   if (tvm) {
     pf_byte_array_t k = {key, key_len};
+    /* a key TVM-FFI gives a value type ("int", "Device", "ffi.SmallStr", ...): asked to
+     * allocate it, TVM-FFI hands back that index, which read as a full table (review) */
+    int32_t theirs = tvm->type_get_or_alloc_index(&k, -1, 0, 0, 0, -2); /* -2: unknown */
+    if (theirs >= 0 && theirs < PF_TYPE_STATIC_OBJECT_BEGIN) {
+      PF_ERROR_SET(PF_ERR_KEY,
+                   "pf_type_register: type '%s' is already registered as the value type %s "
+                   "(type index %d), not an object type",
+                   key, pf_type_name(theirs), (int)theirs);
+      return -1;
+    }
     int32_t fixed = -1;
     if (parent->info.type_index != PF_TYPE_OBJECT &&
         (fixed = pf__type_block_index(tvm, parent->info.type_index)) < 0) {

@@ -113,7 +113,8 @@ typedef struct pf_type_info_s {
  * object) and stores its new index (>= PF_TYPE_DYN_BEGIN) in *out: from TVM-FFI's registry once
  * packfn has joined it (interop.h), from 8192 up before (docs/object.md). Registering an existing
  * key with the same parent returns its index again. Thread-safe. Fails (-1) with ValueError for a
- * NULL/empty key or NULL out, KeyError for a key registered with another parent, TypeError for
+ * NULL/empty key or NULL out, KeyError for a key registered with another parent (or, joined,
+ * taken by one of TVM-FFI's value types: "int", "Device", ...), TypeError for
  * an unknown or value-type parent, MemoryError, or RuntimeError when the table is full; *out is
  * then left as it was. */
 PF_API int pf_type_register(const char* key, int32_t parent_index, int32_t* out);

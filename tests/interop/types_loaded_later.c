@@ -107,6 +107,17 @@ int main(void) {
         sub_enum > enum_state);
   CHECK(pf_type_is_instance(sub_enum, enum_state) == 1);
   CHECK(strcmp(pf_type_name(30000), "unknown") == 0);
+  /* a key TVM-FFI gives a value type is refused as taken, not as a full table ("the type table
+   * is full (type index 1, ...)"; review), under Object and under another parent alike */
+  static const char* const value_keys[] = {"int", "Device", "ffi.SmallStr"};
+  for (size_t i = 0; i < sizeof value_keys / sizeof value_keys[0]; ++i) {
+    int32_t got = -7;
+    CHECK(pf_type_register(value_keys[i], i == 1 ? PF_TYPE_TENSOR : PF_TYPE_OBJECT, &got) == -1);
+    pf_object_t* e = pf_error_take();
+    CHECK(e && strcmp(pf_error_kind(e), "KeyError") == 0 &&
+          strstr(pf_error_message(e), "is already registered as the value type") && got == -7);
+    pf_object_release(e);
+  }
   CHECK(pf_error_peek() == NULL);
   if (failures)
     fprintf(stderr, "types_loaded_later: %d checks failed\n", failures);
