@@ -866,11 +866,11 @@ static pf_export_info_t* pf__info_block(const pf__listed_t* items, size_t n) {
 }
 
 int pf_module_list(pf_object_t* module, pf_export_info_t** out, size_t* count) {
+  if (count)
+    *count = 0; /* on every failure, a NULL out's too */
   if (!out)
     return PF__NULL_ARG("pf_module_list", "out");
   *out = NULL;
-  if (count)
-    *count = 0;
   pf__module_t* m = pf__module_arg("pf_module_list", module);
   if (!m)
     return -1;

@@ -240,6 +240,11 @@ START_TEST(test_get_function_bad_input) {
   ck_assert_ptr_null(list);
   ck_assert_int_eq(pf_module_list(m, NULL, NULL), -1);
   PF_ASSERT_RAISED("ValueError", "pf_module_list: argument out");
+  /* *count is 0 on every failure, a NULL out's included (it was left as it was) */
+  size_t count = 7;
+  ck_assert_int_eq(pf_module_list(m, NULL, &count), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_module_list: argument out");
+  ck_assert_uint_eq(count, 0);
   pf_object_release(s);
   pf_object_release(m);
 }
