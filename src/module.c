@@ -305,6 +305,13 @@ static int pf__module_open(const char* func, const char* path, void* handle, int
     if (pf__read_symtab(func, path, lm, &own) != 0)
       goto fail;
     cands.n = own.num_syms;
+    /* the stamp first: a library built for another ABI major is refused as such, not for
+     * exports or metadata that major may lay out otherwise (they were read first, and its
+     * metadata was refused as malformed: review) */
+    scan.st = st;
+    scan.stamp_sym = pf__find_stamp(st, &cands);
+    if (scan.stamp_sym && pf__check_stamp(func, path, &scan) != 0)
+      goto fail;
   }
   if (pf__scan_exports(func, m, handle, st, &cands, &scan) != 0)
     goto fail;

@@ -115,6 +115,9 @@ const pf__system_syms_t* pf__system_symbols(const char* func, const char* path,
 int pf__scan_exports(const char* func, pf__module_t* m, void* handle, const pf__symtab_t* st,
                      const pf__cands_t* cands, pf__scan_t* scan);
 
+/* The __packfn_abi definition (any type) among the symbols `cands` of table `st`, or NULL. */
+const ElfW(Sym) * pf__find_stamp(const pf__symtab_t* st, const pf__cands_t* cands);
+
 /* Checks the stamp of a library being loaded (found by its scan): a data object of the library
  * (not absolute, inside one of its readable segments, aligned) with packfn's magic and this
  * runtime's ABI major; sets scan->stamp. -1 with ValueError naming what was found. */

@@ -334,6 +334,18 @@ int pf__scan_exports(const char* func, pf__module_t* m, void* handle, const pf__
   return 0;
 }
 
+const ElfW(Sym) * pf__find_stamp(const pf__symtab_t* st, const pf__cands_t* cands) {
+  int type;
+  size_t size;
+  for (size_t k = 0; k < cands->n; ++k) {
+    size_t i = pf__cand(cands, k);
+    const char* name = pf__packfn_symbol(st, i, &type, &size);
+    if (name && strcmp(name, "abi") == 0)
+      return &st->syms[i];
+  }
+  return NULL;
+}
+
 int pf__check_stamp(const char* func, const char* path, pf__scan_t* scan) {
   static const char expected[] = "expected a pf_abi_stamp_t object: compile the library against "
                                  "packfn's headers";

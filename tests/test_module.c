@@ -378,6 +378,10 @@ START_TEST(test_refused_libraries) {
                     "is not a packfn library: it exports no __packfn_abi stamp");
   assert_load_fails(PF_TESTMOD_ABI7, "ValueError",
                     PF_TESTMOD_ABI7 " was built for packfn ABI 7.0, this runtime is ABI 0.1");
+  /* its metadata, in a layout this runtime does not read, is not what refuses it: the stamp
+   * says why (it was refused as malformed metadata) */
+  assert_load_fails(PF_TESTMOD_ABI7_META, "ValueError",
+                    PF_TESTMOD_ABI7_META " was built for packfn ABI 7.0, this runtime is ABI 0.1");
   assert_load_fails(PF_TESTMOD_BAD_MAGIC, "ValueError", "is not a packfn ABI stamp");
   assert_load_fails(PF_TESTMOD_SMALL_STAMP, "ValueError", "is not a packfn ABI stamp (4 bytes");
   assert_load_fails(PF_TESTMOD_BADMETA, "ValueError",
@@ -386,6 +390,7 @@ START_TEST(test_refused_libraries) {
   ck_assert_int_eq(pf_global_call("test.module.global", NULL, 0, &(pf_any_t){0}), 0);
   /* a refused library is closed again */
   ck_assert(!is_loaded(PF_TESTMOD_ABI7));
+  ck_assert(!is_loaded(PF_TESTMOD_ABI7_META));
   ck_assert(!is_loaded(PF_TESTMOD_NO_STAMP));
   ck_assert(!is_loaded(PF_TESTMOD_BADMETA));
   ck_assert(!is_loaded(PF_TESTMOD_CLASH));

@@ -1,8 +1,8 @@
 /* A library for test_module with a hand-made __packfn_abi, built once per variant from compile
  * definitions: another major, a newer minor, a bad magic, a stamp too small, no stamp, a global
  * registration that fails at load, a function handed to the host before the load is refused
- * (and its name removed again, or given another function, before the refusal);
- * also linked with a SysV (DT_HASH) symbol table. */
+ * (and its name removed again, or given another function, before the refusal), metadata
+ * of another layout (beside another major); also linked with a SysV (DT_HASH) symbol table. */
 #define PF_NO_ABI_STAMP
 #include "packfn/packfn.h"
 
@@ -26,6 +26,13 @@ __attribute__((weak, visibility("default"))) const pf_abi_stamp_t __packfn_abi =
 #endif
 
 #include "one.h"
+
+#ifdef OTHER_META
+/* metadata as another ABI major might lay it out (here: another magic), read by this runtime
+ * as malformed (weak, as the stamp above) */
+__attribute__((weak, visibility("default")))
+const pf_export_meta_t __packfn_meta_one = {0x12345678u, 1, "one() -> int", NULL, NULL, NULL};
+#endif
 
 #ifdef REGISTER_NAME
 PF_REGISTER_GLOBAL(REGISTER_NAME, one);
