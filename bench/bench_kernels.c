@@ -19,9 +19,10 @@
  *   The same 1-D row with each order of its streamed writes (kmath.h: pf__k_stream_order_set),
  *     linear and pages, in pairs (order_ab), whichever this CPU defaults to.
  *   rms_norm float32, 4096 x 4096 (64 MiB): against memcpy of 64 MiB (each row stays in cache
- *     between its passes).
- *   With --threads T (default: the CPUs online), the last two again with T kernel threads
- *     against T threads each copying a 1/T share.
+ *     between its passes); rms_norm_bwd of that shape: GB/s counting x and the cotangent read
+ *     and dx written once, against memcpy's GB/s.
+ *   With --threads T (default: the CPUs online), the 1-D row, the 4096 x 4096 array and its
+ *     rms_norm_bwd again with T kernel threads against T threads each copying a 1/T share.
  *   add_n and vector_add float32 (256 KiB, 64 MiB) against memcpy of the bytes they move.
  *   kepler float64 and float32: nanoseconds per element (20000 elements, M uniform in [-10, 10],
  *     e = (i mod 100) / 101 in [0, 0.99)), and in the same samples the scalar solver
@@ -94,6 +95,7 @@ enum {
   OP_RMS,
   OP_ADD_N,
   OP_VADD,
+  OP_RMS_BWD,
   OP_KEPLER,
   OP_KEPLER_F32,
   OP_KEPLER_SCALAR
@@ -177,6 +179,9 @@ static void run(const job_t* j) {
     break;
   case OP_ADD_N:
     pf__k_add_n_f32(j->x, j->y, (int64_t)n, 1.5f);
+    break;
+  case OP_RMS_BWD: /* x, inv_rms in z, the cotangent after x's rows, dx in y */
+    pf__k_rms_norm_bwd_f32(j->x, j->z, j->x + j->rows * j->cols, j->y, j->rows, j->cols);
     break;
   case OP_VADD:
     pf__k_vector_add_f32(j->z, 1000, j->x, j->y, (int64_t)n);
@@ -317,6 +322,14 @@ static void order_ab(float* x, float* y) {
          order == PF__K_STREAM_PAGES ? "pages" : "linear");
 }
 
+/* rms_norm_bwd over 4096 x 4096: x and the cotangent read, dx written, 64 MiB each, counted
+ * once (3/2 of memcpy's bytes) against memcpy of 64 MiB (gb: its bytes counted twice). */
+static void bwd_line(double gb, double t_memcpy, double t_bwd) {
+  printf("  rms_norm_bwd 4096x4096 (x, cotangent, dx: 64 MiB each) %6.1f GB/s: %.2fx memcpy's "
+         "GB/s\n",
+         1.5 * gb / t_bwd, (1.5 * gb / t_bwd) / (gb / t_memcpy));
+}
+
 static void dram(float* x, float* y, int threads) {
   int64_t n = (int64_t)(BIG_BYTES / sizeof(float));
   int64_t row = (int64_t)(ROW_BYTES / sizeof(float));
@@ -334,22 +347,30 @@ static void dram(float* x, float* y, int threads) {
   job_t rd = {.op = OP_READ, .x = x, .rows = 1, .cols = row};
   job_t r1 = {.op = OP_RMS, .x = x, .y = y, .rows = 1, .cols = row};
   job_t r2 = {.op = OP_RMS, .x = x, .y = y, .rows = 4096, .cols = n / 4096};
+  static float inv_rms[4096];
+  for (int r = 0; r < 4096; ++r) {
+    inv_rms[r] = 1.0f + (float)(r % 7) * 0.125f;
+  }
+  job_t rb = r2;
+  rb.op = OP_RMS_BWD;
+  rb.z = inv_rms;
   if (threads > 1) {
     /* The two-pass limit with threads: T threads read and copy. Reading is not split here,
      * so the 1-D row is compared with memcpy (of the same bytes) alone below. */
-    job_t jobs[4] = {cp_row, r1, cp, r2};
-    double t[4];
-    time_jobs(jobs, 4, t);
+    job_t jobs[5] = {cp_row, r1, cp, r2, rb};
+    double t[5];
+    time_jobs(jobs, 5, t);
     printf("  %d threads: memcpy %d MiB %6.1f GB/s  rms_norm 1-D %d MiB %6.1f GB/s (%.2fx "
            "memcpy)  4096x4096 (64 MiB) %6.1f GB/s (%.2fx memcpy of 64 MiB)\n",
            threads, row_mib, row_gb / t[0], row_mib, row_gb / t[1], t[0] / t[1], gb / t[3],
            t[2] / t[3]);
+    bwd_line(gb, t[2], t[4]);
     order_ab(x, y);
     return;
   }
-  job_t jobs[5] = {cp_row, rd, r1, cp, r2};
-  double t[5];
-  time_jobs(jobs, 5, t);
+  job_t jobs[6] = {cp_row, rd, r1, cp, r2, rb};
+  double t[6];
+  time_jobs(jobs, 6, t);
   double limit = t[0] + t[1];
   printf("  memcpy %d MiB %6.1f GB/s, read pass %d MiB %6.1f GB/s, memcpy 64 MiB %6.1f GB/s\n",
          row_mib, row_gb / t[0], row_mib, row_gb / 2 / t[1], gb / t[3]);
@@ -358,6 +379,7 @@ static void dram(float* x, float* y, int threads) {
          row_mib, t[2] * 1e3, limit / t[2], row_mib, limit * 1e3);
   printf("  rms_norm 4096x4096 (64 MiB) %6.1f GB/s: %.2fx memcpy of 64 MiB\n", gb / t[4],
          t[3] / t[4]);
+  bwd_line(gb, t[3], t[5]);
   order_ab(x, y);
 }
 

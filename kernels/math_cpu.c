@@ -703,7 +703,7 @@ static void row_write(const rms_job_t* j, int64_t r, int64_t lo, int64_t hi, dou
     const double* x = (const double*)j->x + off;
     double* y = (double*)j->out + off;
     if (j->bwd) {
-      j->ops->axpby_f64((const double*)j->ct + off, x, y, n, a, b);
+      j->ops->axpby_f64((const double*)j->ct + off, x, y, n, a, b, j->stream);
     } else if (pages) {
       j->ops->scale_pages_f64(x, y, n, a);
     } else if (back) {
@@ -715,7 +715,7 @@ static void row_write(const rms_job_t* j, int64_t r, int64_t lo, int64_t hi, dou
     const float* x = (const float*)j->x + off;
     float* y = (float*)j->out + off;
     if (j->bwd) {
-      j->ops->axpby_f32((const float*)j->ct + off, x, y, n, (float)a, (float)b);
+      j->ops->axpby_f32((const float*)j->ct + off, x, y, n, (float)a, (float)b, j->stream);
     } else if (pages) {
       j->ops->scale_pages_f32(x, y, n, (float)a);
     } else if (back) {
@@ -822,8 +822,9 @@ static void rms_run(rms_job_t* j) {
   int64_t elem = (int64_t)elem_of(j);
   int64_t limit = PF__K_BIG_BYTES / elem;
   int big = cols >= limit || (cols > 0 && j->rows >= (limit + cols - 1) / cols);
-  j->stream = big && !j->bwd && j->x != j->out;
-  j->pages = j->stream && pf__k_stream_order_get() == PF__K_STREAM_PAGES;
+  /* bwd's dx may equal x or the cotangent (then written in place, not streamed) */
+  j->stream = big && j->x != j->out && (!j->bwd || j->ct != j->out);
+  j->pages = j->stream && !j->bwd && pf__k_stream_order_get() == PF__K_STREAM_PAGES;
   j->prefetch = big && !j->bwd && j->rows > 1 && cols <= PF__K_PREFETCH_MAX_ROW_BYTES / elem;
   int64_t bytes =
       (cols > 0 && j->rows > INT64_MAX / cols / elem) ? INT64_MAX : j->rows * cols * elem;

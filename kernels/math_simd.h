@@ -39,9 +39,12 @@ typedef struct {
    * dot_f32 / dot_f64 would, next being another array of n elements. */
   double (*scale_dot_f32)(const float* x, float* out, int64_t n, float s, const float* next);
   double (*scale_dot_f64)(const double* x, double* out, int64_t n, double s, const double* next);
-  /* out = a * p - b * q */
-  void (*axpby_f32)(const float* p, const float* q, float* out, int64_t n, float a, float b);
-  void (*axpby_f64)(const double* p, const double* q, double* out, int64_t n, double a, double b);
+  /* out = a * p - b * q. stream: non-temporal stores (out overlaps neither p nor q), every
+   * element computed by the vector expression where n holds a whole vector. */
+  void (*axpby_f32)(const float* p, const float* q, float* out, int64_t n, float a, float b,
+                    int stream);
+  void (*axpby_f64)(const double* p, const double* q, double* out, int64_t n, double a, double b,
+                    int stream);
   /* out = x + s */
   void (*add_scalar_f32)(const float* x, float* out, int64_t n, float s);
   void (*add_scalar_f64)(const double* x, double* out, int64_t n, double s);

@@ -328,12 +328,25 @@ static double scale_dot_f64(const double* x, double* out, int64_t n, double s, c
     }                                                                                              \
   }                                                                                                \
                                                                                                    \
-  static void axpby_##SUF(const T* p, const T* q, T* out, int64_t n, T a, T b) {                   \
+  /* Streamed, every element is computed by the vector expression (the compiler may contract the   \
+   * scalar one into an FMA otherwise, and which elements a thread's part leaves to it depends on  \
+   * the split): the elements before out's first aligned vector by one unaligned vector, those     \
+   * after its last aligned vector by one more, both overlapping the aligned ones.                 \
+   * (Streamed spans never overlap p or q.) */                                                     \
+  static void axpby_##SUF(const T* p, const T* q, T* out, int64_t n, T a, T b, int stream) {       \
     V va = (V){0} + a;                                                                             \
     V vb = (V){0} + b;                                                                             \
     int64_t i = 0;                                                                                 \
+    int vec_ends = stream && PF__K_STREAM && n >= W;                                               \
+    if (vec_ends && (i = head_len(out, n, (int64_t)sizeof(T), 1)) > 0) {                           \
+      STORE(out, va* LOAD(p) - vb * LOAD(q));                                                      \
+    }                                                                                              \
     for (; n - i >= W; i += W) {                                                                   \
-      STORE(out + i, va * LOAD(p + i) - vb * LOAD(q + i));                                         \
+      PUT(out + i, va * LOAD(p + i) - vb * LOAD(q + i), vec_ends);                                 \
+    }                                                                                              \
+    if (vec_ends && i < n) {                                                                       \
+      STORE(out + n - W, va * LOAD(p + n - W) - vb * LOAD(q + n - W));                             \
+      i = n;                                                                                       \
     }                                                                                              \
     for (; i < n; ++i) {                                                                           \
       out[i] = a * p[i] - b * q[i];                                                                \

@@ -328,6 +328,60 @@ START_TEST(test_stream_orders_bit_identical) {
 }
 END_TEST
 
+/* rms_norm_bwd's dx written with non-temporal stores (4 MiB or more, dx apart from x and the
+ * cotangent) against the same rows computed in place (dx the cotangent's copy: not streamed):
+ * the same bits at every level and offset of dx, with 1 and 3 threads (a row split over them). */
+START_TEST(test_bwd_streamed_bit_identical) {
+  enum { ROWS = 3, COLS = (1 << 19) + 5, SLACK = 16 };
+  static const int offsets[] = {0, 1, 3, 7};
+  int64_t n = (int64_t)ROWS * COLS;
+  float* xf = rand_f32(n, -3, 3);
+  float* cf = rand_f32(n, -1, 1);
+  float* invf = rand_f32(ROWS, 0.5, 2);
+  double* xd = rand_f64(n, -3, 3);
+  double* cd = rand_f64(n, -1, 1);
+  double* invd = rand_f64(ROWS, 0.5, 2);
+  float* of = xmalloc((size_t)(n + SLACK) * sizeof(float));
+  float* pf = xmalloc((size_t)n * sizeof(float));
+  double* od = xmalloc((size_t)(n + SLACK) * sizeof(double));
+  double* pd = xmalloc((size_t)n * sizeof(double));
+  int best = pf__k_isa_set(PF__K_ISA_AUTO);
+  for (int level = PF__K_ISA_BASE; level <= best; ++level) {
+    pf__k_isa_set(level);
+    for (int threads = 1; threads <= 3; threads += 2) {
+      pf__k_threads_set(threads);
+      memcpy(pf, cf, (size_t)n * sizeof(float));
+      pf__k_rms_norm_bwd_f32(xf, invf, pf, pf, ROWS, COLS);
+      memcpy(pd, cd, (size_t)n * sizeof(double));
+      pf__k_rms_norm_bwd_f64(xd, invd, pd, pd, ROWS, COLS);
+      for (int k = 0; k < (int)(sizeof offsets / sizeof offsets[0]); ++k) {
+        int o = offsets[k];
+        pf__k_rms_norm_bwd_f32(xf, invf, cf, of + o, ROWS, COLS);
+        pf__k_rms_norm_bwd_f64(xd, invd, cd, od + o, ROWS, COLS);
+        ck_assert_msg(memcmp(of + o, pf, (size_t)n * sizeof(float)) == 0,
+                      "%s, %d threads, dx offset %d: float32 differs from in place",
+                      pf__k_isa_name(), threads, o);
+        ck_assert_msg(memcmp(od + o, pd, (size_t)n * sizeof(double)) == 0,
+                      "%s, %d threads, dx offset %d: float64 differs from in place",
+                      pf__k_isa_name(), threads, o);
+      }
+    }
+  }
+  pf__k_isa_set(PF__K_ISA_AUTO);
+  pf__k_threads_set(1);
+  free(xf);
+  free(cf);
+  free(invf);
+  free(xd);
+  free(cd);
+  free(invd);
+  free(of);
+  free(pf);
+  free(od);
+  free(pd);
+}
+END_TEST
+
 /* ---- test case ---- */
 
 /* The default level: the last case leaves it set. */
@@ -337,6 +391,7 @@ static void at_auto(void) {
 
 TCase* pf_test_kmath_threads_tcase(void) {
   const TTest* settings[] = {test_isa_and_threads_settings, test_threads_environment,
-                             test_threads_bit_identical, test_stream_orders_bit_identical};
-  return pf_test_kmath_tcase("levels and threads", settings, 4, at_auto);
+                             test_threads_bit_identical, test_stream_orders_bit_identical,
+                             test_bwd_streamed_bit_identical};
+  return pf_test_kmath_tcase("levels and threads", settings, 5, at_auto);
 }
