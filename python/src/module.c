@@ -67,6 +67,17 @@ PFPY_ENTRY(PyObject*, module_getattro, (PyObject * self, PyObject* name), (self,
 static PyObject* module_list(PyObject* self, int with_info) {
   pf_export_info_t* list;
   size_t n;
+  /* TVM-FFI's ffi.Module (handed over by a call once joined): its functions are reached as
+   * attributes, but packfn cannot list them; dir() must not fail on it (it raised TypeError
+   * "expected a Module made by packfn, got Module": review) */
+  if (!pf_module_path(((PfObject*)self)->obj)) {
+    if (!with_info)
+      return PyList_New(0);
+    PyErr_SetString(PyExc_TypeError,
+                    "packfn.Module.exports: lists the functions of packfn's own modules only; "
+                    "this is TVM-FFI's ffi.Module (its functions are still attributes)");
+    return NULL;
+  }
   if (pf_module_list(((PfObject*)self)->obj, &list, &n) != 0)
     return pfpy_raise_pf_error();
   PyObject* r = with_info ? PyDict_New() : PyList_New(0);

@@ -101,3 +101,26 @@ def test_load_module_failing_call_raises_joined_or_apart(apart):
                 print("no error")
     """, env={"PACKFN_NO_TVM_FFI": apart})
     assert out.count("raised: rms_norm: argument 1 (out): expected Tensor, got int") == 3, out
+
+
+def test_tvm_module_seen_through_packfn():
+    """TVM-FFI's ffi.Module handed to Python by a packfn call is a packfn.Module whose functions
+    are attributes; dir() lists only path and exports (it raised TypeError), exports() says
+    why it cannot list them."""
+    out = run("""
+        import tvm_ffi, packfn
+        mod = packfn.get_global("testing.echo")(tvm_ffi.load_module(KERNELS))
+        assert type(mod) is packfn.Module, type(mod)
+        assert mod.path is None
+        x = np.arange(4, dtype=np.float64)
+        y = np.zeros_like(x)
+        mod.add_n(x, y, 1.5)
+        assert (y == x + 1.5).all()
+        assert sorted(dir(mod)) == ["exports", "path"], dir(mod)
+        try:
+            mod.exports()
+        except TypeError as e:
+            assert "TVM-FFI's ffi.Module" in str(e), e
+            print("exports refused")
+    """)
+    assert "exports refused" in out
