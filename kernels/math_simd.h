@@ -45,12 +45,11 @@ typedef struct {
                     int stream);
   void (*axpby_f64)(const double* p, const double* q, double* out, int64_t n, double a, double b,
                     int stream);
-  /* out = x + s */
-  void (*add_scalar_f32)(const float* x, float* out, int64_t n, float s);
-  void (*add_scalar_f64)(const double* x, double* out, int64_t n, double s);
-  /* a = b + c */
-  void (*add_f32)(const float* b, const float* c, float* a, int64_t n);
-  void (*add_f64)(const double* b, const double* c, double* a, int64_t n);
+  /* out = x + s; a = b + c. stream: non-temporal stores (the output overlaps no input). */
+  void (*add_scalar_f32)(const float* x, float* out, int64_t n, float s, int stream);
+  void (*add_scalar_f64)(const double* x, double* out, int64_t n, double s, int stream);
+  void (*add_f32)(const float* b, const float* c, float* a, int64_t n, int stream);
+  void (*add_f64)(const double* b, const double* c, double* a, int64_t n, int stream);
   /* Kepler's equation over n elements (kmath.h's pf__k_kepler_f32/_f64), solved in double
    * lanes with the level's own sin and cos polynomials; pf__k_kepler_solve takes the elements
    * the lanes do not (see math_simd_body.h). Each result depends on its own element only. */

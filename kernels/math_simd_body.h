@@ -353,27 +353,33 @@ static double scale_dot_f64(const double* x, double* out, int64_t n, double s, c
     }                                                                                              \
   }                                                                                                \
                                                                                                    \
-  static void add_scalar_##SUF(const T* x, T* out, int64_t n, T s) {                               \
+  static void add_scalar_##SUF(const T* x, T* out, int64_t n, T s, int stream) {                   \
     V vs = (V){0} + s;                                                                             \
-    int64_t i = 0;                                                                                 \
+    int64_t i = head_len(out, n, (int64_t)sizeof(T), stream);                                      \
+    for (int64_t k = 0; k < i; ++k) {                                                              \
+      out[k] = x[k] + s;                                                                           \
+    }                                                                                              \
     for (; n - i >= 2 * W; i += 2 * W) {                                                           \
       V v0 = LOAD(x + i) + vs;                                                                     \
       V v1 = LOAD(x + i + W) + vs;                                                                 \
-      STORE(out + i, v0);                                                                          \
-      STORE(out + i + W, v1);                                                                      \
+      PUT(out + i, v0, stream);                                                                    \
+      PUT(out + i + W, v1, stream);                                                                \
     }                                                                                              \
     for (; i < n; ++i) {                                                                           \
       out[i] = x[i] + s;                                                                           \
     }                                                                                              \
   }                                                                                                \
                                                                                                    \
-  static void add_##SUF(const T* b, const T* c, T* a, int64_t n) {                                 \
-    int64_t i = 0;                                                                                 \
+  static void add_##SUF(const T* b, const T* c, T* a, int64_t n, int stream) {                     \
+    int64_t i = head_len(a, n, (int64_t)sizeof(T), stream);                                        \
+    for (int64_t k = 0; k < i; ++k) {                                                              \
+      a[k] = b[k] + c[k];                                                                          \
+    }                                                                                              \
     for (; n - i >= 2 * W; i += 2 * W) {                                                           \
       V v0 = LOAD(b + i) + LOAD(c + i);                                                            \
       V v1 = LOAD(b + i + W) + LOAD(c + i + W);                                                    \
-      STORE(a + i, v0);                                                                            \
-      STORE(a + i + W, v1);                                                                        \
+      PUT(a + i, v0, stream);                                                                      \
+      PUT(a + i + W, v1, stream);                                                                  \
     }                                                                                              \
     for (; i < n; ++i) {                                                                           \
       a[i] = b[i] + c[i];                                                                          \

@@ -382,6 +382,58 @@ START_TEST(test_bwd_streamed_bit_identical) {
 }
 END_TEST
 
+/* add_n and vector_add with outputs of 16 MiB or more apart from their inputs (streamed)
+ * against the same computed in place (not streamed): the same bits at every level, offset of the
+ * output and thread count, for b of every length vector_add distinguishes (1, a few, all of c). */
+START_TEST(test_elementwise_streamed_bit_identical) {
+  enum { NF = (1 << 22) + 11, ND = (1 << 21) + 11, SLACK = 16 };
+  static const int offsets[] = {0, 3};
+  static const int64_t nbs[] = {1, 1000, ND};
+  float* xf = rand_f32(NF, -3, 3);
+  double* xd = rand_f64(ND, -3, 3);
+  double* bd = rand_f64(ND, -1, 1);
+  float* of = xmalloc((size_t)(NF + SLACK) * sizeof(float));
+  float* pf = xmalloc((size_t)NF * sizeof(float));
+  double* od = xmalloc((size_t)(ND + SLACK) * sizeof(double));
+  double* pd = xmalloc((size_t)ND * sizeof(double));
+  int best = pf__k_isa_set(PF__K_ISA_AUTO);
+  for (int level = PF__K_ISA_BASE; level <= best; ++level) {
+    pf__k_isa_set(level);
+    for (int threads = 1; threads <= 3; threads += 2) {
+      pf__k_threads_set(threads);
+      memcpy(pf, xf, (size_t)NF * sizeof(float));
+      pf__k_add_n_f32(pf, pf, NF, 0.375f);
+      for (int k = 0; k < (int)(sizeof offsets / sizeof offsets[0]); ++k) {
+        pf__k_add_n_f32(xf, of + offsets[k], NF, 0.375f);
+        ck_assert_msg(memcmp(of + offsets[k], pf, (size_t)NF * sizeof(float)) == 0,
+                      "%s, %d threads, out offset %d: add_n differs from in place",
+                      pf__k_isa_name(), threads, offsets[k]);
+      }
+      for (int b = 0; b < (int)(sizeof nbs / sizeof nbs[0]); ++b) {
+        memcpy(pd, xd, (size_t)ND * sizeof(double));
+        pf__k_vector_add_f64(bd, nbs[b], pd, pd, ND);
+        for (int k = 0; k < (int)(sizeof offsets / sizeof offsets[0]); ++k) {
+          pf__k_vector_add_f64(bd, nbs[b], xd, od + offsets[k], ND);
+          ck_assert_msg(memcmp(od + offsets[k], pd, (size_t)ND * sizeof(double)) == 0,
+                        "%s, %d threads, b of %lld, out offset %d: vector_add differs from in "
+                        "place",
+                        pf__k_isa_name(), threads, (long long)nbs[b], offsets[k]);
+        }
+      }
+    }
+  }
+  pf__k_isa_set(PF__K_ISA_AUTO);
+  pf__k_threads_set(1);
+  free(xf);
+  free(xd);
+  free(bd);
+  free(of);
+  free(pf);
+  free(od);
+  free(pd);
+}
+END_TEST
+
 /* ---- test case ---- */
 
 /* The default level: the last case leaves it set. */
@@ -390,8 +442,9 @@ static void at_auto(void) {
 }
 
 TCase* pf_test_kmath_threads_tcase(void) {
-  const TTest* settings[] = {test_isa_and_threads_settings, test_threads_environment,
-                             test_threads_bit_identical, test_stream_orders_bit_identical,
-                             test_bwd_streamed_bit_identical};
-  return pf_test_kmath_tcase("levels and threads", settings, 5, at_auto);
+  const TTest* settings[] = {
+      test_isa_and_threads_settings,   test_threads_environment,
+      test_threads_bit_identical,      test_stream_orders_bit_identical,
+      test_bwd_streamed_bit_identical, test_elementwise_streamed_bit_identical};
+  return pf_test_kmath_tcase("levels and threads", settings, 6, at_auto);
 }
