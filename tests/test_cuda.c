@@ -223,6 +223,32 @@ START_TEST(test_gpu_tensor_round_trip) {
 }
 END_TEST
 
+/* A CUDA tensor copied into host memory another runtime describes (rocm_host, which the core
+ * counts as host memory): the copy runs on the source's device, not on the device of the host
+ * side's index (it entered CUDA device 5 of rocm_host:5, "invalid device ordinal" on a machine
+ * without one, or another GPU's stream, unordered with the source's: review). */
+START_TEST(test_gpu_copy_into_rocm_host) {
+  int32_t n = gpus("test_gpu_copy_into_rocm_host");
+  if (n == 0)
+    return;
+  int64_t shape[1] = {6};
+  pf_object_t *host, *dev;
+  ck_assert_int_eq(pf_tensor_empty(shape, 1, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &host), 0);
+  float* p = pf_dltensor_data(pf_tensor_dltensor(host));
+  for (int i = 0; i < 6; ++i)
+    p[i] = (float)i + 0.25f;
+  ck_assert_int_eq(pf_tensor_to_device(host, pf_device(PF_DEV_CUDA, 0), &dev), 0);
+  float out[6] = {0};
+  DLTensor dst = {out, {(DLDeviceType)PF_DEV_ROCM_HOST, n}, 1, {kDLFloat, 32, 1}, shape, NULL, 0};
+  ck_assert_int_eq(pf_dltensor_copy(&dst, pf_tensor_dltensor(dev)), 0);
+  for (int i = 0; i < 6; ++i)
+    ck_assert(out[i] == (float)i + 0.25f);
+  pf_object_release(dev);
+  pf_object_release(host);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
 START_TEST(test_gpu_streams_and_devices) {
   int32_t n = gpus("test_gpu_streams_and_devices");
   if (n == 0)
@@ -683,6 +709,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_gpu_tensor_from_ended_thread);
   tcase_add_test(tc, test_gpu_release_other_device);
   tcase_add_test(tc, test_gpu_copy_between_devices_after_source_stream);
+  tcase_add_test(tc, test_gpu_copy_into_rocm_host);
   suite_add_tcase(s, tc);
   return s;
 }

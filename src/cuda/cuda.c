@@ -291,9 +291,10 @@ static int pf__cuda_copy(void* ctx, void* dst, DLDevice dst_device, const void* 
                          DLDevice src_device, size_t nbytes) {
   (void)ctx;
   static const char func[] = "pf_allocator(cuda).copy";
-  int32_t dst_type = (int32_t)dst_device.device_type;
-  DLDevice side =
-      (dst_type == PF_DEV_CPU || dst_type == PF_DEV_CUDA_HOST) ? src_device : dst_device;
+  /* the CUDA device whose memory the copy writes, else the source's: a host destination may
+   * be described by another runtime (rocm_host: the core counts it as host memory), whose
+   * index is no CUDA device (it was taken as one: review) */
+  DLDevice side = pf__cuda_is_device_memory(dst_device) ? dst_device : src_device;
   int32_t prev;
   if (pf__cuda_enter(side.device_id, func, &prev) != 0)
     return -1;
