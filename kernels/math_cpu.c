@@ -126,9 +126,16 @@ int pf__k_stream_order_set(int order) {
   return chosen;
 }
 
+/* The first call chooses the default only where nothing is set yet: a pf__k_stream_order_set
+ * made by another thread meanwhile is kept, where storing the default over it lost it (the set
+ * had returned its order as the one in effect; review). */
 int pf__k_stream_order_get(void) {
   int order = atomic_load(&stream_order);
-  return order > 0 ? order - 1 : pf__k_stream_order_set(PF__K_STREAM_AUTO);
+  if (order > 0) {
+    return order - 1;
+  }
+  int chosen = best_order() + 1;
+  return (atomic_compare_exchange_strong(&stream_order, &order, chosen) ? chosen : order) - 1;
 }
 
 /* ---- threads ---- */
