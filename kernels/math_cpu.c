@@ -93,9 +93,15 @@ int pf__k_isa_set(int level) {
   return chosen;
 }
 
+/* The first call chooses the default only where nothing is set yet (as pf__k_stream_order_get:
+ * a set made meanwhile by another thread is kept). */
 int pf__k_isa_get(void) {
   int level = atomic_load(&isa_level);
-  return level > 0 ? level - 1 : pf__k_isa_set(PF__K_ISA_AUTO);
+  if (level > 0) {
+    return level - 1;
+  }
+  int chosen = best_level() + 1;
+  return (atomic_compare_exchange_strong(&isa_level, &level, chosen) ? chosen : level) - 1;
 }
 
 const char* pf__k_isa_name(void) {
@@ -168,9 +174,16 @@ int pf__k_threads_set(int n) {
   return chosen;
 }
 
+/* The first call chooses the default only where nothing is set yet: a pf__k_threads_set (the
+ * public pf_kernels_set_threads) made meanwhile by another thread is kept, where storing the
+ * default over it lost it for the rest of the process (review). */
 int pf__k_threads_get(void) {
   int n = atomic_load(&thread_count);
-  return n > 0 ? n : pf__k_threads_set(0);
+  if (n > 0) {
+    return n;
+  }
+  int chosen = default_threads();
+  return atomic_compare_exchange_strong(&thread_count, &n, chosen) ? chosen : n;
 }
 
 /* Threads for work over bytes bytes: at most one per PF__K_PAR_MIN_BYTES, at least 1. */

@@ -108,12 +108,24 @@ START_TEST(test_stream_order_set_races_first_get) {
 }
 END_TEST
 
+START_TEST(test_isa_set_races_first_get) {
+  check_setting(SET_ISA, "instruction set level");
+}
+END_TEST
+
+START_TEST(test_threads_set_races_first_get) {
+  check_setting(SET_THREADS, "thread count");
+}
+END_TEST
+
 int main(void) {
   unsetenv("PACKFN_KERNEL_THREADS"); /* the default thread count: 1 */
   Suite* s = suite_create("kernels_math_settings");
   TCase* tc = tcase_create("first use");
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_stream_order_set_races_first_get);
+  tcase_add_test(tc, test_isa_set_races_first_get);
+  tcase_add_test(tc, test_threads_set_races_first_get);
   suite_add_tcase(s, tc);
   SRunner* sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
