@@ -59,9 +59,11 @@ int pf__k_threads_get(void);
  * KiB; a job's last row). PF__K_STREAM_LINEAR reads front to back, PF__K_STREAM_PAGES several
  * 4 KiB pages at a time (kernels/math_simd.h). The results are the same bit for bit; only the
  * speed differs, and which order is faster depends on the CPU. PF__K_STREAM_AUTO (the default)
- * picks pages on Intel CPUs and linear elsewhere: the scaling pass of one thread of rms_norm
- * over a 256 MiB row took 25 ms rather than 32 on a Xeon, 17.5-21 ms rather than 13.4 on an AMD
- * EPYC (bench/bench_kernels.c). Returns the order now in effect. For tests and benchmarks. */
+ * picks pages on Intel CPUs and linear elsewhere: one thread of rms_norm over a 256 MiB row ran
+ * 1.13-1.14x faster in pages order on a 16-core Xeon (its scaling pass alone 1.21-1.31x), and
+ * 0.80x as fast on an AMD EPYC (scaling pass 0.68x): medians of paired runs, as
+ * bench/bench_kernels.c's order_ab times them (docs/performance.md). Returns the order now in
+ * effect. For tests and benchmarks. */
 enum { PF__K_STREAM_AUTO = -1, PF__K_STREAM_LINEAR = 0, PF__K_STREAM_PAGES = 1 };
 int pf__k_stream_order_set(int order);
 int pf__k_stream_order_get(void);

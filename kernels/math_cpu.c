@@ -68,6 +68,15 @@ static const pf__k_simd_t* level_table(int level) {
   return &pf__k_simd_base;
 }
 
+/* A setting's first read (0 in `slot`: nothing chosen yet) stores `value`, the default, only
+ * where nothing is set still: a set made meanwhile by another thread is kept, where storing the
+ * default over it lost it for the rest of the process although the set had returned it as the
+ * one in effect (review). Returns what `slot` holds then. */
+static int choose_default(atomic_int* slot, int value) {
+  int none = 0;
+  return atomic_compare_exchange_strong(slot, &none, value) ? value : none;
+}
+
 /* The best level this CPU (and its operating system, which must save the registers) has. */
 static int best_level(void) {
 #if PF__K_HAVE_X86_LEVELS
@@ -93,15 +102,9 @@ int pf__k_isa_set(int level) {
   return chosen;
 }
 
-/* The first call chooses the default only where nothing is set yet (as pf__k_stream_order_get:
- * a set made meanwhile by another thread is kept). */
 int pf__k_isa_get(void) {
   int level = atomic_load(&isa_level);
-  if (level > 0) {
-    return level - 1;
-  }
-  int chosen = best_level() + 1;
-  return (atomic_compare_exchange_strong(&isa_level, &level, chosen) ? chosen : level) - 1;
+  return (level > 0 ? level : choose_default(&isa_level, best_level() + 1)) - 1;
 }
 
 const char* pf__k_isa_name(void) {
@@ -132,16 +135,9 @@ int pf__k_stream_order_set(int order) {
   return chosen;
 }
 
-/* The first call chooses the default only where nothing is set yet: a pf__k_stream_order_set
- * made by another thread meanwhile is kept, where storing the default over it lost it (the set
- * had returned its order as the one in effect; review). */
 int pf__k_stream_order_get(void) {
   int order = atomic_load(&stream_order);
-  if (order > 0) {
-    return order - 1;
-  }
-  int chosen = best_order() + 1;
-  return (atomic_compare_exchange_strong(&stream_order, &order, chosen) ? chosen : order) - 1;
+  return (order > 0 ? order : choose_default(&stream_order, best_order() + 1)) - 1;
 }
 
 /* ---- threads ---- */
@@ -174,16 +170,9 @@ int pf__k_threads_set(int n) {
   return chosen;
 }
 
-/* The first call chooses the default only where nothing is set yet: a pf__k_threads_set (the
- * public pf_kernels_set_threads) made meanwhile by another thread is kept, where storing the
- * default over it lost it for the rest of the process (review). */
 int pf__k_threads_get(void) {
   int n = atomic_load(&thread_count);
-  if (n > 0) {
-    return n;
-  }
-  int chosen = default_threads();
-  return atomic_compare_exchange_strong(&thread_count, &n, chosen) ? chosen : n;
+  return n > 0 ? n : choose_default(&thread_count, default_threads());
 }
 
 /* Threads for work over bytes bytes: at most one per PF__K_PAR_MIN_BYTES, at least 1. */

@@ -273,8 +273,8 @@ START_TEST(test_threads_bit_identical) {
 END_TEST
 
 /* The pages order of streamed writes (scale_pages) at every offset of the input and the output
- * in their pages and vectors: the same bits as the linear order, float32 and float64, one row
- * that is streamed and one split over threads. */
+ * in their pages and vectors: the same bits as the linear order, rms_norm float32 and
+ * rms_norm_fwd float64 (its inv_rms too), one row that is streamed and one split over threads. */
 START_TEST(test_stream_orders_bit_identical) {
   enum { N = (1 << 20) + 37, SLACK = 1024 + 16 };
   static const int offsets[][2] = {{0, 0}, {1, 0}, {0, 3}, {5, 9}, {1021, 2}, {1024, 1023}};
@@ -284,6 +284,7 @@ START_TEST(test_stream_orders_bit_identical) {
   float* pf = xmalloc((N + SLACK) * sizeof(float));
   double* ld = xmalloc((N + SLACK) * sizeof(double));
   double* pd = xmalloc((N + SLACK) * sizeof(double));
+  double inv_l, inv_p;
   int best = pf__k_isa_set(PF__K_ISA_AUTO);
   for (int level = PF__K_ISA_BASE; level <= best; ++level) {
     pf__k_isa_set(level);
@@ -291,18 +292,26 @@ START_TEST(test_stream_orders_bit_identical) {
       pf__k_threads_set(threads);
       for (int k = 0; k < (int)(sizeof offsets / sizeof offsets[0]); ++k) {
         int xo = offsets[k][0], yo = offsets[k][1];
+        /* poisoned first: an element neither order writes differs from any result */
+        memset(lf, 0xff, (N + SLACK) * sizeof(float));
+        memset(pf, 0xfe, (N + SLACK) * sizeof(float));
+        memset(ld, 0xff, (N + SLACK) * sizeof(double));
+        memset(pd, 0xfe, (N + SLACK) * sizeof(double));
         pf__k_stream_order_set(PF__K_STREAM_LINEAR);
         pf__k_rms_norm_f32(xf + xo, lf + yo, 1, N, 1e-5f);
-        pf__k_rms_norm_f64(xd + xo, ld + yo, 1, N, 1e-9);
+        pf__k_rms_norm_fwd_f64(xd + xo, ld + yo, &inv_l, 1, N, 1e-9);
         pf__k_stream_order_set(PF__K_STREAM_PAGES);
         pf__k_rms_norm_f32(xf + xo, pf + yo, 1, N, 1e-5f);
-        pf__k_rms_norm_f64(xd + xo, pd + yo, 1, N, 1e-9);
+        pf__k_rms_norm_fwd_f64(xd + xo, pd + yo, &inv_p, 1, N, 1e-9);
+        ck_assert_msg(memcmp(&inv_l, &inv_p, sizeof inv_l) == 0,
+                      "%s, %d threads, offsets %d, %d: rms_norm_fwd's inv_rms differs",
+                      pf__k_isa_name(), threads, xo, yo);
         ck_assert_msg(memcmp(lf + yo, pf + yo, N * sizeof(float)) == 0,
                       "%s, %d threads, offsets %d, %d: float32 differs", pf__k_isa_name(), threads,
                       xo, yo);
         ck_assert_msg(memcmp(ld + yo, pd + yo, N * sizeof(double)) == 0,
-                      "%s, %d threads, offsets %d, %d: float64 differs", pf__k_isa_name(), threads,
-                      xo, yo);
+                      "%s, %d threads, offsets %d, %d: float64 (fwd) differs", pf__k_isa_name(),
+                      threads, xo, yo);
       }
     }
   }
