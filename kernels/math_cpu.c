@@ -339,6 +339,19 @@ static int ew_small(int64_t count, int64_t bytes_per) {
  * are the same bits. */
 #define PF__K_SCALAR_MAX 8
 
+/* add_n of either element type, as a job (split over threads, streamed where large). */
+static void addn_run(int f64, const void* x, void* out, int64_t count, double n) {
+  size_t elem = f64 ? sizeof(double) : sizeof(float);
+  ew_job_t j = {.kind = EW_ADD_N,
+                .f64 = f64,
+                .in0 = x,
+                .out0 = out,
+                .count = count,
+                .scalar = n,
+                .stream = ew_stream(count, elem, out != x)};
+  ew_run(&j, 2 * (int64_t)elem);
+}
+
 void pf__k_add_n_f32(const float* x, float* out, int64_t count, float n) {
   if (count < PF__K_SCALAR_MAX) {
     for (int64_t i = 0; i < count; ++i)
@@ -349,18 +362,7 @@ void pf__k_add_n_f32(const float* x, float* out, int64_t count, float n) {
     ops()->add_scalar_f32(x, out, count, n, 0);
     return;
   }
-  ew_job_t j = {NULL,
-                EW_ADD_N,
-                0,
-                x,
-                NULL,
-                out,
-                NULL,
-                count,
-                0,
-                n,
-                ew_stream(count, sizeof(float), out != x)};
-  ew_run(&j, 2 * (int64_t)sizeof(float));
+  addn_run(0, x, out, count, n);
 }
 
 void pf__k_add_n_f64(const double* x, double* out, int64_t count, double n) {
@@ -373,54 +375,32 @@ void pf__k_add_n_f64(const double* x, double* out, int64_t count, double n) {
     ops()->add_scalar_f64(x, out, count, n, 0);
     return;
   }
-  ew_job_t j = {NULL,
-                EW_ADD_N,
-                1,
-                x,
-                NULL,
-                out,
-                NULL,
-                count,
-                0,
-                n,
-                ew_stream(count, sizeof(double), out != x)};
-  ew_run(&j, 2 * (int64_t)sizeof(double));
+  addn_run(1, x, out, count, n);
+}
+
+/* vector_add of either element type. */
+static void vadd_run(int f64, const void* b, int64_t nb, const void* c, void* a, int64_t count) {
+  if (nb <= 0) {
+    return;
+  }
+  size_t elem = f64 ? sizeof(double) : sizeof(float);
+  ew_job_t j = {.kind = EW_VADD,
+                .f64 = f64,
+                .in0 = b,
+                .in1 = c,
+                .out0 = a,
+                .count = count,
+                .nb = nb,
+                .stream = ew_stream(count, elem, a != c && a != b)};
+  ew_run(&j, 3 * (int64_t)elem);
 }
 
 void pf__k_vector_add_f32(const float* b, int64_t nb, const float* c, float* a, int64_t count) {
-  if (nb <= 0) {
-    return;
-  }
-  ew_job_t j = {NULL,
-                EW_VADD,
-                0,
-                b,
-                c,
-                a,
-                NULL,
-                count,
-                nb,
-                0.0,
-                ew_stream(count, sizeof(float), a != c && a != b)};
-  ew_run(&j, 3 * (int64_t)sizeof(float));
+  vadd_run(0, b, nb, c, a, count);
 }
 
 void pf__k_vector_add_f64(const double* b, int64_t nb, const double* c, double* a, int64_t count) {
-  if (nb <= 0) {
-    return;
-  }
-  ew_job_t j = {NULL,
-                EW_VADD,
-                1,
-                b,
-                c,
-                a,
-                NULL,
-                count,
-                nb,
-                0.0,
-                ew_stream(count, sizeof(double), a != c && a != b)};
-  ew_run(&j, 3 * (int64_t)sizeof(double));
+  vadd_run(1, b, nb, c, a, count);
 }
 
 /* One Kepler solve costs about as much time as moving this many bytes (17-60 ns per element
