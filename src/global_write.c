@@ -75,10 +75,15 @@ static void pf__displace(const pf_object_t* fn) {
  * (a function's reference count, say) would make every lookup of it miss the cache while they
  * run (lookups from two threads then ran at half the speed of one). */
 #define PF__LINE 64
+static size_t pf__name_copy_size(size_t len) {
+  return (len + 1 + PF__LINE - 1) & ~(size_t)(PF__LINE - 1);
+}
+
 static char* pf__name_copy_alloc(size_t len) {
   void* p = NULL;
-  size_t size = (len + 1 + PF__LINE - 1) & ~(size_t)(PF__LINE - 1);
-  return len < SIZE_MAX - PF__LINE && posix_memalign(&p, PF__LINE, size) == 0 ? p : NULL;
+  return len < SIZE_MAX - PF__LINE && posix_memalign(&p, PF__LINE, pf__name_copy_size(len)) == 0
+             ? p
+             : NULL;
 }
 
 /* ---- TVM-FFI's table, once joined (pf__tvm_table, pf__tvm_get: global_table.h) ---- */
@@ -148,11 +153,12 @@ static void pf__fill(pf__cell_t* t, pf__entry_t* e, const pf__entry_t* from) {
 }
 
 /* A new array holding t's live entries plus `entry` (NULL on failure to allocate), sized so
- * that it is at most 3/8 full; not yet visible to readers. */
-static pf__cell_t* pf__rebuild(pf__cell_t* t, const pf__entry_t* entry) {
+ * that it is at most 3/8 full; not yet visible to readers. *bytes receives its size. */
+static pf__cell_t* pf__rebuild(pf__cell_t* t, const pf__entry_t* entry, size_t* bytes) {
   size_t need = __atomic_load_n(&pf__live, __ATOMIC_RELAXED) + 1, cap = 64, shift = 58;
   while (need * 8 > cap * 3)
     cap *= 2, shift--;
+  *bytes = (cap + 1) * sizeof(pf__cell_t);
   pf__cell_t* grown = calloc(cap + 1, sizeof(pf__cell_t));
   if (!grown)
     return NULL;
@@ -224,7 +230,7 @@ static int pf__set(const char* name, pf_object_t* fn, int allow_override, pf_obj
   char* copy = pf__name_copy_alloc(len);
   if (!copy) {
     pthread_mutex_unlock(&pf__writers);
-    return pf__raise_oom("pf_global_set", len + 1);
+    return pf__raise_oom("pf_global_set", pf__name_copy_size(len));
   }
   memcpy(copy, name, len + 1);
   pf__entry_t entry = {h, tail, len, copy, fn};
@@ -235,10 +241,9 @@ static int pf__set(const char* name, pf_object_t* fn, int allow_override, pf_obj
     pthread_mutex_unlock(&pf__writers);
     return 0;
   }
-  pf__cell_t* grown = pf__rebuild(t, &entry);
+  size_t want; /* the new array's size (it named the old one's: review) */
+  pf__cell_t* grown = pf__rebuild(t, &entry, &want);
   if (!grown) {
-    /* sized while t is still ours: once the lock is given back another writer may free it */
-    size_t want = sizeof(pf__cell_t) * (pf__mask(t) + 2);
     pthread_mutex_unlock(&pf__writers);
     free(copy);
     return pf__raise_oom("pf_global_set", want);

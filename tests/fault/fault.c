@@ -588,6 +588,12 @@ static int prog_global_growth(void) {
   }
   pf_object_t* err = pf_error_take(); /* the failure, kept across the checks */
   const char* why = NULL;
+  /* its MemoryError names the size that failed (a failed rebuild named the old array's) */
+  char size_text[64];
+  snprintf(size_text, sizeof size_text, "allocating %zu bytes", fault_failed_size());
+  if (failed_set && err && strcmp(pf_error_kind(err), PF_ERR_MEMORY) == 0 &&
+      strstr(pf_error_message(err), size_text) == NULL)
+    why = "its MemoryError names another size than the allocation that failed";
   for (int i = 0; i < k && !why; ++i) {
     grow_name(name, sizeof name, i);
     if (!finds(name, fn))

@@ -24,6 +24,7 @@ void __libc_free(void* p);
 static long calls;                     /* allocation calls since arming */
 static long fail_at;                   /* the call that fails, 0: none */
 static int failed;                     /* 1 once the armed call failed */
+static size_t failed_size;             /* the bytes the failed call asked for */
 static long live;                      /* blocks allocated and not freed */
 static uintptr_t loader_lo, loader_hi; /* the dynamic loader's code, when its calls are skipped */
 
@@ -46,6 +47,10 @@ int fault_fired(void) {
   return failed;
 }
 
+size_t fault_failed_size(void) {
+  return failed_size;
+}
+
 long fault_calls(void) {
   return calls;
 }
@@ -56,22 +61,23 @@ long fault_live_blocks(void) {
 
 /* 1 when this allocation call, made from `caller`, must fail. The dynamic loader's own calls
  * are neither counted nor failed while fault_skip_loader has named its code. */
-static int should_fail_from(const void* caller) {
+static int should_fail_from(const void* caller, size_t size) {
   if ((uintptr_t)caller - loader_lo < loader_hi - loader_lo)
     return 0;
   ++calls;
   if (fail_at != 0 && calls == fail_at) {
     failed = 1;
+    failed_size = size;
     errno = ENOMEM;
     return 1;
   }
   return 0;
 }
 
-#define should_fail() should_fail_from(__builtin_return_address(0))
+#define should_fail(size) should_fail_from(__builtin_return_address(0), size)
 
 INTERPOSE void* malloc(size_t size) {
-  if (should_fail())
+  if (should_fail(size))
     return NULL;
   void* p = __libc_malloc(size);
   live += p != NULL;
@@ -79,7 +85,7 @@ INTERPOSE void* malloc(size_t size) {
 }
 
 INTERPOSE void* calloc(size_t n, size_t size) {
-  if (should_fail())
+  if (should_fail(n * size))
     return NULL;
   void* p = __libc_calloc(n, size);
   live += p != NULL;
@@ -87,7 +93,7 @@ INTERPOSE void* calloc(size_t n, size_t size) {
 }
 
 INTERPOSE void* realloc(void* old, size_t size) {
-  if (should_fail())
+  if (should_fail(size))
     return NULL;
   void* p = __libc_realloc(old, size);
   if (old == NULL)
@@ -105,7 +111,7 @@ INTERPOSE void free(void* p) {
 }
 
 static void* memalign_from(const void* caller, size_t align, size_t size) {
-  if (should_fail_from(caller))
+  if (should_fail_from(caller, size))
     return NULL;
   void* p = __libc_memalign(align, size);
   live += p != NULL;
