@@ -67,6 +67,9 @@ int pf__k_threads_get(void);
 enum { PF__K_STREAM_AUTO = -1, PF__K_STREAM_LINEAR = 0, PF__K_STREAM_PAGES = 1 };
 int pf__k_stream_order_set(int order);
 int pf__k_stream_order_get(void);
+/* How many spans the process has written in pages order so far (for tests: that the order they
+ * set is the one that ran). */
+long long pf__k_stream_pages_spans(void);
 
 /* add_n: out[i] = x[i] + n for i < count. out may equal x. */
 void pf__k_add_n_f32(const float* x, float* out, int64_t count, float n);

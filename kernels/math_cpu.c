@@ -745,6 +745,13 @@ static int row_coefs(rms_job_t* j, int64_t r, double total, double* a, double* b
   return 1;
 }
 
+/* Spans written in pages order so far (pf__k_stream_pages_spans). */
+static atomic_llong pages_spans = 0;
+
+long long pf__k_stream_pages_spans(void) {
+  return atomic_load_explicit(&pages_spans, memory_order_relaxed);
+}
+
 /* Writes elements [lo, hi) of row r from its coefficients. */
 static void row_write(const rms_job_t* j, int64_t r, int64_t lo, int64_t hi, double a, double b) {
   int64_t n = hi - lo;
@@ -756,6 +763,9 @@ static void row_write(const rms_job_t* j, int64_t r, int64_t lo, int64_t hi, dou
   int back = !j->stream && !j->prefetch && n > PF__K_BACK_MIN_ROW_BYTES / (int64_t)elem_of(j);
   /* a span that prefetches nothing, long enough for whole runs of pages */
   int pages = j->pages && next == NULL && n >= PF__K_PAGES_MIN_BYTES / (int64_t)elem_of(j);
+  if (pages) {
+    atomic_fetch_add_explicit(&pages_spans, 1, memory_order_relaxed);
+  }
   if (j->f64) {
     const double* x = (const double*)j->x + off;
     double* y = (double*)j->out + off;

@@ -298,11 +298,15 @@ START_TEST(test_stream_orders_bit_identical) {
         memset(ld, 0xff, (N + SLACK) * sizeof(double));
         memset(pd, 0xfe, (N + SLACK) * sizeof(double));
         pf__k_stream_order_set(PF__K_STREAM_LINEAR);
+        long long spans = pf__k_stream_pages_spans();
         pf__k_rms_norm_f32(xf + xo, lf + yo, 1, N, 1e-5f);
         pf__k_rms_norm_fwd_f64(xd + xo, ld + yo, &inv_l, 1, N, 1e-9);
+        ck_assert_int_eq(pf__k_stream_pages_spans(), spans); /* the linear order ran */
         pf__k_stream_order_set(PF__K_STREAM_PAGES);
         pf__k_rms_norm_f32(xf + xo, pf + yo, 1, N, 1e-5f);
         pf__k_rms_norm_fwd_f64(xd + xo, pd + yo, &inv_p, 1, N, 1e-9);
+        /* the pages order ran, a span per thread and call */
+        ck_assert_int_eq(pf__k_stream_pages_spans(), spans + 2 * threads);
         ck_assert_msg(memcmp(&inv_l, &inv_p, sizeof inv_l) == 0,
                       "%s, %d threads, offsets %d, %d: rms_norm_fwd's inv_rms differs",
                       pf__k_isa_name(), threads, xo, yo);
