@@ -395,6 +395,91 @@ START_TEST(test_bwd_streamed_bit_identical) {
 }
 END_TEST
 
+/* rms_norm_bwd's streamed dx where the test above does not reach: one row and two rows split
+ * over 3 threads (write_part: each part streams its own span), rows shorter than, as long as and
+ * just longer than a vector (n < W: no vector at all; head and tail vectors overlapping), and
+ * every 7th row of extreme values (tiny x, inv_rms as large: computed apart by bwd_row_scaled,
+ * with plain stores, between streamed rows).
+ * The same bits as in place with 1 thread, and nothing written outside dx (poisoned guards). */
+START_TEST(test_bwd_streamed_split_and_short_rows) {
+  enum { GUARD = 16 };
+  static const int64_t shapes[][2] = {
+      {1, (1 << 20) + 5}, {2, (1 << 19) + 37}, {(1 << 20) / 3 + 1, 3}, {(1 << 20) / 17 + 1, 17}};
+  static const int offsets[] = {0, 1, 5, 15};
+  int best = pf__k_isa_set(PF__K_ISA_AUTO);
+  for (int s = 0; s < (int)(sizeof shapes / sizeof shapes[0]); ++s) {
+    int64_t rows = shapes[s][0], cols = shapes[s][1], n = rows * cols;
+    float* xf = rand_f32(n, -3, 3);
+    float* cf = rand_f32(n, -1, 1);
+    float* invf = rand_f32(rows, 0.5, 2);
+    double* xd = rand_f64(n, -3, 3);
+    double* cd = rand_f64(n, -1, 1);
+    double* invd = rand_f64(rows, 0.5, 2);
+    for (int64_t r = 3; rows > 2 && r < rows; r += 7) {
+      /* x tiny and inv_rms as large: b = inv^3 mean(ct x) beyond the float32 (1e40) and
+       * inv^3 beyond the float64 (2^1800) range, while b x is of the order of a ct */
+      invf[r] *= 1e20f;
+      invd[r] *= 0x1p600;
+      for (int64_t c = 0; c < cols; ++c) {
+        xf[r * cols + c] *= 1e-20f;
+        xd[r * cols + c] *= 0x1p-600;
+      }
+    }
+    float* pf = xmalloc((size_t)n * sizeof(float));
+    double* pd = xmalloc((size_t)n * sizeof(double));
+    float* of = xmalloc((size_t)(n + 2 * GUARD) * sizeof(float));
+    double* od = xmalloc((size_t)(n + 2 * GUARD) * sizeof(double));
+    for (int level = PF__K_ISA_BASE; level <= best; ++level) {
+      pf__k_isa_set(level);
+      pf__k_threads_set(1);
+      memcpy(pf, cf, (size_t)n * sizeof(float));
+      pf__k_rms_norm_bwd_f32(xf, invf, pf, pf, rows, cols);
+      memcpy(pd, cd, (size_t)n * sizeof(double));
+      pf__k_rms_norm_bwd_f64(xd, invd, pd, pd, rows, cols);
+      for (int threads = 1; threads <= 3; threads += 2) {
+        pf__k_threads_set(threads);
+        for (int k = 0; k < (int)(sizeof offsets / sizeof offsets[0]); ++k) {
+          int o = offsets[k];
+          memset(of, 0xff, (size_t)(n + 2 * GUARD) * sizeof(float));
+          memset(od, 0xff, (size_t)(n + 2 * GUARD) * sizeof(double));
+          pf__k_rms_norm_bwd_f32(xf, invf, cf, of + GUARD + o, rows, cols);
+          pf__k_rms_norm_bwd_f64(xd, invd, cd, od + GUARD + o, rows, cols);
+          ck_assert_msg(memcmp(of + GUARD + o, pf, (size_t)n * sizeof(float)) == 0,
+                        "%s, %d threads, %lld x %lld, dx offset %d: float32 differs from in place",
+                        pf__k_isa_name(), threads, (long long)rows, (long long)cols, o);
+          ck_assert_msg(memcmp(od + GUARD + o, pd, (size_t)n * sizeof(double)) == 0,
+                        "%s, %d threads, %lld x %lld, dx offset %d: float64 differs from in place",
+                        pf__k_isa_name(), threads, (long long)rows, (long long)cols, o);
+          for (int64_t g = 0; g < n + 2 * GUARD; g += (g == GUARD + o - 1) ? n + 1 : 1) {
+            uint32_t uf;
+            uint64_t ud;
+            memcpy(&uf, of + g, sizeof uf);
+            memcpy(&ud, od + g, sizeof ud);
+            ck_assert_msg(uf == UINT32_MAX && ud == UINT64_MAX,
+                          "%s, %d threads, %lld x %lld, dx offset %d: element %lld outside dx "
+                          "written",
+                          pf__k_isa_name(), threads, (long long)rows, (long long)cols, o,
+                          (long long)(g - GUARD - o));
+          }
+        }
+      }
+    }
+    free(xf);
+    free(cf);
+    free(invf);
+    free(xd);
+    free(cd);
+    free(invd);
+    free(pf);
+    free(pd);
+    free(of);
+    free(od);
+  }
+  pf__k_isa_set(PF__K_ISA_AUTO);
+  pf__k_threads_set(1);
+}
+END_TEST
+
 /* add_n and vector_add with outputs of 16 MiB or more apart from their inputs (streamed)
  * against the same computed in place (not streamed): the same bits at every level, offset of the
  * output and thread count, for b of every length vector_add distinguishes (1, a few, all of c). */
@@ -455,9 +540,12 @@ static void at_auto(void) {
 }
 
 TCase* pf_test_kmath_threads_tcase(void) {
-  const TTest* settings[] = {
-      test_isa_and_threads_settings,   test_threads_environment,
-      test_threads_bit_identical,      test_stream_orders_bit_identical,
-      test_bwd_streamed_bit_identical, test_elementwise_streamed_bit_identical};
-  return pf_test_kmath_tcase("levels and threads", settings, 6, at_auto);
+  const TTest* settings[] = {test_isa_and_threads_settings,
+                             test_threads_environment,
+                             test_threads_bit_identical,
+                             test_stream_orders_bit_identical,
+                             test_bwd_streamed_bit_identical,
+                             test_bwd_streamed_split_and_short_rows,
+                             test_elementwise_streamed_bit_identical};
+  return pf_test_kmath_tcase("levels and threads", settings, 7, at_auto);
 }
