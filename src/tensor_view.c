@@ -200,6 +200,11 @@ static inline int pf__view_args(pf_object_t* tensor, pf_object_t** out, const ch
 /* Normalises an axis that may count from the end; -1 with IndexError when out of range. */
 static int pf__axis(int64_t axis, int32_t ndim, const char* func, int32_t* out) {
   int64_t a = axis < 0 ? axis + ndim : axis;
+  if (ndim == 0) { /* no axis is valid: not the empty range "-0..-1" (review) */
+    PF_ERROR_SET(PF_ERR_INDEX, "%s: argument axis: expected no axis of a 0-d tensor, got %lld",
+                 func, (long long)axis);
+    return -1;
+  }
   if (a < 0 || a >= ndim) {
     PF_ERROR_SET(PF_ERR_INDEX, "%s: argument axis: expected -%d..%d, got %lld", func, (int)ndim,
                  (int)ndim - 1, (long long)axis);
@@ -490,6 +495,12 @@ int pf_tensor_select(pf_object_t* tensor, int32_t axis, int64_t index, pf_object
     return -1;
   int64_t n = src->shape[ax];
   int64_t i = index < 0 ? index + n : index;
+  if (n == 0) { /* no index is valid: not the empty range "-0..-1" (review) */
+    PF_ERROR_SET(PF_ERR_INDEX,
+                 "%s: argument index: expected no index along axis %d of extent 0, got %lld", func,
+                 (int)ax, (long long)index);
+    return -1;
+  }
   if (i < 0 || i >= n) {
     PF_ERROR_SET(PF_ERR_INDEX, "%s: argument index: expected -%lld..%lld along axis %d, got %lld",
                  func, (long long)n, (long long)n - 1, (int)ax, (long long)index);

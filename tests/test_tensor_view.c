@@ -525,6 +525,33 @@ START_TEST(test_select_permute) {
 }
 END_TEST
 
+/* An axis of a 0-d tensor, or an index along an axis of extent 0, has no valid value: the
+ * messages say so instead of printing the empty range "-0..-1" as the one expected (review). */
+START_TEST(test_axis_and_index_of_empty_ranges) {
+  pf_object_t* base = iota(NULL, 0);
+  pf_object_t* bad = (pf_object_t*)&bad;
+  ck_assert_int_eq(pf_tensor_select(base, 0, 0, &bad), -1);
+  ck_assert_ptr_null(bad);
+  PF_ASSERT_RAISED("IndexError", "pf_tensor_select: argument axis: expected no axis of a 0-d "
+                                 "tensor, got 0");
+  ck_assert_int_eq(pf_tensor_slice(base, -1, 0, 1, 1, &bad), -1);
+  PF_ASSERT_RAISED("IndexError", "pf_tensor_slice: argument axis: expected no axis of a 0-d "
+                                 "tensor, got -1");
+  pf_object_release(base);
+  base = iota((int64_t[]){2, 0}, 2);
+  ck_assert_int_eq(pf_tensor_select(base, 1, -2, &bad), -1);
+  PF_ASSERT_RAISED("IndexError", "pf_tensor_select: argument index: expected no index along axis "
+                                 "1 of extent 0, got -2");
+  ck_assert_int_eq(pf_tensor_select(base, -1, 0, &bad), -1);
+  PF_ASSERT_RAISED("IndexError", "expected no index along axis 1 of extent 0, got 0");
+  ck_assert_int_eq(pf_tensor_select(base, 0, 2, &bad), -1); /* a non-empty axis: as before */
+  PF_ASSERT_RAISED("IndexError", "pf_tensor_select: argument index: expected -2..1 along axis 0, "
+                                 "got 2");
+  pf_object_release(base);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
 /* A tensor object made by hand the way another ABI runtime would: DLTensor at offset 24, no
  * strides. packfn's views and exports must work on it through the ABI alone. */
 typedef struct {
@@ -625,6 +652,7 @@ TCase* pf_test_tensor_views_tcase(void) {
   tcase_add_test(tc, test_reshape);
   tcase_add_test(tc, test_slice);
   tcase_add_test(tc, test_select_permute);
+  tcase_add_test(tc, test_axis_and_index_of_empty_ranges);
   tcase_add_test(tc, test_foreign_tensor_views);
   tcase_add_test(tc, test_foreign_tensor_checked);
   return tc;
