@@ -236,6 +236,12 @@ static int bench_function(int argc, char** argv) {
     return pf_cli_report_raised("out of memory");
   int count = 0, options_done = 0;
   for (int i = 1; i < argc; ++i) {
+    if (!options_done && (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)) {
+      /* anywhere before `--`, as `call` takes it (it was an unknown option; review) */
+      free(positional);
+      fputs(bench_help, stdout);
+      return PF_CLI_EXIT_OK;
+    }
     if (options_done || strncmp(argv[i], "--", 2) != 0) {
       positional[count++] = argv[i];
     } else if (strcmp(argv[i], "--") == 0) {

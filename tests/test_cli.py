@@ -100,6 +100,15 @@ def test_version_and_help(cli):
     expect(cli, ["list", "--help"], OK, stdout_re=r"^usage: packfn list \[LIBRARY\]$", wrap=False)
     expect(cli, ["info", "-h"], OK, stdout_re=r"^usage: packfn info$", wrap=False)
     expect(cli, ["bench", "--help"], OK, stdout_re=r"^usage: packfn bench \[--quick\]", wrap=False)
+    # --help among the options of one function's timing, before or after NAME, as `call`
+    # takes it (it was "unknown option --help", exit 2; review); after `--` it is an argument
+    for late in (["--repeat", "3", "--help"], ["--lib", cli.echo, "cli_test.twice", "-h"],
+                 ["cli_test.twice", "5", "--help", "--lib", cli.echo]):
+        expect(cli, ["bench"] + late, OK, stdout_re=r"^usage: packfn bench \[--quick\]",
+               stderr="", wrap=False)
+    expect(cli, ["bench", "--lib", cli.echo, "cli_test.twice", "--", "--help"], RAISED,
+           stdout="", wrap=False,
+           stderr="TypeError: twice: argument 0 (x): expected int, got str\n")
 
 
 def test_usage_errors(cli):
