@@ -132,9 +132,12 @@ static int list_library(const char* path) {
 }
 
 static int cmd_list(int argc, char** argv) {
-  if (argc > 1 && is_help(argv[1])) {
-    fputs(list_help, stdout);
-    return PF_CLI_EXIT_OK;
+  /* --help or -h anywhere: after LIBRARY it was an unknown option, or a second LIBRARY (review) */
+  for (int i = 1; i < argc; ++i) {
+    if (is_help(argv[i])) {
+      fputs(list_help, stdout);
+      return PF_CLI_EXIT_OK;
+    }
   }
   /* options first: 'list --lib x.so' read --lib as the LIBRARY and x.so as a second one */
   for (int i = 1; i < argc; ++i)

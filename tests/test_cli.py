@@ -98,6 +98,10 @@ def test_version_and_help(cli):
     expect(cli, ["help", "call"], OK, stdout_re=CALL_USAGE, wrap=False)
     expect(cli, ["call", "--help"], OK, stdout_re=r"float32\[2,3\]:1,2,3,4,5,6")
     expect(cli, ["list", "--help"], OK, stdout_re=r"^usage: packfn list \[LIBRARY\]$", wrap=False)
+    # after LIBRARY too (it was "unknown option for list: --help", or "-h" a second LIBRARY)
+    for late in ("--help", "-h"):
+        expect(cli, ["list", cli.echo, late], OK, stdout_re=r"^usage: packfn list \[LIBRARY\]$",
+               stderr="", wrap=False)
     expect(cli, ["info", "-h"], OK, stdout_re=r"^usage: packfn info$", wrap=False)
     expect(cli, ["bench", "--help"], OK, stdout_re=r"^usage: packfn bench \[--quick\]", wrap=False)
     # --help among the options of one function's timing, before or after NAME, as `call`
