@@ -146,6 +146,7 @@ int pf_npy_map_changed(const pf_npy_map_t* map, int* changed, char* err, size_t 
   int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
   uintptr_t vfirst = (uintptr_t)map->base / page;
   int rc = 0;
+  int read_errno = 0; /* pread's, kept from the close and free below (review) */
   for (size_t p = first; p <= last && rc == 0 && !*changed;) {
     size_t batch = last - p + 1 < 4096 ? last - p + 1 : 4096;
     uint64_t entries[4096];
@@ -157,6 +158,7 @@ int pf_npy_map_changed(const pf_npy_map_t* map, int* changed, char* err, size_t 
       rc = differs(map, from, to, buf, 1u << 20); /* no page map: compare everything left */
       *changed = rc == 1;
       rc = rc < 0 ? -1 : 0;
+      read_errno = errno;
       break;
     }
     for (size_t k = 0; k < batch && !*changed; ++k) {
@@ -171,6 +173,7 @@ int pf_npy_map_changed(const pf_npy_map_t* map, int* changed, char* err, size_t 
       int d = differs(map, from, to, buf, 1u << 20);
       if (d < 0) {
         rc = -1;
+        read_errno = errno;
       }
       *changed = d == 1;
     }
@@ -181,7 +184,8 @@ int pf_npy_map_changed(const pf_npy_map_t* map, int* changed, char* err, size_t 
   }
   free(buf);
   if (rc != 0) {
-    return pf__npy_fail(err, err_size, "pf_npy_map_changed", "read error: %s", strerror(errno));
+    return pf__npy_fail(err, err_size, "pf_npy_map_changed", "read error: %s",
+                        strerror(read_errno));
   }
   return 0;
 }
