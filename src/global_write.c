@@ -604,16 +604,31 @@ void pf__global_unregister_static(const char* name, const pf_signature_t* sig, p
 }
 
 /* Joining TVM-FFI (tvm.c): every function of this table is registered in TVM-FFI's, except
- * under a name TVM-FFI already holds (each table then keeps its own). Raises nothing. */
+ * under a name TVM-FFI already holds (each table then keeps its own). Raises nothing: the error
+ * raised in this thread (in TVM-FFI's slot, now errors' slot too) is kept aside while the
+ * functions are registered, as a refused name raises over it, which replaced it and dropped it
+ * with the refusal (review). */
 static void pf__global_tvm_joined(const pf__tvm_t* tvm) {
+  void* pending = NULL;
+  int kept = 0;
   pthread_mutex_lock(&pf__tvm_table);
   pthread_mutex_lock(&pf__writers);
   pf__cell_t* t = pf__cells;
   for (size_t i = 0; i <= pf__mask(t); ++i) {
     const pf__entry_t* e = pf__slot(t, i);
     pf_byte_array_t key = {e->name, e->len};
-    if (e->fn && tvm->function_set_global(&key, e->fn, 0) != 0)
+    if (!e->fn)
+      continue;
+    if (!kept) {
+      tvm->error_move_from_raised(&pending);
+      kept = 1;
+    }
+    if (tvm->function_set_global(&key, e->fn, 0) != 0)
       pf__tvm_discard(tvm); /* the name is TVM-FFI's */
+  }
+  if (pending) { /* back where it was: the slot takes its own reference, ours is dropped */
+    tvm->error_set_raised(pending);
+    pf_object_release((pf_object_t*)pending);
   }
   pthread_mutex_unlock(&pf__writers);
   pthread_mutex_unlock(&pf__tvm_table);

@@ -2,6 +2,14 @@
 # finds the other's functions, registered before or after packfn joins.
 pf_add_interop_test(test_interop_global ${CMAKE_CURRENT_LIST_DIR}/test_interop_global.c)
 
+# An error pending in TVM-FFI's slot at the join, while the join pushes a name TVM-FFI holds:
+# the refusal dropped it (tests/interop/join_pending.c). Links only libpackfn.
+add_executable(interop_join_pending join_pending.c)
+target_link_libraries(interop_join_pending PRIVATE packfn ${CMAKE_DL_LIBS})
+add_test(NAME interop_join_pending COMMAND ${PF_TEST_WRAPPER} $<TARGET_FILE:interop_join_pending>
+                                           $<TARGET_FILE:TVMFFI::tvm_ffi>)
+set_tests_properties(interop_join_pending PROPERTIES LABELS "memcheck;interop")
+
 # Joining TVM-FFI while another thread writes (tests/interop/join_race.c): the writer's first
 # lock waits for the join, so the old race is certain; and packfn's mirror of TVM-FFI's type
 # registry against writes to TVM-FFI's function table. Links only libpackfn (libtvm_ffi is
