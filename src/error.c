@@ -469,6 +469,17 @@ static void pf__tvm_give(const pf__tvm_t* tvm, pf_object_t* err) {
   pf_object_release(err);
 }
 
+/* Names the frames of packfn's error `err` (by address: raised with PACKFN_BACKTRACE before the
+ * join) as it enters TVM-FFI's slot, which is read as the cell stands: an error left pending at
+ * the join, or one raised before it and raised again after, reached TVM-FFI with address lines
+ * (docs/error.md promises named frames once joined; review). Only while this thread holds the
+ * only reference (`alone`): naming replaces the cell's text, which another holder may read. */
+static void pf__frames_for_tvm(pf_object_t* err, int alone) {
+  pf__error_t* e = (pf__error_t*)err;
+  if (err->deleter == pf__error_deleter && e->frames && alone)
+    free(pf__frames_settle(e));
+}
+
 /* Not the fast case: joins on the process's first error-slot access (pf__tvm_first_use) and,
  * once joined, moves an error this thread left in pf__raised before the join into TVM-FFI's
  * slot, as the cause of an error TVM-FFI raised here since (or dropped when that one already
@@ -485,6 +496,7 @@ __attribute__((noinline)) static const pf__tvm_t* pf__slot_tvm_slow(void) {
   if (PF_UNLIKELY(pf__raised != NULL)) {
     pf_object_t* left = pf__raised;
     pf__raised = NULL;
+    pf__frames_for_tvm(left, pf_object_strong_count(left) == 1);
     pf_object_t* newer = pf__tvm_move(tvm);
     if (newer) {
       pf__adopt_cause(newer, left, 0, 1);
@@ -529,6 +541,8 @@ static inline __attribute__((always_inline)) void pf__install(pf_object_t* err, 
       pf__adopt_late(err, fresh, 0, NULL);
     pf__raised = err;
   } else {
+    if (fresh == 0) /* pf_error_raise of an error only its caller held: made before the join? */
+      pf__frames_for_tvm(err, 1);
     pf_object_t* pending = pf__tvm_move(tvm);
     pf__adopt_cause(err, pending, fresh, 0);
     if (pending)

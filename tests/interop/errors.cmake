@@ -4,6 +4,14 @@ pf_add_interop_test(interop_errors errors_interop.c)
 add_test(NAME interop_errors_apart COMMAND ${PF_TEST_WRAPPER} $<TARGET_FILE:interop_errors> --apart)
 set_tests_properties(interop_errors_apart PROPERTIES LABELS "memcheck;interop"
                                                      ENVIRONMENT "PACKFN_NO_TVM_FFI=1")
+# Errors raised with PACKFN_BACKTRACE=1 before a late join (by address then) reach TVM-FFI's
+# slot after it with their frames named. Links only libpackfn; dlopen()s libtvm_ffi.
+add_executable(interop_errors_frames_join errors_frames_join.c)
+target_link_libraries(interop_errors_frames_join PRIVATE packfn ${CMAKE_DL_LIBS})
+add_test(NAME interop_errors_frames_join
+         COMMAND ${PF_TEST_WRAPPER} $<TARGET_FILE:interop_errors_frames_join> ${TVMFFI_LIBRARY})
+set_tests_properties(interop_errors_frames_join PROPERTIES LABELS "memcheck;interop"
+                                                           ENVIRONMENT "PACKFN_BACKTRACE=1")
 # Error calls in a thread's or the process's teardown, after TVM-FFI's thread_local slot is
 # gone: key destructors of exiting threads, an atexit handler.
 add_executable(interop_errors_teardown errors_teardown.c)
