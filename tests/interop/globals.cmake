@@ -9,6 +9,13 @@ target_link_libraries(interop_join_pending PRIVATE packfn ${CMAKE_DL_LIBS})
 add_test(NAME interop_join_pending COMMAND ${PF_TEST_WRAPPER} $<TARGET_FILE:interop_join_pending>
                                            $<TARGET_FILE:TVMFFI::tvm_ffi>)
 set_tests_properties(interop_join_pending PROPERTIES LABELS "memcheck;interop")
+if(PF_SANITIZE MATCHES "address")
+  # the refusal is a C++ throw inside libtvm_ffi, and AddressSanitizer looks __cxa_throw up when
+  # the program starts: this C program needs libstdc++ loaded from the start (as modules.cmake)
+  execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libstdc++.so.6
+                  OUTPUT_VARIABLE _pf_libstdcxx OUTPUT_STRIP_TRAILING_WHITESPACE)
+  set_property(TEST interop_join_pending APPEND PROPERTY ENVIRONMENT "LD_PRELOAD=${_pf_libstdcxx}")
+endif()
 
 # Joining TVM-FFI while another thread writes (tests/interop/join_race.c): the writer's first
 # lock waits for the join, so the old race is certain; and packfn's mirror of TVM-FFI's type
