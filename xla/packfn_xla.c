@@ -339,19 +339,28 @@ static plan_t* plan_parse(const char* name, size_t len, const char* sig) {
 
 /* ---- binding ---- */
 
-/* Raises KeyError for the missing global `name` (len bytes), with the nearest name. */
+/* Raises KeyError for the missing global `name` (len bytes), with the nearest name, whole. */
 static void raise_no_function(const char* name, size_t len) {
-  /* a suggestion is a few edits from the name, or a dotted name ending in it: room for both */
-  size_t near_size = len + 256;
-  char* text = malloc(len + 1 + near_size);
+  /* a suggestion is a few edits from the name, or a dotted name ending in it, which may be far
+   * longer: the room doubles until it fits (it was len + 256, and a longer name was cut into
+   * one no global has: review) */
+  char* text = NULL;
   int found = 0;
-  if (text) {
+  for (size_t near_size = len + 256;; near_size *= 2) {
+    free(text);
+    text = near_size <= SIZE_MAX / 2 - len ? malloc(len + 1 + near_size) : NULL;
+    if (!text) {
+      found = 0; /* out of memory: no suggestion rather than a cut one */
+      break;
+    }
     memcpy(text, name, len);
     text[len] = '\0';
     found = pf_global_suggest(text, text + len + 1, near_size);
-    if (found < 0)
-      pf_error_clear(); /* no suggestion then, and no unrelated cause for the KeyError */
+    if (found != 1 || strlen(text + len + 1) + 1 < near_size)
+      break;
   }
+  if (found < 0)
+    pf_error_clear(); /* no suggestion then, and no unrelated cause for the KeyError */
   if (found == 1)
     pf_error_set(PF_ERR_KEY, "no global function '%.*s' (did you mean '%s'?)", text_len(len), name,
                  text + len + 1);

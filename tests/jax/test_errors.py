@@ -137,6 +137,26 @@ def test_unknown_or_unfit_functions():
         pj.register(b"packfn.kernels.add_n")
 
 
+def test_missing_function_suggests_a_long_name_whole():
+    """The nearest name of a KeyError is whole however long: a dotless name is near a dotted one
+    ending in it, which may be far longer (the adapter cut it at the name's length plus 255
+    bytes, suggesting a name no global has)."""
+    near = "test.jax." + "p" * 400 + ".suggested_kernel"
+    packfn.register_global(near, packfn.get_global("packfn.kernels.add_n"), override=True)
+    x = jnp.ones(2)
+    raw = jax.ffi.ffi_call(pj.register("packfn.kernels.add_n").target, spec(x))
+    try:
+        with pytest.raises(KeyError) as info:
+            pj.register("suggested_kernel")
+        assert f"(did you mean '{near}'?)" in str(info.value)
+        # and the handler's bind by name (a call carrying no generation)
+        with pytest.raises((RuntimeErr, ValueError)) as info:
+            jax.block_until_ready(raw(x, packfn_name="suggested_kernel", n=np.float64(1)))
+        assert f"(did you mean '{near}'?)" in str(info.value)
+    finally:
+        packfn.remove_global(near)
+
+
 def test_call_without_the_function_name_attribute():
     t = pj.register("packfn.kernels.add_n")
     x = jnp.ones(3)
