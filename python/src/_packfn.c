@@ -31,6 +31,23 @@ static const char* global_name(PyObject* name, const char* what, Py_ssize_t* n, 
   return pfpy_str_utf8(name, n, hold);
 }
 
+/* pf_global_suggest's answer whole, however long (a 256-byte buffer cut a long dotted name
+ * ending in the asked one into a name no global has: review); NULL when none is near or memory
+ * runs out (the suggestion is then left out). The caller frees it. */
+static char* suggest_whole(const char* name) {
+  for (size_t size = 256; size <= ((size_t)1 << 20); size *= 2) {
+    char* buf = malloc(size);
+    if (!buf || pf_global_suggest(name, buf, size) != 1) {
+      free(buf);
+      return NULL;
+    }
+    if (strlen(buf) + 1 < size)
+      return buf;
+    free(buf);
+  }
+  return NULL;
+}
+
 static PyObject* m_get_global(PyObject* m, PyObject* name) {
   (void)m;
   Py_ssize_t n;
@@ -40,8 +57,7 @@ static PyObject* m_get_global(PyObject* m, PyObject* name) {
     return NULL;
   pf_object_t* fn;
   int rc = pf_global_get_bytes(s, (size_t)n, &fn);
-  char near[256];
-  int found = rc == 0 && !fn && pf_global_suggest(s, near, sizeof near) == 1;
+  char* near = rc == 0 && !fn ? suggest_whole(s) : NULL;
   Py_XDECREF(hold);
   if (rc != 0)
     return pfpy_raise_pf_error();
@@ -49,8 +65,9 @@ static PyObject* m_get_global(PyObject* m, PyObject* name) {
     /* the runtime's wording and suggestion, as pf_global_call says it; a failed search only
      * costs the suggestion */
     pf_error_clear();
-    PyObject* alt = NULL;
-    if (found && !(alt = pfpy_str_from(near, strlen(near))))
+    PyObject* alt = near ? pfpy_str_from(near, strlen(near)) : NULL;
+    free(near);
+    if (near && !alt)
       return NULL;
     PyObject* msg = alt ? PyUnicode_FromFormat("no global function is named '%U' (did you mean "
                                                "'%U'?)",

@@ -34,6 +34,19 @@ def test_get_global_missing_suggests():
         packfn.get_global(3)
 
 
+def test_get_global_suggests_a_long_name_whole():
+    """A bare name is near a dotted global ending in it, however long: the suggestion names that
+    global whole (a 256-byte buffer cut it into a name no global has)."""
+    long_name = "test.api." + "p" * 400 + ".suggested_whole"
+    packfn.register_global(long_name, lambda: None, override=True)
+    try:
+        with pytest.raises(KeyError) as e:
+            packfn.get_global("suggested_whole")
+        assert f"did you mean '{long_name}'" in str(e.value)
+    finally:
+        packfn.remove_global(long_name)
+
+
 def test_function_repr_signature_doc(rms_norm):
     assert repr(rms_norm) == "<packfn.Function rms_norm(x: Tensor, out: Tensor, eps: float) -> None>"
     assert rms_norm.signature == "rms_norm(x: Tensor, out: Tensor, eps: float) -> None"
