@@ -398,11 +398,28 @@ static void kepler(const job_t* kp) {
          t[0] / KEPLER_N * 1e9, t[1] / KEPLER_N * 1e9, t[2] / KEPLER_N * 1e9, t[2] / t[0]);
 }
 
-static void others(float* x, float* y, float* z, const job_t* kp) {
+/* The threads an elementwise kernel splits bytes of traffic over with threads set (kernels/
+ * math_cpu.c's parts_for): one per PF__K_PAR_MIN_BYTES, at least 1, at most threads. */
+static int kernel_parts(int64_t bytes, int threads) {
+  int64_t by_size = bytes / PF__K_PAR_MIN_BYTES;
+  return by_size < 2 ? 1 : (by_size < threads ? (int)by_size : threads);
+}
+
+/* add_n and vector_add against memcpy of the same bytes, split over as many threads as add_n
+ * splits them (with threads > 1 the 64 MiB kernels run on threads threads, so memcpy does too;
+ * 256 KiB runs on one). */
+static void others(float* x, float* y, float* z, const job_t* kp, int threads) {
   static const size_t BYTES[] = {(size_t)256 << 10, BIG_BYTES};
   for (int q = 0; q < (quick ? 1 : 2); ++q) {
     int64_t n = (int64_t)(BYTES[q] / sizeof(float));
-    job_t cp = {.op = OP_MEMCPY, .x = x, .y = y, .z = z, .rows = 1, .cols = n};
+    int parts = kernel_parts(2 * (int64_t)BYTES[q], threads);
+    job_t cp = {.op = parts > 1 ? OP_MEMCPY_T : OP_MEMCPY,
+                .x = x,
+                .y = y,
+                .z = z,
+                .rows = 1,
+                .cols = n,
+                .threads = parts};
     job_t ad = cp;
     ad.op = OP_ADD_N;
     job_t va = cp;
@@ -476,7 +493,7 @@ int main(int argc, char** argv) {
     }
     in_cache(x, y);
     dram(x, y, 1);
-    others(x, y, z, &kp);
+    others(x, y, z, &kp, 1);
   }
   pf__k_isa_set(PF__K_ISA_AUTO);
   if (threads > 1) {
@@ -486,7 +503,7 @@ int main(int argc, char** argv) {
       kepler(&kp); /* the scalar solver's line stays one thread */
     } else {
       dram(x, y, threads);
-      others(x, y, z, &kp);
+      others(x, y, z, &kp, threads);
     }
   }
   free(x);
