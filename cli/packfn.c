@@ -145,6 +145,9 @@ static int cmd_list(int argc, char** argv) {
       return usage_error("unknown option for list:", argv[i]);
   if (argc > 2)
     return usage_error("list takes at most one LIBRARY, got also", argv[2]);
+  /* as `call --lib ''`: a usage error (it was pf_module_load's ValueError, exit 1: review) */
+  if (argc == 2 && argv[1][0] == '\0')
+    return usage_error("list needs a LIBRARY path, got an empty one", NULL);
   return argc == 2 ? list_library(argv[1]) : list_globals();
 }
 

@@ -122,6 +122,9 @@ def test_usage_errors(cli):
     expect(cli, ["help", "frob"], USAGE, stderr_re=r"unknown command frob", wrap=False)
     expect(cli, ["info", "extra"], USAGE, stderr_re=r"info takes no arguments", wrap=False)
     expect(cli, ["list", "a", "b"], USAGE, stderr_re=r"at most one LIBRARY")
+    # an empty LIBRARY is a usage error, as `call --lib ''` (it was a ValueError, exit 1)
+    expect(cli, ["list", ""], USAGE, stdout="",
+           stderr_re=r"^packfn: list needs a LIBRARY path, got an empty one\nusage: packfn")
     # an option is named as one wherever it stands (--lib x.so read as two libraries)
     expect(cli, ["list", "--lib", "x.so"], USAGE, stderr_re=r"unknown option for list: --lib")
     expect(cli, ["list", "x.so", "--frob"], USAGE, stderr_re=r"unknown option for list: --frob")
