@@ -830,17 +830,12 @@ static void rows_serial(rms_job_t* j, int64_t r0, int64_t r1) {
   }
 }
 
-/* Orders this thread's non-temporal stores before what follows (the join, or the return). */
-static void end_stream(const rms_job_t* j) {
-  stream_fence(j->stream);
-}
-
 static void rows_part(void* ctx, int part, int parts) {
   rms_job_t* j = ctx;
   int64_t r0, r1;
   split(j->rows, part, parts, 1, &r0, &r1);
   rows_serial(j, r0, r1);
-  end_stream(j);
+  stream_fence(j->stream);
 }
 
 /* Within the split row: this part's segment sums (segs_part), then its share of the writes. */
@@ -860,7 +855,7 @@ static void write_part(void* ctx, int part, int parts) {
   if (hi > lo) {
     row_write(sp->job, sp->row, lo, hi, sp->coef_a, sp->coef_b);
   }
-  end_stream(sp->job);
+  stream_fence(sp->job->stream);
 }
 
 static void rms_run(rms_job_t* j) {
