@@ -324,8 +324,10 @@ int pf_function_create_direct(pf_safe_call_t call, pf_object_t** out) {
   return pf__function_make(PF__FN_LINE, NULL, call, NULL, out);
 }
 
-int pf__call_args_check(const char* func, const pf_any_t* args, int32_t num_args,
-                        const pf_any_t* result) {
+/* The checks of pf_function_call's other arguments, naming `func`: 0 when num_args >= 0, args
+ * is not NULL for num_args > 0 and result is not NULL; else -1 with ValueError. */
+static int pf__call_args_check(const char* func, const pf_any_t* args, int32_t num_args,
+                               const pf_any_t* result) {
   if (num_args < 0) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument num_args: expected a count >= 0, got %d", func,
                  (int)num_args);
@@ -339,6 +341,21 @@ int pf__call_args_check(const char* func, const pf_any_t* args, int32_t num_args
   if (!result)
     return PF__NULL_ARG(func, "result");
   return 0;
+}
+
+int pf__call_found(const char* func, const char* name, pf_object_t* fn, const pf_any_t* args,
+                   int32_t num_args, pf_any_t* result) {
+  if (pf__call_args_check(func, args, num_args, result) != 0) {
+    pf_object_release(fn); /* checked here, so that the message names `func` (review) */
+    return -1;
+  }
+  int rc = pf_function_call(fn, args, num_args, result);
+  pf_object_release(fn);
+  if (rc == 0)
+    return 0;
+  /* a callee may leave a value that needs no releasing (the ABI allows it): none, as promised */
+  *result = pf_any_none();
+  return pf_error_ensure(name, rc);
 }
 
 int pf__function_call_invalid(const pf_object_t* fn, const pf_any_t* args, int32_t num_args,

@@ -46,11 +46,13 @@ size_t pf__global_displaced(const void** out, int* overflow);
 void pf__function_fork_lock(void);
 void pf__function_fork_unlock(void);
 
-/* The checks of pf_function_call's other arguments for a caller that calls one by name
- * (pf_global_call, pf_module_call), so that the message names `func`: 0 when num_args >= 0,
- * args is not NULL for num_args > 0 and result is not NULL; else -1 with ValueError. */
-int pf__call_args_check(const char* func, const pf_any_t* args, int32_t num_args,
-                        const pf_any_t* result);
+/* The call of pf_global_call and pf_module_call once they found `fn` under `name` (a new
+ * reference, released here): pf_function_call's other arguments checked with messages naming
+ * `func` (ValueError: num_args < 0, NULL args for num_args > 0, NULL result), then the call;
+ * *result is none after every failure, and a callee that fails without raising gets
+ * pf_error_ensure's RuntimeError naming `name`. */
+int pf__call_found(const char* func, const char* name, pf_object_t* fn, const pf_any_t* args,
+                   int32_t num_args, pf_any_t* result);
 
 /* pf_global_get_bytes for a caller whose failures name `func` (pf_global_call, the system
  * module's pf_module_get_function), once the name is checked: 0 with a new reference in *out

@@ -446,8 +446,7 @@ void pf__global_stats(pf__global_stats_t* out) {
   pthread_mutex_unlock(&pf__writers);
 }
 
-/* pf__suggest_whole's adapter for the global table. */
-static int pf__suggest_in_globals(void* unused, const char* name, char* buf, size_t size) {
+int pf__suggest_in_globals(void* unused, const char* name, char* buf, size_t size) {
   (void)unused;
   return pf_global_suggest(name, buf, size);
 }
@@ -466,17 +465,7 @@ int pf_global_call(const char* name, const pf_any_t* args, int32_t num_args, pf_
     free(near);
     return -1;
   }
-  if (pf__call_args_check("pf_global_call", args, num_args, result) != 0) {
-    pf_object_release(fn); /* checked here, so that the message names pf_global_call (review) */
-    return -1;
-  }
-  int rc = pf_function_call(fn, args, num_args, result);
-  pf_object_release(fn);
-  if (rc == 0)
-    return 0;
-  /* a callee may leave a value that needs no releasing (the ABI allows it): none, as promised */
-  *result = pf_any_none();
-  return pf_error_ensure(name, rc);
+  return pf__call_found("pf_global_call", name, fn, args, num_args, result);
 }
 
 /* ---- static registration ---- */

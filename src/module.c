@@ -720,14 +720,9 @@ int pf_module_get_function(pf_object_t* module, const char* name, pf_object_t** 
   return pf__module_lookup("pf_module_get_function", module, name, out, &m);
 }
 
-/* pf__suggest_whole's adapters: the module's functions (ctx the module), the global table. */
+/* pf__suggest_whole's adapter for the module's functions (ctx the module). */
 static int pf__suggest_in_module(void* module, const char* name, char* buf, size_t size) {
   return pf_module_suggest((pf_object_t*)module, name, buf, size);
-}
-
-static int pf__suggest_in_globals(void* unused, const char* name, char* buf, size_t size) {
-  (void)unused;
-  return pf_global_suggest(name, buf, size);
 }
 
 int pf_module_suggest(pf_object_t* module, const char* name, char* buf, size_t size) {
@@ -764,17 +759,7 @@ int pf_module_call(pf_object_t* module, const char* name, const pf_any_t* args, 
     free(near);
     return -1;
   }
-  if (pf__call_args_check("pf_module_call", args, num_args, result) != 0) {
-    pf_object_release(fn); /* checked here, so that the message names pf_module_call (review) */
-    return -1;
-  }
-  int rc = pf_function_call(fn, args, num_args, result);
-  pf_object_release(fn);
-  if (rc == 0)
-    return 0;
-  /* a callee may leave a value that needs no releasing (the ABI allows it): none, as promised */
-  *result = pf_any_none();
-  return pf_error_ensure(name, rc);
+  return pf__call_found("pf_module_call", name, fn, args, num_args, result);
 }
 
 /* ---- listing ---- */

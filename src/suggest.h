@@ -32,4 +32,8 @@ int pf__suggest_result(const pf__suggest_t* s, char* buf, size_t size);
 char* pf__suggest_whole(int (*suggest)(void* ctx, const char* name, char* buf, size_t size),
                         void* ctx, const char* name);
 
+/* pf__suggest_whole's adapter for the global table: pf_global_suggest, ctx unused
+ * (global_write.c). */
+int pf__suggest_in_globals(void* unused, const char* name, char* buf, size_t size);
+
 #endif /* PACKFN_SRC_SUGGEST_H_ */
