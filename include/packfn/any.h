@@ -98,7 +98,9 @@ PF_INLINE pf_any_t pf_any_byte_array(const pf_byte_array_t* b) {
   v.type_index = b ? PF_TYPE_BYTE_ARRAY_PTR : PF_TYPE_NONE;
   v.zero_padding = 0;
   v.v_int64 = 0;
-  v.v_ptr = (void*)(uintptr_t)b; /* through uintptr_t: no -Wcast-qual warning for includers */
+  v.v_ptr = PF__REINTERPRET_CAST(
+      void*, PF__REINTERPRET_CAST(uintptr_t,
+                                  b)); /* through uintptr_t: no -Wcast-qual warning for includers */
   return v;
 }
 /* view of an object: no retain; NULL gives none */
@@ -181,7 +183,7 @@ PF_API int pf__any_null_arg(const char* func, const pf_any_t* v, void* out, size
 /* int or bool */
 PF_INLINE int pf_any_as_int(const pf_any_t* v, int64_t* out) {
   if (PF_UNLIKELY(!out))
-    return pf__any_null_arg("pf_any_as_int", v, out, sizeof *out, NULL, 0);
+    return pf__any_null_arg("pf_any_as_int", v, out, sizeof *out, PF__NULL, 0);
   if (v->type_index == PF_TYPE_INT) {
     *out = v->v_int64;
     return 0;
@@ -196,7 +198,7 @@ PF_INLINE int pf_any_as_int(const pf_any_t* v, int64_t* out) {
 /* bool or int (non-zero is true) */
 PF_INLINE int pf_any_as_bool(const pf_any_t* v, int* out) {
   if (PF_UNLIKELY(!out))
-    return pf__any_null_arg("pf_any_as_bool", v, out, sizeof *out, NULL, 0);
+    return pf__any_null_arg("pf_any_as_bool", v, out, sizeof *out, PF__NULL, 0);
   if (v->type_index == PF_TYPE_BOOL || v->type_index == PF_TYPE_INT) {
     *out = v->v_int64 != 0;
     return 0;
@@ -207,13 +209,13 @@ PF_INLINE int pf_any_as_bool(const pf_any_t* v, int* out) {
 /* float, int or bool */
 PF_INLINE int pf_any_as_float(const pf_any_t* v, double* out) {
   if (PF_UNLIKELY(!out))
-    return pf__any_null_arg("pf_any_as_float", v, out, sizeof *out, NULL, 0);
+    return pf__any_null_arg("pf_any_as_float", v, out, sizeof *out, PF__NULL, 0);
   if (v->type_index == PF_TYPE_FLOAT) {
     *out = v->v_float64;
     return 0;
   }
   if (v->type_index == PF_TYPE_INT) {
-    *out = (double)v->v_int64;
+    *out = PF__CAST(double, v->v_int64);
     return 0;
   }
   if (v->type_index == PF_TYPE_BOOL) {
@@ -226,18 +228,18 @@ PF_INLINE int pf_any_as_float(const pf_any_t* v, double* out) {
 /* opaque pointer, or none (NULL) */
 PF_INLINE int pf_any_as_ptr(const pf_any_t* v, void** out) {
   if (PF_UNLIKELY(!out))
-    return pf__any_null_arg("pf_any_as_ptr", v, out, sizeof *out, NULL, 0);
+    return pf__any_null_arg("pf_any_as_ptr", v, out, sizeof *out, PF__NULL, 0);
   if (v->type_index == PF_TYPE_OPAQUE_PTR || v->type_index == PF_TYPE_NONE) {
-    *out = v->type_index == PF_TYPE_NONE ? NULL : v->v_ptr;
+    *out = v->type_index == PF_TYPE_NONE ? PF__NULL : v->v_ptr;
     return 0;
   }
-  *out = NULL;
+  *out = PF__NULL;
   return pf__any_expected("void*", v);
 }
 /* data type */
 PF_INLINE int pf_any_as_dtype(const pf_any_t* v, DLDataType* out) {
   if (PF_UNLIKELY(!out))
-    return pf__any_null_arg("pf_any_as_dtype", v, out, sizeof *out, NULL, 0);
+    return pf__any_null_arg("pf_any_as_dtype", v, out, sizeof *out, PF__NULL, 0);
   if (v->type_index == PF_TYPE_DTYPE) {
     *out = v->v_dtype;
     return 0;
@@ -248,7 +250,7 @@ PF_INLINE int pf_any_as_dtype(const pf_any_t* v, DLDataType* out) {
 /* device */
 PF_INLINE int pf_any_as_device(const pf_any_t* v, DLDevice* out) {
   if (PF_UNLIKELY(!out))
-    return pf__any_null_arg("pf_any_as_device", v, out, sizeof *out, NULL, 0);
+    return pf__any_null_arg("pf_any_as_device", v, out, sizeof *out, PF__NULL, 0);
   if (v->type_index == PF_TYPE_DEVICE) {
     *out = v->v_device;
     return 0;
@@ -259,28 +261,29 @@ PF_INLINE int pf_any_as_device(const pf_any_t* v, DLDevice* out) {
 /* any object (borrowed, no retain) */
 PF_INLINE int pf_any_as_object(const pf_any_t* v, pf_object_t** out) {
   if (PF_UNLIKELY(!out))
-    return pf__any_null_arg("pf_any_as_object", v, out, sizeof *out, NULL, 0);
+    return pf__any_null_arg("pf_any_as_object", v, out, sizeof *out, PF__NULL, 0);
   if (v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN && v->v_obj) {
     *out = v->v_obj;
     return 0;
   }
-  *out = NULL;
+  *out = PF__NULL;
   return v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN ? pf__any_null_view("Object", v)
                                                       : pf__any_expected("Object", v);
 }
 /* The DLTensor of a DLTensor pointer (7) or of a tensor object (70, at object + 24), borrowed. */
 PF_INLINE int pf_any_as_dltensor(const pf_any_t* v, DLTensor** out) {
   if (PF_UNLIKELY(!out))
-    return pf__any_null_arg("pf_any_as_dltensor", v, out, sizeof *out, NULL, 0);
+    return pf__any_null_arg("pf_any_as_dltensor", v, out, sizeof *out, PF__NULL, 0);
   if (v->type_index == PF_TYPE_DLTENSOR_PTR && v->v_ptr) {
-    *out = (DLTensor*)v->v_ptr;
+    *out = PF__CAST(DLTensor*, v->v_ptr);
     return 0;
   }
   if (v->type_index == PF_TYPE_TENSOR && v->v_obj) {
-    *out = (DLTensor*)(void*)((char*)v->v_obj + sizeof(pf_object_t));
+    *out = PF__CAST(DLTensor*,
+                    PF__CAST(void*, PF__REINTERPRET_CAST(char*, v->v_obj) + sizeof(pf_object_t)));
     return 0;
   }
-  *out = NULL;
+  *out = PF__NULL;
   return v->type_index == PF_TYPE_DLTENSOR_PTR || v->type_index == PF_TYPE_TENSOR
              ? pf__any_null_view("Tensor", v)
              : pf__any_expected("Tensor", v);
@@ -290,7 +293,8 @@ PF_INLINE int pf_any_as_dltensor(const pf_any_t* v, DLTensor** out) {
  * data is NUL-terminated; size excludes the NUL. */
 PF_INLINE int pf_any_as_str(const pf_any_t* v, const char** data, size_t* size) {
   if (PF_UNLIKELY(!data || !size))
-    return pf__any_null_arg("pf_any_as_str", v, (void*)data, sizeof *data, size, sizeof *size);
+    return pf__any_null_arg("pf_any_as_str", v, PF__CAST(void*, data), sizeof *data, size,
+                            sizeof *size);
   switch (v->type_index) {
   case PF_TYPE_SMALL_STR:
     if (v->small_str_len > PF_SMALL_STR_MAX) /* a broken producer's: beyond its 8 bytes */
@@ -301,7 +305,7 @@ PF_INLINE int pf_any_as_str(const pf_any_t* v, const char** data, size_t* size) 
   case PF_TYPE_STR: {
     if (!v->v_obj)
       break;
-    const pf_string_cell_t* c = (const pf_string_cell_t*)(v->v_obj + 1);
+    const pf_string_cell_t* c = PF__REINTERPRET_CAST(const pf_string_cell_t*, v->v_obj + 1);
     *data = c->data;
     *size = c->size;
     return 0;
@@ -313,18 +317,19 @@ PF_INLINE int pf_any_as_str(const pf_any_t* v, const char** data, size_t* size) 
     *size = strlen(v->v_c_str);
     return 0;
   default:
-    *data = NULL;
+    *data = PF__NULL;
     *size = 0;
     return pf__any_expected("str", v);
   }
-  *data = NULL;
+  *data = PF__NULL;
   *size = 0;
   return pf__any_null_view("str", v);
 }
 /* Bytes contents of a byte-array pointer, small bytes or bytes object, borrowed as above. */
 PF_INLINE int pf_any_as_bytes(const pf_any_t* v, const char** data, size_t* size) {
   if (PF_UNLIKELY(!data || !size))
-    return pf__any_null_arg("pf_any_as_bytes", v, (void*)data, sizeof *data, size, sizeof *size);
+    return pf__any_null_arg("pf_any_as_bytes", v, PF__CAST(void*, data), sizeof *data, size,
+                            sizeof *size);
   switch (v->type_index) {
   case PF_TYPE_SMALL_BYTES:
     if (v->small_str_len > PF_SMALL_STR_MAX)
@@ -335,13 +340,13 @@ PF_INLINE int pf_any_as_bytes(const pf_any_t* v, const char** data, size_t* size
   case PF_TYPE_BYTES: {
     if (!v->v_obj)
       break;
-    const pf_string_cell_t* c = (const pf_string_cell_t*)(v->v_obj + 1);
+    const pf_string_cell_t* c = PF__REINTERPRET_CAST(const pf_string_cell_t*, v->v_obj + 1);
     *data = c->data;
     *size = c->size;
     return 0;
   }
   case PF_TYPE_BYTE_ARRAY_PTR: {
-    const pf_byte_array_t* b = (const pf_byte_array_t*)v->v_ptr;
+    const pf_byte_array_t* b = PF__CAST(const pf_byte_array_t*, v->v_ptr);
     if (!b || (!b->data && b->size != 0)) /* no view, or bytes at NULL */
       break;
     *data = b->data;
@@ -349,11 +354,11 @@ PF_INLINE int pf_any_as_bytes(const pf_any_t* v, const char** data, size_t* size
     return 0;
   }
   default:
-    *data = NULL;
+    *data = PF__NULL;
     *size = 0;
     return pf__any_expected("bytes", v);
   }
-  *data = NULL;
+  *data = PF__NULL;
   *size = 0;
   return pf__any_null_view("bytes", v);
 }
@@ -376,7 +381,7 @@ PF_API int pf_bytes_object_create(const char* data, size_t size, pf_object_t** o
 static inline void pf__any_small(int32_t type_index, const char* data, size_t size, pf_any_t* out) {
   pf_any_t v; /* built apart, so data may be *out's own small string (it was cleared first) */
   v.type_index = type_index;
-  v.small_str_len = (uint32_t)size;
+  v.small_str_len = PF__CAST(uint32_t, size);
   v.v_uint64 = 0;
   for (size_t i = 0; i < size; ++i)
     v.v_bytes[i] = data[i];

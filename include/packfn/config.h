@@ -57,4 +57,16 @@
 #define PF__LITERAL(T) (T)
 #endif
 
+/* Casts and the null pointer in header code: C++'s named casts and nullptr under C++ (silent
+ * under -Wold-style-cast and -Wzero-as-null-pointer-constant), the C cast and NULL in C. */
+#if defined(__cplusplus)
+#define PF__CAST(T, x)             static_cast<T>(x)
+#define PF__REINTERPRET_CAST(T, x) reinterpret_cast<T>(x)
+#define PF__NULL                   nullptr
+#else
+#define PF__CAST(T, x)             ((T)(x))
+#define PF__REINTERPRET_CAST(T, x) ((T)(x))
+#define PF__NULL                   NULL
+#endif
+
 #endif /* PACKFN_CONFIG_H_ */

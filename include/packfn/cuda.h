@@ -46,7 +46,7 @@ PF_API int pf_cuda_check(int error, const char* func, const char* what);
  * returns -1 from it, with the error raised, when the call fails. */
 #define PF_CUDA_CHECK(func, expr)                                                                  \
   do {                                                                                             \
-    if (pf_cuda_check((int)(expr), (func), #expr) != 0)                                            \
+    if (pf_cuda_check(PF__CAST(int, expr), (func), #expr) != 0)                                    \
       return -1;                                                                                   \
   } while (0)
 

@@ -52,7 +52,7 @@ PF_INLINE int pf_dtype_equal(DLDataType a, DLDataType b) {
 /* Bytes one element occupies when whole (bits * lanes a multiple of 8), else 0 (sub-byte types
  * such as int4 or float4_e2m1fn, which DLPack packs). */
 PF_INLINE size_t pf_dtype_bytes(DLDataType t) {
-  size_t bits = (size_t)t.bits * t.lanes;
+  size_t bits = PF__CAST(size_t, t.bits) * t.lanes;
   return bits % 8 == 0 ? bits / 8 : 0;
 }
 
@@ -87,7 +87,7 @@ PF_API int pf_dtype_format(DLDataType dtype, char* buf, size_t size);
 /* A device from its type (PF_DEV_*) and index. Never fails. */
 PF_INLINE DLDevice pf_device(int32_t device_type, int32_t device_id) {
   DLDevice d;
-  d.device_type = (DLDeviceType)device_type;
+  d.device_type = PF__CAST(DLDeviceType, device_type);
   d.device_id = device_id;
   return d;
 }

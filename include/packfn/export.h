@@ -39,7 +39,10 @@ typedef struct pf_abi_stamp_s {
 
 /* Initialiser of a stamp for the headers being compiled against. */
 #define PF_ABI_STAMP_INIT                                                                          \
-  { PF_ABI_MAGIC, PF_ABI_VERSION_MAJOR, PF_ABI_VERSION_MINOR, (uint32_t)sizeof(pf_abi_stamp_t) }
+  {                                                                                                \
+    PF_ABI_MAGIC, PF_ABI_VERSION_MAJOR, PF_ABI_VERSION_MINOR,                                      \
+        PF__CAST(uint32_t, sizeof(pf_abi_stamp_t))                                                 \
+  }
 
 /* Every translation unit that includes this header defines the stamp as a weak symbol with
  * default visibility; the linker keeps exactly one per library (or executable). So any shared
@@ -189,8 +192,8 @@ PF_API int pf__export_tvm_info(int what, const pf_signature_t* sig, const char* 
 #define PF_EXPORT_DOC(name, impl, signature, doc)                                                  \
   PF__C_DATA_DECL const pf_export_meta_t __packfn_meta_##name;                                     \
   PF__C_DATA PF__META_VIS const pf_export_meta_t __packfn_meta_##name = {                          \
-      PF_EXPORT_META_MAGIC, PF_EXPORT_META_VERSION, (signature), (doc), NULL, NULL};               \
-  PF__EXPORT_TVM_INFO(name, NULL, (signature), (doc))                                              \
+      PF_EXPORT_META_MAGIC, PF_EXPORT_META_VERSION, (signature), (doc), PF__NULL, PF__NULL};       \
+  PF__EXPORT_TVM_INFO(name, PF__NULL, (signature), (doc))                                          \
   PF_EXPORT(name, impl)
 
 /* Exports a typed function: `sig` points at a pf_signature_t with static storage (its name
@@ -205,7 +208,7 @@ PF_API int pf__export_tvm_info(int what, const pf_signature_t* sig, const char* 
 #define PF_EXPORT_TYPED(name, sig, impl)                                                           \
   PF__C_DATA_DECL const pf_export_meta_t __packfn_meta_##name;                                     \
   PF__C_DATA PF__META_VIS const pf_export_meta_t __packfn_meta_##name = {                          \
-      PF_EXPORT_META_MAGIC, PF_EXPORT_META_VERSION, NULL, NULL, (sig), (impl)};                    \
+      PF_EXPORT_META_MAGIC, PF_EXPORT_META_VERSION, PF__NULL, PF__NULL, (sig), (impl)};            \
   static pf_object_t* pf__typed_export_##name;                                                     \
   __attribute__((destructor)) static void pf__typed_export_fini_##name(void) {                     \
     pf_object_release(__atomic_exchange_n(&pf__typed_export_##name, NULL, __ATOMIC_ACQ_REL));      \
@@ -215,7 +218,7 @@ PF_API int pf__export_tvm_info(int what, const pf_signature_t* sig, const char* 
     (void)self;                                                                                    \
     return pf__export_typed_call(&pf__typed_export_##name, (sig), (impl), args, num_args, result); \
   }                                                                                                \
-  PF__EXPORT_TVM_INFO(name, (sig), NULL, NULL)                                                     \
+  PF__EXPORT_TVM_INFO(name, (sig), PF__NULL, PF__NULL)                                             \
   PF_EXPORT(name, pf__typed_export_call_##name)
 
 /* Body of a typed export's __packfn_<name>: builds the typed function of (sig, impl) into *slot

@@ -52,7 +52,8 @@ PF_INLINE int pf_function_call(pf_object_t* fn, const pf_any_t* args, int32_t nu
   result->type_index = PF_TYPE_NONE;
   result->zero_padding = 0;
   result->v_int64 = 0;
-  return ((const pf_function_cell_t*)(fn + 1))->safe_call(fn, args, num_args, result);
+  return PF__REINTERPRET_CAST(const pf_function_cell_t*, fn + 1)
+      ->safe_call(fn, args, num_args, result);
 }
 
 /* Signature text the function carries ("add(a: int, b: int) -> int"), borrowed: valid while

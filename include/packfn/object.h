@@ -10,8 +10,8 @@ extern "C" {
 #endif
 
 /* A new object starts at strong 1, weak 1: the strong references together hold one weak one. */
-#define PF_REF_STRONG_ONE ((uint64_t)1)
-#define PF_REF_WEAK_ONE   ((uint64_t)1 << 32)
+#define PF_REF_STRONG_ONE PF__CAST(uint64_t, 1)
+#define PF_REF_WEAK_ONE   (PF__CAST(uint64_t, 1) << 32)
 #define PF_REF_INITIAL    (PF_REF_WEAK_ONE | PF_REF_STRONG_ONE)
 
 /* Adds a strong reference. `obj` must be alive (strong count > 0); NULL is a no-op. */
@@ -38,7 +38,7 @@ PF_INLINE void pf_object_release(pf_object_t* obj) {
   if (obj) {
     uint64_t before =
         __atomic_fetch_sub(&obj->combined_ref_count, PF_REF_STRONG_ONE, __ATOMIC_RELEASE);
-    if ((uint32_t)before == 1)
+    if (PF__CAST(uint32_t, before) == 1)
       pf__object_release_slow(obj, before);
   }
 }
@@ -67,7 +67,7 @@ PF_INLINE int pf_object_weak_lock(pf_object_t* obj) {
   if (!obj)
     return 0;
   uint64_t cur = __atomic_load_n(&obj->combined_ref_count, __ATOMIC_RELAXED);
-  while ((uint32_t)cur != 0) {
+  while (PF__CAST(uint32_t, cur) != 0) {
     if (__atomic_compare_exchange_n(&obj->combined_ref_count, &cur, cur + PF_REF_STRONG_ONE, 1,
                                     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
       return 1;
@@ -77,12 +77,13 @@ PF_INLINE int pf_object_weak_lock(pf_object_t* obj) {
 
 /* Strong count of `obj` (a snapshot; for tests and diagnostics). 0 for NULL. */
 PF_INLINE uint32_t pf_object_strong_count(const pf_object_t* obj) {
-  return obj ? (uint32_t)__atomic_load_n(&obj->combined_ref_count, __ATOMIC_ACQUIRE) : 0;
+  return obj ? PF__CAST(uint32_t, __atomic_load_n(&obj->combined_ref_count, __ATOMIC_ACQUIRE)) : 0;
 }
 
 /* Weak count of `obj` (a snapshot, including the one the strong references hold). */
 PF_INLINE uint32_t pf_object_weak_count(const pf_object_t* obj) {
-  return obj ? (uint32_t)(__atomic_load_n(&obj->combined_ref_count, __ATOMIC_ACQUIRE) >> 32) : 0;
+  return obj ? PF__CAST(uint32_t, __atomic_load_n(&obj->combined_ref_count, __ATOMIC_ACQUIRE) >> 32)
+             : 0;
 }
 
 /* Allocates `size` bytes (>= sizeof(pf_object_t)), zeroed, aligned to 16 bytes, with the
@@ -139,7 +140,8 @@ PF_API int pf_type_is_instance(int32_t type_index, int32_t target);
 
 /* 1 when `obj` is non-NULL and an instance of `target`, else 0. Borrows obj; never raises. */
 PF_INLINE int pf_object_is_instance(const pf_object_t* obj, int32_t target) {
-  return obj != NULL && (obj->type_index == target || pf_type_is_instance(obj->type_index, target));
+  return obj != PF__NULL &&
+         (obj->type_index == target || pf_type_is_instance(obj->type_index, target));
 }
 
 #ifdef __cplusplus

@@ -23,8 +23,9 @@ extern "C" {
  * lifetime; NULL when `tensor` is NULL or not a tensor (never raises). Works on tensor objects
  * of any runtime that follows the ABI. */
 PF_INLINE DLTensor* pf_tensor_dltensor(pf_object_t* tensor) {
-  return pf_object_is_instance(tensor, PF_TYPE_TENSOR) ? (DLTensor*)(void*)((char*)tensor + 24)
-                                                       : NULL;
+  return pf_object_is_instance(tensor, PF_TYPE_TENSOR)
+             ? PF__CAST(DLTensor*, PF__CAST(void*, PF__REINTERPRET_CAST(char*, tensor) + 24))
+             : PF__NULL;
 }
 
 /* Creates a tensor of `shape` (ndim extents, each >= 0; NULL allowed when ndim is 0) and
@@ -173,19 +174,19 @@ PF_INLINE int64_t pf_dltensor_numel(const DLTensor* t) {
 
 /* Bytes the elements occupy when packed: ceil(numel * bits * lanes / 8), as DLPack counts. */
 PF_INLINE size_t pf_dltensor_nbytes(const DLTensor* t) {
-  return ((size_t)pf_dltensor_numel(t) * t->dtype.bits * t->dtype.lanes + 7) / 8;
+  return (PF__CAST(size_t, pf_dltensor_numel(t)) * t->dtype.bits * t->dtype.lanes + 7) / 8;
 }
 
 /* Address of the first element: data + byte_offset (meaningful on devices whose data is an
  * address: cpu, cuda, cuda_host, cuda_managed, rocm...). */
 PF_INLINE void* pf_dltensor_data(const DLTensor* t) {
-  return (char*)t->data + t->byte_offset;
+  return PF__CAST(char*, t->data) + t->byte_offset;
 }
 
 /* 1 when the elements lie in compact row-major order (strides NULL, or equal to the compact
  * strides wherever the extent exceeds 1; an empty tensor is contiguous), else 0. */
 PF_INLINE int pf_dltensor_is_contiguous(const DLTensor* t) {
-  if (t->strides == NULL)
+  if (t->strides == PF__NULL)
     return 1;
   /* unsigned: the running product cannot overflow into undefined behaviour whatever the
    * description; for a valid one (packfn's validation bounds it) it never wraps. A mismatch
@@ -195,9 +196,9 @@ PF_INLINE int pf_dltensor_is_contiguous(const DLTensor* t) {
   for (int32_t i = t->ndim - 1; i >= 0; --i) {
     if (t->shape[i] == 0)
       return 1;
-    if (t->shape[i] != 1 && (uint64_t)t->strides[i] != expected)
+    if (t->shape[i] != 1 && PF__CAST(uint64_t, t->strides[i]) != expected)
       compact = 0;
-    expected *= (uint64_t)t->shape[i];
+    expected *= PF__CAST(uint64_t, t->shape[i]);
   }
   return compact;
 }
@@ -230,7 +231,7 @@ typedef struct pf_tensor_spec_s {
   }(),                                                                                             \
       []() -> int32_t {                                                                            \
         static const DLDataType pf__dtypes[] = {__VA_ARGS__};                                      \
-        return (int32_t)(sizeof(pf__dtypes) / sizeof(DLDataType));                                 \
+        return PF__CAST(int32_t, sizeof(pf__dtypes) / sizeof(DLDataType));                         \
       }()
 #else
 #define PF_DTYPES(...)                                                                             \
@@ -270,7 +271,7 @@ PF_API int pf__dltensor_check_like_refused(const DLTensor* t, const DLTensor* re
  * refusal and its message are out of line. */
 PF_INLINE int pf_dltensor_check_like(const DLTensor* t, const DLTensor* ref, const char* func,
                                      int32_t index, const char* name, const char* ref_name) {
-  int same = t && ref && (uint32_t)ref->ndim <= PF_TENSOR_MAX_NDIM &&
+  int same = t && ref && PF__CAST(uint32_t, ref->ndim) <= PF_TENSOR_MAX_NDIM &&
              (ref->ndim == 0 || ref->shape) && t->ndim == ref->ndim && (t->ndim == 0 || t->shape) &&
              pf_dtype_equal(t->dtype, ref->dtype) && pf_device_equal(t->device, ref->device);
   for (int32_t i = 0; same && i < t->ndim; ++i)

@@ -71,13 +71,14 @@ typedef struct pf__param_list_s {
 } pf__param_list_t;
 static inline pf_signature_t pf__signature_of(const char* name, pf_param_kind_t result,
                                               pf__param_list_t list) {
-  pf_signature_t sig = {name, list.count, list.params, result, NULL};
+  pf_signature_t sig = {name, list.count, list.params, result, PF__NULL};
   return sig;
 }
 #define PF_SIGNATURE(fname, result_kind, ...)                                                      \
   pf__signature_of((fname), (result_kind), []() -> pf__param_list_t {                              \
     static const pf_param_t pf__params[] = {__VA_ARGS__};                                          \
-    return pf__param_list_t{pf__params, (int32_t)(sizeof(pf__params) / sizeof(pf_param_t))};       \
+    return pf__param_list_t{pf__params,                                                            \
+                            PF__CAST(int32_t, sizeof(pf__params) / sizeof(pf_param_t))};           \
   }())
 #else
 #define PF_SIGNATURE(fname, result_kind, ...)                                                      \
@@ -177,15 +178,18 @@ static inline int pf__conv_INT(const pf_any_t* a, int64_t* o) {
 }
 static inline int pf__conv_BOOL(const pf_any_t* a, int* o) {
   *o = a->v_int64 != 0;
-  return (uint32_t)a->type_index - (uint32_t)PF_TYPE_INT <= (uint32_t)(PF_TYPE_BOOL - PF_TYPE_INT);
+  return PF__CAST(uint32_t, a->type_index) - PF__CAST(uint32_t, PF_TYPE_INT) <=
+         PF__CAST(uint32_t, PF_TYPE_BOOL - PF_TYPE_INT);
 }
 static inline int pf__conv_FLOAT(const pf_any_t* a, double* o) {
   if (a->type_index == PF_TYPE_FLOAT) {
     *o = a->v_float64;
     return 1;
   }
-  *o = a->type_index == PF_TYPE_BOOL ? (double)(a->v_int64 != 0) : (double)a->v_int64;
-  return (uint32_t)a->type_index - (uint32_t)PF_TYPE_INT <= (uint32_t)(PF_TYPE_BOOL - PF_TYPE_INT);
+  *o = a->type_index == PF_TYPE_BOOL ? PF__CAST(double, a->v_int64 != 0)
+                                     : PF__CAST(double, a->v_int64);
+  return PF__CAST(uint32_t, a->type_index) - PF__CAST(uint32_t, PF_TYPE_INT) <=
+         PF__CAST(uint32_t, PF_TYPE_BOOL - PF_TYPE_INT);
 }
 static inline int pf__conv_STR(const pf_any_t* a, pf_byte_array_t* o) {
   int32_t t = a->type_index;
@@ -200,26 +204,26 @@ static inline int pf__conv_BYTES(const pf_any_t* a, pf_byte_array_t* o) {
   if ((t != PF_TYPE_SMALL_BYTES && t != PF_TYPE_BYTES && t != PF_TYPE_BYTE_ARRAY_PTR) ||
       (t != PF_TYPE_SMALL_BYTES && !a->v_ptr) || /* a byte-array view or bytes object at NULL */
       (t == PF_TYPE_SMALL_BYTES && a->small_str_len > PF_SMALL_STR_MAX) || /* a broken one */
-      (t == PF_TYPE_BYTE_ARRAY_PTR && !((const pf_byte_array_t*)a->v_ptr)->data &&
-       ((const pf_byte_array_t*)a->v_ptr)->size != 0)) /* a view of bytes at NULL */
+      (t == PF_TYPE_BYTE_ARRAY_PTR && !PF__CAST(const pf_byte_array_t*, a->v_ptr)->data &&
+       PF__CAST(const pf_byte_array_t*, a->v_ptr)->size != 0)) /* a view of bytes at NULL */
     return 0;
   return pf_any_as_bytes(a, &o->data, &o->size) == 0;
 }
 static inline int pf__conv_TENSOR(const pf_any_t* a, DLTensor** o) {
   if (a->type_index == PF_TYPE_TENSOR) {
-    *o = a->v_obj ? (DLTensor*)(a->v_obj + 1) : NULL;
-    return *o != NULL;
+    *o = a->v_obj ? PF__REINTERPRET_CAST(DLTensor*, a->v_obj + 1) : PF__NULL;
+    return *o != PF__NULL;
   }
-  *o = (DLTensor*)a->v_ptr;
-  return a->type_index == PF_TYPE_DLTENSOR_PTR && *o != NULL;
+  *o = PF__CAST(DLTensor*, a->v_ptr);
+  return a->type_index == PF_TYPE_DLTENSOR_PTR && *o != PF__NULL;
 }
 static inline int pf__conv_OBJECT(const pf_any_t* a, pf_object_t** o) {
   *o = a->v_obj;
-  return a->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN && *o != NULL;
+  return a->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN && *o != PF__NULL;
 }
 static inline int pf__conv_FUNCTION(const pf_any_t* a, pf_object_t** o) {
   *o = a->v_obj;
-  return a->type_index == PF_TYPE_FUNCTION && *o != NULL;
+  return a->type_index == PF_TYPE_FUNCTION && *o != PF__NULL;
 }
 static inline int pf__conv_ANY(const pf_any_t* a, const pf_any_t** o) {
   *o = a;
@@ -234,7 +238,7 @@ static inline int pf__conv_DEVICE(const pf_any_t* a, DLDevice* o) {
   return a->type_index == PF_TYPE_DEVICE;
 }
 static inline int pf__conv_PTR(const pf_any_t* a, void** o) {
-  *o = a->type_index == PF_TYPE_OPAQUE_PTR ? a->v_ptr : NULL;
+  *o = a->type_index == PF_TYPE_OPAQUE_PTR ? a->v_ptr : PF__NULL;
   return a->type_index == PF_TYPE_OPAQUE_PTR || a->type_index == PF_TYPE_NONE;
 }
 
@@ -275,8 +279,8 @@ static inline int pf__conv_PTR(const pf_any_t* a, void** o) {
   static int fname(PF__TP_LIST(PF__TP_DECL, __VA_ARGS__), pf_any_t* result);                       \
   static const pf_param_t fname##_params[] = {PF__TP_LIST(PF__TP_PARAM, __VA_ARGS__)};             \
   static const pf_signature_t fname##_signature = {                                                \
-      #fname, (int32_t)(sizeof(fname##_params) / sizeof(pf_param_t)), fname##_params,              \
-      PF_PARAM_##result_kind, NULL};                                                               \
+      #fname, PF__CAST(int32_t, sizeof(fname##_params) / sizeof(pf_param_t)), fname##_params,      \
+      PF_PARAM_##result_kind, PF__NULL};                                                           \
   static int fname##_packed(void* self, const pf_any_t* args, int32_t num_args,                    \
                             pf_any_t* result) {                                                    \
     (void)self;                                                                                    \
@@ -330,16 +334,17 @@ PF_API void pf__global_unregister_static(const char* name, const pf_signature_t*
 
 /* At file scope: registers `call` (a pf_safe_call_t, called with the function object as
  * self) under the string `name` when the enclosing library loads. */
-#define PF_REGISTER_GLOBAL(name, call) PF__REGISTER_STATIC((name), (call), NULL, NULL)
+#define PF_REGISTER_GLOBAL(name, call) PF__REGISTER_STATIC((name), (call), PF__NULL, PF__NULL)
 
 /* At file scope: registers a typed function (`sig` a pointer to a static pf_signature_t whose
  * name is the global name, `impl` a pf_typed_call_t receiving self == NULL). */
-#define PF_REGISTER_GLOBAL_TYPED(sig, impl) PF__REGISTER_STATIC((sig)->name, NULL, (sig), (impl))
+#define PF_REGISTER_GLOBAL_TYPED(sig, impl)                                                        \
+  PF__REGISTER_STATIC((sig)->name, PF__NULL, (sig), (impl))
 
 /* At file scope: registers a PF_TYPED_DEFINE'd `fname` under the string `name` when the
  * enclosing library loads (removed again when it unloads). */
 #define PF_TYPED_REGISTER(fname, name)                                                             \
-  PF__REGISTER_STATIC((name), fname##_packed, &fname##_signature, NULL)
+  PF__REGISTER_STATIC((name), fname##_packed, &fname##_signature, PF__NULL)
 
 PF_EXTERN_C_END
 #endif /* PACKFN_TYPED_H_ */
