@@ -30,7 +30,7 @@ static int cxx_add_impl(void* self, const pf_any_t* args, int32_t num_args, pf_a
   (void)self;
   int64_t a, b;
   if (num_args != 2) {
-    PF_ERROR_SET(PF_ERR_TYPE, "cxx_add: expected 2 arguments, got %d", (int)num_args);
+    PF_ERROR_SET(PF_ERR_TYPE, "cxx_add: expected 2 arguments, got %d", num_args);
     return -1;
   }
   if (pf_any_as_int(&args[0], &a) != 0 || pf_any_as_int(&args[1], &b) != 0)
@@ -48,7 +48,7 @@ static const pf_signature_t cxx_scale_sig = {"cxx.scale", 2, cxx_scale_params, P
                                              "Scales x by k."};
 static int cxx_scale_impl(void* self, const pf_arg_t* args, pf_any_t* result) {
   (void)self;
-  *result = pf_any_float(args[0].f * (double)args[1].i);
+  *result = pf_any_float(args[0].f * static_cast<double>(args[1].i));
   return 0;
 }
 PF_EXPORT_TYPED(cxx_scale, &cxx_scale_sig, cxx_scale_impl);
@@ -65,14 +65,15 @@ PF_TYPED_DEFINE(cxx_kinds, INT, (STR, s), (FLOAT, x), (BOOL, flag), (ANY, v), (D
                 (DEVICE, dev), (PTR, p), (OBJECT, o)) {
   (void)v;
   (void)o;
-  int64_t r = (int64_t)s.size + (int64_t)x + flag + dt.bits + dev.device_type + (p == NULL);
+  int64_t r = static_cast<int64_t>(s.size) + static_cast<int64_t>(x) + flag + dt.bits +
+              dev.device_type + (p == nullptr);
   *result = pf_any_int(r);
   return 0;
 }
 
 PF_TYPED_DEFINE(cxx_tensor, INT, (TENSOR, t), (BYTES, b), (FUNCTION, f)) {
   (void)f;
-  *result = pf_any_int((int64_t)t->ndim + (int64_t)b.size);
+  *result = pf_any_int(static_cast<int64_t>(t->ndim) + static_cast<int64_t>(b.size));
   return 0;
 }
 
@@ -117,31 +118,31 @@ static int pf_cxx_check(void) {
   /* the exports, called directly and through the system module */
   pf_any_t args2[2] = {pf_any_int(7), pf_any_int(8)};
   r = pf_any_none();
-  CXX_CHECK(__packfn_cxx_add(NULL, args2, 2, &r) == 0 && r.v_int64 == 15);
+  CXX_CHECK(__packfn_cxx_add(nullptr, args2, 2, &r) == 0 && r.v_int64 == 15);
   CXX_CHECK(__packfn_meta_cxx_add_doc.magic == PF_EXPORT_META_MAGIC);
   CXX_CHECK(__packfn_meta_cxx_scale.typed_sig == &cxx_scale_sig);
-  pf_object_t* sys = NULL;
-  pf_object_t* fn = NULL;
+  pf_object_t* sys = nullptr;
+  pf_object_t* fn = nullptr;
   CXX_CHECK(pf_module_system(&sys) == 0);
-  CXX_CHECK(pf_module_get_function(sys, "cxx_add_doc", &fn) == 0 && fn != NULL);
-  const char* sig = fn ? pf_function_signature(fn) : NULL;
-  CXX_CHECK(sig != NULL && std::strcmp(sig, "cxx_add_doc(a: int, b: int) -> int") == 0);
+  CXX_CHECK(pf_module_get_function(sys, "cxx_add_doc", &fn) == 0 && fn != nullptr);
+  const char* sig = fn ? pf_function_signature(fn) : nullptr;
+  CXX_CHECK(sig != nullptr && std::strcmp(sig, "cxx_add_doc(a: int, b: int) -> int") == 0);
   pf_object_release(fn);
-  fn = NULL;
+  fn = nullptr;
   pf_any_t args_scale[2] = {pf_any_float(2.0), pf_any_int(3)};
   r = pf_any_none();
   CXX_CHECK(pf_module_call(sys, "cxx_scale", args_scale, 2, &r) == 0 && r.v_float64 == 6.0);
   pf_object_release(sys);
 
   /* lists and dicts (container.h); the process has no TVM-FFI: joining finds none */
-  pf_object_t* list = NULL;
+  pf_object_t* list = nullptr;
   CXX_CHECK(pf_list_create(&list) == 0);
   pf_any_t one = pf_any_int(1);
   CXX_CHECK(pf_list_append(list, &one) == 0);
   size_t list_count = 0;
   CXX_CHECK(pf_array_count(list, &list_count) == 0 && list_count == 1);
   pf_object_release(list);
-  pf_object_t* dict = NULL;
+  pf_object_t* dict = nullptr;
   CXX_CHECK(pf_dict_create(&dict) == 0);
   CXX_CHECK(pf_dict_set(dict, &one, &one) == 0);
   CXX_CHECK(pf_dict_count(dict, &list_count) == 0 && list_count == 1);
@@ -150,7 +151,7 @@ static int pf_cxx_check(void) {
 
   /* PF_TYPED_CREATE with every kind */
   CXX_CHECK(PF_TYPED_CREATE(cxx_kinds, &fn) == 0);
-  pf_object_t* map = NULL;
+  pf_object_t* map = nullptr;
   CXX_CHECK(pf_map_create(&map) == 0);
   pf_any_t kinds_args[8] = {pf_any_cstr("abcd"),
                             pf_any_float(10.0),
@@ -165,21 +166,21 @@ static int pf_cxx_check(void) {
   kinds_args[0] = pf_any_int(1);
   CXX_CHECK(pf_function_call(fn, kinds_args, 8, &r) == -1);
   pf_object_t* err = pf_error_take();
-  CXX_CHECK(err != NULL && std::strcmp(pf_error_kind(err), PF_ERR_TYPE) == 0);
+  CXX_CHECK(err != nullptr && std::strcmp(pf_error_kind(err), PF_ERR_TYPE) == 0);
   pf_object_release(err);
   pf_object_release(map);
   pf_object_release(fn);
 
   /* tensors, bytes and functions through PF_TYPED_DEFINE; PF_DTYPES in a spec */
   int64_t shape[2] = {2, 3};
-  pf_object_t* t = NULL;
+  pf_object_t* t = nullptr;
   CXX_CHECK(pf_tensor_empty(shape, 2, PF_DTYPE_FLOAT32, PF_DEVICE_CPU, &t) == 0);
   pf_tensor_spec_t spec = {
-      PF_DTYPES(PF_DTYPE_FLOAT32, PF_DTYPE_FLOAT64), PF_DEV_CPU, 2, 0, NULL, 1, NULL};
+      PF_DTYPES(PF_DTYPE_FLOAT32, PF_DTYPE_FLOAT64), PF_DEV_CPU, 2, 0, nullptr, 1, nullptr};
   CXX_CHECK(spec.num_dtypes == 2 &&
             pf_dltensor_check(pf_tensor_dltensor(t), &spec, "cxx", 0, "x") == 0);
-  pf_object_t* add = NULL;
-  CXX_CHECK(pf_global_get("cxx.add", &add) == 0 && add != NULL);
+  pf_object_t* add = nullptr;
+  CXX_CHECK(pf_global_get("cxx.add", &add) == 0 && add != nullptr);
   CXX_CHECK(PF_TYPED_CREATE(cxx_tensor, &fn) == 0);
   pf_byte_array_t bytes = {"xyz", 3};
   pf_any_t targs[3] = {pf_any_object(t), pf_any_byte_array(&bytes), pf_any_object(add)};
@@ -195,7 +196,7 @@ static int pf_cxx_check(void) {
   pf_signature_t s =
       PF_SIGNATURE(cxx_scale2_name, PF_PARAM_FLOAT, {"x", PF_PARAM_FLOAT}, {"k", PF_PARAM_INT});
   CXX_CHECK(s.num_params == 2);
-  CXX_CHECK(pf_function_create_typed(&s, cxx_scale_impl, NULL, NULL, &fn) == 0);
+  CXX_CHECK(pf_function_create_typed(&s, cxx_scale_impl, nullptr, nullptr, &fn) == 0);
   CXX_CHECK(std::strcmp(pf_function_signature(fn), "cxx.scale2(x: float, k: int) -> float") == 0);
   pf_object_release(fn);
 
@@ -203,8 +204,9 @@ static int pf_cxx_check(void) {
   r = pf_any_none();
   CXX_CHECK(pf_global_call("cxx.mull", args2, 2, &r) == -1);
   err = pf_error_take();
-  CXX_CHECK(err != NULL && std::strcmp(pf_error_kind(err), PF_ERR_KEY) == 0);
-  CXX_CHECK(err != NULL && std::strstr(pf_error_message(err), "did you mean 'cxx.mul'?") != NULL);
+  CXX_CHECK(err != nullptr && std::strcmp(pf_error_kind(err), PF_ERR_KEY) == 0);
+  CXX_CHECK(err != nullptr &&
+            std::strstr(pf_error_message(err), "did you mean 'cxx.mul'?") != nullptr);
   pf_object_release(err);
   char near[32];
   CXX_CHECK(pf_global_suggest("cxx.ad", near, sizeof near) == 1 &&
