@@ -98,9 +98,8 @@ PF_INLINE pf_any_t pf_any_byte_array(const pf_byte_array_t* b) {
   v.type_index = b ? PF_TYPE_BYTE_ARRAY_PTR : PF_TYPE_NONE;
   v.zero_padding = 0;
   v.v_int64 = 0;
-  v.v_ptr = PF__REINTERPRET_CAST(
-      void*, PF__REINTERPRET_CAST(uintptr_t,
-                                  b)); /* through uintptr_t: no -Wcast-qual warning for includers */
+  /* through uintptr_t: no -Wcast-qual warning for includers */
+  v.v_ptr = PF__REINTERPRET_CAST(void*, PF__REINTERPRET_CAST(uintptr_t, b));
   return v;
 }
 /* view of an object: no retain; NULL gives none */
