@@ -367,8 +367,15 @@ static int map_lookup(PyObject* self, PyObject* key, const pf_any_t** out) {
     kv = pf_any_int(x);
   } else if (PyUnicode_Check(key) || PyBytes_Check(key) || PyObject_TypeCheck(key, &Object_Type)) {
     int ignored = 0;
-    if ((r = pfpy_py_to_view(key, &kv, &t, 1, &ignored)) < 0)
-      return -1;
+    if ((r = pfpy_py_to_view(key, &kv, &t, 1, &ignored)) < 0) {
+      /* a str holding a lone surrogate outside U+DC80..U+DCFF stands for no bytes: no key
+       * (text from C) equals it, so it is absent, as in a dict (it raised
+       * UnicodeEncodeError: review) */
+      if (!PyUnicode_Check(key) || !PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+        return -1;
+      PyErr_Clear();
+      return 0;
+    }
   } else {
     /* an unhashable key, or one whose __hash__ raises, raises as a dict lookup would */
     if (PyObject_Hash(key) == -1)

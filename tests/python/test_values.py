@@ -734,6 +734,22 @@ def test_map_lookups_of_keys_no_int64_equals_are_absent():
             bad in m
 
 
+def test_map_lookup_of_a_str_that_stands_for_no_bytes_is_absent():
+    """A str holding a lone surrogate outside U+DC80..U+DCFF ("\\ud800") stands for no bytes,
+    so no Map key (text from C) equals it: `in` is False, get() gives the default and [] raises
+    KeyError, as a dict answers (they raised UnicodeEncodeError); keys decoded from bytes that
+    are no UTF-8 are still found."""
+    m = packfn._packfn._echo()({"a": 1, "caf\udce9": 2, "a longer key, past 7 bytes": 3})
+    for absent in ("\ud800", "\ud800 a longer key, past 7 bytes", "a\udfff"):
+        assert absent not in m and m.get(absent, "d") == "d", absent
+        with pytest.raises(KeyError):
+            m[absent]
+    assert m["caf\udce9"] == 2 and m["a longer key, past 7 bytes"] == 3
+    # passing such a str to a function is still refused (docs/python.md)
+    with pytest.raises(UnicodeEncodeError):
+        packfn._packfn._echo()("\ud800")
+
+
 def _owned_str_bytes(value):
     """The bytes of an owned string value a C caller got (small string 11, string object 65),
     as pf_any_as_str reads them."""
