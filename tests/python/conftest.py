@@ -5,8 +5,15 @@ import pytest
 
 import packfn
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from pf_testmod import build_testmod  # noqa: E402  (tests/pf_testmod.py)
+# tests/ on the path only for this import: left there, its folder jax/ (tests/jax, no
+# __init__.py) imports as a namespace package "jax" where jax is not installed, so
+# pytest.importorskip("jax") went on and the JAX tests failed instead of skipping
+_TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, _TESTS)
+try:
+    from pf_testmod import build_testmod  # noqa: E402  (tests/pf_testmod.py)
+finally:
+    sys.path.remove(_TESTS)
 
 
 @pytest.fixture
