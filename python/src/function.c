@@ -31,6 +31,50 @@ typedef struct {
   pf_object_t* fn;
 } callback_t;
 
+/* Names the result of `callable`, whose conversion failed, in the pending exception, as
+ * name_failed_argument names an argument (it read "packfn: cannot pass a value of type 'set'",
+ * naming neither the callback nor its result: review): packfn's own refusal (a TypeError,
+ * OverflowError or ValueError without a traceback or a cause) is remade with "result of
+ * <qualname>: " before its message; one raised by Python code the conversion ran (a
+ * __dlpack__) is kept as it is, with a note saying so. */
+static void name_failed_result(PyObject* callable) {
+  PyObject *et, *ev, *etb;
+  PyErr_Fetch(&et, &ev, &etb);
+  PyErr_NormalizeException(&et, &ev, &etb);
+  if (!ev) {
+    PyErr_Restore(et, ev, etb);
+    return;
+  }
+  PyObject* name = PyObject_GetAttrString(callable, "__qualname__");
+  if (!name || !PyUnicode_Check(name)) { /* a functools.partial, a callable instance */
+    Py_XDECREF(name);
+    PyErr_Clear();
+    name = PyUnicode_FromString(Py_TYPE(callable)->tp_name);
+  }
+  PyObject* cause = PyException_GetCause(ev);
+  Py_XDECREF(cause);
+  if (name && !etb && !cause &&
+      (et == PyExc_TypeError || et == PyExc_OverflowError || et == PyExc_ValueError)) {
+    PyObject* msg = PyObject_Str(ev);
+    if (msg) {
+      PyErr_Format(et, "result of %U: %U", name, msg);
+      Py_DECREF(msg);
+      Py_DECREF(name);
+      Py_DECREF(et);
+      Py_DECREF(ev);
+      return;
+    }
+  } else if (name) {
+    PyObject* note = PyUnicode_FromFormat("packfn: while converting the result of %U", name);
+    PyObject* r = note ? PyObject_CallMethod(ev, "add_note", "O", note) : NULL;
+    Py_XDECREF(note);
+    Py_XDECREF(r);
+  }
+  Py_XDECREF(name);
+  PyErr_Clear(); /* the name and note are best effort: the original stands */
+  PyErr_Restore(et, ev, etb);
+}
+
 static int callback_call(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
   if (!Py_IsInitialized()) {
     PF_ERROR_SET(PF_ERR_RUNTIME, "packfn: Python callback called after Python finalized");
@@ -51,6 +95,8 @@ static int callback_call(void* self, const pf_any_t* args, int32_t num_args, pf_
   PyObject* r = PyObject_Vectorcall(((callback_t*)self)->callable, pa, (size_t)num_args, NULL);
   if (r) {
     rc = pfpy_py_to_owned(r, result);
+    if (rc != 0)
+      name_failed_result(((callback_t*)self)->callable);
     Py_DECREF(r);
   }
 out:

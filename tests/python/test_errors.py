@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 import pytest
-from _cabi import libpackfn
+from _cabi import Any, libpackfn
 
 import packfn
 from packfn import _packfn
@@ -113,6 +113,43 @@ def test_callback_result_not_convertible():
         packfn.Function(lambda: object())()
     with pytest.raises(OverflowError):
         packfn.Function(lambda: 2**64)()
+
+
+def test_callback_result_not_convertible_names_the_callback_and_its_result():
+    """A callback's result that packfn cannot convert names the callback and says it is the
+    result, for Python and C callers alike (it read "packfn: cannot pass a value of type 'set'",
+    naming nothing, though nothing was passed: review); an exception raised by Python code the
+    conversion ran (a __dlpack__) stands as it was, with a note naming the result."""
+
+    def make_set():
+        return {1}
+
+    with pytest.raises(TypeError, match=r"^result of .*make_set: packfn: cannot pass a value of "
+                                        r"type 'set'$"):
+        packfn.Function(make_set)()
+    with pytest.raises(OverflowError, match=r"^result of .*<lambda>: packfn: a positive int of 65 "
+                                            r"bits"):
+        packfn.Function(lambda: 2**64)()
+    # a C caller takes the error with that message and kind
+    fn, res = packfn.Function(make_set), Any()
+    lib = libpackfn()
+    assert lib.pf_function_call(ctypes.c_void_p(fn._address), None, 0, ctypes.byref(res)) != 0
+    err = lib.pf_error_take()
+    assert lib.pf_error_kind(err) == b"TypeError"
+    msg = lib.pf_error_message(err)
+    assert msg.startswith(b"result of ") and b"make_set: packfn: cannot pass" in msg
+    lib.pf_object_release(err)
+
+    class Refusing:
+        def __dlpack__(self, **kw):
+            raise BufferError("no export today")
+
+    def give():
+        return Refusing()
+
+    with pytest.raises(BufferError, match=r"^no export today") as info:
+        packfn.Function(give)()
+    assert any("result of" in n and "give" in n for n in getattr(info.value, "__notes__", []))
 
 
 def test_bad_dlpack_producer():
