@@ -189,12 +189,21 @@ static PyObject* array_subscript(PyObject* self, PyObject* key) {
 }
 PFPY_ENTRY(PyObject*, array_subscript, (PyObject * self, PyObject* key), (self, key))
 
+static int map_repr_enter(const pf_object_t* obj, PyObject** key);
+static void map_repr_leave(PyObject* key);
+
+/* An array or list can hold itself (a TVM-FFI List, l.append(l)): map_repr_enter keeps the C
+ * object here too, or each level wrapped it in a new packfn.Array and repr() recursed until
+ * RecursionError (review); a list's own repr writes [...]. */
 static PyObject* array_repr(PyObject* self) {
+  PyObject* key;
+  int in = map_repr_enter(((PfObject*)self)->obj, &key);
+  if (in != 0)
+    return in < 0 ? NULL : PyUnicode_FromString("packfn.Array([...])");
   PyObject* lst = PySequence_List(self);
-  if (!lst)
-    return NULL;
-  PyObject* r = PyUnicode_FromFormat("packfn.Array(%R)", lst);
-  Py_DECREF(lst);
+  PyObject* r = lst ? PyUnicode_FromFormat("packfn.Array(%R)", lst) : NULL;
+  Py_XDECREF(lst);
+  map_repr_leave(key);
   return r;
 }
 PFPY_ENTRY(PyObject*, array_repr, (PyObject * self), (self))
@@ -523,12 +532,12 @@ static PyObject* map_repr_body(PyObject* self) {
   return r;
 }
 
-/* The C maps and dicts whose repr this thread is writing, as Py_ReprEnter keeps Python's own
- * containers: a dict can hold itself through other containers (d["a"] = [d]), and each level
- * of the walk wraps the same C object in a new Python object, which Py_ReprEnter (by Python
- * object) never recognises, so repr() of such a dict recursed until RecursionError (found by
- * review; a dict's own repr writes {...}). 1 when obj is in the set already, 0 when added (a
- * new reference to its key in *key), -1 with an exception. */
+/* The C maps and dicts (and arrays and lists, array_repr) whose repr this thread is writing,
+ * as Py_ReprEnter keeps Python's own containers: a dict can hold itself through other containers
+ * (d["a"] = [d]), and each level of the walk wraps the same C object in a new Python object, which
+ * Py_ReprEnter (by Python object) never recognises, so repr() of such a dict recursed until
+ * RecursionError (found by review; a dict's own repr writes {...}). 1 when obj is in the set
+ * already, 0 when added (a new reference to its key in *key), -1 with an exception. */
 static int map_repr_enter(const pf_object_t* obj, PyObject** key) {
   static PyObject* name;
   *key = NULL;

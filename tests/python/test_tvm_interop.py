@@ -534,3 +534,22 @@ def test_repr_of_a_dict_holding_itself_ends(identity):
     finally:
         td.pop("a")  # break the cycle (reference counting does not collect it)
     assert repr(m) == "packfn.Map({'x': 1})"
+
+
+def test_repr_of_a_list_holding_itself_ends(identity):
+    """A TVM-FFI List can hold itself (l.append(l)), directly or through a Dict; each level of
+    repr() wrapped the same C list in a new packfn.Array, so it recursed until RecursionError
+    (the fix for dicts covered Maps only: review). It now writes [...] where the list comes
+    again, as Python's list does, and a Map inside it ends at the list too."""
+    tl = tvm_ffi.List([1])
+    tl.append(tl)
+    td = tvm_ffi.Dict({"l": tl})
+    tl.append(td)
+    a = identity(tl)
+    try:
+        assert repr(a) == ("packfn.Array([1, packfn.Array([...]), "
+                           "packfn.Map({'l': packfn.Array([...])})])")
+        assert repr(a) == repr(a)  # nothing left behind by the first
+    finally:
+        tl.clear()  # break the cycles (reference counting does not collect them)
+    assert repr(a) == "packfn.Array([])"
