@@ -446,6 +446,18 @@ static PyObject* fn_new(PyTypeObject* tp, PyObject* args, PyObject* kw) {
     return NULL;
   if (Py_IS_TYPE(callable, &Function_Type))
     return Py_NewRef(callable);
+  /* joined to TVM-FFI, a tvm_ffi.Function is the same C function, as when it is passed to a
+   * packfn function (it became a callback calling it through Python: calls from C took the
+   * GIL; review); apart (PACKFN_NO_TVM_FFI), its errors would be raised in TVM-FFI's slot,
+   * which packfn does not read: it stays a callback, whose Python call takes them */
+  pf_object_t* same;
+  int h = pf_tvm_ffi_joined() ? pfpy_tvm_ffi_object(callable, &same) : 0;
+  if (h < 0)
+    return NULL;
+  if (h && same->type_index == PF_TYPE_FUNCTION) {
+    pf_object_retain(same);
+    return pfpy_wrap_steal(same);
+  }
   if (!PyCallable_Check(callable)) {
     PyErr_Format(PyExc_TypeError, "packfn.Function: expected a callable, got '%s'",
                  Py_TYPE(callable)->tp_name);

@@ -6,6 +6,7 @@ come back as the same C objects. The wheel is a dependency of the test venv: a m
 fails these tests, it does not skip them."""
 import os
 import subprocess
+import textwrap
 import sys
 
 import numpy as np
@@ -553,3 +554,50 @@ def test_repr_of_a_list_holding_itself_ends(identity):
     finally:
         tl.clear()  # break the cycles (reference counting does not collect them)
     assert repr(a) == "packfn.Array([])"
+
+
+def test_function_of_a_tvm_ffi_function_is_that_function():
+    """packfn.Function(f) and register_global(name, f) of a tvm_ffi.Function give a
+    packfn.Function of the same C function, as passing f to a packfn function does: they made a
+    Python callback calling f through Python, so every call from C took the GIL (a C library
+    calling the global from a thread it waits for, while the caller holds the GIL, hung), and
+    the name was registered to a function other than f (review)."""
+    echo = tvm_ffi.get_global_func("testing.echo")
+    fn = packfn.Function(echo)
+    theirs = packfn.get_global("testing.echo")
+    assert fn == theirs and hash(fn) == hash(theirs)
+    assert fn._foreign and fn._owned_args
+    assert fn(3) == 3
+    reg = packfn.register_global("test.tvm_interop.echo_again", echo, override=True)
+    try:
+        assert reg == theirs and packfn.get_global("test.tvm_interop.echo_again") == theirs
+        assert tvm_ffi.get_global_func("test.tvm_interop.echo_again").same_as(echo)
+    finally:
+        packfn.remove_global("test.tvm_interop.echo_again")
+    # other callables still become callbacks
+    assert packfn.Function(len)._owned_args and not packfn.Function(len)._foreign
+
+
+def test_function_of_a_tvm_ffi_function_apart_stays_a_callback():
+    """With the runtimes apart (PACKFN_NO_TVM_FFI=1) a TVM-FFI function's errors are raised in
+    TVM-FFI's slot, which packfn does not read: packfn.Function of it stays a Python callback,
+    whose call takes them (as the same C function it failed "without raising an error")."""
+    code = textwrap.dedent("""
+        import packfn, tvm_ffi
+        assert not packfn._packfn._tvm_ffi_join()
+        def boom():
+            raise ValueError("tvm boom")
+        tvm_ffi.register_global_func("t.boom", boom, override=True)
+        f = packfn.Function(tvm_ffi.get_global_func("t.boom"))
+        assert f._owned_args and not f._foreign
+        try:
+            f()
+        except ValueError as e:
+            assert "tvm boom" in str(e), e
+        else:
+            raise AssertionError("no error")
+        print("ok")
+    """)
+    env = dict(os.environ, PACKFN_NO_TVM_FFI="1")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
