@@ -16,6 +16,11 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+/* "MAJOR.MINOR" of the ABI these headers describe (packfn.abi_version), from its macros */
+#define PF__PY_STR(x)      PF__PY_STR_(x)
+#define PF__PY_STR_(x)     #x
+#define PF__PY_ABI_VERSION PF__PY_STR(PF_ABI_VERSION_MAJOR) "." PF__PY_STR(PF_ABI_VERSION_MINOR)
+
 /* ======================================================================================
  * Module functions
  * ====================================================================================== */
@@ -460,7 +465,7 @@ static PyObject* init_module(void) {
     if (PyModule_AddObjectRef(m, names[i], (PyObject*)types[i]) < 0)
       goto fail;
   if (PyModule_AddStringConstant(m, "__version__", PF_VERSION_STRING) < 0 ||
-      PyModule_AddStringConstant(m, "abi_version", "0.1") < 0 ||
+      PyModule_AddStringConstant(m, "abi_version", PF__PY_ABI_VERSION) < 0 ||
       PyModule_AddIntConstant(m, "kernels_have_cuda", pf_kernels_have_cuda()) < 0)
     goto fail;
   return m;

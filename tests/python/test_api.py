@@ -15,6 +15,18 @@ def test_import_loads_kernels():
     assert packfn.__version__ == "0.1.0"
 
 
+def test_abi_version_is_the_headers():
+    """packfn.abi_version comes from PF_ABI_VERSION_MAJOR / _MINOR of include/packfn/abi.h (it
+    was a literal that would not follow them)."""
+    import re
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    with open(os.path.join(root, "include", "packfn", "abi.h")) as f:
+        text = f.read()
+    major, minor = (re.search(r"#define PF_ABI_VERSION_%s (\d+)" % k, text).group(1)
+                    for k in ("MAJOR", "MINOR"))
+    assert packfn.abi_version == "%s.%s" % (major, minor)
+
+
 def test_shared_libraries_in_package_folder():
     folder = os.path.dirname(packfn.__file__)
     files = os.listdir(folder)
