@@ -138,7 +138,8 @@ static int pf__signature_kinds(const char* text, const char** keys, const char**
   else
     for (;;) {
       const char* colon = strstr(p, ": ");
-      if (!colon || n == PF_TYPED_MAX_PARAMS)
+      /* within this parameter: a later one's ": " took its place (review) */
+      if (!colon || colon > p + strcspn(p, ",)") || n == PF_TYPED_MAX_PARAMS)
         return -1;
       const char* kind = colon + 2;
       size_t len = strcspn(kind, ",)");

@@ -54,6 +54,11 @@ START_TEST(test_export_info_from_signature_text) {
   check_signature("f(x: int)", BARE);
   check_signature("f(x: int,y: int) -> int", BARE); /* no space after the comma */ /* no result */
   check_signature("f(x: int) -> Weird", BARE); /* unknown result */
+  /* a parameter without its ": " took the next one's: one float parameter where the text has
+   * two, and two where it has three (review) */
+  check_signature("f(x:int, y: float) -> int", BARE);
+  check_signature("f(x: int, y:int, z: float) -> int", BARE);
+  check_signature("f(x, y: float) -> int", BARE);
   char many[1024] = "f(";
   for (int i = 0; i <= PF_TYPED_MAX_PARAMS; ++i)
     snprintf(many + strlen(many), sizeof many - strlen(many), "%sa%d: int", i ? ", " : "", i);
