@@ -525,11 +525,13 @@ const char* pf_param_kind_name(pf_param_kind_t kind) {
   return "unknown";
 }
 
-/* "a NULL <type>" for a pointer or object argument holding NULL, the length of a small string or
- * bytes longer than PF_SMALL_STR_MAX (the conversions refuse those), else the type's name: what a
- * typed function's argument error says it got. */
-static const char* pf__arg_got(const pf_any_t* arg, char* buf, size_t size) {
+/* The type's name after *prefix "a NULL " for a pointer or object argument holding NULL (not
+ * formatted into buf, which cut a registered type's long key: review), the length of a small
+ * string or bytes longer than PF_SMALL_STR_MAX (the conversions refuse those), else the type's
+ * name after an empty *prefix: what a typed function's argument error says it got. */
+static const char* pf__arg_got(const pf_any_t* arg, char* buf, size_t size, const char** prefix) {
   int32_t t = arg->type_index;
+  *prefix = "";
   int null_ptr = (t == PF_TYPE_RAW_STR || t == PF_TYPE_BYTE_ARRAY_PTR ||
                   t == PF_TYPE_DLTENSOR_PTR || t >= PF_TYPE_STATIC_OBJECT_BEGIN) &&
                  arg->v_ptr == NULL;
@@ -545,17 +547,17 @@ static const char* pf__arg_got(const pf_any_t* arg, char* buf, size_t size) {
     snprintf(buf, size, "a bytes view with a NULL data pointer");
     return buf;
   }
-  if (!null_ptr)
-    return pf_type_name(t);
-  snprintf(buf, size, "a NULL %s", pf_type_name(t));
-  return buf;
+  if (null_ptr)
+    *prefix = "a NULL ";
+  return pf_type_name(t);
 }
 
 static int pf__typed_arg_error(const pf__typed_t* t, int32_t i, const pf_any_t* arg) {
-  char got[64];
-  PF_ERROR_SET(PF_ERR_TYPE, "%s: argument %d (%s): expected %s, got %s", t->name, (int)i,
-               t->params[i].name, pf_param_kind_name(t->params[i].kind),
-               pf__arg_got(arg, got, sizeof got));
+  char buf[64];
+  const char* prefix;
+  const char* got = pf__arg_got(arg, buf, sizeof buf, &prefix);
+  PF_ERROR_SET(PF_ERR_TYPE, "%s: argument %d (%s): expected %s, got %s%s", t->name, (int)i,
+               t->params[i].name, pf_param_kind_name(t->params[i].kind), prefix, got);
   return -1;
 }
 
@@ -654,10 +656,12 @@ int pf_typed_arg_error(const pf_signature_t* sig, int32_t index, const pf_any_t*
                  (int)sig->num_params - 1, sig->name, (int)index);
     return -1;
   }
-  char got[64];
-  PF_ERROR_SET(PF_ERR_TYPE, "%s: argument %d (%s): expected %s, got %s", sig->name, (int)index,
+  char buf[64];
+  const char* prefix;
+  const char* got = pf__arg_got(arg, buf, sizeof buf, &prefix);
+  PF_ERROR_SET(PF_ERR_TYPE, "%s: argument %d (%s): expected %s, got %s%s", sig->name, (int)index,
                sig->params[index].name ? sig->params[index].name : "?",
-               pf_param_kind_name(sig->params[index].kind), pf__arg_got(arg, got, sizeof got));
+               pf_param_kind_name(sig->params[index].kind), prefix, got);
   return -1;
 }
 

@@ -638,6 +638,33 @@ START_TEST(test_typed_refuses_broken_small_strings) {
 }
 END_TEST
 
+/* A NULL object of a registered type with a long key: the message names the whole key (a
+ * 64-byte buffer cut it: review), at run time and in PF_TYPED_DEFINE's entries. */
+START_TEST(test_typed_null_object_of_a_long_type_named_whole) {
+  static const char key[] = "test.function.a_type_key_long_enough_to_pass_sixty_four_bytes.Config";
+  int32_t index;
+  ck_assert_int_eq(pf_type_register(key, PF_TYPE_OBJECT, &index), 0);
+  static const pf_param_t params[] = {{"config", PF_PARAM_OBJECT}};
+  pf_signature_t sig = {"build", 1, params, PF_PARAM_NONE, NULL};
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_function_create_typed(&sig, typed_add, NULL, NULL, &fn), 0);
+  pf_any_t arg = {index, {0}, {.v_ptr = NULL}}, r;
+  char want[160];
+  snprintf(want, sizeof want, "build: argument 0 (config): expected Object, got a NULL %s", key);
+  ck_assert_int_eq(pf_function_call(fn, &arg, 1, &r), -1);
+  pf_object_t* err = pf_error_take();
+  ck_assert_ptr_nonnull(err);
+  ck_assert_str_eq(pf_error_message(err), want);
+  pf_object_release(err);
+  ck_assert_int_eq(pf_typed_arg_error(&sig, 0, &arg), -1);
+  err = pf_error_take();
+  ck_assert_ptr_nonnull(err);
+  ck_assert_str_eq(pf_error_message(err), want);
+  pf_object_release(err);
+  pf_object_release(fn);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("function");
   TCase* tc = tcase_create("core");
@@ -655,6 +682,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_typed_refuses_extreme_type_indices);
   tcase_add_test(tc, test_typed_bool_payload_read_as_0_or_1);
   tcase_add_test(tc, test_typed_refuses_broken_small_strings);
+  tcase_add_test(tc, test_typed_null_object_of_a_long_type_named_whole);
   suite_add_tcase(s, tc);
   return s;
 }
