@@ -322,6 +322,23 @@ PF_API void pf__global_unregister_static(const char* name, const pf_signature_t*
 #define PF__REGISTER_STATIC_ID(name, call, sig, typed, id)                                         \
   PF__REGISTER_STATIC_AS(name, call, sig, typed, PF__CAT(pf__reg_slot_, id),                       \
                          PF__CAT(pf__reg_ctor_, id), PF__CAT(pf__reg_dtor_, id))
+#if defined(__cplusplus)
+/* C++: the registration is a dynamic initialiser, run after those defined above it in the
+ * translation unit, so that a signature PF_SIGNATURE made at namespace scope (which C++
+ * initialises dynamically) is set when it is read; a constructor function ran before, found
+ * it zero and failed (review). */
+#define PF__REGISTER_STATIC_AS(name, call, sig, typed, slot, ctor, dtor)                           \
+  static pf_object_t* slot;                                                                        \
+  static int ctor(void) {                                                                          \
+    pf__global_register_static((name), (call), (sig), (typed), &slot);                             \
+    return 0;                                                                                      \
+  }                                                                                                \
+  __attribute__((used)) static const int PF__CAT(ctor, _done) = ctor();                            \
+  __attribute__((destructor)) static void dtor(void) {                                             \
+    pf__global_unregister_static((name), (sig), &slot);                                            \
+  }                                                                                                \
+  PF__STATIC_ASSERT(1, "registration")
+#else
 #define PF__REGISTER_STATIC_AS(name, call, sig, typed, slot, ctor, dtor)                           \
   static pf_object_t* slot;                                                                        \
   __attribute__((constructor)) static void ctor(void) {                                            \
@@ -331,6 +348,7 @@ PF_API void pf__global_unregister_static(const char* name, const pf_signature_t*
     pf__global_unregister_static((name), (sig), &slot);                                            \
   }                                                                                                \
   PF__STATIC_ASSERT(1, "registration")
+#endif
 
 /* At file scope: registers `call` (a pf_safe_call_t, called with the function object as
  * self) under the string `name` when the enclosing library loads. */

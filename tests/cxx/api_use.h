@@ -82,6 +82,14 @@ static const pf_abi_stamp_t cxx_stamp = PF_ABI_STAMP_INIT;
 /* PF_SIGNATURE at namespace scope, and below with a name held in a variable */
 static const pf_signature_t cxx_file_sig =
     PF_SIGNATURE("cxx.file", PF_PARAM_INT, {"a", PF_PARAM_INT}, {"b", PF_PARAM_STR});
+static int cxx_file_impl(void* self, const pf_arg_t* args, pf_any_t* result) {
+  (void)self;
+  *result = pf_any_int(args[0].i + static_cast<int64_t>(args[1].s.size));
+  return 0;
+}
+/* registered from that signature, which C++ initialises dynamically: a constructor function ran
+ * before it and found it zero (review) */
+PF_REGISTER_GLOBAL_TYPED(&cxx_file_sig, cxx_file_impl);
 
 #define CXX_CHECK(cond)                                                                            \
   do {                                                                                             \
@@ -114,6 +122,8 @@ static int pf_cxx_check(void) {
   CXX_CHECK(r.type_index == PF_TYPE_INT && r.v_int64 == 20);
   r = cxx_call2("cxx.scale", pf_any_float(1.5), pf_any_int(4));
   CXX_CHECK(r.type_index == PF_TYPE_FLOAT && r.v_float64 == 6.0);
+  r = cxx_call2("cxx.file", pf_any_int(4), pf_any_cstr("abc"));
+  CXX_CHECK(r.type_index == PF_TYPE_INT && r.v_int64 == 7);
 
   /* the exports, called directly and through the system module */
   pf_any_t args2[2] = {pf_any_int(7), pf_any_int(8)};
