@@ -324,9 +324,11 @@ static int pf__eq_seen_add(pf__eq_seen_t* s, const pf_object_t* x, const pf_obje
   return 0;
 }
 
+/* No extents without data, as pf_shape_data and pf_shape_get read a cell (it read the NULL data
+ * of a cell claiming extents: SIGSEGV; review). */
 static int pf__shape_equal(const pf_shape_cell_t* a, const pf_shape_cell_t* b) {
-  return a->size == b->size &&
-         (a->size == 0 || memcmp(a->data, b->data, a->size * sizeof(int64_t)) == 0);
+  size_t na = a->data ? a->size : 0, nb = b->data ? b->size : 0;
+  return na == nb && (na == 0 || memcmp(a->data, b->data, na * sizeof(int64_t)) == 0);
 }
 
 /* Compares a and b as far as it can without descending: 1 or 0 when decided, 2 when both are

@@ -113,6 +113,23 @@ START_TEST(test_shape_foreign) {
 }
 END_TEST
 
+/* A shape without data counts no extents (pf_shape_data, pf_shape_get): so does equality, which
+ * read the NULL data for the size the cell claims (SIGSEGV; review) */
+START_TEST(test_shape_without_data_equal) {
+  static const int64_t ext[] = {5, 6, 7};
+  foreign_shape_t bare = {{PF_REF_INITIAL, PF_TYPE_SHAPE, 0, {foreign_deleter}}, {NULL, 3}};
+  pf_object_t *three, *none;
+  ck_assert_int_eq(pf_shape_create(ext, 3, &three), 0);
+  ck_assert_int_eq(pf_shape_create(NULL, 0, &none), 0);
+  pf_any_t a = pf_any_object(&bare.header), b = pf_any_object(three), c = pf_any_object(none);
+  ck_assert_int_eq(pf_container_equal(&a, &b), 0);
+  ck_assert_int_eq(pf_container_equal(&b, &a), 0);
+  ck_assert_int_eq(pf_container_equal(&a, &c), 1);
+  pf_object_release(three);
+  pf_object_release(none);
+}
+END_TEST
+
 /* ---- array ---- */
 
 START_TEST(test_array_create_get_items) {
@@ -860,6 +877,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_shape_create_and_read);
   tcase_add_test(tc, test_shape_bad_input);
   tcase_add_test(tc, test_shape_foreign);
+  tcase_add_test(tc, test_shape_without_data_equal);
   tcase_add_test(tc, test_array_create_get_items);
   tcase_add_test(tc, test_array_releases_contents_once);
   tcase_add_test(tc, test_array_bad_input);
