@@ -199,6 +199,13 @@ int pf_array_create_take(pf_any_t* items, size_t count, pf_object_t** out) {
   return 0;
 }
 
+/* Values of a sequence cell: none without data, whatever size the cell claims (an empty list,
+ * packfn's or TVM-FFI's, has no buffer; pf_array_items read it so, pf_array_count, pf_array_get
+ * and equality read the size: a pointer near NULL handed out, SIGSEGV comparing; review). */
+static size_t pf__seq_size(const pf_seq_cell_t* cell) {
+  return cell->data ? (size_t)cell->size : 0;
+}
+
 /* The cell of an array argument, or NULL with TypeError raised. */
 static const pf_seq_cell_t* pf__array_cell(const char* func, const pf_object_t* array) {
   if (array && array->type_index == PF_TYPE_LIST)
@@ -215,7 +222,7 @@ int pf_array_count(const pf_object_t* array, size_t* out) {
   const pf_seq_cell_t* cell = pf__array_cell("pf_array_count", array);
   if (!cell)
     return -1;
-  *out = (size_t)cell->size;
+  *out = pf__seq_size(cell);
   return 0;
 }
 
@@ -226,8 +233,9 @@ int pf_array_get(const pf_object_t* array, int64_t index, const pf_any_t** out) 
   const pf_seq_cell_t* cell = pf__array_cell("pf_array_get", array);
   if (!cell)
     return -1;
-  if (index < 0 || index >= cell->size)
-    return pf__index_error("pf_array_get", index, (size_t)cell->size, "an array of size");
+  size_t size = pf__seq_size(cell);
+  if (index < 0 || (uint64_t)index >= size)
+    return pf__index_error("pf_array_get", index, size, "an array of size");
   *out = (const pf_any_t*)cell->data + index;
   return 0;
 }
@@ -249,7 +257,7 @@ int pf_array_items(const pf_object_t* array, const pf_any_t** items, size_t* cou
    * value, as the promise of a non-NULL pointer asks (it was NULL; review) */
   static const pf_any_t no_items;
   *items = cell->data ? (const pf_any_t*)cell->data : &no_items;
-  *count = cell->data ? (size_t)cell->size : 0;
+  *count = pf__seq_size(cell);
   return 0;
 }
 
@@ -344,8 +352,8 @@ static int pf__equal_enter(const pf_any_t* a, const pf_any_t* b, pf__eq_frame_t*
     size_t nx, ny;
     int is_map;
     if (pf_object_is_instance(x, PF_TYPE_ARRAY) && pf_object_is_instance(y, PF_TYPE_ARRAY)) {
-      nx = (size_t)((const pf_seq_cell_t*)(x + 1))->size;
-      ny = (size_t)((const pf_seq_cell_t*)(y + 1))->size;
+      nx = pf__seq_size((const pf_seq_cell_t*)(x + 1));
+      ny = pf__seq_size((const pf_seq_cell_t*)(y + 1));
       is_map = 0;
     } else if (pf_object_is_instance(x, PF_TYPE_SHAPE) && pf_object_is_instance(y, PF_TYPE_SHAPE)) {
       return pf__shape_equal((const pf_shape_cell_t*)(x + 1), (const pf_shape_cell_t*)(y + 1));

@@ -397,6 +397,33 @@ START_TEST(test_array_foreign) {
 }
 END_TEST
 
+/* An array or list without data holds no values, as pf_array_items reads it: pf_array_count,
+ * pf_array_get and equality read the size its cell claims (a pointer near NULL handed out,
+ * SIGSEGV comparing; review) */
+START_TEST(test_array_without_data_holds_nothing) {
+  foreign_array_t bare = {{PF_REF_INITIAL, PF_TYPE_ARRAY, 0, {foreign_deleter}},
+                          {NULL, 2, 0, NULL}};
+  size_t n = 9;
+  ck_assert_int_eq(pf_array_count(&bare.header, &n), 0);
+  ck_assert_uint_eq(n, 0);
+  pf_any_t probe = pf_any_none();
+  const pf_any_t* v = &probe;
+  ck_assert_int_eq(pf_array_get(&bare.header, 1, &v), -1);
+  ck_assert_ptr_null(v);
+  PF_ASSERT_RAISED("IndexError", "index 1 is out of range for an array of size 0");
+  pf_any_t data[2] = {pf_any_int(1), pf_any_int(2)};
+  pf_object_t *two, *none;
+  ck_assert_int_eq(pf_array_create(data, 2, &two), 0);
+  ck_assert_int_eq(pf_array_create(NULL, 0, &none), 0);
+  pf_any_t a = pf_any_object(&bare.header), b = pf_any_object(two), c = pf_any_object(none);
+  ck_assert_int_eq(pf_container_equal(&a, &b), 0);
+  ck_assert_int_eq(pf_container_equal(&b, &a), 0);
+  ck_assert_int_eq(pf_container_equal(&a, &c), 1);
+  pf_object_release(two);
+  pf_object_release(none);
+}
+END_TEST
+
 /* ---- nesting and equality ---- */
 
 /* [ {"dims": shape(2, 3), "tags": ["a", counted]}, 7 ] */
@@ -885,6 +912,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_array_rvalue_reference);
   tcase_add_test(tc, test_array_create_take);
   tcase_add_test(tc, test_array_foreign);
+  tcase_add_test(tc, test_array_without_data_holds_nothing);
   pf_test_map_add_tests(tc);
   tcase_add_test(tc, test_nesting_and_release);
   tcase_add_test(tc, test_equality);
