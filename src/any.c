@@ -62,6 +62,16 @@ int pf_any_as_cstr(const pf_any_t* v, const char** out) {
                  (size_t)((const char*)memchr(data, '\0', size) - data), size);
     return -1;
   }
+  /* a small string's text is followed by a NUL (the ABI's rule); a producer that left another
+   * byte there would hand the caller a text strlen reads past the value (the containers
+   * review). Within its 8 bytes: size <= 7. */
+  if (v->type_index == PF_TYPE_SMALL_STR && data[size] != '\0') {
+    PF_ERROR_SET(PF_ERR_VALUE,
+                 "pf_any_as_cstr: expected a small string followed by a NUL, got %zu bytes "
+                 "followed by byte 0x%02x (its producer broke the ABI's rule)",
+                 size, (unsigned)(unsigned char)data[size]);
+    return -1;
+  }
   *out = data;
   return 0;
 }

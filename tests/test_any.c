@@ -198,6 +198,18 @@ START_TEST(test_cstr_embedded_nul) {
   ck_assert_int_eq(pf_any_as_cstr(&v, &s), -1);
   pf_error_clear();
   ck_assert_ptr_null(s);
+  /* a small string whose text is not followed by a NUL (a broken producer's, of 7 bytes or of
+   * fewer with a byte left after them): refused, not a text strlen reads past the value */
+  for (uint32_t len = 3; len <= 7; len += 4) {
+    ck_assert_int_eq(pf_string_create("abcdefg", len, &v), 0);
+    ck_assert_int_eq(v.type_index, PF_TYPE_SMALL_STR);
+    ck_assert_int_eq(pf_any_as_cstr(&v, &s), 0);
+    v.v_bytes[len] = 'x';
+    s = "stale";
+    ck_assert_int_eq(pf_any_as_cstr(&v, &s), -1);
+    PF_ASSERT_RAISED("ValueError", "expected a small string followed by a NUL, got");
+    ck_assert_ptr_null(s);
+  }
 }
 END_TEST
 

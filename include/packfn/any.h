@@ -362,7 +362,8 @@ PF_INLINE int pf_any_as_bytes(const pf_any_t* v, const char** data, size_t* size
   return pf__any_null_view("bytes", v);
 }
 /* A string as a C string, borrowed as pf_any_as_str's data is: as pf_any_as_str, but fails
- * with ValueError when the contents hold an embedded NUL (they would be cut short). -1 also
+ * with ValueError when the contents hold an embedded NUL (they would be cut short) or, for a
+ * small string, are not followed by the NUL the ABI puts there (a broken producer's). -1 also
  * with ValueError for a NULL v or out (this one checks v), else as pf_any_as_str; *out is
  * then NULL (when out is not). */
 PF_API int pf_any_as_cstr(const pf_any_t* v, const char** out);
