@@ -676,11 +676,28 @@ static int pf__kind_valid(pf_param_kind_t k, int allow_none) {
   return (k == PF_PARAM_NONE && allow_none) || (k >= PF_PARAM_INT && k <= PF_PARAM_FUNCTION);
 }
 
+/* 1 when `name` holds a character that would make the signature text unreadable (a space or
+ * control character, a comma, a colon or a parenthesis): "f(x(a, b: int) -> int" of a
+ * parameter named "x(a, b" reads back as other parameters (the typed functions' review). */
+static int pf__name_breaks_text(const char* name) {
+  for (const unsigned char* c = (const unsigned char*)name; *c; ++c)
+    if (*c <= ' ' || *c == 0x7f || *c == ',' || *c == ':' || *c == '(' || *c == ')')
+      return 1;
+  return 0;
+}
+#define PF__NAME_RULE "without spaces, control characters, commas, colons or parentheses"
+
 /* The one check of a declaration (sig and sig->name not NULL): parameter count and array, the
  * result kind, each parameter's name and kind. 0, or -1 with ValueError naming `func`. */
 static int pf__signature_check(const char* func, const pf_signature_t* sig) {
   if (!*sig->name) {
     PF_ERROR_SET(PF_ERR_VALUE, "%s: argument sig: expected a function name, got \"\"", func);
+    return -1;
+  }
+  if (pf__name_breaks_text(sig->name)) {
+    PF_ERROR_SET(PF_ERR_VALUE,
+                 "%s: argument sig: expected a function name " PF__NAME_RULE ", got '%s'", func,
+                 sig->name);
     return -1;
   }
   if (sig->num_params < 0 || sig->num_params > PF_TYPED_MAX_PARAMS ||
@@ -700,6 +717,12 @@ static int pf__signature_check(const char* func, const pf_signature_t* sig) {
       PF_ERROR_SET(
           PF_ERR_VALUE, "%s: %s: parameter %d: expected a name and a kind, got %s and kind %d",
           func, sig->name, (int)i, p->name ? (*p->name ? p->name : "\"\"") : "NULL", (int)p->kind);
+      return -1;
+    }
+    if (pf__name_breaks_text(p->name)) {
+      PF_ERROR_SET(PF_ERR_VALUE,
+                   "%s: %s: parameter %d: expected a name " PF__NAME_RULE ", got '%s'", func,
+                   sig->name, (int)i, p->name);
       return -1;
     }
     for (int32_t k = 0; k < i; ++k)

@@ -353,6 +353,30 @@ START_TEST(test_typed_bad_declarations) {
   pf_signature_t sig3 = {"h", 2, twice, PF_PARAM_INT, NULL};
   ck_assert_int_eq(pf_function_create_typed(&sig3, typed_add, NULL, NULL, &fn), -1);
   PF_ASSERT_RAISED("ValueError", "h: parameters 0 and 1 are both named 'a'");
+  /* names that would make the signature text unreadable ("f(x(a, b: int) -> int" reads back
+   * as other parameters) are refused, on both paths (review) */
+  static const char* const broken[] = {"a, b", "c)", "x(a", "k:v", "tab\there", "nl\n", "sp ace"};
+  pf_param_t one[1] = {{"a", PF_PARAM_INT}};
+  pf_signature_t sig4 = {"f", 1, one, PF_PARAM_INT, NULL};
+  for (size_t i = 0; i < sizeof broken / sizeof broken[0]; ++i) {
+    one[0].name = broken[i];
+    sig4.name = "f";
+    ck_assert_int_eq(pf_function_create_typed(&sig4, typed_add, NULL, NULL, &fn), -1);
+    PF_ASSERT_RAISED("ValueError", "f: parameter 0: expected a name without spaces, control "
+                                   "characters, commas, colons or parentheses, got '");
+    ck_assert_ptr_null(fn);
+    one[0].name = "a";
+    sig4.name = broken[i];
+    ck_assert_int_eq(pf_function_create_static(&sig4, direct_call, &fn), -1);
+    PF_ASSERT_RAISED("ValueError", "pf_function_create_static: argument sig: expected a function "
+                                   "name without spaces, control characters, commas, colons or "
+                                   "parentheses, got '");
+  }
+  /* dots, underscores, digits, <>, - and non-ASCII stay names */
+  one[0].name = "x_1";
+  sig4.name = "my.lib.f<locals>-\xc3\xa9";
+  ck_assert_int_eq(pf_function_create_typed(&sig4, typed_add, NULL, NULL, &fn), 0);
+  pf_object_release(fn);
   ck_assert_str_eq(pf_param_kind_name(PF_PARAM_DEVICE), "Device");
 }
 END_TEST

@@ -100,8 +100,9 @@ typedef int (*pf_typed_call_t)(void* self, const pf_arg_t* args, pf_any_t* resul
  * stays the caller's). `sig` is copied (names and doc included): it need not outlive the call.
  * New reference in *out. -1 with ValueError (NULL sig, name, params with num_params > 0,
  * impl or out; an empty name; num_params out of range; a parameter without a name or with an
- * unknown kind; two parameters of one name; an unknown result kind) or MemoryError; *out is
- * then NULL (when out is not). */
+ * unknown kind; two parameters of one name; an unknown result kind; a function or parameter
+ * name holding a space, control character, comma, colon or parenthesis, which the signature
+ * text could not be read back with) or MemoryError; *out is then NULL (when out is not). */
 PF_API int pf_function_create_typed(const pf_signature_t* sig, pf_typed_call_t impl, void* self,
                                     void (*deleter)(void* self), pf_object_t** out);
 
