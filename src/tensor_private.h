@@ -238,8 +238,9 @@ __attribute__((noinline, cold)) int pf__byte_reach_subbyte(int64_t bits, int64_t
                                                            int64_t* first, int64_t* end);
 
 /* Whether the bytes elements lo..hi (element offsets, lo <= 0 <= hi) of `desc` cover lie, from
- * data + byte_offset, outside what int64 offsets (and, for an address, the address space)
- * reach. A byte_offset near 2^64 used to wrap data + byte_offset to before data (review). */
+ * data + byte_offset, outside what int64 offsets (and, for an address, the address space, from
+ * address 1: no object is at 0, and a view of an element there had data NULL) reach. A
+ * byte_offset near 2^64 used to wrap data + byte_offset to before data (review). */
 static inline int pf__byte_reach_bad(const DLTensor* desc, int64_t lo, int64_t hi) {
   int64_t bits = (int64_t)desc->dtype.bits * desc->dtype.lanes, first, end;
   if (PF_UNLIKELY(hi == INT64_MAX)) /* its end, hi + 1, has no int64 (the strides allow it) */
@@ -257,7 +258,7 @@ static inline int pf__byte_reach_bad(const DLTensor* desc, int64_t lo, int64_t h
     return 1;
   uintptr_t p = (uintptr_t)desc->data;
   return p && pf__is_addressable(desc->device) &&
-         ((first < 0 && p < (uintptr_t)(0 - (uint64_t)first)) || p > UINTPTR_MAX - (uint64_t)end);
+         ((first < 0 && p <= (uintptr_t)(0 - (uint64_t)first)) || p > UINTPTR_MAX - (uint64_t)end);
 }
 
 /* 1 when `strides` give the compact row-major layout of `shape` (the strides of extent-1 axes

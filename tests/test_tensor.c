@@ -568,6 +568,38 @@ START_TEST(test_check_spec_refuses_bad_shapes) {
 }
 END_TEST
 
+/* A description whose lowest byte is at address 0 (data far up, a negative stride reaching
+ * down to 0) was accepted: its elements lie "within the address space", but the view of that
+ * element had data NULL with one element, a tensor packfn made that packfn refuses (its views
+ * and its copy then blamed the tensor; found by the views' differential test). Address 0 is no
+ * object's: the description is refused; one whose lowest byte is at address 1 is not. */
+START_TEST(test_no_element_at_address_0) {
+  int64_t shape[1] = {3}, strides[1] = {-((int64_t)1 << 61)};
+  DLTensor desc = {
+      (void*)(uintptr_t)((uint64_t)1 << 62), PF_DEVICE_CPU, 1, PF_DTYPE_INT8, shape, strides, 0};
+  pf_object_t *t = (pf_object_t*)&t, *v;
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, NULL, NULL, &t), -1);
+  ck_assert_ptr_null(t);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_from_dltensor: argument desc: expected the bytes of "
+                                 "its elements to lie within the address space from data");
+  /* a byte_offset that brings the lowest byte to 0 is refused as well */
+  desc.data = (void*)(uintptr_t)(((uint64_t)1 << 62) - 5);
+  desc.byte_offset = 5;
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, NULL, NULL, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "byte_offset 5: expected the bytes of its elements to lie "
+                                 "within the address space");
+  desc.byte_offset = 0;
+  desc.data = (void*)(uintptr_t)(((uint64_t)1 << 62) + 1);
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, NULL, NULL, &t), 0);
+  ck_assert_int_eq(pf_tensor_select(t, 0, -1, &v), 0);
+  ck_assert_ptr_eq(pf_tensor_dltensor(v)->data, (void*)1);
+  ck_assert_uint_eq(pf_tensor_dltensor(v)->byte_offset, 0);
+  pf_object_release(v);
+  pf_object_release(t);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
 /* The rest of what pf_tensor_from_dltensor refuses is refused too, whatever the spec: a size
  * whose product overflows (it wrapped pf_dltensor_numel to 0 and the kernels skipped their
  * overlap checks, review), NULL data with elements, a negative device index, strides whose
@@ -722,6 +754,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_dltensor_of_non_tensors);
   tcase_add_test(tc, test_from_dltensor);
   tcase_add_test(tc, test_from_dltensor_errors);
+  tcase_add_test(tc, test_no_element_at_address_0);
   suite_add_tcase(s, tc);
   suite_add_tcase(s, pf_test_tensor_views_tcase());
   tc = tcase_create("checks");
