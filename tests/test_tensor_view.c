@@ -640,6 +640,296 @@ START_TEST(test_foreign_tensor_checked) {
 }
 END_TEST
 
+/* ---- differential: the short way against the general way ----
+ * Every view function on a packfn tensor (which may take the short way) and on a tensor made
+ * by hand over the same description (another runtime's: always the general way) must give the
+ * same view or the same error, for bases of every kind (negative strides, byte offsets,
+ * sub-byte and vector dtypes, empty, 0-d and 64-d tensors, a device whose data is a handle,
+ * strides near the int64 limits) and arguments drawn from edge values. A view made is checked
+ * against an independent model too: its elements lie within the base's. */
+__extension__ typedef __int128 i128;
+
+typedef struct {
+  pf_object_t header;
+  DLTensor dl;
+  int64_t shape[PF_TENSOR_MAX_NDIM];
+  int64_t strides[PF_TENSOR_MAX_NDIM];
+} hand_tensor_t;
+
+static void hand_deleter(void* self, int flags) {
+  if (flags & PF_DELETER_WEAK)
+    pf_object_free(self);
+}
+
+static pf_object_t* make_hand(const DLTensor* d) {
+  pf_object_t* obj;
+  ck_assert_int_eq(pf_object_alloc(sizeof(hand_tensor_t), PF_TYPE_TENSOR, hand_deleter, &obj), 0);
+  hand_tensor_t* h = (hand_tensor_t*)obj;
+  h->dl = *d;
+  for (int32_t i = 0; i < d->ndim; ++i) {
+    h->shape[i] = d->shape[i];
+    if (d->strides)
+      h->strides[i] = d->strides[i];
+  }
+  h->dl.shape = h->shape;
+  h->dl.strides = d->strides ? h->strides : NULL;
+  return obj;
+}
+
+static uint64_t g_rng;
+static uint64_t rnd(void) {
+  g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+  return g_rng >> 33;
+}
+static int64_t pick(const int64_t* v, size_t n) {
+  return v[rnd() % n];
+}
+#define PICK(...) pick((const int64_t[]){__VA_ARGS__}, sizeof((int64_t[]){__VA_ARGS__}) / 8)
+
+/* Extents, strides and offsets: mostly small (views that succeed), some at the limits. */
+static int64_t edge(int64_t small_max) {
+  if (rnd() % 4 != 0)
+    return (int64_t)(rnd() % (uint64_t)(small_max + 1)) * (rnd() % 3 == 0 ? -1 : 1);
+  return PICK(0, 1, -1, 2, -2, INT64_MAX, INT64_MIN, INT64_MAX / 2, INT64_MIN / 2, (int64_t)1 << 62,
+              -((int64_t)1 << 62), (int64_t)1 << 31, (int64_t)1 << 59, -((int64_t)1 << 60));
+}
+
+/* The lowest and highest element offsets (signed, from the first element) of d; 0 when empty. */
+static int reach_of(const DLTensor* d, i128* lo, i128* hi) {
+  i128 l = 0, h = 0, step = 1;
+  for (int32_t i = d->ndim; i-- > 0;) {
+    if (d->shape[i] == 0)
+      return 0;
+    i128 s = d->strides ? d->strides[i] : step;
+    step *= d->shape[i];
+    i128 far = s * (d->shape[i] - 1);
+    if (far < 0)
+      l += far;
+    else
+      h += far;
+  }
+  *lo = l;
+  *hi = h;
+  return 1;
+}
+
+/* The view v of base b: its elements (bits, as sub-byte views are never offset) lie within
+ * b's, and it shares b's dtype and device. */
+static const char* dims_str(const int64_t* d, int32_t n, char* buf, size_t size) {
+  size_t at = (size_t)snprintf(buf, size, "(");
+  for (int32_t i = 0; d && i < n && at < size; ++i)
+    at += (size_t)snprintf(buf + at, size - at, i ? ", %lld" : "%lld", (long long)d[i]);
+  if (at < size)
+    snprintf(buf + at, size - at, ")");
+  return buf;
+}
+
+static void check_within(const char* what, pf_object_t* b, pf_object_t* v) {
+  DLTensor* x = pf_tensor_dltensor(b);
+  DLTensor* y = pf_tensor_dltensor(v);
+  pf_object_t* again; /* a description packfn accepts */
+  char xs[256], ys[256];
+  ck_assert_msg(pf_tensor_from_dltensor(y, NULL, NULL, &again) == 0,
+                "%s of data %p shape %s strides %s: %s (view data %p shape %s)", what, x->data,
+                dims_str(x->shape, x->ndim, xs, sizeof xs),
+                dims_str(x->strides, x->ndim, ys, sizeof ys), pf_error_message(pf_error_peek()),
+                y->data, dims_str(y->shape, y->ndim, ys, sizeof ys));
+  pf_object_release(again);
+  ck_assert(pf_dtype_equal(x->dtype, y->dtype));
+  ck_assert(pf_device_equal(x->device, y->device));
+  ck_assert_ptr_nonnull(y->strides);
+  i128 vlo, vhi, blo, bhi;
+  if (!reach_of(y, &vlo, &vhi))
+    return; /* empty: reads nothing */
+  ck_assert(reach_of(x, &blo, &bhi));
+  i128 bits = (i128)x->dtype.bits * x->dtype.lanes;
+  i128 start =
+      ((i128)(intptr_t)y->data - (intptr_t)x->data + (i128)y->byte_offset - (i128)x->byte_offset) *
+      8;
+  ck_assert_msg(start % bits == 0, "the view starts inside an element");
+  ck_assert(start / bits + vlo >= blo);
+  ck_assert(start / bits + vhi <= bhi);
+}
+
+/* Both ways' outcomes of one call agree: the same view, or the same error and out NULL. */
+static void same_outcome(const char* what, int ra, pf_object_t* va, pf_object_t* ea, int rb,
+                         pf_object_t* vb, pf_object_t* eb) {
+  ck_assert_msg(ra == rb, "%s: %d (%s) but %d (%s) by hand", what, ra,
+                ea ? pf_error_message(ea) : "", rb, eb ? pf_error_message(eb) : "");
+  if (ra != 0) {
+    ck_assert_int_eq(ra, -1);
+    ck_assert_ptr_null(va);
+    ck_assert_ptr_null(vb);
+    ck_assert_ptr_nonnull(ea);
+    ck_assert_ptr_nonnull(eb);
+    ck_assert_msg(strcmp(pf_error_kind(ea), pf_error_kind(eb)) == 0 &&
+                      strcmp(pf_error_message(ea), pf_error_message(eb)) == 0,
+                  "%s: %s: %s but by hand %s: %s", what, pf_error_kind(ea), pf_error_message(ea),
+                  pf_error_kind(eb), pf_error_message(eb));
+    return;
+  }
+  ck_assert_ptr_null(ea);
+  ck_assert_ptr_null(eb);
+  assert_same_view(va, vb);
+}
+
+/* One random call of a random view function on `a` (packfn's) and `b` (by hand). */
+static pf_object_t* diff_one(pf_object_t* a, pf_object_t* b) {
+  DLTensor* d = pf_tensor_dltensor(a);
+  int32_t nd = d->ndim;
+  int64_t shape[PF_TENSOR_MAX_NDIM + 1], strides[PF_TENSOR_MAX_NDIM + 1];
+  int32_t axes[PF_TENSOR_MAX_NDIM];
+  pf_object_t *va = (pf_object_t*)&va, *vb = (pf_object_t*)&vb;
+  int ra, rb;
+  pf_object_t *ea, *eb;
+  int op = (int)(rnd() % 5);
+  char what[160];
+#define BOTH(call_a, call_b)                                                                       \
+  do {                                                                                             \
+    ra = (call_a);                                                                                 \
+    ea = pf_error_take();                                                                          \
+    rb = (call_b);                                                                                 \
+    eb = pf_error_take();                                                                          \
+  } while (0)
+  if (op == 0 || op == 1) { /* view, reshape */
+    int32_t n = (int32_t)(rnd() % 4 == 0 ? PICK(-1, 0, PF_TENSOR_MAX_NDIM, PF_TENSOR_MAX_NDIM + 1)
+                                         : (int64_t)(rnd() % 4));
+    int32_t fill = n < 0 ? 0 : n > PF_TENSOR_MAX_NDIM ? PF_TENSOR_MAX_NDIM + 1 : n;
+    for (int32_t i = 0; i < fill; ++i) {
+      shape[i] = n > 4 ? 1 : edge(4);
+      strides[i] = rnd() % 3 == 0 && i < nd ? d->strides[i] : edge(6);
+    }
+    int nulls = rnd() % 8 == 0;
+    const int64_t* sh = nulls ? NULL : shape;
+    if (op == 0) {
+      const int64_t* st = rnd() % 2 ? strides : NULL;
+      int64_t off = edge(8);
+      snprintf(what, sizeof what, "view ndim %d off %lld", (int)n, (long long)off);
+      BOTH(pf_tensor_view(a, n, sh, st, off, &va), pf_tensor_view(b, n, sh, st, off, &vb));
+    } else {
+      if (n > 0 && rnd() % 2)
+        shape[rnd() % (uint64_t)n] = -1;
+      snprintf(what, sizeof what, "reshape ndim %d", (int)n);
+      BOTH(pf_tensor_reshape(a, n, sh, &va), pf_tensor_reshape(b, n, sh, &vb));
+    }
+  } else if (op == 2) {
+    int32_t ax = (int32_t)((int64_t)(rnd() % (uint64_t)(2 * nd + 3)) - nd - 1);
+    int64_t start = edge(5), stop = edge(5), step = edge(3);
+    snprintf(what, sizeof what, "slice axis %d %lld:%lld:%lld", (int)ax, (long long)start,
+             (long long)stop, (long long)step);
+    BOTH(pf_tensor_slice(a, ax, start, stop, step, &va),
+         pf_tensor_slice(b, ax, start, stop, step, &vb));
+    if (ra == 0 && nd > 0) { /* Python's slice: len(range(*slice(...).indices(n))) */
+      int32_t x = ax < 0 ? ax + nd : ax;
+      int64_t n = d->shape[x];
+      i128 lo = start, hi = stop;
+      if (lo < 0)
+        lo += n;
+      if (hi < 0)
+        hi += n;
+      i128 lower = step < 0 ? -1 : 0, upper = step < 0 ? n - 1 : n;
+      lo = lo < lower ? lower : lo > upper ? upper : lo;
+      hi = hi < lower ? lower : hi > upper ? upper : hi;
+      i128 len = step > 0 ? (hi > lo ? (hi - lo + step - 1) / step : 0)
+                          : (lo > hi ? (lo - hi + (-(i128)step) - 1) / -(i128)step : 0);
+      ck_assert_msg(pf_tensor_dltensor(va)->shape[x] == (int64_t)len, "%s: length %lld", what,
+                    (long long)pf_tensor_dltensor(va)->shape[x]);
+    }
+  } else if (op == 3) {
+    int32_t ax = (int32_t)((int64_t)(rnd() % (uint64_t)(2 * nd + 3)) - nd - 1);
+    int64_t index = edge(4);
+    snprintf(what, sizeof what, "select axis %d index %lld", (int)ax, (long long)index);
+    BOTH(pf_tensor_select(a, ax, index, &va), pf_tensor_select(b, ax, index, &vb));
+    if (ra == 0)
+      ck_assert_int_eq(pf_tensor_dltensor(va)->ndim, nd - 1);
+  } else {
+    for (int32_t i = 0; i < nd; ++i)
+      axes[i] = nd - 1 - i;
+    for (int32_t i = nd; i > 1; --i) { /* a random permutation, sometimes spoilt */
+      int32_t j = (int32_t)(rnd() % (uint64_t)i), tmp = axes[i - 1];
+      axes[i - 1] = axes[j];
+      axes[j] = tmp;
+    }
+    if (nd > 0 && rnd() % 3 == 0)
+      axes[rnd() % (uint64_t)nd] = (int32_t)PICK(-1, -nd, -nd - 1, nd, 0, INT32_MIN);
+    const int32_t* ax = rnd() % 10 == 0 ? NULL : axes;
+    snprintf(what, sizeof what, "permute");
+    BOTH(pf_tensor_permute(a, ax, &va), pf_tensor_permute(b, ax, &vb));
+  }
+#undef BOTH
+  same_outcome(what, ra, va, ea, rb, vb, eb);
+  pf_object_release(ea);
+  pf_object_release(eb);
+  if (ra == 0) {
+    check_within(what, a, va);
+    check_within(what, b, vb);
+  }
+  pf_object_release(vb);
+  return ra == 0 ? va : NULL;
+}
+
+/* Base k: the first one owns its memory (pf_tensor_empty), the others are over desc. */
+static pf_object_t* make_base(const DLTensor* desc, size_t k) {
+  pf_object_t* a;
+  if (k == 0)
+    return iota(desc->shape, desc->ndim);
+  ck_assert_msg(pf_tensor_from_dltensor(desc, NULL, NULL, &a) == 0, "base %d", (int)k);
+  return a;
+}
+
+START_TEST(test_view_ways_agree_differential) {
+  static double buf[64];
+  static int64_t ones[PF_TENSOR_MAX_NDIM];
+  for (int i = 0; i < PF_TENSOR_MAX_NDIM; ++i)
+    ones[i] = 1;
+  void* fake = (void*)(uintptr_t)((uintptr_t)1 << 40);
+  void* high = (void*)(uintptr_t)(((uint64_t)1 << 62) + 1); /* lowest byte at 1 */
+  const DLDevice vulkan = pf_device(PF_DEV_VULKAN, 0);
+  const DLTensor bases[] = {
+      {buf, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, (int64_t[]){3, 4}, NULL, 0},
+      {&buf[11], PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, (int64_t[]){3, 4}, (int64_t[]){-4, -1}, 0},
+      {buf, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, (int64_t[]){3, 4}, (int64_t[]){1, 3}, 8},
+      {buf, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, (int64_t[]){3, 4}, (int64_t[]){0, 1}, 0},
+      {NULL, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, (int64_t[]){0, 3}, NULL, 0},
+      {NULL, PF_DEVICE_CPU, 3, PF_DTYPE_FLOAT32, (int64_t[]){2, 0, 3}, (int64_t[]){-9, 1, 3}, 0},
+      {buf, PF_DEVICE_CPU, 0, PF_DTYPE_FLOAT64, NULL, NULL, 0},
+      {buf, PF_DEVICE_CPU, 2, {PF_DL_INT, 4, 1}, (int64_t[]){4, 6}, NULL, 0},
+      {buf, PF_DEVICE_CPU, 2, {PF_DL_UINT, 1, 8}, (int64_t[]){2, 3}, (int64_t[]){1, 2}, 0},
+      {buf, PF_DEVICE_CPU, 2, {PF_DL_FLOAT, 32, 4}, (int64_t[]){3, 2}, NULL, 0},
+      {buf, PF_DEVICE_CPU, 1, PF_DTYPE_BOOL, (int64_t[]){5}, NULL, 3},
+      {buf, PF_DEVICE_CPU, PF_TENSOR_MAX_NDIM, PF_DTYPE_INT8, ones, NULL, 0},
+      {(void*)0x40, vulkan, 2, PF_DTYPE_INT16, (int64_t[]){3, 4}, (int64_t[]){-4, -1}, 0},
+      {(void*)0x40, vulkan, 1, PF_DTYPE_INT8, (int64_t[]){3}, (int64_t[]){-((int64_t)1 << 61)}, 0},
+      {high, PF_DEVICE_CPU, 1, PF_DTYPE_INT8, (int64_t[]){3}, (int64_t[]){-((int64_t)1 << 61)}, 0},
+      {fake, PF_DEVICE_CPU, 2, PF_DTYPE_INT8, (int64_t[]){2, 3}, (int64_t[]){(int64_t)1 << 61, 1},
+       (uint64_t)1 << 40},
+      {fake, PF_DEVICE_CPU, 1, PF_DTYPE_FLOAT64, (int64_t[]){(int64_t)1 << 40}, NULL, 0},
+      {fake, vulkan, 1, PF_DTYPE_INT8, (int64_t[]){4}, (int64_t[]){-1}, 0},
+  };
+  g_rng = 12345;
+  for (size_t k = 0; k < sizeof bases / sizeof bases[0]; ++k) {
+    pf_object_t* a = make_base(&bases[k], k);
+    for (int round = 0; round < 1500; ++round) {
+      pf_object_t* b = make_hand(pf_tensor_dltensor(a));
+      pf_object_t* v = diff_one(a, b);
+      pf_object_release(b);
+      if (v && rnd() % 16 == 0) { /* go on with the view: a view of a packfn view */
+        pf_object_release(a);
+        a = v;
+      } else {
+        pf_object_release(v);
+      }
+      if (round % 100 == 99) { /* back to the base now and then */
+        pf_object_release(a);
+        a = make_base(&bases[k], k);
+      }
+    }
+    pf_object_release(a);
+  }
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
 TCase* pf_test_tensor_views_tcase(void) {
   TCase* tc = tcase_create("views");
   tcase_add_test(tc, test_view_general);
@@ -655,5 +945,6 @@ TCase* pf_test_tensor_views_tcase(void) {
   tcase_add_test(tc, test_axis_and_index_of_empty_ranges);
   tcase_add_test(tc, test_foreign_tensor_views);
   tcase_add_test(tc, test_foreign_tensor_checked);
+  tcase_add_test(tc, test_view_ways_agree_differential);
   return tc;
 }
