@@ -687,6 +687,169 @@ START_TEST(test_copy_strided_span_of_int64_max) {
 }
 END_TEST
 
+/* Host copies between layouts: one side's strides NULL (compact) and the other's strided,
+ * rows padded (runs of the last axis), a destination whose stride 0 is on an axis of one
+ * element (nothing shared), a cuda_host or rocm_host side (host memory, copied directly), and
+ * the refusals that name src: strided sub-byte elements, strides whose span has no bytes. */
+START_TEST(test_copy_between_layouts) {
+  double buf[12], out[12];
+  for (int i = 0; i < 12; ++i)
+    buf[i] = i;
+  int64_t shape[2] = {2, 3}, padded[2] = {4, 1}, cols[2] = {1, 2};
+  /* src rows padded to 4 (elements 0..2, 4..6), dst compact with NULL strides */
+  DLTensor src = {buf, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, shape, padded, 0};
+  DLTensor dst = {out, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, shape, NULL, 0};
+  memset(out, 0, sizeof out);
+  ck_assert_int_eq(pf_dltensor_copy(&dst, &src), 0);
+  const double want[6] = {0, 1, 2, 4, 5, 6};
+  for (int i = 0; i < 6; ++i)
+    ck_assert(out[i] == want[i]);
+  ck_assert(out[6] == 0.0);
+  /* src compact (NULL strides), dst column-major (strides 1, 2) */
+  memset(out, 0, sizeof out);
+  src.strides = NULL;
+  dst.strides = cols;
+  ck_assert_int_eq(pf_dltensor_copy(&dst, &src), 0);
+  const double colmajor[6] = {0, 3, 1, 4, 2, 5};
+  for (int i = 0; i < 6; ++i)
+    ck_assert(out[i] == colmajor[i]);
+  /* dst of one row with stride 0 on that row and a column stride of 2: not broadcast */
+  int64_t row[2] = {1, 3}, zero_row[2] = {0, 2};
+  for (int i = 0; i < 12; ++i)
+    out[i] = -1;
+  dst.shape = row;
+  dst.strides = zero_row;
+  src.shape = row;
+  ck_assert_int_eq(pf_dltensor_copy(&dst, &src), 0);
+  ck_assert(out[0] == 0.0 && out[1] == -1.0 && out[2] == 1.0 && out[3] == -1.0 && out[4] == 2.0);
+  /* host memory of the CUDA and ROCm runtimes: copied by the host, no hook (none installed) */
+  DLDevice hosts[2] = {pf_device(PF_DEV_ROCM_HOST, 0), pf_device(PF_DEV_CUDA_HOST, 0)};
+  for (int k = 0; k < 2; ++k) {
+    memset(out, 0, sizeof out);
+    DLTensor h = {out, hosts[k], 2, PF_DTYPE_FLOAT64, shape, NULL, 0};
+    DLTensor c = {buf, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, shape, padded, 0};
+    ck_assert_int_eq(pf_dltensor_copy(&h, &c), 0);
+    for (int i = 0; i < 6; ++i)
+      ck_assert(out[i] == want[i]);
+  }
+  /* strided sub-byte elements in src (dst compact): refused, naming src */
+  uint8_t nibbles[4] = {0x21, 0x43, 0x65, 0x87}, got[2] = {0xaa, 0xaa};
+  int64_t four[1] = {4}, two[1] = {2};
+  DLTensor s4 = {nibbles, PF_DEVICE_CPU, 1, pf_dtype(PF_DL_INT, 4, 1), four, two, 0};
+  DLTensor d4 = {got, PF_DEVICE_CPU, 1, pf_dtype(PF_DL_INT, 4, 1), four, NULL, 0};
+  ck_assert_int_eq(pf_dltensor_copy(&d4, &s4), -1);
+  PF_ASSERT_RAISED("NotImplementedError",
+                   "pf_dltensor_copy: argument src: strided copies of int4 (elements smaller than "
+                   "a byte) are not supported, got strides (2,)");
+  ck_assert(got[0] == 0xaa && got[1] == 0xaa);
+  /* src strides whose span, twice over in bytes, passes int64: refused before any byte moves */
+  if (UINTPTR_MAX >= UINT64_MAX) {
+    uint8_t small[2] = {0};
+    int64_t far[1] = {(int64_t)1 << 62};
+    DLTensor sf = {(void*)(uintptr_t)0x1000, PF_DEVICE_CPU, 1, PF_DTYPE_UINT8, two, far, 0};
+    DLTensor df = {small, PF_DEVICE_CPU, 1, PF_DTYPE_UINT8, two, NULL, 0};
+    ck_assert_int_eq(pf_dltensor_copy(&df, &sf), -1);
+    PF_ASSERT_RAISED("ValueError", "pf_dltensor_copy: the strides of src reach more bytes than "
+                                   "memory has");
+  }
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+/* Copies between device memories whose addresses tell their overlap (CUDA's unified
+ * addressing across devices, ROCm's): the very same bytes are left alone with no hook called
+ * (none is installed: a call would raise KeyError), a partial overlap is refused; memories of
+ * two runtimes are refused whatever their addresses; a strided side is named. */
+START_TEST(test_copy_device_overlaps) {
+  int64_t four[1] = {4}, two[1] = {2};
+  void* at = (void*)(uintptr_t)0x100000;
+  void* next = (void*)(uintptr_t)0x100008;
+  const int32_t types[2] = {PF_DEV_CUDA, PF_DEV_ROCM};
+  for (int k = 0; k < 2; ++k) {
+    DLTensor d = {at, pf_device(types[k], 0), 1, PF_DTYPE_FLOAT64, four, NULL, 0};
+    DLTensor s = {at, pf_device(types[k], 1), 1, PF_DTYPE_FLOAT64, four, NULL, 0};
+    ck_assert_int_eq(pf_dltensor_copy(&d, &s), 0);
+    s.data = next;
+    ck_assert_int_eq(pf_dltensor_copy(&d, &s), -1);
+    PF_ASSERT_RAISED("ValueError", "pf_dltensor_copy: argument dst: overlaps src; a copy on a "
+                                   "device needs separate memory");
+  }
+  DLTensor d = {at, pf_device(PF_DEV_CUDA, 0), 1, PF_DTYPE_FLOAT64, four, NULL, 0};
+  DLTensor s = {at, pf_device(PF_DEV_VULKAN, 0), 1, PF_DTYPE_FLOAT64, four, NULL, 0};
+  ck_assert_int_eq(pf_dltensor_copy(&d, &s), -1);
+  PF_ASSERT_RAISED(
+      "NotImplementedError",
+      "pf_dltensor_copy: cannot copy from vulkan:0 to cuda:0 (different device types)");
+  /* a strided host src bound for a device through pf_dltensor_copy (no staging there) */
+  double buf[4] = {0};
+  DLTensor hs = {buf, PF_DEVICE_CPU, 1, PF_DTYPE_FLOAT64, two, two, 0};
+  d.shape = two;
+  ck_assert_int_eq(pf_dltensor_copy(&d, &hs), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dltensor_copy: argument src: expected a contiguous tensor "
+                                 "(copies to or from a device need both), got strides (2,)");
+}
+END_TEST
+
+/* A tensor made by hand (another runtime's) copies to a device like packfn's own. */
+typedef struct {
+  pf_object_t header;
+  DLTensor dl;
+  int64_t shape[1], strides[1];
+  double data[6];
+} hand_tensor_t;
+
+static void hand_deleter(void* self, int flags) {
+  if (flags & PF_DELETER_WEAK)
+    pf_object_free(self);
+}
+
+/* The staging of a strided host tensor bound for a device: a copy of a valid foreign tensor
+ * arrives; the staged copy's refusal (strided sub-byte elements) and a failure to allocate the
+ * staging buffer raise, leaving no device memory behind. */
+START_TEST(test_copy_staged_to_device_failures) {
+  counter_t vk = {0};
+  pf_allocator_t hooks = {&vk, counting_alloc, counting_free, counting_copy};
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_VULKAN, &hooks), 0);
+  pf_object_t* f;
+  ck_assert_int_eq(pf_object_alloc(sizeof(hand_tensor_t), PF_TYPE_TENSOR, hand_deleter, &f), 0);
+  hand_tensor_t* h = (hand_tensor_t*)f;
+  for (int i = 0; i < 6; ++i)
+    h->data[i] = 10 + i;
+  h->shape[0] = 3;
+  h->strides[0] = 2;
+  DLTensor dl = {h->data, PF_DEVICE_CPU, 1, PF_DTYPE_FLOAT64, h->shape, h->strides, 0};
+  h->dl = dl;
+  pf_object_t *dev, *back;
+  ck_assert_int_eq(pf_tensor_to_device(f, pf_device(PF_DEV_VULKAN, 0), &dev), 0);
+  ck_assert_int_eq(pf_tensor_to_device(dev, PF_DEVICE_CPU, &back), 0);
+  const double* bp = pf_dltensor_data(pf_tensor_dltensor(back));
+  ck_assert(bp[0] == 10.0 && bp[1] == 12.0 && bp[2] == 14.0);
+  pf_object_release(back);
+  pf_object_release(dev);
+  /* strided int4: the staging copy refuses it */
+  h->dl.dtype = pf_dtype(PF_DL_INT, 4, 1);
+  pf_object_t* bad = (pf_object_t*)&bad;
+  ck_assert_int_eq(pf_tensor_to_device(f, pf_device(PF_DEV_VULKAN, 0), &bad), -1);
+  ck_assert_ptr_null(bad);
+  PF_ASSERT_RAISED("NotImplementedError", "pf_tensor_to_device: argument src: strided copies of "
+                                          "int4");
+  /* no CPU memory for the staging buffer */
+  h->dl.dtype = PF_DTYPE_FLOAT64;
+  counter_t cpu = {.fail = 1};
+  pf_allocator_t failing = {&cpu, counting_alloc, counting_free, counting_copy};
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_CPU, &failing), 0);
+  ck_assert_int_eq(pf_tensor_to_device(f, pf_device(PF_DEV_VULKAN, 0), &bad), -1);
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_CPU, NULL), 0);
+  ck_assert_ptr_null(bad);
+  PF_ASSERT_RAISED("MemoryError", "counting_alloc: no memory");
+  ck_assert_int_eq(vk.copies, 2); /* there and back, the first time only */
+  ck_assert_int_eq(vk.allocs, 3);
+  ck_assert_int_eq(vk.allocs, vk.frees);
+  pf_object_release(f);
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_VULKAN, NULL), 0);
+}
+END_TEST
+
 /* packfn's CPU alloc hook with a host's own free (and ctx): tensors free through the hooks
  * installed, not through pf_tensor_empty's shortcut for the built-in allocator. */
 typedef struct {
@@ -742,6 +905,9 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_copy_subbyte_keeps_bits_past_the_end);
   tcase_add_test(tc, test_copy_broadcast_dst_refused);
   tcase_add_test(tc, test_copy_strided_span_of_int64_max);
+  tcase_add_test(tc, test_copy_between_layouts);
+  tcase_add_test(tc, test_copy_device_overlaps);
+  tcase_add_test(tc, test_copy_staged_to_device_failures);
   suite_add_tcase(s, tc);
   tc = tcase_create("streams");
   tcase_add_test(tc, test_streams);
