@@ -226,6 +226,108 @@ static int prog_tensors(void) {
   return rc != 0 ? -1 : ok ? 0 : wrong("tensors");
 }
 
+/* A tensor made by hand as another runtime would (its views take the general way). */
+typedef struct {
+  pf_object_t header;
+  DLTensor dl;
+  int64_t shape[2];
+  float data[24];
+} fault_hand_tensor_t;
+
+static void fault_hand_deleter(void* self, int flags) {
+  if (flags & PF_DELETER_STRONG)
+    --objects_alive;
+  if (flags & PF_DELETER_WEAK)
+    pf_object_free(self);
+}
+
+/* The float at `idx` of 2-d float32 tensor t, or -1 for a tensor of another rank. */
+static float fault_at2(pf_object_t* t, int64_t i, int64_t j) {
+  const DLTensor* d = pf_tensor_dltensor(t);
+  if (d->ndim != 2)
+    return -1.0f;
+  return ((const float*)pf_dltensor_data(d))[i * d->strides[0] + j * d->strides[1]];
+}
+
+/* Every view function on a tensor that owns its memory, on a view of it, on a tensor over
+ * memory packfn does not own and on another runtime's tensor: the short ways' allocation
+ * failing falls back to the general way, whose own failure raises MemoryError. */
+static int prog_views(void) {
+  static float outside[24];
+  int64_t shape[2] = {4, 6};
+  DLDataType f32 = {kDLFloat, 32, 1};
+  pf_object_t *bases[4] = {NULL}, *obj = NULL;
+  if (pf_tensor_empty(shape, 2, f32, PF_DEVICE_CPU, &bases[0]) != 0)
+    return -1;
+  float* data = pf_tensor_dltensor(bases[0])->data;
+  for (int i = 0; i < 24; ++i)
+    data[i] = outside[i] = (float)i;
+  int rc = pf_tensor_slice(bases[0], 0, 0, 4, 1, &bases[1]); /* the whole of it, a view */
+  DLTensor desc = {outside, PF_DEVICE_CPU, 2, f32, shape, NULL, 0};
+  if (rc == 0)
+    rc = pf_tensor_from_dltensor(&desc, NULL, NULL, &bases[2]);
+  if (rc == 0)
+    rc = pf_object_alloc(sizeof(fault_hand_tensor_t), PF_TYPE_TENSOR, fault_hand_deleter, &obj);
+  if (rc == 0) {
+    ++objects_alive;
+    fault_hand_tensor_t* h = (fault_hand_tensor_t*)obj;
+    h->shape[0] = 4;
+    h->shape[1] = 6;
+    for (int i = 0; i < 24; ++i)
+      h->data[i] = (float)i;
+    DLTensor hd = {h->data, PF_DEVICE_CPU, 2, f32, h->shape, NULL, 0};
+    h->dl = hd;
+    bases[3] = obj;
+  }
+  int ok = 1;
+  for (int k = 0; rc == 0 && k < 4; ++k) {
+    pf_object_t* b = bases[k];
+    pf_object_t *v = NULL, *w = NULL;
+    /* compact from the first element; strided from element 7; an empty one (the general way) */
+    rc = pf_tensor_view(b, 2, (int64_t[]){2, 3}, NULL, 0, &v);
+    ok = ok && (rc != 0 || fault_at2(v, 1, 2) == 5.0f);
+    pf_object_release(v);
+    v = NULL;
+    if (rc == 0)
+      rc = pf_tensor_view(b, 2, (int64_t[]){2, 2}, (int64_t[]){6, 2}, 7, &v);
+    ok = ok && (rc != 0 || fault_at2(v, 1, 1) == 15.0f);
+    pf_object_release(v);
+    v = NULL;
+    if (rc == 0)
+      rc = pf_tensor_view(b, 2, (int64_t[]){0, 3}, NULL, 0, &v);
+    ok = ok && (rc != 0 || pf_dltensor_numel(pf_tensor_dltensor(v)) == 0);
+    pf_object_release(v);
+    v = NULL;
+    if (rc == 0)
+      rc = pf_tensor_reshape(b, 2, (int64_t[]){3, -1}, &v);
+    ok = ok && (rc != 0 || fault_at2(v, 2, 7) == 23.0f);
+    pf_object_release(v);
+    v = NULL;
+    if (rc == 0)
+      rc = pf_tensor_slice(b, 1, 5, 0, -2, &v); /* columns 5, 3, 1 */
+    ok = ok && (rc != 0 || fault_at2(v, 3, 2) == 19.0f);
+    pf_object_release(v);
+    v = NULL;
+    if (rc == 0)
+      rc = pf_tensor_select(b, 0, -1, &v); /* the last row: 18..23 */
+    ok = ok && (rc != 0 || (pf_tensor_dltensor(v)->ndim == 1 &&
+                            ((const float*)pf_dltensor_data(pf_tensor_dltensor(v)))[2] == 20.0f));
+    if (rc == 0) /* a view of that view, whose owner it holds */
+      rc = pf_tensor_slice(v, 0, 1, 3, 1, &w);
+    ok = ok && (rc != 0 || ((const float*)pf_dltensor_data(pf_tensor_dltensor(w)))[0] == 19.0f);
+    pf_object_release(w);
+    pf_object_release(v);
+    v = NULL;
+    if (rc == 0)
+      rc = pf_tensor_permute(b, (int32_t[]){1, 0}, &v);
+    ok = ok && (rc != 0 || fault_at2(v, 5, 3) == 23.0f);
+    pf_object_release(v);
+  }
+  for (int k = 3; k >= 0; --k)
+    pf_object_release(bases[k]);
+  return rc != 0 ? -1 : ok ? 0 : wrong("views");
+}
+
 static int prog_containers(void) {
   pf_object_t* map;
   if (pf_map_create(&map) != 0)
@@ -731,6 +833,7 @@ static const program_t programs[] = {
     {.name = "strings", .run = prog_strings},
     {.name = "functions", .run = prog_functions},
     {.name = "tensors", .run = prog_tensors},
+    {.name = "views", .run = prog_views},
     {.name = "containers", .run = prog_containers},
     {.name = "errors", .run = prog_errors},
     {.name = "module", .run = prog_module, .loader = 1},
