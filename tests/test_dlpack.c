@@ -449,6 +449,125 @@ START_TEST(test_export_foreign) {
 }
 END_TEST
 
+/* Our own export whose description the consumer changed in any one field (data, byte_offset,
+ * ndim, dtype, device, the shape or strides pointer) comes back as a new tensor with that
+ * description, holding the exported one alive, in both forms; so does a versioned export whose
+ * flags the consumer changed (a READ_ONLY added to a writable tensor gives a read-only one). */
+START_TEST(test_changed_exports_are_new_tensors) {
+  int64_t shape[2] = {2, 3};
+  pf_object_t* t;
+  ck_assert_int_eq(pf_tensor_empty(shape, 2, PF_DTYPE_FLOAT64, PF_DEVICE_CPU, &t), 0);
+  double* data = pf_dltensor_data(pf_tensor_dltensor(t));
+  for (int i = 0; i < 6; ++i)
+    data[i] = i;
+  int64_t same_shape[2] = {2, 3}, strides[2] = {3, 1}, one[1] = {1};
+  for (int form = 0; form < 2; ++form) {
+    for (int change = 0; change < 7; ++change) {
+      DLManagedTensor* legacy = NULL;
+      pf_dl_managed_tensor_versioned_t* versioned = NULL;
+      DLTensor* dl;
+      if (form == 0) {
+        ck_assert_int_eq(pf_tensor_to_dlpack(t, &legacy), 0);
+        dl = &legacy->dl_tensor;
+      } else {
+        ck_assert_int_eq(pf_tensor_to_dlpack_versioned(t, &versioned), 0);
+        dl = &versioned->dl_tensor;
+      }
+      switch (change) {
+      case 0: /* from element 1, one element fewer */
+        dl->data = data + 1;
+        dl->ndim = 1;
+        dl->shape = one;
+        dl->strides = NULL;
+        break;
+      case 1:
+        dl->byte_offset = 8;
+        dl->ndim = 1;
+        dl->shape = one;
+        dl->strides = NULL;
+        break;
+      case 2:
+        dl->ndim = 1; /* the first row's first two elements: shape[0] is 2 */
+        break;
+      case 3:
+        dl->dtype = PF_DTYPE_INT64;
+        break;
+      case 4:
+        dl->device = pf_device(PF_DEV_CUDA_HOST, 0);
+        break;
+      case 5:
+        dl->shape = same_shape;
+        break;
+      default:
+        dl->strides = strides;
+        break;
+      }
+      DLTensor want = *dl;
+      pf_object_t* back = NULL;
+      if (form == 0)
+        ck_assert_int_eq(pf_tensor_from_dlpack(legacy, &back), 0);
+      else
+        ck_assert_int_eq(pf_tensor_from_dlpack_versioned(versioned, &back), 0);
+      ck_assert_ptr_ne(back, t);
+      const DLTensor* b = pf_tensor_dltensor(back);
+      ck_assert_ptr_eq(b->data, want.data);
+      ck_assert_uint_eq(b->byte_offset, want.byte_offset);
+      ck_assert_int_eq(b->ndim, want.ndim);
+      ck_assert(pf_dtype_equal(b->dtype, want.dtype));
+      ck_assert(pf_device_equal(b->device, want.device));
+      for (int32_t i = 0; i < b->ndim; ++i)
+        ck_assert_int_eq(b->shape[i], want.shape[i]);
+      ck_assert_int_eq(pf_tensor_is_read_only(back), 0);
+      ck_assert_uint_eq(pf_object_strong_count(t), 2); /* the export's reference */
+      pf_object_release(back);
+      ck_assert_uint_eq(pf_object_strong_count(t), 1);
+    }
+  }
+  /* versioned flags: IS_COPIED, and READ_ONLY added to a writable tensor */
+  const uint64_t flags[2] = {PF_DLPACK_FLAG_IS_COPIED, PF_DLPACK_FLAG_READ_ONLY};
+  for (int k = 0; k < 2; ++k) {
+    pf_dl_managed_tensor_versioned_t* v;
+    ck_assert_int_eq(pf_tensor_to_dlpack_versioned(t, &v), 0);
+    ck_assert_uint_eq(v->flags, 0);
+    v->flags = flags[k];
+    pf_object_t* back;
+    ck_assert_int_eq(pf_tensor_from_dlpack_versioned(v, &back), 0);
+    ck_assert_ptr_ne(back, t);
+    ck_assert_ptr_eq(pf_tensor_dltensor(back)->data, data);
+    ck_assert_int_eq(pf_tensor_is_read_only(back), k == 1);
+    ck_assert_int_eq(pf_tensor_is_read_only(t), 0);
+    pf_object_release(back);
+  }
+  ck_assert_uint_eq(pf_object_strong_count(t), 1);
+  pf_object_release(t);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+/* A versioned managed tensor without a deleter (its producer keeps the memory): imported, and
+ * nothing is called when the tensor goes; a read-only tensor's own export comes back as itself
+ * when the consumer keeps its READ_ONLY flag. */
+START_TEST(test_versioned_without_deleter) {
+  g_deleted = 0;
+  pf_dl_managed_tensor_versioned_t* m = make_versioned(PF_DLPACK_FLAG_READ_ONLY);
+  m->deleter = NULL;
+  pf_object_t *t, *back;
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(m, &t), 0);
+  ck_assert_ptr_eq(pf_tensor_dltensor(t)->data, g_data);
+  ck_assert_int_eq(pf_tensor_is_read_only(t), 1);
+  pf_dl_managed_tensor_versioned_t* v;
+  ck_assert_int_eq(pf_tensor_to_dlpack_versioned(t, &v), 0);
+  ck_assert_uint_eq(v->flags, PF_DLPACK_FLAG_READ_ONLY);
+  ck_assert_int_eq(pf_tensor_from_dlpack_versioned(v, &back), 0);
+  ck_assert_ptr_eq(back, t);
+  pf_object_release(back);
+  pf_object_release(t);
+  ck_assert_int_eq(g_deleted, 0);
+  free(m);
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("dlpack");
   TCase* tc = tcase_create("import");
@@ -463,6 +582,8 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_export_legacy);
   tcase_add_test(tc, test_round_trips);
   tcase_add_test(tc, test_export_foreign);
+  tcase_add_test(tc, test_changed_exports_are_new_tensors);
+  tcase_add_test(tc, test_versioned_without_deleter);
   suite_add_tcase(s, tc);
   return s;
 }
