@@ -742,6 +742,14 @@ START_TEST(test_copy_between_layouts) {
                    "pf_dltensor_copy: argument src: strided copies of int4 (elements smaller than "
                    "a byte) are not supported, got strides (2,)");
   ck_assert(got[0] == 0xaa && got[1] == 0xaa);
+  /* and in dst (src compact) */
+  s4.strides = NULL;
+  d4.strides = two;
+  ck_assert_int_eq(pf_dltensor_copy(&d4, &s4), -1);
+  PF_ASSERT_RAISED("NotImplementedError",
+                   "pf_dltensor_copy: argument dst: strided copies of int4 (elements smaller than "
+                   "a byte) are not supported, got strides (2,)");
+  ck_assert(got[0] == 0xaa && got[1] == 0xaa);
   /* src strides whose span, twice over in bytes, passes int64: refused before any byte moves */
   if (UINTPTR_MAX >= UINT64_MAX) {
     uint8_t small[2] = {0};
@@ -786,6 +794,12 @@ START_TEST(test_copy_device_overlaps) {
   d.shape = two;
   ck_assert_int_eq(pf_dltensor_copy(&d, &hs), -1);
   PF_ASSERT_RAISED("ValueError", "pf_dltensor_copy: argument src: expected a contiguous tensor "
+                                 "(copies to or from a device need both), got strides (2,)");
+  /* and a strided device dst */
+  DLTensor hd = {buf, PF_DEVICE_CPU, 1, PF_DTYPE_FLOAT64, two, NULL, 0};
+  d.strides = two;
+  ck_assert_int_eq(pf_dltensor_copy(&d, &hd), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dltensor_copy: argument dst: expected a contiguous tensor "
                                  "(copies to or from a device need both), got strides (2,)");
 }
 END_TEST
@@ -888,6 +902,65 @@ START_TEST(test_cpu_allocator_own_free) {
 }
 END_TEST
 
+/* Device strings and hooks at the edges: a KeyError's advice for each of CUDA's device types
+ * (link libpackfn_cuda) and another type's (install one); the built-in CPU hooks installed with
+ * a context of their own (then not pf_tensor_empty's shortcut: the tensor still allocates and
+ * frees through them); current streams of devices TVM-FFI's table could not index (a negative
+ * or large type or index) kept in packfn's table. */
+START_TEST(test_device_edges) {
+  int64_t one = 1;
+  pf_object_t* t = (pf_object_t*)&t;
+  const int32_t cuda_types[3] = {PF_DEV_CUDA, PF_DEV_CUDA_HOST, PF_DEV_CUDA_MANAGED};
+  for (int k = 0; k < 3; ++k) {
+    pf_allocator_t saved;
+    ck_assert_int_eq(pf_allocator_get(cuda_types[k], &saved), 0);
+    if (saved.alloc) /* libpackfn_cuda is linked in: nothing to see */
+      continue;
+    ck_assert_int_eq(pf_tensor_empty(&one, 1, PF_DTYPE_INT8, pf_device(cuda_types[k], 0), &t), -1);
+    ck_assert_ptr_null(t);
+    PF_ASSERT_RAISED("KeyError", "; link libpackfn_cuda (or install one with pf_allocator_set)");
+  }
+  ck_assert_int_eq(pf_tensor_empty(&one, 1, PF_DTYPE_INT8, pf_device(PF_DEV_METAL, 0), &t), -1);
+  PF_ASSERT_RAISED("KeyError", "no allocator for device type metal (8); install one with "
+                               "pf_allocator_set");
+
+  pf_allocator_t builtin, with_ctx;
+  ck_assert_int_eq(pf_allocator_get(PF_DEV_CPU, &builtin), 0);
+  with_ctx = builtin;
+  with_ctx.ctx = &with_ctx; /* the built-in hooks ignore it */
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_CPU, &with_ctx), 0);
+  int64_t shape[1] = {1000};
+  ck_assert_int_eq(pf_tensor_empty(shape, 1, PF_DTYPE_FLOAT64, PF_DEVICE_CPU, &t), 0);
+  double* p = pf_dltensor_data(pf_tensor_dltensor(t));
+  ck_assert_uint_eq((uintptr_t)p % PF_TENSOR_ALIGNMENT, 0);
+  p[0] = 1.0;
+  p[999] = 2.0;
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_CPU, NULL), 0);
+  pf_object_release(t); /* through the hooks it was made with */
+  pf_allocator_t now;
+  ck_assert_int_eq(pf_allocator_get(PF_DEV_CPU, &now), 0);
+  ck_assert(now.alloc == builtin.alloc && now.free == builtin.free && now.ctx == NULL);
+
+  const DLDevice odd[4] = {
+      {(DLDeviceType)-3, 0}, {(DLDeviceType)64, 0}, {kDLCUDA, -1}, {kDLCUDA, 1024}};
+  int streams[4];
+  for (int k = 0; k < 4; ++k) {
+    void* prev = &prev;
+    ck_assert_ptr_null(pf_stream_get(odd[k]));
+    ck_assert_int_eq(pf_stream_set(odd[k], &streams[k], &prev), 0);
+    ck_assert_ptr_null(prev);
+  }
+  for (int k = 0; k < 4; ++k) {
+    ck_assert_ptr_eq(pf_stream_get(odd[k]), &streams[k]);
+    void* prev = NULL;
+    ck_assert_int_eq(pf_stream_set(odd[k], NULL, &prev), 0);
+    ck_assert_ptr_eq(prev, &streams[k]);
+    ck_assert_ptr_null(pf_stream_get(odd[k]));
+  }
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("device");
   TCase* tc = tcase_create("allocators");
@@ -895,6 +968,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_cpu_allocator_replaced);
   tcase_add_test(tc, test_allocator_failures);
   tcase_add_test(tc, test_cpu_allocator_own_free);
+  tcase_add_test(tc, test_device_edges);
   suite_add_tcase(s, tc);
   tc = tcase_create("copies");
   tcase_add_test(tc, test_copy_cpu);
