@@ -600,6 +600,38 @@ START_TEST(test_no_element_at_address_0) {
 }
 END_TEST
 
+/* The bytes of a strided description's elements from data + byte_offset: a byte_offset whose
+ * sum with the last element's end passes int64, and data so high that the last element's end
+ * passes the address space, are refused, each naming what is at fault. */
+START_TEST(test_strided_bytes_at_the_limits) {
+  if (UINTPTR_MAX < UINT64_MAX)
+    return; /* the addresses below need 64 bits */
+  int64_t two[1] = {2}, far[1] = {(int64_t)1 << 62}, step[1] = {2};
+  DLTensor desc = {(void*)(uintptr_t)0x1000, PF_DEVICE_CPU, 1, PF_DTYPE_INT8, two, far,
+                   (uint64_t)1 << 62};
+  pf_object_t* t = (pf_object_t*)&t;
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, NULL, NULL, &t), -1);
+  ck_assert_ptr_null(t);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_from_dltensor: argument desc: byte_offset "
+                                 "4611686018427387904: expected the bytes of its elements to lie "
+                                 "within the address space from data");
+  desc.byte_offset = ((uint64_t)1 << 62) - 2; /* its last byte at INT64_MAX - 1 */
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, NULL, NULL, &t), 0);
+  pf_object_release(t);
+  desc.byte_offset = 0;
+  desc.strides = step;
+  /* elements at MAX - 3 and MAX - 1: their end, one past the last byte, is an address */
+  desc.data = (void*)(uintptr_t)(UINTPTR_MAX - 3);
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, NULL, NULL, &t), 0);
+  pf_object_release(t);
+  desc.data = (void*)(uintptr_t)(UINTPTR_MAX - 2);
+  ck_assert_int_eq(pf_tensor_from_dltensor(&desc, NULL, NULL, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_from_dltensor: argument desc: expected the bytes of "
+                                 "its elements to lie within the address space from data");
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
 /* The rest of what pf_tensor_from_dltensor refuses is refused too, whatever the spec: a size
  * whose product overflows (it wrapped pf_dltensor_numel to 0 and the kernels skipped their
  * overlap checks, review), NULL data with elements, a negative device index, strides whose
@@ -755,6 +787,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_from_dltensor);
   tcase_add_test(tc, test_from_dltensor_errors);
   tcase_add_test(tc, test_no_element_at_address_0);
+  tcase_add_test(tc, test_strided_bytes_at_the_limits);
   suite_add_tcase(s, tc);
   suite_add_tcase(s, pf_test_tensor_views_tcase());
   tc = tcase_create("checks");

@@ -868,10 +868,10 @@ static pf_object_t* diff_one(pf_object_t* a, pf_object_t* b) {
   return ra == 0 ? va : NULL;
 }
 
-/* Base k: the first one owns its memory (pf_tensor_empty), the others are over desc. */
+/* Base k: 0 and 4 own their memory (pf_tensor_empty), the others are over desc. */
 static pf_object_t* make_base(const DLTensor* desc, size_t k) {
   pf_object_t* a;
-  if (k == 0)
+  if (k == 0 || k == 4) /* owning their memory, one with elements and one without */
     return iota(desc->shape, desc->ndim);
   ck_assert_msg(pf_tensor_from_dltensor(desc, NULL, NULL, &a) == 0, "base %d", (int)k);
   return a;
