@@ -450,8 +450,8 @@ START_TEST(test_export_foreign) {
 END_TEST
 
 /* Our own export whose description the consumer changed in any one field (data, byte_offset,
- * ndim, dtype, device, the shape or strides pointer) comes back as a new tensor with that
- * description, holding the exported one alive, in both forms; so does a versioned export whose
+ * ndim, dtype, device type or index, the shape or strides pointer) comes back as a new tensor with
+ * that description, holding the exported one alive, in both forms; so does a versioned export whose
  * flags the consumer changed (a READ_ONLY added to a writable tensor gives a read-only one). */
 START_TEST(test_changed_exports_are_new_tensors) {
   int64_t shape[2] = {2, 3};
@@ -462,7 +462,7 @@ START_TEST(test_changed_exports_are_new_tensors) {
     data[i] = i;
   int64_t same_shape[2] = {2, 3}, strides[2] = {3, 1}, one[1] = {1};
   for (int form = 0; form < 2; ++form) {
-    for (int change = 0; change < 7; ++change) {
+    for (int change = 0; change < 8; ++change) {
       DLManagedTensor* legacy = NULL;
       pf_dl_managed_tensor_versioned_t* versioned = NULL;
       DLTensor* dl;
@@ -497,6 +497,9 @@ START_TEST(test_changed_exports_are_new_tensors) {
         break;
       case 5:
         dl->shape = same_shape;
+        break;
+      case 6:
+        dl->device = pf_device(PF_DEV_CPU, 1); /* the same type, another index */
         break;
       default:
         dl->strides = strides;

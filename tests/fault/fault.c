@@ -322,6 +322,21 @@ static int prog_views(void) {
       rc = pf_tensor_permute(b, (int32_t[]){1, 0}, &v);
     ok = ok && (rc != 0 || fault_at2(v, 5, 3) == 23.0f);
     pf_object_release(v);
+    v = NULL;
+    /* an export whose shape the consumer changed (its first row): imported as a new tensor;
+     * a failed import leaves the managed tensor to its caller */
+    DLManagedTensor* m = NULL;
+    if (rc == 0)
+      rc = pf_tensor_to_dlpack(b, &m);
+    if (rc == 0) {
+      static int64_t row[2] = {1, 6};
+      m->dl_tensor.shape = row;
+      rc = pf_tensor_from_dlpack(m, &v);
+      if (rc != 0)
+        m->deleter(m);
+    }
+    ok = ok && (rc != 0 || (v != b && fault_at2(v, 0, 5) == 5.0f));
+    pf_object_release(v);
   }
   for (int k = 3; k >= 0; --k)
     pf_object_release(bases[k]);
