@@ -543,6 +543,171 @@ START_TEST(test_message_ends_at_nul) {
 }
 END_TEST
 
+/* pf_error_set_site's "file.c:123" text in its unusual forms: the digits after a last ':' are
+ * the line, anything else is the whole file with line 0; a NULL function is "<unknown>". */
+static void assert_site_frame(const char* where, const char* func, const char* frame) {
+  pf_error_site_t site = {where, strlen(where), func, func ? strlen(func) : 0};
+  pf_error_set_site(&site, PF_ERR_VALUE, "site");
+  pf_object_t* err = pf_error_take();
+  ck_assert_ptr_nonnull(err);
+  ck_assert_str_eq(pf_error_message(err), "site");
+  ck_assert_str_eq(pf_error_backtrace(err), frame);
+  pf_object_release(err);
+}
+
+START_TEST(test_site_forms) {
+  assert_site_frame("f.c:7", "fn", "  File \"f.c\", line 7, in fn\n");
+  assert_site_frame("f.c:", "fn", "  File \"f.c:\", line 0, in fn\n");            /* no digits */
+  assert_site_frame("f.c/12", NULL, "  File \"f.c/12\", line 0, in <unknown>\n"); /* no ':' */
+  assert_site_frame("f.cZ", "fn", "  File \"f.cZ\", line 0, in fn\n");
+  assert_site_frame("", "fn", "  File \"\", line 0, in fn\n");
+  assert_site_frame(":9", "fn", "  File \"\", line 9, in fn\n");
+  /* pf_error_set_at: no file means no line; a negative line is none */
+  pf_error_set_at(NULL, 12, NULL, PF_ERR_KEY, "no file");
+  pf_object_t* err = pf_error_take();
+  ck_assert_str_eq(pf_error_backtrace(err), "  File \"<unknown>\", line 0, in <unknown>\n");
+  pf_object_release(err);
+  pf_error_set_at("g.c", -3, "g", PF_ERR_KEY, NULL); /* a NULL format: an empty message */
+  err = pf_error_take();
+  ck_assert_str_eq(pf_error_message(err), "");
+  ck_assert_str_eq(pf_error_backtrace(err), "  File \"g.c\", line 0, in g\n");
+  pf_object_release(err);
+  /* pf_error_set_frame with no function */
+  const char* prefix = "  File \"h.c\", line 3, in ";
+  pf_error_site_t frame = {prefix, strlen(prefix), NULL, 0};
+  pf_error_set_frame(&frame, NULL, "framed %d", 1); /* NULL kind: RuntimeError */
+  err = pf_error_take();
+  ck_assert_str_eq(pf_error_kind(err), PF_ERR_RUNTIME);
+  ck_assert_str_eq(pf_error_message(err), "framed 1");
+  ck_assert_str_eq(pf_error_backtrace(err), "  File \"h.c\", line 3, in <unknown>\n");
+  pf_object_release(err);
+}
+END_TEST
+
+/* The update_backtrace hook other runtimes call: a NULL array, or NULL bytes with a size, leave
+ * the text as it is; NULL bytes of size 0 replace it with nothing (mode 0) or append nothing. */
+START_TEST(test_update_backtrace_bad_arrays) {
+  pf_object_t* err;
+  ck_assert_int_eq(pf_error_create(PF_ERR_VALUE, "m", "site\n", &err), 0);
+  pf_error_cell_t* cell = (pf_error_cell_t*)(err + 1);
+  cell->update_backtrace(err, NULL, 1);
+  ck_assert_str_eq(pf_error_backtrace(err), "site\n");
+  pf_byte_array_t bad = {NULL, 5};
+  cell->update_backtrace(err, &bad, 0);
+  cell->update_backtrace(err, &bad, 1);
+  ck_assert_str_eq(pf_error_backtrace(err), "site\n");
+  ck_assert_uint_eq(cell->backtrace.size, 5);
+  ck_assert_int_eq(pf_error_append_backtrace(err, ""), 0);
+  ck_assert_str_eq(pf_error_backtrace(err), "site\n");
+  ck_assert_uint_eq(cell->backtrace.size, 5);
+  pf_byte_array_t none = {NULL, 0};
+  cell->update_backtrace(err, &none, 1);
+  ck_assert_str_eq(pf_error_backtrace(err), "site\n");
+  cell->update_backtrace(err, &none, 0);
+  ck_assert_str_eq(pf_error_backtrace(err), "");
+  ck_assert_uint_eq(cell->backtrace.size, 0);
+  ck_assert_int_eq(pf_error_append_backtrace(err, "after\n"), 0);
+  ck_assert_str_eq(pf_error_backtrace(err), "after\n");
+  pf_object_release(err);
+}
+END_TEST
+
+/* Another runtime's error whose cell has no update_backtrace: appending is a no-op, not a call
+ * through NULL. Refusals of pf_error_set_cause name what came. */
+START_TEST(test_foreign_error_without_hook) {
+  foreign_error_t* e = foreign_error_new(foreign_error_deleter, "no hook");
+  e->cell.backtrace = (pf_byte_array_t){"theirs\n", 7};
+  e->cell.update_backtrace = NULL;
+  g_foreign_freed = 0;
+  ck_assert_int_eq(pf_error_append_backtrace(&e->header, "mine\n"), 0);
+  ck_assert_str_eq(pf_error_backtrace(&e->header), "theirs\n");
+  PF_ASSERT_NO_ERROR();
+  ck_assert_int_eq(pf_error_set_cause(NULL, NULL), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "expected an Error made by packfn, got NULL");
+  pf_object_t* s;
+  ck_assert_int_eq(pf_string_object_create("text", 4, &s), 0);
+  ck_assert_int_eq(pf_error_set_cause(s, NULL), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "expected an Error made by packfn, got str");
+  pf_object_t* mine;
+  ck_assert_int_eq(pf_error_create(PF_ERR_KEY, "mine", NULL, &mine), 0);
+  ck_assert_int_eq(pf_error_set_cause(mine, s), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE, "argument cause: expected Error, got str");
+  ck_assert_ptr_null(pf_error_cause(mine));
+  /* a foreign error is a valid cause */
+  ck_assert_int_eq(pf_error_set_cause(mine, &e->header), 0);
+  ck_assert_ptr_eq(pf_error_cause(mine), &e->header);
+  pf_object_release(s);
+  pf_object_release(&e->header);
+  ck_assert_int_eq(g_foreign_freed, 0); /* mine holds it */
+  pf_object_release(mine);
+  ck_assert_int_eq(g_foreign_freed, 1);
+}
+END_TEST
+
+/* An error owns its cell's extra_context (another runtime may set it): released with it. */
+static int g_context_freed;
+static void context_deleter(void* self, int flags) {
+  if (flags & 2) {
+    g_context_freed++;
+    free(self);
+  }
+}
+
+START_TEST(test_extra_context_released) {
+  pf_object_t* ctx = calloc(1, sizeof *ctx);
+  ck_assert_ptr_nonnull(ctx);
+  ctx->combined_ref_count = ((uint64_t)1 << 32) | 1;
+  ctx->type_index = PF_TYPE_OBJECT;
+  ctx->deleter = context_deleter;
+  g_context_freed = 0;
+  pf_object_t* err;
+  ck_assert_int_eq(pf_error_create(PF_ERR_VALUE, "with context", NULL, &err), 0);
+  ((pf_error_cell_t*)(err + 1))->extra_context = ctx; /* the error's reference */
+  pf_object_release(err);
+  ck_assert_int_eq(g_context_freed, 1);
+}
+END_TEST
+
+/* pf_error_format of what is not an error writes an empty string; a chain is written at most
+ * 66 errors deep (docs/error.md). */
+START_TEST(test_format_limits) {
+  char buf[16] = "untouched";
+  ck_assert_uint_eq(pf_error_format(NULL, buf, sizeof buf), 0);
+  ck_assert_str_eq(buf, "");
+  pf_object_t* s;
+  ck_assert_int_eq(pf_string_object_create("text", 4, &s), 0);
+  strcpy(buf, "untouched");
+  ck_assert_uint_eq(pf_error_format(s, buf, sizeof buf), 0);
+  ck_assert_str_eq(buf, "");
+  pf_object_release(s);
+  /* 70 errors, the newest first: e69 caused by e68 ... caused by e0 */
+  pf_object_t* top = NULL;
+  for (int i = 0; i < 70; ++i) {
+    char msg[8];
+    snprintf(msg, sizeof msg, "e%d", i);
+    pf_object_t* e;
+    ck_assert_int_eq(pf_error_create("K", msg, NULL, &e), 0);
+    ck_assert_int_eq(pf_error_set_cause(e, top), 0);
+    pf_object_release(top);
+    top = e;
+  }
+  size_t n = pf_error_format(top, NULL, 0);
+  char* text = malloc(n + 1);
+  ck_assert_ptr_nonnull(text);
+  ck_assert_uint_eq(pf_error_format(top, text, n + 1), n);
+  ck_assert_uint_eq(strlen(text), n);
+  int lines = 1;
+  for (const char* p = text; (p = strstr(p, "\ncaused by ")) != NULL; ++p)
+    ++lines;
+  ck_assert_int_eq(lines, 66);
+  ck_assert(strncmp(text, "K: e69\ncaused by K: e68\n", 24) == 0);
+  const char* last = strrchr(text, '\n');
+  ck_assert_str_eq(last, "\ncaused by K: e4");
+  free(text);
+  pf_object_release(top);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("error");
   TCase* tc = tcase_create("core");
@@ -563,6 +728,11 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_update_with_own_text);
   tcase_add_test(tc, test_set_cause_releases_the_old_chain_last);
   tcase_add_test(tc, test_message_ends_at_nul);
+  tcase_add_test(tc, test_site_forms);
+  tcase_add_test(tc, test_update_backtrace_bad_arrays);
+  tcase_add_test(tc, test_foreign_error_without_hook);
+  tcase_add_test(tc, test_extra_context_released);
+  tcase_add_test(tc, test_format_limits);
   suite_add_tcase(s, tc);
   /* the same test alone, for the PACKFN_BACKTRACE=1 run (CK_RUN_CASE=full_backtrace): the
    * core cases compare raise-site texts exactly */
