@@ -16,9 +16,11 @@
  *     FIRST_LOAD_PATH  tests/fault/fault_module.c built (never loaded by this process itself)
  *     UNMAPPED_PATH    tests/fault/fault_unmapped.c built (mapped and unmapped once first)
  *   PACKFN_NO_ALLOC_CACHE=1 must be set: freed blocks then go back to free().
+ *   PF_FAULT_ONLY=NAME sweeps only the program of that name.
  * Exit status 0 when every point passed; 1 with each failed point printed otherwise. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,7 @@
 
 static const char* module_path;
 static const char* first_load_path;
+static const char* unmapped_path;
 static int32_t fault_type;
 static long objects_alive; /* counted objects and closures not yet destroyed */
 
@@ -832,6 +835,83 @@ static int prog_first_load(void) {
   return rc != 0 ? -1 : ok ? 0 : wrong("first load");
 }
 
+/* ---- full native stacks (PACKFN_BACKTRACE=1: the fault_alloc_backtrace run) ---- */
+
+/* Raises a message past the 511-byte stack buffer, reads its backtrace (the native frames are
+ * named then) and appends a line (named again first). 0, or -1 with the error raised: only the
+ * preallocated MemoryError, which must refuse a cause and keep its empty backtrace. */
+static __attribute__((noinline)) int raise_and_read(void) {
+  char big[600];
+  memset(big, 'b', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  PF_ERROR_SET(PF_ERR_VALUE, "%s!", big);
+  pf_object_t* err = pf_error_take();
+  if (!err)
+    return wrong("PF_ERROR_SET raised nothing");
+  if (strcmp(pf_error_kind(err), PF_ERR_MEMORY) == 0) {
+    int ok = pf_error_set_cause(err, NULL) == -1;
+    pf_object_t* refusal = pf_error_take();
+    ok = ok && refusal &&
+         strstr(pf_error_message(refusal), "packfn's shared MemoryError, which takes no cause");
+    pf_object_release(refusal);
+    ok = ok && pf_error_append_backtrace(err, "line\n") == 0 &&
+         strcmp(pf_error_backtrace(err), "") == 0 && pf_error_cause(err) == NULL;
+    pf_error_raise(err);
+    pf_object_release(err);
+    return ok ? -1 : wrong("the shared MemoryError");
+  }
+  /* the whole message, or its first 511 bytes when the longer copy found no memory */
+  const char* msg = pf_error_message(err);
+  size_t len = strlen(msg);
+  int ok = strcmp(pf_error_kind(err), PF_ERR_VALUE) == 0 &&
+           ((len == sizeof big && strspn(msg, "b") == len - 1 && msg[len - 1] == '!') ||
+            (len == 511 && strspn(msg, "b") == len));
+  /* the raise site first, whether the frames could be named or not */
+  const char* bt = pf_error_backtrace(err);
+  ok = ok && bt && strncmp(bt, "  File \"", 8) == 0 && strstr(bt, ", in raise_and_read\n");
+  const char* line = "  File \"x.py\", line 1, in f\n";
+  ok = ok && pf_error_append_backtrace(err, line) == 0;
+  bt = pf_error_backtrace(err);
+  ok = ok && bt && strncmp(bt, "  File \"", 8) == 0 && strstr(bt, ", in raise_and_read\n");
+  pf_object_release(err);
+  return ok ? 0 : wrong("a raised error's message or backtrace");
+}
+
+/* Maps and unmaps a library: the next naming of frames empties the cache of frame names. */
+static int unload_one(void) {
+  void* h = dlopen(unmapped_path, RTLD_NOW | RTLD_LOCAL);
+  if (!h || dlclose(h) != 0) {
+    PF_ERROR_SET(PF_ERR_OS, "%s", dlerror());
+    return -1;
+  }
+  return 0;
+}
+
+/* Unswept: an unload, then a raise read in a new thread, whose stack is the same whoever runs
+ * the program (pf_fault's first run or a swept point): the cache of frame names is emptied and
+ * then holds that stack's lines, the same blocks kept at every point. */
+static void* refill_frame_names(void* unused) {
+  (void)unused;
+  return (void*)(intptr_t)(unload_one() == 0 && raise_and_read() == 0);
+}
+
+/* A raise read after an unload, so that its frames are named anew (backtrace_symbols and the
+ * cache's copies under the sweep too). */
+static int prog_backtraces(void) {
+  if (unload_one() != 0)
+    return -1;
+  int rc = raise_and_read();
+  fault_disarm();
+  pthread_t t;
+  void* refilled = NULL;
+  if (pthread_create(&t, NULL, refill_frame_names, NULL) != 0 || pthread_join(t, &refilled) != 0 ||
+      !refilled) {
+    pf_error_clear();
+    return wrong("the unswept raise in a thread");
+  }
+  return rc;
+}
+
 typedef struct program_s {
   const char* name;
   int (*run)(void);
@@ -865,6 +945,7 @@ static const program_t programs[] = {
      .forked = 1,
      .kept = &first_load_kept,
      .skip_loader = 1},
+    {.name = "backtraces", .run = prog_backtraces, .loader = 1, .skip_loader = 1},
 };
 
 static long bad_points;
@@ -1027,6 +1108,8 @@ int main(int argc, char** argv) {
   }
   module_path = argv[1];
   first_load_path = argv[2];
+  unmapped_path = argv[3];
+  const char* only = getenv("PF_FAULT_ONLY"); /* one program's sweep (a run with other settings) */
   unsigned long base = getauxval(AT_BASE);
   if (!base || !dl_iterate_phdr(find_loader, (void*)base) || loader_lo == loader_hi) {
     fprintf(stderr, "pf_fault: cannot find the dynamic loader's code\n");
@@ -1045,6 +1128,8 @@ int main(int argc, char** argv) {
   long total_points = 0;
   for (size_t i = 0; i < sizeof programs / sizeof programs[0]; ++i) {
     const program_t* p = &programs[i];
+    if (only && strcmp(only, p->name) != 0)
+      continue;
     /* a first run allocates what lives for the process (the module stays mapped, per-thread
      * slots) so the sweep sees only what the program itself owns; a forked program's runs
      * in children, so that each point loads its library for the first time */
