@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "global_private.h"
@@ -852,6 +853,177 @@ START_TEST(test_reader_record_outlives_unmapped_stack) {
 }
 END_TEST
 
+/* pf_global_get_bytes: NULL bytes with a size, or no output, are refused; NULL bytes of size 0
+ * are the empty name, which names nothing. */
+START_TEST(test_get_bytes_arguments) {
+  pf_object_t* got = (pf_object_t*)&got;
+  ck_assert_int_eq(pf_global_get_bytes(NULL, 3, &got), -1);
+  ck_assert_ptr_null(got);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "pf_global_get_bytes: argument name");
+  ck_assert_int_eq(pf_global_get_bytes("test.static.one", 15, NULL), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "pf_global_get_bytes: argument out");
+  got = (pf_object_t*)&got;
+  ck_assert_int_eq(pf_global_get_bytes(NULL, 0, &got), 0);
+  ck_assert_ptr_null(got);
+  ck_assert_int_eq(pf_global_get_bytes("test.static.one", 15, &got), 0);
+  ck_assert_ptr_nonnull(got);
+  pf_object_release(got);
+}
+END_TEST
+
+/* A thread that looked a name up and then looks up again from a key destructor that runs after
+ * packfn's thread-exit hook (its key made later): its record is gone, the lookup takes the
+ * writers' mutex, and still finds the name and misses an absent one. */
+static void gone_destructor(void* value) {
+  (void)value;
+  late_lookup();
+  pf_object_t* got = (pf_object_t*)&got;
+  if (pf_global_get("test.rw.absent_after_exit", &got) != 0 || got != NULL)
+    __atomic_fetch_add(&late_failures, 1, __ATOMIC_RELAXED);
+}
+
+static void* gone_reader(void* unused) {
+  (void)unused;
+  late_lookup(); /* registered: packfn's exit hook runs first at exit */
+  (void)pthread_setspecific(late_key, (void*)(intptr_t)1);
+  return NULL;
+}
+
+START_TEST(test_lookup_after_exit_hook) {
+  pf_object_t* fn = make_tagged(9);
+  ck_assert_int_eq(pf_global_set("test.rw.late", fn, 0), 0);
+  late_lookup();
+  ck_assert_int_eq(pthread_key_create(&late_key, gone_destructor), 0);
+  for (int round = 0; round < 3; ++round) {
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, gone_reader, NULL), 0);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(pf_global_set("test.rw.late", fn, 1), 0);
+  }
+  late_teardown(fn);
+}
+END_TEST
+
+/* More reader threads alive at once than the readers' list first holds (16): it grows, and a
+ * writer's grace period waits for each of them. */
+#define MANY_READERS 40
+static pthread_barrier_t many_looked, many_done;
+
+static void* many_reader(void* arg) {
+  pf_object_t* got;
+  if (pf_global_get("test.rw.many", &got) != 0 || tag_of(got) != 5)
+    __atomic_fetch_add((int*)arg, 1, __ATOMIC_RELAXED);
+  pf_object_release(got);
+  pthread_barrier_wait(&many_looked); /* every reader is listed now */
+  pthread_barrier_wait(&many_done);
+  if (pf_global_get("test.rw.many", &got) != 0 || tag_of(got) != 6)
+    __atomic_fetch_add((int*)arg, 1, __ATOMIC_RELAXED);
+  pf_object_release(got);
+  return NULL;
+}
+
+START_TEST(test_many_reader_threads) {
+  pf_object_t* five = make_tagged(5);
+  pf_object_t* six = make_tagged(6);
+  ck_assert_int_eq(pf_global_set("test.rw.many", five, 0), 0);
+  ck_assert_int_eq(pthread_barrier_init(&many_looked, NULL, MANY_READERS + 1), 0);
+  ck_assert_int_eq(pthread_barrier_init(&many_done, NULL, MANY_READERS + 1), 0);
+  int failures = 0;
+  pthread_t t[MANY_READERS];
+  for (int i = 0; i < MANY_READERS; ++i)
+    ck_assert_int_eq(pthread_create(&t[i], NULL, many_reader, &failures), 0);
+  pthread_barrier_wait(&many_looked);
+  ck_assert_int_eq(pf_global_set("test.rw.many", six, 1), 0); /* a grace period over them all */
+  ck_assert_uint_eq(pf_object_strong_count(five), 1);         /* the table's reference went */
+  pthread_barrier_wait(&many_done);
+  for (int i = 0; i < MANY_READERS; ++i)
+    pthread_join(t[i], NULL);
+  ck_assert_int_eq(failures, 0);
+  pthread_barrier_destroy(&many_looked);
+  pthread_barrier_destroy(&many_done);
+  ck_assert_int_eq(pf_global_remove("test.rw.many"), 0);
+  pf_object_release(five);
+  pf_object_release(six);
+}
+END_TEST
+
+/* fork() while another thread is a listed reader: the child has only the forking thread, whose
+ * writer must not wait for the other's record (freed in the child); from a listed thread and
+ * from one that never looked a name up. The child's checks give its exit status. */
+static pthread_barrier_t fork_ready, fork_done;
+
+static void* listed_reader(void* unused) {
+  (void)unused;
+  pf_object_t* got;
+  if (pf_global_get("test.rw.fork", &got) == 0)
+    pf_object_release(got);
+  pthread_barrier_wait(&fork_ready);
+  pthread_barrier_wait(&fork_done);
+  return NULL;
+}
+
+static int fork_child_checks(void) {
+  alarm(20); /* a writer waiting for the other thread's record would hang */
+  pf_object_t* seven = make_tagged(7);
+  pf_object_t* got = NULL;
+  int ok = pf_global_set("test.rw.fork", seven, 1) == 0 &&
+           pf_global_get("test.rw.fork", &got) == 0 && tag_of(got) == 7;
+  pf_object_release(got);
+  ok = ok && pf_global_set("test.rw.fork", seven, 1) == 0; /* listed now: a grace period again */
+  pf_object_release(seven);
+  return ok;
+}
+
+/* Forks; the child runs fork_child_checks and exits (exit(), not _exit(): its coverage counts
+ * are written). The child's pid. */
+static pid_t fork_checked(void) {
+  pid_t pid = fork();
+  if (pid == 0)
+    exit(fork_child_checks() ? 0 : 1);
+  return pid;
+}
+
+static void* unlisted_forker(void* unused) {
+  (void)unused;
+  return (void*)(intptr_t)fork_checked();
+}
+
+static void assert_child_passed(pid_t pid) {
+  ck_assert_int_gt(pid, 0);
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+}
+
+START_TEST(test_fork_with_other_readers) {
+  pf_object_t* fn = make_tagged(3);
+  ck_assert_int_eq(pf_global_set("test.rw.fork", fn, 0), 0);
+  ck_assert_int_eq(pthread_barrier_init(&fork_ready, NULL, 2), 0);
+  ck_assert_int_eq(pthread_barrier_init(&fork_done, NULL, 2), 0);
+  pthread_t reader;
+  ck_assert_int_eq(pthread_create(&reader, NULL, listed_reader, NULL), 0);
+  pthread_barrier_wait(&fork_ready);
+  pf_object_t* got;
+  ck_assert_int_eq(pf_global_get("test.rw.fork", &got), 0); /* this thread is listed */
+  pf_object_release(got);
+  assert_child_passed(fork_checked());
+  pthread_t forker;
+  void* pid = NULL;
+  ck_assert_int_eq(pthread_create(&forker, NULL, unlisted_forker, NULL), 0);
+  ck_assert_int_eq(pthread_join(forker, &pid), 0);
+  assert_child_passed((pid_t)(intptr_t)pid);
+  pthread_barrier_wait(&fork_done);
+  pthread_join(reader, NULL);
+  pthread_barrier_destroy(&fork_ready);
+  pthread_barrier_destroy(&fork_done);
+  ck_assert_int_eq(pf_global_get("test.rw.fork", &got), 0);
+  ck_assert_int_eq(tag_of(got), 3); /* the parent's table is its own */
+  pf_object_release(got);
+  ck_assert_int_eq(pf_global_remove("test.rw.fork"), 0);
+  pf_object_release(fn);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("global");
   TCase* tc = tcase_create("core");
@@ -872,7 +1044,11 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_tombstones_are_reused_and_dropped);
   tcase_add_test(tc, test_probe_lengths_suffix_names);
   tcase_add_test(tc, test_static_registration_without_name);
+  tcase_add_test(tc, test_get_bytes_arguments);
+  tcase_add_test(tc, test_many_reader_threads);
+  tcase_add_test(tc, test_fork_with_other_readers);
   if (!LATE_TSAN) {
+    tcase_add_test(tc, test_lookup_after_exit_hook);
     tcase_add_test(tc, test_reader_registered_in_last_exit_round);
     tcase_add_test(tc, test_reader_record_outlives_unmapped_stack);
   }
