@@ -363,6 +363,68 @@ START_TEST(test_registry_threads) {
 }
 END_TEST
 
+/* pf_type_name of every value type (no registry entry), and pf_type_is_instance of a type and
+ * itself, and of indices nothing registered. */
+START_TEST(test_registry_value_types_and_unknown) {
+  static const struct {
+    int32_t index;
+    const char* name;
+  } names[] = {{PF_TYPE_ANY, "Any"},
+               {PF_TYPE_NONE, "None"},
+               {PF_TYPE_INT, "int"},
+               {PF_TYPE_BOOL, "bool"},
+               {PF_TYPE_FLOAT, "float"},
+               {PF_TYPE_OPAQUE_PTR, "void*"},
+               {PF_TYPE_DTYPE, "dtype"},
+               {PF_TYPE_DEVICE, "Device"},
+               {PF_TYPE_DLTENSOR_PTR, "DLTensor*"},
+               {PF_TYPE_RAW_STR, "str"},
+               {PF_TYPE_BYTE_ARRAY_PTR, "bytes"},
+               {PF_TYPE_OBJECT_RVALUE_REF, "ObjectRValueRef"},
+               {PF_TYPE_SMALL_STR, "str"},
+               {PF_TYPE_SMALL_BYTES, "bytes"},
+               {PF_TYPE_UNCHANGED, "Unchanged"}};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
+    ck_assert_str_eq(pf_type_name(names[i].index), names[i].name);
+  ck_assert_int_eq(pf_type_is_instance(PF_TYPE_INT, PF_TYPE_INT), 1);
+  ck_assert_int_eq(pf_type_is_instance(PF_TYPE_TENSOR, PF_TYPE_TENSOR), 1);
+  ck_assert_int_eq(pf_type_is_instance(20000, PF_TYPE_OBJECT), 0); /* nothing registered there */
+  ck_assert_int_eq(pf_type_is_instance(PF_TYPE_TENSOR, 20000), 0);
+  ck_assert_int_eq(pf_type_is_instance(PF_TYPE_INT, PF_TYPE_OBJECT), 0); /* a value type */
+  ck_assert_ptr_null(pf_type_info(20000));
+  ck_assert_ptr_null(pf_type_info(PF_TYPE_INT));
+}
+END_TEST
+
+/* The registry holds 8192 registered types: the next new key is refused with RuntimeError
+ * (docs/object.md), while keys already registered are still found. Its own case, last: the
+ * table stays full for the rest of the process. */
+START_TEST(test_registry_full) {
+  int32_t first = -1, index = -1;
+  char key[64];
+  int n = 0;
+  for (; n < 9000; ++n) {
+    snprintf(key, sizeof key, "test.full.T%d", n);
+    if (pf_type_register(key, PF_TYPE_OBJECT, &index) != 0)
+      break;
+    if (n == 0)
+      first = index;
+  }
+  ck_assert_int_lt(n, 9000);
+  ck_assert_int_gt(n, 8000); /* a few slots went to earlier registrations */
+  PF_ASSERT_RAISED(PF_ERR_RUNTIME, "pf_type_register: the type table is full (8192 types)");
+  ck_assert_int_eq(pf_type_register("test.full.another", PF_TYPE_OBJECT, &index), -1);
+  PF_ASSERT_RAISED(PF_ERR_RUNTIME, "the type table is full");
+  ck_assert_int_eq(pf_type_register("test.full.T0", PF_TYPE_OBJECT, &index), 0);
+  ck_assert_int_eq(index, first);
+  ck_assert_str_eq(pf_type_name(first), "test.full.T0");
+  snprintf(key, sizeof key, "test.full.T%d", n - 1);
+  ck_assert_int_eq(pf_type_register(key, PF_TYPE_OBJECT, &index), 0);
+  ck_assert_str_eq(pf_type_name(index), key);
+  ck_assert_int_eq(pf_type_is_instance(index, PF_TYPE_OBJECT), 1);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("object");
   TCase* tc = tcase_create("core");
@@ -380,7 +442,12 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_registry_bad_input);
   tcase_add_test(tc, test_registry_threads);
   tcase_add_test(tc, test_registry_wheel_statics);
+  tcase_add_test(tc, test_registry_value_types_and_unknown);
   suite_add_tcase(s, tc);
+  TCase* full = tcase_create("registry_full");
+  tcase_set_timeout(full, 120);
+  tcase_add_test(full, test_registry_full);
+  suite_add_tcase(s, full);
   return s;
 }
 
