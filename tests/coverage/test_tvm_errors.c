@@ -2,8 +2,8 @@
  * thread-local pointer): PACKFN_NO_TVM_FFI set to "00" disables joining and set empty does not;
  * errors left pending in packfn's slot before the join move into TVM-FFI's slot (the cause of
  * one TVM-FFI raised since); raises once joined chain onto TVM-FFI's pending error; and a
- * thread that exits with an error in TVM-FFI's slot has it released. One process, in order:
- * the join happens once. */
+ * thread that exits with an error in TVM-FFI's slot has it released; type lookups once joined.
+ * One process, in order: the join happens once. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 #include "pf_test.h"
 
 static void (*fake_set_raised)(void* err);
+static void (*fake_fail_lookup)(int fail, pf_object_t* err);
 
 /* ---- errors laid out by hand, as another runtime's, that count their releases ---- */
 typedef struct {
@@ -98,6 +99,8 @@ START_TEST(test_errors_across_the_join) {
   ck_assert_msg(fake != NULL, "%s", dlerror());
   *(void**)&fake_set_raised = dlsym(fake, "TVMFFIErrorSetRaised");
   ck_assert(fake_set_raised != NULL);
+  *(void**)&fake_fail_lookup = dlsym(fake, "fake_tvm_ffi_fail_lookup");
+  ck_assert(fake_fail_lookup != NULL);
   /* "00" is not "0": joining is off; empty: on */
   ck_assert_int_eq(setenv("PACKFN_NO_TVM_FFI", "00", 1), 0);
   ck_assert_int_eq(pf_tvm_ffi_join(), 0);
@@ -179,10 +182,35 @@ START_TEST(test_errors_across_the_join) {
 }
 END_TEST
 
+/* Joined (the test above ran first), an index packfn has no entry for is looked for among
+ * TVM-FFI's types (ffi.GetRegisteredTypeKeys, which the stand-in lacks): still unknown, and a
+ * failed lookup raises nothing, an error TVM-FFI raised for it included. */
+START_TEST(test_unknown_type_lookups_joined) {
+  ck_assert_int_eq(pf_tvm_ffi_joined(), 1);
+  ck_assert_str_eq(pf_type_name(20000), "unknown");
+  ck_assert_ptr_null(pf_type_info(20000));
+  ck_assert_ptr_null(pf_error_peek());
+  fake_fail_lookup(1, NULL);
+  ck_assert_str_eq(pf_type_name(20001), "unknown");
+  ck_assert_int_eq(pf_type_is_instance(20001, PF_TYPE_OBJECT), 0);
+  ck_assert_ptr_null(pf_error_peek());
+  pf_object_t* theirs;
+  ck_assert_int_eq(pf_error_create(PF_ERR_RUNTIME, "TVM-FFI's lookup failed", NULL, &theirs), 0);
+  fake_fail_lookup(1, theirs);
+  ck_assert_str_eq(pf_type_name(20002), "unknown");
+  ck_assert_ptr_null(pf_error_peek()); /* dropped */
+  fake_fail_lookup(0, NULL);
+  ck_assert_uint_eq(pf_object_strong_count(theirs), 1);
+  pf_object_release(theirs);
+  ck_assert_str_eq(pf_type_name(PF_TYPE_TENSOR), "Tensor");
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("tvm_errors");
   TCase* tc = tcase_create("join");
   tcase_add_test(tc, test_errors_across_the_join);
+  tcase_add_test(tc, test_unknown_type_lookups_joined);
   suite_add_tcase(s, tc);
   return s;
 }
