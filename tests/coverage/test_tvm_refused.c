@@ -39,10 +39,31 @@ START_TEST(test_refuses_what_it_cannot_use) {
 }
 END_TEST
 
+/* Each variant of fake_tvm_ffi_partial.c, loaded alone: refused for its version or for the entry
+ * point it lacks (the first one missing in the order packfn checks them). */
+START_TEST(test_refuses_each_missing_part) {
+  static const char* const variants[] = {"noversion", "v1_1",     "entries0", "entries1",
+                                         "entries2",  "entries3", "entries4", "entries5",
+                                         "entries6",  "entries7"};
+  for (size_t i = 0; i < sizeof variants / sizeof variants[0]; ++i) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s%s/libtvm_ffi.so", PF_FAKE_TVM_FFI_VARIANTS, variants[i]);
+    void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(lib != NULL, "%s", dlerror());
+    void* found = dlopen("libtvm_ffi.so", RTLD_NOW | RTLD_NOLOAD);
+    ck_assert_msg(found == lib, "variant %s is not the libtvm_ffi.so found", variants[i]);
+    dlclose(found);
+    expect_refused();
+    dlclose(lib);
+  }
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("tvm_refused");
   TCase* tc = tcase_create("join");
   tcase_add_test(tc, test_refuses_what_it_cannot_use);
+  tcase_add_test(tc, test_refuses_each_missing_part);
   suite_add_tcase(s, tc);
   return s;
 }
