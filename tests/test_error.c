@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <wchar.h>
 
 #include "pf_test.h"
@@ -624,6 +625,9 @@ START_TEST(test_foreign_error_without_hook) {
   PF_ASSERT_NO_ERROR();
   ck_assert_int_eq(pf_error_set_cause(NULL, NULL), -1);
   PF_ASSERT_RAISED(PF_ERR_TYPE, "expected an Error made by packfn, got NULL");
+  ck_assert_int_eq(pf_error_append_backtrace(NULL, "x"), -1);
+  PF_ASSERT_RAISED(PF_ERR_TYPE,
+                   "pf_error_append_backtrace: argument err: expected Error, got NULL");
   pf_object_t* s;
   ck_assert_int_eq(pf_string_object_create("text", 4, &s), 0);
   ck_assert_int_eq(pf_error_set_cause(s, NULL), -1);
@@ -708,6 +712,48 @@ START_TEST(test_format_limits) {
 }
 END_TEST
 
+/* A raise from a function that code in an anonymous executable mapping called (a JIT's code):
+ * no object holds that frame, so its line keeps the address form; the raise site and the
+ * frames in objects are named. Full stacks only (the full_backtrace case); x86-64 Linux. */
+#if defined(__x86_64__) && defined(__linux__)
+__attribute__((noinline)) static void raise_from_jit_callee(void) {
+  PF_ERROR_SET(PF_ERR_VALUE, "called from generated code");
+}
+
+START_TEST(test_frame_in_generated_code) {
+  const char* env = getenv(PF_BACKTRACE_ENV);
+  if (!(env && *env && strcmp(env, "0") != 0))
+    return;
+  /* sub rsp, 8; movabs rax, callee; call rax; add rsp, 8; ret */
+  unsigned char code[] = {0x48, 0x83, 0xEC, 0x08, 0x48, 0xB8, 0,    0,    0,    0,   0,
+                          0,    0,    0,    0xFF, 0xD0, 0x48, 0x83, 0xC4, 0x08, 0xC3};
+  void (*callee)(void) = raise_from_jit_callee;
+  memcpy(code + 6, &callee, sizeof callee);
+  void* page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ck_assert_ptr_ne(page, MAP_FAILED);
+  memcpy(page, code, sizeof code);
+  ck_assert_int_eq(mprotect(page, 4096, PROT_READ | PROT_EXEC), 0);
+  void (*generated)(void);
+  *(void**)&generated = page;
+  generated();
+  pf_object_t* err = pf_error_take();
+  ck_assert_ptr_nonnull(err);
+  const char* bt = pf_error_backtrace(err);
+  char line[128]; /* the return address into the mapping: just past the call */
+  snprintf(line, sizeof line, "  File \"<native>\", line 0, in 0x%016lx\n",
+           (unsigned long)((uintptr_t)page + 16));
+  ck_assert_msg(strstr(bt, line) != NULL, "no line '%s' in '%s'", line, bt);
+  ck_assert_msg(strstr(bt, ", in raise_from_jit_callee\n") != NULL, "no raise site in '%s'", bt);
+  ck_assert_msg(strstr(bt, "pf_error_set_frame") != NULL, "unnamed: '%s'", bt);
+  const char* native = strstr(bt, "<native>"); /* the only address line */
+  ck_assert_ptr_eq(native, strstr(bt, line) + strlen("  File \""));
+  ck_assert_ptr_null(strstr(native + 1, "<native>"));
+  pf_object_release(err);
+  ck_assert_int_eq(munmap(page, 4096), 0);
+}
+END_TEST
+#endif
+
 Suite* make_suite(void) {
   Suite* s = suite_create("error");
   TCase* tc = tcase_create("core");
@@ -739,6 +785,9 @@ Suite* make_suite(void) {
   TCase* full = tcase_create("full_backtrace");
   tcase_add_test(full, test_full_backtrace);
   tcase_add_test(full, test_update_with_own_text);
+#if defined(__x86_64__) && defined(__linux__)
+  tcase_add_test(full, test_frame_in_generated_code);
+#endif
   suite_add_tcase(s, full);
   return s;
 }
