@@ -837,9 +837,30 @@ static int prog_first_load(void) {
 
 /* ---- full native stacks (PACKFN_BACKTRACE=1: the fault_alloc_backtrace run) ---- */
 
+/* err (owned) is the preallocated MemoryError a raise gave for want of memory: it must refuse a
+ * cause and keep its empty backtrace. Raises it again; -1. */
+static int shared_memory_error(pf_object_t* err) {
+  int ok = pf_error_set_cause(err, NULL) == -1;
+  pf_object_t* refusal = pf_error_take();
+  ok = ok && refusal &&
+       strstr(pf_error_message(refusal), "packfn's shared MemoryError, which takes no cause");
+  pf_object_release(refusal);
+  ok = ok && pf_error_append_backtrace(err, "line\n") == 0 &&
+       strcmp(pf_error_backtrace(err), "") == 0 && pf_error_cause(err) == NULL;
+  pf_error_raise(err);
+  pf_object_release(err);
+  return ok ? -1 : wrong("the shared MemoryError");
+}
+
+/* 1 when bt starts with a frame and holds the raise site in raise_and_read. */
+static int has_site(const char* bt) {
+  return bt && strncmp(bt, "  File \"", 8) == 0 && strstr(bt, ", in raise_and_read\n");
+}
+
 /* Raises a message past the 511-byte stack buffer, reads its backtrace (the native frames are
- * named then) and appends a line (named again first). 0, or -1 with the error raised: only the
- * preallocated MemoryError, which must refuse a cause and keep its empty backtrace. */
+ * named then) and appends a line (named again first); raises another and appends to it unread
+ * (named as the text changes); raises a third and releases it unread. 0, or -1 with the error
+ * raised (a MemoryError). */
 static __attribute__((noinline)) int raise_and_read(void) {
   char big[600];
   memset(big, 'b', sizeof big - 1);
@@ -848,18 +869,8 @@ static __attribute__((noinline)) int raise_and_read(void) {
   pf_object_t* err = pf_error_take();
   if (!err)
     return wrong("PF_ERROR_SET raised nothing");
-  if (strcmp(pf_error_kind(err), PF_ERR_MEMORY) == 0) {
-    int ok = pf_error_set_cause(err, NULL) == -1;
-    pf_object_t* refusal = pf_error_take();
-    ok = ok && refusal &&
-         strstr(pf_error_message(refusal), "packfn's shared MemoryError, which takes no cause");
-    pf_object_release(refusal);
-    ok = ok && pf_error_append_backtrace(err, "line\n") == 0 &&
-         strcmp(pf_error_backtrace(err), "") == 0 && pf_error_cause(err) == NULL;
-    pf_error_raise(err);
-    pf_object_release(err);
-    return ok ? -1 : wrong("the shared MemoryError");
-  }
+  if (strcmp(pf_error_kind(err), PF_ERR_MEMORY) == 0)
+    return shared_memory_error(err);
   /* the whole message, or its first 511 bytes when the longer copy found no memory */
   const char* msg = pf_error_message(err);
   size_t len = strlen(msg);
@@ -867,14 +878,27 @@ static __attribute__((noinline)) int raise_and_read(void) {
            ((len == sizeof big && strspn(msg, "b") == len - 1 && msg[len - 1] == '!') ||
             (len == 511 && strspn(msg, "b") == len));
   /* the raise site first, whether the frames could be named or not */
-  const char* bt = pf_error_backtrace(err);
-  ok = ok && bt && strncmp(bt, "  File \"", 8) == 0 && strstr(bt, ", in raise_and_read\n");
+  ok = ok && has_site(pf_error_backtrace(err));
   const char* line = "  File \"x.py\", line 1, in f\n";
-  ok = ok && pf_error_append_backtrace(err, line) == 0;
-  bt = pf_error_backtrace(err);
-  ok = ok && bt && strncmp(bt, "  File \"", 8) == 0 && strstr(bt, ", in raise_and_read\n");
+  ok = ok && pf_error_append_backtrace(err, line) == 0 && has_site(pf_error_backtrace(err));
   pf_object_release(err);
-  return ok ? 0 : wrong("a raised error's message or backtrace");
+  if (!ok)
+    return wrong("a raised error's message or backtrace");
+  PF_ERROR_SET(PF_ERR_KEY, "appended unread");
+  err = pf_error_take();
+  if (err && strcmp(pf_error_kind(err), PF_ERR_MEMORY) == 0)
+    return shared_memory_error(err);
+  ok = err && pf_error_append_backtrace(err, line) == 0 && has_site(pf_error_backtrace(err));
+  pf_object_release(err);
+  if (!ok)
+    return wrong("an appended backtrace");
+  PF_ERROR_SET(PF_ERR_KEY, "released unread");
+  err = pf_error_take();
+  if (err && strcmp(pf_error_kind(err), PF_ERR_MEMORY) == 0)
+    return shared_memory_error(err);
+  ok = err && strcmp(pf_error_message(err), "released unread") == 0;
+  pf_object_release(err);
+  return ok ? 0 : wrong("an error released unread");
 }
 
 /* Maps and unmaps a library: the next naming of frames empties the cache of frame names. */
@@ -892,20 +916,19 @@ static int unload_one(void) {
  * then holds that stack's lines, the same blocks kept at every point. */
 static void* refill_frame_names(void* unused) {
   (void)unused;
-  return (void*)(intptr_t)(unload_one() == 0 && raise_and_read() == 0);
+  return (void*)(intptr_t)(raise_and_read() == 0);
 }
 
-/* A raise read after an unload, so that its frames are named anew (backtrace_symbols and the
- * cache's copies under the sweep too). */
+/* A raise read after an unload (the previous run's), so that its frames are named anew
+ * (backtrace_symbols and the cache's copies under the sweep too). The unloads themselves run
+ * unswept: a library's unload runs its code (coverage builds: gcov's dump, which allocates). */
 static int prog_backtraces(void) {
-  if (unload_one() != 0)
-    return -1;
   int rc = raise_and_read();
   fault_disarm();
   pthread_t t;
   void* refilled = NULL;
-  if (pthread_create(&t, NULL, refill_frame_names, NULL) != 0 || pthread_join(t, &refilled) != 0 ||
-      !refilled) {
+  if (unload_one() != 0 || pthread_create(&t, NULL, refill_frame_names, NULL) != 0 ||
+      pthread_join(t, &refilled) != 0 || !refilled || unload_one() != 0) {
     pf_error_clear();
     return wrong("the unswept raise in a thread");
   }
@@ -945,7 +968,7 @@ static const program_t programs[] = {
      .forked = 1,
      .kept = &first_load_kept,
      .skip_loader = 1},
-    {.name = "backtraces", .run = prog_backtraces, .loader = 1, .skip_loader = 1},
+    {.name = "backtraces", .run = prog_backtraces},
 };
 
 static long bad_points;
