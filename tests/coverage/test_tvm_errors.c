@@ -24,6 +24,8 @@ static void counted_update(void* self, const pf_byte_array_t* bt, int32_t mode) 
   (void)self, (void)bt, (void)mode;
 }
 static void counted_deleter(void* self, int flags) {
+  if (flags & 1) /* its cause: packfn may have chained one onto it */
+    pf_object_release((pf_object_t*)((counted_error_t*)self)->cell.cause_chain);
   if (flags & 2) {
     __atomic_add_fetch(&g_freed, 1, __ATOMIC_SEQ_CST);
     free(self);
@@ -83,6 +85,24 @@ static void* take_after_join(void* unused) {
   return (void*)(intptr_t)ok;
 }
 
+/* Raises before the join; after it, TVM-FFI raises its own error (another runtime's object) in
+ * this thread: packfn's older error becomes its cause. */
+static void* foreign_newer_after_join(void* unused) {
+  (void)unused;
+  PF_ERROR_SET(PF_ERR_INDEX, "older, before the join");
+  pthread_barrier_wait(&g_raised);
+  pthread_barrier_wait(&g_joined);
+  counted_error_t* theirs = counted_new(counted_deleter, "TVM-FFI's own");
+  fake_set_raised(theirs); /* the slot's own reference */
+  pf_object_t* err = pf_error_take();
+  int ok = err == &theirs->header && pf_error_cause(err) != NULL &&
+           strcmp(pf_error_message(pf_error_cause(err)), "older, before the join") == 0 &&
+           pf_error_take() == NULL;
+  pf_object_release(err);
+  pf_object_release(&theirs->header);
+  return (void*)(intptr_t)ok;
+}
+
 /* Raises a counted error before the join; after it, raises another over it (its cause now) and
  * exits with that one pending in TVM-FFI's slot: both are released at the thread's exit. */
 static void* exit_with_pending(void* unused) {
@@ -100,15 +120,16 @@ static void* exit_with_pending(void* unused) {
 }
 
 START_TEST(test_errors_across_the_join) {
-  /* before libtvm_ffi is loaded: packfn's own slot, in this thread and in two others */
+  /* before libtvm_ffi is loaded: packfn's own slot, in this thread and in three others */
   PF_ERROR_SET(PF_ERR_KEY, "main's, before the join");
   pf_object_t* mains = pf_error_peek();
   pf_object_retain(mains); /* shared: another holder may be reading its text */
-  pthread_t a, b;
-  ck_assert_int_eq(pthread_barrier_init(&g_raised, NULL, 3), 0);
-  ck_assert_int_eq(pthread_barrier_init(&g_joined, NULL, 3), 0);
+  pthread_t a, b, c;
+  ck_assert_int_eq(pthread_barrier_init(&g_raised, NULL, 4), 0);
+  ck_assert_int_eq(pthread_barrier_init(&g_joined, NULL, 4), 0);
   ck_assert_int_eq(pthread_create(&a, NULL, take_after_join, NULL), 0);
   ck_assert_int_eq(pthread_create(&b, NULL, exit_with_pending, NULL), 0);
+  ck_assert_int_eq(pthread_create(&c, NULL, foreign_newer_after_join, NULL), 0);
   pthread_barrier_wait(&g_raised);
   ck_assert_int_eq(pf_tvm_ffi_joined(), 0);
 
@@ -149,9 +170,13 @@ START_TEST(test_errors_across_the_join) {
   void* ok_b = NULL;
   ck_assert_int_eq(pthread_join(a, &ok_a), 0);
   ck_assert_int_eq(pthread_join(b, &ok_b), 0);
+  void* ok_c = NULL;
+  ck_assert_int_eq(pthread_join(c, &ok_c), 0);
+  ck_assert_msg(ok_c != NULL, "TVM-FFI's error did not take the older one as its cause");
   ck_assert_msg(ok_a != NULL, "the error raised before the join was not taken back");
   ck_assert_msg(ok_b != NULL, "the error raised after the join did not chain");
-  ck_assert_int_eq(g_freed, 1); /* the thread's pending error (and its cause) released */
+  /* b's pending error (and its cause) released at its exit; c's, TVM-FFI's, by c */
+  ck_assert_int_eq(g_freed, 2);
   pthread_barrier_destroy(&g_raised);
   pthread_barrier_destroy(&g_joined);
 
