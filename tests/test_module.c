@@ -160,6 +160,20 @@ START_TEST(test_load_and_call_plain_exports) {
   ck_assert_str_eq(near, "");
   ck_assert_int_eq(pf_module_suggest(NULL, "x", near, sizeof near), -1);
   PF_ASSERT_RAISED("TypeError", "pf_module_suggest");
+  /* NULL buf with size 0 only asks whether a near name exists; NULL name or NULL buf with room
+   * is refused, buf left as it was */
+  ck_assert_int_eq(pf_module_suggest(m, "ad_ints", NULL, 0), 1);
+  ck_assert_int_eq(pf_module_suggest(m, "zzzzzz", NULL, 0), 0);
+  strcpy(near, "kept");
+  ck_assert_int_eq(pf_module_suggest(m, NULL, near, sizeof near), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_module_suggest: argument name");
+  ck_assert_str_eq(near, "kept");
+  ck_assert_int_eq(pf_module_suggest(m, "ad_ints", NULL, 8), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_module_suggest: argument buf");
+  /* a call on no module fails as the lookup does, the result left none */
+  r = pf_any_int(5);
+  ck_assert_int_eq(pf_module_call(NULL, "add_ints", args, 2, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_module_call");
   ck_assert_int_eq(r.type_index, PF_TYPE_NONE);
 
   pf_object_release(add);
@@ -515,6 +529,17 @@ START_TEST(test_refusals_say_what_was_found) {
   assert_load_fails(PF_TESTMOD_BADMETA, "ValueError",
                     "__packfn_meta_two is not packfn export metadata: its magic is 0xdeadbeef "
                     "(expected");
+  assert_load_fails(PF_TESTMOD_META_V0, "ValueError",
+                    "__packfn_meta_two is not packfn export metadata: its version is 0 (expected");
+  assert_load_fails(PF_TESTMOD_META_SIG_ONLY, "ValueError",
+                    "__packfn_meta_two is not packfn export metadata: it has a typed declaration "
+                    "without its implementation (expected");
+  assert_load_fails(PF_TESTMOD_META_IMPL_ONLY, "ValueError",
+                    "__packfn_meta_two is not packfn export metadata: it has a typed "
+                    "implementation without a declaration (expected");
+  ck_assert(!is_loaded(PF_TESTMOD_META_V0));
+  ck_assert(!is_loaded(PF_TESTMOD_META_SIG_ONLY));
+  ck_assert(!is_loaded(PF_TESTMOD_META_IMPL_ONLY));
   /* its size: 4 bytes, more where a sanitizer pads globals */
   assert_load_fails(PF_TESTMOD_META_SMALL, "ValueError",
                     "__packfn_meta_one is not packfn export metadata: it is ");
