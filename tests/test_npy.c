@@ -457,6 +457,18 @@ START_TEST(test_unsupported_dtypes) {
                     8, "unsupported dtype '<f4?2J?0;t?2J'");
   expect_bad_header("{'descr': '<f4\xc3\xa9\xc3\x80', 'fortran_order': False, 'shape': (2,)}", 8,
                     "unsupported dtype '<f4\xc3\xa9\xc3\x80'");
+  /* characters of three and four bytes stay; a byte of no well-formed character (an overlong
+   * form, a surrogate, a code point past U+10FFFF, a bad continuation byte, a lead byte that
+   * starts none) stays where it is no C1 control (0xa0 and above), else shows as '?' */
+  expect_bad_header("{'descr': '<f4\xe2\x82\xac\xf0\x9f\x98\x80\xc2\xa0', 'fortran_order': False, "
+                    "'shape': (2,)}",
+                    8, "unsupported dtype '<f4\xe2\x82\xac\xf0\x9f\x98\x80\xc2\xa0'");
+  expect_bad_header("{'descr': '\xe0\x80\x80|\xed\xa0\x80|\xf4\x90\x80\x80|\xe2\x82(|', "
+                    "'fortran_order': False, 'shape': (2,)}",
+                    8, "unsupported dtype '\xe0??|\xed\xa0?|\xf4???|\xe2?(|'");
+  expect_bad_header("{'descr': '\xf0\x9f\x98.|\xe2\x82\xc0|\xf5\x80|\x7f', 'fortran_order': False, "
+                    "'shape': (2,)}",
+                    8, "unsupported dtype '\xf0??.|\xe2?\xc0|\xf5?|?'");
 }
 END_TEST
 
