@@ -24,6 +24,7 @@
 #include <sys/statvfs.h>
 #include <sys/un.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h> /* makedev */
 #include <sys/wait.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -45,6 +46,22 @@ __attribute__((visibility("default"))) int linkat(int olddirfd, const char* oldp
     return -1;
   }
   return (int)syscall(SYS_linkat, olddirfd, oldpath, newdirfd, newpath, flags);
+}
+
+/* copy_file_range as libpackfn_npy sees it: the kernel's, or, while g_copy_range_fails, EXDEV
+ * as an older kernel answers for two file systems (the writer then copies with read and write,
+ * or from its map). Exported for the reason linkat is. */
+static int g_copy_range_fails;
+ssize_t copy_file_range(int fd_in, off_t* off_in, int fd_out, off_t* off_out, size_t len,
+                        unsigned int flags);
+__attribute__((visibility("default"))) ssize_t copy_file_range(int fd_in, off_t* off_in, int fd_out,
+                                                               off_t* off_out, size_t len,
+                                                               unsigned int flags) {
+  if (g_copy_range_fails) {
+    errno = EXDEV;
+    return -1;
+  }
+  return (ssize_t)syscall(SYS_copy_file_range, fd_in, off_in, fd_out, off_out, len, flags);
 }
 
 /* ---- mapped reading and atomic writes ------------------------------------------------------ */
@@ -925,6 +942,355 @@ START_TEST(test_small_error_buffers_and_map_fallbacks) {
 }
 END_TEST
 
+/* ---- more refusals and fallbacks (branch coverage review) ---------------------------------- */
+
+/* Writes a .npy image whose data starts `offset` bytes in (a header NumPy would not pad so,
+ * but which it reads): the magic, version 1.0, the dict padded with spaces to fill the header
+ * and a newline, then the data. */
+static void write_npy_at(const char* path, const char* dict, size_t offset, const void* data,
+                         size_t len) {
+  unsigned char buf[BUF_SIZE];
+  ck_assert_uint_ge(offset, 10 + strlen(dict) + 1);
+  ck_assert_uint_le(offset + len, sizeof buf);
+  memcpy(buf, "\x93NUMPY\x01\x00", 8);
+  buf[8] = (unsigned char)((offset - 10) & 0xff);
+  buf[9] = (unsigned char)((offset - 10) >> 8);
+  memset(buf + 10, ' ', offset - 10);
+  memcpy(buf + 10, dict, strlen(dict));
+  buf[offset - 1] = '\n';
+  memcpy(buf + offset, data, len);
+  write_bytes(path, buf, offset + len);
+}
+
+/* A Fortran-order file with one axis longer than 1 has the same layout in both orders: mapped
+ * in place. Data not aligned to its item size (a header of an odd length) is read instead, with
+ * the same values. */
+START_TEST(test_map_in_place_or_read_by_layout) {
+  char path[128], err[ERR_SIZE];
+  temp_path(path, sizeof path, "f.npy");
+  const int32_t col[3] = {4, 5, 6};
+  size_t len;
+  unsigned char buf[BUF_SIZE];
+  len = make_npy(buf, 1, "{'descr': '<i4', 'fortran_order': True, 'shape': (3, 1), }", col,
+                 sizeof col);
+  write_bytes(path, buf, len);
+  pf_npy_map_t m;
+  ck_assert_msg(pf_npy_map_file(path, &m, err, sizeof err) == 0, "%s", err);
+  ck_assert_ptr_nonnull(m.base); /* no copy */
+  ck_assert_int_eq(m.array.fortran_order, 0);
+  ck_assert_int_eq(m.array.ndim, 2);
+  ck_assert_int_eq(m.array.shape[0], 3);
+  ck_assert(((int32_t*)m.array.data)[2] == 6);
+  pf_npy_map_release(&m);
+  const double d[2] = {1.5, -2.5};
+  write_npy_at(path, "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", 70, d, sizeof d);
+  ck_assert_msg(pf_npy_map_file(path, &m, err, sizeof err) == 0, "%s", err);
+  ck_assert_ptr_null(m.base); /* read: 70 is no multiple of 8 */
+  ck_assert(((double*)m.array.data)[0] == 1.5 && ((double*)m.array.data)[1] == -2.5);
+  int changed = -1;
+  ck_assert_int_eq(pf_npy_map_changed(&m, &changed, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "not mapped"));
+  pf_npy_map_release(&m);
+  unlink(path);
+}
+END_TEST
+
+/* With no descriptor left (RLIMIT_NOFILE), in a child: a map whose descriptor cannot be kept is
+ * refused, saying so; a map made before finds changes without /proc/self/pagemap, comparing
+ * every byte. Exit status: 0, or the step that failed. */
+static int map_without_descriptors(const char* path) {
+  char err[ERR_SIZE];
+  pf_npy_map_t m;
+  if (pf_npy_map_file(path, &m, err, sizeof err) != 0 || m.base == NULL)
+    return 2;
+  int lowest = dup(0);
+  if (lowest < 0)
+    return 3;
+  close(lowest);
+  struct rlimit lim;
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0)
+    return 4;
+  lim.rlim_cur = (rlim_t)lowest; /* no descriptor left at all */
+  if (setrlimit(RLIMIT_NOFILE, &lim) != 0)
+    return 5;
+  int changed = -1;
+  if (pf_npy_map_changed(&m, &changed, err, sizeof err) != 0 || changed != 0)
+    return 6;
+  ((float*)m.array.data)[3] = -1.0f;
+  if (pf_npy_map_changed(&m, &changed, err, sizeof err) != 0 || changed != 1)
+    return 7;
+  pf_npy_map_release(&m);
+  lim.rlim_cur = (rlim_t)lowest + 1; /* fopen's one descriptor, none to keep */
+  if (setrlimit(RLIMIT_NOFILE, &lim) != 0)
+    return 8;
+  pf_npy_map_t m2;
+  if (pf_npy_map_file(path, &m2, err, sizeof err) != -1 ||
+      strstr(err, "cannot keep the file open: Too many open files") == NULL || m2.base != NULL)
+    return 9;
+  return 0;
+}
+
+START_TEST(test_map_without_descriptors) {
+  char path[128];
+  temp_path(path, sizeof path, "fds.npy");
+  write_floats(path, 1024, 0.0f);
+  fflush(NULL);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0)
+    exit(map_without_descriptors(path)); /* exit: the child's coverage counters are written */
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+  ck_assert(holds_floats(path, 1024, 0.0f)); /* the private map's write stayed private */
+  unlink(path);
+}
+END_TEST
+
+/* Arrays that describe themselves wrongly are refused before anything is created; an empty
+ * array needs no data. */
+START_TEST(test_write_refuses_bad_arrays) {
+  char path[128], err[ERR_SIZE];
+  temp_path(path, sizeof path, "bad.npy");
+  float v[4] = {1, 2, 3, 4};
+  pf_npy_array_t arr = {dtype(kDLFloat, 32), 33, {4}, 0, v, sizeof v};
+  ck_assert_int_eq(pf_npy_write_file(path, &arr, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "bad.npy: ndim is 33: expected 0 to 32") != NULL, "%s", err);
+  arr.ndim = -1;
+  ck_assert_int_eq(pf_npy_write_file(path, &arr, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "ndim is -1: expected 0 to 32") != NULL, "%s", err);
+  arr.ndim = 1;
+  arr.data = NULL;
+  ck_assert_int_eq(pf_npy_write_file(path, &arr, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "bad.npy: data is NULL") != NULL, "%s", err);
+  ck_assert_int_eq(dir_entries(), 0);
+  pf_npy_array_t empty = {dtype(kDLInt, 16), 2, {3, 0}, 0, NULL, 0};
+  ck_assert_msg(pf_npy_write_file(path, &empty, err, sizeof err) == 0, "%s", err);
+  pf_npy_array_t back;
+  ck_assert_int_eq(pf_npy_read_file(path, &back, err, sizeof err), 0);
+  ck_assert_int_eq(back.ndim, 2);
+  ck_assert_int_eq(back.shape[0], 3);
+  ck_assert_int_eq(back.shape[1], 0);
+  ck_assert_uint_eq(back.nbytes, 0);
+  pf_npy_array_free(&back);
+  /* an output mapped twice, or mapped with NULL arguments, is refused and stays usable */
+  pf_npy_output_t out;
+  void* data = NULL;
+  pf_npy_array_t desc = {dtype(kDLFloat, 32), 1, {4}, 0, NULL, 0};
+  ck_assert_int_eq(pf_npy_output_open(path, &out, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_output_map(&out, NULL, NULL, &data, err, sizeof err), -1);
+  ck_assert_int_eq(pf_npy_output_map(&out, &desc, NULL, NULL, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "NULL argument") != NULL, "%s", err);
+  ck_assert_int_eq(pf_npy_output_map(&out, &desc, NULL, &data, err, sizeof err), 0);
+  void* again = NULL;
+  ck_assert_int_eq(pf_npy_output_map(&out, &desc, NULL, &again, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "already mapped") != NULL, "%s", err);
+  ck_assert_ptr_null(again);
+  memcpy(data, v, sizeof v);
+  pf_npy_array_t mapped = {dtype(kDLFloat, 32), 1, {4}, 0, data, sizeof v};
+  ck_assert_msg(pf_npy_output_write(&out, &mapped, err, sizeof err) == 0, "%s", err);
+  ck_assert_int_eq(pf_npy_output_commit(&out, 1, err, sizeof err), 0);
+  ck_assert(holds_floats(path, 4, 1.0f));
+  unlink(path);
+}
+END_TEST
+
+/* A file of the same byte count but another dtype or shape is no initial data for a mapped
+ * output: refused, the output left empty and usable. */
+START_TEST(test_output_map_init_of_another_layout) {
+  char init[128], path[128], err[ERR_SIZE];
+  temp_path(init, sizeof init, "init.npy");
+  temp_path(path, sizeof path, "out.npy");
+  float v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  pf_npy_array_t f24 = {dtype(kDLFloat, 32), 2, {2, 4}, 0, v, sizeof v};
+  ck_assert_int_eq(pf_npy_write_file(init, &f24, err, sizeof err), 0);
+  const pf_npy_array_t descs[4] = {
+      {dtype(kDLInt, 32), 2, {2, 4}, 0, NULL, 0},   /* another kind */
+      {dtype(kDLFloat, 64), 2, {2, 2}, 0, NULL, 0}, /* another width */
+      {dtype(kDLFloat, 32), 1, {8}, 0, NULL, 0},    /* another ndim */
+      {dtype(kDLFloat, 32), 2, {4, 2}, 0, NULL, 0}, /* another shape */
+  };
+  for (int k = 0; k < 4; ++k) {
+    pf_npy_output_t out;
+    void* data = NULL;
+    ck_assert_int_eq(pf_npy_output_open(path, &out, err, sizeof err), 0);
+    ck_assert_int_eq(pf_npy_output_map(&out, &descs[k], init, &data, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "init.npy: cannot be mapped as the output's initial data") != NULL,
+                  "desc %d: %s", k, err);
+    ck_assert_ptr_null(data);
+    ck_assert_msg(pf_npy_output_write(&out, &f24, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(pf_npy_output_commit(&out, 1, err, sizeof err), 0);
+    ck_assert(holds_floats(path, 8, 1.0f));
+    unlink(path);
+  }
+  unlink(init);
+}
+END_TEST
+
+/* Where copy_file_range cannot copy (EXDEV), a mapped output's initial data is copied from the
+ * input's map, and a named copy of an unnamed output (linkat refused too) is made with read and
+ * write: the same bytes either way. A file size limit met by that copy is a write error, and
+ * the old file stays. */
+START_TEST(test_output_copies_without_copy_file_range) {
+  char init[128], path[128], err[ERR_SIZE];
+  temp_path(init, sizeof init, "init.npy");
+  temp_path(path, sizeof path, "out.npy");
+  enum { N = 50000 }; /* 200 KB: several rounds of the 64 KiB copy */
+  write_floats(init, N, 3.0f);
+  g_copy_range_fails = 1;
+  pf_npy_output_t out;
+  void* data = NULL;
+  pf_npy_array_t desc = {dtype(kDLFloat, 32), 1, {N}, 0, NULL, 0};
+  ck_assert_int_eq(pf_npy_output_open(path, &out, err, sizeof err), 0);
+  int rc = pf_npy_output_map(&out, &desc, init, &data, err, sizeof err);
+  g_copy_range_fails = 0;
+  ck_assert_msg(rc == 0, "%s", err);
+  ck_assert(((float*)data)[0] == 3.0f && ((float*)data)[N - 1] == 3.0f + (float)(N - 1));
+  pf_npy_array_t mapped = desc;
+  mapped.data = data;
+  mapped.nbytes = N * sizeof(float);
+  ck_assert_msg(pf_npy_output_write(&out, &mapped, err, sizeof err) == 0, "%s", err);
+  ck_assert_int_eq(pf_npy_output_commit(&out, 1, err, sizeof err), 0);
+  ck_assert(holds_floats(path, N, 3.0f));
+  /* linkat and copy_file_range refused: the named copy by read and write */
+  g_linkat_fails = g_copy_range_fails = 1;
+  write_floats(path, N, 9.0f);
+  g_linkat_fails = g_copy_range_fails = 0;
+  ck_assert(holds_floats(path, N, 9.0f));
+  ck_assert_int_eq(dir_entries(), 2);
+  /* the same, with a file size limit the copy exceeds (the map was sized before the limit) */
+  ck_assert_int_eq(pf_npy_output_open(path, &out, err, sizeof err), 0);
+  ck_assert_msg(pf_npy_output_map(&out, &desc, init, &data, err, sizeof err) == 0, "%s", err);
+  mapped.data = data;
+  signal(SIGXFSZ, SIG_IGN);
+  struct rlimit old_lim, lim;
+  ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old_lim), 0);
+  lim = old_lim;
+  lim.rlim_cur = 65536;
+  ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+  g_linkat_fails = g_copy_range_fails = 1;
+  rc = pf_npy_output_write(&out, &mapped, err, sizeof err);
+  g_linkat_fails = g_copy_range_fails = 0;
+  ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old_lim), 0);
+  signal(SIGXFSZ, SIG_DFL);
+  ck_assert_int_eq(rc, -1);
+  ck_assert_msg(strstr(err, "out.npy: write error: File too large") != NULL, "%s", err);
+  ck_assert_int_eq(pf_npy_output_commit(&out, 1, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "not written before commit") != NULL, "%s", err);
+  ck_assert(holds_floats(path, N, 9.0f));
+  ck_assert_int_eq(dir_entries(), 2); /* no temporary left */
+  unlink(path);
+  unlink(init);
+}
+END_TEST
+
+/* A target whose name is too long to prefix and suffix in a temporary name (250 bytes, the
+ * temporary's part cut to 200): written and committed, by the unnamed file and by the named
+ * one, with nothing left beside it. A block device is refused as the other non-files are. */
+START_TEST(test_output_long_names_and_devices) {
+  char path[512], name[251], err[ERR_SIZE];
+  memset(name, 'n', 246);
+  memcpy(name + 246, ".npy", 5);
+  temp_path(path, sizeof path, name);
+  write_floats(path, 4, 1.0f);
+  ck_assert(holds_floats(path, 4, 1.0f));
+  g_linkat_fails = 1;
+  write_floats(path, 4, 2.0f);
+  g_linkat_fails = 0;
+  ck_assert(holds_floats(path, 4, 2.0f));
+  ck_assert_int_eq(dir_entries(), 1);
+  unlink(path);
+  temp_path(path, sizeof path, "blk.npy");
+  if (mknod(path, S_IFBLK | 0600, makedev(7, 0)) != 0) {
+    fprintf(stderr, "test_npy_output: SKIP the block device check: mknod: %s\n", strerror(errno));
+    return;
+  }
+  pf_npy_output_t out;
+  ck_assert_int_eq(pf_npy_output_open(path, &out, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "not a regular file (a block device): refusing to replace it") != NULL,
+                "%s", err);
+  struct stat st;
+  ck_assert_int_eq(stat(path, &st), 0);
+  ck_assert(S_ISBLK(st.st_mode));
+  unlink(path);
+}
+END_TEST
+
+/* As an unprivileged user (nobody, in a child, where the tests run as root): outputs in folders
+ * it may not write. Returns 0, or the step that failed. */
+static int unwritable_folders(const char* folder, const char* old_file) {
+  char err[ERR_SIZE], path[256];
+  pf_npy_output_t out;
+  /* a new file in a read-only folder, named with it, relative to it, and in / */
+  if (chmod(folder, 0555) != 0)
+    return 3;
+  snprintf(path, sizeof path, "%s/new.npy", folder);
+  if (pf_npy_output_open(path, &out, err, sizeof err) != -1 ||
+      strstr(err, "new.npy: cannot create a file in '") == NULL ||
+      strstr(err, "': Permission denied") == NULL || access(path, F_OK) == 0)
+    return 4;
+  if (chdir(folder) != 0)
+    return 5;
+  if (pf_npy_output_open("new.npy", &out, err, sizeof err) != -1 ||
+      strcmp(err, "new.npy: cannot create a file in '.': Permission denied") != 0)
+    return 6;
+  if (faccessat(AT_FDCWD, "/", W_OK, AT_EACCESS) != 0 &&
+      (pf_npy_output_open("/pf_test_npy_new.npy", &out, err, sizeof err) != -1 ||
+       strcmp(err, "/pf_test_npy_new.npy: cannot create a file in '/': Permission denied") != 0))
+    return 7;
+  /* the folder made read-only between the open and the write: the output cannot be named (no
+   * link, no named copy), the write fails, the commit refuses, the old file stays */
+  if (chmod(folder, 0755) != 0 || pf_npy_output_open(old_file, &out, err, sizeof err) != 0 ||
+      chmod(folder, 0555) != 0)
+    return 8;
+  float v[2] = {5, 6};
+  pf_npy_array_t arr = {dtype(kDLFloat, 32), 1, {2}, 0, v, sizeof v};
+  if (pf_npy_output_write(&out, &arr, err, sizeof err) != -1 ||
+      strstr(err, "write error: Permission denied") == NULL)
+    return 9;
+  if (pf_npy_output_commit(&out, 1, err, sizeof err) != -1)
+    return 10;
+  if (chmod(folder, 0755) != 0 || !holds_floats(old_file, 4, 1.0f))
+    return 11;
+  return 0;
+}
+
+START_TEST(test_output_in_unwritable_folders) {
+  char folder[128], old_file[192];
+  temp_path(folder, sizeof folder, "ro");
+  ck_assert_int_eq(mkdir(folder, 0755), 0);
+  snprintf(old_file, sizeof old_file, "%s/old.npy", folder);
+  write_floats(old_file, 4, 1.0f);
+  if (geteuid() == 0) {
+    ck_assert_int_eq(chown(folder, 65534, 65534), 0);
+    ck_assert_int_eq(chown(old_file, 65534, 65534), 0);
+    ck_assert_int_eq(chmod(pf_test_npy_dir, 0755), 0); /* mkdtemp's 0700: let nobody in */
+  }
+  fflush(NULL);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    /* as nobody only in effect, to become root again before exit, which writes the coverage
+     * counters (root's files) */
+    int as_root = geteuid() == 0;
+    if (as_root && (setegid(65534) != 0 || seteuid(65534) != 0))
+      exit(2);
+    int rc = unwritable_folders(folder, old_file);
+    if (as_root && (seteuid(0) != 0 || setegid(0) != 0))
+      rc = 12;
+    exit(rc);
+  }
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  chmod(folder, 0755);
+  chmod(pf_test_npy_dir, 0700);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+  ck_assert(holds_floats(old_file, 4, 1.0f));
+  unlink(old_file);
+  ck_assert_int_eq(rmdir(folder), 0); /* nothing left in it */
+}
+END_TEST
+
 /* ---- test case ---------------------------------------------------------------------------- */
 
 /* Zeroed structs hold no file: their fd 0 is not stdin to write into or close. fd 0 is a
@@ -1004,4 +1370,11 @@ void pf_test_npy_add_output_tests(TCase* tc) {
   tcase_add_test(tc, test_map_refusals_and_empty_arrays);
   tcase_add_test(tc, test_small_error_buffers_and_map_fallbacks);
   tcase_add_test(tc, test_output_refuses_what_a_rename_cannot_replace);
+  tcase_add_test(tc, test_map_in_place_or_read_by_layout);
+  tcase_add_test(tc, test_map_without_descriptors);
+  tcase_add_test(tc, test_write_refuses_bad_arrays);
+  tcase_add_test(tc, test_output_map_init_of_another_layout);
+  tcase_add_test(tc, test_output_copies_without_copy_file_range);
+  tcase_add_test(tc, test_output_long_names_and_devices);
+  tcase_add_test(tc, test_output_in_unwritable_folders);
 }
