@@ -995,6 +995,30 @@ START_TEST(test_map_in_place_or_read_by_layout) {
 }
 END_TEST
 
+/* A mapped input whose file shrinks under a page the caller wrote into: changed (the file no
+ * longer holds those bytes), not an error. The truncation drops the private copy of the page
+ * with the file's pages, so the page map shows nothing written: it said unchanged. */
+START_TEST(test_map_changed_when_the_file_shrinks) {
+  char path[128], err[ERR_SIZE];
+  temp_path(path, sizeof path, "shrink.npy");
+  write_floats(path, 4096, 0.0f);
+  pf_npy_map_t m;
+  ck_assert_msg(pf_npy_map_file(path, &m, err, sizeof err) == 0, "%s", err);
+  ck_assert_ptr_nonnull(m.base);
+  int changed = -1;
+  ck_assert_int_eq(pf_npy_map_changed(&m, &changed, err, sizeof err), 0);
+  ck_assert_int_eq(changed, 0);
+  ((float*)m.array.data)[4000] = 4000.0f; /* the value it had: a private copy of that page */
+  ck_assert_int_eq(pf_npy_map_changed(&m, &changed, err, sizeof err), 0);
+  ck_assert_int_eq(changed, 0); /* same bytes */
+  ck_assert_int_eq(truncate(path, 128), 0);
+  ck_assert_int_eq(pf_npy_map_changed(&m, &changed, err, sizeof err), 0);
+  ck_assert_int_eq(changed, 1);
+  pf_npy_map_release(&m);
+  unlink(path);
+}
+END_TEST
+
 /* With no descriptor left (RLIMIT_NOFILE), in a child: a map whose descriptor cannot be kept is
  * refused, saying so; a map made before finds changes without /proc/self/pagemap, comparing
  * every byte. Exit status: 0, or the step that failed. */
@@ -1371,6 +1395,7 @@ void pf_test_npy_add_output_tests(TCase* tc) {
   tcase_add_test(tc, test_small_error_buffers_and_map_fallbacks);
   tcase_add_test(tc, test_output_refuses_what_a_rename_cannot_replace);
   tcase_add_test(tc, test_map_in_place_or_read_by_layout);
+  tcase_add_test(tc, test_map_changed_when_the_file_shrinks);
   tcase_add_test(tc, test_map_without_descriptors);
   tcase_add_test(tc, test_write_refuses_bad_arrays);
   tcase_add_test(tc, test_output_map_init_of_another_layout);

@@ -134,6 +134,15 @@ int pf_npy_map_changed(const pf_npy_map_t* map, int* changed, char* err, size_t 
   if (map->array.nbytes == 0) {
     return 0;
   }
+  /* a file that no longer holds the data differs: its truncation also took the pages written
+   * into the map past its new end (the kernel drops private copies with the file's pages), so
+   * the page map shows nothing written there (it said unchanged; coverage review) */
+  struct stat st;
+  if (fstat(map->fd, &st) == 0 &&
+      (uint64_t)st.st_size < (uint64_t)map->offset + map->array.nbytes) {
+    *changed = 1;
+    return 0;
+  }
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   size_t first = map->offset / page, last = (map->offset + map->array.nbytes - 1) / page;
   char* buf = malloc(1u << 20);
