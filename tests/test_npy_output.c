@@ -527,6 +527,40 @@ static void* open_without_fowner(void* path) {
   return strstr(err, "belongs to another user in a sticky folder") != NULL ? (void*)1 : NULL;
 }
 
+/* In a child running as another user (effective ids 65534): opens `inner` (root's file in a
+ * sticky folder), refused; with `fowner`, holding CAP_FOWNER, which may replace it (refused as
+ * well before; review), but not from a thread that dropped it. 0, or the step that failed. */
+static int open_as_other_user(const char* inner, int fowner) {
+  pf_npy_output_t out;
+  char err[ERR_SIZE];
+  if (fowner) {
+    struct __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof data);
+    data[0].effective = data[0].permitted = 1u << CAP_FOWNER;
+    if (syscall(SYS_capset, &head, data) != 0)
+      return 6;
+    int rc = pf_npy_output_open(inner, &out, err, sizeof err);
+    if (rc == 0)
+      pf_npy_output_abort(&out, 1);
+    /* a thread that dropped the capability may not: the kernel asks the calling thread, and
+     * /proc/self/status shows the main thread's (an open let through, then a commit that
+     * stopped half way; review) */
+    pthread_t worker;
+    void* refused = NULL;
+    if (rc != 0 || pthread_create(&worker, NULL, open_without_fowner, (void*)inner) != 0 ||
+        pthread_join(worker, &refused) != 0)
+      return 7;
+    return refused == (void*)1 ? 0 : 8;
+  }
+  if (pf_npy_output_open(inner, &out, err, sizeof err) != -1)
+    return 4;
+  return strstr(err, "root.npy: belongs to another user in a sticky folder, where only its "
+                     "owner may replace it: refusing to replace it") != NULL
+             ? 0
+             : 5;
+}
+
 /* What a rename could not replace is refused when the output is opened, before any call: a
  * file or folder flagged append-only or immutable, another user's file in a sticky folder.
  * Each passed the check and failed at the commit's rename, after the outputs before it were in
@@ -584,40 +618,17 @@ START_TEST(test_output_refuses_what_a_rename_cannot_replace) {
   ck_assert_int_eq(chmod(inner, 0666), 0);
   ck_assert_int_eq(chmod(pf_test_npy_dir, 0755), 0); /* mkdtemp's 0700: let the user in */
   for (int fowner = 0; fowner < 2; ++fowner) {
+    fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
-      /* the other user, and with fowner CAP_FOWNER kept, which may replace it (refused as well
-       * before; review) */
-      if (fowner && prctl(PR_SET_KEEPCAPS, 1L, 0L, 0L, 0L) != 0)
+      /* the other user, in effect only: root's real and saved ids stay, so that the child is
+       * root again before exit, which writes the coverage counters (root's files) */
+      if (setegid(65534) != 0 || seteuid(65534) != 0)
         _exit(3);
-      if (setgid(65534) != 0 || setuid(65534) != 0)
-        _exit(3);
-      if (fowner) {
-        struct __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};
-        struct __user_cap_data_struct data[2];
-        memset(data, 0, sizeof data);
-        data[0].effective = data[0].permitted = 1u << CAP_FOWNER;
-        if (syscall(SYS_capset, &head, data) != 0)
-          _exit(6);
-        int rc = pf_npy_output_open(inner, &out, err, sizeof err);
-        if (rc == 0)
-          pf_npy_output_abort(&out, 1);
-        /* a thread that dropped the capability may not: the kernel asks the calling thread, and
-         * /proc/self/status shows the main thread's (an open let through, then a commit that
-         * stopped half way; review) */
-        pthread_t worker;
-        void* refused = NULL;
-        if (rc != 0 || pthread_create(&worker, NULL, open_without_fowner, inner) != 0 ||
-            pthread_join(worker, &refused) != 0)
-          _exit(7);
-        _exit(refused == (void*)1 ? 0 : 8);
-      }
-      if (pf_npy_output_open(inner, &out, err, sizeof err) != -1)
-        _exit(4);
-      _exit(strstr(err, "root.npy: belongs to another user in a sticky folder, where only its "
-                        "owner may replace it: refusing to replace it") != NULL
-                ? 0
-                : 5);
+      int rc = open_as_other_user(inner, fowner);
+      if (seteuid(0) != 0 || setegid(0) != 0)
+        _exit(9);
+      exit(rc);
     }
     int status;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
@@ -1315,6 +1326,103 @@ START_TEST(test_output_in_unwritable_folders) {
 }
 END_TEST
 
+/* In a child: a user namespace of its own whose ids 0..count-1 are the same ids outside, then
+ * opens `mapped` (owner 1234) and `unmapped` (owner 70000), other users' files in another
+ * user's sticky folder, as the namespace's root (CAP_FOWNER there). With 1234 mapped the first
+ * is written and committed; a file whose owner is not mapped (shown as the overflow id) is
+ * refused, as the kernel would refuse its rename. 0, 77 where no user namespace may be made,
+ * or the step that failed. */
+static int sticky_in_user_namespace(unsigned long count, const char* mapped, const char* unmapped,
+                                    int made, int ready) {
+  char err[ERR_SIZE], c = 0;
+  int ok = syscall(SYS_unshare, CLONE_NEWUSER) == 0;
+  /* the parent, root outside, writes the maps (a map of more than one's own id needs that) */
+  if (write(made, ok ? "y" : "n", 1) != 1 || !ok)
+    return 77;
+  if (read(ready, &c, 1) != 1 || c != 'y')
+    return 2;
+  pf_npy_output_t out;
+  const char* refused = "belongs to another user in a sticky folder, where only its owner may "
+                        "replace it: refusing to replace it";
+  if (count > 1234) {
+    if (pf_npy_output_open(mapped, &out, err, sizeof err) != 0)
+      return 3;
+    float v[4] = {5, 6, 7, 8};
+    pf_npy_array_t arr = {dtype(kDLFloat, 32), 1, {4}, 0, v, sizeof v};
+    if (pf_npy_output_write(&out, &arr, err, sizeof err) != 0 ||
+        pf_npy_output_commit(&out, 1, err, sizeof err) != 0 || !holds_floats(mapped, 4, 5.0f))
+      return 4;
+  } else if (pf_npy_output_open(mapped, &out, err, sizeof err) != -1 ||
+             strstr(err, refused) == NULL) {
+    return 5;
+  }
+  if (pf_npy_output_open(unmapped, &out, err, sizeof err) != -1 || strstr(err, refused) == NULL)
+    return 6;
+  return 0;
+}
+
+/* CAP_FOWNER of a user namespace reaches only the files whose owner and group are mapped into
+ * it: the sticky-folder check reads the namespace's maps (and its overflow id, which an
+ * unmapped owner shows as). Needs root (files of other owners); said as skipped otherwise. */
+START_TEST(test_sticky_folder_in_a_user_namespace) {
+  char folder[128], mapped[192], unmapped[192];
+  if (geteuid() != 0) {
+    fprintf(stderr, "test_npy_output: SKIP the user namespace sticky-folder check: needs root\n");
+    return;
+  }
+  temp_path(folder, sizeof folder, "ns_sticky");
+  snprintf(mapped, sizeof mapped, "%s/mapped.npy", folder);
+  snprintf(unmapped, sizeof unmapped, "%s/unmapped.npy", folder);
+  ck_assert_int_eq(mkdir(folder, 0777), 0);
+  ck_assert_int_eq(chmod(folder, 01777), 0);
+  ck_assert_int_eq(chown(folder, 1234, 1234), 0);
+  static const unsigned long counts[2] = {65536, 1000};
+  for (int k = 0; k < 2; ++k) {
+    write_floats(mapped, 4, 1.0f);
+    write_floats(unmapped, 4, 1.0f);
+    ck_assert_int_eq(chmod(mapped, 0666), 0);
+    ck_assert_int_eq(chmod(unmapped, 0666), 0);
+    ck_assert_int_eq(chown(mapped, 1234, 1234), 0);
+    ck_assert_int_eq(chown(unmapped, 70000, 70000), 0);
+    int made[2], ready[2];
+    ck_assert_int_eq(pipe(made), 0);
+    ck_assert_int_eq(pipe(ready), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) /* exit: the child's coverage counters are written */
+      exit(sticky_in_user_namespace(counts[k], mapped, unmapped, made[1], ready[0]));
+    char c = 0, path[64], map[64];
+    int maps_ok = read(made[0], &c, 1) == 1 && c == 'y';
+    snprintf(map, sizeof map, "0 0 %lu", counts[k]);
+    snprintf(path, sizeof path, "/proc/%d/uid_map", (int)pid);
+    maps_ok = maps_ok && write_text(path, map) == 0;
+    snprintf(path, sizeof path, "/proc/%d/gid_map", (int)pid);
+    maps_ok = maps_ok && write_text(path, map) == 0;
+    ck_assert_int_eq(write(ready[1], maps_ok ? "y" : "n", 1), 1);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    close(made[0]);
+    close(made[1]);
+    close(ready[0]);
+    close(ready[1]);
+    ck_assert(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77) {
+      fprintf(stderr, "test_npy_output: SKIP the user namespace sticky-folder check: no user "
+                      "namespace allowed here\n");
+      break;
+    }
+    ck_assert_msg(WEXITSTATUS(status) == 0, "map of %lu ids: child status %d", counts[k],
+                  WEXITSTATUS(status));
+    ck_assert(holds_floats(mapped, 4, k == 0 ? 5.0f : 1.0f));
+    ck_assert(holds_floats(unmapped, 4, 1.0f));
+  }
+  unlink(mapped);
+  unlink(unmapped);
+  ck_assert_int_eq(rmdir(folder), 0);
+}
+END_TEST
+
 /* ---- test case ---------------------------------------------------------------------------- */
 
 /* Zeroed structs hold no file: their fd 0 is not stdin to write into or close. fd 0 is a
@@ -1402,4 +1510,5 @@ void pf_test_npy_add_output_tests(TCase* tc) {
   tcase_add_test(tc, test_output_copies_without_copy_file_range);
   tcase_add_test(tc, test_output_long_names_and_devices);
   tcase_add_test(tc, test_output_in_unwritable_folders);
+  tcase_add_test(tc, test_sticky_folder_in_a_user_namespace);
 }
