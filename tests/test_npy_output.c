@@ -1123,9 +1123,23 @@ START_TEST(test_write_refuses_bad_arrays) {
   ck_assert_ptr_null(again);
   memcpy(data, v, sizeof v);
   pf_npy_array_t mapped = {dtype(kDLFloat, 32), 1, {4}, 0, data, sizeof v};
+  ck_assert_int_eq(pf_npy_output_write(&out, NULL, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "pf_npy_output_write: output not open, or array is NULL") != NULL, "%s",
+                err);
   ck_assert_msg(pf_npy_output_write(&out, &mapped, err, sizeof err) == 0, "%s", err);
   ck_assert_int_eq(pf_npy_output_commit(&out, 1, err, sizeof err), 0);
   ck_assert(holds_floats(path, 4, 1.0f));
+  /* an empty mapped output written from other (empty) data */
+  pf_npy_array_t none = {dtype(kDLFloat, 32), 1, {0}, 0, NULL, 0};
+  ck_assert_int_eq(pf_npy_output_open(path, &out, err, sizeof err), 0);
+  ck_assert_msg(pf_npy_output_map(&out, &none, NULL, &data, err, sizeof err) == 0, "%s", err);
+  none.data = v;
+  ck_assert_msg(pf_npy_output_write(&out, &none, err, sizeof err) == 0, "%s", err);
+  ck_assert_int_eq(pf_npy_output_commit(&out, 1, err, sizeof err), 0);
+  ck_assert_int_eq(pf_npy_read_file(path, &back, err, sizeof err), 0);
+  ck_assert_int_eq(back.ndim, 1);
+  ck_assert_int_eq(back.shape[0], 0);
+  pf_npy_array_free(&back);
   unlink(path);
 }
 END_TEST
@@ -1212,7 +1226,26 @@ START_TEST(test_output_copies_without_copy_file_range) {
   ck_assert_msg(strstr(err, "out.npy: write error: File too large") != NULL, "%s", err);
   ck_assert_int_eq(pf_npy_output_commit(&out, 1, err, sizeof err), -1);
   ck_assert_msg(strstr(err, "not written before commit") != NULL, "%s", err);
-  ck_assert(holds_floats(path, N, 9.0f));
+  /* a limit below the header's 128 bytes: the map's header cannot be written; the output
+   * stays empty and usable */
+  pf_npy_array_t one = {dtype(kDLFloat, 32), 1, {1}, 0, NULL, 0};
+  ck_assert_int_eq(pf_npy_output_open(path, &out, err, sizeof err), 0);
+  signal(SIGXFSZ, SIG_IGN);
+  lim.rlim_cur = 64;
+  ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+  data = NULL;
+  rc = pf_npy_output_map(&out, &one, NULL, &data, err, sizeof err);
+  ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old_lim), 0);
+  signal(SIGXFSZ, SIG_DFL);
+  ck_assert_int_eq(rc, -1);
+  ck_assert_msg(strstr(err, "out.npy: write error: File too large") != NULL, "%s", err);
+  ck_assert_ptr_null(data);
+  float x = 3.0f;
+  one.data = &x;
+  one.nbytes = sizeof x;
+  ck_assert_msg(pf_npy_output_write(&out, &one, err, sizeof err) == 0, "%s", err);
+  ck_assert_int_eq(pf_npy_output_commit(&out, 1, err, sizeof err), 0);
+  ck_assert(holds_floats(path, 1, 3.0f));
   ck_assert_int_eq(dir_entries(), 2); /* no temporary left */
   unlink(path);
   unlink(init);
@@ -1287,6 +1320,23 @@ static int unwritable_folders(const char* folder, const char* old_file) {
     return 10;
   if (chmod(folder, 0755) != 0 || !holds_floats(old_file, 4, 1.0f))
     return 11;
+  /* the same for a mapped output */
+  void* data = NULL;
+  if (pf_npy_output_open(old_file, &out, err, sizeof err) != 0 ||
+      pf_npy_output_map(&out, &arr, NULL, &data, err, sizeof err) != 0 || chmod(folder, 0555) != 0)
+    return 13;
+  memcpy(data, v, sizeof v);
+  arr.data = data;
+  if (pf_npy_output_write(&out, &arr, err, sizeof err) != -1 ||
+      strstr(err, "write error: Permission denied") == NULL)
+    return 14;
+  pf_npy_output_abort(&out, 1);
+  if (chmod(folder, 0755) != 0 || !holds_floats(old_file, 4, 1.0f))
+    return 15;
+  /* a file it may not write */
+  if (chmod(old_file, 0444) != 0 || pf_npy_output_open(old_file, &out, err, sizeof err) != -1 ||
+      strstr(err, "old.npy: is not writable: refusing to replace it") == NULL)
+    return 16;
   return 0;
 }
 
@@ -1423,6 +1473,114 @@ START_TEST(test_sticky_folder_in_a_user_namespace) {
 }
 END_TEST
 
+/* Links that lead to a descriptor link by relative names (a link named without a folder, a
+ * link whose target is relative to its folder) are refused as the direct ones are; a link
+ * that loops cannot be resolved. The stream's file stays as it was. */
+START_TEST(test_output_relative_links_to_descriptors) {
+  char file[128], a[128], b[128], loop[128], proc[64], err[ERR_SIZE], cwd[4096];
+  temp_path(file, sizeof file, "stream.log");
+  temp_path(a, sizeof a, "a.npy");
+  temp_path(b, sizeof b, "b.npy");
+  temp_path(loop, sizeof loop, "loop.npy");
+  int log_fd = open(file, O_CREAT | O_WRONLY | O_APPEND | O_CLOEXEC, 0644);
+  ck_assert_int_ge(log_fd, 0);
+  ck_assert_int_eq(write(log_fd, "log\n", 4), 4);
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", log_fd);
+  ck_assert_int_eq(symlink(proc, b), 0);
+  ck_assert_int_eq(symlink("b.npy", a), 0); /* relative to the link's folder */
+  ck_assert_int_eq(symlink("loop.npy", loop), 0);
+  pf_npy_output_t out;
+  ck_assert_int_eq(pf_npy_output_open(a, &out, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "a.npy: names an open file descriptor") != NULL, "%s", err);
+  ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+  ck_assert_int_eq(chdir(pf_test_npy_dir), 0);
+  int rc_rel = pf_npy_output_open("a.npy", &out, err, sizeof err);
+  char err_rel[ERR_SIZE];
+  memcpy(err_rel, err, sizeof err);
+  ck_assert_int_eq(chdir(cwd), 0);
+  ck_assert_int_eq(rc_rel, -1);
+  ck_assert_msg(strcmp(err_rel, "a.npy: names an open file descriptor (/proc/PID/fd/N), not a "
+                                "file: refusing to replace what it is open on") == 0,
+                "%s", err_rel);
+  ck_assert_int_eq(pf_npy_output_open(loop, &out, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "loop.npy: cannot resolve the path: Too many levels of symbolic "
+                            "links") != NULL,
+                "%s", err);
+  struct stat st;
+  ck_assert_int_eq(stat(file, &st), 0);
+  ck_assert_int_eq(st.st_size, 4);
+  close(log_fd);
+  unlink(a);
+  unlink(b);
+  unlink(loop);
+  unlink(file);
+  ck_assert_int_eq(dir_entries(), 0);
+}
+END_TEST
+
+/* In a child with a mount namespace of its own: `folder` bound read-only, then procfs hidden
+ * under an empty tmpfs. A read-only file system refuses the replacement of its file and the
+ * creation of a new one; without /proc/self/fd the temporary file is named at once (no
+ * unnamed file can be named later) and the output is written and committed all the same. 0,
+ * 77 where no mount namespace may be made, or the step that failed. */
+static int outputs_in_mount_namespace(const char* folder, const char* old_file) {
+  char err[ERR_SIZE], path[256];
+  if (syscall(SYS_unshare, CLONE_NEWNS) != 0 ||
+      mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+    return 77;
+  if (mount(folder, folder, NULL, MS_BIND, NULL) != 0 ||
+      mount(NULL, folder, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) != 0)
+    return 77;
+  pf_npy_output_t out;
+  if (pf_npy_output_open(old_file, &out, err, sizeof err) != -1 ||
+      strstr(err, "old.npy: is on a read-only file system: refusing to replace it") == NULL)
+    return 2;
+  snprintf(path, sizeof path, "%s/new.npy", folder);
+  if (pf_npy_output_open(path, &out, err, sizeof err) != -1 ||
+      strstr(err, "': Read-only file system") == NULL)
+    return 3;
+  if (umount(folder) != 0)
+    return 4;
+  if (mount("none", "/proc", "tmpfs", 0, NULL) != 0)
+    return 77;
+  if (pf_npy_output_open(old_file, &out, err, sizeof err) != 0 || out.tmp_path == NULL ||
+      access(out.tmp_path, F_OK) != 0)
+    return 5;
+  float v[2] = {5, 6};
+  pf_npy_array_t arr = {dtype(kDLFloat, 32), 1, {2}, 0, v, sizeof v};
+  if (pf_npy_output_write(&out, &arr, err, sizeof err) != 0 ||
+      pf_npy_output_commit(&out, 1, err, sizeof err) != 0 || !holds_floats(old_file, 2, 5.0f))
+    return 6;
+  return 0;
+}
+
+START_TEST(test_outputs_in_a_mount_namespace) {
+  char folder[128], old_file[192];
+  temp_path(folder, sizeof folder, "mnt");
+  ck_assert_int_eq(mkdir(folder, 0755), 0);
+  snprintf(old_file, sizeof old_file, "%s/old.npy", folder);
+  write_floats(old_file, 4, 1.0f);
+  fflush(NULL);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) /* exit: the child's coverage counters are written */
+    exit(geteuid() == 0 ? outputs_in_mount_namespace(folder, old_file) : 77);
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) {
+    fprintf(stderr, "test_npy_output: SKIP the read-only mount and hidden /proc checks: they need "
+                    "root and a mount namespace\n");
+    ck_assert(holds_floats(old_file, 4, 1.0f));
+  } else {
+    ck_assert_msg(WEXITSTATUS(status) == 0, "child status %d", WEXITSTATUS(status));
+    ck_assert(holds_floats(old_file, 2, 5.0f));
+  }
+  unlink(old_file);
+  ck_assert_int_eq(rmdir(folder), 0); /* no temporary left */
+}
+END_TEST
+
 /* ---- test case ---------------------------------------------------------------------------- */
 
 /* Zeroed structs hold no file: their fd 0 is not stdin to write into or close. fd 0 is a
@@ -1511,4 +1669,6 @@ void pf_test_npy_add_output_tests(TCase* tc) {
   tcase_add_test(tc, test_output_long_names_and_devices);
   tcase_add_test(tc, test_output_in_unwritable_folders);
   tcase_add_test(tc, test_sticky_folder_in_a_user_namespace);
+  tcase_add_test(tc, test_output_relative_links_to_descriptors);
+  tcase_add_test(tc, test_outputs_in_a_mount_namespace);
 }
