@@ -545,6 +545,38 @@ START_TEST(test_refusals_say_what_was_found) {
                     "__packfn_meta_one is not packfn export metadata: it is ");
   assert_load_fails(PF_TESTMOD_META_SMALL, "ValueError",
                     " bytes (expected a pf_export_meta_t of 40 bytes");
+  assert_load_fails(PF_TESTMOD_STAMP_NOTYPE, "ValueError",
+                    "its __packfn_abi symbol is a symbol of no type, not a packfn ABI stamp");
+  assert_load_fails(PF_TESTMOD_STAMP_IFUNC, "ValueError",
+                    "its __packfn_abi symbol is an indirect function, not a packfn ABI stamp");
+  assert_load_fails(PF_TESTMOD_STAMP_OUTSIDE, "ValueError",
+                    "its __packfn_abi symbol is not a packfn ABI stamp: its 16 bytes at offset 0x");
+  assert_load_fails(PF_TESTMOD_STAMP_OUTSIDE, "ValueError",
+                    "lie outside the library's readable segments (expected a pf_abi_stamp_t");
+  assert_load_fails(PF_TESTMOD_META_UNALIGNED, "ValueError",
+                    "__packfn_meta_one is not packfn export metadata: it is not aligned to 8 bytes "
+                    "(at offset 0x");
+  assert_load_fails(PF_TESTMOD_META_OUTSIDE, "ValueError",
+                    "__packfn_meta_one is not packfn export metadata: its 40 bytes at offset 0x");
+  const char* const refused[] = {PF_TESTMOD_STAMP_NOTYPE, PF_TESTMOD_STAMP_IFUNC,
+                                 PF_TESTMOD_STAMP_OUTSIDE, PF_TESTMOD_META_UNALIGNED,
+                                 PF_TESTMOD_META_OUTSIDE};
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; ++i)
+    ck_assert_msg(!is_loaded(refused[i]), "%s stayed loaded", refused[i]);
+}
+END_TEST
+
+/* An export that is an indirect function (STT_GNU_IFUNC, chosen by its resolver at load) is a
+ * function like any other: listed, found and called. */
+START_TEST(test_indirect_function_export) {
+  pf_object_t* m = load(PF_TESTMOD_IFUNC_EXPORT);
+  pf_any_t r = pf_any_none();
+  ck_assert_int_eq(pf_module_call(m, "ifn", NULL, 0, &r), 0);
+  ck_assert_int_eq(r.type_index, PF_TYPE_INT);
+  ck_assert_int_eq(r.v_int64, 7);
+  ck_assert_int_eq(pf_module_call(m, "one", NULL, 0, &r), 0);
+  ck_assert_int_eq(r.v_int64, 1);
+  pf_object_release(m);
 }
 END_TEST
 
@@ -797,6 +829,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_call_failure_leaves_result_none);
   tcase_add_test(tc, test_stamp_and_metadata_outside_the_library);
   tcase_add_test(tc, test_refusals_say_what_was_found);
+  tcase_add_test(tc, test_indirect_function_export);
   tcase_add_test(tc, test_constructor_error_refuses_each_load);
   tcase_add_test(tc, test_host_pending_error_kept);
   tcase_add_test(tc, test_refusal_keeps_shared_errors_and_survives_destructors);
