@@ -566,6 +566,31 @@ START_TEST(test_refusals_say_what_was_found) {
 }
 END_TEST
 
+/* Metadata may give a doc without a signature, or neither: listed as given, the function
+ * called as a plain export. */
+START_TEST(test_metadata_with_some_texts) {
+  const char* const paths[2] = {PF_TESTMOD_META_DOC_ONLY, PF_TESTMOD_META_NO_TEXTS};
+  for (int k = 0; k < 2; ++k) {
+    pf_object_t* m = load(paths[k]);
+    pf_export_info_t* list = NULL;
+    size_t count = 0;
+    ck_assert_int_eq(pf_module_list(m, &list, &count), 0);
+    ck_assert_uint_eq(count, 1);
+    ck_assert_str_eq(list[0].name, "two");
+    ck_assert_ptr_null(list[0].signature);
+    if (k == 0)
+      ck_assert_str_eq(list[0].doc, "Returns two.");
+    else
+      ck_assert_ptr_null(list[0].doc);
+    pf_module_list_free(list);
+    pf_any_t r = pf_any_none();
+    ck_assert_int_eq(pf_module_call(m, "two", NULL, 0, &r), 0);
+    ck_assert_int_eq(r.v_int64, 2);
+    pf_object_release(m);
+  }
+}
+END_TEST
+
 /* An export that is an indirect function (STT_GNU_IFUNC, chosen by its resolver at load) is a
  * function like any other: listed, found and called. */
 START_TEST(test_indirect_function_export) {
@@ -677,6 +702,12 @@ START_TEST(test_bad_typed_declaration_listed_without_signature) {
   ck_assert_ptr_null(list[0].signature);
   ck_assert_str_eq(list[1].name, "fine");
   ck_assert_ptr_nonnull(list[1].signature);
+  pf_module_list_free(list);
+  /* the same with no error pending: none is left */
+  ck_assert_int_eq(pf_module_list(m, &list, &count), 0);
+  PF_ASSERT_NO_ERROR();
+  ck_assert_uint_eq(count, 2);
+  ck_assert_ptr_null(list[0].signature);
   pf_module_list_free(list);
   pf_object_t* fn = NULL;
   ck_assert_int_eq(pf_module_get_function(m, "badkind", &fn), -1);
@@ -830,6 +861,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_stamp_and_metadata_outside_the_library);
   tcase_add_test(tc, test_refusals_say_what_was_found);
   tcase_add_test(tc, test_indirect_function_export);
+  tcase_add_test(tc, test_metadata_with_some_texts);
   tcase_add_test(tc, test_constructor_error_refuses_each_load);
   tcase_add_test(tc, test_host_pending_error_kept);
   tcase_add_test(tc, test_refusal_keeps_shared_errors_and_survives_destructors);
