@@ -37,7 +37,7 @@ __asm__(".data\n .balign 8\n .globl __packfn_abi\n .size __packfn_abi,16\n"
         "__packfn_abi:\n .zero 16\n .previous\n");
 #elif defined(STAMP_IFUNC)
 static void abi_impl(void) {}
-static void (*resolve_abi(void))(void) {
+__attribute__((used)) static void (*resolve_abi(void))(void) {
   return abi_impl;
 }
 __attribute__((visibility("default"), ifunc("resolve_abi"))) void __packfn_abi(void);
@@ -62,7 +62,7 @@ static int ifn_impl(void* self, const pf_any_t* args, int32_t num_args, pf_any_t
   return 0;
 }
 typedef int (*ifn_t)(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result);
-static ifn_t resolve_ifn(void) {
+__attribute__((used)) static ifn_t resolve_ifn(void) {
   return ifn_impl;
 }
 __attribute__((visibility("default"), ifunc("resolve_ifn"))) int
