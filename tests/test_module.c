@@ -591,6 +591,35 @@ START_TEST(test_metadata_with_some_texts) {
 }
 END_TEST
 
+/* A plain C library (no stamp, no __packfn_ nor __tvm_ffi_ export) is neither kind of library:
+ * refused, and unmapped again. */
+START_TEST(test_plain_library_refused) {
+  assert_load_fails(PF_TESTMOD_PLAIN, "ValueError",
+                    "is not a packfn library: it exports no __packfn_abi stamp (compile it against "
+                    "packfn's headers), nor is it a TVM-FFI library");
+  ck_assert(!is_loaded(PF_TESTMOD_PLAIN));
+}
+END_TEST
+
+/* A module held only weakly once its last strong reference went: its exports are released, the
+ * library stays loaded for the functions taken from it, which still work; the weak reference
+ * frees the module's memory at the end. */
+START_TEST(test_module_held_weakly) {
+  pf_object_t* m = load(PF_TESTMOD_GOOD);
+  pf_object_t* add = get_fn(m, "add_ints");
+  pf_object_weak_retain(m);
+  pf_object_release(m);
+  ck_assert_uint_eq(pf_object_strong_count(m), 0);
+  ck_assert_int_eq(pf_object_weak_lock(m), 0); /* gone: cannot be had again */
+  pf_any_t args[3] = {pf_any_int(40), pf_any_int(2), pf_any_bool(1)};
+  ck_assert_int_eq(call_int(add, args, 3), 43);
+  pf_object_weak_release(m);
+  ck_assert(is_loaded(PF_TESTMOD_GOOD));
+  ck_assert_int_eq(call_int(add, args, 2), 42);
+  pf_object_release(add);
+}
+END_TEST
+
 /* An export that is an indirect function (STT_GNU_IFUNC, chosen by its resolver at load) is a
  * function like any other: listed, found and called. */
 START_TEST(test_indirect_function_export) {
@@ -767,6 +796,35 @@ END_TEST
 
 /* ---- the system library ---- */
 
+/* A global of the same name as an export of the program: the system module lists the name once,
+ * as the export, which its lookup finds too. */
+START_TEST(test_system_export_shadows_a_global) {
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_function_create_direct(sys_global, &fn), 0);
+  ck_assert_int_eq(pf_global_set("test_sys_twice", fn, 0), 0);
+  pf_object_release(fn);
+  pf_object_t* sys;
+  ck_assert_int_eq(pf_module_system(&sys), 0);
+  pf_export_info_t* list = NULL;
+  size_t count = 0, seen = 0;
+  ck_assert_int_eq(pf_module_list(sys, &list, &count), 0);
+  for (size_t i = 0; i < count; ++i)
+    if (strcmp(list[i].name, "test_sys_twice") == 0) {
+      ++seen;
+      ck_assert_ptr_nonnull(list[i].doc);
+      ck_assert_str_eq(list[i].doc, "Doubles x.");
+    }
+  pf_module_list_free(list);
+  ck_assert_uint_eq(seen, 1);
+  pf_object_t* twice = get_fn(sys, "test_sys_twice");
+  pf_any_t x = pf_any_int(21);
+  ck_assert_int_eq(call_int(twice, &x, 1), 42);
+  pf_object_release(twice);
+  pf_object_release(sys);
+  ck_assert_int_eq(pf_global_remove("test_sys_twice"), 0);
+}
+END_TEST
+
 START_TEST(test_system_library) {
   pf_object_t* sys;
   ck_assert_int_eq(pf_module_system(&sys), 0);
@@ -862,6 +920,9 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_refusals_say_what_was_found);
   tcase_add_test(tc, test_indirect_function_export);
   tcase_add_test(tc, test_metadata_with_some_texts);
+  tcase_add_test(tc, test_plain_library_refused);
+  tcase_add_test(tc, test_system_export_shadows_a_global);
+  tcase_add_test(tc, test_module_held_weakly);
   tcase_add_test(tc, test_constructor_error_refuses_each_load);
   tcase_add_test(tc, test_host_pending_error_kept);
   tcase_add_test(tc, test_refusal_keeps_shared_errors_and_survives_destructors);
