@@ -1030,6 +1030,28 @@ START_TEST(test_map_changed_when_the_file_shrinks) {
 }
 END_TEST
 
+/* The page map is read 4096 pages at a time: a change past the first 16 MiB of a larger map is
+ * found, and none is found where there is none. */
+START_TEST(test_map_changed_past_the_first_batch) {
+  char path[128], err[ERR_SIZE];
+  temp_path(path, sizeof path, "large.npy");
+  enum { N = 5 << 20 }; /* 20 MiB of float32 */
+  write_floats(path, N, 0.0f);
+  pf_npy_map_t m;
+  ck_assert_msg(pf_npy_map_file(path, &m, err, sizeof err) == 0, "%s", err);
+  ck_assert_ptr_nonnull(m.base);
+  int changed = -1;
+  ck_assert_int_eq(pf_npy_map_changed(&m, &changed, err, sizeof err), 0);
+  ck_assert_int_eq(changed, 0);
+  ((float*)m.array.data)[N - 1] = -1.0f;
+  ck_assert_int_eq(pf_npy_map_changed(&m, &changed, err, sizeof err), 0);
+  ck_assert_int_eq(changed, 1);
+  pf_npy_map_release(&m);
+  ck_assert(holds_floats(path, N, 0.0f));
+  unlink(path);
+}
+END_TEST
+
 /* With no descriptor left (RLIMIT_NOFILE), in a child: a map whose descriptor cannot be kept is
  * refused, saying so; a map made before finds changes without /proc/self/pagemap, comparing
  * every byte. Exit status: 0, or the step that failed. */
@@ -1224,6 +1246,11 @@ START_TEST(test_output_copies_without_copy_file_range) {
   signal(SIGXFSZ, SIG_DFL);
   ck_assert_int_eq(rc, -1);
   ck_assert_msg(strstr(err, "out.npy: write error: File too large") != NULL, "%s", err);
+  /* the failed output is written no more, nor mapped */
+  ck_assert_int_eq(pf_npy_output_write(&out, &mapped, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "pf_npy_output_write: output not open") != NULL, "%s", err);
+  ck_assert_int_eq(pf_npy_output_map(&out, &desc, NULL, &data, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "pf_npy_output_map: output not open") != NULL, "%s", err);
   ck_assert_int_eq(pf_npy_output_commit(&out, 1, err, sizeof err), -1);
   ck_assert_msg(strstr(err, "not written before commit") != NULL, "%s", err);
   /* a limit below the header's 128 bytes: the map's header cannot be written; the output
@@ -1666,6 +1693,7 @@ void pf_test_npy_add_output_tests(TCase* tc) {
   tcase_add_test(tc, test_map_in_place_or_read_by_layout);
   tcase_add_test(tc, test_map_changed_when_the_file_shrinks);
   tcase_add_test(tc, test_map_without_descriptors);
+  tcase_add_test(tc, test_map_changed_past_the_first_batch);
   tcase_add_test(tc, test_write_refuses_bad_arrays);
   tcase_add_test(tc, test_output_map_init_of_another_layout);
   tcase_add_test(tc, test_output_copies_without_copy_file_range);
