@@ -65,25 +65,40 @@ static int suite_in(const char* dir, char* script, char* bin, size_t size) {
   return stat(script, &st) == 0 && S_ISREG(st.st_mode) && access(bin, X_OK) == 0;
 }
 
+/* The suite's options, --quick and --out DIR (or --out=DIR), into child as run_suite.sh takes
+ * them (--out DIR); *n the count. 0, or the exit code after a message: anything else is a usage
+ * error of packfn bench, not an argument run_suite.sh would reject (review). */
+static int suite_options(int argc, char** argv, char** child, int* n) {
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    if (strcmp(a, "--quick") == 0) {
+      child[(*n)++] = argv[i];
+    } else if (strcmp(a, "--out") == 0 || strncmp(a, "--out=", 6) == 0) {
+      const char* value = a[5] == '=' ? a + 6 : (i + 1 < argc ? argv[++i] : NULL);
+      if (value == NULL || *value == '\0')
+        return usage_error("option --out needs a value", NULL);
+      child[(*n)++] = (char*)"--out";
+      child[(*n)++] = (char*)value;
+    } else if (a[0] == '-') {
+      return usage_error("unknown option", a);
+    } else {
+      return usage_error("the suite (--quick, --out) takes no NAME or arguments, got", a);
+    }
+  }
+  return 0;
+}
+
 static int run_suite(int argc, char** argv) {
   char here[PATH_MAX], built[PATH_MAX + 32];
   char script[PATH_MAX + 64], bin[PATH_MAX + 64];
-  if (exe_dir(here, sizeof here) != 0) {
-    fputs("packfn bench: cannot tell where this packfn executable is (/proc/self/exe)\n", stderr);
-    return PF_CLI_EXIT_USAGE;
-  }
-  snprintf(built, sizeof built, "%s/../bench", here);
-  if (!suite_in(built, script, bin, sizeof script)) {
-    fprintf(stderr,
-            "packfn bench: the benchmark suite runs from a build tree only (configured with "
-            "-DPF_BUILD_BENCH=ON: run BUILD/cli/packfn bench); it needs run_suite.sh and "
-            "packfn_bench in %s. Timing one function, `packfn bench NAME ARG...`, works "
-            "anywhere.\n",
-            built);
-    return PF_CLI_EXIT_USAGE;
-  }
-  /* sh SCRIPT --bench BIN ARGS... NULL */
-  char** child = malloc(sizeof(char*) * (size_t)(argc + 4));
+  for (int i = 1; i < argc; ++i) /* --help after the suite's options too, as after NAME */
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      fputs(bench_help, stdout);
+      return PF_CLI_EXIT_OK;
+    }
+  /* sh SCRIPT --bench BIN OPTIONS... NULL (--out=DIR becomes two: up to 2 per argument); the
+   * options are checked before the suite is looked for */
+  char** child = malloc(sizeof(char*) * (size_t)(2 * argc + 4));
   if (child == NULL) {
     fputs("packfn bench: out of memory\n", stderr);
     return PF_CLI_EXIT_RAISED;
@@ -93,9 +108,28 @@ static int run_suite(int argc, char** argv) {
   child[n++] = script;
   child[n++] = (char*)"--bench";
   child[n++] = bin;
-  for (int i = 1; i < argc; ++i)
-    child[n++] = argv[i];
+  int rc = suite_options(argc, argv, child, &n);
+  if (rc != 0) {
+    free(child);
+    return rc;
+  }
   child[n] = NULL;
+  if (exe_dir(here, sizeof here) != 0) {
+    free(child);
+    fputs("packfn bench: cannot tell where this packfn executable is (/proc/self/exe)\n", stderr);
+    return PF_CLI_EXIT_USAGE;
+  }
+  snprintf(built, sizeof built, "%s/../bench", here);
+  if (!suite_in(built, script, bin, sizeof script)) {
+    free(child);
+    fprintf(stderr,
+            "packfn bench: the benchmark suite runs from a build tree only (configured with "
+            "-DPF_BUILD_BENCH=ON: run BUILD/cli/packfn bench); it needs run_suite.sh and "
+            "packfn_bench in %s. Timing one function, `packfn bench NAME ARG...`, works "
+            "anywhere.\n",
+            built);
+    return PF_CLI_EXIT_USAGE;
+  }
   fflush(NULL);
   pid_t pid;
   /* the suite gets the default SIGXFSZ back (main ignores it for packfn's own writes) */

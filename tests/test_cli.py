@@ -814,6 +814,27 @@ def test_bench_suite_lookup(cli):
     rc, out, err = cli.run_bin(os.path.join(tree, "cli", "packfn"), "bench", "--quick")
     assert rc == 3 and err == "", (rc, out, err)
     assert re.fullmatch(r"suite --bench .*/tree/cli/\.\./bench/packfn_bench --quick\n", out), out
+    # the suite's options are packfn bench's: --out=DIR as --out DIR (run_suite.sh took it for
+    # an unknown option), --help anywhere is packfn bench's help, and anything else is a usage
+    # error of packfn bench, the suite not run (it went to run_suite.sh: "run_suite.sh: unknown
+    # option '--device'", "parameter not set" for --out alone, --bench replaced the program; an
+    # installed packfn said the suite was missing)
+    rc, out, err = cli.run_bin(os.path.join(tree, "cli", "packfn"), "bench", "--out=res",
+                               "--quick")
+    assert rc == 3 and err == "", (rc, out, err)
+    assert re.fullmatch(r"suite --bench .*/packfn_bench --out res --quick\n", out), out
+    rc, out, err = cli.run_bin(os.path.join(tree, "cli", "packfn"), "bench", "--quick", "--help")
+    assert rc == OK and out.startswith("usage: packfn bench [--quick]") and err == "", (rc, out)
+    for folder in (os.path.join(tree, "cli"), bare):
+        for argv, msg in ((["--device", "cuda", "packfn.kernels.add_n", "float32[1]", "float32[1]",
+                            "1"], "unknown option --device"),
+                          (["--quick", "--bench", "/bin/true"], "unknown option --bench"),
+                          (["-x"], "unknown option -x"),
+                          (["--out"], "option --out needs a value"),
+                          (["--out="], "option --out needs a value")):
+            rc, out, err = cli.run_bin(os.path.join(folder, "packfn"), "bench", *argv)
+            assert rc == USAGE and out == "", (argv, rc, out, err)
+            assert err.startswith("packfn bench: " + msg + "\nusage: packfn bench"), (argv, err)
 
 
 TESTS = [test_version_and_help, test_usage_errors, test_bad_literals, test_info, test_list,
