@@ -64,6 +64,22 @@ __attribute__((visibility("default"))) ssize_t copy_file_range(int fd_in, off_t*
   return (ssize_t)syscall(SYS_copy_file_range, fd_in, off_in, fd_out, off_out, len, flags);
 }
 
+/* sysconf as libpackfn_npy sees it: glibc's, or, once after g_truncate_at_page_size is set,
+ * glibc's after truncating that file to 128 bytes: a truncation by another process that lands
+ * inside pf_npy_map_changed, after its first steps (it asks for the page size before it reads
+ * the page map). Exported for the reason linkat is. */
+static const char* g_truncate_at_page_size;
+extern long __sysconf(int name); /* glibc's own name for it */
+__attribute__((visibility("default"))) long sysconf(int name) {
+  const char* path = g_truncate_at_page_size;
+  if (path != NULL && name == _SC_PAGESIZE) {
+    g_truncate_at_page_size = NULL;
+    if (truncate(path, 128) != 0)
+      abort();
+  }
+  return __sysconf(name);
+}
+
 /* ---- mapped reading and atomic writes ------------------------------------------------------ */
 
 /* Number of entries in the test folder (temporary files left behind show up here). */
@@ -1030,6 +1046,30 @@ START_TEST(test_map_changed_when_the_file_shrinks) {
 }
 END_TEST
 
+/* The same shrinking while pf_npy_map_changed runs, after it started (another process
+ * truncating the file then): the size was checked first, before the page map was read, and
+ * the page map then showed the dropped copy as nothing written: it said unchanged. */
+START_TEST(test_map_changed_when_the_file_shrinks_meanwhile) {
+  char path[128], err[ERR_SIZE];
+  temp_path(path, sizeof path, "shrink2.npy");
+  write_floats(path, 4096, 0.0f);
+  pf_npy_map_t m;
+  ck_assert_msg(pf_npy_map_file(path, &m, err, sizeof err) == 0, "%s", err);
+  ck_assert_ptr_nonnull(m.base);
+  ((float*)m.array.data)[4000] = 4000.0f; /* a private copy of that page */
+  int changed = -1;
+  g_truncate_at_page_size = path;
+  int rc = pf_npy_map_changed(&m, &changed, err, sizeof err);
+  int truncated = g_truncate_at_page_size == NULL;
+  g_truncate_at_page_size = NULL;
+  ck_assert(truncated);
+  ck_assert_msg(rc == 0, "%s", err);
+  ck_assert_int_eq(changed, 1);
+  pf_npy_map_release(&m);
+  unlink(path);
+}
+END_TEST
+
 /* The page map is read 4096 pages at a time: a change past the first 16 MiB of a larger map is
  * found, and none is found where there is none. */
 START_TEST(test_map_changed_past_the_first_batch) {
@@ -1692,6 +1732,7 @@ void pf_test_npy_add_output_tests(TCase* tc) {
   tcase_add_test(tc, test_output_refuses_what_a_rename_cannot_replace);
   tcase_add_test(tc, test_map_in_place_or_read_by_layout);
   tcase_add_test(tc, test_map_changed_when_the_file_shrinks);
+  tcase_add_test(tc, test_map_changed_when_the_file_shrinks_meanwhile);
   tcase_add_test(tc, test_map_without_descriptors);
   tcase_add_test(tc, test_map_changed_past_the_first_batch);
   tcase_add_test(tc, test_write_refuses_bad_arrays);

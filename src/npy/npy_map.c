@@ -134,15 +134,6 @@ int pf_npy_map_changed(const pf_npy_map_t* map, int* changed, char* err, size_t 
   if (map->array.nbytes == 0) {
     return 0;
   }
-  /* a file that no longer holds the data differs: its truncation also took the pages written
-   * into the map past its new end (the kernel drops private copies with the file's pages), so
-   * the page map shows nothing written there (it said unchanged; coverage review) */
-  struct stat st;
-  if (fstat(map->fd, &st) == 0 &&
-      (uint64_t)st.st_size < (uint64_t)map->offset + map->array.nbytes) {
-    *changed = 1;
-    return 0;
-  }
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   size_t first = map->offset / page, last = (map->offset + map->array.nbytes - 1) / page;
   char* buf = malloc(1u << 20);
@@ -195,6 +186,16 @@ int pf_npy_map_changed(const pf_npy_map_t* map, int* changed, char* err, size_t 
   if (rc != 0) {
     return pf__npy_fail(err, err_size, "pf_npy_map_changed", "read error: %s",
                         strerror(read_errno));
+  }
+  /* a file that no longer holds the data differs: its truncation also took the pages written
+   * into the map past its new end (the kernel drops private copies with the file's pages), so
+   * the page map shows nothing written there (it said unchanged; coverage review). Checked
+   * after the page map was read: checked before, a truncation while it was read went unseen
+   * (review) */
+  struct stat st;
+  if (!*changed && fstat(map->fd, &st) == 0 &&
+      (uint64_t)st.st_size < (uint64_t)map->offset + map->array.nbytes) {
+    *changed = 1;
   }
   return 0;
 }
