@@ -508,6 +508,156 @@ START_TEST(test_largest_shape_is_checked_against_data) {
 }
 END_TEST
 
+/* ---- edges of the header parser and the reader (coverage of their refusals) -------------- */
+
+/* A version 1.0 image whose header is `text` exactly: no padding, no final newline (the parser
+ * needs neither), followed by data_len bytes of data. Returns the length. */
+static size_t make_bare_npy(unsigned char* buf, const char* text, const void* data,
+                            size_t data_len) {
+  size_t hlen = strlen(text);
+  ck_assert_uint_le(10 + hlen + data_len, BUF_SIZE);
+  memcpy(buf, "\x93NUMPY\x01\x00", 8);
+  buf[8] = (unsigned char)hlen;
+  buf[9] = (unsigned char)(hlen >> 8);
+  memcpy(buf + 10, text, hlen);
+  if (data_len > 0) {
+    memcpy(buf + 10 + hlen, data, data_len);
+  }
+  return 10 + hlen + data_len;
+}
+
+static void expect_bad_bare_header(const char* text, const char* needle) {
+  unsigned char buf[BUF_SIZE];
+  size_t len = make_bare_npy(buf, text, NULL, 0);
+  pf_npy_array_t arr;
+  char err[ERR_SIZE] = "";
+  ck_assert_int_eq(pf_npy_read_buffer(buf, len, &arr, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, needle) != NULL, "message '%s' lacks '%s'", err, needle);
+  ck_assert_ptr_null(arr.data);
+}
+
+START_TEST(test_header_that_ends_inside_a_value) {
+  /* a string, a word and a value running to the end of the header */
+  expect_bad_bare_header("{'descr': '<f4", "'descr' is not a string: got ''<f4'");
+  expect_bad_bare_header("{'descr': '<f4', 'shape': (), 'fortran_order': Tr",
+                         "'fortran_order' is not True or False: got 'Tr'");
+  expect_bad_bare_header("{'descr': '<f4', 'shape': (), 'fortran_order': True",
+                         "expected ',' or '}' after the value of 'fortran_order', got 'end of "
+                         "header'");
+  expect_bad_bare_header("{'descr': '<f4', 'shape': (2,", "'shape' is not a tuple of integers: "
+                                                          "got 'end of header'");
+  /* and a well-formed one without padding or newline is read */
+  unsigned char buf[BUF_SIZE];
+  const float data[1] = {3.5f};
+  size_t len =
+      make_bare_npy(buf, "{'descr':'<f4','shape':(1,),'fortran_order':False}", data, sizeof data);
+  pf_npy_array_t arr;
+  const int64_t shape[1] = {1};
+  read_ok(buf, len, &arr, dtype(kDLFloat, 32), 1, shape);
+  ck_assert(((float*)arr.data)[0] == 3.5f);
+  pf_npy_array_free(&arr);
+}
+END_TEST
+
+START_TEST(test_header_words_and_previews) {
+  /* True or False followed by any identifier character is another word */
+  expect_bad_header("{'descr': '<f4', 'fortran_order': TrueX, 'shape': ()}", 0,
+                    "'fortran_order' is not True or False: got 'TrueX'");
+  expect_bad_header("{'descr': '<f4', 'fortran_order': False5, 'shape': ()}", 0,
+                    "'fortran_order' is not True or False: got 'False5'");
+  expect_bad_header("{'descr': '<f4', 'fortran_order': Truez, 'shape': ()}", 0,
+                    "'fortran_order' is not True or False: got 'Truez'");
+  /* ... but not by punctuation: the word ends there, and what follows is refused */
+  expect_bad_header("{'descr': '<f4', 'fortran_order': True`, 'shape': ()}", 0,
+                    "expected ',' or '}' after the value of 'fortran_order', got '`'");
+  expect_bad_header("{'descr': '<f4', 'fortran_order': False{, 'shape': ()}", 0,
+                    "expected ',' or '}' after the value of 'fortran_order', got '{'");
+  /* an extent that is a letter */
+  expect_bad_header("{'descr': '<f4', 'fortran_order': False, 'shape': (a,)}", 0,
+                    "'shape' is not a tuple of integers: got 'a'");
+  /* a preview is cut at 23 characters; DEL and bytes past ASCII show as '?' */
+  expect_bad_header("{'descr': '<f4', 'fortran_order': Falseeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee, "
+                    "'shape': ()}",
+                    0, "got 'Falseeeeeeeeeeeeeeeeeee'");
+  expect_bad_header("{'descr': '<f4', 'fortran_order': \x7f\x80, 'shape': ()}", 0,
+                    "'fortran_order' is not True or False: got '?"
+                    "?'");
+  /* a size of more than four digits (numpy refuses these too) */
+  expect_bad_header("{'descr': '<i10000', 'fortran_order': False, 'shape': (2,)}", 8,
+                    "unsupported dtype '<i10000' (no DLPack equivalent)");
+  expect_bad_header("{'descr': '<f12345', 'fortran_order': False, 'shape': (2,)}", 8,
+                    "unsupported dtype '<f12345' (no DLPack equivalent)");
+}
+END_TEST
+
+START_TEST(test_read_fortran_order_of_one_element_or_none) {
+  /* Fortran order with at most one element: nothing to transpose */
+  const int16_t one[1] = {-7};
+  unsigned char buf[BUF_SIZE];
+  pf_npy_array_t arr;
+  size_t len = make_npy(buf, 1, "{'descr': '<i2', 'fortran_order': True, 'shape': (1, 1, 1), }",
+                        one, sizeof one);
+  const int64_t shape1[3] = {1, 1, 1};
+  read_ok(buf, len, &arr, dtype(kDLInt, 16), 3, shape1);
+  ck_assert_int_eq(((int16_t*)arr.data)[0], -7);
+  ck_assert_uint_eq(arr.nbytes, 2);
+  pf_npy_array_free(&arr);
+  len = make_npy(buf, 1, "{'descr': '<i2', 'fortran_order': True, 'shape': (3, 0), }", NULL, 0);
+  const int64_t shape0[2] = {3, 0};
+  read_ok(buf, len, &arr, dtype(kDLInt, 16), 2, shape0);
+  ck_assert_uint_eq(arr.nbytes, 0);
+  pf_npy_array_free(&arr);
+}
+END_TEST
+
+START_TEST(test_read_a_directory_is_a_read_error) {
+  pf_npy_array_t arr;
+  char err[ERR_SIZE] = "";
+  ck_assert_int_eq(pf_npy_read_file(pf_test_npy_dir, &arr, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, pf_test_npy_dir) == err, "%s", err);
+  ck_assert_msg(strstr(err, "read error: Is a directory") != NULL, "%s", err);
+  ck_assert_ptr_null(arr.data);
+}
+END_TEST
+
+/* Reads `len` bytes of buf through a pipe (/proc/self/fd/N: its size cannot be known ahead). */
+static int read_through_pipe(const unsigned char* buf, size_t len, pf_npy_array_t* arr, char* err,
+                             size_t err_size) {
+  int fds[2];
+  ck_assert_int_eq(pipe(fds), 0);
+  ck_assert_int_eq(write(fds[1], buf, len), (ssize_t)len);
+  close(fds[1]);
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fds[0]);
+  int rc = pf_npy_read_file(path, arr, err, err_size);
+  close(fds[0]);
+  return rc;
+}
+
+START_TEST(test_read_through_a_pipe) {
+  const float data[3] = {1.0f, 2.0f, 3.0f};
+  unsigned char buf[BUF_SIZE];
+  size_t len = make_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", data,
+                        sizeof data);
+  pf_npy_array_t arr;
+  char err[ERR_SIZE] = "";
+  ck_assert_msg(read_through_pipe(buf, len, &arr, err, sizeof err) == 0, "%s", err);
+  ck_assert_mem_eq(arr.data, data, sizeof data);
+  pf_npy_array_free(&arr);
+  /* a byte short: found only when the read comes up short */
+  ck_assert_int_eq(read_through_pipe(buf, len - 1, &arr, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "file is truncated: expected 12 bytes of data, got 11") != NULL, "%s",
+                err);
+  ck_assert_ptr_null(arr.data);
+  /* a byte more: found by reading past the data */
+  buf[len] = 0;
+  ck_assert_int_eq(read_through_pipe(buf, len + 1, &arr, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "expected 12 bytes of data, got more (one array per file)") != NULL,
+                "%s", err);
+  ck_assert_ptr_null(arr.data);
+}
+END_TEST
+
 /* ---- suite -------------------------------------------------------------------------------- */
 
 static Suite* npy_suite(void) {
@@ -525,6 +675,9 @@ static Suite* npy_suite(void) {
   tcase_add_test(tc, test_read_header_spelling);
   tcase_add_test(tc, test_read_file_names_path);
   tcase_add_test(tc, test_read_null_arguments);
+  tcase_add_test(tc, test_read_fortran_order_of_one_element_or_none);
+  tcase_add_test(tc, test_read_a_directory_is_a_read_error);
+  tcase_add_test(tc, test_read_through_a_pipe);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("malformed");
@@ -539,6 +692,8 @@ static Suite* npy_suite(void) {
   tcase_add_test(tc, test_unsupported_dtypes);
   tcase_add_test(tc, test_overflowing_shapes);
   tcase_add_test(tc, test_largest_shape_is_checked_against_data);
+  tcase_add_test(tc, test_header_that_ends_inside_a_value);
+  tcase_add_test(tc, test_header_words_and_previews);
   suite_add_tcase(s, tc);
 
   suite_add_tcase(s, pf_test_npy_format_tcase());

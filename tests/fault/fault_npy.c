@@ -137,6 +137,24 @@ static int map_and_compare(char* err, size_t size) {
   return rc;
 }
 
+/* y's values in Fortran order: read back, transposed into a second buffer */
+static unsigned char fortran_image[256];
+static size_t fortran_image_size;
+static int read_fortran_order(char* err, size_t size) {
+  pf_npy_array_t arr;
+  if (pf_npy_read_buffer(fortran_image, fortran_image_size, &arr, err, size) != 0)
+    return -1;
+  int rc = 0;
+  for (int i = 0; i < 3 && rc == 0; ++i)
+    for (int j = 0; j < 5 && rc == 0; ++j)
+      if (((float*)arr.data)[5 * i + j] != values[5 * i + j]) {
+        snprintf(err, size, "element (%d, %d) read wrong", i, j);
+        rc = -2; /* never a memory error: reported as wrong */
+      }
+  pf_npy_array_free(&arr);
+  return rc;
+}
+
 typedef struct {
   const char* name;
   int (*run)(char* err, size_t size);
@@ -227,11 +245,24 @@ int main(int argc, char** argv) {
   char* y_before = slurp(y_path, &y_before_size);
   for (int i = 0; i < 15; ++i)
     values[i] = (float)i * 0.5f;
+  static const char dict[] = "{'descr': '<f4', 'fortran_order': True, 'shape': (3, 5), }";
+  size_t hlen = 128 - 10; /* the dict padded with spaces, ended with a newline */
+  memcpy(fortran_image, "\x93NUMPY\x01\x00", 8);
+  fortran_image[8] = (unsigned char)hlen;
+  fortran_image[9] = 0;
+  memset(fortran_image + 10, ' ', hlen);
+  memcpy(fortran_image + 10, dict, sizeof dict - 1);
+  fortran_image[10 + hlen - 1] = '\n';
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 5; ++j)
+      memcpy(fortran_image + 128 + 4 * (i + 3 * j), &values[5 * i + j], 4);
+  fortran_image_size = 128 + sizeof values;
   static const program_t programs[] = {
       {"pf_npy_write_file through a symbolic link", write_through_link, 1},
       {"pf_npy_write_file, linkat refused (named copy)", write_named_copy, 1},
       {"pf_npy_output_map from x.npy, write, commit", map_from_init, 1},
       {"pf_npy_map_file, write into the map, pf_npy_map_changed", map_and_compare, 0},
+      {"pf_npy_read_buffer of a Fortran-order image", read_fortran_order, 0},
   };
   int failures = y_before ? 0 : 1;
   for (size_t i = 0; y_before && i < sizeof programs / sizeof programs[0]; ++i)
