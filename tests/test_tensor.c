@@ -770,6 +770,111 @@ START_TEST(test_long_shapes_in_messages) {
 }
 END_TEST
 
+/* ---- failure paths at the edges (coverage) ---- */
+
+static int owner_releases;
+static void count_owner_release(void* ctx) {
+  ck_assert_ptr_eq(ctx, &owner_releases);
+  ++owner_releases;
+}
+
+START_TEST(test_weak_reference_outlives_the_data) {
+  /* the last strong reference gives the data back (the owner's release, or the allocator's
+   * free) while a weak one keeps the header; the weak one's release frees only the header */
+  float buf[4] = {1, 2, 3, 4};
+  int64_t four = 4;
+  DLTensor d = {buf, PF_DEVICE_CPU, 1, PF_DTYPE_FLOAT32, &four, NULL, 0};
+  pf_object_t* t;
+  owner_releases = 0;
+  ck_assert_int_eq(pf_tensor_from_dltensor(&d, &owner_releases, count_owner_release, &t), 0);
+  pf_object_weak_retain(t);
+  pf_object_release(t);
+  ck_assert_int_eq(owner_releases, 1);
+  ck_assert_int_eq(pf_object_strong_count(t), 0);
+  ck_assert_int_eq(pf_object_weak_lock(t), 0);
+  pf_object_weak_release(t);
+  ck_assert_int_eq(owner_releases, 1);
+  /* no owner's release to call */
+  ck_assert_int_eq(pf_tensor_from_dltensor(&d, NULL, NULL, &t), 0);
+  pf_object_weak_retain(t);
+  pf_object_release(t);
+  ck_assert_int_eq(pf_object_weak_lock(t), 0);
+  pf_object_weak_release(t);
+  /* a tensor that allocated its memory */
+  ck_assert_int_eq(pf_tensor_empty(&four, 1, PF_DTYPE_FLOAT64, PF_DEVICE_CPU, &t), 0);
+  pf_object_weak_retain(t);
+  ck_assert_int_eq(pf_object_weak_lock(t), 1); /* alive: a second strong reference */
+  pf_object_release(t);
+  pf_object_release(t);
+  ck_assert_int_eq(pf_object_strong_count(t), 0);
+  ck_assert_int_eq(pf_object_weak_lock(t), 0);
+  pf_object_weak_release(t);
+}
+END_TEST
+
+START_TEST(test_empty_refusals_at_the_edges) {
+  pf_object_t* t = (pf_object_t*)&t;
+  /* 2^62 float64 elements: the count fits in int64, its bytes do not */
+  int64_t huge = (int64_t)1 << 62;
+  ck_assert_int_eq(pf_tensor_empty(&huge, 1, PF_DTYPE_FLOAT64, PF_DEVICE_CPU, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_empty: argument shape: expected a size that fits in "
+                                 "memory (a zero extent counted as 1), got shape "
+                                 "(4611686018427387904,)");
+  ck_assert_ptr_null(t);
+  /* a scalar of a data type that does not exist */
+  t = (pf_object_t*)&t;
+  DLDataType float7 = {PF_DL_FLOAT, 7, 1};
+  ck_assert_int_eq(pf_tensor_empty(NULL, 0, float7, PF_DEVICE_CPU, &t), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_tensor_empty: argument dtype: expected a valid data type");
+  ck_assert_ptr_null(t);
+  /* complex32 (two float16s) is a data type */
+  ck_assert_int_eq(pf_dtype_is_valid(pf_dtype(PF_DL_COMPLEX, 32, 1)), 1);
+  ck_assert_int_eq(pf_tensor_empty(&huge, 0, pf_dtype(PF_DL_COMPLEX, 32, 1), PF_DEVICE_CPU, &t), 0);
+  ck_assert_int_eq(pf_tensor_dltensor(t)->dtype.bits, 32);
+  pf_object_release(t);
+}
+END_TEST
+
+START_TEST(test_check_refusals_at_the_edges) {
+  /* a scalar with no data, checked with no function name: refused as invalid, named "?" */
+  DLTensor s = {NULL, PF_DEVICE_CPU, 0, PF_DTYPE_FLOAT32, NULL, NULL, 0};
+  pf_tensor_spec_t any = {0};
+  ck_assert_int_eq(pf_dltensor_check(&s, &any, NULL, 0, "x"), -1);
+  PF_ASSERT_RAISED("ValueError", "?: argument 0 (x): expected data for 1 elements, got NULL");
+  /* a spec of many data types: their list is cut to the message's buffer */
+  DLDataType many[20];
+  for (int i = 0; i < 20; ++i)
+    many[i] = pf_dtype(PF_DL_FLOAT8_E4M3B11FNUZ, 8, 1);
+  pf_tensor_spec_t spec = {.dtypes = many, .num_dtypes = 20};
+  float one = 1;
+  DLTensor f = {&one, PF_DEVICE_CPU, 0, PF_DTYPE_FLOAT32, NULL, NULL, 0};
+  ck_assert_int_eq(pf_dltensor_check(&f, &spec, "f", 0, "x"), -1);
+  pf_object_t* err = pf_error_take();
+  ck_assert_ptr_nonnull(err);
+  ck_assert_str_eq(pf_error_kind(err), "TypeError");
+  const char* msg = pf_error_message(err);
+  ck_assert_msg(strncmp(msg,
+                        "f: argument 0 (x): expected a float8_e4m3b11fnuz, float8_e4m3b11fnuz,",
+                        69) == 0,
+                "%s", msg);
+  ck_assert_msg(strstr(msg, " tensor, got float32") != NULL, "%s", msg);
+  ck_assert_msg(strstr(msg, " or float8_e4m3b11fnuz") == NULL, "%s", msg); /* cut before */
+  pf_object_release(err);
+  /* pf_dltensor_check_like of a description with too many dimensions (its shape not NULL) */
+  int64_t shape[2] = {2, 3};
+  double data[6] = {0};
+  DLTensor ref = {data, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, shape, NULL, 0};
+  DLTensor deep = ref;
+  deep.ndim = PF_TENSOR_MAX_NDIM + 1;
+  ck_assert_int_eq(pf_dltensor_check_like(&deep, &ref, "f", 1, "out", "x"), -1);
+  err = pf_error_take();
+  ck_assert_ptr_nonnull(err);
+  ck_assert_str_eq(pf_error_message(err),
+                   "f: argument 1 (out): expected ndim in 0..64 with a shape, got ndim 65");
+  pf_object_release(err);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("tensor");
   TCase* tc = tcase_create("dtype_device");
@@ -797,6 +902,9 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_check_spec_refuses_bad_descriptions);
   tcase_add_test(tc, test_check_like);
   tcase_add_test(tc, test_long_shapes_in_messages);
+  tcase_add_test(tc, test_weak_reference_outlives_the_data);
+  tcase_add_test(tc, test_empty_refusals_at_the_edges);
+  tcase_add_test(tc, test_check_refusals_at_the_edges);
   suite_add_tcase(s, tc);
   return s;
 }
