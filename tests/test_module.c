@@ -898,6 +898,23 @@ START_TEST(test_call_failure_leaves_result_none) {
 }
 END_TEST
 
+START_TEST(test_typed_export_raw_call_refusals) {
+  /* the raw symbol of a typed export with no result to reset, and with a signature its function
+   * cannot be made from: the error is create_typed's, the slot stays empty */
+  static const pf_param_t params[] = {{"x", PF_PARAM_INT}};
+  static const pf_signature_t sig = {"raw", 1, params, PF_PARAM_INT, NULL};
+  pf_any_t arg = pf_any_int(1);
+  ck_assert_int_eq(pf__export_typed_call(NULL, &sig, NULL, &arg, 1, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf__export_typed_call: argument slot");
+  pf_object_t* slot = NULL;
+  pf_any_t r = pf_any_int(7);
+  ck_assert_int_eq(pf__export_typed_call(&slot, NULL, NULL, &arg, 1, &r), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_function_create_typed");
+  ck_assert_int_eq(r.type_index, PF_TYPE_NONE);
+  ck_assert_ptr_null(slot);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("module");
   TCase* tc = tcase_create("core");
@@ -928,6 +945,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_refusal_keeps_shared_errors_and_survives_destructors);
   tcase_add_test(tc, test_bad_typed_declaration_listed_without_signature);
   tcase_add_test(tc, test_long_names_suggested_whole);
+  tcase_add_test(tc, test_typed_export_raw_call_refusals);
   suite_add_tcase(s, tc);
   return s;
 }

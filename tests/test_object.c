@@ -335,6 +335,8 @@ START_TEST(test_registry_bad_input) {
   PF_ASSERT_NO_ERROR();
   ck_assert_int_eq(pf_type_index_of(NULL, &idx), -1);
   PF_ASSERT_RAISED("ValueError", "key");
+  ck_assert_int_eq(pf_type_index_of("test.X", NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_type_index_of: argument out");
 }
 END_TEST
 
