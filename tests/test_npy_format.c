@@ -212,6 +212,26 @@ START_TEST(test_format_failures) {
 }
 END_TEST
 
+START_TEST(test_format_rounding_to_an_integer_and_huge_broadcasts) {
+  /* digits past the eighth decimal that round away entirely leave "1." (NumPy 2.4's repr) */
+  const int64_t one[1] = {1};
+  const int64_t two[1] = {2};
+  const double near_one[1] = {1.000000001};
+  expect_format(dtype(kDLFloat, 64), 1, one, NULL, near_one, "array([1.])");
+  const double pair[2] = {-2.0000000004, 0.5};
+  expect_format(dtype(kDLFloat, 64), 1, two, NULL, pair, "array([-2. ,  0.5])");
+  /* a broadcast view larger than int64 elements: printed summarised through its zero strides */
+  const int32_t seven = 7;
+  const int64_t huge[2] = {(int64_t)1 << 62, 4};
+  const int64_t zero[2] = {0, 0};
+  char* got = format_raw(dtype(kDLInt, 32), 2, huge, zero, &seven);
+  ck_assert_str_eq(got, "array([[7, 7, 7, 7],\n       [7, 7, 7, 7],\n       [7, 7, 7, 7],\n"
+                        "       ...,\n       [7, 7, 7, 7],\n       [7, 7, 7, 7],\n"
+                        "       [7, 7, 7, 7]], shape=(4611686018427387904, 4), dtype=int32)");
+  free(got);
+}
+END_TEST
+
 /* ---- test case ---------------------------------------------------------------------------- */
 
 TCase* pf_test_npy_format_tcase(void) {
@@ -224,5 +244,6 @@ TCase* pf_test_npy_format_tcase(void) {
   tcase_add_test(tc, test_format_summarised);
   tcase_add_test(tc, test_format_strided_views);
   tcase_add_test(tc, test_format_failures);
+  tcase_add_test(tc, test_format_rounding_to_an_integer_and_huge_broadcasts);
   return tc;
 }
