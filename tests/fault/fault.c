@@ -417,6 +417,32 @@ static int prog_errors(void) {
   return ok ? 0 : wrong("errors");
 }
 
+/* A cause chain deeper than the nesting of releases (64): releasing it queues the deepest
+ * levels on a growing list, whose allocation may fail too (each level is released at once
+ * then); either way every error is freed. */
+static int prog_deep_causes(void) {
+  pf_object_t* top = NULL;
+  for (int i = 0; i < 80; ++i) {
+    pf_object_t* err;
+    if (pf_error_create(PF_ERR_VALUE, "level", NULL, &err) != 0) {
+      pf_object_release(top);
+      return -1;
+    }
+    if (top && pf_error_set_cause(err, top) != 0) {
+      pf_object_release(err);
+      pf_object_release(top);
+      return -1;
+    }
+    pf_object_release(top);
+    top = err;
+  }
+  int depth = 0;
+  for (pf_object_t* e = top; e; e = pf_error_cause(e))
+    ++depth;
+  pf_object_release(top);
+  return depth == 80 ? 0 : wrong("a cause chain of 80");
+}
+
 static int prog_module(void) {
   pf_object_t *mod, *fn = NULL;
   if (pf_module_load(module_path, &mod) != 0)
@@ -954,6 +980,7 @@ static const program_t programs[] = {
     {.name = "views", .run = prog_views},
     {.name = "containers", .run = prog_containers},
     {.name = "errors", .run = prog_errors},
+    {.name = "deep causes", .run = prog_deep_causes},
     {.name = "module", .run = prog_module, .loader = 1},
     {.name = "globals", .run = prog_globals},
     {.name = "lists", .run = prog_lists},
