@@ -610,13 +610,23 @@ START_TEST(test_read_fortran_order_of_one_element_or_none) {
 }
 END_TEST
 
-START_TEST(test_read_a_directory_is_a_read_error) {
+START_TEST(test_read_a_directory_or_an_empty_file) {
   pf_npy_array_t arr;
   char err[ERR_SIZE] = "";
   ck_assert_int_eq(pf_npy_read_file(pf_test_npy_dir, &arr, err, sizeof err), -1);
   ck_assert_msg(strstr(err, pf_test_npy_dir) == err, "%s", err);
   ck_assert_msg(strstr(err, "read error: Is a directory") != NULL, "%s", err);
   ck_assert_ptr_null(arr.data);
+  /* an empty file is no read error */
+  char path[128];
+  temp_path(path, sizeof path, "empty.npy");
+  FILE* fp = fopen(path, "wb");
+  ck_assert_ptr_nonnull(fp);
+  fclose(fp);
+  ck_assert_int_eq(pf_npy_read_file(path, &arr, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "empty.npy: file is empty: not a .npy file") != NULL, "%s", err);
+  ck_assert_ptr_null(arr.data);
+  unlink(path);
 }
 END_TEST
 
@@ -676,7 +686,7 @@ static Suite* npy_suite(void) {
   tcase_add_test(tc, test_read_file_names_path);
   tcase_add_test(tc, test_read_null_arguments);
   tcase_add_test(tc, test_read_fortran_order_of_one_element_or_none);
-  tcase_add_test(tc, test_read_a_directory_is_a_read_error);
+  tcase_add_test(tc, test_read_a_directory_or_an_empty_file);
   tcase_add_test(tc, test_read_through_a_pipe);
   suite_add_tcase(s, tc);
 

@@ -872,6 +872,10 @@ START_TEST(test_check_refusals_at_the_edges) {
   ck_assert_str_eq(pf_error_message(err),
                    "f: argument 1 (out): expected ndim in 0..64 with a shape, got ndim 65");
   pf_object_release(err);
+  /* a scalar (no shape needed) like a matrix: the shapes differ */
+  DLTensor scalar = {data, PF_DEVICE_CPU, 0, PF_DTYPE_FLOAT64, NULL, NULL, 0};
+  ck_assert_int_eq(pf_dltensor_check_like(&scalar, &ref, "f", 1, "out", "x"), -1);
+  PF_ASSERT_RAISED("ValueError", "f: argument 1 (out): expected shape (2, 3) like x, got ()");
 }
 END_TEST
 
