@@ -215,6 +215,54 @@ static pf_object_t* cpu_iota(int64_t n) {
   return t;
 }
 
+START_TEST(test_allocator_failures_copying_to_a_device) {
+  /* pf_tensor_to_device's copy comes from the device's allocator: its failures, an empty
+   * tensor's byte (the hook is asked for 1), a device type with no allocator */
+  counter_t c = {0};
+  pf_allocator_t hooks = {&c, counting_alloc, counting_free, counting_copy};
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_VULKAN, &hooks), 0);
+  DLDevice dev = pf_device(PF_DEV_VULKAN, 0);
+  pf_object_t* src = cpu_iota(4);
+  pf_object_t* t = (pf_object_t*)&t;
+  c.fail = 1;
+  ck_assert_int_eq(pf_tensor_to_device(src, dev, &t), -1);
+  ck_assert_ptr_null(t);
+  PF_ASSERT_RAISED("MemoryError", "counting_alloc: no memory for 32 bytes");
+  c.fail = 2;
+  ck_assert_int_eq(pf_tensor_to_device(src, dev, &t), -1);
+  PF_ASSERT_RAISED("MemoryError", "pf_tensor_to_device: out of memory allocating 32 bytes");
+  ck_assert_int_eq(c.allocs, 0);
+  c.fail = 0;
+  int64_t zero = 0;
+  pf_object_t* empty;
+  ck_assert_int_eq(pf_tensor_empty(&zero, 1, PF_DTYPE_FLOAT64, PF_DEVICE_CPU, &empty), 0);
+  ck_assert_int_eq(pf_tensor_to_device(empty, dev, &t), 0);
+  ck_assert_int_eq(c.allocs, 1);
+  ck_assert_int_eq(pf_tensor_dltensor(t)->shape[0], 0);
+  ck_assert_int_eq(pf_tensor_dltensor(t)->device.device_type, PF_DEV_VULKAN);
+  pf_object_release(t);
+  ck_assert_int_eq(c.frees, 1);
+  /* and pf_tensor_empty of no elements on that device: 1 byte too */
+  ck_assert_int_eq(pf_tensor_empty(&zero, 1, PF_DTYPE_FLOAT64, dev, &t), 0);
+  ck_assert_int_eq(c.allocs, 2);
+  /* back to the host: packfn's own allocator, a byte for no elements */
+  pf_object_t* back;
+  ck_assert_int_eq(pf_tensor_to_device(t, PF_DEVICE_CPU, &back), 0);
+  ck_assert_int_eq(pf_tensor_dltensor(back)->shape[0], 0);
+  ck_assert_int_eq(pf_tensor_dltensor(back)->device.device_type, PF_DEV_CPU);
+  ck_assert_ptr_nonnull(pf_tensor_dltensor(back)->data);
+  pf_object_release(back);
+  pf_object_release(t);
+  ck_assert_int_eq(pf_allocator_set(PF_DEV_VULKAN, NULL), 0);
+  ck_assert_int_eq(pf_tensor_to_device(src, dev, &t), -1);
+  ck_assert_ptr_null(t);
+  PF_ASSERT_RAISED("KeyError", "pf_tensor_to_device: no allocator for device type vulkan (7)");
+  ck_assert_int_eq(c.frees, 2);
+  pf_object_release(empty);
+  pf_object_release(src);
+}
+END_TEST
+
 START_TEST(test_copy_cpu) {
   pf_object_t* a = cpu_iota(6);
   pf_object_t* b;
@@ -972,6 +1020,7 @@ Suite* make_suite(void) {
   suite_add_tcase(s, tc);
   tc = tcase_create("copies");
   tcase_add_test(tc, test_copy_cpu);
+  tcase_add_test(tc, test_allocator_failures_copying_to_a_device);
   tcase_add_test(tc, test_copy_through_device_hooks);
   tcase_add_test(tc, test_copy_cuda_and_managed_share_hooks);
   tcase_add_test(tc, test_copy_strided_and_invalid);
