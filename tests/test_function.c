@@ -689,6 +689,216 @@ START_TEST(test_typed_null_object_of_a_long_type_named_whole) {
 }
 END_TEST
 
+/* ---- failure paths and forms the tests above leave out (issue 10, coverage) ---- */
+
+static int g_null_self_deleted;
+static void note_null_self(void* self) {
+  ck_assert_ptr_null(self);
+  g_null_self_deleted++;
+}
+
+/* Many functions with texts alive at once: the table of texts grows (rehashing its records)
+ * and every function keeps its own texts; a deleter without self is still a closure's. */
+START_TEST(test_function_texts_of_many_functions) {
+  enum { N = 300 };
+  static pf_object_t* fns[N];
+  char sig[64], doc[64];
+  g_null_self_deleted = 0;
+  for (int i = 0; i < N; ++i) {
+    /* every third one a closure whose self is NULL: its deleter still runs, with NULL */
+    ck_assert_int_eq(
+        pf_function_create(NULL, add_ints, i % 3 == 0 ? note_null_self : NULL, &fns[i]), 0);
+    snprintf(sig, sizeof sig, "f%d(x: int) -> int", i);
+    snprintf(doc, sizeof doc, "doc %d", i);
+    /* a signature alone, a doc alone, or both */
+    ck_assert_int_eq(pf_function_set_info(fns[i], i % 4 == 1 ? NULL : sig, i % 4 == 2 ? NULL : doc),
+                     0);
+  }
+  for (int i = 0; i < N; ++i) {
+    snprintf(sig, sizeof sig, "f%d(x: int) -> int", i);
+    snprintf(doc, sizeof doc, "doc %d", i);
+    if (i % 4 == 1)
+      ck_assert_ptr_null(pf_function_signature(fns[i]));
+    else
+      ck_assert_str_eq(pf_function_signature(fns[i]), sig);
+    if (i % 4 == 2)
+      ck_assert_ptr_null(pf_function_doc(fns[i]));
+    else
+      ck_assert_str_eq(pf_function_doc(fns[i]), doc);
+    pf_any_t a = pf_any_int(i), r = pf_any_none();
+    ck_assert_int_eq(pf_function_call(fns[i], &a, 1, &r), 0);
+    ck_assert_int_eq(r.v_int64, i);
+  }
+  /* release every other one, then check the rest still find their texts */
+  for (int i = 0; i < N; i += 2)
+    pf_object_release(fns[i]);
+  for (int i = 1; i < N; i += 2) {
+    snprintf(doc, sizeof doc, "doc %d", i);
+    if (i % 4 != 2)
+      ck_assert_str_eq(pf_function_doc(fns[i]), doc);
+    /* texts replaced: the new ones read back */
+    ck_assert_int_eq(pf_function_set_info(fns[i], "g() -> none", NULL), 0);
+    ck_assert_str_eq(pf_function_signature(fns[i]), "g() -> none");
+    ck_assert_ptr_null(pf_function_doc(fns[i]));
+    pf_object_release(fns[i]);
+  }
+  ck_assert_int_eq(g_null_self_deleted, (N + 2) / 3);
+}
+END_TEST
+
+static int packed_zero(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  (void)args;
+  (void)num_args;
+  *result = pf_any_int(0);
+  return 0;
+}
+
+/* pf_function_create_static refuses each NULL argument and a bad declaration, setting *out to
+ * NULL; a declaration without doc has none; PF_TYPED_CREATE's refusal names that macro. */
+START_TEST(test_static_function_refusals) {
+  static const pf_param_t one[] = {{"x", PF_PARAM_INT}};
+  pf_signature_t sig = {"st", 1, one, PF_PARAM_INT, NULL};
+  pf_object_t* fn = (pf_object_t*)&sig;
+  ck_assert_int_eq(pf_function_create_static(&sig, packed_zero, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_function_create_static: argument out");
+  ck_assert_int_eq(pf_function_create_static(&sig, NULL, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_function_create_static: argument packed");
+  ck_assert_ptr_null(fn);
+  fn = (pf_object_t*)&sig;
+  ck_assert_int_eq(pf_function_create_static(NULL, packed_zero, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_function_create_static: argument sig");
+  ck_assert_ptr_null(fn);
+  pf_signature_t unnamed = {NULL, 1, one, PF_PARAM_INT, NULL};
+  ck_assert_int_eq(pf_function_create_static(&unnamed, packed_zero, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_function_create_static: argument sig->name");
+  pf_signature_t bad = {"st", 1, one, (pf_param_kind_t)77, NULL};
+  fn = (pf_object_t*)&sig;
+  ck_assert_int_eq(pf_function_create_static(&bad, packed_zero, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_function_create_static: st: unknown result kind 77");
+  ck_assert_ptr_null(fn);
+  ck_assert_int_eq(pf__typed_create(&sig, packed_zero, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "PF_TYPED_CREATE: argument out");
+  ck_assert_int_eq(pf__typed_create(&bad, packed_zero, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "PF_TYPED_CREATE: st: unknown result kind 77");
+  ck_assert_int_eq(pf_function_create_static(&sig, packed_zero, &fn), 0);
+  ck_assert_str_eq(pf_function_signature(fn), "st(x: int) -> int");
+  ck_assert_ptr_null(pf_function_doc(fn));
+  pf_any_t r = pf_any_none();
+  ck_assert_int_eq(pf_function_call(fn, NULL, 0, &r), 0);
+  ck_assert_int_eq(r.v_int64, 0);
+  pf_object_release(fn);
+}
+END_TEST
+
+/* The public error helpers of PF_TYPED_DEFINE's entries refuse what they cannot name. */
+START_TEST(test_typed_error_helpers_refusals) {
+  static const pf_param_t one[] = {{"x", PF_PARAM_BYTES}};
+  pf_signature_t sig = {"h", 1, one, PF_PARAM_NONE, NULL};
+  pf_any_t a = pf_any_int(1);
+  ck_assert_int_eq(pf_typed_arity_error(NULL, 2), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_typed_arity_error: argument sig: expected");
+  pf_signature_t unnamed = sig;
+  unnamed.name = NULL;
+  ck_assert_int_eq(pf_typed_arity_error(&unnamed, 2), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_typed_arity_error: argument sig->name");
+  ck_assert_int_eq(pf_typed_arity_error(&sig, 0), -1);
+  PF_ASSERT_RAISED("TypeError", "h: expected 1 argument, got 0");
+  ck_assert_int_eq(pf_typed_arg_error(NULL, 0, &a), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_typed_arg_error: argument sig:");
+  ck_assert_int_eq(pf_typed_arg_error(&unnamed, 0, &a), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_typed_arg_error: argument sig->name");
+  ck_assert_int_eq(pf_typed_arg_error(&sig, 0, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_typed_arg_error: argument arg:");
+  pf_signature_t no_params = sig;
+  no_params.params = NULL;
+  ck_assert_int_eq(pf_typed_arg_error(&no_params, 0, &a), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_typed_arg_error: argument sig->params");
+  ck_assert_int_eq(pf_typed_arg_error(&sig, -1, &a), -1);
+  PF_ASSERT_RAISED("ValueError", "argument index: expected 0..0 for h, got -1");
+  ck_assert_int_eq(pf_typed_arg_error(&sig, 1, &a), -1);
+  PF_ASSERT_RAISED("ValueError", "argument index: expected 0..0 for h, got 1");
+  /* a parameter without a name reads as "?"; a bytes view at NULL with a size is named so */
+  pf_param_t nameless[] = {{NULL, PF_PARAM_BYTES}};
+  pf_signature_t anon = {"h", 1, nameless, PF_PARAM_NONE, NULL};
+  pf_byte_array_t broken = {NULL, 3};
+  pf_any_t b = pf_any_byte_array(&broken);
+  ck_assert_int_eq(pf_typed_arg_error(&anon, 0, &b), -1);
+  PF_ASSERT_RAISED("TypeError", "h: argument 0 (?): expected bytes, got a bytes view with a NULL "
+                                "data pointer");
+  pf_byte_array_t empty = {NULL, 0};
+  pf_any_t e = pf_any_byte_array(&empty);
+  ck_assert_int_eq(pf_typed_arg_error(&sig, 0, &e), -1);
+  PF_ASSERT_RAISED("TypeError", "h: argument 0 (x): expected bytes, got ");
+}
+END_TEST
+
+static int typed_len(void* self, const pf_arg_t* args, pf_any_t* result) {
+  (void)self;
+  *result = pf_any_int((int64_t)args[0].s.size);
+  return 0;
+}
+
+/* A typed function with one parameter: its arity message says "argument"; a bytes view at NULL
+ * with a size is refused, an empty one at NULL is an empty bytes; an object handed to a plain
+ * (int) parameter goes to the converting entry and is refused. */
+START_TEST(test_typed_one_parameter_edges) {
+  pf_signature_t sig = PF_SIGNATURE("blen", PF_PARAM_INT, {"data", PF_PARAM_BYTES});
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_function_create_typed(&sig, typed_len, NULL, NULL, &fn), 0);
+  pf_any_t r = pf_any_none();
+  ck_assert_int_eq(pf_function_call(fn, NULL, 0, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "blen: expected 1 argument, got 0");
+  pf_byte_array_t broken = {NULL, 5};
+  pf_any_t a = pf_any_byte_array(&broken);
+  ck_assert_int_eq(pf_function_call(fn, &a, 1, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "blen: argument 0 (data): expected bytes, got a bytes view with a "
+                                "NULL data pointer");
+  pf_byte_array_t empty = {NULL, 0};
+  a = pf_any_byte_array(&empty);
+  ck_assert_int_eq(pf_function_call(fn, &a, 1, &r), 0);
+  ck_assert_int_eq(r.v_int64, 0);
+  pf_object_release(fn);
+  pf_signature_t isig = PF_SIGNATURE("neg", PF_PARAM_INT, {"x", PF_PARAM_INT});
+  ck_assert_int_eq(pf_function_create_typed(&isig, typed_len, NULL, NULL, &fn), 0);
+  pf_object_t* s;
+  ck_assert_int_eq(pf_string_object_create("an object, not an int", 21, &s), 0);
+  a = pf_any_object(s);
+  ck_assert_int_eq(pf_function_call(fn, &a, 1, &r), -1);
+  PF_ASSERT_RAISED("TypeError", "neg: argument 0 (x): expected int, got str");
+  pf_object_release(s);
+  pf_object_release(fn);
+  /* a name with DEL in it is refused as unreadable in the signature text */
+  pf_signature_t del = PF_SIGNATURE("ne\x7fg", PF_PARAM_INT, {"x", PF_PARAM_INT});
+  fn = (pf_object_t*)&del;
+  ck_assert_int_eq(pf_function_create_typed(&del, typed_len, NULL, NULL, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "expected a function name without spaces");
+  ck_assert_ptr_null(fn);
+}
+END_TEST
+
+/* pf_global_call's own checks name it, for one argument as for several. */
+START_TEST(test_global_call_refusals_name_it) {
+  pf_object_t* fn;
+  ck_assert_int_eq(pf_function_create(NULL, add_ints, NULL, &fn), 0);
+  ck_assert_int_eq(pf_global_set("test.function.gcall", fn, 0), 0);
+  pf_any_t r = pf_any_int(3);
+  ck_assert_int_eq(pf_global_call("test.function.gcall", NULL, 1, &r), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_global_call: argument args: expected 1 argument, got NULL");
+  ck_assert_int_eq(pf_global_call("test.function.gcall", NULL, 2, &r), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_global_call: argument args: expected 2 arguments, got NULL");
+  ck_assert_int_eq(pf_global_call("test.function.gcall", NULL, -1, &r), -1);
+  PF_ASSERT_RAISED("ValueError",
+                   "pf_global_call: argument num_args: expected a count >= 0, got -1");
+  ck_assert_int_eq(pf_global_call("test.function.gcall", NULL, 0, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_global_call: argument result");
+  ck_assert_int_eq(pf_global_call("test.function.gcall", NULL, 0, &r), 0);
+  ck_assert_int_eq(r.v_int64, 0);
+  ck_assert_int_eq(pf_global_remove("test.function.gcall"), 0);
+  pf_object_release(fn);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("function");
   TCase* tc = tcase_create("core");
@@ -707,6 +917,11 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_typed_bool_payload_read_as_0_or_1);
   tcase_add_test(tc, test_typed_refuses_broken_small_strings);
   tcase_add_test(tc, test_typed_null_object_of_a_long_type_named_whole);
+  tcase_add_test(tc, test_function_texts_of_many_functions);
+  tcase_add_test(tc, test_static_function_refusals);
+  tcase_add_test(tc, test_typed_error_helpers_refusals);
+  tcase_add_test(tc, test_typed_one_parameter_edges);
+  tcase_add_test(tc, test_global_call_refusals_name_it);
   suite_add_tcase(s, tc);
   return s;
 }
