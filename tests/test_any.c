@@ -755,6 +755,114 @@ START_TEST(test_type_names) {
 }
 END_TEST
 
+/* ---- refusals, equality and hashing the tests above leave out (issue 10, coverage) ---- */
+
+START_TEST(test_refusals_without_expected_or_value) {
+  pf_any_t i = pf_any_int(3);
+  ck_assert_int_eq(pf_any_type_error(&i, NULL), -1);
+  PF_ASSERT_RAISED("TypeError", "expected a value, got int");
+  ck_assert_int_eq(pf_any_type_error(NULL, "str"), -1);
+  PF_ASSERT_RAISED("TypeError", "expected str, got NULL");
+  pf_object_t* o = (pf_object_t*)&i;
+  ck_assert_int_eq(pf_bytes_object_create(NULL, 3, &o), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_bytes_object_create: argument data");
+  ck_assert_ptr_null(o);
+  ck_assert_int_eq(pf_bytes_object_create("abc", 3, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_bytes_object_create: argument out");
+  ck_assert_int_eq(pf_bytes_object_create(NULL, 0, &o), 0); /* no bytes: an empty one */
+  ck_assert_int_eq(o->type_index, PF_TYPE_BYTES);
+  pf_any_t ov = pf_any_object(o);
+  const char* data = "x";
+  size_t size = 9;
+  ck_assert_int_eq(pf_any_as_bytes(&ov, &data, &size), 0);
+  ck_assert_uint_eq(size, 0);
+  ck_assert_int_eq(data[0], '\0');
+  pf_object_release(o);
+  ck_assert_int_eq(pf_bytes_create("abc", 3, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_bytes_create: argument out");
+  ck_assert_int_eq(pf_string_from_cstr("abc", NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_string_from_cstr: argument out");
+}
+END_TEST
+
+START_TEST(test_to_owned_broken_small_bytes_and_rvalues) {
+  pf_any_t b = pf_any_none(), out = pf_any_int(1);
+  b.type_index = PF_TYPE_SMALL_BYTES;
+  b.small_str_len = 9;
+  ck_assert_int_eq(pf_any_to_owned(&b, &out), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_any_to_owned: a small bytes of length 9, more than 7");
+  ck_assert_int_eq(out.type_index, PF_TYPE_NONE);
+  /* an rvalue reference without a handle, and one to a NULL handle */
+  pf_any_t rv = pf_any_none();
+  rv.type_index = PF_TYPE_OBJECT_RVALUE_REF;
+  out = pf_any_int(1);
+  ck_assert_int_eq(pf_any_to_owned(&rv, &out), -1);
+  PF_ASSERT_RAISED("ValueError", "rvalue reference to a NULL handle");
+  ck_assert_int_eq(out.type_index, PF_TYPE_NONE);
+  pf_object_t* handle = NULL;
+  rv.v_ptr = &handle;
+  out = pf_any_int(1);
+  ck_assert_int_eq(pf_any_to_owned(&rv, &out), -1);
+  PF_ASSERT_RAISED("ValueError", "rvalue reference to a NULL handle");
+  /* one to an object moves it: the handle is emptied, the reference is the caller's */
+  ck_assert_int_eq(pf_string_object_create("moved string", 12, &handle), 0);
+  pf_object_t* obj = handle;
+  ck_assert_int_eq(pf_any_to_owned(&rv, &out), 0);
+  ck_assert_ptr_null(handle);
+  ck_assert_ptr_eq(out.v_obj, obj);
+  ck_assert_int_eq(out.type_index, PF_TYPE_STR);
+  pf_any_release(&out);
+}
+END_TEST
+
+START_TEST(test_equality_of_edge_values) {
+  pf_any_t e1 = pf_any_cstr(""), e2, e3;
+  ck_assert_int_eq(pf_string_create("", 0, &e2), 0);
+  ck_assert_int_eq(pf_any_equal(&e1, &e2), 1);
+  ck_assert_uint_eq(pf_any_hash(&e1), pf_any_hash(&e2));
+  pf_byte_array_t none_at_all = {NULL, 0};
+  e3 = pf_any_byte_array(&none_at_all);
+  ck_assert_int_eq(pf_any_equal(&e1, &e3), 0); /* a string is no bytes, even empty */
+  pf_any_t b0;
+  ck_assert_int_eq(pf_bytes_create(NULL, 0, &b0), 0);
+  ck_assert_int_eq(pf_any_equal(&e3, &b0), 1);
+  ck_assert_uint_eq(pf_any_hash(&e3), pf_any_hash(&b0));
+  /* a byte-array pointer Any without its array: no bytes, compared by its bits */
+  pf_any_t noarr = pf_any_none(), noarr2;
+  noarr.type_index = PF_TYPE_BYTE_ARRAY_PTR;
+  noarr2 = noarr;
+  ck_assert_int_eq(pf_any_equal(&noarr, &b0), 0);
+  ck_assert_int_eq(pf_any_equal(&noarr, &noarr2), 1);
+  /* broken small strings (longer than 7): equal only with the same length and bits */
+  pf_any_t s1 = pf_any_none(), s2;
+  s1.type_index = PF_TYPE_SMALL_STR;
+  s1.small_str_len = 9;
+  s1.v_uint64 = 0x4142;
+  s2 = s1;
+  ck_assert_int_eq(pf_any_equal(&s1, &s2), 1);
+  s2.v_uint64 = 0x4143;
+  ck_assert_int_eq(pf_any_equal(&s1, &s2), 0);
+  s2 = s1;
+  s2.small_str_len = 10;
+  ck_assert_int_eq(pf_any_equal(&s1, &s2), 0);
+  /* data types differ by code, bits or lanes */
+  DLDataType f32 = {kDLFloat, 32, 1}, i32 = {kDLInt, 32, 1}, f16 = {kDLFloat, 16, 1},
+             f32x4 = {kDLFloat, 32, 4};
+  pf_any_t d = pf_any_dtype(f32), dc = pf_any_dtype(i32), db = pf_any_dtype(f16),
+           dl = pf_any_dtype(f32x4), ds = pf_any_dtype(f32);
+  ck_assert_int_eq(pf_any_equal(&d, &ds), 1);
+  ck_assert_int_eq(pf_any_equal(&d, &dc), 0);
+  ck_assert_int_eq(pf_any_equal(&d, &db), 0);
+  ck_assert_int_eq(pf_any_equal(&d, &dl), 0);
+  ck_assert_uint_ne(pf_any_hash(&d), pf_any_hash(&dl));
+  /* floats: nonzero ones hash by their bits */
+  pf_any_t x = pf_any_float(1.5), y = pf_any_float(1.5), w = pf_any_float(2.5);
+  ck_assert_uint_eq(pf_any_hash(&x), pf_any_hash(&y));
+  ck_assert_uint_ne(pf_any_hash(&x), pf_any_hash(&w));
+  ck_assert_int_eq(pf_any_equal(&x, &w), 0);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("any");
   TCase* tc = tcase_create("core");
@@ -776,6 +884,9 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_equality_and_hash);
   tcase_add_test(tc, test_unchanged_equal_whatever_its_payload);
   tcase_add_test(tc, test_type_names);
+  tcase_add_test(tc, test_refusals_without_expected_or_value);
+  tcase_add_test(tc, test_to_owned_broken_small_bytes_and_rvalues);
+  tcase_add_test(tc, test_equality_of_edge_values);
   suite_add_tcase(s, tc);
   return s;
 }
