@@ -504,6 +504,104 @@ START_TEST(test_map_freeze) {
 }
 END_TEST
 
+/* ---- refusals, weak references and emptied tables (issue 10, coverage) ---- */
+
+START_TEST(test_map_refusals_name_null) {
+  pf_any_t k = pf_any_int(1), v = pf_any_int(2);
+  ck_assert_int_eq(pf_map_set(NULL, &k, &v), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_set: argument map: expected an open Map made by packfn, "
+                                "got NULL");
+  ck_assert_int_eq(pf_map_freeze(NULL), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_freeze: argument map: expected a Map made by packfn, got "
+                                "NULL");
+  pf_object_t* dict;
+  ck_assert_int_eq(pf_dict_create(&dict), 0);
+  ck_assert_int_eq(pf_map_freeze(dict), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_freeze: argument map: expected a Map made by packfn, got "
+                                "Dict");
+  pf_object_t* copy = dict;
+  ck_assert_int_eq(pf_map_copy(NULL, &copy), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_copy: argument map: expected Map or Dict, got NULL");
+  ck_assert_ptr_null(copy);
+  pf_map_iter_t it;
+  ck_assert_int_eq(pf_map_iter_init(NULL, &it), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_iter_init: argument map: expected Map or Dict, got NULL");
+  const pf_any_t *key, *value;
+  ck_assert_int_eq(pf_map_iter_next(&it, &key, &value), 0); /* a refused iterator ends at once */
+  /* a byte-array key Any without its array: refused as a view at NULL */
+  pf_any_t noarr = pf_any_none();
+  noarr.type_index = PF_TYPE_BYTE_ARRAY_PTR;
+  ck_assert_int_eq(pf_dict_set(dict, &noarr, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_set: argument key: a bytes view with a NULL pointer");
+  size_t count = 9;
+  ck_assert_int_eq(pf_dict_count(dict, &count), 0);
+  ck_assert_uint_eq(count, 0);
+  pf_object_release(dict);
+}
+END_TEST
+
+/* An empty map copies to an empty open map; a map whose last weak reference outlives its
+ * last strong one releases its entries at the first and its block at the second. */
+START_TEST(test_map_empty_copy_and_weak_reference) {
+  pf_object_t *map, *copy;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  ck_assert_int_eq(pf_map_freeze(map), 0);
+  ck_assert_int_eq(pf_map_copy(map, &copy), 0);
+  size_t count = 9;
+  ck_assert_int_eq(pf_map_count(copy, &count), 0);
+  ck_assert_uint_eq(count, 0);
+  ck_assert_int_eq(pf_map_is_frozen(copy), 0);
+  pf_object_release(copy);
+  g_destroyed = 0;
+  pf_object_t* obj = counted_new();
+  pf_any_t k = pf_any_int(1), v = pf_any_object(obj);
+  pf_object_t* open;
+  ck_assert_int_eq(pf_map_create(&open), 0);
+  ck_assert_int_eq(pf_map_set(open, &k, &v), 0);
+  pf_object_release(obj);
+  pf_object_weak_retain(open);
+  pf_object_release(open);
+  ck_assert_int_eq(g_destroyed, 1); /* the entries went with the last strong reference */
+  ck_assert_int_eq(pf_object_weak_lock(open), 0);
+  pf_object_weak_release(open);
+  pf_object_release(map);
+}
+END_TEST
+
+/* A dense dict whose every key was erased: iterates over nothing, counts 0, takes keys again. */
+START_TEST(test_dict_emptied_dense_iterates_nothing) {
+  pf_object_t* d;
+  ck_assert_int_eq(pf_dict_create(&d), 0);
+  for (int i = 0; i < 20; ++i) {
+    pf_any_t k = pf_any_int(i), v = pf_any_int(i);
+    ck_assert_int_eq(pf_dict_set(d, &k, &v), 0);
+  }
+  for (int i = 19; i >= 0; --i) {
+    pf_any_t k = pf_any_int(i);
+    ck_assert_int_eq(pf_dict_erase(d, &k), 1);
+  }
+  pf_map_iter_t it;
+  const pf_any_t *key, *value;
+  ck_assert_int_eq(pf_map_iter_init(d, &it), 0);
+  ck_assert_int_eq(pf_map_iter_next(&it, &key, &value), 0);
+  ck_assert_ptr_null(key);
+  size_t count = 9;
+  ck_assert_int_eq(pf_dict_count(d, &count), 0);
+  ck_assert_uint_eq(count, 0);
+  pf_object_t* copy;
+  ck_assert_int_eq(pf_map_copy(d, &copy), 0);
+  ck_assert_int_eq(pf_map_count(copy, &count), 0);
+  ck_assert_uint_eq(count, 0);
+  pf_object_release(copy);
+  pf_any_t k = pf_any_int(7), v = pf_any_int(70);
+  ck_assert_int_eq(pf_dict_set(d, &k, &v), 0);
+  const pf_any_t* got;
+  ck_assert_int_eq(pf_dict_get(d, &k, &got), 0);
+  ck_assert_int_eq(got->v_int64, 70);
+  pf_object_release(d);
+}
+END_TEST
+
 /* Adds this file's tests to the container suite's TCase, in their order. */
 void pf_test_map_add_tests(TCase* tc) {
   tcase_add_test(tc, test_map_set_get_iterate);
@@ -517,4 +615,7 @@ void pf_test_map_add_tests(TCase* tc) {
   tcase_add_test(tc, test_map_failed_set_changes_nothing);
   tcase_add_test(tc, test_map_releases_contents_once);
   tcase_add_test(tc, test_map_freeze);
+  tcase_add_test(tc, test_map_refusals_name_null);
+  tcase_add_test(tc, test_map_empty_copy_and_weak_reference);
+  tcase_add_test(tc, test_dict_emptied_dense_iterates_nothing);
 }

@@ -571,6 +571,100 @@ START_TEST(test_dict_iteration_damaged_list_ends) {
 }
 END_TEST
 
+#define TEST_SMALL_TAG ((uint64_t)1 << 63)
+
+/* Small forms TVM-FFI may leave: one of 2 slots in storage packfn did not allocate (no data
+ * deleter) grows into packfn's 4 slots, leaving that storage as it was; one holding 6 entries
+ * (more than packfn's small form holds) is copied whole, in its order. */
+START_TEST(test_map_foreign_small_forms) {
+  static test_kv_t two[2];
+  two[0].key = pf_any_int(1);
+  two[0].value = pf_any_int(10);
+  two[1].key = pf_any_int(2);
+  two[1].value = pf_any_int(20);
+  pf_object_t* d;
+  ck_assert_int_eq(pf_dict_create(&d), 0);
+  test_mapcell_t* c = cell_of(d);
+  c->data = two;
+  c->size = 2;
+  c->slots = 2 | TEST_SMALL_TAG;
+  c->data_deleter = NULL;
+  pf_any_t k = pf_any_int(3), v = pf_any_int(30);
+  ck_assert_int_eq(pf_dict_set(d, &k, &v), 0);
+  ck_assert_ptr_ne(c->data, two);
+  ck_assert_uint_eq(c->slots, 4 | TEST_SMALL_TAG);
+  ck_assert_int_eq(c->data_deleter != NULL, 1);
+  ck_assert_int_eq(two[0].key.v_int64, 1); /* untouched */
+  ck_assert_int_eq(two[1].value.v_int64, 20);
+  for (int i = 1; i <= 3; ++i) {
+    pf_any_t q = pf_any_int(i);
+    const pf_any_t* got;
+    ck_assert_int_eq(pf_dict_get(d, &q, &got), 0);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_int_eq(got->v_int64, 10 * i);
+  }
+  pf_object_release(d);
+
+  static test_kv_t six[6];
+  for (int i = 0; i < 6; ++i) {
+    six[i].key = pf_any_int(5 - i);
+    six[i].value = pf_any_int(100 + i);
+  }
+  pf_object_t *m, *copy;
+  ck_assert_int_eq(pf_map_create(&m), 0);
+  c = cell_of(m);
+  c->data = six;
+  c->size = 6;
+  c->slots = 6 | TEST_SMALL_TAG;
+  c->data_deleter = NULL;
+  ck_assert_int_eq(pf_map_copy(m, &copy), 0);
+  ck_assert_ptr_ne(cell_of(copy)->data, six);
+  size_t count = 0;
+  ck_assert_int_eq(pf_map_count(copy, &count), 0);
+  ck_assert_uint_eq(count, 6);
+  pf_map_item_t items[8];
+  ck_assert_uint_eq(map_entries(copy, items, 8), 6);
+  for (int i = 0; i < 6; ++i) {
+    ck_assert_int_eq(items[i].key.v_int64, 5 - i);
+    ck_assert_int_eq(items[i].value.v_int64, 100 + i);
+  }
+  pf_object_release(m);
+  /* the copy is open and takes a new key */
+  k = pf_any_int(42);
+  ck_assert_int_eq(pf_map_set(copy, &k, &v), 0);
+  ck_assert_int_eq(pf_map_count(copy, &count), 0);
+  ck_assert_uint_eq(count, 7);
+  pf_object_release(copy);
+}
+END_TEST
+
+/* Rvalue references among other items: one whose handle is empty is refused as a NULL object
+ * (naming its item), one without a handle too, and nothing moves. */
+START_TEST(test_rvalue_reference_to_empty_handle_refused) {
+  pf_object_t* s;
+  ck_assert_int_eq(pf_string_object_create("a string object", 15, &s), 0);
+  pf_object_t* handle = s;
+  pf_object_t* empty = NULL;
+  pf_any_t ref = {PF_TYPE_OBJECT_RVALUE_REF, {0}, {.v_ptr = &handle}};
+  pf_any_t ref_empty = {PF_TYPE_OBJECT_RVALUE_REF, {0}, {.v_ptr = &empty}};
+  pf_any_t ref_none = {PF_TYPE_OBJECT_RVALUE_REF, {0}, {.v_ptr = NULL}};
+  pf_any_t items[3] = {pf_any_int(1), ref, ref_empty};
+  pf_object_t* arr = s;
+  ck_assert_int_eq(pf_array_create(items, 3, &arr), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_array_create: argument items[2]: ObjectRValueRef value "
+                                 "with a NULL pointer");
+  ck_assert_ptr_null(arr);
+  ck_assert_ptr_eq(handle, s); /* put back */
+  ck_assert_uint_eq(pf_object_strong_count(s), 1);
+  items[2] = ref_none;
+  ck_assert_int_eq(pf_array_create(items, 3, &arr), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_array_create: argument items[2]: ObjectRValueRef value "
+                                 "with a NULL pointer");
+  ck_assert_ptr_eq(handle, s);
+  pf_object_release(s);
+}
+END_TEST
+
 void pf_test_map_foreign_add_tests(TCase* tc) {
   tcase_add_test(tc, test_dict_iteration_damaged_list_ends);
   tcase_add_test(tc, test_dict_foreign_chain_refused);
@@ -580,4 +674,6 @@ void pf_test_map_foreign_add_tests(TCase* tc) {
   tcase_add_test(tc, test_long_chains_do_not_grow_the_table);
   tcase_add_test(tc, test_rvalue_reference_twice_refused);
   tcase_add_test(tc, test_map_copy_any_keys);
+  tcase_add_test(tc, test_map_foreign_small_forms);
+  tcase_add_test(tc, test_rvalue_reference_to_empty_handle_refused);
 }
