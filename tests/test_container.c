@@ -897,6 +897,119 @@ START_TEST(test_list_growth_guard_does_not_overflow) {
 }
 END_TEST
 
+/* ---- refusals, weak references and foreign buffers (issue 10, coverage) ---- */
+
+START_TEST(test_container_sizes_and_indexes_refused) {
+  int64_t dims[1] = {3};
+  pf_object_t* out = (pf_object_t*)dims;
+  /* too many extents for the byte count, and for the block's size */
+  ck_assert_int_eq(pf_shape_create(dims, SIZE_MAX / 4, &out), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_shape_create: argument ndim:");
+  ck_assert_ptr_null(out);
+  ck_assert_int_eq(pf_shape_create(dims, SIZE_MAX / 8, &out), -1);
+  PF_ASSERT_RAISED("ValueError", "extents is too many");
+  pf_object_t* list;
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  pf_any_t v = pf_any_int(1);
+  ck_assert_int_eq(pf_list_append(list, &v), 0);
+  ck_assert_int_eq(pf_list_set(list, 1, &v), -1);
+  PF_ASSERT_RAISED("IndexError", "pf_list_set");
+  ck_assert_int_eq(pf_list_set(list, -1, &v), -1);
+  PF_ASSERT_RAISED("IndexError", "pf_list_set");
+  pf_any_t two = pf_any_int(2);
+  ck_assert_int_eq(pf_list_set(list, 0, &two), 0);
+  pf_any_t got = pf_any_none();
+  ck_assert_int_eq(pf_list_pop(list, 0, &got), 0);
+  ck_assert_int_eq(got.v_int64, 2);
+  pf_object_release(list);
+}
+END_TEST
+
+/* Shapes, arrays and lists outlived by a weak reference: contents released with the last strong
+ * reference, the block with the last weak one. */
+START_TEST(test_containers_outlived_by_weak_references) {
+  g_destroyed = 0;
+  int64_t dims[2] = {2, 3};
+  pf_object_t *shape, *arr, *list;
+  ck_assert_int_eq(pf_shape_create(dims, 2, &shape), 0);
+  pf_object_t* obj = counted_new();
+  pf_any_t v = pf_any_object(obj);
+  ck_assert_int_eq(pf_array_create(&v, 1, &arr), 0);
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  ck_assert_int_eq(pf_list_append(list, &v), 0);
+  pf_object_release(obj);
+  pf_object_t* all[3] = {shape, arr, list};
+  for (int i = 0; i < 3; ++i) {
+    pf_object_weak_retain(all[i]);
+    pf_object_release(all[i]);
+    ck_assert_int_eq(pf_object_weak_lock(all[i]), 0);
+  }
+  ck_assert_int_eq(g_destroyed, 1); /* released by the array's and the list's last references */
+  for (int i = 0; i < 3; ++i)
+    pf_object_weak_release(all[i]);
+}
+END_TEST
+
+/* A list whose buffer deleter another runtime left NULL (an empty list's, say): growing it frees
+ * nothing of the old buffer, and releasing it when still empty frees nothing either. */
+START_TEST(test_list_without_data_deleter) {
+  pf_object_t* list;
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  pf_seq_cell_t* c = (pf_seq_cell_t*)(list + 1);
+  c->data_deleter = NULL;
+  pf_object_weak_retain(list);
+  pf_object_release(list); /* strong part of the deleter: nothing to free */
+  ck_assert_int_eq(pf_object_weak_lock(list), 0);
+  pf_object_weak_release(list);
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  c = (pf_seq_cell_t*)(list + 1);
+  c->data_deleter = NULL;
+  pf_any_t v = pf_any_int(5);
+  ck_assert_int_eq(pf_list_append(list, &v), 0);
+  ck_assert_int_eq(c->data_deleter != NULL, 1); /* the new buffer is this runtime's */
+  ck_assert_int_eq(c->size, 1);
+  ck_assert_int_eq(((const pf_any_t*)c->data)[0].v_int64, 5);
+  pf_object_release(list);
+}
+END_TEST
+
+/* Equality of many pairs of equal maps (more pairs than the first table of pairs holds) and of
+ * objects with a NULL pointer (hand-made: compared by their bits). */
+START_TEST(test_equality_many_map_pairs_and_null_objects) {
+  enum { N = 40 };
+  pf_any_t xs[N], ys[N];
+  for (int i = 0; i < N; ++i) {
+    pf_object_t *mx, *my;
+    ck_assert_int_eq(pf_map_create(&mx), 0);
+    ck_assert_int_eq(pf_map_create(&my), 0);
+    pf_any_t k = pf_any_int(i), v = pf_any_int(-i);
+    ck_assert_int_eq(pf_map_set(mx, &k, &v), 0);
+    ck_assert_int_eq(pf_map_set(my, &k, &v), 0);
+    xs[i] = pf_any_object(mx);
+    ys[i] = pf_any_object(my);
+  }
+  pf_object_t *ax, *ay;
+  ck_assert_int_eq(pf_array_create(xs, N, &ax), 0);
+  ck_assert_int_eq(pf_array_create(ys, N, &ay), 0);
+  pf_any_t a = pf_any_object(ax), b = pf_any_object(ay);
+  ck_assert_int_eq(pf_container_equal(&a, &b), 1);
+  for (int i = 0; i < N; ++i) {
+    pf_any_release(&xs[i]);
+    pf_any_release(&ys[i]);
+  }
+  pf_object_release(ax);
+  pf_object_release(ay);
+  pf_any_t null_arr = {PF_TYPE_ARRAY, {0}, {.v_obj = NULL}}, null_arr2 = null_arr;
+  pf_object_t* real;
+  ck_assert_int_eq(pf_array_create(NULL, 0, &real), 0);
+  pf_any_t r = pf_any_object(real);
+  ck_assert_int_eq(pf_container_equal(&null_arr, &r), 0);
+  ck_assert_int_eq(pf_container_equal(&r, &null_arr), 0);
+  ck_assert_int_eq(pf_container_equal(&null_arr, &null_arr2), 1);
+  pf_object_release(real);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("container");
   TCase* tc = tcase_create("core");
@@ -927,6 +1040,10 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_equality_on_cycles);
   tcase_add_test(tc, test_containers_refuse_overlong_small_text);
   tcase_add_test(tc, test_list_growth_guard_does_not_overflow);
+  tcase_add_test(tc, test_container_sizes_and_indexes_refused);
+  tcase_add_test(tc, test_containers_outlived_by_weak_references);
+  tcase_add_test(tc, test_list_without_data_deleter);
+  tcase_add_test(tc, test_equality_many_map_pairs_and_null_objects);
   suite_add_tcase(s, tc);
   return s;
 }
