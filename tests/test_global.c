@@ -1043,6 +1043,85 @@ START_TEST(test_fork_with_other_readers) {
 }
 END_TEST
 
+static int typed_twice(void* self, const pf_arg_t* args, pf_any_t* result) {
+  (void)self;
+  *result = pf_any_int(2 * args[0].i);
+  return 0;
+}
+
+/* Many static registrations at once (their slots' record grows past its first 16), a typed one
+ * named by its signature, and one whose declaration is refused (counted, nothing registered);
+ * unregistering in any order removes each. */
+START_TEST(test_static_registrations_many_and_typed) {
+  enum { N = 40 };
+  static pf_object_t* slots[N];
+  char name[64];
+  size_t before = pf_global_count();
+  for (int i = 0; i < N; ++i) {
+    snprintf(name, sizeof name, "test.static.many.%d", i);
+    pf__global_register_static(name, return_one, NULL, NULL, &slots[i]);
+    ck_assert_ptr_nonnull(slots[i]);
+  }
+  ck_assert_uint_eq(pf_global_count(), before + N);
+  pf_any_t r = pf_any_none();
+  ck_assert_int_eq(pf_global_call("test.static.many.33", NULL, 0, &r), 0);
+  ck_assert_int_eq(r.v_int64, 1);
+  /* a typed one, named by its signature (name NULL) */
+  static const pf_param_t x[] = {{"x", PF_PARAM_INT}};
+  static const pf_signature_t sig = {"test.static.twice", 1, x, PF_PARAM_INT, NULL};
+  pf_object_t* typed_slot = NULL;
+  pf__global_register_static(NULL, NULL, &sig, typed_twice, &typed_slot);
+  ck_assert_ptr_nonnull(typed_slot);
+  pf_any_t a = pf_any_int(21);
+  ck_assert_int_eq(pf_global_call("test.static.twice", &a, 1, &r), 0);
+  ck_assert_int_eq(r.v_int64, 42);
+  /* a declaration refused: counted as failed, its error raised, nothing registered */
+  static const pf_signature_t bad = {"test.static.bad", 1, x, (pf_param_kind_t)77, NULL};
+  int failures = pf_global_static_failures();
+  pf_object_t* bad_slot = (pf_object_t*)&bad_slot;
+  pf__global_register_static(NULL, NULL, &bad, typed_twice, &bad_slot);
+  ck_assert_ptr_null(bad_slot);
+  ck_assert_int_eq(pf_global_static_failures(), failures + 1);
+  PF_ASSERT_RAISED("ValueError", "test.static.bad: unknown result kind 77");
+  pf_object_t* none = bad_slot;
+  ck_assert_int_eq(pf_global_get("test.static.bad", &none), 0);
+  ck_assert_ptr_null(none);
+  pf__global_unregister_static(NULL, &bad, &bad_slot);
+  pf__global_unregister_static(NULL, &sig, &typed_slot);
+  ck_assert_ptr_null(typed_slot);
+  ck_assert_int_eq(pf_global_call("test.static.twice", &a, 1, &r), -1);
+  PF_ASSERT_RAISED("KeyError", "test.static.twice");
+  /* every other one first (each found after others in the record), then the rest */
+  for (int k = 0; k < 2; ++k)
+    for (int i = k; i < N; i += 2) {
+      snprintf(name, sizeof name, "test.static.many.%d", i);
+      pf__global_unregister_static(name, NULL, &slots[i]);
+      ck_assert_ptr_null(slots[i]);
+    }
+  ck_assert_uint_eq(pf_global_count(), before);
+  ck_assert_int_eq(pf_global_call("test.static.many.33", NULL, 0, &r), -1);
+  PF_ASSERT_RAISED("KeyError", "test.static.many.33");
+}
+END_TEST
+
+/* pf_global_list without a count still lists, NULL-terminated. */
+START_TEST(test_list_without_count) {
+  pf_object_t* fn = make_fn(return_one);
+  ck_assert_int_eq(pf_global_set("test.list.nocount", fn, 0), 0);
+  char** names = NULL;
+  ck_assert_int_eq(pf_global_list(&names, NULL), 0);
+  int found = 0;
+  size_t n = 0;
+  for (; names[n]; ++n)
+    found += strcmp(names[n], "test.list.nocount") == 0;
+  ck_assert_int_eq(found, 1);
+  ck_assert_uint_eq(n, pf_global_count());
+  pf_global_list_free(names);
+  ck_assert_int_eq(pf_global_remove("test.list.nocount"), 0);
+  pf_object_release(fn);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("global");
   TCase* tc = tcase_create("core");
@@ -1063,6 +1142,8 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_tombstones_are_reused_and_dropped);
   tcase_add_test(tc, test_probe_lengths_suffix_names);
   tcase_add_test(tc, test_static_registration_without_name);
+  tcase_add_test(tc, test_static_registrations_many_and_typed);
+  tcase_add_test(tc, test_list_without_count);
   tcase_add_test(tc, test_get_bytes_arguments);
   tcase_add_test(tc, test_many_reader_threads);
   tcase_add_test(tc, test_fork_with_other_readers);
