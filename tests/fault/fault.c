@@ -1069,6 +1069,16 @@ static int run_point(const program_t* p, long n) {
   return !fired;
 }
 
+/* A child leaves through _exit, which writes no coverage counters: under tools/coverage.sh
+ * (PF_FAULT_COVERAGE, set by CMake for a --coverage build) it writes them first, those of every
+ * library the process loaded, or the forked programs' failure paths counted as never run. */
+#ifdef PF_FAULT_COVERAGE
+void __gcov_dump(void);
+#define coverage_dump() __gcov_dump()
+#else
+#define coverage_dump() ((void)0)
+#endif
+
 #define MAX_POINTS 100000 /* a sweep that never completes (a child crashing forever) stops */
 
 /* run_point in a child process: 1 when the sweep is complete (or must stop); a child that
@@ -1085,6 +1095,7 @@ static int run_point_forked(const program_t* p, long n) {
     long before = bad_points;
     int complete = run_point(p, n);
     fflush(stderr);
+    coverage_dump();
     _exit((complete ? 1 : 0) | (bad_points != before ? 2 : 0));
   }
   int status = 0;
@@ -1134,6 +1145,7 @@ static int warm_forked(const program_t* p) {
     dl_flush();
     shared[1] = fault_live_blocks() - live_before - table;
     shared[0] = rc == 0 && !err;
+    coverage_dump();
     _exit(0);
   }
   int status = 0;
