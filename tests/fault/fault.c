@@ -644,6 +644,39 @@ static int prog_exports(void) {
   return rc != 0 ? -1 : ok ? 0 : wrong("exports");
 }
 
+/* Many functions with texts alive at once, each point from a process that made no texts yet
+ * (forked): the first record makes the texts table, the 65th grows it (its records rehashed);
+ * a failed growth keeps the old buckets, a failed first one raises MemoryError. The table, once
+ * made, stays (texts_table_held). */
+static int texts_table_made;
+
+static long texts_table_held(void) {
+  return texts_table_made;
+}
+
+static int prog_function_texts(void) {
+  enum { N = 70 };
+  pf_object_t* fns[N] = {NULL};
+  char sig[32];
+  int rc = 0, ok = 1;
+  for (int i = 0; i < N && rc == 0; ++i) {
+    rc = pf_function_create(NULL, static_entry, NULL, &fns[i]);
+    snprintf(sig, sizeof sig, "f%d() -> int", i);
+    if (rc == 0)
+      rc = pf_function_set_info(fns[i], i % 2 ? sig : NULL, "doc");
+    texts_table_made |= rc == 0;
+  }
+  for (int i = 0; i < N && rc == 0; ++i) {
+    snprintf(sig, sizeof sig, "f%d() -> int", i);
+    const char* s = pf_function_signature(fns[i]);
+    const char* d = pf_function_doc(fns[i]);
+    ok = ok && (i % 2 ? s && strcmp(s, sig) == 0 : !s) && d && strcmp(d, "doc") == 0;
+  }
+  for (int i = 0; i < N; ++i)
+    pf_object_release(fns[i]);
+  return rc != 0 ? -1 : ok ? 0 : wrong("function texts");
+}
+
 /* ---- blocks the runtime keeps on purpose ---- */
 
 /* Blocks the global table owns: its array, once it left the static empty one (two slots), and
@@ -975,6 +1008,7 @@ typedef struct program_s {
 static const program_t programs[] = {
     {.name = "objects", .run = prog_objects},
     {.name = "strings", .run = prog_strings},
+    {.name = "fn texts", .run = prog_function_texts, .held = texts_table_held, .forked = 1},
     {.name = "functions", .run = prog_functions},
     {.name = "tensors", .run = prog_tensors},
     {.name = "views", .run = prog_views},
