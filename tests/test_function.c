@@ -781,6 +781,19 @@ START_TEST(test_static_function_refusals) {
   PF_ASSERT_RAISED("ValueError", "PF_TYPED_CREATE: argument out");
   ck_assert_int_eq(pf__typed_create(&bad, packed_zero, &fn), -1);
   PF_ASSERT_RAISED("ValueError", "PF_TYPED_CREATE: st: unknown result kind 77");
+  ck_assert_int_eq(pf__typed_create(&sig, NULL, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "PF_TYPED_CREATE: argument packed");
+  ck_assert_int_eq(pf__typed_create(NULL, packed_zero, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "PF_TYPED_CREATE: argument sig:");
+  ck_assert_int_eq(pf__typed_create(&unnamed, packed_zero, &fn), -1);
+  PF_ASSERT_RAISED("ValueError", "PF_TYPED_CREATE: argument sig->name");
+  ck_assert_ptr_null(fn);
+  /* a declaration with a doc (PF_TYPED_DEFINE's have none) keeps it */
+  pf_signature_t documented = {"st", 1, one, PF_PARAM_INT, "Returns zero."};
+  ck_assert_int_eq(pf__typed_create(&documented, packed_zero, &fn), 0);
+  ck_assert_str_eq(pf_function_doc(fn), "Returns zero.");
+  ck_assert_str_eq(pf_function_signature(fn), "st(x: int) -> int");
+  pf_object_release(fn);
   ck_assert_int_eq(pf_function_create_static(&sig, packed_zero, &fn), 0);
   ck_assert_str_eq(pf_function_signature(fn), "st(x: int) -> int");
   ck_assert_ptr_null(pf_function_doc(fn));
@@ -830,6 +843,17 @@ START_TEST(test_typed_error_helpers_refusals) {
   pf_any_t e = pf_any_byte_array(&empty);
   ck_assert_int_eq(pf_typed_arg_error(&sig, 0, &e), -1);
   PF_ASSERT_RAISED("TypeError", "h: argument 0 (x): expected bytes, got ");
+  /* a valid bytes view, and a byte-array Any without its array (hand-made) */
+  pf_byte_array_t three = {"abc", 3};
+  pf_any_t t = pf_any_byte_array(&three);
+  static const pf_param_t int_param[] = {{"n", PF_PARAM_INT}};
+  pf_signature_t isig = {"h", 1, int_param, PF_PARAM_NONE, NULL};
+  ck_assert_int_eq(pf_typed_arg_error(&isig, 0, &t), -1);
+  PF_ASSERT_RAISED("TypeError", "h: argument 0 (n): expected int, got bytes");
+  pf_any_t noarr = pf_any_none();
+  noarr.type_index = PF_TYPE_BYTE_ARRAY_PTR;
+  ck_assert_int_eq(pf_typed_arg_error(&isig, 0, &noarr), -1);
+  PF_ASSERT_RAISED("TypeError", "h: argument 0 (n): expected int, got a NULL bytes");
 }
 END_TEST
 
