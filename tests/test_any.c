@@ -812,6 +812,13 @@ START_TEST(test_to_owned_broken_small_bytes_and_rvalues) {
   ck_assert_ptr_eq(out.v_obj, obj);
   ck_assert_int_eq(out.type_index, PF_TYPE_STR);
   pf_any_release(&out);
+  /* a bytes view of no bytes at NULL: an empty bytes value */
+  pf_byte_array_t none_at_all = {NULL, 0};
+  pf_any_t empty_view = pf_any_byte_array(&none_at_all);
+  out = pf_any_int(1);
+  ck_assert_int_eq(pf_any_to_owned(&empty_view, &out), 0);
+  ck_assert_int_eq(out.type_index, PF_TYPE_SMALL_BYTES);
+  ck_assert_int_eq(out.small_str_len, 0);
 }
 END_TEST
 
