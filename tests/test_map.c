@@ -533,9 +533,41 @@ START_TEST(test_map_refusals_name_null) {
   noarr.type_index = PF_TYPE_BYTE_ARRAY_PTR;
   ck_assert_int_eq(pf_dict_set(dict, &noarr, &v), -1);
   PF_ASSERT_RAISED("ValueError", "pf_dict_set: argument key: a bytes view with a NULL pointer");
+  /* a value rvalue reference without a handle, a value of a negative type index */
+  pf_any_t ref_none = {PF_TYPE_OBJECT_RVALUE_REF, {0}, {.v_ptr = NULL}};
+  ck_assert_int_eq(pf_dict_set(dict, &v, &ref_none), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_set: argument value: ObjectRValueRef value with a NULL "
+                                 "pointer");
+  pf_any_t negative = pf_any_none();
+  negative.type_index = -3;
+  ck_assert_int_eq(pf_dict_set(dict, &v, &negative), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_dict_set: argument value: expected a value with an owned "
+                                "form");
   size_t count = 9;
   ck_assert_int_eq(pf_dict_count(dict, &count), 0);
   ck_assert_uint_eq(count, 0);
+  pf_object_t* list;
+  ck_assert_int_eq(pf_list_create(&list), 0);
+  copy = dict;
+  ck_assert_int_eq(pf_map_copy(list, &copy), -1);
+  PF_ASSERT_RAISED("TypeError", "pf_map_copy: argument map: expected Map or Dict, got List");
+  ck_assert_ptr_null(copy);
+  pf_object_release(list);
+  /* a key and a value that are two rvalue references (two handles): both move */
+  pf_object_t *ks, *vs;
+  ck_assert_int_eq(pf_string_object_create("a key object", 12, &ks), 0);
+  ck_assert_int_eq(pf_string_object_create("a value object", 14, &vs), 0);
+  pf_object_t *hk = ks, *hv = vs;
+  pf_any_t rk = {PF_TYPE_OBJECT_RVALUE_REF, {0}, {.v_ptr = &hk}};
+  pf_any_t rv = {PF_TYPE_OBJECT_RVALUE_REF, {0}, {.v_ptr = &hv}};
+  ck_assert_int_eq(pf_dict_set(dict, &rk, &rv), 0);
+  ck_assert_ptr_null(hk);
+  ck_assert_ptr_null(hv);
+  ck_assert_uint_eq(pf_object_strong_count(ks), 1);
+  pf_any_t q = pf_any_cstr("a key object");
+  const pf_any_t* got;
+  ck_assert_int_eq(pf_dict_get(dict, &q, &got), 0);
+  ck_assert_ptr_eq(got->v_obj, vs);
   pf_object_release(dict);
 }
 END_TEST

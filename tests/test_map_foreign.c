@@ -665,6 +665,30 @@ START_TEST(test_rvalue_reference_to_empty_handle_refused) {
 }
 END_TEST
 
+/* A Map another runtime made, stored in an array: kept as it is (packfn marks only its own maps
+ * frozen), retained once and released with the array. */
+START_TEST(test_foreign_map_stored_as_it_is) {
+  g_destroyed = 0;
+  pf_object_t* fake;
+  ck_assert_int_eq(pf_object_alloc(sizeof(test_mapcell_t), PF_TYPE_MAP, counted_deleter, &fake), 0);
+  test_mapcell_t* c = cell_of(fake);
+  memset((char*)c + sizeof(pf_object_t), 0, sizeof *c - sizeof(pf_object_t));
+  c->slots = TEST_SMALL_TAG;
+  pf_any_t v = pf_any_object(fake);
+  pf_object_t* arr;
+  ck_assert_int_eq(pf_array_create(&v, 1, &arr), 0);
+  ck_assert_uint_eq(pf_object_strong_count(fake), 2);
+  ck_assert_int_eq(pf_map_is_frozen(fake), 0);
+  const pf_any_t* got;
+  ck_assert_int_eq(pf_array_get(arr, 0, &got), 0);
+  ck_assert_ptr_eq(got->v_obj, fake);
+  pf_object_release(arr);
+  ck_assert_int_eq(g_destroyed, 0);
+  pf_object_release(fake);
+  ck_assert_int_eq(g_destroyed, 1);
+}
+END_TEST
+
 void pf_test_map_foreign_add_tests(TCase* tc) {
   tcase_add_test(tc, test_dict_iteration_damaged_list_ends);
   tcase_add_test(tc, test_dict_foreign_chain_refused);
@@ -676,4 +700,5 @@ void pf_test_map_foreign_add_tests(TCase* tc) {
   tcase_add_test(tc, test_map_copy_any_keys);
   tcase_add_test(tc, test_map_foreign_small_forms);
   tcase_add_test(tc, test_rvalue_reference_to_empty_handle_refused);
+  tcase_add_test(tc, test_foreign_map_stored_as_it_is);
 }
