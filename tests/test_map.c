@@ -634,6 +634,41 @@ START_TEST(test_dict_emptied_dense_iterates_nothing) {
 }
 END_TEST
 
+/* Keys compared in the small form, where no hash sorts them first: string objects of the same
+ * length that differ, and an empty bytes view at NULL (an empty bytes key). */
+START_TEST(test_small_map_keys_of_equal_length) {
+  pf_object_t* d;
+  ck_assert_int_eq(pf_dict_create(&d), 0);
+  pf_any_t k1, k2, v = pf_any_int(1);
+  ck_assert_int_eq(pf_string_create("key object number 1", 19, &k1), 0);
+  ck_assert_int_eq(pf_string_create("key object number 2", 19, &k2), 0);
+  ck_assert_int_eq(pf_dict_set(d, &k1, &v), 0);
+  const pf_any_t* got = &v;
+  ck_assert_int_eq(pf_dict_get(d, &k2, &got), 0);
+  ck_assert_ptr_null(got);
+  pf_any_t v2 = pf_any_int(2);
+  ck_assert_int_eq(pf_dict_set(d, &k2, &v2), 0);
+  ck_assert_int_eq(pf_dict_get(d, &k2, &got), 0);
+  ck_assert_int_eq(got->v_int64, 2);
+  ck_assert_int_eq(pf_dict_get(d, &k1, &got), 0);
+  ck_assert_int_eq(got->v_int64, 1);
+  pf_byte_array_t none_at_all = {NULL, 0};
+  pf_any_t eb = pf_any_byte_array(&none_at_all), v3 = pf_any_int(3);
+  ck_assert_int_eq(pf_dict_set(d, &eb, &v3), 0);
+  pf_any_t empty_bytes;
+  ck_assert_int_eq(pf_bytes_create(NULL, 0, &empty_bytes), 0);
+  ck_assert_int_eq(pf_dict_get(d, &empty_bytes, &got), 0);
+  ck_assert_ptr_nonnull(got);
+  ck_assert_int_eq(got->v_int64, 3);
+  size_t count;
+  ck_assert_int_eq(pf_dict_count(d, &count), 0);
+  ck_assert_uint_eq(count, 3);
+  pf_any_release(&k1);
+  pf_any_release(&k2);
+  pf_object_release(d);
+}
+END_TEST
+
 /* Adds this file's tests to the container suite's TCase, in their order. */
 void pf_test_map_add_tests(TCase* tc) {
   tcase_add_test(tc, test_map_set_get_iterate);
@@ -650,4 +685,5 @@ void pf_test_map_add_tests(TCase* tc) {
   tcase_add_test(tc, test_map_refusals_name_null);
   tcase_add_test(tc, test_map_empty_copy_and_weak_reference);
   tcase_add_test(tc, test_dict_emptied_dense_iterates_nothing);
+  tcase_add_test(tc, test_small_map_keys_of_equal_length);
 }

@@ -689,6 +689,48 @@ START_TEST(test_foreign_map_stored_as_it_is) {
 }
 END_TEST
 
+static int g_kv_freed;
+static void count_free_kv(void* data) {
+  g_kv_freed++;
+  free(data);
+}
+
+/* A small form of 2 slots whose storage has its own deleter (TVM-FFI's): growing into packfn's 4
+ * slots frees it through that deleter, once. */
+START_TEST(test_map_foreign_small_form_with_deleter) {
+  test_kv_t* kv = malloc(2 * sizeof *kv);
+  ck_assert_ptr_nonnull(kv);
+  kv[0].key = pf_any_int(1);
+  kv[0].value = pf_any_int(10);
+  pf_object_t* d;
+  ck_assert_int_eq(pf_dict_create(&d), 0);
+  test_mapcell_t* c = cell_of(d);
+  c->data = kv;
+  c->size = 1;
+  c->slots = 2 | TEST_SMALL_TAG;
+  c->data_deleter = count_free_kv;
+  g_kv_freed = 0;
+  pf_any_t k = pf_any_int(2), v = pf_any_int(20);
+  ck_assert_int_eq(pf_dict_set(d, &k, &v), 0); /* fits: no growth */
+  ck_assert_int_eq(g_kv_freed, 0);
+  ck_assert_ptr_eq(c->data, kv);
+  k = pf_any_int(3);
+  v = pf_any_int(30);
+  ck_assert_int_eq(pf_dict_set(d, &k, &v), 0);
+  ck_assert_int_eq(g_kv_freed, 1);
+  ck_assert_uint_eq(c->slots, 4 | TEST_SMALL_TAG);
+  for (int i = 1; i <= 3; ++i) {
+    pf_any_t q = pf_any_int(i);
+    const pf_any_t* got;
+    ck_assert_int_eq(pf_dict_get(d, &q, &got), 0);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_int_eq(got->v_int64, 10 * i);
+  }
+  pf_object_release(d);
+  ck_assert_int_eq(g_kv_freed, 1);
+}
+END_TEST
+
 void pf_test_map_foreign_add_tests(TCase* tc) {
   tcase_add_test(tc, test_dict_iteration_damaged_list_ends);
   tcase_add_test(tc, test_dict_foreign_chain_refused);
@@ -701,4 +743,5 @@ void pf_test_map_foreign_add_tests(TCase* tc) {
   tcase_add_test(tc, test_map_foreign_small_forms);
   tcase_add_test(tc, test_rvalue_reference_to_empty_handle_refused);
   tcase_add_test(tc, test_foreign_map_stored_as_it_is);
+  tcase_add_test(tc, test_map_foreign_small_form_with_deleter);
 }
