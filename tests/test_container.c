@@ -884,7 +884,8 @@ START_TEST(test_list_growth_guard_does_not_overflow) {
   int64_t size, capacity;
   pf_object_t* list = list_of_one(&c, &size, &capacity);
   pf_any_t one = pf_any_int(1);
-  const int64_t huge[] = {INT64_MAX / 2 + 1, INT64_MAX - 1, INT64_MAX};
+  /* the first: a doubled capacity whose bytes overflow size_t (2^61 values of 16 bytes) */
+  const int64_t huge[] = {(int64_t)1 << 60, INT64_MAX / 2 + 1, INT64_MAX - 1, INT64_MAX};
   for (size_t i = 0; i < sizeof huge / sizeof huge[0]; ++i) {
     c->size = c->capacity = huge[i];
     ck_assert_int_eq(pf_list_append(list, &one), -1);
