@@ -666,6 +666,32 @@ START_TEST(test_small_map_keys_of_equal_length) {
   pf_any_release(&k1);
   pf_any_release(&k2);
   pf_object_release(d);
+  /* string objects of 0 to 5 bytes (pf_string_create makes small strings of them; another
+   * runtime may not), each told from the others of its length by a first, middle or last byte */
+  static const char* const texts[] = {"", "ab", "xb", "ax", "abc", "axc", "abcde", "abcdf"};
+  enum { T = sizeof texts / sizeof texts[0] };
+  for (size_t i = 0; i < T; ++i) {
+    ck_assert_int_eq(pf_dict_create(&d), 0);
+    pf_object_t* o;
+    ck_assert_int_eq(pf_string_object_create(texts[i], strlen(texts[i]), &o), 0);
+    pf_any_t key = pf_any_object(o), val = pf_any_int((int64_t)i);
+    ck_assert_int_eq(pf_dict_set(d, &key, &val), 0);
+    for (size_t j = 0; j < T; ++j) {
+      pf_object_t* q;
+      ck_assert_int_eq(pf_string_object_create(texts[j], strlen(texts[j]), &q), 0);
+      pf_any_t qk = pf_any_object(q);
+      ck_assert_int_eq(pf_dict_get(d, &qk, &got), 0);
+      if (i == j) {
+        ck_assert_ptr_nonnull(got);
+        ck_assert_int_eq(got->v_int64, (int64_t)i);
+      } else {
+        ck_assert_ptr_null(got);
+      }
+      pf_object_release(q);
+    }
+    pf_object_release(o);
+    pf_object_release(d);
+  }
 }
 END_TEST
 

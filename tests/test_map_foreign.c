@@ -731,6 +731,37 @@ START_TEST(test_map_foreign_small_form_with_deleter) {
 }
 END_TEST
 
+/* A small form holding a key no table can place (a DLTensor* view, a negative type index:
+ * another runtime's writing): growing into the dense form would hash it, so the write is refused
+ * and the dict left as it was. */
+START_TEST(test_map_foreign_unplaceable_small_keys_refused) {
+  static const int32_t odd_types[] = {PF_TYPE_DLTENSOR_PTR, -1, PF_TYPE_OBJECT_RVALUE_REF};
+  for (size_t n = 0; n < sizeof odd_types / sizeof odd_types[0]; ++n) {
+    pf_object_t* d;
+    ck_assert_int_eq(pf_dict_create(&d), 0);
+    for (int i = 0; i < 3; ++i) {
+      pf_any_t k = pf_any_int(i), v = pf_any_int(i);
+      ck_assert_int_eq(pf_dict_set(d, &k, &v), 0);
+    }
+    test_mapcell_t* c = cell_of(d);
+    test_kv_t* kv = c->data;
+    kv[3].key = pf_any_none();
+    kv[3].key.type_index = odd_types[n];
+    kv[3].value = pf_any_int(3);
+    c->size = 4;
+    pf_any_t k = pf_any_int(9), v = pf_any_int(9);
+    ck_assert_int_eq(pf_dict_set(d, &k, &v), -1);
+    PF_ASSERT_RAISED("TypeError", "pf_dict_set: argument dict: expected a dict whose keys packfn "
+                                  "can hash");
+    ck_assert_uint_eq(c->size, 4);
+    ck_assert_uint_eq(c->slots, 4 | TEST_SMALL_TAG);
+    ck_assert_ptr_eq(c->data, kv);
+    c->size = 3; /* the odd key is no value to release */
+    pf_object_release(d);
+  }
+}
+END_TEST
+
 void pf_test_map_foreign_add_tests(TCase* tc) {
   tcase_add_test(tc, test_dict_iteration_damaged_list_ends);
   tcase_add_test(tc, test_dict_foreign_chain_refused);
@@ -744,4 +775,5 @@ void pf_test_map_foreign_add_tests(TCase* tc) {
   tcase_add_test(tc, test_rvalue_reference_to_empty_handle_refused);
   tcase_add_test(tc, test_foreign_map_stored_as_it_is);
   tcase_add_test(tc, test_map_foreign_small_form_with_deleter);
+  tcase_add_test(tc, test_map_foreign_unplaceable_small_keys_refused);
 }
