@@ -782,6 +782,17 @@ START_TEST(test_refusals_without_expected_or_value) {
   PF_ASSERT_RAISED("ValueError", "pf_bytes_create: argument out");
   ck_assert_int_eq(pf_string_from_cstr("abc", NULL), -1);
   PF_ASSERT_RAISED("ValueError", "pf_string_from_cstr: argument out");
+  /* an accessor given neither value nor output (its fast path checks only the output; a NULL v
+   * alone is documented as unchecked) names v */
+  ck_assert_int_eq(pf_any_as_int(NULL, NULL), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_any_as_int: argument v: expected a pointer, got NULL");
+  /* a string object outlived by a weak reference: its block goes with the last one */
+  pf_object_t* s;
+  ck_assert_int_eq(pf_string_object_create("weakly held", 11, &s), 0);
+  pf_object_weak_retain(s);
+  pf_object_release(s);
+  ck_assert_int_eq(pf_object_weak_lock(s), 0);
+  pf_object_weak_release(s);
 }
 END_TEST
 
