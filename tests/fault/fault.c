@@ -677,6 +677,34 @@ static int prog_function_texts(void) {
   return rc != 0 ? -1 : ok ? 0 : wrong("function texts");
 }
 
+static int bare_impl(void* self, const pf_arg_t* args, pf_any_t* result) {
+  (void)self;
+  *result = pf_any_float(args[0].f);
+  return 0;
+}
+
+/* PF_TYPED_CREATE's entry and a typed function, both declared without a doc: each allocation
+ * of their texts and records failing in turn (their MemoryErrors name the block that failed). */
+static int prog_bare_texts(void) {
+  static const pf_param_t params[] = {{"eps", PF_PARAM_FLOAT}};
+  static const pf_signature_t sig = {"bare", 1, params, PF_PARAM_FLOAT, NULL};
+  pf_object_t* fn;
+  if (pf__typed_create(&sig, static_entry, &fn) != 0)
+    return -1;
+  int ok =
+      strcmp(pf_function_signature(fn), "bare(eps: float) -> float") == 0 && !pf_function_doc(fn);
+  pf_object_release(fn);
+  if (pf_function_create_typed(&sig, bare_impl, NULL, NULL, &fn) != 0)
+    return -1;
+  ok = ok && strcmp(pf_function_signature(fn), "bare(eps: float) -> float") == 0 &&
+       !pf_function_doc(fn);
+  pf_any_t a = pf_any_float(2.5), r = pf_any_none();
+  int rc = pf_function_call(fn, &a, 1, &r);
+  ok = ok && (rc != 0 || (r.type_index == PF_TYPE_FLOAT && r.v_float64 == 2.5));
+  pf_object_release(fn);
+  return rc != 0 ? -1 : ok ? 0 : wrong("bare texts");
+}
+
 /* ---- blocks the runtime keeps on purpose ---- */
 
 /* Blocks the global table owns: its array, once it left the static empty one (two slots), and
@@ -1021,6 +1049,7 @@ static const program_t programs[] = {
     {.name = "dicts", .run = prog_dicts},
     {.name = "long chain", .run = prog_long_chain},
     {.name = "exports", .run = prog_exports},
+    {.name = "bare texts", .run = prog_bare_texts},
     {.name = "growth", .run = prog_global_growth, .held = table_blocks, .forked = 1},
     {.name = "first load",
      .run = prog_first_load,
