@@ -31,13 +31,15 @@ typedef struct {
   pf_object_t* fn;
 } callback_t;
 
-/* Names the result of `callable`, whose conversion failed, in the pending exception, as
- * name_failed_argument names an argument (it read "packfn: cannot pass a value of type 'set'",
- * naming neither the callback nor its result: review): packfn's own refusal (a TypeError,
- * OverflowError or ValueError without a traceback or a cause) is remade with "result of
- * <qualname>: " before its message; one raised by Python code the conversion ran (a
- * __dlpack__) is kept as it is, with a note saying so. */
-static void name_failed_result(PyObject* callable) {
+/* Names what failed to convert in the pending exception. One that packfn's conversion raised
+ * itself (a TypeError, OverflowError or ValueError without a traceback or a cause: no Python
+ * code ran) is remade with describe(ctx, 0) and ": " before its message. Any other (raised by
+ * Python code the conversion ran: __dlpack__, __dlpack_device__, a deleter) is kept as it is,
+ * its traceback, cause and attributes included, with the note "packfn: while converting
+ * <describe(ctx, 1)>" (found by review: remaking those lost them). describe runs with no
+ * exception pending and returns a new str, or NULL (then nothing is added: best effort). */
+PFPY_COLD static void name_failed_conversion(PyObject* (*describe)(void* ctx, int for_note),
+                                             void* ctx) {
   PyObject *et, *ev, *etb;
   PyErr_Fetch(&et, &ev, &etb);
   PyErr_NormalizeException(&et, &ev, &etb);
@@ -45,34 +47,45 @@ static void name_failed_result(PyObject* callable) {
     PyErr_Restore(et, ev, etb);
     return;
   }
-  PyObject* name = PyObject_GetAttrString(callable, "__qualname__");
-  if (!name || !PyUnicode_Check(name)) { /* a functools.partial, a callable instance */
-    Py_XDECREF(name);
-    PyErr_Clear();
-    name = PyUnicode_FromString(Py_TYPE(callable)->tp_name);
-  }
   PyObject* cause = PyException_GetCause(ev);
   Py_XDECREF(cause);
-  if (name && !etb && !cause &&
-      (et == PyExc_TypeError || et == PyExc_OverflowError || et == PyExc_ValueError)) {
+  int remake = !etb && !cause &&
+               (et == PyExc_TypeError || et == PyExc_OverflowError || et == PyExc_ValueError);
+  PyObject* what = describe(ctx, !remake);
+  if (what && remake) {
     PyObject* msg = PyObject_Str(ev);
     if (msg) {
-      PyErr_Format(et, "result of %U: %U", name, msg);
+      PyErr_Format(et, "%U: %U", what, msg);
       Py_DECREF(msg);
-      Py_DECREF(name);
+      Py_DECREF(what);
       Py_DECREF(et);
       Py_DECREF(ev);
       return;
     }
-  } else if (name) {
-    PyObject* note = PyUnicode_FromFormat("packfn: while converting the result of %U", name);
+  } else if (what) {
+    PyObject* note = PyUnicode_FromFormat("packfn: while converting %U", what);
     PyObject* r = note ? PyObject_CallMethod(ev, "add_note", "O", note) : NULL;
     Py_XDECREF(note);
     Py_XDECREF(r);
   }
-  Py_XDECREF(name);
-  PyErr_Clear(); /* the name and note are best effort: the original stands */
+  Py_XDECREF(what);
+  PyErr_Clear(); /* the naming is best effort: the original stands */
   PyErr_Restore(et, ev, etb);
+}
+
+/* name_failed_conversion's text for a callback's result: "result of <qualname>" (the type's
+ * name for a callable without one: a functools.partial, a callable instance). */
+static PyObject* describe_result(void* callable, int for_note) {
+  (void)for_note;
+  PyObject* name = PyObject_GetAttrString((PyObject*)callable, "__qualname__");
+  if (!name || !PyUnicode_Check(name)) {
+    Py_XDECREF(name);
+    PyErr_Clear();
+    name = PyUnicode_FromString(Py_TYPE((PyObject*)callable)->tp_name);
+  }
+  PyObject* what = name ? PyUnicode_FromFormat("result of %U", name) : NULL;
+  Py_XDECREF(name);
+  return what;
 }
 
 static int callback_call(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
@@ -96,7 +109,7 @@ static int callback_call(void* self, const pf_any_t* args, int32_t num_args, pf_
   if (r) {
     rc = pfpy_py_to_owned(r, result);
     if (rc != 0)
-      name_failed_result(((callback_t*)self)->callable);
+      name_failed_conversion(describe_result, ((callback_t*)self)->callable);
     Py_DECREF(r);
   }
 out:
@@ -282,44 +295,21 @@ PFPY_COLD static PyObject* view_result(PyObject* self, const pf_any_t* result, p
   return r;
 }
 
-/* Names argument `i`, whose conversion failed, in the pending exception. One that packfn's
- * conversion raised itself (a TypeError, OverflowError or ValueError without a traceback or a
- * cause: no Python code ran) is remade with "argument i: " before its message. Any other
- * (raised by Python code the conversion ran: __dlpack__, __dlpack_device__, a deleter) is
- * kept as it is, its traceback, cause and attributes included, with a note naming the argument
- * and the function (found by review: remaking those lost them). */
-PFPY_COLD static void name_failed_argument(PyObject* self, Py_ssize_t i) {
-  PyObject *et, *ev, *etb;
-  PyErr_Fetch(&et, &ev, &etb);
-  PyErr_NormalizeException(&et, &ev, &etb);
-  if (!ev) {
-    PyErr_Restore(et, ev, etb);
-    return;
-  }
-  PyObject* cause = PyException_GetCause(ev);
-  Py_XDECREF(cause);
-  if (!etb && !cause &&
-      (et == PyExc_TypeError || et == PyExc_OverflowError || et == PyExc_ValueError)) {
-    PyObject* msg = PyObject_Str(ev);
-    if (msg) {
-      PyErr_Format(et, "argument %zd: %U", i, msg);
-      Py_DECREF(msg);
-      Py_DECREF(et);
-      Py_DECREF(ev);
-      return;
-    }
-    PyErr_Clear(); /* the original stands */
-  } else {
-    PyObject* name = fn_get_name(self, NULL);
-    PyObject* note =
-        name ? PyUnicode_FromFormat("packfn: while converting argument %zd of %U", i, name) : NULL;
-    PyObject* r = note ? PyObject_CallMethod(ev, "add_note", "O", note) : NULL;
-    Py_XDECREF(name);
-    Py_XDECREF(note);
-    Py_XDECREF(r);
-    PyErr_Clear(); /* the note is best effort: the original stands */
-  }
-  PyErr_Restore(et, ev, etb);
+/* name_failed_conversion's text for argument i of the function self: "argument i", in a note
+ * "argument i of <name>". */
+typedef struct {
+  PyObject* self;
+  Py_ssize_t i;
+} failed_argument_t;
+
+static PyObject* describe_argument(void* ctx, int for_note) {
+  const failed_argument_t* a = ctx;
+  if (!for_note)
+    return PyUnicode_FromFormat("argument %zd", a->i);
+  PyObject* name = fn_get_name(a->self, NULL);
+  PyObject* what = name ? PyUnicode_FromFormat("argument %zd of %U", a->i, name) : NULL;
+  Py_XDECREF(name);
+  return what;
 }
 
 /* A call of a function of another runtime (PfObject.foreign) with converted arguments `av`:
@@ -393,7 +383,8 @@ static PyObject* fn_call_args(PyObject* self, PyObject* const* args, size_t narg
   for (; i < n; ++i) {
     int r = pfpy_py_to_view(args[i], &av[i], &tmp[i], ((PfObject*)self)->owned_args, &release_gil);
     if (r < 0) {
-      name_failed_argument(self, i);
+      failed_argument_t failed = {self, i};
+      name_failed_conversion(describe_argument, &failed);
       goto done;
     }
     used[i] = (unsigned char)r;
