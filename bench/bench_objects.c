@@ -401,6 +401,7 @@ typedef struct cell {
   double mem[MAX_REPS], cold_c[MAX_REPS], cold_r[MAX_REPS], warm_c[MAX_REPS], warm_r[MAX_REPS];
   double m_mem, m_cold_c, m_cold_r, m_warm_c, m_warm_r; /* medians */
   double ir[4]; /* per object: cold create, cold release, warm create, warm release; -1 unknown */
+  int failed;   /* its checksum differs from packfn's: no figure of it is reported */
   /* each process's rounds: create and release ns, the share of objects above the previous one */
   double round_c[MAX_REPS][MAX_ROUNDS], round_r[MAX_REPS][MAX_ROUNDS],
       round_a[MAX_REPS][MAX_ROUNDS];
@@ -657,7 +658,7 @@ static void write_rounds(FILE* out, const options_t* opt) {
   fprintf(out, "\n");
   for (size_t k = 0; k < NKIND; ++k)
     for (size_t v = 0; v < NVAR; ++v)
-      for (int p = 0; p < cells[k][v].runs; ++p) {
+      for (int p = 0; !cells[k][v].failed && p < cells[k][v].runs; ++p) {
         fprintf(out, "| %s | %s | %d |", kind_names[k], variants[v].name, p + 1);
         for (int r = 0; r < opt->rounds; ++r) {
           double rel = cells[k][v].round_r[p][r];
@@ -860,16 +861,20 @@ int main(int argc, char** argv) {
       if (!c->runs)
         continue;
       summarise(c);
-      /* Both runtimes read back the same values from the same objects. */
+      /* Both runtimes read back the same values from the same objects. A figure that fails a
+         check is reported as none ("-", null), not as a number. */
       if (c->checksum != cells[k][0].checksum) {
         fprintf(stderr, "bench_objects: %s: %s checksum %llu, packfn %llu\n", kind_names[k],
                 variants[v].name, (unsigned long long)c->checksum,
                 (unsigned long long)cells[k][0].checksum);
+        c->failed = 1;
+        c->m_mem = c->m_cold_c = c->m_cold_r = c->m_warm_c = c->m_warm_r = -1;
         bad = 1;
       }
-      if (!(c->m_mem > 0)) {
+      if (!c->failed && !(c->m_mem > 0)) {
         fprintf(stderr, "bench_objects: %s %s: no memory in use per object (%.1f)\n", kind_names[k],
                 variants[v].name, c->m_mem);
+        c->m_mem = -1;
         bad = 1;
       }
     }
@@ -886,7 +891,8 @@ int main(int argc, char** argv) {
       for (size_t k = 0; k < NKIND; ++k)
         if (kind_selected(&opt, kind_names[k]))
           for (size_t v = 0; v < NVAR; ++v)
-            measure_callgrind(&opt, k, v);
+            if (!cells[k][v].failed)
+              measure_callgrind(&opt, k, v);
     }
   }
   if (opt.md_path)
