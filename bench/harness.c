@@ -356,7 +356,9 @@ static void measure(entry_t* e, const options_t* opt) {
     e->op->teardown(state);
 }
 
-/* Every implementation of one operation must agree on the checksum; 0 when they do. */
+/* Every implementation of one operation must agree on the checksum; 0 when they do. The
+   entries of an operation whose implementations disagree are marked: they did not all do the
+   same work, so the reports give none of their figures. */
 static int check_agreement(void) {
   int bad = 0;
   for (size_t i = 1; i < pf_bench_num_entries; ++i) {
@@ -366,10 +368,21 @@ static int check_agreement(void) {
       fprintf(stderr, "packfn_bench: %s: checksum %llu (%s) differs from %llu (%s)\n", b->op->op,
               (unsigned long long)b->checksum, b->op->impl, (unsigned long long)a->checksum,
               a->op->impl);
+      for (size_t k = 0; k < pf_bench_num_entries; ++k)
+        pf_bench_entries[k].disagrees |= pf_bench_entries[k].catalogue_index == a->catalogue_index;
       bad = 1;
     }
   }
   return bad;
+}
+
+/* Takes the figures of the marked entries out (the checksums stay, to show the disagreement). */
+static void drop_disagreeing_figures(void) {
+  for (size_t i = 0; i < pf_bench_num_entries; ++i) {
+    entry_t* e = &pf_bench_entries[i];
+    if (e->disagrees)
+      e->ns_median = e->ns_min = e->ns_max = e->ir_per_op = -1.0;
+  }
 }
 
 /* ---- command line ---- */
@@ -553,6 +566,7 @@ int main(int argc, char** argv) {
   }
   if (opt.ir_path != NULL)
     pf_bench_read_ir_file(opt.ir_path);
+  drop_disagreeing_figures();
 
   result_file_t files[2];
   void (*writers[2])(FILE*, const options_t*);

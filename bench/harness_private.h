@@ -35,6 +35,7 @@ typedef struct entry {
   int reps;
   double ns_median, ns_min, ns_max; /* per operation; negative when not timed */
   double ir_per_op;                 /* negative when unknown */
+  int disagrees; /* the implementations of its op returned different checksums: no figure */
 } entry_t;
 
 typedef struct options {
