@@ -318,7 +318,9 @@ static const int kArgsQuick[] = {1, 8, 64};
 static const int64_t kLookupFull[] = {10, 100, 1000, 10000, 100000};
 static const int64_t kLookupQuick[] = {10, 1000, 100000};
 static const int64_t kLookupHuge[] = {10, 100, 1000, 10000, 100000, 1000000};
-/* Table size of the lookup-threads series. */
+/* The lookup-threads series' names (its random names are drawn from the first THREADS_TABLE of
+   each kind). Names stay registered, so its table is the one the size series left: 2 x 100 000
+   names (2 x 1 000 000 with --full). */
 #define THREADS_TABLE 1000
 static const int64_t kAllocFull[] = {1,       64,      1024,     16384,   262144,
                                      1048576, 4194304, 16777216, 67108864};
@@ -587,8 +589,9 @@ static void usage(FILE* out) {
           "name, random names, suffix-numbered names; tables of 10..100000 names of each kind,\n"
           "to 1000000 with --full); lookup_threads, lookup_threads_own, lookup_threads_random\n"
           "(lookups/s from 1 and 2 threads: one shared name, a name and function per thread,\n"
-          "random names; 1000 names of each kind); alloc (1 B..64 MiB); threads (calls/s, 1 and 2\n"
-          "threads, one shared function). The series from 1 and 2 threads take at least 7\n"
+          "random names from the first 1000 of each kind, in the table the size series left);\n"
+          "alloc (1 B..64 MiB); threads (calls/s, 1 and 2 threads, one shared function).\n"
+          "The series from 1 and 2 threads take at least 7\n"
           "samples of at least 20 ms each (loops sized from the fastest of 3 timed runs, and\n"
           "sized again and measured again, up to 3 times, when a sample comes out shorter),\n"
           "whatever --quick, --iters and --reps ask; each thread reads the clock around its own\n"
