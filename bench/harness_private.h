@@ -35,6 +35,7 @@ typedef struct entry {
   int reps;
   double ns_median, ns_min, ns_max; /* per operation; negative when not timed */
   double ir_per_op;                 /* negative when unknown */
+  long long ir_iters;               /* the callgrind loop ir_per_op comes from; 0 unknown */
   int disagrees; /* the implementations of its op returned different checksums: no figure */
 } entry_t;
 
@@ -61,7 +62,8 @@ extern size_t pf_bench_num_entries;
 
 /* ---- harness_report.c ---- */
 
-/* Merges instruction counts from run_callgrind.sh: lines "impl<TAB>op<TAB>ir_per_op". */
+/* Merges instruction counts from run_callgrind.sh: lines "impl<TAB>op<TAB>ir_per_op[<TAB>iters]"
+   (iters: the length of the callgrind loop the count comes from, which --iters does not give). */
 void pf_bench_read_ir_file(const char* path);
 
 /* The results as a markdown table, and as JSON. */

@@ -26,7 +26,8 @@
 #define PF_BENCH_TVMFFI_WHEEL "unknown"
 #endif
 
-/* ---- instruction counts from run_callgrind.sh: lines "impl<TAB>op<TAB>ir_per_op" ---- */
+/* ---- instruction counts from run_callgrind.sh: lines "impl<TAB>op<TAB>ir_per_op[<TAB>iters]" ----
+ */
 
 void pf_bench_read_ir_file(const char* path) {
   FILE* f = fopen(path, "r");
@@ -36,12 +37,15 @@ void pf_bench_read_ir_file(const char* path) {
   while (fgets(line, sizeof(line), f) != NULL) {
     char impl[64], op[128];
     double ir;
-    if (line[0] == '#' || sscanf(line, "%63s %127s %lf", impl, op, &ir) != 3)
+    long long iters = 0;
+    if (line[0] == '#' || sscanf(line, "%63s %127s %lf %lld", impl, op, &ir, &iters) < 3)
       continue;
     for (size_t i = 0; i < pf_bench_num_entries; ++i) {
       if (strcmp(pf_bench_entries[i].op->impl, impl) == 0 &&
-          strcmp(pf_bench_entries[i].op->op, op) == 0)
+          strcmp(pf_bench_entries[i].op->op, op) == 0) {
         pf_bench_entries[i].ir_per_op = ir;
+        pf_bench_entries[i].ir_iters = iters > 0 ? iters : 0;
+      }
     }
   }
   fclose(f);
@@ -149,7 +153,24 @@ void pf_bench_write_markdown(FILE* out, const options_t* opt) {
 #ifndef PF_BENCH_HAVE_LIBFFI
   fprintf(out, ", libffi absent");
 #endif
-  fprintf(out, "%s\n", have_ir ? "; Ir/op from callgrind" : "");
+  if (have_ir) {
+    /* the loops the counts come from, which the iterations above are not */
+    long long lo = 0, hi = 0;
+    for (size_t i = 0; i < pf_bench_num_entries; ++i) {
+      long long n = pf_bench_entries[i].ir_per_op >= 0 ? pf_bench_entries[i].ir_iters : 0;
+      if (n > 0 && (lo == 0 || n < lo))
+        lo = n;
+      hi = n > hi ? n : hi;
+    }
+    fprintf(out, "; Ir/op from callgrind");
+    if (lo == 0)
+      fprintf(out, " (loop length not given)");
+    else if (lo == hi)
+      fprintf(out, " (loops of %lld operations)", lo);
+    else
+      fprintf(out, " (loops of %lld to %lld operations)", lo, hi);
+  }
+  fprintf(out, "\n");
   pf_bench_conditions_print(out, "");
   fprintf(out, "\n| op |");
   size_t ncols = 0;
@@ -265,6 +286,11 @@ void pf_bench_write_json(FILE* out, const options_t* opt) {
     json_number(out, e->ns_max);
     fprintf(out, ", \"ir_per_op\": ");
     json_number(out, e->ir_per_op);
+    fprintf(out, ", \"ir_iters\": ");
+    if (e->ir_per_op >= 0 && e->ir_iters > 0)
+      fprintf(out, "%lld", e->ir_iters);
+    else
+      fprintf(out, "null");
     fprintf(out, ", \"checksum\": %llu}", (unsigned long long)e->checksum);
   }
   fprintf(out, "\n  ],\n  \"ratios\": [");
