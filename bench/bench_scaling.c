@@ -113,6 +113,7 @@ typedef struct point {
   int reps;           /* samples */
   double shortest_ns; /* wall time of the shortest sample (the whole loop, not per operation) */
   int resized;        /* threads series: times the loop was re-sized after a short sample */
+  int disagrees;      /* its checksum differs from another implementation's: no figure shown */
 } point_t;
 
 static point_t points[MAX_POINTS];
@@ -429,7 +430,9 @@ static void run_impl(const sc_impl_t* impl, const options_t* opt) {
   }
 }
 
-/* Both implementations must agree on each point's checksum. */
+/* Both implementations must agree on each point's checksum; the points that do not are marked,
+   and the ratios, the CSV and the JSON leave them out (a figure of different work is no
+   result). 1 when any disagrees. */
 static int check_agreement(void) {
   int bad = 0;
   for (size_t i = 0; i < num_points; ++i) {
@@ -440,6 +443,7 @@ static int check_agreement(void) {
         fprintf(stderr, "bench_scaling: %s %lld: checksum %llu (%s) != %llu (%s)\n", a->series,
                 (long long)a->x, (unsigned long long)a->checksum, a->impl,
                 (unsigned long long)b->checksum, b->impl);
+        points[i].disagrees = points[j].disagrees = 1;
         bad = 1;
       }
     }
@@ -460,11 +464,12 @@ static const char* unit_of(const char* series) {
   return strncmp(series, "lookup_threads", 14) == 0 ? "lookups_per_s" : "ns_per_op";
 }
 
+/* The point of series, impl and x; NULL when there is none or its implementations disagree. */
 static const point_t* find_point(const char* series, const char* impl, int64_t x) {
   for (size_t i = 0; i < num_points; ++i)
     if (strcmp(points[i].series, series) == 0 && strcmp(points[i].impl, impl) == 0 &&
         points[i].x == x)
-      return &points[i];
+      return points[i].disagrees ? NULL : &points[i];
   return NULL;
 }
 
@@ -526,7 +531,7 @@ static void print_thread_samples(void) {
   int series = 0, resized = 0;
   for (size_t i = 0; i < num_points; ++i) {
     const point_t* p = &points[i];
-    if (strcmp(unit_of(p->series), "ns_per_op") == 0)
+    if (strcmp(unit_of(p->series), "ns_per_op") == 0 || p->disagrees)
       continue;
     series++;
     resized += p->resized > 0;
@@ -547,6 +552,8 @@ static void write_csv(FILE* f) {
   fprintf(f, "series,impl,x,unit,median,min,max,shortest_ms\n");
   for (size_t i = 0; i < num_points; ++i) {
     const point_t* p = &points[i];
+    if (p->disagrees)
+      continue;
     fprintf(f, "%s,%s,%lld,%s,%.4f,%.4f,%.4f,%.3f\n", p->series, p->impl, (long long)p->x,
             unit_of(p->series), p->median, p->min, p->max, p->shortest_ns * 1e-6);
   }
@@ -568,15 +575,19 @@ static void write_json(FILE* f, const options_t* opt) {
              "\"registered names per kind\", \"lookup_threads\": \"threads\", "
              "\"lookup_threads_random\": \"threads\", \"lookup_threads_own\": \"threads\", "
              "\"alloc\": \"tensor bytes\", \"threads\": \"threads\"},\n  \"points\": [");
+  int first = 1;
   for (size_t i = 0; i < num_points; ++i) {
     const point_t* p = &points[i];
+    if (p->disagrees)
+      continue;
     fprintf(f,
             "%s\n    {\"series\": \"%s\", \"impl\": \"%s\", \"x\": %lld, \"unit\": \"%s\", "
             "\"median\": %.4f, \"min\": %.4f, \"max\": %.4f, \"checksum\": %llu, "
             "\"iters\": %lld, \"samples\": %d, \"shortest_ms\": %.3f, \"resized\": %d}",
-            i ? "," : "", p->series, p->impl, (long long)p->x, unit_of(p->series), p->median,
+            first ? "" : ",", p->series, p->impl, (long long)p->x, unit_of(p->series), p->median,
             p->min, p->max, (unsigned long long)p->checksum, (long long)p->iters, p->reps,
             p->shortest_ns * 1e-6, p->resized);
+    first = 0;
   }
   fprintf(f, "\n  ]\n}\n");
 }
@@ -650,9 +661,12 @@ int main(int argc, char** argv) {
     if (opt.only_impl == NULL || strcmp(opt.only_impl, impls[i]->name) == 0)
       run_impl(impls[i], &opt);
   }
+  int bad = check_agreement(); /* first: the ratios leave out what disagrees */
+  if (bad)
+    fprintf(stderr, "bench_scaling: the points whose implementations disagree are left out of "
+                    "the ratios, the CSV and the JSON\n");
   print_lookup_ratios(&opt);
   print_thread_samples();
-  int bad = check_agreement();
   FILE* f = opt.csv_path ? open_out(opt.csv_path) : stdout;
   write_csv(f);
   if (f != stdout)

@@ -62,12 +62,17 @@ const catalogue_entry_t pf_bench_catalogue[] = {
      "PACKFN_BACKTRACE off; TVM-FFI: empty backtrace)"},
     {"error_to_tvmffi", "error", "packfn raise, TVM-FFI take + release (joined, --joined)"},
     {"error_from_tvmffi", "error", "TVM-FFI raise, packfn take + release (joined, --joined)"},
-    {"map_get_small", "map", "map lookup, 4 string keys (small form)"},
+    {"map_get_small", "map", "map lookup, 4 string keys (small form; TVM-FFI: C++ ffi::Map)"},
     {"map_get_1k_str", "map", "map lookup, 1024 string keys (dense form)"},
     {"map_get_1k_int", "map", "map lookup, 1024 int keys (dense form)"},
     {"map_build_64", "map", "map create + 64 string-key inserts + release"},
-    {"tensor_empty", "tensor", "tensor empty + release, 1024 float32 CPU"},
-    {"tensor_empty_env", "tensor", "tensor empty + release through an env allocator"},
+    {"tensor_empty", "tensor",
+     "tensor empty + release, 1024 float32 CPU (packfn: a slab block aligned to 256; TVM-FFI: "
+     "C++ FromNDAlloc with malloc)"},
+    {"tensor_empty_env", "tensor",
+     "tensor empty + release through an installed host allocator (packfn: pf_allocator_set's "
+     "data hook, aligned_alloc, header from its slabs; TVM-FFI: a DLPack allocator making the "
+     "whole tensor, calloc + malloc, then wrapped)"},
     {"dlpack_legacy", "dlpack",
      "to DLManagedTensor + from + release (re-imports its own export: packfn's import "
      "recognises it and returns the same tensor, a shortcut)"},
