@@ -1,10 +1,10 @@
 /* bench_objects.c: objects in bulk, packfn against TVM-FFI in one run. For each kind of object
-   (function without self, closure, 8- and 100-byte strings, tensor view, tensor with 1 KiB of
-   data) and each runtime, a fresh process creates N objects and keeps them all alive, then
-   releases them all, then does it again:
-     memory    bytes in use after the N creates minus before, divided by N: what one live
-               object costs. malloc's bytes in use (mallinfo2: uordblks + hblkhd: its chunk
-               headers and rounding included) plus, for packfn, the 64 KiB spans its slab
+   (function without self, closure, direct function, 8- and 100-byte strings, 100 bytes, array
+   of 4 ints, error, tensor view and slice, tensor with 1 KiB of data, tensor imported from a
+   DLPack producer) and each runtime, a fresh process creates N objects and keeps them all alive,
+   then releases them all, then does it again: memory    bytes in use after the N creates minus
+   before, divided by N: what one live object costs. malloc's bytes in use (mallinfo2: uordblks +
+   hblkhd: its chunk headers and rounding included) plus, for packfn, the 64 KiB spans its slab
                allocator has given to size classes (pf__alloc_slab_bytes: blocks in use, free
                ones and the unused tail of each class's newest span all count);
      cold      ns per create and per release in the first round (fresh heap: sbrk, page faults);
@@ -94,6 +94,16 @@ static void* create_closure(void* state, uint64_t* checksum) {
   (void)state;
   return create_function(&closure_state, closure_deleter, checksum);
 }
+/* function_direct: the cell calls `callee` itself (the form static registrations use), 64
+ * bytes: a cache line of its own, for lookups from several threads (docs/function.md). */
+static void* create_fn_direct(void* state, uint64_t* checksum) {
+  (void)state;
+  pf_object_t* fn;
+  if (pf_function_create_direct(callee, &fn) != 0)
+    fail_raised("pf_function_create_direct");
+  *checksum += (uint64_t)fn->type_index;
+  return fn;
+}
 
 static void* create_string(const char* data, size_t size, uint64_t* checksum) {
   pf_any_t s;
@@ -115,6 +125,91 @@ static void* create_string8(void* state, uint64_t* checksum) {
 static void* create_string100(void* state, uint64_t* checksum) {
   (void)state;
   return create_string(PF_OBJBENCH_STRING_100, sizeof(PF_OBJBENCH_STRING_100) - 1, checksum);
+}
+
+static void* create_bytes100(void* state, uint64_t* checksum) {
+  (void)state;
+  pf_any_t b;
+  if (pf_bytes_create(PF_OBJBENCH_STRING_100, sizeof(PF_OBJBENCH_STRING_100) - 1, &b) != 0)
+    fail_raised("pf_bytes_create");
+  if (b.type_index != PF_TYPE_BYTES)
+    pf_objbench_fail(kImpl, "bytes", "expected a bytes object");
+  const char* d;
+  size_t n;
+  if (pf_any_as_bytes(&b, &d, &n) != 0)
+    fail_raised("pf_any_as_bytes");
+  *checksum += n;
+  return b.v_obj;
+}
+
+/* array_4: an array of the ints 1..4 (PF_OBJBENCH_ARRAY_N). */
+static void* create_array4(void* state, uint64_t* checksum) {
+  (void)state;
+  pf_any_t items[PF_OBJBENCH_ARRAY_N];
+  for (int i = 0; i < PF_OBJBENCH_ARRAY_N; ++i)
+    items[i] = pf_any_int(i + 1);
+  pf_object_t* a;
+  if (pf_array_create(items, PF_OBJBENCH_ARRAY_N, &a) != 0)
+    fail_raised("pf_array_create");
+  size_t n;
+  if (pf_array_count(a, &n) != 0)
+    fail_raised("pf_array_count");
+  *checksum += n;
+  return a;
+}
+
+/* error: an error object made, not raised, without a backtrace. */
+static void* create_error(void* state, uint64_t* checksum) {
+  (void)state;
+  pf_object_t* e;
+  if (pf_error_create(PF_OBJBENCH_ERROR_KIND, PF_OBJBENCH_ERROR_MESSAGE, NULL, &e) != 0)
+    fail_raised("pf_error_create");
+  *checksum += (unsigned char)pf_error_message(e)[0];
+  return e;
+}
+
+/* ---- the neutral DLPack producer both sides import from (objects.h) ---- */
+
+static float dlpack_data[PF_OBJBENCH_DATA_NUMEL]; /* shared by every export: read, not written */
+
+typedef struct {
+  pf_dl_managed_tensor_versioned_t managed;
+  int64_t shape[1];
+} dlpack_block_t;
+
+static void dlpack_block_delete(pf_dl_managed_tensor_versioned_t* self) {
+  free(self); /* the block starts with `managed` */
+}
+
+void* pf_objbench_dlpack_produce(void) {
+  dlpack_block_t* b = malloc(sizeof *b);
+  if (!b)
+    pf_objbench_fail("producer", "dlpack", "out of memory");
+  b->shape[0] = PF_OBJBENCH_DATA_NUMEL;
+  b->managed.version.major = 1;
+  b->managed.version.minor = 0;
+  b->managed.manager_ctx = NULL;
+  b->managed.deleter = dlpack_block_delete;
+  b->managed.flags = 0;
+  b->managed.dl_tensor.data = dlpack_data;
+  b->managed.dl_tensor.device = (DLDevice){kDLCPU, 0};
+  b->managed.dl_tensor.ndim = 1;
+  b->managed.dl_tensor.dtype = (DLDataType){kDLFloat, 32, 1};
+  b->managed.dl_tensor.shape = b->shape;
+  b->managed.dl_tensor.strides = NULL;
+  b->managed.dl_tensor.byte_offset = 0;
+  return &b->managed;
+}
+
+/* tensor_dlpack: a foreign tensor imported: the producer's export, then
+ * pf_tensor_from_dlpack_versioned; the producer's deleter runs at the release. */
+static void* create_dlpack(void* state, uint64_t* checksum) {
+  (void)state;
+  pf_object_t* t;
+  if (pf_tensor_from_dlpack_versioned(pf_objbench_dlpack_produce(), &t) != 0)
+    fail_raised("pf_tensor_from_dlpack_versioned");
+  *checksum += (uint64_t)pf_tensor_dltensor(t)->shape[0];
+  return t;
 }
 
 static const DLDataType kFloat32 = {kDLFloat, 32, 1};
@@ -171,29 +266,45 @@ static const pf_objbench_kind_t packfn_kinds[] = {
     {"function", "packfn", "pf_function_create(NULL self, NULL deleter)", NULL, create_fn, release,
      NULL},
     {"closure", "packfn", "pf_function_create(self, deleter)", NULL, create_closure, release, NULL},
+    {"function_direct", "packfn", "pf_function_create_direct (a 64-byte line of its own)", NULL,
+     create_fn_direct, release, NULL},
     {"string_8", "packfn", "pf_string_create (8 bytes: a string object)", NULL, create_string8,
      release, NULL},
     {"string_100", "packfn", "pf_string_create", NULL, create_string100, release, NULL},
+    {"bytes_100", "packfn", "pf_bytes_create", NULL, create_bytes100, release, NULL},
+    {"array_4", "packfn", "pf_array_create of 4 ints", NULL, create_array4, release, NULL},
+    {"error", "packfn", "pf_error_create (no backtrace, not raised)", NULL, create_error, release,
+     NULL},
     {"tensor_view", "packfn", "pf_tensor_view of a live 1024-float tensor", setup_view, create_view,
      release, teardown_view},
     {"tensor_slice", "packfn",
      "pf_tensor_slice(axis 0, 1, 1024, step 2) of a live 1024-float tensor", setup_view,
      create_slice, release, teardown_view},
     {"tensor_1k", "packfn", "pf_tensor_empty, 256 float32", NULL, create_tensor1k, release, NULL},
+    {"tensor_dlpack", "packfn",
+     "pf_tensor_from_dlpack_versioned of a neutral producer's export (256 float32)", NULL,
+     create_dlpack, release, NULL},
 };
 
 /* ---- kinds and variants ---- */
 
-static const char* const kind_names[] = {"function",    "closure",      "string_8", "string_100",
-                                         "tensor_view", "tensor_slice", "tensor_1k"};
+static const char* const kind_names[] = {
+    "function", "closure", "function_direct", "string_8",     "string_100", "bytes_100",
+    "array_4",  "error",   "tensor_view",     "tensor_slice", "tensor_1k",  "tensor_dlpack"};
 static const char* const kind_what[] = {
     "function, no self (type 68)",
     "closure: function with self + deleter",
+    "function, direct form (packfn: a 64-byte line of its own; TVM-FFI: its same direct form)",
     "string, 8 bytes (an object)",
     "string, 100 bytes",
+    "bytes, 100 bytes",
+    "array of 4 ints",
+    "error object, no backtrace (made, not raised)",
     "tensor header: a 1-d view",
     "tensor header: a 1-d strided view (512 of 1024, step 2, from element 1)",
     "tensor, 1-d float32, 1 KiB of data",
+    "tensor imported from a neutral DLPack producer (its 1 KiB of data shared; producer's block "
+    "counted on both sides)",
 };
 
 /* A variant is a runtime plus how its process runs. */
@@ -780,7 +891,8 @@ static void usage(void) {
           "  --rounds R   rounds per process, the first cold (default 5, 2..%d)\n"
           "  --reps R     processes per kind and runtime (default 5, 1..%d)\n"
           "  --kind PATS  kinds (comma-separated fnmatch patterns): function, closure,\n"
-          "               string_8, string_100, tensor_view, tensor_slice, tensor_1k\n"
+          "               function_direct, string_8, string_100, bytes_100, array_4, error,\n"
+          "               tensor_view, tensor_slice, tensor_1k, tensor_dlpack\n"
           "  --callgrind  also count instructions under callgrind (valgrind on PATH)\n"
           "  --cg-n N     live objects under callgrind (default 100000)\n"
           "  --cg-dir D   where callgrind's dumps go (default ./bench_objects_cg)\n"

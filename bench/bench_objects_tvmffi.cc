@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include <tvm/ffi/c_api.h>
+#include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/tensor.h>
 
 namespace {
@@ -125,6 +126,50 @@ void* CreateTensor1k(void*, uint64_t* checksum) {
   return t;
 }
 
+void* CreateBytes100(void*, uint64_t* checksum) {
+  TVMFFIByteArray bytes = {PF_OBJBENCH_STRING_100, sizeof(PF_OBJBENCH_STRING_100) - 1};
+  TVMFFIAny b;
+  if (TVMFFIBytesFromByteArray(&bytes, &b) != 0)
+    FailRaised("TVMFFIBytesFromByteArray");
+  if (b.type_index != kTVMFFIBytes)
+    pf_objbench_fail(kImpl, "bytes", "expected a bytes object");
+  *checksum += TVMFFIBytesGetByteArrayPtr(b.v_obj)->size;
+  return b.v_obj;
+}
+
+// array_4: the ints 1 .. 4 in an ffi::Array (C++: no C entry makes an array).
+void* CreateArray4(void*, uint64_t* checksum) {
+  ffi::Array<ffi::Any> a;
+  a.reserve(PF_OBJBENCH_ARRAY_N);
+  for (int64_t i = 1; i <= PF_OBJBENCH_ARRAY_N; ++i)
+    a.push_back(i);
+  *checksum += static_cast<uint64_t>(a.size());
+  return Handle(std::move(a));
+}
+
+void* CreateError(void*, uint64_t* checksum) {
+  static const TVMFFIByteArray kind = {PF_OBJBENCH_ERROR_KIND, sizeof(PF_OBJBENCH_ERROR_KIND) - 1};
+  static const TVMFFIByteArray message = {PF_OBJBENCH_ERROR_MESSAGE,
+                                          sizeof(PF_OBJBENCH_ERROR_MESSAGE) - 1};
+  static const TVMFFIByteArray backtrace = {"", 0};
+  TVMFFIObjectHandle e = nullptr;
+  if (TVMFFIErrorCreate(&kind, &message, &backtrace, &e) != 0)
+    pf_objbench_fail(kImpl, "error", "TVMFFIErrorCreate failed");
+  *checksum += static_cast<unsigned char>(TVMFFIErrorGetCellPtr(e)->message.data[0]);
+  return e;
+}
+
+// tensor_dlpack: the neutral producer's export (objects.h) imported, no alignment or
+// contiguity asked (what packfn's import accepts too).
+void* CreateDLPack(void*, uint64_t* checksum) {
+  TVMFFIObjectHandle t = nullptr;
+  if (TVMFFITensorFromDLPackVersioned(
+          static_cast<DLManagedTensorVersioned*>(pf_objbench_dlpack_produce()), 0, 0, &t) != 0)
+    FailRaised("TVMFFITensorFromDLPackVersioned");
+  *checksum += static_cast<uint64_t>(TVMFFITensorGetDLTensorPtr(t)->shape[0]);
+  return t;
+}
+
 void Release(void* obj) {
   TVMFFIObjectDecRef(obj);
 }
@@ -132,17 +177,26 @@ void Release(void* obj) {
 const pf_objbench_kind_t kKinds[] = {
     {"function", kImpl, "TVMFFIFunctionCreate(NULL self, NULL deleter)", nullptr, CreateFn, Release,
      nullptr},
+    {"function_direct", kImpl, "TVMFFIFunctionCreate(NULL self, NULL deleter): its direct form",
+     nullptr, CreateFn, Release, nullptr},
     {"closure", kImpl, "TVMFFIFunctionCreate(self, deleter)", nullptr, CreateClosure, Release,
      nullptr},
     {"string_8", kImpl, "TVMFFIStringFromByteArray (8 bytes: a string object)", nullptr,
      CreateString8, Release, nullptr},
     {"string_100", kImpl, "TVMFFIStringFromByteArray", nullptr, CreateString100, Release, nullptr},
+    {"bytes_100", kImpl, "TVMFFIBytesFromByteArray", nullptr, CreateBytes100, Release, nullptr},
+    {"array_4", kImpl, "ffi::Array<Any> (C++, reserve + 4 push_back)", nullptr, CreateArray4,
+     Release, nullptr},
+    {"error", kImpl, "TVMFFIErrorCreate (empty backtrace, not raised)", nullptr, CreateError,
+     Release, nullptr},
     {"tensor_view", kImpl, "ffi::Tensor::as_strided (C++) of a live 1024-float tensor", SetupView,
      CreateView, Release, TeardownView},
     {"tensor_slice", kImpl, "ffi::Tensor::as_strided (C++, strides {2}, element offset 1)",
      SetupView, CreateSlice, Release, TeardownView},
     {"tensor_1k", kImpl, "ffi::Tensor::FromNDAlloc (C++, malloc/free), 256 float32", nullptr,
      CreateTensor1k, Release, nullptr},
+    {"tensor_dlpack", kImpl, "TVMFFITensorFromDLPackVersioned of a neutral producer's export",
+     nullptr, CreateDLPack, Release, nullptr},
 };
 
 } // namespace

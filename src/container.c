@@ -7,6 +7,7 @@
 
 #include "container_private.h"
 
+#include "alloc.h"
 #include "common.h"
 #include "tvm_private.h"
 
@@ -15,13 +16,14 @@
 /* Plain objects whose contents need no destruction: free the block on the weak flag. */
 static void pf__block_deleter(void* self, int flags) {
   if (flags & PF_DELETER_WEAK)
-    free(self);
+    pf__free_nonnull(self);
 }
 
-/* mallocs `size` bytes and initialises the header (strong 1, weak 1); raises naming func. */
+/* Allocates `size` bytes from the small-object allocator (alloc.h; its deleter frees them with
+ * pf__free) and initialises the header (strong 1, weak 1); raises naming func. */
 static void* pf__container_new(const char* func, size_t size, int32_t type_index,
                                void (*deleter)(void*, int)) {
-  pf_object_t* obj = malloc(size);
+  pf_object_t* obj = pf__alloc(size);
   if (!obj) {
     pf__raise_oom(func, size);
     return NULL;
@@ -129,7 +131,7 @@ static void pf__array_deleter(void* self, int flags) {
       pf__any_release_nested(&items[i]); /* bounded stack for deep chains */
   }
   if (flags & PF_DELETER_WEAK)
-    free(self);
+    pf__free_nonnull(self);
 }
 
 /* Allocates an array of `count` slots (not yet filled); raises naming func. */
@@ -173,7 +175,7 @@ int pf_array_create(const pf_any_t* items, size_t count, pf_object_t** out) {
   if (!a)
     return -1;
   if (pf__own_all("pf_array_create", NULL, items, count, (pf_any_t*)a->cell.data) != 0) {
-    free(a);
+    pf__free_nonnull(a);
     return -1;
   }
   *out = &a->header;
@@ -183,10 +185,8 @@ int pf_array_create(const pf_any_t* items, size_t count, pf_object_t** out) {
 int pf_array_create_take(pf_any_t* items, size_t count, pf_object_t** out) {
   if (pf__array_args("pf_array_create_take", items, count, out) != 0)
     return -1;
-  char buf[48];
   for (size_t i = 0; i < count; ++i)
-    if (pf__check_ownable("pf_array_create_take", pf__item_name(NULL, i, buf, sizeof buf),
-                          &items[i], 1) != 0)
+    if (pf__check_ownable("pf_array_create_take", NULL, i, &items[i], 1) != 0)
       return -1;
   pf__array_t* a = pf__array_alloc("pf_array_create_take", count);
   if (!a)
@@ -529,7 +529,7 @@ static void pf__list_deleter(void* self, int flags) {
     l->cell.data = NULL;
   }
   if (flags & PF_DELETER_WEAK)
-    free(self);
+    pf__free_nonnull(self);
 }
 
 int pf_list_create(pf_object_t** out) {

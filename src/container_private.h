@@ -6,8 +6,10 @@
 #include "packfn/container.h"
 
 /* 0 when `v` has an owned form pf_any_to_owned can make without failing other than on memory;
- * else raises naming func and item. With owned_only, views (types 7-10) are refused too. */
-int pf__check_ownable(const char* func, const char* item, const pf_any_t* v, int owned_only);
+ * else raises naming func and item i (pf__item_name(names, i), formatted only then). With
+ * owned_only, views (types 7-10) are refused too. */
+int pf__check_ownable(const char* func, const char* const* names, size_t i, const pf_any_t* v,
+                      int owned_only);
 
 /* Names item i in messages: names[i], or "items[i]" written into buf. */
 const char* pf__item_name(const char* const* names, size_t i, char* buf, size_t size);

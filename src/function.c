@@ -235,7 +235,10 @@ pf__function_fill(void* block, pf_safe_call_t entry, int form, void* self, pf_sa
 static pf__function_t* pf__function_new(pf_safe_call_t entry, int form, void* self,
                                         pf_safe_call_t call, void (*deleter)(void*)) {
   size_t size = pf__function_size(form);
-  void* b = form == PF__FN_LINE ? pf__alloc_aligned(size, size) : pf__alloc(size);
+  /* the line form without the slabs: as pf__function_make_uncached's */
+  void* b = form != PF__FN_LINE   ? pf__alloc(size)
+            : pf__cache.state < 0 ? pf__alloc_malloc(size)
+                                  : pf__alloc_aligned(size, size);
   return b ? pf__function_fill(b, entry, form, self, call, deleter) : NULL;
 }
 
@@ -266,7 +269,11 @@ static inline __attribute__((always_inline)) int pf__function_make_uncached(int 
                                                                             void (*deleter)(void*),
                                                                             pf_object_t** out) {
   size_t size = pf__function_size(form);
-  void* b = form == PF__FN_LINE ? pf__alloc_aligned_slow(size, size) : pf__alloc_uncached(size);
+  /* the line form's own line is for lookups from several threads, with the slabs; without them
+   * (the memory-checker mode) a plain malloc: posix_memalign cost 850 instructions a create */
+  void* b = form != PF__FN_LINE   ? pf__alloc_uncached(size)
+            : pf__cache.state < 0 ? pf__alloc_malloc(size)
+                                  : pf__alloc_aligned_slow(size, size);
   if (!b) {
     *out = NULL;
     return pf__raise_oom(form == PF__FN_LINE ? "pf_function_create_direct" : "pf_function_create",

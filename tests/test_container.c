@@ -242,6 +242,86 @@ START_TEST(test_containers_hold_unchanged) {
 }
 END_TEST
 
+/* pf_array_create copies the common values (ints, floats, bools, small texts, objects) in one
+ * pass and sends every value down the general path when it meets any other: both ways must own
+ * the same values as pf_any_to_owned makes them, and a failure in either must leave every count
+ * and every map as it was (a pass that retains, then falls back, then fails). */
+START_TEST(test_array_values_copied_as_owned) {
+  pf_any_t odd[3];
+  odd[0] = pf_any_int(-3);
+  odd[0].zero_padding = 77; /* another producer's padding */
+  odd[1] = pf_any_bool(1);
+  odd[1].v_int64 = 5; /* a bool stored as 5 */
+  odd[2] = pf_any_cstr("abc");
+  ck_assert_int_eq(pf_any_to_owned(&odd[2], &odd[2]), 0);
+  ck_assert_int_eq(odd[2].type_index, PF_TYPE_SMALL_STR);
+  odd[2].v_bytes[5] = 'x'; /* bytes after the text's NUL, not zero */
+  pf_object_t* arr;
+  ck_assert_int_eq(pf_array_create(odd, 3, &arr), 0);
+  const pf_any_t* all;
+  size_t n;
+  ck_assert_int_eq(pf_array_items(arr, &all, &n), 0);
+  ck_assert_uint_eq(n, 3);
+  for (size_t i = 0; i < n; ++i) {
+    pf_any_t want;
+    ck_assert_int_eq(pf_any_to_owned(&odd[i], &want), 0);
+    ck_assert_mem_eq(&all[i], &want, sizeof want); /* the same bits, padding included */
+  }
+  pf_object_release(arr);
+
+  g_destroyed = 0;
+  pf_object_t* a = counted_new();
+  pf_object_t* b = counted_new();
+  /* objects first (the pass retains them), then a raw string: the general path for all */
+  pf_any_t mixed[4] = {pf_any_object(a), pf_any_int(1), pf_any_cstr("a raw string, general"),
+                       pf_any_object(b)};
+  ck_assert_int_eq(pf_array_create(mixed, 4, &arr), 0);
+  ck_assert_uint_eq(pf_object_strong_count(a), 2);
+  ck_assert_uint_eq(pf_object_strong_count(b), 2);
+  ck_assert_int_eq(pf_array_items(arr, &all, &n), 0);
+  ck_assert_int_eq(all[2].type_index, PF_TYPE_STR);
+  pf_object_release(arr);
+  ck_assert_uint_eq(pf_object_strong_count(a), 1);
+  ck_assert_uint_eq(pf_object_strong_count(b), 1);
+
+  /* a NULL object after retained ones: refused, nothing kept */
+  pf_any_t broken[3] = {pf_any_object(a), pf_any_object(b), pf_any_object(b)};
+  broken[2].v_obj = NULL;
+  arr = (pf_object_t*)0x1;
+  ck_assert_int_eq(pf_array_create(broken, 3, &arr), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_array_create: argument items[2]: ");
+  ck_assert_ptr_null(arr);
+  ck_assert_uint_eq(pf_object_strong_count(a), 1);
+  ck_assert_uint_eq(pf_object_strong_count(b), 1);
+
+  /* a map is frozen once it is stored, on either path, and not when the create fails */
+  pf_object_t* map;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  pf_any_t with_map[2] = {pf_any_object(map), pf_any_object(a)};
+  with_map[1].v_obj = NULL;
+  ck_assert_int_eq(pf_array_create(with_map, 2, &arr), -1);
+  PF_ASSERT_RAISED("ValueError", "argument items[1]");
+  ck_assert_int_eq(pf_map_is_frozen(map), 0);
+  ck_assert_uint_eq(pf_object_strong_count(map), 1);
+  with_map[1] = pf_any_cstr("raw: the general path");
+  ck_assert_int_eq(pf_array_create(with_map, 2, &arr), 0);
+  ck_assert_int_eq(pf_map_is_frozen(map), 1);
+  pf_object_release(arr);
+  pf_object_release(map);
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  with_map[0] = pf_any_object(map);
+  with_map[1] = pf_any_int(2);
+  ck_assert_int_eq(pf_array_create(with_map, 2, &arr), 0);
+  ck_assert_int_eq(pf_map_is_frozen(map), 1);
+  pf_object_release(arr);
+  pf_object_release(map);
+
+  pf_object_release(a);
+  pf_object_release(b);
+  ck_assert_int_eq(g_destroyed, 2);
+}
+END_TEST
+
 START_TEST(test_array_bad_input) {
   pf_object_t* arr = (pf_object_t*)0x1;
   pf_any_t one = pf_any_int(1);
@@ -1022,6 +1102,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_array_create_get_items);
   tcase_add_test(tc, test_array_releases_contents_once);
   tcase_add_test(tc, test_array_bad_input);
+  tcase_add_test(tc, test_array_values_copied_as_owned);
   tcase_add_test(tc, test_containers_hold_unchanged);
   tcase_add_test(tc, test_array_rvalue_reference);
   tcase_add_test(tc, test_array_create_take);
