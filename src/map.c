@@ -327,6 +327,18 @@ static inline void pf__set_jump(const pf__mapcell_t* m, uint64_t i, uint8_t jump
   *meta = (uint8_t)((*meta & 0x80) | jump);
 }
 
+/* 1 when an insertion-order link is the list's end or a slot of m's table, so that the list's
+ * writes (pf__order_push, pf__order_unlink, pf__order_replace) through it stay in the table: a
+ * foreign writer's damaged link made them write past it (review). */
+static inline int pf__link_ok(const pf__mapcell_t* m, uint64_t link) {
+  return link == PF__NO_INDEX || link < m->slots;
+}
+
+/* pf__link_ok for both links of the entry at slot i. */
+static inline int pf__links_ok(const pf__mapcell_t* m, uint64_t i) {
+  return pf__link_ok(m, pf__item(m, i)->prev) && pf__link_ok(m, pf__item(m, i)->next);
+}
+
 /* Appends slot i to the insertion-order list. */
 static void pf__order_push(pf__mapcell_t* m, uint64_t i) {
   pf__item_t* it = pf__item(m, i);
@@ -456,7 +468,7 @@ static int pf__spare_head(const char* func, pf__mapcell_t* m, uint64_t target) {
   int rc = PF__DONE;
   uint64_t w = prev;
   for (uint64_t r = target; r != PF__NO_INDEX; r = pf__chain_next(m, r)) {
-    if (r == PF__BAD_INDEX || n >= m->size) { /* broken, or a cycle */
+    if (r == PF__BAD_INDEX || n >= m->size || !pf__links_ok(m, r)) { /* broken, or a cycle */
       rc = pf__corrupt(func, m, n > 0 ? p.from[n - 1] : target);
       goto done;
     }
@@ -496,6 +508,8 @@ static int pf__dense_insert(const char* func, pf__mapcell_t* m, const pf_any_t* 
   *out = NULL;
   if (m->slots == 0 || pf__is_full(m))
     return PF__GROW;
+  if (!pf__link_ok(m, m->iter_tail)) /* where pf__order_push writes */
+    return pf__corrupt(func, m, m->iter_tail);
   uint64_t i = pf__fib_hash(h, m->fib_shift);
   uint8_t meta = *pf__meta(m, i);
   if (meta == PF__EMPTY) {
@@ -698,7 +712,7 @@ static int pf__set(const char* func, pf__mapcell_t* m, const pf_any_t* key, cons
 static int pf__dense_erase(const char* func, pf__mapcell_t* m, uint64_t i) {
   uint8_t meta = *pf__meta(m, i);
   uint64_t next = pf__chain_next(m, i);
-  if (next == PF__BAD_INDEX)
+  if (next == PF__BAD_INDEX || !pf__links_ok(m, i))
     return pf__corrupt(func, m, i);
   pf__kv_t gone = pf__item(m, i)->kv;
   if (next == PF__NO_INDEX) {
@@ -717,6 +731,8 @@ static int pf__dense_erase(const char* func, pf__mapcell_t* m, uint64_t i) {
       prev = last;
       last = n;
     }
+    if (!pf__links_ok(m, last))
+      return pf__corrupt(func, m, last);
     pf__order_unlink(m, i);
     pf__item(m, i)->kv = pf__item(m, last)->kv;
     pf__order_replace(m, last, i);

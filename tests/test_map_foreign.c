@@ -571,6 +571,79 @@ START_TEST(test_dict_iteration_damaged_list_ends) {
 }
 END_TEST
 
+/* The slot holding int key v in dense dict d. */
+static uint64_t slot_of(pf_object_t* d, int64_t v) {
+  for (uint64_t i = 0; i < cell_of(d)->slots; ++i)
+    if (*meta_at(d, i) < 0xFE && item_at(d, i)->key.v_int64 == v)
+      return i;
+  ck_abort_msg("key %lld not in the table", (long long)v);
+  return 0;
+}
+
+/* An insertion-order link past the table (a foreign writer's damaged list): writes that would
+ * follow it are refused with ValueError and change nothing, as for damaged metadata; they wrote
+ * past the table (review). */
+START_TEST(test_dict_damaged_list_links_refused) {
+  pf_object_t* d = int_dict(100);
+  test_mapcell_t* c = cell_of(d);
+  const uint64_t past = c->slots + 100000;
+  pf_any_t v = pf_any_int(1);
+
+  /* the list's tail: a new key is appended there */
+  uint64_t saved = c->iter_tail;
+  c->iter_tail = past;
+  pf_any_t k = pf_any_int(1000);
+  ck_assert_int_eq(pf_dict_set(d, &k, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_set: argument dict: expected a valid dict table, got "
+                                 "inconsistent metadata at slot");
+  c->iter_tail = saved;
+  assert_int_dict(d, 100, -1);
+
+  /* an erased entry's links: it is unlinked through them */
+  uint64_t s = slot_of(d, 5);
+  saved = item_at(d, s)->prev;
+  item_at(d, s)->prev = past;
+  k = pf_any_int(5);
+  ck_assert_int_eq(pf_dict_erase(d, &k), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_erase: argument dict: expected a valid dict table");
+  item_at(d, s)->prev = saved;
+  assert_int_dict(d, 100, -1);
+
+  /* a chain of two: erasing its head moves the last entry into the gap, with its links */
+  uint64_t head = 0;
+  while (!(*meta_at(d, head) < 0x80 && (*meta_at(d, head) & 0x7F) >= 1 &&
+           (*meta_at(d, head) & 0x7F) <= 15 &&
+           (*meta_at(d, (head + (*meta_at(d, head) & 0x7F)) & (c->slots - 1)) & 0x7F) == 0))
+    ck_assert_uint_lt(++head, c->slots);
+  uint64_t last = (head + (*meta_at(d, head) & 0x7F)) & (c->slots - 1);
+  saved = item_at(d, last)->next;
+  item_at(d, last)->next = past;
+  k = item_at(d, head)->key;
+  ck_assert_int_eq(pf_dict_erase(d, &k), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_erase: argument dict: expected a valid dict table");
+  item_at(d, last)->next = saved;
+  assert_int_dict(d, 100, -1);
+
+  /* a chain moved aside for a new key whose home is its body */
+  uint64_t body = a_body_slot(d);
+  saved = item_at(d, body)->next;
+  item_at(d, body)->next = past;
+  k = pf_any_int(int_with_home(d, body));
+  ck_assert_int_eq(pf_dict_set(d, &k, &v), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dict_set: argument dict: expected a valid dict table");
+  item_at(d, body)->next = saved;
+  assert_int_dict(d, 100, -1);
+
+  /* sound again: the same writes go through */
+  ck_assert_int_eq(pf_dict_set(d, &k, &v), 0);
+  ck_assert_int_eq(pf_dict_erase(d, &k), 1);
+  k = pf_any_int(5);
+  ck_assert_int_eq(pf_dict_erase(d, &k), 1);
+  assert_int_dict(d, 99, 5);
+  pf_object_release(d);
+}
+END_TEST
+
 #define TEST_SMALL_TAG ((uint64_t)1 << 63)
 
 /* Small forms TVM-FFI may leave: one of 2 slots in storage packfn did not allocate (no data
@@ -764,6 +837,7 @@ END_TEST
 
 void pf_test_map_foreign_add_tests(TCase* tc) {
   tcase_add_test(tc, test_dict_iteration_damaged_list_ends);
+  tcase_add_test(tc, test_dict_damaged_list_links_refused);
   tcase_add_test(tc, test_dict_foreign_chain_refused);
   tcase_add_test(tc, test_map_bad_jump_index_refused);
   tcase_add_test(tc, test_dict_bigint_key_refused);
