@@ -1,8 +1,10 @@
 /* Copies between tensors, on one device or between the host and a device, through the copy
  * hook of the device type's allocator. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
+#include "alloc.h"
 #include "device_private.h"
 #include "tensor_private.h"
 
@@ -152,6 +154,69 @@ static int pf__byte_range(const DLTensor* t, const pf__layout_t* l, size_t esize
   return 0;
 }
 
+static int pf__offset_cmp(const void* a, const void* b) {
+  int64_t x = *(const int64_t*)a, y = *(const int64_t*)b;
+  return (x > y) - (x < y);
+}
+
+/* Whether two of the numel elements of strided host tensor t (no stride 0 along an axis of more
+ * than one element; its element offsets span `span`, with twice that in bytes within int64, as
+ * pf__byte_range checked) share one place: 0 no, 1 yes, -1 with MemoryError raised as `func`.
+ * Taken by |stride| (a reversed axis shares what it would forward), axes that each step past
+ * all the smaller ones reach share none (any permutation, reversal or slice of a compact
+ * layout); more elements than places share some; any other layout (elements interleaved) has
+ * its offsets listed and sorted. A stride 0 was refused before, with its own message (review:
+ * strides (1, 1) on shape (2, 2) were accepted, and one element written over another). */
+static int pf__elements_share(const DLTensor* t, int64_t numel, int64_t span, const char* func) {
+  int64_t s[PF_TENSOR_MAX_NDIM], n[PF_TENSOR_MAX_NDIM];
+  int32_t k = 0;
+  for (int32_t i = 0; i < t->ndim; ++i) {
+    if (t->shape[i] < 2)
+      continue;
+    int64_t a = t->strides[i] < 0 ? -t->strides[i] : t->strides[i];
+    int32_t j = k++;
+    for (; j > 0 && s[j - 1] > a; --j) {
+      s[j] = s[j - 1];
+      n[j] = n[j - 1];
+    }
+    s[j] = a;
+    n[j] = t->shape[i];
+  }
+  int64_t reach = 0; /* at most span: no overflow */
+  int32_t i = 0;
+  for (; i < k && s[i] > reach; ++i)
+    reach += s[i] * (n[i] - 1);
+  if (i == k)
+    return 0;
+  if (numel - 1 > span)
+    return 1;
+  size_t size = SIZE_MAX;
+  int64_t* offs = NULL;
+  if (!__builtin_mul_overflow((size_t)numel, sizeof *offs, &size))
+    offs = pf__alloc(size);
+  else
+    size = SIZE_MAX;
+  if (!offs)
+    return pf__raise_oom(func, size);
+  int64_t idx[PF_TENSOR_MAX_NDIM] = {0}, off = 0; /* offsets within 2 * span: no overflow */
+  for (int64_t e = 0; e < numel; ++e) {
+    offs[e] = off;
+    for (int32_t a = 0; a < k; ++a) {
+      off += s[a];
+      if (++idx[a] < n[a])
+        break;
+      off -= s[a] * n[a];
+      idx[a] = 0;
+    }
+  }
+  qsort(offs, (size_t)numel, sizeof *offs, pf__offset_cmp);
+  int shared = 0;
+  for (int64_t e = 1; e < numel && !shared; ++e)
+    shared = offs[e] == offs[e - 1];
+  pf__free(offs);
+  return shared;
+}
+
 /* pf_dltensor_copy, raising as `func`. */
 static int pf__copy(DLTensor* dst, const DLTensor* src, const char* func) {
   if (!dst || !src) {
@@ -223,6 +288,20 @@ static int pf__copy(DLTensor* dst, const DLTensor* src, const char* func) {
       PF_ERROR_SET(PF_ERR_VALUE, "%s: the strides of %s reach more bytes than memory has", func,
                    pf__byte_range(dst, &dl, esize, &dlo, &dhi) != 0 ? "dst" : "src");
       return -1;
+    }
+    if (bad == dst) {
+      int shared = pf__elements_share(dst, dl.numel, dl.hi - dl.lo, func);
+      if (shared < 0)
+        return -1;
+      if (shared) {
+        char c[128];
+        PF_ERROR_SET(PF_ERR_VALUE,
+                     "%s: argument dst: expected strides under which no two elements share a "
+                     "place, got strides %s for shape %s",
+                     func, pf__format_dims(dst->strides, dst->ndim, b, sizeof b),
+                     pf__format_dims(dst->shape, dst->ndim, c, sizeof c));
+        return -1;
+      }
     }
     if (dlo < shi && slo < dhi) {
       PF_ERROR_SET(PF_ERR_VALUE,

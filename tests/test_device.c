@@ -717,6 +717,67 @@ START_TEST(test_copy_broadcast_dst_refused) {
 }
 END_TEST
 
+/* A destination whose non-zero strides still let two of its elements share one place (shape
+ * (2, 2), strides (1, 1): elements (0, 1) and (1, 0) are one double) is refused as a broadcast
+ * is (review: the copy was accepted and the later source element overwrote the earlier one,
+ * silently). Layouts whose elements interleave without sharing a place (shape (3, 2), strides
+ * (2, 3): offsets 0, 3, 2, 5, 4, 7) stay accepted, as do reversed and transposed ones. */
+START_TEST(test_copy_overlapping_dst_refused) {
+  double buf[8] = {0}, vals[6] = {1, 2, 3, 4, 5, 6};
+  int64_t shape[2] = {2, 2}, ones[2] = {1, 1};
+  DLTensor dst = {buf, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, shape, ones, 0};
+  DLTensor src = {vals, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, shape, NULL, 0};
+  ck_assert_int_eq(pf_dltensor_copy(&dst, &src), -1);
+  PF_ASSERT_RAISED("ValueError", "pf_dltensor_copy: argument dst: expected strides under which "
+                                 "no two elements share a place, got strides (1, 1) for shape "
+                                 "(2, 2)");
+  ck_assert(buf[0] == 0.0 && buf[1] == 0.0 && buf[2] == 0.0);
+  /* as many places as elements, but two shared: offsets 0, 2, 4 and 2, 4, 6 (negative too) */
+  int64_t shape23[2] = {2, 3}, st23[2] = {2, 2}, neg23[2] = {-2, 2};
+  DLTensor d23 = {buf, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, shape23, st23, 0};
+  DLTensor s23 = {vals, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, shape23, NULL, 0};
+  ck_assert_int_eq(pf_dltensor_copy(&d23, &s23), -1);
+  PF_ASSERT_RAISED("ValueError", "got strides (2, 2) for shape (2, 3)");
+  d23.strides = neg23;
+  d23.byte_offset = 2 * sizeof(double);
+  ck_assert_int_eq(pf_dltensor_copy(&d23, &s23), -1);
+  PF_ASSERT_RAISED("ValueError", "got strides (-2, 2) for shape (2, 3)");
+  /* interleaved without sharing: every element lands in its own place */
+  int64_t shape32[2] = {3, 2}, st32[2] = {2, 3};
+  DLTensor d32 = {buf, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, shape32, st32, 0};
+  DLTensor s32 = {vals, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, shape32, NULL, 0};
+  memset(buf, 0, sizeof buf);
+  ck_assert_int_eq(pf_dltensor_copy(&d32, &s32), 0);
+  const double want[8] = {1, 0, 3, 2, 5, 4, 0, 6};
+  for (int i = 0; i < 8; ++i)
+    ck_assert(buf[i] == want[i]);
+  /* reversed and transposed destinations */
+  int64_t rev[2] = {-2, -1}, tr[2] = {1, 3};
+  DLTensor dr = {buf, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, shape32, rev, 5 * sizeof(double)};
+  ck_assert_int_eq(pf_dltensor_copy(&dr, &s32), 0);
+  ck_assert(buf[5] == 1.0 && buf[0] == 6.0);
+  DLTensor dt = {buf, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, shape32, tr, 0};
+  ck_assert_int_eq(pf_dltensor_copy(&dt, &s32), 0);
+  ck_assert(buf[0] == 1.0 && buf[3] == 2.0 && buf[1] == 3.0 && buf[5] == 6.0);
+  /* interleaved, and too many elements to list their offsets (2^59 uint8 at addresses never
+   * read): MemoryError, nothing copied */
+  if (UINTPTR_MAX == UINT64_MAX) {
+    int64_t big[2] = {INT64_C(1) << 58, 2}, bigst[2] = {2, 3};
+    DLTensor bd = {(void*)((uintptr_t)1 << 60), PF_DEVICE_CPU, 2, PF_DTYPE_UINT8, big, bigst, 0};
+    DLTensor bs = {(void*)((uintptr_t)1 << 62), PF_DEVICE_CPU, 2, PF_DTYPE_UINT8, big, NULL, 0};
+    ck_assert_int_eq(pf_dltensor_copy(&bd, &bs), -1);
+    PF_ASSERT_RAISED("MemoryError", "pf_dltensor_copy: out of memory allocating "
+                                    "4611686018427387904 bytes");
+  }
+  /* a source that shares places is a fill, as a broadcast one is */
+  double out[4] = {0};
+  DLTensor odst = {out, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, shape, NULL, 0};
+  DLTensor osrc = {vals, PF_DEVICE_CPU, 2, PF_DTYPE_FLOAT64, shape, ones, 0};
+  ck_assert_int_eq(pf_dltensor_copy(&odst, &osrc), 0);
+  ck_assert(out[0] == 1.0 && out[1] == 2.0 && out[2] == 2.0 && out[3] == 3.0);
+}
+END_TEST
+
 /* A strided layout whose element offsets span exactly INT64_MAX (valid: every offset fits, and
  * the bytes lie inside the address space) is refused with a ValueError before any byte is
  * touched; computing its span's size overflowed int64 (undefined behaviour, trapped by UBSan;
@@ -1027,6 +1088,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_copy_strided_to_device);
   tcase_add_test(tc, test_copy_subbyte_keeps_bits_past_the_end);
   tcase_add_test(tc, test_copy_broadcast_dst_refused);
+  tcase_add_test(tc, test_copy_overlapping_dst_refused);
   tcase_add_test(tc, test_copy_strided_span_of_int64_max);
   tcase_add_test(tc, test_copy_between_layouts);
   tcase_add_test(tc, test_copy_device_overlaps);
