@@ -370,10 +370,15 @@ int pf_tensor_reshape(pf_object_t* tensor, int32_t ndim, const int64_t* shape, p
     return -1;
   char a[256], b[256];
   if (!pf_dltensor_is_contiguous(src)) {
+    /* the advice only where pf_tensor_to_device can gather the elements: host memory, whole
+     * bytes (review: given for strided int4 and device tensors, whose copies it refuses) */
+    int32_t type = (int32_t)src->device.device_type;
+    int gather = (type == PF_DEV_CPU || type == PF_DEV_CUDA_HOST || type == PF_DEV_ROCM_HOST) &&
+                 (uint32_t)src->dtype.bits * src->dtype.lanes % 8 == 0;
     PF_ERROR_SET(PF_ERR_VALUE,
-                 "%s: argument tensor: expected a contiguous tensor, got strides %s; copy it "
-                 "first with pf_tensor_to_device",
-                 func, pf__format_dims(src->strides, src->ndim, a, sizeof a));
+                 "%s: argument tensor: expected a contiguous tensor, got strides %s%s", func,
+                 pf__format_dims(src->strides, src->ndim, a, sizeof a),
+                 gather ? "; copy it first with pf_tensor_to_device" : "");
     return -1;
   }
   if (ndim < 0 || ndim > PF_TENSOR_MAX_NDIM || (ndim > 0 && !shape)) {

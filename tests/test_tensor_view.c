@@ -417,6 +417,48 @@ START_TEST(test_reshape) {
 }
 END_TEST
 
+/* A strided tensor that reshape refuses is told to be copied with pf_tensor_to_device only
+ * where that copy can be made: host memory of whole-byte elements. A strided int4 tensor (a
+ * strided copy of sub-byte elements is NotImplementedError) or device tensor (copies to or
+ * from a device need both sides contiguous) got the advice, and following it failed (review). */
+START_TEST(test_reshape_advice_only_where_the_copy_works) {
+  int64_t shape[2] = {2, 3}, six = 6;
+  pf_object_t *t, *tr, *bad = NULL, *c = NULL;
+  ck_assert_int_eq(pf_tensor_empty(shape, 2, pf_dtype(PF_DL_INT, 4, 1), PF_DEVICE_CPU, &t), 0);
+  ck_assert_int_eq(pf_tensor_permute(t, (int32_t[]){1, 0}, &tr), 0);
+  ck_assert_int_eq(pf_tensor_to_device(tr, PF_DEVICE_CPU, &c), -1);
+  PF_ASSERT_RAISED("NotImplementedError", "strided copies of int4");
+  ck_assert_int_eq(pf_tensor_reshape(tr, 1, &six, &bad), -1);
+  pf_object_t* err = pf_error_take();
+  ck_assert_str_eq(pf_error_message(err), "pf_tensor_reshape: argument tensor: expected a "
+                                          "contiguous tensor, got strides (1, 3)");
+  pf_object_release(err);
+  pf_object_release(tr);
+  pf_object_release(t);
+  /* a strided tensor on a device (vulkan: described, never read) */
+  float buf[6];
+  int64_t st[2] = {1, 2};
+  DLTensor d = {buf, pf_device(PF_DEV_VULKAN, 0), 2, PF_DTYPE_FLOAT32, shape, st, 0};
+  ck_assert_int_eq(pf_tensor_from_dltensor(&d, NULL, NULL, &t), 0);
+  ck_assert_int_eq(pf_tensor_reshape(t, 1, &six, &bad), -1);
+  err = pf_error_take();
+  ck_assert_str_eq(pf_error_message(err), "pf_tensor_reshape: argument tensor: expected a "
+                                          "contiguous tensor, got strides (1, 2)");
+  pf_object_release(err);
+  pf_object_release(t);
+  /* host memory of whole-byte elements keeps the advice, which works */
+  d.device = pf_device(PF_DEV_CUDA_HOST, 0);
+  ck_assert_int_eq(pf_tensor_from_dltensor(&d, NULL, NULL, &t), 0);
+  ck_assert_int_eq(pf_tensor_reshape(t, 1, &six, &bad), -1);
+  PF_ASSERT_RAISED("ValueError", "got strides (1, 2); copy it first with pf_tensor_to_device");
+  ck_assert_int_eq(pf_tensor_to_device(t, PF_DEVICE_CPU, &c), 0);
+  ck_assert_int_eq(pf_tensor_reshape(c, 1, &six, &bad), 0);
+  pf_object_release(bad);
+  pf_object_release(c);
+  pf_object_release(t);
+}
+END_TEST
+
 START_TEST(test_slice) {
   pf_object_t* base = iota((int64_t[]){10}, 1);
   pf_object_t* v;
@@ -940,6 +982,7 @@ TCase* pf_test_tensor_views_tcase(void) {
   tcase_add_test(tc, test_view_compact_size_checked);
   tcase_add_test(tc, test_view_negative_strides);
   tcase_add_test(tc, test_reshape);
+  tcase_add_test(tc, test_reshape_advice_only_where_the_copy_works);
   tcase_add_test(tc, test_slice);
   tcase_add_test(tc, test_select_permute);
   tcase_add_test(tc, test_axis_and_index_of_empty_ranges);
