@@ -23,14 +23,24 @@ static int32_t pf__copy_family(int32_t type) {
   return type == PF_DEV_CUDA_MANAGED ? PF_DEV_CUDA : type;
 }
 
+/* The runtime whose unified address space holds memory of this type: CUDA's for its pinned
+ * host memory too (cuda_host), ROCm's for rocm_host. */
+static int32_t pf__address_family(int32_t type) {
+  return type == PF_DEV_CUDA_HOST   ? PF_DEV_CUDA
+         : type == PF_DEV_ROCM_HOST ? PF_DEV_ROCM
+                                    : pf__copy_family(type);
+}
+
 /* Whether the overlap of dst's and src's memories can be read from their addresses: both are
  * addresses (pf__is_address_device: a device type packfn does not know may hold handles) in
- * one address space, the same device's, or any two of CUDA's (unified addressing) or ROCm's.
- * Two devices of another type may each have memory of their own, where equal addresses are
- * different bytes (a copy between them was skipped as "the very same bytes"; review). */
+ * one address space, the same device's, or any two of CUDA's (unified addressing, its pinned
+ * host memory included: a cuda_host side partly overlapping a cuda one reached
+ * cudaMemcpyAsync; review) or ROCm's. Two devices of another type may each have memory of their
+ * own, where equal addresses are different bytes (a copy between them was skipped as "the very
+ * same bytes"; review). */
 static int pf__one_address_space(DLDevice a, DLDevice b) {
-  int32_t fa = pf__copy_family((int32_t)a.device_type),
-          fb = pf__copy_family((int32_t)b.device_type);
+  int32_t fa = pf__address_family((int32_t)a.device_type),
+          fb = pf__address_family((int32_t)b.device_type);
   return fa == fb && pf__is_address_device(fa) &&
          (a.device_id == b.device_id || fa == PF_DEV_CUDA || fa == PF_DEV_ROCM);
 }

@@ -107,17 +107,17 @@ PF_API int pf_tensor_permute(pf_object_t* tensor, const int32_t* axes, pf_object
  * elements share a place); a device side needs both tensors contiguous.
  * Elements smaller than a byte that end inside one: a host copy leaves the rest of dst's last
  * byte as it was; a copy hook moves whole bytes.
- * Two sides in CUDA's or ROCm's memory must not partly overlap (the very same bytes copy
- * nothing); the hook of any other device type gets any two buffers, overlapping or equal ones
- * included (they may be handles). An empty tensor's copy checks the devices alike. Both
- * descriptions are validated as pf_tensor_from_dltensor validates one. Returns 0, or -1 with
- * ValueError (NULL, an invalid description, dtype/shape mismatch, not contiguous across a
- * device, overlapping strided host sides, a broadcast dst or one whose elements share places,
- * partly overlapping sides in CUDA or ROCm memory), MemoryError (a dst whose elements
- * interleave has its element offsets listed to tell), NotImplementedError (devices of different
- * types, no copy hook, a strided copy of elements smaller than a byte), KeyError (no allocator
- * for the device type whose hook would run) or the hook's error (RuntimeError when it fails
- * without raising one). */
+ * Two sides in CUDA's or ROCm's memory (their pinned host memory, cuda_host and rocm_host,
+ * included) must not partly overlap (the very same bytes copy nothing); the hook of any other
+ * device type gets any two buffers, overlapping or equal ones included (they may be handles). An
+ * empty tensor's copy checks the devices alike. Both descriptions are validated as
+ * pf_tensor_from_dltensor validates one. Returns 0, or -1 with ValueError (NULL, an invalid
+ * description, dtype/shape mismatch, not contiguous across a device, overlapping strided host
+ * sides, a broadcast dst or one whose elements share places, partly overlapping sides in CUDA or
+ * ROCm memory), MemoryError (a dst whose elements interleave has its element offsets listed to
+ * tell), NotImplementedError (devices of different types, no copy hook, a strided copy of elements
+ * smaller than a byte), KeyError (no allocator for the device type whose hook would run) or the
+ * hook's error (RuntimeError when it fails without raising one). */
 PF_API int pf_dltensor_copy(DLTensor* dst, const DLTensor* src);
 
 /* A contiguous copy of `tensor` on `device` (pf_tensor_empty then pf_dltensor_copy), whatever
