@@ -695,8 +695,9 @@ __attribute__((noinline, cold)) static int bwd_row_scaled(const rms_job_t* j, in
 }
 
 /* Sets the row's coefficients from its total; returns 0 when the row was written here (a
- * float32 scale beyond FLT_MAX: a row of subnormals with eps ~ 0, whose results fit float; or
- * a row of extreme values, see inv_rms_scaled_f64 and bwd_row_scaled). */
+ * float32 scale that is no normal float: beyond FLT_MAX, a row of subnormals with eps ~ 0, or
+ * below FLT_MIN, a row near FLT_MAX or a large eps, whose results fit float; or a row of extreme
+ * values, see inv_rms_scaled_f64 and bwd_row_scaled). */
 static int row_coefs(rms_job_t* j, int64_t r, double total, double* a, double* b) {
   if (j->bwd) {
     double inv = j->f64 ? ((const double*)j->inv_in)[r] : ((const float*)j->inv_in)[r];
@@ -734,7 +735,9 @@ static int row_coefs(rms_job_t* j, int64_t r, double total, double* a, double* b
   if (written) {
     return 0;
   }
-  if (!j->f64 && inv > FLT_MAX) {
+  /* below FLT_MIN the scale as a float lost bits, or all of them: eps 1e84 on rows of 1e38 was
+   * 5e-4 off, eps 1e92 wrote zeros (review) */
+  if (!j->f64 && (inv > FLT_MAX || (inv < FLT_MIN && inv > 0.0))) {
     const float* x = row_in(j, j->x, r);
     float* y = (float*)j->out + r * j->cols;
     for (int64_t c = 0; c < j->cols; ++c) {

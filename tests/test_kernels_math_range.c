@@ -160,6 +160,48 @@ START_TEST(test_rms_norm_f64_huge_rows) {
 }
 END_TEST
 
+/* float32 rows whose inv_rms is below FLT_MIN although the outputs are ordinary numbers: values
+ * of 1e38 with a large eps (1e84: inv_rms 1e-42, a subnormal float of 10 bits; 1e92: below the
+ * smallest float). Each row was scaled by its inv_rms rounded to float: outputs 5e-4 relatively
+ * off with eps 1e84, and a row of zeros with eps 1e92 (review). rms_norm_fwd, rms_norm and
+ * rms_norm in place, against the double reference; inv_rms is that reference rounded to float. */
+START_TEST(test_rms_norm_f32_small_inv_rms) {
+  static const double eps_of[] = {1e78, 1e84, 1e92};
+  for (int k = 0; k < NUM_RANGE_COLS; ++k) {
+    int64_t cols = RANGE_COLS[k], n = RANGE_ROWS * cols;
+    float* x = rand_f32(n, -1, 1);
+    for (int64_t i = 0; i < n; ++i) {
+      x[i] *= 1e38f;
+    }
+    double* xd = widen(x, n);
+    double* ref = xmalloc((size_t)n * sizeof(double));
+    float* out = xmalloc((size_t)n * sizeof(float));
+    for (int e = 0; e < 3; ++e) {
+      double eps = eps_of[e], ref_inv[RANGE_ROWS];
+      float inv[RANGE_ROWS];
+      ref_rms_norm(xd, ref, ref_inv, RANGE_ROWS, cols, eps);
+      pf__k_rms_norm_fwd_f32(x, out, inv, RANGE_ROWS, cols, eps);
+      double err = max_rel_err_f32(out, ref, n, 1e-30);
+      ck_assert_msg(err <= 4 * FLT_EPSILON, "%s: rows of %lld x 1e38, eps %g: outputs rel err %g",
+                    pf__k_isa_name(), (long long)cols, eps, err);
+      for (int64_t r = 0; r < RANGE_ROWS; ++r) {
+        ck_assert(inv[r] == (float)ref_inv[r]);
+      }
+      memset(out, 0, (size_t)n * sizeof(float));
+      pf__k_rms_norm_f32(x, out, RANGE_ROWS, cols, eps);
+      ck_assert(max_rel_err_f32(out, ref, n, 1e-30) <= 4 * FLT_EPSILON);
+      memcpy(out, x, (size_t)n * sizeof(float));
+      pf__k_rms_norm_f32(out, out, RANGE_ROWS, cols, eps); /* in place */
+      ck_assert(max_rel_err_f32(out, ref, n, 1e-30) <= 4 * FLT_EPSILON);
+    }
+    free(x);
+    free(xd);
+    free(ref);
+    free(out);
+  }
+}
+END_TEST
+
 /* rms_norm_bwd on rows x 2^k, ct in [-1, 1), against the closed form: dx(x 2^k, inv) is
  * 2^-k dx(x, inv 2^k), the reference in double on the unscaled x. Row 1 has a cotangent of zeros
  * (mean 0: dx = 0). Out of place and in place on ct. */
@@ -432,8 +474,12 @@ START_TEST(test_rms_norm_f64_ulps) {
 END_TEST
 
 TCase* pf_test_kmath_range_tcase(const char* name, SFun setup) {
-  const TTest* tests[] = {test_rms_norm_f64_tiny_rows,     test_rms_norm_f64_huge_rows,
-                          test_rms_norm_bwd_extreme_rows,  test_rms_norm_bwd_f64_products_underflow,
-                          test_rms_norm_empty_rows_return, test_rms_norm_f64_ulps};
+  const TTest* tests[] = {test_rms_norm_f64_tiny_rows,
+                          test_rms_norm_f64_huge_rows,
+                          test_rms_norm_f32_small_inv_rms,
+                          test_rms_norm_bwd_extreme_rows,
+                          test_rms_norm_bwd_f64_products_underflow,
+                          test_rms_norm_empty_rows_return,
+                          test_rms_norm_f64_ulps};
   return pf_test_kmath_tcase(name, tests, (int)(sizeof tests / sizeof tests[0]), setup);
 }
