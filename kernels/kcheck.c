@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "kernels/kdefs.h"
 #include "packfn/error.h"
@@ -159,6 +160,18 @@ __attribute__((cold)) int pf__k_read_only_error(const pf_signature_t* sig, int32
   return -1;
 }
 
+/* v with the fewest significant digits (6 to 17) that read back as v: "1e+300", and
+ * "3.4028236e+38" where %g's "3.40282e+38" would name a value float32 holds (review). */
+static const char* k_digits(double v, char* buf, size_t size) {
+  for (int p = 6; p < 17; ++p) {
+    snprintf(buf, size, "%.*g", p, v);
+    if (strtod(buf, NULL) == v)
+      return buf;
+  }
+  snprintf(buf, size, "%.17g", v);
+  return buf;
+}
+
 int pf__k_check_add_n(const char* func, int32_t dev, const DLTensor* x, const DLTensor* out,
                       double n) {
   if (k_input(func, 0, "x", x, dev, 0) != 0 || k_like(func, 1, "out", out, x, "x") != 0)
@@ -168,10 +181,11 @@ int pf__k_check_add_n(const char* func, int32_t dev, const DLTensor* x, const DL
     return -1;
   /* float32 adds n rounded to float32: an n that rounds to infinity is refused as inf is */
   if (x->dtype.bits == 32 && isinf((float)n)) {
+    char shown[32];
     PF_ERROR_SET(PF_ERR_VALUE,
                  "%s: argument 2 (n): expected a finite number float32 can hold for a float32 x, "
-                 "got %g",
-                 func, n);
+                 "got %s",
+                 func, k_digits(n, shown, sizeof shown));
     return -1;
   }
   return 0;

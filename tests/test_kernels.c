@@ -601,6 +601,13 @@ START_TEST(test_add_n_refuses_n_beyond_float32) {
   ck_assert_int_eq(pf_kernel_add_n(pf_tensor_dltensor(x), pf_tensor_dltensor(out), 1e300), -1);
   PF_ASSERT_RAISED("ValueError", "pf_kernel_add_n: argument 2 (n): expected a finite number "
                                  "float32 can hold for a float32 x, got 1e+300");
+  /* the value is named with the digits that tell it apart: just past the largest float32 (it
+   * rounds to infinity) read "got 3.40282e+38", a value float32 holds (review) */
+  ck_assert_int_eq(pf_kernel_add_n(pf_tensor_dltensor(x), pf_tensor_dltensor(out), 3.4028236e38),
+                   -1);
+  PF_ASSERT_RAISED("ValueError", "pf_kernel_add_n: argument 2 (n): expected a finite number "
+                                 "float32 can hold for a float32 x, got 3.4028236e+38");
+  ck_assert_int_eq(pf_kernel_add_n(pf_tensor_dltensor(x), pf_tensor_dltensor(out), 3.40282e38), 0);
   ck_assert_int_eq(pf_kernel_add_n(pf_tensor_dltensor(x), pf_tensor_dltensor(out), 3.4028234e38),
                    0);
   ck_assert(isfinite(get(out, 0)));
