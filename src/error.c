@@ -1,6 +1,7 @@
 /* Errors: error objects in one allocation (kind, message and raise site inline), the thread's
  * raised slot, cause chains, the out-of-memory fallback and the native stack a raise captures
  * (PACKFN_BACKTRACE); naming its frames is error_backtrace.c's. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,8 @@
 
 #include "packfn/any.h"
 #include "packfn/error.h"
+#include "packfn/export.h"
+#include "packfn/interop.h"
 
 #include "error_private.h"
 
@@ -715,6 +718,61 @@ int pf_error_ensure(const char* callee, int rc) {
     PF_ERROR_SET(PF_ERR_RUNTIME, "%s returned %d without raising an error",
                  callee ? callee : "a function", rc);
   return -1;
+}
+
+/* ---- a failed __tvm_ffi_<name> call (TVM-FFI is the caller) ----
+ * Here, beside the raised slot, not with the export helpers (module_export.c): the exports reach
+ * it through a weak reference, which pulls no member out of libpackfn.a, so a library linked
+ * with the archive was left without it (its failed calls left TVM-FFI's slot empty); every
+ * library that raises links this file. */
+
+typedef void (*pf__tvm_set_raised_t)(void* error);
+
+/* TVMFFIErrorSetRaised of a loaded libtvm_ffi 0.1.x (the version packfn shares layouts with),
+ * or NULL; looked up while packfn has not joined TVM-FFI, so tvm.c's table is empty. Never
+ * loads the library; once found, the handle is kept for the life of the process (as the
+ * join's), and looked for again while absent. */
+static pf__tvm_set_raised_t pf__export_tvm_set_raised(void) {
+  static pf__tvm_set_raised_t found;
+  pf__tvm_set_raised_t set_raised = __atomic_load_n(&found, __ATOMIC_ACQUIRE);
+  if (set_raised)
+    return set_raised;
+  void* lib = pf__tvm_open_loaded(); /* by its path: no search (valgrind misreads the search's
+                                      * $ORIGIN expansion in glibc 2.36's ld.so) */
+  if (!lib)
+    return NULL;
+  struct {
+    int32_t major, minor, patch;
+  } version = {-1, -1, -1};
+  void (*get_version)(void*);
+  *(void**)&get_version = dlsym(lib, "TVMFFIGetVersion");
+  *(void**)&set_raised = dlsym(lib, "TVMFFIErrorSetRaised");
+  if (get_version)
+    get_version(&version);
+  pf__tvm_set_raised_t none = NULL;
+  if (!set_raised || version.major != 0 || version.minor != 1) {
+    set_raised = NULL;
+    dlclose(lib);
+  } else if (!__atomic_compare_exchange_n(&found, &none, set_raised, 0, __ATOMIC_ACQ_REL,
+                                          __ATOMIC_ACQUIRE)) {
+    dlclose(lib); /* another thread found it first and keeps its handle */
+  }
+  return set_raised;
+}
+
+int pf__export_tvm_failed(int rc, const char* name) {
+  if (rc != -1)
+    return rc; /* -2 and others: the caller's own protocol (the error kept in its front end) */
+  (void)pf_error_ensure(name, rc); /* a failure that raised nothing: RuntimeError */
+  if (pf_tvm_ffi_joined())
+    return rc; /* one slot: the error is in TVM-FFI's already */
+  pf__tvm_set_raised_t set_raised = pf__export_tvm_set_raised();
+  if (!set_raised)
+    return rc; /* no TVM-FFI slot to fill: the error stays in packfn's */
+  pf_object_t* err = pf_error_take();
+  set_raised(err); /* TVM-FFI's slot takes its own reference */
+  pf_object_release(err);
+  return rc;
 }
 
 void pf_error_clear(void) {

@@ -36,3 +36,19 @@ foreach(mode apart late joined)
   set_tests_properties(interop_export_${mode} PROPERTIES LABELS "memcheck;interop")
 endforeach()
 set_property(TEST interop_export_apart APPEND PROPERTY ENVIRONMENT "PACKFN_NO_TVM_FFI=1")
+# The same library linked with libpackfn.a, its copy hidden (made for hosts without packfn), in
+# a TVM-FFI host without packfn: the failure path of its exports is linked in too (it was left
+# out of the archive: the exports reach it through a weak reference).
+add_library(pf_interop_export_static_lib MODULE export_apart_lib.c)
+target_link_libraries(pf_interop_export_static_lib PRIVATE packfn_static)
+target_link_options(pf_interop_export_static_lib PRIVATE "LINKER:--exclude-libs,ALL")
+add_executable(interop_export_static export_static.c)
+target_link_libraries(interop_export_static PRIVATE TVMFFI::tvm_ffi ${CMAKE_DL_LIBS})
+add_dependencies(interop_export_static pf_interop_export_static_lib)
+foreach(mode apart joined)
+  add_test(NAME interop_export_static_${mode}
+           COMMAND ${PF_TEST_WRAPPER} $<TARGET_FILE:interop_export_static>
+                   $<TARGET_FILE:pf_interop_export_static_lib>)
+  set_tests_properties(interop_export_static_${mode} PROPERTIES LABELS "memcheck;interop")
+endforeach()
+set_property(TEST interop_export_static_apart APPEND PROPERTY ENVIRONMENT "PACKFN_NO_TVM_FFI=1")
