@@ -32,13 +32,21 @@ static void* pf__container_new(const char* func, size_t size, int32_t type_index
   return obj;
 }
 
-/* 0 when obj is an instance of `type`; else TypeError "func: argument arg: expected T, got U". */
-static int pf__expect(const char* func, const char* arg, const pf_object_t* obj, int32_t type) {
-  if (pf_object_is_instance(obj, type))
-    return 0;
+/* pf__expect's refusal, out of line: its message buffer gave every accessor a frame (a count
+ * of an array took 25 instructions). -1. */
+__attribute__((noinline, cold)) static int pf__expect_failed(const char* func, const char* arg,
+                                                             const pf_object_t* obj, int32_t type) {
   PF_ERROR_SET(PF_ERR_TYPE, "%s: argument %s: expected %s, got %s", func, arg, pf_type_name(type),
                obj ? pf_type_name(obj->type_index) : "NULL");
   return -1;
+}
+
+/* 0 when obj is an instance of `type`; else TypeError "func: argument arg: expected T, got U". */
+static inline int pf__expect(const char* func, const char* arg, const pf_object_t* obj,
+                             int32_t type) {
+  if (PF_LIKELY(pf_object_is_instance(obj, type)))
+    return 0;
+  return pf__expect_failed(func, arg, obj, type);
 }
 
 static int pf__index_error(const char* func, int64_t index, size_t size, const char* what) {
@@ -215,7 +223,16 @@ static const pf_seq_cell_t* pf__array_cell(const char* func, const pf_object_t* 
   return (const pf_seq_cell_t*)(array + 1);
 }
 
-int pf_array_count(const pf_object_t* array, size_t* out) {
+/* The cell of an array or list whose type index says so exactly, else NULL (then the general
+ * path decides: subtypes, refusals). The readers' fast paths take it without a frame. */
+static inline const pf_seq_cell_t* pf__seq_exact(const pf_object_t* array) {
+  return array && (array->type_index == PF_TYPE_ARRAY || array->type_index == PF_TYPE_LIST)
+             ? (const pf_seq_cell_t*)(array + 1)
+             : NULL;
+}
+
+__attribute__((noinline)) static int pf__array_count_general(const pf_object_t* array,
+                                                             size_t* out) {
   if (!out)
     return PF__NULL_ARG("pf_array_count", "out");
   *out = 0;
@@ -226,7 +243,17 @@ int pf_array_count(const pf_object_t* array, size_t* out) {
   return 0;
 }
 
-int pf_array_get(const pf_object_t* array, int64_t index, const pf_any_t** out) {
+int pf_array_count(const pf_object_t* array, size_t* out) {
+  const pf_seq_cell_t* cell = pf__seq_exact(array);
+  if (PF_LIKELY(cell && out)) {
+    *out = pf__seq_size(cell);
+    return 0;
+  }
+  return pf__array_count_general(array, out);
+}
+
+__attribute__((noinline)) static int pf__array_get_general(const pf_object_t* array, int64_t index,
+                                                           const pf_any_t** out) {
   if (!out)
     return PF__NULL_ARG("pf_array_get", "out");
   *out = NULL;
@@ -238,6 +265,15 @@ int pf_array_get(const pf_object_t* array, int64_t index, const pf_any_t** out) 
     return pf__index_error("pf_array_get", index, size, "an array of size");
   *out = (const pf_any_t*)cell->data + index;
   return 0;
+}
+
+int pf_array_get(const pf_object_t* array, int64_t index, const pf_any_t** out) {
+  const pf_seq_cell_t* cell = pf__seq_exact(array);
+  if (PF_LIKELY(cell && out && index >= 0 && (uint64_t)index < pf__seq_size(cell))) {
+    *out = (const pf_any_t*)cell->data + index;
+    return 0;
+  }
+  return pf__array_get_general(array, index, out);
 }
 
 int pf_array_items(const pf_object_t* array, const pf_any_t** items, size_t* count) {
