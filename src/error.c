@@ -274,7 +274,9 @@ static char* pf__frames_settle(pf__error_t* e) {
 
 /* Appends the native stack to an error (PACKFN_BACKTRACE): named now when packfn has joined
  * TVM-FFI (whose readers take the cell's text as it is), else by address, named when packfn
- * first reads it. */
+ * first reads it. Joined includes a join this raise makes (the process's first error-slot
+ * access, with libtvm_ffi loaded): asking pf__tvm() alone, the error that joined reached
+ * TVM-FFI's slot with address lines (review). */
 static void pf__attach_native_stack(pf_object_t* err) {
 #if defined(__GLIBC__)
   pf__error_t* e = (pf__error_t*)err;
@@ -302,7 +304,7 @@ static void pf__attach_native_stack(pf_object_t* err) {
   pf__error_update_backtrace(err, &bt, 1);
   free(lines);
   e->frames = f;
-  if (pf__tvm())
+  if (pf__tvm_first_use())
     free(pf__frames_settle(e));
 #else
   (void)err;

@@ -12,6 +12,12 @@ add_test(NAME interop_errors_frames_join
          COMMAND ${PF_TEST_WRAPPER} $<TARGET_FILE:interop_errors_frames_join> ${TVMFFI_LIBRARY})
 set_tests_properties(interop_errors_frames_join PROPERTIES LABELS "memcheck;interop"
                                                            ENVIRONMENT "PACKFN_BACKTRACE=1")
+# The same, for the process's first error raised with libtvm_ffi already loaded: it joins.
+add_test(NAME interop_errors_frames_first
+         COMMAND ${PF_TEST_WRAPPER} $<TARGET_FILE:interop_errors_frames_join> ${TVMFFI_LIBRARY}
+                 first)
+set_tests_properties(interop_errors_frames_first PROPERTIES LABELS "memcheck;interop"
+                                                            ENVIRONMENT "PACKFN_BACKTRACE=1")
 # Error calls in a thread's or the process's teardown, after TVM-FFI's thread_local slot is
 # gone: key destructors of exiting threads, an atexit handler.
 add_executable(interop_errors_teardown errors_teardown.c)

@@ -6,7 +6,10 @@
  * reached TVM-FFI with `File "<native>", line 0, in 0x...` lines. The cell must hold the named
  * text, the one pf_error_backtrace gives. This program links only libpackfn and dlopen()s the
  * wheel's libtvm_ffi by path (argv[1]); run with PACKFN_BACKTRACE=1.
- *   interop_errors_frames_join LIBTVM_FFI */
+ * `first`: libtvm_ffi is loaded before packfn's first error, which joins as it is raised; that
+ * error reached TVM-FFI's slot with address lines too (review: the raise asked whether packfn
+ * had joined before its slot access joined).
+ *   interop_errors_frames_join LIBTVM_FFI [first] */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,9 +37,32 @@ static int cell_named(const pf_object_t* err) {
   return strstr(c->backtrace.data, "raise_early") != NULL; /* the stack is there at all */
 }
 
+/* `first` mode: the process's first error, raised with libtvm_ffi loaded, joins. */
+static int first_error_joins(const char* path) {
+  void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    fprintf(stderr, "dlopen: %s\n", dlerror());
+    return 1;
+  }
+  *(void**)&move_from_raised = dlsym(lib, "TVMFFIErrorMoveFromRaised");
+  CHECK(move_from_raised != NULL);
+  if (failures)
+    return 1;
+  CHECK(!pf_tvm_ffi_joined());
+  raise_early("the process's first error");
+  CHECK(pf_tvm_ffi_joined());
+  void* err = NULL;
+  move_from_raised(&err);
+  CHECK(err && strcmp(pf_error_message(err), "the process's first error") == 0 && cell_named(err));
+  pf_object_release((pf_object_t*)err);
+  return failures != 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 3 && strcmp(argv[2], "first") == 0)
+    return first_error_joins(argv[1]);
   if (argc != 2) {
-    fprintf(stderr, "usage: interop_errors_frames_join LIBTVM_FFI\n");
+    fprintf(stderr, "usage: interop_errors_frames_join LIBTVM_FFI [first]\n");
     return 2;
   }
   /* before the join: one error taken (kept by the program), one left pending */
