@@ -226,7 +226,7 @@ static PyObject* exc_from_error(pf_object_t* err, int depth) {
     PyErr_Clear(); /* exceptions without a __dict__ just lack the attribute */
   Py_XDECREF(ks);
   if (bt && bt[0]) {
-    PyObject* bts = PyUnicode_FromFormat("packfn backtrace (newest last):\n%s", bt);
+    PyObject* bts = PyUnicode_FromFormat("packfn backtrace (most recent call first):\n%s", bt);
     if (bts) {
       PyObject* r = PyObject_CallMethod(exc, "add_note", "O", bts);
       Py_XDECREF(r);

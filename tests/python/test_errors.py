@@ -48,6 +48,31 @@ def test_cause_chain_and_backtrace():
     assert any("packfn backtrace" in n for n in notes)
 
 
+def test_backtrace_note_names_its_order():
+    """The note holds packfn's backtrace as C wrote it, most recent call first (docs/error.md);
+    its header said "newest last" (found by review). With PACKFN_BACKTRACE=1 the raise site comes
+    first and the interpreter's frames after it. In a process of its own: the variable is read
+    once per process."""
+    import subprocess
+
+    code = """if True:
+        from packfn import _packfn
+        try:
+            _packfn._raise("ValueError", "with its stack")
+        except ValueError as e:
+            print(e.__notes__[-1])
+    """
+    env = dict(os.environ, PACKFN_BACKTRACE="1")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "packfn backtrace (most recent call first):", lines[0]
+    assert "in m_raise" in lines[1], lines[:3]  # the raise site, innermost
+    # the interpreter, which called it, further down
+    outer = [i for i, ln in enumerate(lines) if "python" in ln.lower() and "_packfn" not in ln]
+    assert outer and min(outer) > 1, lines
+
+
 def test_failing_kernel_raises(rms_norm):
     x = np.ones((2, 3), np.float32)
     with pytest.raises(TypeError, match="rms_norm: expected 3 arguments, got 1"):
