@@ -260,7 +260,9 @@ static int run_main(int argc, char** argv) {
     return PF_CLI_EXIT_OK;
   }
   if (strcmp(cmd, "help") == 0) {
-    if (argc < 3) {
+    /* help is a command too: `help --help` and `help help` are its own help (both were
+     * "unknown command", exit 2; review) */
+    if (argc < 3 || is_help(argv[2]) || strcmp(argv[2], "help") == 0) {
       fputs(main_usage, stdout);
       return PF_CLI_EXIT_OK;
     }

@@ -96,6 +96,10 @@ def test_version_and_help(cli):
     expect(cli, ["--help"], OK, stdout_re=r"^commands:$", stderr="")
     expect(cli, ["help"], OK, stdout_re=r"^  call NAME ARG\.\.\.", wrap=False)
     expect(cli, ["help", "call"], OK, stdout_re=CALL_USAGE, wrap=False)
+    # help is a command too: it takes --help, and names itself (each was "unknown command",
+    # exit 2, against "every command takes --help"; review)
+    for arg in ("--help", "-h", "help"):
+        expect(cli, ["help", arg], OK, stdout_re=r"^  help \[COMMAND\]", stderr="", wrap=False)
     expect(cli, ["call", "--help"], OK, stdout_re=r"float32\[2,3\]:1,2,3,4,5,6")
     expect(cli, ["list", "--help"], OK, stdout_re=r"^usage: packfn list \[LIBRARY\]$", wrap=False)
     # after LIBRARY too (it was "unknown option for list: --help", or "-h" a second LIBRARY)
