@@ -1,5 +1,6 @@
 /* cli_bench.c: `packfn bench`: the benchmark suite, found relative to the packfn executable, or
  * the timing of one function (global, or of a --lib library) with the arguments `call` takes. */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -255,7 +256,9 @@ static int bench_option(int argc, char** argv, int* i, const char** lib, long* r
   char* end;
   errno = 0;
   *repeat = strtol(value, &end, 10);
-  if (errno != 0 || *end != '\0' || end == value || *repeat < 1 || *repeat > 1000)
+  /* strtol skips leading blanks: ' 3' was a count (review; ' 5' is no number for call) */
+  if (errno != 0 || *end != '\0' || end == value || isspace((unsigned char)value[0]) ||
+      *repeat < 1 || *repeat > 1000)
     return usage_error("--repeat expects a count from 1 to 1000, got", value);
   return 0;
 }

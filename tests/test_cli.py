@@ -774,6 +774,10 @@ def test_bench_function(cli):
            stderr_re=r"^KeyError: .*did you mean 'packfn\.kernels\.kepler'\?")
     expect(cli, ["bench", "--repeat", "0", "f"], USAGE, wrap=False,
            stderr_re=r"^packfn bench: --repeat expects a count from 1 to 1000, got 0$")
+    # a count behind a blank is no count, as ' 5' is no number for `call` (strtol skipped it)
+    for blank in (" ", "\t", "\n"):
+        expect(cli, ["bench", "--repeat", blank + "3", "f"], USAGE, wrap=False,
+               stderr_re=r"^packfn bench: --repeat expects a count from 1 to 1000, got \s3$")
     expect(cli, ["bench", "--lib"], USAGE, wrap=False, stderr_re=r"option --lib needs a value")
     expect(cli, ["bench", "--lib", cli.echo], USAGE, wrap=False,
            stderr_re=r"missing the function NAME")
