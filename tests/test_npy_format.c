@@ -50,6 +50,22 @@ START_TEST(test_format_float32_matrix) {
 }
 END_TEST
 
+/* An array whose data is in Fortran order (fortran_order 1, what a .npy file may say) prints as
+ * the array it describes: it printed its bytes as C order, the transpose's elements in the
+ * wrong places (the writer refuses such an array; review). */
+START_TEST(test_format_fortran_order) {
+  const float data[6] = {1, 4, 2, 5, 3, 6}; /* [[1, 2, 3], [4, 5, 6]] in Fortran order */
+  pf_npy_array_t arr = {dtype(kDLFloat, 32), 2, {2, 3}, 1, (void*)data, sizeof data};
+  FILE* fp = tmpfile();
+  ck_assert_int_eq(pf_npy_format(&arr, fp), 0);
+  char buf[256] = "";
+  rewind(fp);
+  ck_assert_uint_gt(fread(buf, 1, sizeof buf - 1, fp), 0);
+  fclose(fp);
+  ck_assert_str_eq(buf, "array([[1., 2., 3.],\n       [4., 5., 6.]], dtype=float32)");
+}
+END_TEST
+
 START_TEST(test_format_floats) {
   const int64_t three[1] = {3};
   const int64_t four[1] = {4};
@@ -237,6 +253,7 @@ END_TEST
 TCase* pf_test_npy_format_tcase(void) {
   TCase* tc = tcase_create("format");
   tcase_add_test(tc, test_format_float32_matrix);
+  tcase_add_test(tc, test_format_fortran_order);
   tcase_add_test(tc, test_format_floats);
   tcase_add_test(tc, test_format_complex);
   tcase_add_test(tc, test_format_ints_and_bools);
