@@ -219,6 +219,15 @@ START_TEST(test_format_failures) {
   const int64_t huge[2] = {INT64_MAX, 4}; /* C order cannot be that large */
   ck_assert_int_eq(pf_npy_format_raw(dtype(kDLFloat, 32), 2, huge, NULL, &x, fp), -1);
   ck_assert_int_eq(pf_npy_format(NULL, fp), -1);
+  /* data shorter than its shape needs (it was read past; review), in either order */
+  const float six[6] = {1, 2, 3, 4, 5, 6};
+  pf_npy_array_t short_data = {dtype(kDLFloat, 32), 2, {2, 3}, 0, (void*)six, sizeof six - 1};
+  ck_assert_int_eq(pf_npy_format(&short_data, fp), -1);
+  short_data.fortran_order = 1;
+  ck_assert_int_eq(pf_npy_format(&short_data, fp), -1);
+  short_data.nbytes = sizeof six;
+  short_data.shape[0] = -2;
+  ck_assert_int_eq(pf_npy_format(&short_data, fp), -1);
   ck_assert_int_eq(ftell(fp), 0); /* nothing printed on failure */
   fclose(fp);
   FILE* ro = fopen("/dev/null", "r"); /* writing fails */

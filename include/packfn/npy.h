@@ -197,8 +197,9 @@ PF_NPY_API int pf_npy_dtype_descr(DLDataType dtype, char* buf, size_t size);
  * "array([[1., 2., 3.],\n       [4., 5., 6.]], dtype=float32)", lines wrapped at 75
  * columns, arrays of more than 1000 elements summarised with "..." and their shape shown;
  * data in Fortran order when arr->fortran_order is set. No trailing newline. Borrows `arr` and
- * `out` (neither is kept nor closed). Returns 0, or -1 if the dtype cannot be printed, memory runs
- * out or writing to `out` fails; on failure part of the text may already be written. */
+ * `out` (neither is kept nor closed). Returns 0, or -1 if the dtype cannot be printed, the shape
+ * needs more than arr->nbytes bytes, memory runs out or writing to `out` fails; on failure part
+ * of the text may already be written (nothing for a refused shape). */
 PF_NPY_API int pf_npy_format(const pf_npy_array_t* arr, FILE* out);
 
 /* Like pf_npy_format, for any strided array in host memory, without copying it: the element at

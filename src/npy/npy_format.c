@@ -757,17 +757,20 @@ int pf_npy_format(const pf_npy_array_t* arr, FILE* out) {
   if (arr == NULL) {
     return -1;
   }
+  /* the shape's bytes must fit and lie within arr->nbytes: the printer read past a shorter
+   * buffer (the writer refuses such an array; review) */
+  size_t count = 0;
+  size_t nbytes = 0;
+  size_t itemsize = ((size_t)arr->dtype.bits * arr->dtype.lanes + 7) / 8;
+  if (arr->ndim < 0 || arr->ndim > PF_NPY_MAX_NDIM ||
+      pf__npy_array_size(arr->shape, arr->ndim, itemsize ? itemsize : 1, &count, &nbytes) != 0 ||
+      nbytes > arr->nbytes) {
+    return -1;
+  }
   if (!arr->fortran_order) {
     return pf_npy_format_raw(arr->dtype, arr->ndim, arr->shape, NULL, arr->data, out);
   }
-  /* Fortran-order data: the strides of its layout (they printed as C order; review), from a
-   * shape whose size fits, as C order's must */
-  size_t count = 0;
-  size_t nbytes = 0;
-  if (arr->ndim < 0 || arr->ndim > PF_NPY_MAX_NDIM ||
-      pf__npy_array_size(arr->shape, arr->ndim, 1, &count, &nbytes) != 0) {
-    return -1;
-  }
+  /* Fortran-order data: the strides of its layout (they printed as C order; review) */
   int64_t strides[PF_NPY_MAX_NDIM];
   int64_t stride = 1;
   for (int32_t i = 0; i < arr->ndim; i++) {
