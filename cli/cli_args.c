@@ -631,5 +631,7 @@ int pf_cli_args_parse(char** tokens, int n, const char* const* outs, int num_out
         shared[k] = args[i].value.v_obj;
   }
   free(shared);
+  if (rc == -1) /* a file's name (or a literal) shows its control characters as '?' (cli.md) */
+    pf_npy_clean_text(msg);
   return rc;
 }

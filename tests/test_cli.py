@@ -191,6 +191,13 @@ def test_bad_literals(cli):
     # a missing .npy named by --out needs a tensor before it to be created like
     expect(cli, add_n + ["new.npy", "1", "--out", "new.npy"], USAGE,
            stderr_re=r"new\.npy does not exist, and no tensor argument comes before it")
+    # its name's control characters show as '?', as in every message about a file (cli.md; the
+    # name reached the terminal as it was, escape sequences included: review)
+    crafted = "new\x1b]0;owned\x07\u009b2J.npy"
+    expect(cli, add_n + [crafted, "1", "--out", crafted], USAGE,
+           stderr_re=r"new\?\]0;owned\?\?2J\.npy does not exist")
+    rc, _, err = cli.run(*(add_n + [crafted, "1", "--out", crafted]))
+    assert rc == USAGE and not set("\x1b\x07\u009b") & set(err), repr(err)
 
 
 def test_info(cli):

@@ -193,6 +193,13 @@ PF_NPY_API void pf_npy_array_free(pf_npy_array_t* arr);
  * lanes > 1, odd widths) or buf is too small: 5 bytes hold every answer. */
 PF_NPY_API int pf_npy_dtype_descr(DLDataType dtype, char* buf, size_t size);
 
+/* Replaces in place each control character of the NUL-terminated `text` with '?': C0, DEL and
+ * C1 (U+0080..U+009F in UTF-8, or a byte 0x80..0x9F that is no part of a UTF-8 character, which
+ * an 8-bit terminal reads as C1), so that text taken from a file or its name cannot send a
+ * terminal escape sequences; other bytes, UTF-8 text included, stay. Never lengthens the text.
+ * The messages this library writes into `err` are already cleaned this way. NULL: no-op. */
+PF_NPY_API void pf_npy_clean_text(char* text);
+
 /* Prints `arr` as NumPy's repr() does with default print options (NumPy 2.3 and later):
  * "array([[1., 2., 3.],\n       [4., 5., 6.]], dtype=float32)", lines wrapped at 75
  * columns, arrays of more than 1000 elements summarised with "..." and their shape shown;

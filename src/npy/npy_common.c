@@ -44,10 +44,19 @@ int pf__npy_fail(char* err, size_t err_size, const char* name, const char* fmt, 
   }
   /* a header's text (a dtype, a key) and a file name are the file's, not ours: their control
    * characters would reach a terminal as its commands (an escape sequence in 'descr' retitled
-   * the window and cleared the screen; review); each shows as '?': C0, DEL and C1, the last in
-   * UTF-8 (U+0080..U+009F, C2 80..C2 9F) or as a byte 0x80..0x9F of no UTF-8 character, which
-   * an 8-bit terminal reads (CSI 0x9B is ESC [; both got through; review). Other bytes stay. */
-  unsigned char* w = (unsigned char*)err;
+   * the window and cleared the screen; review) */
+  pf_npy_clean_text(err);
+  return -1;
+}
+
+/* Each control character shows as '?': C0, DEL and C1, the last in UTF-8 (U+0080..U+009F,
+ * C2 80..C2 9F) or as a byte 0x80..0x9F of no UTF-8 character, which an 8-bit terminal reads
+ * (CSI 0x9B is ESC [; both got through; review). Other bytes stay. */
+void pf_npy_clean_text(char* text) {
+  if (text == NULL) {
+    return;
+  }
+  unsigned char* w = (unsigned char*)text;
   for (const unsigned char* r = w; *r != '\0';) {
     size_t len = utf8_length(r);
     int control = len == 1   ? *r < 0x20 || *r == 0x7f
@@ -64,7 +73,6 @@ int pf__npy_fail(char* err, size_t err_size, const char* name, const char* fmt, 
     }
   }
   *w = '\0';
-  return -1;
 }
 
 int pf__npy_populate_fits(size_t length) {
