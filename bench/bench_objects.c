@@ -1,11 +1,11 @@
 /* bench_objects.c: objects in bulk, packfn against TVM-FFI in one run. For each kind of object
    (function without self, closure, direct function, 8- and 100-byte strings, 100 bytes, array
-   of 4 ints, error, tensor view and slice, tensor with 1 KiB of data, tensor imported from a
-   DLPack producer) and each runtime, a fresh process creates N objects and keeps them all alive,
-   then releases them all, then does it again: memory    bytes in use after the N creates minus
-   before, divided by N: what one live object costs. malloc's bytes in use (mallinfo2: uordblks +
-   hblkhd: its chunk headers and rounding included) plus, for packfn, the 64 KiB spans its slab
-               allocator has given to size classes (pf__alloc_slab_bytes: blocks in use, free
+   of 4 ints, list and map of 4 items, shape, error, tensor view and slice, tensor with 1 KiB of
+   data, tensor imported from a DLPack producer) and each runtime, a fresh process creates N objects
+   and keeps them all alive, then releases them all, then does it again: memory    bytes in use
+   after the N creates minus before, divided by N: what one live object costs. malloc's bytes in use
+   (mallinfo2: uordblks + hblkhd: its chunk headers and rounding included) plus, for packfn, the 64
+   KiB spans its slab allocator has given to size classes (pf__alloc_slab_bytes: blocks in use, free
                ones and the unused tail of each class's newest span all count);
      cold      ns per create and per release in the first round (fresh heap: sbrk, page faults);
      warm      the same in the later rounds (the memory the first round freed is reused).
@@ -158,6 +158,58 @@ static void* create_array4(void* state, uint64_t* checksum) {
   return a;
 }
 
+/* shape_2: the shape (3, 4). */
+static void* create_shape2(void* state, uint64_t* checksum) {
+  (void)state;
+  static const int64_t dims[2] = {3, 4};
+  pf_object_t* s;
+  if (pf_shape_create(dims, 2, &s) != 0)
+    fail_raised("pf_shape_create");
+  const int64_t* d;
+  size_t n;
+  if (pf_shape_data(s, &d, &n) != 0)
+    fail_raised("pf_shape_data");
+  *checksum += n;
+  return s;
+}
+
+/* list_4: an empty list, then the ints 1..4 appended one at a time (growing as it must). */
+static void* create_list4(void* state, uint64_t* checksum) {
+  (void)state;
+  pf_object_t* l;
+  if (pf_list_create(&l) != 0)
+    fail_raised("pf_list_create");
+  for (int i = 1; i <= PF_OBJBENCH_ARRAY_N; ++i) {
+    pf_any_t v = pf_any_int(i);
+    if (pf_list_append(l, &v) != 0)
+      fail_raised("pf_list_append");
+  }
+  size_t n;
+  if (pf_array_count(l, &n) != 0)
+    fail_raised("pf_array_count");
+  *checksum += n;
+  return l;
+}
+
+/* map_4: an empty map, then the keys "k1".."k4" (small strings) set to the ints 1..4. */
+static void* create_map4(void* state, uint64_t* checksum) {
+  (void)state;
+  static const char* const keys[PF_OBJBENCH_ARRAY_N] = {"k1", "k2", "k3", "k4"};
+  pf_object_t* m;
+  if (pf_map_create(&m) != 0)
+    fail_raised("pf_map_create");
+  for (int i = 0; i < PF_OBJBENCH_ARRAY_N; ++i) {
+    pf_any_t k = pf_any_cstr(keys[i]), v = pf_any_int(i + 1);
+    if (pf_map_set(m, &k, &v) != 0)
+      fail_raised("pf_map_set");
+  }
+  size_t n;
+  if (pf_map_count(m, &n) != 0)
+    fail_raised("pf_map_count");
+  *checksum += n;
+  return m;
+}
+
 /* error: an error object made, not raised, without a backtrace. */
 static void* create_error(void* state, uint64_t* checksum) {
   (void)state;
@@ -273,6 +325,11 @@ static const pf_objbench_kind_t packfn_kinds[] = {
     {"string_100", "packfn", "pf_string_create", NULL, create_string100, release, NULL},
     {"bytes_100", "packfn", "pf_bytes_create", NULL, create_bytes100, release, NULL},
     {"array_4", "packfn", "pf_array_create of 4 ints", NULL, create_array4, release, NULL},
+    {"list_4", "packfn", "pf_list_create + 4 x pf_list_append (ints)", NULL, create_list4, release,
+     NULL},
+    {"map_4", "packfn", "pf_map_create + 4 x pf_map_set (small str keys, int values)", NULL,
+     create_map4, release, NULL},
+    {"shape_2", "packfn", "pf_shape_create (3, 4)", NULL, create_shape2, release, NULL},
     {"error", "packfn", "pf_error_create (no backtrace, not raised)", NULL, create_error, release,
      NULL},
     {"tensor_view", "packfn", "pf_tensor_view of a live 1024-float tensor", setup_view, create_view,
@@ -289,8 +346,9 @@ static const pf_objbench_kind_t packfn_kinds[] = {
 /* ---- kinds and variants ---- */
 
 static const char* const kind_names[] = {
-    "function", "closure", "function_direct", "string_8",     "string_100", "bytes_100",
-    "array_4",  "error",   "tensor_view",     "tensor_slice", "tensor_1k",  "tensor_dlpack"};
+    "function",  "closure",     "function_direct", "string_8",  "string_100",
+    "bytes_100", "array_4",     "list_4",          "map_4",     "shape_2",
+    "error",     "tensor_view", "tensor_slice",    "tensor_1k", "tensor_dlpack"};
 static const char* const kind_what[] = {
     "function, no self (type 68)",
     "closure: function with self + deleter",
@@ -299,6 +357,9 @@ static const char* const kind_what[] = {
     "string, 100 bytes",
     "bytes, 100 bytes",
     "array of 4 ints",
+    "list: 4 ints appended to an empty one",
+    "map: 4 small-string keys set to ints in an empty one",
+    "shape (3, 4)",
     "error object, no backtrace (made, not raised)",
     "tensor header: a 1-d view",
     "tensor header: a 1-d strided view (512 of 1024, step 2, from element 1)",
@@ -891,7 +952,8 @@ static void usage(void) {
           "  --rounds R   rounds per process, the first cold (default 5, 2..%d)\n"
           "  --reps R     processes per kind and runtime (default 5, 1..%d)\n"
           "  --kind PATS  kinds (comma-separated fnmatch patterns): function, closure,\n"
-          "               function_direct, string_8, string_100, bytes_100, array_4, error,\n"
+          "               function_direct, string_8, string_100, bytes_100, array_4, list_4,\n"
+          "               map_4, shape_2, error,\n"
           "               tensor_view, tensor_slice, tensor_1k, tensor_dlpack\n"
           "  --callgrind  also count instructions under callgrind (valgrind on PATH)\n"
           "  --cg-n N     live objects under callgrind (default 100000)\n"

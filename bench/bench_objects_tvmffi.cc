@@ -9,6 +9,10 @@
 
 #include <tvm/ffi/c_api.h>
 #include <tvm/ffi/container/array.h>
+#include <tvm/ffi/container/list.h>
+#include <tvm/ffi/container/map.h>
+#include <tvm/ffi/container/shape.h>
+#include <tvm/ffi/string.h>
 #include <tvm/ffi/container/tensor.h>
 
 namespace {
@@ -147,6 +151,31 @@ void* CreateArray4(void*, uint64_t* checksum) {
   return Handle(std::move(a));
 }
 
+// list_4: an empty ffi::List, then 4 push_back (no reserve, as packfn's side).
+void* CreateList4(void*, uint64_t* checksum) {
+  ffi::List<ffi::Any> l;
+  for (int64_t i = 1; i <= PF_OBJBENCH_ARRAY_N; ++i)
+    l.push_back(i);
+  *checksum += static_cast<uint64_t>(l.size());
+  return Handle(std::move(l));
+}
+
+// map_4: an empty ffi::Map, then Set of the keys "k1".."k4" to the ints 1..4.
+void* CreateMap4(void*, uint64_t* checksum) {
+  static const char* const keys[PF_OBJBENCH_ARRAY_N] = {"k1", "k2", "k3", "k4"};
+  ffi::Map<ffi::Any, ffi::Any> m;
+  for (int64_t i = 0; i < PF_OBJBENCH_ARRAY_N; ++i)
+    m.Set(ffi::String(keys[i]), i + 1);
+  *checksum += static_cast<uint64_t>(m.size());
+  return Handle(std::move(m));
+}
+
+void* CreateShape2(void*, uint64_t* checksum) {
+  ffi::Shape s({3, 4});
+  *checksum += static_cast<uint64_t>(s.size());
+  return Handle(std::move(s));
+}
+
 void* CreateError(void*, uint64_t* checksum) {
   static const TVMFFIByteArray kind = {PF_OBJBENCH_ERROR_KIND, sizeof(PF_OBJBENCH_ERROR_KIND) - 1};
   static const TVMFFIByteArray message = {PF_OBJBENCH_ERROR_MESSAGE,
@@ -187,6 +216,10 @@ const pf_objbench_kind_t kKinds[] = {
     {"bytes_100", kImpl, "TVMFFIBytesFromByteArray", nullptr, CreateBytes100, Release, nullptr},
     {"array_4", kImpl, "ffi::Array<Any> (C++, reserve + 4 push_back)", nullptr, CreateArray4,
      Release, nullptr},
+    {"list_4", kImpl, "ffi::List<Any> (C++, 4 push_back)", nullptr, CreateList4, Release, nullptr},
+    {"map_4", kImpl, "ffi::Map<Any, Any> (C++, 4 Set of ffi::String keys)", nullptr, CreateMap4,
+     Release, nullptr},
+    {"shape_2", kImpl, "ffi::Shape({3, 4}) (C++)", nullptr, CreateShape2, Release, nullptr},
     {"error", kImpl, "TVMFFIErrorCreate (empty backtrace, not raised)", nullptr, CreateError,
      Release, nullptr},
     {"tensor_view", kImpl, "ffi::Tensor::as_strided (C++) of a live 1024-float tensor", SetupView,

@@ -29,14 +29,17 @@ extern "C" {
      function_direct
      string_8, _100      the size read back (8, 100)
      bytes_100           the size read back (100)
-     array_4             the item count (4)
+     array_4, list_4     the item count (4)
+     map_4               the entry count (4)
+     shape_2             ndim (2)
      error               the message's first byte
      tensor_view         shape[0] (1024)
      tensor_slice        shape[0] (512)
      tensor_1k           shape[0] (256); the first element is written, 1.0f
      tensor_dlpack       shape[0] (256) */
 typedef struct pf_objbench_kind {
-  /* function, closure, function_direct, string_8, string_100, bytes_100, array_4, error,
+  /* function, closure, function_direct, string_8, string_100, bytes_100, array_4, list_4,
+     map_4, shape_2, error,
      tensor_view, tensor_slice, tensor_1k, tensor_dlpack */
   const char* kind;
   const char* impl;  /* "packfn", "tvmffi" */

@@ -63,7 +63,21 @@ typedef struct {
   /* then: int64_t dims[cell.size] */
 } pf__shape_t;
 
-int pf_shape_create(const int64_t* dims, size_t ndim, pf_object_t** out) {
+/* Fills a shape block of `ndim` extents and hands it out. */
+static inline int pf__shape_fill(pf__shape_t* s, const int64_t* dims, size_t ndim,
+                                 pf_object_t** out) {
+  pf__object_init(&s->header, PF_TYPE_SHAPE, pf__block_deleter);
+  int64_t* data = (int64_t*)(s + 1);
+  for (size_t i = 0; i < ndim; ++i) /* a loop: memcpy's call cost more than a few extents */
+    data[i] = dims[i];
+  s->cell.data = data;
+  s->cell.size = (int64_t)ndim;
+  *out = &s->header;
+  return 0;
+}
+
+__attribute__((noinline)) static int pf__shape_create_general(const int64_t* dims, size_t ndim,
+                                                              pf_object_t** out) {
   if (!out)
     return PF__NULL_ARG("pf_shape_create", "out");
   *out = NULL;
@@ -78,16 +92,22 @@ int pf_shape_create(const int64_t* dims, size_t ndim, pf_object_t** out) {
   pf__shape_t* s = pf__container_new("pf_shape_create", total, PF_TYPE_SHAPE, pf__block_deleter);
   if (!s)
     return -1;
-  int64_t* data = (int64_t*)(s + 1);
-  if (ndim)
-    memcpy(data, dims, bytes);
-  s->cell.data = data;
-  s->cell.size = ndim;
-  *out = &s->header;
-  return 0;
+  return pf__shape_fill(s, dims, ndim, out);
 }
 
-int pf_shape_data(const pf_object_t* shape, const int64_t** dims, size_t* ndim) {
+int pf_shape_create(const int64_t* dims, size_t ndim, pf_object_t** out) {
+  /* a shape of up to 8 extents from this thread's list, without a frame; the rest (the
+   * refusals, an empty list, more extents) out of line */
+  if (PF_LIKELY(out && dims && ndim <= 8)) {
+    pf__shape_t* s = pf__alloc_cached(sizeof(pf__shape_t) + ndim * sizeof(int64_t));
+    if (PF_LIKELY(s != NULL))
+      return pf__shape_fill(s, dims, ndim, out);
+  }
+  return pf__shape_create_general(dims, ndim, out);
+}
+
+__attribute__((noinline)) static int pf__shape_data_general(const pf_object_t* shape,
+                                                            const int64_t** dims, size_t* ndim) {
   if (!dims || !ndim) {
     if (dims)
       *dims = NULL;
@@ -107,6 +127,19 @@ int pf_shape_data(const pf_object_t* shape, const int64_t** dims, size_t* ndim) 
   *dims = cell->data ? cell->data : &no_dims;
   *ndim = cell->data ? cell->size : 0;
   return 0;
+}
+
+int pf_shape_data(const pf_object_t* shape, const int64_t** dims, size_t* ndim) {
+  /* a shape with its extents, without a frame; the rest (subtypes, NULL data, refusals) above */
+  if (PF_LIKELY(shape && shape->type_index == PF_TYPE_SHAPE && dims && ndim)) {
+    const pf_shape_cell_t* cell = (const pf_shape_cell_t*)(shape + 1);
+    if (PF_LIKELY(cell->data != NULL)) {
+      *dims = cell->data;
+      *ndim = cell->size;
+      return 0;
+    }
+  }
+  return pf__shape_data_general(shape, dims, ndim);
 }
 
 int pf_shape_get(const pf_object_t* shape, int64_t index, int64_t* out) {

@@ -107,11 +107,56 @@ static int pf__check_rvalue_twice(const char* func, const char* const* names, co
   return 0;
 }
 
-/* Everything is checked first, each rvalue reference's object taken from its handle as it is
- * checked (so a second reference to the same handle finds it empty and is refused), then every
- * other value is copied (the only step that can fail, on memory); a failure puts all back. */
-int pf__own_begin(const char* func, const char* const* names, const pf_any_t* views, size_t n,
-                  pf_any_t* out) {
+/* The common values, owned as pf_any_to_owned makes them, in one pass: ints and floats, objects
+ * (retained), bools, small strings and bytes, C strings of up to 7 bytes. Stops at the first other
+ * value (views, rvalue references, other value types, NULL objects) and returns how many it owned,
+ * out[0..done); *maps is set when a map was among them. Nothing raised. (A check pass and a
+ * pf_any_to_owned call per value cost an array of 4 ints 540 instructions, TVM-FFI's 200; a
+ * name formatted per value, 3500 before that.) */
+static inline size_t pf__own_simple(const pf_any_t* views, size_t n, pf_any_t* out, int* maps) {
+  for (size_t i = 0; i < n; ++i) {
+    const pf_any_t* v = &views[i];
+    int32_t t = v->type_index;
+    if (t == PF_TYPE_INT || t == PF_TYPE_FLOAT) {
+      out[i].v_int64 = v->v_int64;
+    } else if (t >= PF_TYPE_STATIC_OBJECT_BEGIN && v->v_obj) {
+      pf_object_retain(v->v_obj);
+      out[i].v_obj = v->v_obj;
+      *maps |= t == PF_TYPE_MAP;
+    } else if (t == PF_TYPE_BOOL) {
+      out[i].v_int64 = v->v_int64 != 0; /* 0 or 1, as pf_any_to_owned makes it */
+    } else if ((t == PF_TYPE_SMALL_STR || t == PF_TYPE_SMALL_BYTES) &&
+               v->small_str_len <= PF_SMALL_STR_MAX) {
+      pf__any_small(t, v->v_bytes, v->small_str_len, &out[i]); /* its bytes made canonical */
+      continue;
+    } else if (t == PF_TYPE_RAW_STR && v->v_c_str) {
+      /* a C string of up to 7 bytes becomes a small string (a map's usual key); longer ones
+       * take the general path (a string object: an allocation that may fail) */
+      const char* c = v->v_c_str;
+      size_t len = 0;
+      while (len <= PF_SMALL_STR_MAX && c[len] != '\0')
+        ++len;
+      if (len > PF_SMALL_STR_MAX)
+        return i;
+      pf__any_small(PF_TYPE_SMALL_STR, c, len, &out[i]);
+      continue;
+    } else {
+      return i;
+    }
+    out[i].type_index = t;
+    out[i].zero_padding = 0;
+  }
+  return n;
+}
+
+/* The general pf__own_begin. Everything is checked first, each rvalue reference's object taken
+ * from its handle as it is checked (so a second reference to the same handle finds it empty and
+ * is refused), then every other value is copied (the only step that can fail, on memory); a
+ * failure puts all back. */
+__attribute__((noinline)) static int pf__own_begin_general(const char* func,
+                                                           const char* const* names,
+                                                           const pf_any_t* views, size_t n,
+                                                           pf_any_t* out) {
   for (size_t i = 0; i < n; ++i) {
     out[i] = pf_any_none();
     if ((pf__is_rvalue(&views[i]) && pf__check_rvalue_twice(func, names, views, i) != 0) ||
@@ -136,48 +181,30 @@ int pf__own_begin(const char* func, const char* const* names, const pf_any_t* vi
   return 0;
 }
 
-/* pf__own_all past its first pass, which made owned copies of views[0..done) into out and
- * stopped at a value it leaves to the general path: those copies are released and every value
- * goes through pf__own_begin. Out of line, so that the first pass keeps no frame. */
-__attribute__((noinline)) static int pf__own_all_general(const char* func, const char* const* names,
-                                                         const pf_any_t* views, size_t n,
-                                                         pf_any_t* out, size_t done) {
+/* pf__own_simple's owned values out[0..done) released, then the general path for all n. */
+__attribute__((noinline)) static int pf__own_redo(const char* func, const char* const* names,
+                                                  const pf_any_t* views, size_t n, pf_any_t* out,
+                                                  size_t done) {
   for (size_t k = 0; k < done; ++k)
     pf_any_release(&out[k]);
-  if (pf__own_begin(func, names, views, n, out) != 0)
-    return -1;
-  pf__freeze_maps(out, n);
-  return 0;
+  return pf__own_begin_general(func, names, views, n, out);
+}
+
+int pf__own_begin(const char* func, const char* const* names, const pf_any_t* views, size_t n,
+                  pf_any_t* out) {
+  int maps = 0; /* frozen by the caller, once it keeps the values */
+  size_t done = pf__own_simple(views, n, out, &maps);
+  return PF_LIKELY(done == n) ? 0 : pf__own_redo(func, names, views, n, out, done);
 }
 
 int pf__own_all(const char* func, const char* const* names, const pf_any_t* views, size_t n,
                 pf_any_t* out) {
-  /* The common values in one pass, as pf_any_to_owned copies them: ints and floats, objects
-   * (retained; packfn maps frozen once all are owned), bools, small strings and bytes. Anything
-   * else (views, rvalue references, other value types, NULL objects) sends all the values down
-   * the general path (a check pass and a pf_any_to_owned call per value cost an array of 4 ints
-   * 540 instructions, TVM-FFI's 200; a name formatted per value, 3500 before that). */
   int maps = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const pf_any_t* v = &views[i];
-    int32_t t = v->type_index;
-    if (t == PF_TYPE_INT || t == PF_TYPE_FLOAT) {
-      out[i].v_int64 = v->v_int64;
-    } else if (t >= PF_TYPE_STATIC_OBJECT_BEGIN && v->v_obj) {
-      pf_object_retain(v->v_obj);
-      out[i].v_obj = v->v_obj;
-      maps |= t == PF_TYPE_MAP;
-    } else if (t == PF_TYPE_BOOL) {
-      out[i].v_int64 = v->v_int64 != 0; /* 0 or 1, as pf_any_to_owned makes it */
-    } else if ((t == PF_TYPE_SMALL_STR || t == PF_TYPE_SMALL_BYTES) &&
-               v->small_str_len <= PF_SMALL_STR_MAX) {
-      pf__any_small(t, v->v_bytes, v->small_str_len, &out[i]); /* its bytes made canonical */
-      continue;
-    } else {
-      return pf__own_all_general(func, names, views, n, out, i);
-    }
-    out[i].type_index = t;
-    out[i].zero_padding = 0;
+  size_t done = pf__own_simple(views, n, out, &maps);
+  if (PF_UNLIKELY(done != n)) {
+    if (pf__own_redo(func, names, views, n, out, done) != 0)
+      return -1;
+    maps = 1; /* the general path's values: look for maps among them */
   }
   if (maps) /* only once every value is owned: a failed create leaves the maps as they were */
     pf__freeze_maps(out, n);

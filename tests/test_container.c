@@ -247,7 +247,10 @@ END_TEST
  * the same values as pf_any_to_owned makes them, and a failure in either must leave every count
  * and every map as it was (a pass that retains, then falls back, then fails). */
 START_TEST(test_array_values_copied_as_owned) {
-  pf_any_t odd[3];
+  pf_any_t odd[6];
+  odd[3] = pf_any_cstr("seven77"); /* raw strings: up to 7 bytes small, 8 an object */
+  odd[4] = pf_any_cstr("eight888");
+  odd[5] = pf_any_cstr("");
   odd[0] = pf_any_int(-3);
   odd[0].zero_padding = 77; /* another producer's padding */
   odd[1] = pf_any_bool(1);
@@ -257,17 +260,26 @@ START_TEST(test_array_values_copied_as_owned) {
   ck_assert_int_eq(odd[2].type_index, PF_TYPE_SMALL_STR);
   odd[2].v_bytes[5] = 'x'; /* bytes after the text's NUL, not zero */
   pf_object_t* arr;
-  ck_assert_int_eq(pf_array_create(odd, 3, &arr), 0);
   const pf_any_t* all;
   size_t n;
-  ck_assert_int_eq(pf_array_items(arr, &all, &n), 0);
-  ck_assert_uint_eq(n, 3);
-  for (size_t i = 0; i < n; ++i) {
-    pf_any_t want;
-    ck_assert_int_eq(pf_any_to_owned(&odd[i], &want), 0);
-    ck_assert_mem_eq(&all[i], &want, sizeof want); /* the same bits, padding included */
+  static const size_t counts[] = {3, 4, 6}; /* the one-pass copies alone; then an object */
+  for (size_t c = 0; c < 3; ++c) {
+    ck_assert_int_eq(pf_array_create(odd, counts[c], &arr), 0);
+    ck_assert_int_eq(pf_array_items(arr, &all, &n), 0);
+    ck_assert_uint_eq(n, counts[c]);
+    for (size_t i = 0; i < n; ++i) {
+      pf_any_t want;
+      ck_assert_int_eq(pf_any_to_owned(&odd[i], &want), 0);
+      if (want.type_index == PF_TYPE_STR)
+        ck_assert(pf_any_equal(&all[i], &want));
+      else
+        ck_assert_mem_eq(&all[i], &want, sizeof want); /* the same bits, padding included */
+      pf_any_release(&want);
+    }
+    ck_assert_int_eq(all[counts[c] > 3 ? 3 : 0].type_index,
+                     counts[c] > 3 ? PF_TYPE_SMALL_STR : PF_TYPE_INT);
+    pf_object_release(arr);
   }
-  pf_object_release(arr);
 
   g_destroyed = 0;
   pf_object_t* a = counted_new();
