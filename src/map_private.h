@@ -65,10 +65,23 @@ extern const uint64_t pf__probe[PF__NUM_JUMPS];
 
 /* ---- hashing and key equality (map_read.c) ---- */
 
-/* The key an rvalue reference stands for (its object), else the key itself. */
+/* The key an rvalue reference stands for (its object); a C string of up to 7 bytes as the small
+ * string it would be stored as (hashed and compared without a strlen each time); else the key
+ * itself. */
 static inline pf_any_t pf__key_view(const pf_any_t* key) {
   if (key->type_index == PF_TYPE_OBJECT_RVALUE_REF)
     return pf_any_object(*(pf_object_t* const*)key->v_ptr);
+  if (key->type_index == PF_TYPE_RAW_STR && key->v_c_str) {
+    const char* c = key->v_c_str;
+    size_t len = 0;
+    while (len <= PF_SMALL_STR_MAX && c[len] != '\0')
+      ++len;
+    if (len <= PF_SMALL_STR_MAX) {
+      pf_any_t small;
+      pf__any_small(PF_TYPE_SMALL_STR, c, len, &small);
+      return small;
+    }
+  }
   return *key;
 }
 

@@ -130,6 +130,17 @@ static int pf__key_equal(const pf_any_t* a, const pf_any_t* b) {
   if (a->type_index == b->type_index && a->v_uint64 == b->v_uint64 &&
       a->type_index < PF_TYPE_SMALL_STR)
     return 1;
+  if (a->type_index == b->type_index &&
+      (a->type_index == PF_TYPE_SMALL_STR || a->type_index == PF_TYPE_SMALL_BYTES) &&
+      a->small_str_len <= PF_SMALL_STR_MAX) { /* the small keys: their texts' bytes alone */
+    uint32_t len = a->small_str_len;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    uint64_t mask = len ? ~UINT64_C(0) << (64 - 8 * len) : 0; /* the text's bytes: the high ones */
+#else
+    uint64_t mask = len ? ~UINT64_C(0) >> (64 - 8 * len) : 0; /* the text's bytes: the low ones */
+#endif
+    return len == b->small_str_len && ((a->v_uint64 ^ b->v_uint64) & mask) == 0;
+  }
   if (a->type_index == PF_TYPE_STR && b->type_index == PF_TYPE_STR) { /* the common key */
     if (a->v_obj == b->v_obj)
       return 1;

@@ -70,6 +70,62 @@ START_TEST(test_map_set_get_iterate) {
 }
 END_TEST
 
+/* Small-string keys are compared by their texts' bytes alone (the bytes after the text may hold
+ * anything in another producer's value), C strings of up to 7 bytes are looked up as the small
+ * strings they are stored as, and a small string never equals small bytes of the same text: in
+ * the small form and the dense one. */
+START_TEST(test_map_small_text_keys) {
+  pf_object_t* d;
+  ck_assert_int_eq(pf_dict_create(&d), 0);
+  static const char* const keys[] = {"", "a", "ab", "abc", "seven77", "eight888"};
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 6; ++i) {
+      pf_any_t k = pf_any_cstr(keys[i]), v = pf_any_int(i);
+      ck_assert_int_eq(pf_dict_set(d, &k, &v), 0);
+    }
+    for (int i = 0; i < 6; ++i) {
+      pf_any_t k = pf_any_cstr(keys[i]);
+      const pf_any_t* got;
+      ck_assert_int_eq(pf_dict_get(d, &k, &got), 0);
+      ck_assert_ptr_nonnull(got);
+      ck_assert_int_eq(got->v_int64, i);
+      if (strlen(keys[i]) > PF_SMALL_STR_MAX)
+        continue;
+      pf_any_t small;
+      ck_assert_int_eq(pf_string_create(keys[i], strlen(keys[i]), &small), 0);
+      small.v_bytes[7] = 'z'; /* past the text: not part of the key */
+      ck_assert_int_eq(pf_dict_get(d, &small, &got), 0);
+      ck_assert_ptr_nonnull(got);
+      ck_assert_int_eq(got->v_int64, i);
+      pf_any_t bytes;
+      ck_assert_int_eq(pf_bytes_create(keys[i], strlen(keys[i]), &bytes), 0);
+      ck_assert_int_eq(bytes.type_index, PF_TYPE_SMALL_BYTES);
+      ck_assert_int_eq(pf_dict_get(d, &bytes, &got), 0);
+      ck_assert_ptr_null(got); /* bytes are not a str */
+    }
+    size_t n;
+    ck_assert_int_eq(pf_dict_count(d, &n), 0);
+    ck_assert_uint_eq(n, round ? 46u : 6u);
+    /* a prefix, a longer text and another last byte are other keys */
+    static const char* const absent[] = {"abcd", "abd", "seven7", "seven777"};
+    for (int i = 0; i < 4; ++i) {
+      pf_any_t k = pf_any_cstr(absent[i]);
+      const pf_any_t* got;
+      ck_assert_int_eq(pf_dict_get(d, &k, &got), 0);
+      ck_assert_ptr_null(got);
+    }
+    /* the dense form for the second round */
+    for (int i = 0; i < 40; ++i) {
+      char name[16];
+      snprintf(name, sizeof name, "filler%d", i);
+      pf_any_t k = pf_any_cstr(name), v = pf_any_int(-1);
+      ck_assert_int_eq(pf_dict_set(d, &k, &v), 0);
+    }
+  }
+  pf_object_release(d);
+}
+END_TEST
+
 START_TEST(test_map_bytes_keys) {
   pf_object_t* map;
   ck_assert_int_eq(pf_map_create(&map), 0);
@@ -699,6 +755,7 @@ END_TEST
 void pf_test_map_add_tests(TCase* tc) {
   tcase_add_test(tc, test_map_set_get_iterate);
   tcase_add_test(tc, test_map_bytes_keys);
+  tcase_add_test(tc, test_map_small_text_keys);
   tcase_add_test(tc, test_map_growth_keeps_order);
   tcase_add_test(tc, test_map_key_errors);
   tcase_add_test(tc, test_dict_set_get_erase_across_forms);
