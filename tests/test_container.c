@@ -968,6 +968,44 @@ START_TEST(test_containers_refuse_overlong_small_text) {
 }
 END_TEST
 
+/* A bytes view pf_any_to_owned refuses (NULL data with a size, or more bytes than a bytes value
+ * holds) is refused naming the caller and its item, as an overlong small text is: the writes
+ * said "pf_any_to_owned: bytes view ...", a function the caller never called, and no item
+ * (review); an rvalue reference before it keeps its object. */
+START_TEST(test_containers_refuse_broken_bytes_view) {
+  pf_byte_array_t null_data = {NULL, 3}, huge = {"x", SIZE_MAX / 2 + 1};
+  pf_object_t* obj;
+  ck_assert_int_eq(pf_list_create(&obj), 0);
+  pf_object_t* handle = obj;
+  pf_any_t items[2] = {pf_any_none(), pf_any_none()};
+  items[0].type_index = PF_TYPE_OBJECT_RVALUE_REF;
+  items[0].v_ptr = &handle;
+  items[1].type_index = PF_TYPE_BYTE_ARRAY_PTR;
+  items[1].v_ptr = &null_data;
+  pf_object_t* arr = (pf_object_t*)&arr;
+  ck_assert_int_eq(pf_array_create(items, 2, &arr), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "pf_array_create: argument items[1]: a bytes view of 3 bytes "
+                                 "with a NULL data pointer");
+  ck_assert_ptr_null(arr);
+  ck_assert_ptr_eq(handle, obj); /* the reference stays the caller's */
+  ck_assert_int_eq(pf_list_append(obj, &items[1]), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "pf_list_append: argument value: a bytes view of 3 bytes with "
+                                 "a NULL data pointer");
+  items[1].v_ptr = &huge;
+  pf_object_t* map;
+  ck_assert_int_eq(pf_map_create(&map), 0);
+  pf_any_t key = pf_any_int(1);
+  ck_assert_int_eq(pf_map_set(map, &key, &items[1]), -1);
+  PF_ASSERT_RAISED(PF_ERR_VALUE, "pf_map_set: argument value: a bytes view of "
+                                 "9223372036854775808 bytes, more than the");
+  size_t n;
+  ck_assert_int_eq(pf_map_count(map, &n), 0);
+  ck_assert_uint_eq(n, 0);
+  pf_object_release(map);
+  pf_object_release(obj);
+}
+END_TEST
+
 /* A full list whose capacity is past INT64_MAX / 2 (a foreign cell, as far as a guard can
  * tell) is refused before the doubling: the guard doubled first, a signed overflow (UBSan:
  * "signed integer overflow" in pf__list_reserve_one; review). */
@@ -1133,6 +1171,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_list_append_own_item_while_growing);
   tcase_add_test(tc, test_equality_on_cycles);
   tcase_add_test(tc, test_containers_refuse_overlong_small_text);
+  tcase_add_test(tc, test_containers_refuse_broken_bytes_view);
   tcase_add_test(tc, test_list_growth_guard_does_not_overflow);
   tcase_add_test(tc, test_container_sizes_and_indexes_refused);
   tcase_add_test(tc, test_containers_outlived_by_weak_references);
