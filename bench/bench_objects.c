@@ -364,8 +364,10 @@ static const char* const kind_what[] = {
     "tensor header: a 1-d view",
     "tensor header: a 1-d strided view (512 of 1024, step 2, from element 1)",
     "tensor, 1-d float32, 1 KiB of data",
-    "tensor imported from a neutral DLPack producer (its 1 KiB of data shared; producer's block "
-    "counted on both sides)",
+    /* parenthesised: clang's -Wstring-concatenation (an error with PF_WERROR) took the two
+     * literals for a missing comma */
+    ("tensor imported from a neutral DLPack producer (its 1 KiB of data shared; producer's block "
+     "counted on both sides)"),
 };
 
 /* A variant is a runtime plus how its process runs. */
