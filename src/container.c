@@ -692,9 +692,11 @@ static int pf__list_insert(const char* func, pf_object_t* list, int64_t index, i
     pf__own_abort(value, &owned, 1);
     return -1;
   }
-  pf__freeze_maps(&owned, 1);
+  if (owned.type_index == PF_TYPE_MAP)
+    pf__freeze_maps(&owned, 1);
   pf_any_t* items = (pf_any_t*)c->data;
-  memmove(items + index + 1, items + index, (size_t)(c->size - index) * sizeof(pf_any_t));
+  if (index < c->size) /* an append moves nothing: no call */
+    memmove(items + index + 1, items + index, (size_t)(c->size - index) * sizeof(pf_any_t));
   items[index] = owned;
   c->size++;
   return 0;

@@ -36,8 +36,15 @@ void pf__own_abort(const pf_any_t* views, pf_any_t* out, size_t n);
 /* Freezes the packfn maps among owned values (a map stored in a container never changes). */
 void pf__freeze_maps(const pf_any_t* values, size_t n);
 
-/* The object a value holds or an rvalue reference points at, else NULL. */
-const pf_object_t* pf__object_of(const pf_any_t* v);
+/* The object a value holds or an rvalue reference points at, else NULL. Inline: every list and
+ * map write asks it (a call each before). */
+static inline const pf_object_t* pf__object_of(const pf_any_t* v) {
+  if (v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN)
+    return v->v_obj;
+  if (v->type_index == PF_TYPE_OBJECT_RVALUE_REF && v->v_ptr)
+    return *(pf_object_t* const*)v->v_ptr;
+  return PF__NULL;
+}
 
 /* 1 when obj is a map (72) or dict (76), made by any runtime following TVM-FFI's layout. */
 static inline int pf__is_mapbase(const pf_object_t* obj) {

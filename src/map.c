@@ -68,14 +68,6 @@ int pf__check_ownable(const char* func, const char* const* names, size_t i, cons
   return -1;
 }
 
-const pf_object_t* pf__object_of(const pf_any_t* v) {
-  if (v->type_index >= PF_TYPE_STATIC_OBJECT_BEGIN)
-    return v->v_obj;
-  if (v->type_index == PF_TYPE_OBJECT_RVALUE_REF && v->v_ptr)
-    return *(pf_object_t* const*)v->v_ptr;
-  return NULL;
-}
-
 static void pf__map_mark_frozen(pf_object_t* map);
 static int pf__map_is_ours(const pf_object_t* obj);
 

@@ -125,8 +125,26 @@ uint64_t pf__key_hash(const pf_any_t* k) {
   return pf__hash_combine((uint64_t)(uint32_t)k->type_index, k->v_uint64);
 }
 
-/* Equality of a looked-up key `a` (str, bytes, int or object) and a stored key `b`. */
-static int pf__key_equal(const pf_any_t* a, const pf_any_t* b) {
+/* pf__key_equal past its inline cases: string objects, texts of mixed forms, objects. */
+__attribute__((noinline)) static int pf__key_equal_general(const pf_any_t* a, const pf_any_t* b) {
+  if (a->type_index == PF_TYPE_STR && b->type_index == PF_TYPE_STR) { /* the common key */
+    if (a->v_obj == b->v_obj)
+      return 1;
+    const pf_byte_array_t* ca = (const pf_byte_array_t*)(a->v_obj + 1);
+    const pf_byte_array_t* cb = (const pf_byte_array_t*)(b->v_obj + 1);
+    return ca->size == cb->size && pf__bytes_equal(ca->data, cb->data, ca->size);
+  }
+  const char *da, *db;
+  size_t sa, sb;
+  int ta = pf__key_text(a, &da, &sa);
+  if (!ta)
+    return a->type_index == b->type_index && a->v_uint64 == b->v_uint64;
+  return ta == pf__key_text(b, &db, &sb) && sa == sb && (sa == 0 || memcmp(da, db, sa) == 0);
+}
+
+/* Equality of a looked-up key `a` (str, bytes, int or object) and a stored key `b`. Inline for
+ * the value keys and the small texts (a call per comparison before: 47 instructions each). */
+static inline int pf__key_equal(const pf_any_t* a, const pf_any_t* b) {
   if (a->type_index == b->type_index && a->v_uint64 == b->v_uint64 &&
       a->type_index < PF_TYPE_SMALL_STR)
     return 1;
@@ -141,19 +159,10 @@ static int pf__key_equal(const pf_any_t* a, const pf_any_t* b) {
 #endif
     return len == b->small_str_len && ((a->v_uint64 ^ b->v_uint64) & mask) == 0;
   }
-  if (a->type_index == PF_TYPE_STR && b->type_index == PF_TYPE_STR) { /* the common key */
-    if (a->v_obj == b->v_obj)
-      return 1;
-    const pf_byte_array_t* ca = (const pf_byte_array_t*)(a->v_obj + 1);
-    const pf_byte_array_t* cb = (const pf_byte_array_t*)(b->v_obj + 1);
-    return ca->size == cb->size && pf__bytes_equal(ca->data, cb->data, ca->size);
-  }
-  const char *da, *db;
-  size_t sa, sb;
-  int ta = pf__key_text(a, &da, &sa);
-  if (!ta)
-    return a->type_index == b->type_index && a->v_uint64 == b->v_uint64;
-  return ta == pf__key_text(b, &db, &sb) && sa == sb && (sa == 0 || memcmp(da, db, sa) == 0);
+  if (a->type_index == PF_TYPE_INT && b->type_index < PF_TYPE_SMALL_STR &&
+      b->type_index != PF_TYPE_RAW_STR && b->type_index != PF_TYPE_BYTE_ARRAY_PTR)
+    return 0; /* an int and another value key (no text) that differ */
+  return pf__key_equal_general(a, b);
 }
 
 int pf__check_key(const char* func, const pf_any_t* key) {
