@@ -714,6 +714,7 @@ static int pf__set(const char* func, pf__mapcell_t* m, const pf_any_t* key, cons
     return -1;
   }
   pf_any_t kview = pf__key_view(key);
+  pf__key_short(&kview);
   uint64_t h = pf__key_hash(&kview);
   pf__kv_t* kv = pf__find(m, &kview, h);
   if (kv == PF__BROKEN)

@@ -125,8 +125,11 @@ uint64_t pf__key_hash(const pf_any_t* k) {
   return pf__hash_combine((uint64_t)(uint32_t)k->type_index, k->v_uint64);
 }
 
-/* pf__key_equal past its inline cases: string objects, texts of mixed forms, objects. */
-__attribute__((noinline)) static int pf__key_equal_general(const pf_any_t* a, const pf_any_t* b) {
+/* Equality of a looked-up key `a` (str, bytes, int or object) and a stored key `b`. */
+static int pf__key_equal(const pf_any_t* a, const pf_any_t* b) {
+  if (a->type_index == b->type_index && a->v_uint64 == b->v_uint64 &&
+      a->type_index < PF_TYPE_SMALL_STR)
+    return 1;
   if (a->type_index == PF_TYPE_STR && b->type_index == PF_TYPE_STR) { /* the common key */
     if (a->v_obj == b->v_obj)
       return 1;
@@ -140,29 +143,6 @@ __attribute__((noinline)) static int pf__key_equal_general(const pf_any_t* a, co
   if (!ta)
     return a->type_index == b->type_index && a->v_uint64 == b->v_uint64;
   return ta == pf__key_text(b, &db, &sb) && sa == sb && (sa == 0 || memcmp(da, db, sa) == 0);
-}
-
-/* Equality of a looked-up key `a` (str, bytes, int or object) and a stored key `b`. Inline for
- * the value keys and the small texts (a call per comparison before: 47 instructions each). */
-static inline int pf__key_equal(const pf_any_t* a, const pf_any_t* b) {
-  if (a->type_index == b->type_index && a->v_uint64 == b->v_uint64 &&
-      a->type_index < PF_TYPE_SMALL_STR)
-    return 1;
-  if (a->type_index == b->type_index &&
-      (a->type_index == PF_TYPE_SMALL_STR || a->type_index == PF_TYPE_SMALL_BYTES) &&
-      a->small_str_len <= PF_SMALL_STR_MAX) { /* the small keys: their texts' bytes alone */
-    uint32_t len = a->small_str_len;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    uint64_t mask = len ? ~UINT64_C(0) << (64 - 8 * len) : 0; /* the text's bytes: the high ones */
-#else
-    uint64_t mask = len ? ~UINT64_C(0) >> (64 - 8 * len) : 0; /* the text's bytes: the low ones */
-#endif
-    return len == b->small_str_len && ((a->v_uint64 ^ b->v_uint64) & mask) == 0;
-  }
-  if (a->type_index == PF_TYPE_INT && b->type_index < PF_TYPE_SMALL_STR &&
-      b->type_index != PF_TYPE_RAW_STR && b->type_index != PF_TYPE_BYTE_ARRAY_PTR)
-    return 0; /* an int and another value key (no text) that differ */
-  return pf__key_equal_general(a, b);
 }
 
 int pf__check_key(const char* func, const pf_any_t* key) {
