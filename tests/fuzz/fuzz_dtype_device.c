@@ -1,7 +1,8 @@
 /* libFuzzer harness: data type and device parsing and printing. Properties: parsing never
  * crashes; a parsed type is valid and round-trips through pf_dtype_format; a failure raises
  * ValueError and zeroes the output; printing any 4-byte DLDataType or any DLDevice fits
- * PF_DTYPE_STR_MAX / PF_DEVICE_STR_MAX and valid ones parse back to themselves. */
+ * PF_DTYPE_STR_MAX / PF_DEVICE_STR_MAX and valid ones parse back to themselves; a buffer too
+ * small fails with ValueError (a device's holds what fits). */
 #include "fuzz_util.h"
 #include "packfn/packfn.h"
 
@@ -32,6 +33,7 @@ static void device_text(const char* s) {
   DLDevice d;
   if (pf_device_parse(s, &d) != 0) {
     expect_value_error();
+    FUZZ_CHECK(d.device_type == 0 && d.device_id == 0);
     return;
   }
   char buf[PF_DEVICE_STR_MAX];
@@ -75,6 +77,15 @@ static void device_binary(fuzz_input_t* in) {
     DLDevice back;
     FUZZ_CHECK(pf_device_parse(buf, &back) == 0);
     FUZZ_CHECK(pf_device_equal(d, back));
+  }
+  /* a buffer too small fails with ValueError and holds what fits, NUL-terminated */
+  size_t small = fuzz_u8(in) % sizeof buf;
+  if (small < strlen(buf) + 1) {
+    char tiny[PF_DEVICE_STR_MAX];
+    FUZZ_CHECK(pf_device_format(d, tiny, small) == -1);
+    expect_value_error();
+    if (small > 0)
+      FUZZ_CHECK(strlen(tiny) == small - 1 && strncmp(tiny, buf, small - 1) == 0);
   }
 }
 
