@@ -124,12 +124,53 @@ static void check_within(const DLTensor* d, pf_object_t* v, int32_t axis, int se
   FUZZ_CHECK(!bempty && offset + vlo >= blo && offset + vhi <= bhi);
 }
 
+/* An accepted import wraps the producer's description unchanged (no copy): data, byte_offset,
+ * device, dtype, shape, and strides or, for NULL strides, the compact row-major ones. */
+static void check_import(const DLTensor* d, const DLTensor* src) {
+  FUZZ_CHECK(d->data == src->data && d->byte_offset == src->byte_offset &&
+             pf_device_equal(d->device, src->device) && d->ndim == src->ndim &&
+             d->dtype.code == src->dtype.code && d->dtype.bits == src->dtype.bits &&
+             d->dtype.lanes == src->dtype.lanes && d->strides != NULL);
+  int64_t step = 1;
+  for (int32_t i = d->ndim; i-- > 0;) {
+    FUZZ_CHECK(d->shape[i] == src->shape[i]);
+    FUZZ_CHECK(d->strides[i] == (src->strides ? src->strides[i] : step));
+    step *= src->shape[i] > 0 ? src->shape[i] : 1;
+  }
+}
+
+/* Exported and imported again, unchanged, in either form: the very same tensor comes back. */
+static void check_round_trips(pf_object_t* t) {
+  DLManagedTensor* back;
+  pf_object_t* again = NULL;
+  if (pf_tensor_to_dlpack(t, &back) == 0) {
+    FUZZ_CHECK(pf_tensor_from_dlpack(back, &again) == 0 && again == t);
+    pf_object_release(again);
+  } else {
+    pf_error_clear();
+  }
+  pf_dl_managed_tensor_versioned_t* vback;
+  if (pf_tensor_to_dlpack_versioned(t, &vback) == 0) {
+    FUZZ_CHECK((vback->flags & PF_DLPACK_FLAG_READ_ONLY) ==
+               (pf_tensor_is_read_only(t) == 1 ? PF_DLPACK_FLAG_READ_ONLY : 0));
+    FUZZ_CHECK(pf_tensor_from_dlpack_versioned(vback, &again) == 0 && again == t);
+    pf_object_release(again);
+  } else {
+    pf_error_clear();
+  }
+}
+
 /* Views and exports of an accepted tensor: each may fail, but only with an error raised. */
 static void exercise(pf_object_t* t, fuzz_input_t* in) {
   DLTensor* d = pf_tensor_dltensor(t);
   FUZZ_CHECK(d != NULL && d->ndim >= 0 && d->ndim <= PF_TENSOR_MAX_NDIM);
-  for (int32_t i = 0; i < d->ndim; ++i)
+  __int128 numel = 1; /* saturated at INT64_MAX: extents beside a 0 may multiply past it */
+  for (int32_t i = 0; i < d->ndim; ++i) {
     FUZZ_CHECK(d->shape[i] >= 0);
+    numel *= d->shape[i];
+    if (numel > INT64_MAX)
+      numel = INT64_MAX;
+  }
   (void)pf_dltensor_is_contiguous(d);
   pf_object_t* v = NULL;
   if (d->ndim > 0) {
@@ -149,15 +190,21 @@ static void exercise(pf_object_t* t, fuzz_input_t* in) {
   }
   exercise_view(t, d, in);
   int64_t flat = -1;
-  if (pf_tensor_reshape(t, 1, &flat, &v) == 0)
+  if (pf_tensor_reshape(t, 1, &flat, &v) == 0) {
+    DLTensor* w = pf_tensor_dltensor(v);
+    FUZZ_CHECK(w != NULL && w->ndim == 1 && w->shape[0] == numel);
     pf_object_release(v);
-  else
+  } else {
     pf_error_clear();
+  }
   DLManagedTensor* back;
-  if (pf_tensor_to_dlpack(t, &back) == 0)
+  if (pf_tensor_to_dlpack(t, &back) == 0) {
+    check_import(&back->dl_tensor, d);
     back->deleter(back);
-  else
+  } else {
     pf_error_clear();
+  }
+  check_round_trips(t);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -212,6 +259,8 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     rc = pf_tensor_from_dlpack_versioned(&m, &t);
     FUZZ_CHECK(versioned_deleted == 0);
     if (rc == 0) {
+      check_import(pf_tensor_dltensor(t), &desc);
+      FUZZ_CHECK(pf_tensor_is_read_only(t) == ((m.flags & PF_DLPACK_FLAG_READ_ONLY) ? 1 : 0));
       exercise(t, &in);
       pf_object_release(t);
       FUZZ_CHECK(versioned_deleted == (m.deleter ? 1 : 0));
@@ -225,6 +274,8 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     rc = pf_tensor_from_dlpack(&m, &t);
     FUZZ_CHECK(legacy_deleted == 0);
     if (rc == 0) {
+      check_import(pf_tensor_dltensor(t), &desc);
+      FUZZ_CHECK(pf_tensor_is_read_only(t) == 0);
       exercise(t, &in);
       pf_object_release(t);
       FUZZ_CHECK(legacy_deleted == (m.deleter ? 1 : 0));
