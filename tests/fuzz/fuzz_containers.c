@@ -3,7 +3,9 @@
  * a program of operations on one map: set, get, find, contains, count and ordered items,
  * freeze, a snapshot array of the values (checked item by item, with out-of-range indexes),
  * storing the map in an array (which freezes it), equality with a map rebuilt in reverse order
- * and with one value changed, and keys of refused types. Keys are ints and strings, strings in
+ * and with one value changed, keys of refused types, an open copy (pf_map_copy) that then
+ * replaces the map; and a dict beside it (set, get, erase keeping the order of the rest,
+ * ordered items) against a model of its own. Keys are ints and strings, strings in
  * three forms (raw C string, small string, string object) that must be the same key. */
 #include "fuzz_util.h"
 #include "packfn/packfn.h"
@@ -17,7 +19,7 @@ typedef struct model_s {
   int64_t value[NUM_KEYS];
   int present[NUM_KEYS];
   int count;
-  int frozen;
+  int frozen; /* 1 frozen, 0 open; -1: the model of a dict */
 } model_t;
 
 static char key_text[NUM_KEYS][48];
@@ -45,7 +47,10 @@ static void expect_kind(const char* kind) {
 
 static void check_items(pf_object_t* map, const model_t* m) {
   size_t count;
-  FUZZ_CHECK(pf_map_count(map, &count) == 0 && count == (size_t)m->count);
+  if (m->frozen < 0) /* a dict's model */
+    FUZZ_CHECK(pf_dict_count(map, &count) == 0 && count == (size_t)m->count);
+  else
+    FUZZ_CHECK(pf_map_count(map, &count) == 0 && count == (size_t)m->count);
   pf_map_iter_t it;
   const pf_any_t *k, *v;
   FUZZ_CHECK(pf_map_iter_init(map, &it) == 0);
@@ -74,13 +79,54 @@ static pf_object_t* rebuild(const model_t* m, int change_last) {
   return map;
 }
 
-static void step(pf_object_t* map, model_t* m, fuzz_input_t* in) {
+/* A dict beside the map (model frozen -1): set, get, erase, its entries in order. */
+static void dict_step(pf_object_t* dict, model_t* d, int sub, int k, const pf_any_t* key,
+                      fuzz_input_t* in) {
+  const pf_any_t* got;
+  switch (sub) {
+  case 0: { /* set */
+    int64_t v = fuzz_i64(in);
+    pf_any_t val = pf_any_int(v);
+    FUZZ_CHECK(pf_dict_set(dict, key, &val) == 0);
+    if (!d->present[k]) {
+      d->present[k] = 1;
+      d->order[d->count++] = k;
+    }
+    d->value[k] = v;
+    break;
+  }
+  case 1: /* get */
+    FUZZ_CHECK(pf_dict_get(dict, key, &got) == 0);
+    FUZZ_CHECK((got != NULL) == d->present[k]);
+    if (got)
+      FUZZ_CHECK(got->type_index == PF_TYPE_INT && got->v_int64 == d->value[k]);
+    break;
+  case 2: { /* erase: the order of the rest is kept */
+    FUZZ_CHECK(pf_dict_erase(dict, key) == d->present[k]);
+    if (d->present[k]) {
+      int i = 0;
+      while (d->order[i] != k)
+        ++i;
+      memmove(&d->order[i], &d->order[i + 1], (size_t)(d->count - i - 1) * sizeof d->order[0]);
+      --d->count;
+      d->present[k] = 0;
+    }
+    break;
+  }
+  default:
+    check_items(dict, d);
+    break;
+  }
+}
+
+static void step(pf_object_t** mapp, model_t* m, pf_object_t* dict, model_t* d, fuzz_input_t* in) {
+  pf_object_t* map = *mapp;
   uint8_t op = fuzz_u8(in);
   int k = fuzz_u8(in) % NUM_KEYS;
   pf_object_t* ko;
   pf_any_t key = make_key(k, op >> 7, &ko);
   const pf_any_t* got;
-  switch (op % 9) {
+  switch (op % 12) {
   case 0:
   case 1: { /* set */
     int64_t v = fuzz_i64(in);
@@ -162,6 +208,22 @@ static void step(pf_object_t* map, model_t* m, fuzz_input_t* in) {
     }
     break;
   }
+  case 9: { /* an open copy (copy on write): same entries in order, equal; it replaces map */
+    pf_object_t* copy;
+    FUZZ_CHECK(pf_map_copy(map, &copy) == 0 && pf_map_is_frozen(copy) == 0);
+    pf_any_t a = pf_any_object(map);
+    pf_any_t b = pf_any_object(copy);
+    FUZZ_CHECK(pf_container_equal(&a, &b) == 1);
+    m->frozen = 0;
+    check_items(copy, m);
+    pf_object_release(map);
+    *mapp = copy;
+    break;
+  }
+  case 10:
+  case 11:
+    dict_step(dict, d, (op >> 4) & 3, k, &key, in);
+    break;
   default: { /* refused key types leave the map unchanged */
     pf_any_t bad_key = (op & 2) ? pf_any_float(1.5) : pf_any_bool(1);
     pf_any_t val = pf_any_int(1);
@@ -180,14 +242,18 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (int k = 16; k < NUM_KEYS; ++k)
       snprintf(key_text[k], sizeof key_text[k], k < 32 ? "k%d" : "a long key, an object %d", k);
   fuzz_input_t in = {data, size};
-  model_t m;
+  model_t m, d;
   memset(&m, 0, sizeof m);
-  pf_object_t* map;
-  FUZZ_CHECK(pf_map_create(&map) == 0);
+  memset(&d, 0, sizeof d);
+  d.frozen = -1;
+  pf_object_t *map, *dict;
+  FUZZ_CHECK(pf_map_create(&map) == 0 && pf_dict_create(&dict) == 0);
   for (int ops = 0; in.size > 0 && ops < 256; ++ops)
-    step(map, &m, &in);
+    step(&map, &m, dict, &d, &in);
   check_items(map, &m);
+  check_items(dict, &d);
   pf_object_release(map);
+  pf_object_release(dict);
   FUZZ_CHECK(pf_error_peek() == NULL);
   return 0;
 }
