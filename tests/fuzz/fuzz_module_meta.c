@@ -6,7 +6,9 @@
  * a loaded library's is read: pf_module_system (which validates every __packfn_meta_ symbol),
  * pf_module_list, pf_module_get_function and a call with fuzzed arguments.
  * Properties: never crashes; every failure raises an error; malformed metadata (bad magic,
- * version 0, a declaration without implementation) is refused with ValueError. */
+ * version 0, a declaration without implementation) is refused with ValueError; the list and
+ * the function carry the same signature, an untyped export's the metadata's signature and doc
+ * texts as they are; the untyped export's call answers its argument count. */
 #include "fuzz_util.h"
 #include "packfn/packfn.h"
 
@@ -84,7 +86,21 @@ static void build_meta(fuzz_input_t* in) {
   __packfn_meta_fz = m;
 }
 
-static void call_it(pf_object_t* fn, fuzz_input_t* in) {
+/* 1 when texts a and b are equal, NULL equal to NULL only. */
+static int same_text(const char* a, const char* b) {
+  return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* A malloc'ed copy of s; NULL for NULL (memory running out ends the run: a finding). */
+static char* copy_text(const char* s) {
+  if (!s)
+    return NULL;
+  char* c = malloc(strlen(s) + 1);
+  FUZZ_CHECK(c != NULL);
+  return strcpy(c, s);
+}
+
+static void call_it(pf_object_t* fn, int typed, fuzz_input_t* in) {
   pf_any_t args[6];
   int32_t n = (int32_t)(fuzz_u8(in) % 7);
   if (n > 6)
@@ -112,9 +128,12 @@ static void call_it(pf_object_t* fn, fuzz_input_t* in) {
     }
   }
   pf_any_t res = pf_any_none();
-  if (pf_function_call(fn, args, n, &res) == 0)
+  if (pf_function_call(fn, args, n, &res) == 0) {
+    /* fz_plain answers its argument count */
+    if (!typed)
+      FUZZ_CHECK(res.type_index == PF_TYPE_INT && res.v_int64 == n);
     pf_any_release(&res);
-  else
+  } else
     FUZZ_CHECK(pf_error_peek() != NULL);
   pf_error_clear();
 }
@@ -136,10 +155,20 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(!malformed);
   pf_export_info_t* list = NULL;
   size_t count = 0;
+  const char* listed_sig = NULL; /* fz's entry, copied before the list is freed */
+  int listed = 0;
   if (pf_module_list(mod, &list, &count) == 0) {
     int found = 0;
-    for (size_t i = 0; i < count; ++i)
-      found |= strcmp(list[i].name, "fz") == 0;
+    for (size_t i = 0; i < count; ++i) {
+      if (strcmp(list[i].name, "fz") == 0) {
+        found = 1;
+        /* an untyped export lists the metadata's texts as they are */
+        if (!m->typed_sig)
+          FUZZ_CHECK(same_text(list[i].signature, m->signature) && same_text(list[i].doc, m->doc));
+        listed_sig = copy_text(list[i].signature);
+        listed = 1;
+      }
+    }
     FUZZ_CHECK(found && list[count].name == NULL);
     pf_module_list_free(list);
   } else {
@@ -148,14 +177,19 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   pf_object_t* fn = NULL;
   if (pf_module_get_function(mod, "fz", &fn) == 0) {
-    (void)pf_function_signature(fn);
-    (void)pf_function_doc(fn);
-    call_it(fn, &in);
+    /* the function carries what the list said, and an untyped one the metadata's texts */
+    if (listed)
+      FUZZ_CHECK(same_text(pf_function_signature(fn), listed_sig));
+    if (!m->typed_sig)
+      FUZZ_CHECK(same_text(pf_function_signature(fn), m->signature) &&
+                 same_text(pf_function_doc(fn), m->doc));
+    call_it(fn, m->typed_sig != NULL, &in);
     pf_object_release(fn);
   } else {
     FUZZ_CHECK(pf_error_peek() != NULL);
     pf_error_clear();
   }
+  free((void*)listed_sig);
   pf_object_release(mod);
   FUZZ_CHECK(pf_error_peek() == NULL);
   return 0;
