@@ -1,7 +1,8 @@
 /* libFuzzer harness: the `packfn call` argument parser (pf_cli_arg_parse: prefixes, bools,
  * ints, floats, dtypes, devices, inline tensor literals "float32[2,3]:1,2,3,4,5,6").
  * Properties: never crashes; success leaves no error raised and an owned value (a tensor
- * literal gives a CPU tensor of the declared shape); failure writes a usage message and leaves
+ * literal gives a CPU tensor of the declared shape, checked where its extents are plain
+ * decimal digits; "str:TEXT" gives the string TEXT); failure writes a usage message and leaves
  * arg owning nothing. Tokens naming .npy files are skipped (they read the file system), and so
  * are literals declaring more than 2^20 elements (element-wise filling is slow, issue 10
  * defect 9, and would only time the fuzzer out). */
@@ -39,6 +40,33 @@ static int too_many_elements(const char* s) {
   return in_brackets && product > 1048576.0;
 }
 
+/* For a token that parsed as a tensor literal "DTYPE[E0,E1,...]...": 1 when the extents are
+ * plain decimal digits and t has exactly that shape; also 1 when they are written otherwise
+ * (signs, blanks, prefixes), which this check leaves to the parser. */
+static int declared_shape(const char* text, const DLTensor* t) {
+  const char* p = strchr(text, '[');
+  if (!p)
+    return 0;
+  ++p;
+  int32_t n = 0;
+  if (*p == ']')
+    return t->ndim == 0;
+  for (;;) {
+    if (!isdigit((unsigned char)*p))
+      return 1;
+    char* end;
+    long long v = strtoll(p, &end, 10);
+    if (*end != ',' && *end != ']')
+      return 1; /* "0xA2": not plain digits */
+    if (n >= t->ndim || t->shape[n] != v)
+      return 0;
+    ++n;
+    if (*end == ']')
+      return n == t->ndim;
+    p = end + 1;
+  }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   char* text = fuzz_cstr(data, size);
   if (!text)
@@ -59,6 +87,12 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       DLTensor* t = pf_tensor_dltensor(arg.value.v_obj);
       FUZZ_CHECK(t != NULL && t->device.device_type == kDLCPU);
       FUZZ_CHECK(t->ndim >= 0 && t->ndim <= PF_TENSOR_MAX_NDIM);
+      FUZZ_CHECK(declared_shape(text, t));
+    }
+    /* "str:TEXT" is the string TEXT, always */
+    if (strncmp(text, "str:", 4) == 0) {
+      const char* got = NULL;
+      FUZZ_CHECK(pf_any_as_cstr(&arg.value, &got) == 0 && strcmp(got, text + 4) == 0);
     }
     pf_cli_arg_clear(&arg);
   } else {
