@@ -8,6 +8,7 @@
 
 #include "container_private.h"
 
+#include "alloc.h"
 #include "common.h"
 #include "map_private.h"
 
@@ -821,7 +822,7 @@ static void pf__map_deleter(void* self, int flags) {
   if (flags & PF_DELETER_STRONG)
     pf__release_entries((pf__mapcell_t*)self);
   if (flags & PF_DELETER_WEAK)
-    free(self);
+    pf__free_nonnull(self); /* a block of the small-object allocator (pf__mapbase_new) */
 }
 
 static int pf__map_is_ours(const pf_object_t* obj) {
@@ -836,7 +837,7 @@ static int pf__mapbase_new(const char* func, int32_t type_index, pf_object_t** o
   if (!out)
     return PF__NULL_ARG(func, "out");
   *out = NULL;
-  pf__map_t* m = malloc(sizeof *m);
+  pf__map_t* m = pf__alloc(sizeof *m); /* with its 4 inline entries: the 224-byte class */
   if (!m)
     return pf__raise_oom(func, sizeof *m);
   pf__object_init(&m->cell.header, type_index, pf__map_deleter);
