@@ -299,12 +299,14 @@ pf__empty_fast(const int64_t* shape, int32_t ndim, DLDataType dtype, DLDevice de
   int64_t numel;
   uint64_t nbytes;
   /* CPU with a device index >= 0; a common dtype (pf__dtype_is_common) */
-  if (device.device_type != kDLCPU || device.device_id < 0 || dtype.code > PF_DL_FLOAT ||
+  /* (an allocator installed for the CPU declines first, before the extents are counted) */
+  if (device.device_type != kDLCPU || device.device_id < 0 ||
+      !__atomic_load_n(&pf__cpu_allocator_builtin, __ATOMIC_ACQUIRE) || dtype.code > PF_DL_FLOAT ||
       lanes == 0 || (bits != 32 && bits != 64 && bits != 16) ||
       (uint32_t)ndim - 1u >= (uint32_t)PF_TENSOR_MAX_NDIM || !shape ||
       !pf__extents_fit(shape, ndim, &numel) ||
       __builtin_mul_overflow((uint64_t)numel, (uint64_t)(bits >> 3) * lanes, &nbytes) ||
-      nbytes > PF__SLAB_MAX || !__atomic_load_n(&pf__cpu_allocator_builtin, __ATOMIC_ACQUIRE))
+      nbytes > PF__SLAB_MAX)
     return NULL;
   /* pf__cpu_alloc_tensor's block (pf__alloc_aligned: a slab block of a class whose blocks are
    * all aligned, or with the slabs off an exact posix_memalign block), then the header */
