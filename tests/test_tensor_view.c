@@ -320,6 +320,24 @@ START_TEST(test_view_errors) {
   ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){2}, NULL, 0, &v), 0);
   pf_object_release(v);
   pf_object_release(base);
+  /* nor can elements of whole bytes and a part (int12, float6_e2m3fnx3: 12 and 18 bits), which
+   * are no sub-byte types: the message says what is wrong with them */
+  const DLDataType odd[2] = {pf_dtype(PF_DL_INT, 12, 1), pf_dtype(PF_DL_FLOAT6_E2M3FN, 6, 3)};
+  const char* const odd_msg[2] = {
+      "pf_tensor_slice: cannot offset a view by 1 elements of int12, whose elements are not "
+      "whole bytes",
+      "pf_tensor_slice: cannot offset a view by 1 elements of float6_e2m3fnx3, whose elements are "
+      "not whole bytes"};
+  for (int i = 0; i < 2; ++i) {
+    ck_assert_int_eq(pf_tensor_empty((int64_t[]){4}, 1, odd[i], PF_DEVICE_CPU, &base), 0);
+    ck_assert_int_eq(pf_tensor_slice(base, 0, 1, 3, 1, &v), -1);
+    PF_ASSERT_RAISED("NotImplementedError", odd_msg[i]);
+    ck_assert_int_eq(pf_tensor_select(base, 0, 2, &v), -1);
+    PF_ASSERT_RAISED("NotImplementedError", "whose elements are not whole bytes");
+    ck_assert_int_eq(pf_tensor_view(base, 1, (int64_t[]){2}, NULL, 0, &v), 0);
+    pf_object_release(v);
+    pf_object_release(base);
+  }
 }
 END_TEST
 

@@ -63,8 +63,9 @@ PF_API int pf_tensor_is_read_only(pf_object_t* tensor);
  * pf_tensor_from_dltensor checks one: ValueError when it fails); a NULL or non-tensor `tensor`
  * is a TypeError. Views inherit read-only-ness. Views of views refer to the original storage
  * directly. A view that starts elsewhere than at the first element of a tensor whose elements
- * are smaller than a byte (int4, float4_e2m1fn: pf_tensor_view with an offset, pf_tensor_slice
- * from a later start, pf_tensor_select of a later index) is NotImplementedError. */
+ * are smaller than a byte or not a whole number of bytes (int4, float4_e2m1fn, int12,
+ * float6_e2m3fnx3: pf_tensor_view with an offset, pf_tensor_slice from a later start,
+ * pf_tensor_select of a later index) is NotImplementedError. */
 
 /* The general view: `ndim` extents `shape` and element `strides` (NULL: compact row-major),
  * starting `offset` elements from the first element of `tensor`. Every element the view can
