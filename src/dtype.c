@@ -109,12 +109,14 @@ static int pf__read_dtype_number(const char** p, unsigned long max, unsigned lon
   return pf__read_decimal(p, max, value);
 }
 
-/* Parses the optional "x<lanes>" tail at p into *lanes; 0 on success (an empty tail is 1). */
+/* Parses the optional "x<lanes>" tail at p into *lanes; 0 on success (an empty tail is 1).
+ * "x1" is refused as a leading zero is: it would be a second name of the scalar type, which
+ * formats without a tail ("int8x1" parsed as int8, review). */
 static int pf__parse_lanes(const char* p, uint16_t* lanes) {
   unsigned long v = 1;
   if (*p == 'x') {
     ++p;
-    if (pf__read_dtype_number(&p, UINT16_MAX, &v) != 0 || v == 0)
+    if (pf__read_dtype_number(&p, UINT16_MAX, &v) != 0 || v <= 1)
       return -1;
   }
   if (*p != '\0')

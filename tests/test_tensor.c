@@ -80,6 +80,14 @@ START_TEST(test_dtype_parse_errors) {
     ck_assert_int_eq(t.code | t.bits | t.lanes, 0);
     PF_ASSERT_RAISED("ValueError", "pf_dtype_parse: argument s: expected a data type");
   }
+  /* nor a lane count of 1, which formats as no lane count at all ("int8x1" gave int8) */
+  static const char* one_lane[] = {"int8x1", "float32x1", "boolx1", "float8_e4m3fnx1", "handlex1"};
+  for (size_t i = 0; i < sizeof one_lane / sizeof one_lane[0]; ++i) {
+    t = PF_DTYPE_FLOAT32;
+    ck_assert_msg(pf_dtype_parse(one_lane[i], &t) == -1, "'%s' parsed", one_lane[i]);
+    ck_assert_int_eq(t.code | t.bits | t.lanes, 0);
+    PF_ASSERT_RAISED("ValueError", "pf_dtype_parse: argument s: expected a data type");
+  }
   ck_assert_int_eq(pf_dtype_parse("int8x10", &t), 0); /* a zero after the first digit is fine */
   ck_assert(pf_dtype_equal(t, pf_dtype(PF_DL_INT, 8, 10)));
   ck_assert_int_eq(pf_dtype_parse(NULL, &t), -1);

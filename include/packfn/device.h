@@ -65,9 +65,10 @@ PF_API int pf_dtype_is_valid(DLDataType t);
  * "float16"/"float32"/"float64", "bfloat16", "complex64"/"complex128", "handle", the ml_dtypes
  * names "float8_e4m3fn", "float8_e5m2", ..., "float4_e2m1fn", each optionally followed by
  * "x<lanes>" for vectors ("int8x4", "float32x2"). Each type has one name: a width or lane
- * count written with a leading zero ("int08", "int8x04") is refused. Returns 0 with the type in
- * *out, or -1 with ValueError (NULL s or out, unknown name, width or lanes out of range or with
- * a leading zero; the message quotes s); *out is zeroed on failure. */
+ * count written with a leading zero ("int08", "int8x04") is refused, and so is the lane count 1
+ * ("int8x1": the name of int8 is "int8"). Returns 0 with the type in *out, or -1 with ValueError
+ * (NULL s or out, unknown name, width or lanes out of range or with a leading zero, lanes 1; the
+ * message quotes s); *out is zeroed on failure. */
 PF_API int pf_dtype_parse(const char* s, DLDataType* out);
 
 /* Writes the name of `dtype` ("float32", "int8x4", "bool") into buf, NUL-terminated; a type
