@@ -306,6 +306,30 @@ static Py_ssize_t map_len(PyObject* self) {
 }
 PFPY_ENTRY(Py_ssize_t, map_len, (PyObject * self), (self))
 
+/* Whether `key` is a complex number of another type than complex (NumPy's complex64 and
+ * clongdouble, numbers.Complex and not numbers.Real), which int() converts with a
+ * ComplexWarning, discarding the imaginary part: 1, 0, or -1 with an exception. */
+static int is_other_complex(PyObject* key) {
+  static PyObject *complex_abc, *real_abc; /* numbers.Complex and numbers.Real, once imported */
+  if (!complex_abc) {
+    PyObject* numbers = PyImport_ImportModule("numbers");
+    PyObject* c = numbers ? PyObject_GetAttrString(numbers, "Complex") : NULL;
+    PyObject* r = c ? PyObject_GetAttrString(numbers, "Real") : NULL;
+    Py_XDECREF(numbers);
+    if (!r) {
+      Py_XDECREF(c);
+      return -1;
+    }
+    complex_abc = c;
+    real_abc = r;
+  }
+  int c = PyObject_IsInstance(key, complex_abc);
+  if (c <= 0)
+    return c;
+  int r = PyObject_IsInstance(key, real_abc);
+  return r < 0 ? -1 : !r;
+}
+
 /* Looks key up: 1 and *out (borrowed), 0 when absent, -1 with an exception. Keys are looked up
  * as Python compares them: a bool, an integer-like object (numpy.int64, anything with
  * __index__) and a whole float as the int they equal; a str, bytes, a packfn object and a
@@ -317,7 +341,12 @@ PFPY_ENTRY(Py_ssize_t, map_len, (PyObject * self), (self))
  * numpy.float32(2) find 2), 0 when it equals none or cannot become an int (TypeError,
  * ValueError, OverflowError: NaN, inf, 5/2 truncated is not 5/2), -1 with another exception. */
 static int number_as_int64(PyObject* key, long long* x) {
-  if (PyComplex_Check(key)) {
+  /* a complex of another type than complex is read as a complex too: int() of NumPy's
+   * complex64 warned (an error under -W error, which a dict lookup never raises; review) */
+  int other = PyComplex_Check(key) ? 1 : is_other_complex(key);
+  if (other < 0)
+    return -1;
+  if (other) {
     Py_complex c = PyComplex_AsCComplex(key);
     if (c.real == -1.0 && PyErr_Occurred())
       return -1;

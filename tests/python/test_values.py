@@ -940,3 +940,22 @@ def test_map_keys_from_numbers_without_index_are_found_by_themselves(identity):
         for bad in (np.float32(2.5), np.float32("nan"), fractions.Fraction(1, 3)):
             with pytest.raises(TypeError, match="Map key"):
                 make({bad: "v"})
+
+
+def test_map_keys_of_numpy_complex64_compare_without_a_warning():
+    """A NumPy complex64 (no subclass of complex, unlike complex128) is looked up, and made a
+    key, as the number it is: it went through int(), which emits ComplexWarning (discarding the
+    imaginary part), so under warnings-as-errors `in`, get() and a dict holding it raised
+    where a dict answers (found by review)."""
+    import warnings
+    echo = packfn._packfn._echo()
+    two = {2: "two", 1: "one"}
+    m = echo(two)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k in (np.complex64(2), np.complex64(2 + 1j), np.complex64(2.5),
+                  np.clongdouble(1)):
+            assert (k in m) == (k in two) and m.get(k, "d") == two.get(k, "d"), k
+        assert echo({np.complex64(1): "v"})[1] == "v"
+        with pytest.raises(TypeError, match="equals no int64"):
+            echo({np.complex64(1 + 1j): "v"})
