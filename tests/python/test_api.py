@@ -283,3 +283,57 @@ def test_variadic_parameter_named_by_a_keyword():
         ("from", inspect.Parameter.POSITIONAL_ONLY, "int"),
         ("arg1", inspect.Parameter.VAR_POSITIONAL, "Tensor")]
     assert list(signature_from_text("f(*lambda)").parameters) == ["arg0"]
+
+
+def test_stub_takes_by_keyword_only_what_the_runtime_does():
+    """The type stub (__init__.pyi) lets a parameter be passed by keyword only where the runtime
+    takes it so: the extension's METH_O and METH_VARARGS functions take positional arguments
+    only, and the stub gave remove_global(name=...), load_module(path=...), Map.get(key,
+    default=...), Array.index(value, start=..., stop=...) and Array.count(value=...), which a
+    type checker accepted and the call refused ("takes no keyword arguments")."""
+    import ast
+    stub_path = os.path.join(os.path.dirname(packfn.__file__), "__init__.pyi")
+    with open(stub_path) as f:
+        tree = ast.parse(f.read())
+    defs = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            defs.setdefault(node.name, node)
+        elif isinstance(node, ast.ClassDef):
+            for sub in node.body:
+                if isinstance(sub, ast.FunctionDef):
+                    defs.setdefault(f"{node.name}.{sub.name}", sub)
+    ident = packfn.Function(lambda x: x)
+    m, a = ident({"a": 1}), ident([1, 2])
+    cases = [
+        ("get_global", packfn.get_global, {"name": "packfn.kernels.rms_norm"}),
+        ("remove_global", packfn.remove_global, {"name": "packfn.test.stub_absent"}),
+        ("register_global", packfn.register_global,
+         {"name": "packfn.test.stub", "fn": len, "override": True}),
+        ("load_module", packfn.load_module, {"path": "/nonexistent/libstub.so"}),
+        ("from_dlpack", packfn.from_dlpack, {"obj": bytearray(2)}),
+        ("error_class", packfn.error_class, {"kind": "ValueError"}),
+        ("Function.__new__", packfn.Function, {"callable": len}),
+        ("Tensor.__new__", packfn.Tensor, {"obj": bytearray(2)}),
+        ("Map.get", lambda **kw: m.get("a", **kw), {"default": 0}),
+        ("Array.index", lambda **kw: a.index(1, **kw), {"start": 0}),
+        ("Array.count", a.count, {"value": 1}),
+    ]
+    try:
+        for name, call, kwargs in cases:
+            try:
+                call(**kwargs)
+                takes_keywords = True
+            except TypeError as e:
+                takes_keywords = "keyword" not in str(e)
+                if takes_keywords:
+                    raise
+            except (KeyError, OSError):  # the absent global and library: keywords taken
+                takes_keywords = True
+            args = defs[name].args
+            for param in kwargs:
+                by_keyword = param in [p.arg for p in args.args + args.kwonlyargs]
+                assert by_keyword == takes_keywords, (name, param, takes_keywords)
+    finally:
+        if "packfn.test.stub" in packfn.list_globals():
+            packfn.remove_global("packfn.test.stub")
