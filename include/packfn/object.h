@@ -126,7 +126,9 @@ PF_API int pf_type_register(const char* key, int32_t parent_index, int32_t* out)
 PF_API int pf_type_index_of(const char* key, int32_t* out);
 
 /* Borrowed info of an object type index (valid for the rest of the process), or NULL when no
- * such type is registered (value types below 64 have no info). Never raises. Lock-free. */
+ * such type is registered (value types below 64 have no info). Never raises. Lock-free for an
+ * index packfn knows; once joined with TVM-FFI, an index it has not seen takes the registry's
+ * lock and one pass over TVM-FFI's type keys (docs/object.md). */
 PF_API const pf_type_info_t* pf_type_info(int32_t type_index);
 
 /* Human name of any type index, for messages: "int", "str", "Tensor", a registered key, or
@@ -135,7 +137,9 @@ PF_API const pf_type_info_t* pf_type_info(int32_t type_index);
 PF_API const char* pf_type_name(int32_t type_index);
 
 /* 1 when `type_index` is `target` or derives from it, else 0 (an index nothing knows derives
- * from nothing). O(1), lock-free, never raises. */
+ * from nothing). Never raises. O(1) and lock-free for indices packfn knows; joined with
+ * TVM-FFI, an index it has not seen costs a locked pass over TVM-FFI's type keys, as
+ * pf_type_info. */
 PF_API int pf_type_is_instance(int32_t type_index, int32_t target);
 
 /* 1 when `obj` is non-NULL and an instance of `target`, else 0. Borrows obj; never raises. */
