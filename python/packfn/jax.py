@@ -314,7 +314,10 @@ def ffi_call(
     first = register(name, platforms=platforms)
     multiple = isinstance(result_shape_dtypes, (list, tuple))
     results = list(result_shape_dtypes) if multiple else [result_shape_dtypes]
-    call = jax.ffi.ffi_call(first.target, result_shape_dtypes, vmap_method=vmap_method)
+    # a call with no results is run for its effects (a check that raises, say): XLA dropped it
+    # as dead code, under jit and eagerly, unless it is marked as having some (review)
+    call = jax.ffi.ffi_call(first.target, result_shape_dtypes, vmap_method=vmap_method,
+                            has_side_effect=not results)
 
     def run(*operands: Any, **attrs: Any) -> Any:
         # each trace binds what the global holds now: a replaced global runs its new function

@@ -453,3 +453,26 @@ def test_float_keyword_past_float64_as_long_double_is_refused():
         f(x, eps=-np.longdouble("1e4000"))
     with pytest.raises(RuntimeErr, match="eps"):  # inf itself is the kernel's to refuse
         jax.block_until_ready(f(x, eps=np.longdouble("inf")))
+
+
+def test_call_without_results_runs(testmod, on_cpu):
+    """A function with no result tensors (run for its check, or another effect) runs: XLA
+    dropped such a call as dead code, under jit and eagerly, so its ValueError never came."""
+    packfn.register_global("test.jax.check_positive", testmod.check_positive, override=True)
+    try:
+        check = pj.ffi_call("test.jax.check_positive", ())
+        msg = r"INVALID_ARGUMENT: ValueError: check_positive: x\[2\] = -1 is not positive"
+        bad = jnp.asarray([1.0, 2.0, -1.0])
+        with pytest.raises(RuntimeErr, match=msg):
+            jax.block_until_ready(jax.jit(check)(bad))
+        with pytest.raises(RuntimeErr, match=msg):
+            jax.block_until_ready(check(bad))
+        # beside a result that is used, and under vmap
+        with pytest.raises((RuntimeErr, ValueError), match=msg):
+            jax.block_until_ready(jax.jit(lambda x: (check(x), x + 1)[1])(bad))
+        each = pj.ffi_call("test.jax.check_positive", (), vmap_method="sequential")
+        with pytest.raises(RuntimeErr, match=msg):
+            jax.block_until_ready(jax.jit(jax.vmap(each))(jnp.stack([bad + 5, bad])))
+        assert jax.jit(check)(jnp.ones(3)) == ()
+    finally:
+        packfn.remove_global("test.jax.check_positive")

@@ -127,3 +127,25 @@ static int scaled(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* 
   return 0;
 }
 PF_EXPORT_DOC(scaled, scaled, "scaled(alpha: float, x: Tensor, out: Tensor) -> None", NULL);
+
+/* check_positive(x: Tensor): raises ValueError at the first value of x (float64) that is not
+ * positive; writes nothing (a function with no results, run for its check) */
+static int check_positive(void* self, const pf_any_t* args, int32_t num_args, pf_any_t* result) {
+  (void)self;
+  (void)num_args;
+  DLTensor* x;
+  if (pf_any_as_dltensor(&args[0], &x) != 0)
+    return -1;
+  int64_t n = 1;
+  for (int32_t d = 0; d < x->ndim; ++d)
+    n *= x->shape[d];
+  for (int64_t i = 0; i < n; ++i)
+    if (!(((const double*)x->data)[i] > 0)) {
+      pf_error_set(PF_ERR_VALUE, "check_positive: x[%lld] = %g is not positive", (long long)i,
+                   ((const double*)x->data)[i]);
+      return -1;
+    }
+  *result = pf_any_none();
+  return 0;
+}
+PF_EXPORT_DOC(check_positive, check_positive, "check_positive(x: Tensor) -> None", NULL);
