@@ -59,10 +59,11 @@ XLA_FFI_Error* pf_xla_call_cuda(XLA_FFI_CallFrame* frame);
  * the executables compiled with it). Every slot keeps its function referenced until the process
  * ends, so the slots a name costs are the distinct functions ever bound under it. -1 on failure
  * with "<kind>: <message>" in err (NUL-terminated; cut to err_size - 1 bytes ending in "..." when
- * longer; err may be NULL when err_size is 0): ValueError (NULL or empty name), KeyError (no such
- * function, with the nearest name), TypeError (no signature, a parameter of another kind, a
- * reserved name), MemoryError. Raises no packfn error, and an error already pending on the
- * thread stays pending, untouched. Thread-safe; takes a lock only when it makes a slot. */
+ * longer and err_size is at least 4, else just cut; err may be NULL when err_size is 0): ValueError
+ * (NULL or empty name), KeyError (no such function, with the nearest name), TypeError (no
+ * signature, a parameter of another kind, a reserved name), MemoryError. Raises no packfn error,
+ * and an error already pending on the thread stays pending, untouched. Thread-safe; takes a lock
+ * only when it makes a slot. */
 int64_t pf_xla_bind(const char* name, char* err, size_t err_size);
 
 /* The generation pf_xla_bind gave `slot`: how many of its name's slots it gave one before (0
