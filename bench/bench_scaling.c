@@ -1,9 +1,9 @@
 /* bench_scaling.c: scaling curves of packfn against TVM-FFI: call cost against argument count,
    global lookup against table size (one hot name, random names, suffix-numbered names) and
-   lookups per second from 1 and 2 threads, calls per second from 1 and 2 threads, tensor
-   allocation. This file is the driver: the lookup names, timing from 1 and 2 threads, the reports
-   (CSV, JSON, ratios to stderr) and main; each implementation is a sc_impl_t (scaling.h), packfn's
-   in bench_scaling_packfn.c, TVM-FFI's in tvmffi_scaling.cc. */
+   lookups per second and calls per second from 1, 2, 4, ... threads (up to --threads, default
+   2), tensor allocation. This file is the driver: the lookup names, timing from threads, the
+   reports (CSV, JSON, ratios to stderr) and main; each implementation is a sc_impl_t (scaling.h),
+   packfn's in bench_scaling_packfn.c, TVM-FFI's in tvmffi_scaling.cc. */
 #define _GNU_SOURCE
 #include "scaling.h"
 #include "timing.h"
@@ -17,7 +17,7 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_REPS      101
-#define MAX_THREADS   2
+#define MAX_THREADS   64 /* --threads: the most threads a series runs on */
 #define MAX_POINTS    512
 
 static volatile uint64_t sink;
@@ -312,7 +312,15 @@ typedef struct options {
   const char* json_path;
   const char* csv_path;
   const char* only_impl;
+  int max_threads; /* the thread series run on 1, 2, 4, ... up to this, and this (--threads) */
 } options_t;
+
+/* The next thread count after t (1, 2, 4, 8, ... then max itself), or 0 past max. */
+static int next_threads(int t, int max) {
+  if (t >= max)
+    return 0;
+  return t * 2 < max ? t * 2 : max;
+}
 
 static const int kArgsFull[] = {1, 2, 4, 8, 16, 32, 64};
 static const int kArgsQuick[] = {1, 8, 64};
@@ -349,7 +357,9 @@ static const int64_t* lookup_sizes(const options_t* opt, size_t* n) {
 static void time_calls_threads(const sc_impl_t* impl, int t, const options_t* opt) {
   point_t* p = add_point("threads", impl->name, t);
   void* st = impl->threads_setup();
-  void* ctx[MAX_THREADS] = {st, st};
+  void* ctx[MAX_THREADS];
+  for (int k = 0; k < t; ++k)
+    ctx[k] = st;
   time_threads(p, impl->name, impl->threads_run, ctx, t, opt->iters, opt->reps);
   impl->teardown(st);
   fprintf(
@@ -387,7 +397,7 @@ static void run_impl(const sc_impl_t* impl, const options_t* opt) {
     fprintf(stderr, "\n");
     impl->teardown(st);
   }
-  for (int t = 1; t <= MAX_THREADS; ++t) {
+  for (int t = 1; t != 0; t = next_threads(t, opt->max_threads)) {
     /* calls first, so that what the machine gave t threads is measured next to the lookups */
     if (impl->threads_setup)
       time_calls_threads(impl, t, opt);
@@ -406,7 +416,9 @@ static void run_impl(const sc_impl_t* impl, const options_t* opt) {
     time_threads(o, impl->name, impl->lookup_run, own, t, opt->iters, opt->reps);
     sc_name_list_t list = make_list(SC_RANDOM, THREADS_TABLE);
     list_run_t ctx = {impl, st, &list};
-    void* lists[MAX_THREADS] = {&ctx, &ctx};
+    void* lists[MAX_THREADS];
+    for (int k = 0; k < t; ++k)
+      lists[k] = &ctx;
     point_t* q = add_point("lookup_threads_random", impl->name, t);
     time_threads(q, impl->name, run_list, lists, t, opt->iters, opt->reps);
     free_list(&list);
@@ -500,31 +512,33 @@ static void print_lookup_ratios(const options_t* opt) {
   for (size_t m = 0; m < 2; ++m) {
     static const char* const tseries[] = {"lookup_threads", "lookup_threads_own",
                                           "lookup_threads_random"};
-    /* What the machine gave two threads in this run: calls of one function, nothing written
-     * (the `threads` series). On a 2-core VM it ranges from 1.2 to 2.0 between runs; a lookup
+    /* What the machine gave t threads in this run: calls of one function, nothing written
+     * (the `threads` series). On a 2-core VM two threads get 1.2 to 2.0 between runs; a lookup
      * series that scales as well as work that shares nothing has the same ratio. */
     const point_t* c1 = find_point("threads", impls[m], 1);
-    const point_t* c2 = find_point("threads", impls[m], 2);
-    double calls = c1 && c2 ? c2->median / c1->median : 0;
-    for (size_t k = 0; k < 3; ++k) {
-      const char* series = tseries[k];
-      const point_t* one = find_point(series, impls[m], 1);
-      const point_t* two = find_point(series, impls[m], 2);
-      if (!one || !two)
-        continue;
-      double r = two->median / one->median;
-      if (calls > 0)
-        fprintf(stderr,
-                "ratios %s %s: 2 threads / 1 thread %.2f (calls sharing nothing: %.2f; "
-                "lookups / calls %.2f)\n",
-                impls[m], series, r, calls, r / calls);
-      else
-        fprintf(stderr, "ratios %s %s: 2 threads / 1 thread %.2f\n", impls[m], series, r);
+    for (int t = next_threads(1, opt->max_threads); t != 0; t = next_threads(t, opt->max_threads)) {
+      const point_t* ct = find_point("threads", impls[m], t);
+      double calls = c1 && ct ? ct->median / c1->median : 0;
+      for (size_t k = 0; k < 3; ++k) {
+        const char* series = tseries[k];
+        const point_t* one = find_point(series, impls[m], 1);
+        const point_t* many = find_point(series, impls[m], t);
+        if (!one || !many)
+          continue;
+        double r = many->median / one->median;
+        if (calls > 0)
+          fprintf(stderr,
+                  "ratios %s %s: %d threads / 1 thread %.2f (calls sharing nothing: %.2f; "
+                  "lookups / calls %.2f)\n",
+                  impls[m], series, t, r, calls, r / calls);
+        else
+          fprintf(stderr, "ratios %s %s: %d threads / 1 thread %.2f\n", impls[m], series, t, r);
+      }
     }
   }
 }
 
-/* The shortest sample of the series from 1 and 2 threads (the usage text promises at least
+/* The shortest sample of the thread series (the usage text promises at least
    THREAD_MIN_NS), to stderr, with the number of re-sized series. */
 static void print_thread_samples(void) {
   const point_t* low = NULL;
@@ -595,14 +609,16 @@ static void write_json(FILE* f, const options_t* opt) {
 static void usage(FILE* out) {
   fprintf(out,
           "usage: bench_scaling [--quick | --full] [--iters N] [--reps R] [--impl packfn|tvmffi]\n"
+          "                     [--threads N]\n"
           "                     [--json FILE] [--csv FILE]\n"
           "Series: args (1..64 int arguments); lookup, lookup_random, lookup_suffix (one hot\n"
           "name, random names, suffix-numbered names; tables of 10..100000 names of each kind,\n"
           "to 1000000 with --full); lookup_threads, lookup_threads_own, lookup_threads_random\n"
-          "(lookups/s from 1 and 2 threads: one shared name, a name and function per thread,\n"
+          "(lookups/s from 1, 2, 4, ... threads up to --threads N, default 2 (1..64): one\n"
+          "shared name, a name and function per thread,\n"
           "random names from the first 1000 of each kind, in the table the size series left);\n"
-          "alloc (1 B..64 MiB); threads (calls/s, 1 and 2 threads, one shared function).\n"
-          "The series from 1 and 2 threads take at least 7\n"
+          "alloc (1 B..64 MiB); threads (calls/s, the same thread counts, one shared function).\n"
+          "The thread series take at least 7\n"
           "samples of at least 20 ms each (loops sized from the fastest of 3 timed runs, and\n"
           "sized again and measured again, up to 3 times, when a sample comes out shorter),\n"
           "whatever --quick, --iters and --reps ask; each thread reads the clock around its own\n"
@@ -613,7 +629,7 @@ static void usage(FILE* out) {
 
 int main(int argc, char** argv) {
   pf_bench_conditions(); /* the date and load average at start */
-  options_t opt = {0, 0, 7, 200000, NULL, NULL, NULL};
+  options_t opt = {0, 0, 7, 200000, NULL, NULL, NULL, 2};
   int reps_set = 0, iters_set = 0;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
@@ -632,6 +648,12 @@ int main(int argc, char** argv) {
       opt.csv_path = v, ++i;
     } else if (strcmp(a, "--impl") == 0 && v) {
       opt.only_impl = v, ++i;
+    } else if (strcmp(a, "--threads") == 0 && v) {
+      char* end;
+      long t = strtol(v, &end, 10);
+      if (*v < '0' || *v > '9' || *end || t < 1 || t > MAX_THREADS)
+        sc_fail("driver", "options", "--threads must be 1..64");
+      opt.max_threads = (int)t, ++i;
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
       return 0;
