@@ -255,6 +255,8 @@ static int run_main(int argc, char** argv) {
     return PF_CLI_EXIT_OK;
   }
   if (strcmp(cmd, "--version") == 0) {
+    if (argc > 2 && !is_help(argv[2])) /* as `info extra` (it was ignored; review) */
+      return usage_error("--version takes no arguments, got", argv[2]);
     printf("packfn %s (ABI %d.%d)\n", PF_VERSION_STRING, PF_ABI_VERSION_MAJOR,
            PF_ABI_VERSION_MINOR);
     return PF_CLI_EXIT_OK;
@@ -269,6 +271,8 @@ static int run_main(int argc, char** argv) {
     const command_t* c = find_command(argv[2]);
     if (c == NULL)
       return usage_error("unknown command", argv[2]);
+    if (argc > 3 && !is_help(argv[3])) /* `help call x`: x was ignored (review) */
+      return usage_error("help takes at most one COMMAND, got", argv[3]);
     char* help_argv[] = {argv[2], (char*)"--help", NULL};
     return c->run(2, help_argv);
   }

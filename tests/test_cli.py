@@ -124,6 +124,13 @@ def test_usage_errors(cli):
     expect(cli, ["frob"], USAGE, stderr_re=r"^packfn: unknown command frob$")
     expect(cli, ["--frob"], USAGE, stderr_re=r"^packfn: unknown option --frob$")
     expect(cli, ["help", "frob"], USAGE, stderr_re=r"unknown command frob", wrap=False)
+    # extra words after --version and help COMMAND are refused, as after info (they were
+    # ignored; review); --help anywhere is still help
+    expect(cli, ["--version", "x"], USAGE, stdout="",
+           stderr_re=r"^packfn: --version takes no arguments, got x$", wrap=False)
+    expect(cli, ["help", "call", "x"], USAGE, stdout="",
+           stderr_re=r"^packfn: help takes at most one COMMAND, got x$", wrap=False)
+    expect(cli, ["help", "call", "--help"], OK, stdout_re=CALL_USAGE, wrap=False)
     expect(cli, ["info", "extra"], USAGE, stderr_re=r"info takes no arguments", wrap=False)
     expect(cli, ["list", "a", "b"], USAGE, stderr_re=r"at most one LIBRARY")
     # an empty LIBRARY is a usage error, as `call --lib ''` (it was a ValueError, exit 1)
