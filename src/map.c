@@ -142,13 +142,8 @@ static inline size_t pf__own_simple(const pf_any_t* views, size_t n, pf_any_t* o
     } else if (t == PF_TYPE_RAW_STR && v->v_c_str) {
       /* a C string of up to 7 bytes becomes a small string (a map's usual key); longer ones
        * take the general path (a string object: an allocation that may fail) */
-      const char* c = v->v_c_str;
-      size_t len = 0;
-      while (len <= PF_SMALL_STR_MAX && c[len] != '\0')
-        ++len;
-      if (len > PF_SMALL_STR_MAX)
+      if (!pf__cstr_small(v->v_c_str, &out[i]))
         return i;
-      pf__any_small(PF_TYPE_SMALL_STR, c, len, &out[i]);
       continue;
     } else {
       return i;

@@ -72,19 +72,26 @@ static inline pf_any_t pf__key_view(const pf_any_t* key) {
   return *key;
 }
 
+/* The small string of C string c into *out when c holds at most 7 bytes (what pf_any_to_owned
+ * makes of it, without a strlen of a long one): 1, else 0 with *out untouched. out may be the
+ * value that points at c. */
+static inline int pf__cstr_small(const char* c, pf_any_t* out) {
+  size_t len = 0;
+  while (len <= PF_SMALL_STR_MAX && c[len] != '\0')
+    ++len;
+  if (len > PF_SMALL_STR_MAX)
+    return 0;
+  pf__any_small(PF_TYPE_SMALL_STR, c, len, out);
+  return 1;
+}
+
 /* A C-string key of up to 7 bytes made the small string it is stored as, in place (a write
  * hashes and compares it without a strlen each time); other keys are left as they are. Not in
  * pf__key_view: there it cost every lookup 25-40 instructions (review of the session's
  * figures). */
 static inline void pf__key_short(pf_any_t* key) {
-  if (key->type_index != PF_TYPE_RAW_STR || !key->v_c_str)
-    return;
-  const char* c = key->v_c_str;
-  size_t len = 0;
-  while (len <= PF_SMALL_STR_MAX && c[len] != '\0')
-    ++len;
-  if (len <= PF_SMALL_STR_MAX)
-    pf__any_small(PF_TYPE_SMALL_STR, c, len, key);
+  if (key->type_index == PF_TYPE_RAW_STR && key->v_c_str)
+    (void)pf__cstr_small(key->v_c_str, key);
 }
 
 /* TVM-FFI's AnyHash of a key (str, bytes, int or object; see pf__hash_known). */

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
 #include "alloc.h"
+#include "common.h"
 #include "device_private.h"
 #include "tensor_private.h"
 
