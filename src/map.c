@@ -617,7 +617,7 @@ static int pf__rebuild(const char* func, pf__mapcell_t* m, uint32_t shift, uint6
      * with the loop's next link still in its position) */
     uint64_t after = pf__iter_slot(m, &it);
     if (r == PF__DONE && (!listed || (!pf__is_small(m) && after != PF__NO_INDEX)))
-      r = pf__corrupt(func, m, after < m->slots ? after : m->iter_tail);
+      r = pf__corrupt(func, m, pf__is_small(m) || after < m->slots ? after : m->iter_tail);
     if (r != PF__DONE) {
       free(blocks);
       if (r == PF__FAILED)
@@ -640,10 +640,13 @@ static int pf__rebuild(const char* func, pf__mapcell_t* m, uint32_t shift, uint6
   }
 }
 
-/* Makes room for one more absent key (hash h) and inserts it, in place, growing the table until
- * it fits (TVM-FFI's InsertMaybeReHash); returns its entry (value none) or NULL with the error
- * raised and m unchanged. The key is owned already (or about to be: the caller's to undo). */
-static pf__kv_t* pf__insert(const char* func, pf__mapcell_t* m, const pf_any_t* key, uint64_t h) {
+/* Makes room for one more absent key and inserts it, in place, growing the table until it fits
+ * (TVM-FFI's InsertMaybeReHash); returns its entry (value none) or NULL with the error raised
+ * and m unchanged. The key is owned already (or about to be: the caller's to undo). *h is its
+ * hash when hashed is set; else it is hashed here, only if the map is or becomes dense (a small
+ * map with room never needs it). */
+static pf__kv_t* pf__insert(const char* func, pf__mapcell_t* m, const pf_any_t* key, int hashed,
+                            uint64_t h) {
   if (pf__is_small(m)) {
     uint64_t n = m->slots & ~PF__SMALL_TAG;
     if (m->size < n) {
@@ -664,7 +667,7 @@ static pf__kv_t* pf__insert(const char* func, pf__mapcell_t* m, const pf_any_t* 
       m->data = kv;
       m->data_deleter = pf__free_data;
       m->slots = PF__SMALL_MAX | PF__SMALL_TAG;
-      return pf__insert(func, m, key, h);
+      return pf__insert(func, m, key, hashed, h);
     }
     uint32_t shift;
     uint64_t slots;
@@ -672,6 +675,8 @@ static pf__kv_t* pf__insert(const char* func, pf__mapcell_t* m, const pf_any_t* 
     if (pf__rebuild(func, m, shift, slots) != 0)
       return NULL;
   }
+  if (!hashed)
+    h = pf__key_hash(key);
   for (;;) {
     pf__kv_t* kv;
     int r = pf__dense_insert(func, m, key, h, &kv);
@@ -687,6 +692,42 @@ static pf__kv_t* pf__insert(const char* func, pf__mapcell_t* m, const pf_any_t* 
                     m->slots ? m->slots << steps : 8) != 0)
       return NULL;
   }
+}
+
+/* pf__find in a small map (the writes' search: a map being built is small up to 4 keys): an
+ * int or small-string key compared in place against keys of its own type (a small string's
+ * bytes as one masked word), the general comparison only where a stored key is a string object
+ * (which equals a small string of its text). Kept out of pf__find: there it cost every lookup
+ * 15-70 instructions (twenty-third session). */
+static inline pf__kv_t* pf__small_find(const pf__mapcell_t* m, const pf_any_t* key) {
+  pf__kv_t* kv = (pf__kv_t*)m->data;
+  uint64_t n = m->size;
+  int32_t t = key->type_index;
+  if (t == PF_TYPE_INT) {
+    for (uint64_t i = 0; i < n; ++i)
+      if (kv[i].key.type_index == PF_TYPE_INT && kv[i].key.v_int64 == key->v_int64)
+        return &kv[i];
+    return NULL;
+  }
+  if (t != PF_TYPE_SMALL_STR)
+    return pf__find(m, key, 0);
+  uint32_t len = key->small_str_len; /* at most 7: pf__check_key */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  uint64_t mask = len ? ~0ull << (64 - 8 * len) : 0;
+#else
+  uint64_t mask = len ? ~0ull >> (64 - 8 * len) : 0;
+#endif
+  uint64_t word = key->v_uint64;
+  for (uint64_t i = 0; i < n; ++i) {
+    const pf_any_t* b = &kv[i].key;
+    if (b->type_index == PF_TYPE_SMALL_STR) {
+      if (b->small_str_len == len && ((b->v_uint64 ^ word) & mask) == 0)
+        return &kv[i];
+    } else if (b->type_index == PF_TYPE_STR) {
+      return pf__find(m, key, 0); /* another maker's string object: compared by its text */
+    }
+  }
+  return NULL;
 }
 
 /* Sets m[key] = value (views). Failure leaves m unchanged and retains and moves nothing: the
@@ -711,8 +752,10 @@ static int pf__set(const char* func, pf__mapcell_t* m, const pf_any_t* key, cons
   }
   pf_any_t kview = pf__key_view(key);
   pf__key_short(&kview);
-  uint64_t h = pf__key_hash(&kview);
-  pf__kv_t* kv = pf__find(m, &kview, h);
+  /* a small map is searched without the hash, and hashed only if it becomes dense */
+  int hashed = !pf__is_small(m);
+  uint64_t h = hashed ? pf__key_hash(&kview) : 0;
+  pf__kv_t* kv = hashed ? pf__find(m, &kview, h) : pf__small_find(m, &kview);
   if (kv == PF__BROKEN)
     return pf__corrupt_at(func, m, &kview);
   if (kv) {
@@ -726,11 +769,13 @@ static int pf__set(const char* func, pf__mapcell_t* m, const pf_any_t* key, cons
   }
   if (!pf__hash_known(&kview))
     return pf__unhashable_key(func, &kview);
-  pf_any_t views[2] = {*key, *value};
+  /* the key as found (a short C string already the small string it is stored as); an rvalue
+   * reference itself, whose handle is emptied */
+  pf_any_t views[2] = {pf__is_rvalue(key) ? *key : kview, *value};
   pf_any_t owned[2];
   if (pf__own_begin(func, names, views, 2, owned) != 0)
     return -1;
-  kv = pf__insert(func, m, &owned[0], h);
+  kv = pf__insert(func, m, &owned[0], hashed, h);
   if (!kv) {
     pf__own_abort(views, owned, 2);
     return -1;
@@ -780,13 +825,27 @@ static int pf__dense_erase(const char* func, pf__mapcell_t* m, uint64_t i) {
 
 /* ---- packfn's maps and dicts ---- */
 
-/* A packfn map or dict: the cell, the frozen flag (maps only), then room for a small form. */
+/* A packfn map or dict, laid out as TVM-FFI lays out its own small maps: MapBaseObj's 56 bytes,
+ * then the 4 entries of the small form, whose place the dense form's fields (fib_shift,
+ * iter_head, iter_tail: 56..80) take once the entries moved to their blocks (pf__rebuild; the
+ * same in-place switch TVM-FFI makes of its small dicts), then the frozen flag (maps only).
+ * 192 bytes, TVM-FFI's small map's size; with the dense fields apart it was 224 (review of
+ * issue 14's memory figures). While small, nothing reads or writes the dense fields. */
 typedef struct {
-  pf__mapcell_t cell;
+  union {
+    pf__mapcell_t cell;
+    struct {
+      char base[offsetof(pf__mapcell_t, fib_shift)];
+      pf__kv_t kv[PF__SMALL_MAX];
+    } small;
+  } u;
   int frozen; /* set once, never cleared */
   int padding;
-  pf__kv_t inline_kv[PF__SMALL_MAX];
 } pf__map_t;
+
+_Static_assert(offsetof(pf__mapcell_t, fib_shift) == 56, "MapBaseObj is 56 bytes");
+_Static_assert(offsetof(pf__map_t, u.small.kv) == 56, "small entries right after MapBaseObj");
+_Static_assert(sizeof(pf__map_t) == 192, "a map is TVM-FFI's small map's 192 bytes");
 
 static void pf__release_entries(pf__mapcell_t* m) {
   if (pf__is_small(m)) {
@@ -832,20 +891,17 @@ static int pf__mapbase_new(const char* func, int32_t type_index, pf_object_t** o
   if (!out)
     return PF__NULL_ARG(func, "out");
   *out = NULL;
-  pf__map_t* m = pf__alloc(sizeof *m); /* with its 4 inline entries: the 224-byte class */
+  pf__map_t* m = pf__alloc(sizeof *m); /* with its 4 inline entries: the 192-byte class */
   if (!m)
     return pf__raise_oom(func, sizeof *m);
-  pf__object_init(&m->cell.header, type_index, pf__map_deleter);
-  m->cell.data = m->inline_kv;
-  m->cell.size = 0;
-  m->cell.slots = PF__SMALL_MAX | PF__SMALL_TAG;
-  m->cell.data_deleter = NULL;
-  m->cell.fib_shift = 0;
-  m->cell.padding = 0;
-  m->cell.iter_head = m->cell.iter_tail = PF__NO_INDEX;
+  pf__object_init(&m->u.cell.header, type_index, pf__map_deleter);
+  m->u.cell.data = m->u.small.kv;
+  m->u.cell.size = 0;
+  m->u.cell.slots = PF__SMALL_MAX | PF__SMALL_TAG;
+  m->u.cell.data_deleter = NULL; /* the dense fields: the entries' place until pf__rebuild */
   m->frozen = 0;
   m->padding = 0;
-  *out = &m->cell.header;
+  *out = &m->u.cell.header;
   return 0;
 }
 

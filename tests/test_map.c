@@ -692,6 +692,70 @@ END_TEST
 
 /* Keys compared in the small form, where no hash sorts them first: string objects of the same
  * length that differ, and an empty bytes view at NULL (an empty bytes key). */
+/* A write to a small map finds the key already there in each form it may take: a string object
+ * of the same text, a C string, a small string with bytes past its text, an int with a nonzero
+ * padding word (another producer's value); bytes of the same text and a last byte changed are
+ * other keys. */
+START_TEST(test_small_map_set_finds_key_in_every_form) {
+  /* run 0: the C string stored first (a small string); run 1: the string object; runs 2-3 the
+   * same for a dict, which goes dense at its fifth key */
+  for (int run = 0; run < 4; ++run) {
+    int dict = run >= 2;
+    pf_object_t* m;
+    ck_assert_int_eq(dict ? pf_dict_create(&m) : pf_map_create(&m), 0);
+    int (*set)(pf_object_t*, const pf_any_t*, const pf_any_t*) = dict ? pf_dict_set : pf_map_set;
+    pf_object_t* so;
+    ck_assert_int_eq(pf_string_object_create("ab", 2, &so), 0);
+    pf_any_t k_obj = pf_any_object(so), k_c = pf_any_cstr("ab"), k_small, k_empty;
+    ck_assert_int_eq(pf_string_create("ab", 2, &k_small), 0);
+    k_small.v_bytes[6] = 'q'; /* past the text */
+    ck_assert_int_eq(pf_string_create("", 0, &k_empty), 0);
+    k_empty.v_bytes[0] = 'x';
+    pf_any_t k_int = pf_any_int(5), k_int_pad = pf_any_int(5), k_bytes, k_other = pf_any_cstr("ax");
+    k_int_pad.zero_padding = 0xdeadbeef;
+    ck_assert_int_eq(pf_bytes_create("ab", 2, &k_bytes), 0);
+    const pf_any_t* first = run % 2 ? &k_obj : &k_c;
+    const pf_any_t* second = run % 2 ? &k_c : &k_obj;
+    struct {
+      const pf_any_t* key;
+      int64_t value;
+      size_t count;
+    } steps[] = {{first, 1, 1},      {second, 2, 1},   {&k_small, 3, 1}, {&k_int, 4, 2},
+                 {&k_int_pad, 5, 2}, {&k_bytes, 6, 3}, {&k_other, 7, 4}};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; ++i) {
+      pf_any_t v = pf_any_int(steps[i].value);
+      ck_assert_int_eq(set(m, steps[i].key, &v), 0);
+      size_t n;
+      ck_assert_int_eq(dict ? pf_dict_count(m, &n) : pf_map_count(m, &n), 0);
+      ck_assert_uint_eq(n, steps[i].count);
+    }
+    const pf_any_t* got;
+    static const int64_t want[] = {3, 3, 3, 5, 5, 6, 7};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; ++i) {
+      got = NULL;
+      ck_assert_int_eq(
+          dict ? pf_dict_get(m, steps[i].key, &got) : pf_map_get(m, steps[i].key, &got), 0);
+      ck_assert_ptr_nonnull(got);
+      ck_assert_int_eq(got->v_int64, want[i]);
+    }
+    pf_any_t v = pf_any_int(8), k_empty_c = pf_any_cstr("");
+    if (dict) { /* the empty string in both forms, the dense form (5 keys) from here */
+      ck_assert_int_eq(set(m, &k_empty, &v), 0);
+      v = pf_any_int(9);
+      ck_assert_int_eq(set(m, &k_empty_c, &v), 0);
+      ck_assert_int_eq(pf_dict_get(m, &k_empty, &got), 0);
+      ck_assert_ptr_nonnull(got);
+      ck_assert_int_eq(got->v_int64, 9);
+      size_t n;
+      ck_assert_int_eq(pf_dict_count(m, &n), 0);
+      ck_assert_uint_eq(n, 5);
+    }
+    pf_object_release(so);
+    pf_object_release(m);
+  }
+}
+END_TEST
+
 START_TEST(test_small_map_keys_of_equal_length) {
   pf_object_t* d;
   ck_assert_int_eq(pf_dict_create(&d), 0);
@@ -769,4 +833,5 @@ void pf_test_map_add_tests(TCase* tc) {
   tcase_add_test(tc, test_map_empty_copy_and_weak_reference);
   tcase_add_test(tc, test_dict_emptied_dense_iterates_nothing);
   tcase_add_test(tc, test_small_map_keys_of_equal_length);
+  tcase_add_test(tc, test_small_map_set_finds_key_in_every_form);
 }

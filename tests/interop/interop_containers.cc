@@ -176,6 +176,32 @@ static void dicts(int n) {
   }
 }
 
+// A packfn dict C++ alone fills past the small form's 4 entries: TVM-FFI switches packfn's object
+// to the dense form in place, writing its fields where the small entries were (packfn lays its
+// maps out as TVM-FFI lays out its own, the small entries right after MapBaseObj's 56 bytes).
+static void dict_grown_by_cxx(int n) {
+  pf_object_t* d;
+  CHECK(pf_dict_create(&d) == 0);
+  auto cd = adopt<ffi::Dict<ffi::Any, ffi::Any>>(d);
+  for (int i = 0; i < n; ++i)
+    cd.Set(ffi::String(key_name(i)), static_cast<int64_t>(7 * i));
+  size_t count = 0;
+  CHECK(pf_dict_count(raw_of(cd), &count) == 0 && count == static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    std::string s = key_name(i);
+    pf_any_t ks = pf_any_cstr(s.c_str()), v = pf_any_int(-i);
+    const pf_any_t* got = nullptr;
+    CHECK(pf_dict_get(raw_of(cd), &ks, &got) == 0 && got && got->v_int64 == 7 * i);
+    CHECK(pf_dict_set(raw_of(cd), &ks, &v) == 0); // and packfn writes the switched table
+  }
+  pf_any_t extra = pf_any_cstr("extra"), ve = pf_any_int(99);
+  CHECK(pf_dict_set(raw_of(cd), &extra, &ve) == 0);
+  CHECK(cd.size() == static_cast<size_t>(n + 1) &&
+        cd.at(ffi::String("extra")).cast<int64_t>() == 99);
+  for (int i = 0; i < n; ++i)
+    CHECK(cd.at(ffi::String(key_name(i))).cast<int64_t>() == -i);
+}
+
 // Lists (75): packfn's list grown by C++ (ffi::List keeps packfn's data_deleter when it
 // reallocates) and TVM-FFI's list grown by packfn; both read through either API.
 static void lists(int n) {
@@ -236,6 +262,7 @@ int main() {
     packfn_map_to_tvm(n);
     tvm_map_to_packfn(n);
     dicts(n);
+    dict_grown_by_cxx(n);
     lists(n);
   }
   if (failures)
