@@ -117,43 +117,6 @@ static int pf__check_rvalue_twice(const char* func, const char* const* names, co
   return 0;
 }
 
-/* The common values, owned as pf_any_to_owned makes them, in one pass: ints and floats, objects
- * (retained), bools, small strings and bytes, C strings of up to 7 bytes. Stops at the first other
- * value (views, rvalue references, other value types, NULL objects) and returns how many it owned,
- * out[0..done); *maps is set when a map was among them. Nothing raised. (A check pass and a
- * pf_any_to_owned call per value cost an array of 4 ints 540 instructions, TVM-FFI's 200; a
- * name formatted per value, 3500 before that.) */
-static inline size_t pf__own_simple(const pf_any_t* views, size_t n, pf_any_t* out, int* maps) {
-  for (size_t i = 0; i < n; ++i) {
-    const pf_any_t* v = &views[i];
-    int32_t t = v->type_index;
-    if (t == PF_TYPE_INT || t == PF_TYPE_FLOAT) {
-      out[i].v_int64 = v->v_int64;
-    } else if (t >= PF_TYPE_STATIC_OBJECT_BEGIN && v->v_obj) {
-      pf_object_retain(v->v_obj);
-      out[i].v_obj = v->v_obj;
-      *maps |= t == PF_TYPE_MAP;
-    } else if (t == PF_TYPE_BOOL) {
-      out[i].v_int64 = v->v_int64 != 0; /* 0 or 1, as pf_any_to_owned makes it */
-    } else if ((t == PF_TYPE_SMALL_STR || t == PF_TYPE_SMALL_BYTES) &&
-               v->small_str_len <= PF_SMALL_STR_MAX) {
-      pf__any_small(t, v->v_bytes, v->small_str_len, &out[i]); /* its bytes made canonical */
-      continue;
-    } else if (t == PF_TYPE_RAW_STR && v->v_c_str) {
-      /* a C string of up to 7 bytes becomes a small string (a map's usual key); longer ones
-       * take the general path (a string object: an allocation that may fail) */
-      if (!pf__cstr_small(v->v_c_str, &out[i]))
-        return i;
-      continue;
-    } else {
-      return i;
-    }
-    out[i].type_index = t;
-    out[i].zero_padding = 0;
-  }
-  return n;
-}
-
 /* The general pf__own_begin. Everything is checked first, each rvalue reference's object taken
  * from its handle as it is checked (so a second reference to the same handle finds it empty and
  * is refused), then every other value is copied (the only step that can fail, on memory); a

@@ -72,19 +72,6 @@ static inline pf_any_t pf__key_view(const pf_any_t* key) {
   return *key;
 }
 
-/* The small string of C string c into *out when c holds at most 7 bytes (what pf_any_to_owned
- * makes of it, without a strlen of a long one): 1, else 0 with *out untouched. out may be the
- * value that points at c. */
-static inline int pf__cstr_small(const char* c, pf_any_t* out) {
-  size_t len = 0;
-  while (len <= PF_SMALL_STR_MAX && c[len] != '\0')
-    ++len;
-  if (len > PF_SMALL_STR_MAX)
-    return 0;
-  pf__any_small(PF_TYPE_SMALL_STR, c, len, out);
-  return 1;
-}
-
 /* A C-string key of up to 7 bytes made the small string it is stored as, in place (a write
  * hashes and compares it without a strlen each time); other keys are left as they are. Not in
  * pf__key_view: there it cost every lookup 25-40 instructions (review of the session's
