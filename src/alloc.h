@@ -145,8 +145,13 @@ static inline void* pf__alloc(size_t size) {
 }
 
 /* A malloc block of `size` bytes (at least 1), or NULL (also beyond PF__ALLOC_MAX). */
+void* pf__alloc_malloc_edge(size_t size);
 static inline void* pf__alloc_malloc(size_t size) {
-  return size <= PF__ALLOC_MAX ? malloc(size ? size : 1) : NULL;
+  /* one compare on the way to malloc (1..PF__ALLOC_MAX): the memory-checker mode takes every
+   * block here; 0 and the sizes too large out of line */
+  if (PF_LIKELY(size - 1 < PF__ALLOC_MAX))
+    return malloc(size);
+  return pf__alloc_malloc_edge(size);
 }
 
 /* pf__alloc after pf__alloc_cached found this thread's list empty: malloc at once while the

@@ -4,6 +4,7 @@
  * that overlapped, or a block handed out twice, fail the test. With the slabs off (ASan,
  * valgrind runs) the same checks run over malloc. */
 #include <check.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -533,6 +534,53 @@ START_TEST(test_exiting_thread_gives_back_cut_blocks) {
 }
 END_TEST
 
+/* ---- the first blocks of a thread (its lists empty), and the memory-checker mode ---- */
+
+/* Shapes and 1 KiB tensors made where this thread's lists are empty, the paths that skip the
+ * lists (and, with the slabs off, every create): the right contents, the tensor's buffer aligned
+ * to 256; with the slabs off each one a malloc block of its own, at least its size (the
+ * registration below runs this case with PACKFN_NO_ALLOC_CACHE=1). */
+static void* first_blocks(void* arg) {
+  int off = *(const int*)arg;
+  for (size_t ndim = 1; ndim <= 9; ++ndim) {
+    int64_t dims[9];
+    for (size_t i = 0; i < ndim; ++i)
+      dims[i] = (int64_t)(i * 7 + ndim);
+    pf_object_t* shape = NULL;
+    ck_assert_int_eq(pf_shape_create(dims, ndim, &shape), 0);
+    const int64_t* got;
+    size_t n;
+    ck_assert_int_eq(pf_shape_data(shape, &got, &n), 0);
+    ck_assert_uint_eq(n, ndim);
+    ck_assert_int_eq(memcmp(got, dims, ndim * sizeof *dims), 0);
+    if (off) /* header (24), cell (16), extents */
+      ck_assert_uint_ge(malloc_usable_size(shape), 40 + ndim * sizeof(int64_t));
+    pf_object_release(shape);
+  }
+  for (int k = 0; k < 3; ++k) {
+    int64_t shape[1] = {256};
+    pf_object_t* t = NULL;
+    ck_assert_int_eq(pf_tensor_empty(shape, 1, (DLDataType){kDLFloat, 32, 1}, PF_DEVICE_CPU, &t),
+                     0);
+    const DLTensor* dl = pf_tensor_dltensor(t);
+    ck_assert_uint_eq((uintptr_t)dl->data % PF_TENSOR_ALIGNMENT, 0);
+    fill(dl->data, 1024, (unsigned)k);
+    ck_assert(intact(dl->data, 1024, (unsigned)k));
+    if (off)
+      ck_assert_uint_ge(malloc_usable_size(dl->data), 1024);
+    pf_object_release(t);
+  }
+  return NULL;
+}
+
+START_TEST(test_first_blocks_of_a_thread) {
+  int off = !slabs_on();
+  pthread_t t;
+  ck_assert_int_eq(pthread_create(&t, NULL, first_blocks, &off), 0);
+  ck_assert_int_eq(pthread_join(t, NULL), 0);
+}
+END_TEST
+
 #define ADD_CASE(s, fn)                                                                            \
   do {                                                                                             \
     TCase* tc_ = tcase_create(#fn);                                                                \
@@ -547,6 +595,7 @@ int main(void) {
   ADD_CASE(s, test_every_size);
   ADD_CASE(s, test_cpu_buffers_aligned);
   ADD_CASE(s, test_zero_bytes_keep_the_list);
+  ADD_CASE(s, test_first_blocks_of_a_thread);
   ADD_CASE(s, test_freed_by_other_threads);
   ADD_CASE(s, test_refills_from_half_free_spans);
   ADD_CASE(s, test_thread_exit_keeps_blocks);
