@@ -84,6 +84,23 @@ static int prog_objects(void) {
   return alive && dead && again == fault_type ? 0 : wrong("weak references");
 }
 
+/* Bytes objects (more than a small value holds), made and copied from a byte array: each a
+ * block of its own (pf__bytes_value's path when the thread's list is empty). */
+static int prog_bytes_objects(void) {
+  static const char text[] = "bytes long enough to need an object";
+  pf_any_t b, owned;
+  if (pf_bytes_create(text, sizeof text - 1, &b) != 0)
+    return -1;
+  pf_byte_array_t arr = {text, sizeof text - 1};
+  pf_any_t view = pf_any_byte_array(&arr);
+  int rc = pf_any_to_owned(&view, &owned);
+  int ok = rc == 0 && pf_any_equal(&b, &owned) && b.type_index == PF_TYPE_BYTES;
+  if (rc == 0)
+    pf_any_release(&owned);
+  pf_any_release(&b);
+  return rc != 0 ? -1 : ok ? 0 : wrong("bytes objects");
+}
+
 static int prog_strings(void) {
   static const char text[] = "a string long enough to need an object, not a small string";
   pf_any_t s, b, owned;
@@ -1036,6 +1053,7 @@ typedef struct program_s {
 static const program_t programs[] = {
     {.name = "objects", .run = prog_objects},
     {.name = "strings", .run = prog_strings},
+    {.name = "bytes objects", .run = prog_bytes_objects},
     {.name = "fn texts", .run = prog_function_texts, .held = texts_table_held, .forked = 1},
     {.name = "functions", .run = prog_functions},
     {.name = "tensors", .run = prog_tensors},
