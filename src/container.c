@@ -95,18 +95,22 @@ __attribute__((noinline)) static int pf__shape_create_general(const int64_t* dim
   return pf__shape_fill(s, dims, ndim, out);
 }
 
+/* pf__shape_create_uncached's MemoryError: out of line and given the count of extents, so that
+ * the caller keeps no block size across its malloc call (a register saved and restored). */
+__attribute__((noinline, cold)) static int pf__shape_oom(size_t ndim, pf_object_t** out) {
+  *out = NULL;
+  return pf__raise_oom("pf_shape_create", sizeof(pf__shape_t) + ndim * sizeof(int64_t));
+}
+
 /* pf_shape_create's block of up to 8 extents when this thread's list is empty (with the slabs
  * off, every time): straight to the allocator's slow half, without pf__shape_create_general's
  * checks, which pf_shape_create has made (they were 78 instructions of a 2-extent shape's 229
  * without the slabs). */
 __attribute__((noinline)) static int pf__shape_create_uncached(const int64_t* dims, size_t ndim,
                                                                pf_object_t** out) {
-  size_t total = sizeof(pf__shape_t) + ndim * sizeof(int64_t);
-  pf__shape_t* s = pf__alloc_uncached(total);
-  if (!s) {
-    *out = NULL;
-    return pf__raise_oom("pf_shape_create", total);
-  }
+  pf__shape_t* s = pf__alloc_uncached(sizeof(pf__shape_t) + ndim * sizeof(int64_t));
+  if (!s)
+    return pf__shape_oom(ndim, out);
   return pf__shape_fill(s, dims, ndim, out);
 }
 
