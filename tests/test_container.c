@@ -1,6 +1,7 @@
 /* Tests of containers: shapes and arrays built, read and iterated, their bad input, contents
  * released exactly once, foreign cells, nesting, deep equality and lists (maps and dicts are in
  * test_map.c and test_map_foreign.c; this file's make_suite runs them all in one TCase). */
+#include <math.h>
 #include <stdint.h>
 
 #include "pf_test_container.h"
@@ -1141,6 +1142,29 @@ START_TEST(test_equality_many_map_pairs_and_null_objects) {
 }
 END_TEST
 
+/* docs/container.md: one object is equal to itself without being walked, so a container holding
+ * a NaN equals itself (at the top and nested), while distinct ones holding NaNs do not, and a
+ * NaN value itself equals nothing (the twenty-fifth session's review of the docs). */
+START_TEST(test_equality_nan_and_identity) {
+  pf_any_t nan_item[1] = {pf_any_float(NAN)};
+  pf_object_t *a, *b, *outer1, *outer2;
+  ck_assert_int_eq(pf_array_create(nan_item, 1, &a), 0);
+  ck_assert_int_eq(pf_array_create(nan_item, 1, &b), 0);
+  pf_any_t va = pf_any_object(a), vb = pf_any_object(b), f = pf_any_float(NAN);
+  ck_assert_int_eq(pf_container_equal(&va, &va), 1);
+  ck_assert_int_eq(pf_container_equal(&va, &vb), 0);
+  ck_assert_int_eq(pf_container_equal(&f, &f), 0);
+  ck_assert_int_eq(pf_array_create(&va, 1, &outer1), 0);
+  ck_assert_int_eq(pf_array_create(&va, 1, &outer2), 0);
+  pf_any_t o1 = pf_any_object(outer1), o2 = pf_any_object(outer2);
+  ck_assert_int_eq(pf_container_equal(&o1, &o2), 1); /* the same inner array in both */
+  pf_object_release(outer1);
+  pf_object_release(outer2);
+  pf_object_release(a);
+  pf_object_release(b);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("container");
   TCase* tc = tcase_create("core");
@@ -1177,6 +1201,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_containers_outlived_by_weak_references);
   tcase_add_test(tc, test_list_without_data_deleter);
   tcase_add_test(tc, test_equality_many_map_pairs_and_null_objects);
+  tcase_add_test(tc, test_equality_nan_and_identity);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -240,10 +240,11 @@ PF_API int pf_dict_count(const pf_object_t* dict, size_t* out);
 /* Deep equality: shapes by extents, arrays element by element, maps (and dicts, each with its
  * own kind) by the same keys with equal values (in any order), recursing into nested containers;
  * every other pair as pf_any_equal (so strings by contents, other objects by identity, lists
- * included). Returns 1 or 0; never raises. Two NULL pointers are equal. Ends on reference
- * cycles (through dicts): a pair of maps met again while comparing counts as equal, so two
- * cycles of the same shape and contents are equal. Should memory for remembering the pairs run
- * out (millions of maps), it returns 0. */
+ * included). One object is equal to itself without being walked (a container holding a NaN
+ * equals itself; two distinct ones holding NaNs do not). Returns 1 or 0; never raises. Two NULL
+ * pointers are equal. Ends on reference cycles (through dicts): a pair of maps met again while
+ * comparing counts as equal, so two cycles of the same shape and contents are equal. Should
+ * memory for remembering the pairs run out (millions of maps), it returns 0. */
 PF_API int pf_container_equal(const pf_any_t* a, const pf_any_t* b);
 
 #ifdef __cplusplus
