@@ -418,7 +418,9 @@ PF_API int pf_bytes_create(const char* data, size_t size, pf_any_t* out);
  * other value types are copied. out may be view itself (converts in place).
  * -1 with TypeError (a DLTensor pointer has no owned form here; an unknown type index below
  * 64), ValueError (NULL view or out; an object, raw string or byte-array pointer with a NULL
- * pointer; an rvalue reference to a NULL handle) or MemoryError. On failure *out is none (so
+ * pointer; a byte array whose data is NULL with a size above 0, or of more than SIZE_MAX / 2
+ * bytes; a small string or bytes claiming more than its 7 bytes; an rvalue reference to a NULL
+ * handle) or MemoryError. On failure *out is none (so
  * is *view when out is view) and no handle is changed. */
 PF_API int pf_any_to_owned(const pf_any_t* view, pf_any_t* out);
 
