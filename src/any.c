@@ -203,12 +203,19 @@ __attribute__((noinline, cold)) static int pf__string_create_bad(const char* dat
 }
 
 /* The string or bytes object (type_index) in the block obj holding data[0..size), as the value
- * in *out: the value first and the copy last, so that nothing needs keeping across the call. */
+ * in *out: the value first and the copy last, so that nothing needs keeping across the call;
+ * the copy first when the text lies in *out itself (its own payload: the value overwrote it;
+ * review). */
 static inline __attribute__((always_inline)) void pf__blob_value_fill(pf_object_t* obj,
                                                                       int32_t type_index,
                                                                       const char* data, size_t size,
                                                                       pf_any_t* out) {
   char* text = pf__blob_init(obj, type_index, size);
+  if (PF_UNLIKELY((uintptr_t)data - (uintptr_t)out < sizeof *out ||
+                  (uintptr_t)out - (uintptr_t)data < size)) {
+    memcpy(text, data, size);
+    size = 0;
+  }
   out->type_index = type_index;
   out->zero_padding = 0;
   out->v_obj = obj;

@@ -362,6 +362,30 @@ START_TEST(test_views_to_owned) {
   ck_assert_int_eq(self_copy.type_index, PF_TYPE_SMALL_STR);
   ck_assert_uint_eq(self_copy.small_str_len, 3);
   ck_assert_int_eq(memcmp(self_copy.v_bytes, "xyz", 4), 0);
+  /* and texts an object holds: *out's own 8 payload bytes, or all 16 of it (the new value was
+   * written into *out before the copy, which then copied the value's own bytes; review) */
+  const char* got;
+  size_t got_size;
+  pf_any_t whole = pf_any_int(0x0102030405060708), whole_was = whole;
+  ck_assert_int_eq(pf_bytes_create((const char*)&whole.v_int64, 8, &whole), 0);
+  ck_assert_int_eq(pf_any_as_bytes(&whole, &got, &got_size), 0);
+  ck_assert_uint_eq(got_size, 8);
+  ck_assert_int_eq(memcmp(got, &whole_was.v_int64, 8), 0);
+  pf_any_release(&whole);
+  whole = whole_was;
+  ck_assert_int_eq(pf_string_create((const char*)&whole.v_int64, 8, &whole), 0);
+  ck_assert_int_eq(pf_any_as_str(&whole, &got, &got_size), 0);
+  ck_assert_uint_eq(got_size, 8);
+  ck_assert_int_eq(memcmp(got, &whole_was.v_int64, 8), 0);
+  pf_any_release(&whole);
+  whole = whole_was;
+  pf_byte_array_t whole_bytes = {(const char*)&whole, sizeof whole};
+  pf_any_t whole_view = pf_any_byte_array(&whole_bytes);
+  ck_assert_int_eq(pf_any_to_owned(&whole_view, &whole), 0);
+  ck_assert_int_eq(pf_any_as_bytes(&whole, &got, &got_size), 0);
+  ck_assert_uint_eq(got_size, sizeof whole);
+  ck_assert_int_eq(memcmp(got, &whole_was, sizeof whole), 0);
+  pf_any_release(&whole);
   /* a view's copy names pf_any_to_owned, the function called (it named pf_bytes_create) */
   pf_byte_array_t huge = {"x", SIZE_MAX};
   pf_any_t huge_view = pf_any_byte_array(&huge);
