@@ -114,6 +114,11 @@ static inline __attribute__((always_inline)) void pf__blob_fill(pf_object_t* obj
                                                                 const char* data, size_t size,
                                                                 pf_object_t** out) {
   char* text = pf__blob_init(obj, type_index, size);
+  if (PF_UNLIKELY((uintptr_t)data - (uintptr_t)out < sizeof *out ||
+                  (uintptr_t)out - (uintptr_t)data < size)) {
+    memcpy(text, data, size); /* the text holds *out itself: copied before it is written */
+    size = 0;
+  }
   *out = obj;
   if (size) /* last, so nothing needs keeping across the call; data may be NULL when 0 */
     memcpy(text, data, size);

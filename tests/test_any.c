@@ -386,6 +386,21 @@ START_TEST(test_views_to_owned) {
   ck_assert_uint_eq(got_size, sizeof whole);
   ck_assert_int_eq(memcmp(got, &whole_was, sizeof whole), 0);
   pf_any_release(&whole);
+  /* the object constructors likewise: the 8 bytes of the handle *out itself */
+  pf_object_t* handle = (pf_object_t*)(uintptr_t)0x0102030405060708u;
+  pf_object_t* handle_was = handle;
+  ck_assert_int_eq(pf_bytes_object_create((const char*)&handle, sizeof handle, &handle), 0);
+  pf_any_t held = pf_any_object(handle);
+  ck_assert_int_eq(pf_any_as_bytes(&held, &got, &got_size), 0);
+  ck_assert_uint_eq(got_size, sizeof handle);
+  ck_assert_int_eq(memcmp(got, &handle_was, sizeof handle), 0);
+  pf_object_release(handle);
+  handle = handle_was;
+  ck_assert_int_eq(pf_string_object_create((const char*)&handle, sizeof handle, &handle), 0);
+  held = pf_any_object(handle);
+  ck_assert_int_eq(pf_any_as_str(&held, &got, &got_size), 0);
+  ck_assert_int_eq(memcmp(got, &handle_was, sizeof handle), 0);
+  pf_object_release(handle);
   /* a view's copy names pf_any_to_owned, the function called (it named pf_bytes_create) */
   pf_byte_array_t huge = {"x", SIZE_MAX};
   pf_any_t huge_view = pf_any_byte_array(&huge);
