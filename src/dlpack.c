@@ -74,18 +74,6 @@ int pf_tensor_to_dlpack_versioned(pf_object_t* tensor, pf_dl_managed_tensor_vers
 
 /* ---- import ---- */
 
-static void pf__release_legacy(void* owner) {
-  DLManagedTensor* m = (DLManagedTensor*)owner;
-  if (m->deleter)
-    m->deleter(m);
-}
-
-static void pf__release_versioned(void* owner) {
-  pf_dl_managed_tensor_versioned_t* m = (pf_dl_managed_tensor_versioned_t*)owner;
-  if (m->deleter)
-    m->deleter(m);
-}
-
 /* 1 when `dl` still describes the tensor object `obj` exactly as packfn exported it (the
  * consumer changed nothing), so the import may hand back obj itself. */
 static int pf__is_unchanged_export(const DLTensor* dl, pf_object_t* obj) {
@@ -95,17 +83,36 @@ static int pf__is_unchanged_export(const DLTensor* dl, pf_object_t* obj) {
          dl->shape == t->shape && dl->strides == t->strides;
 }
 
-/* Wraps a validated description whose memory `owner` keeps (released by `release`). Inline in
- * both imports, as their validation is (pf__dltensor_check): the calls' frames were 30 of the
- * 380 instructions of a foreign tensor's import. */
+/* Wraps a validated description, the DLTensor of the managed tensor `managed` (tagged as
+ * pf__tensor_import_t says), which keeps it and its memory valid until its deleter runs: shape
+ * and strides are read there, not copied. Inline in both imports, as their validation is
+ * (pf__dltensor_check): the calls' frames were 30 of the 380 instructions of a foreign
+ * tensor's import. */
 static inline __attribute__((always_inline)) int pf__import(const DLTensor* dl, uint64_t flags,
-                                                            void* owner, void (*release)(void*),
-                                                            const char* func, pf_object_t** out) {
-  pf__tensor_t* t;
-  if (pf__tensor_make(dl, flags, func, &t) != 0)
-    return -1;
-  t->owner = owner;
-  t->owner_release = release;
+                                                            uintptr_t managed, const char* func,
+                                                            pf_object_t** out) {
+  size_t ndim = (size_t)dl->ndim; /* 0..PF_TENSOR_MAX_NDIM: validated */
+  const int64_t* shape = dl->shape;
+  /* strides of its own only when the producer has none: packfn's tensors always have them */
+  int fill = !dl->strides || ndim == 0;
+  size_t size = sizeof(pf__tensor_import_t) + (fill ? ndim * sizeof(int64_t) : 0);
+  pf__tensor_import_t* t = pf__alloc(size);
+  if (!t)
+    return pf__raise_oom(func, size);
+  pf__object_init(&t->header, PF_TYPE_TENSOR, pf__tensor_deleter_dlpack);
+  t->dl = *dl;
+  if (fill) {
+    int64_t step = 1;
+    for (size_t i = ndim; i-- > 0;) {
+      t->strides[i] = step;
+      step *= shape[i] > 0 ? shape[i] : 1; /* no overflow: the layout was validated */
+    }
+    t->dl.strides = t->strides;
+    if (ndim == 0) /* its shape may be NULL: never read, but kept a pointer, as packfn's are */
+      t->dl.shape = t->strides;
+  }
+  t->flags = flags;
+  t->managed = managed;
   *out = &t->header;
   return 0;
 }
@@ -134,7 +141,7 @@ int pf_tensor_from_dlpack(DLManagedTensor* src, pf_object_t** out) {
                            pf_tensor_is_read_only((pf_object_t*)src->manager_ctx) == 1
                        ? PF_DLPACK_FLAG_READ_ONLY
                        : 0;
-  return pf__import(&src->dl_tensor, flags, src, pf__release_legacy, func, out);
+  return pf__import(&src->dl_tensor, flags, (uintptr_t)src, func, out);
 }
 
 int pf_tensor_from_dlpack_versioned(pf_dl_managed_tensor_versioned_t* src, pf_object_t** out) {
@@ -181,5 +188,5 @@ int pf_tensor_from_dlpack_versioned(pf_dl_managed_tensor_versioned_t* src, pf_ob
   uint64_t flags = src->flags & PF_DLPACK_FLAG_READ_ONLY;
   if (src->deleter == pf__dlpack_versioned_deleter && pf_tensor_is_read_only(exported) == 1)
     flags = PF_DLPACK_FLAG_READ_ONLY;
-  return pf__import(&src->dl_tensor, flags, src, pf__release_versioned, func, out);
+  return pf__import(&src->dl_tensor, flags, (uintptr_t)src | 1, func, out);
 }

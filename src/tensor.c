@@ -30,6 +30,24 @@ void pf__tensor_deleter_owning(void* self, int flags) {
     pf__free_nonnull(self);
 }
 
+/* Deleter of DLPack imports (pf__tensor_import_t, dlpack.c): the managed tensor's deleter, once. */
+void pf__tensor_deleter_dlpack(void* self, int flags) {
+  pf__tensor_import_t* t = (pf__tensor_import_t*)self;
+  if (flags & PF_DELETER_STRONG) {
+    if (t->managed & 1) {
+      pf_dl_managed_tensor_versioned_t* m = (pf_dl_managed_tensor_versioned_t*)(t->managed - 1);
+      if (m->deleter)
+        m->deleter(m);
+    } else {
+      DLManagedTensor* m = (DLManagedTensor*)t->managed;
+      if (m->deleter)
+        m->deleter(m);
+    }
+  }
+  if (flags & PF_DELETER_WEAK)
+    pf__free_nonnull(self);
+}
+
 void pf__owner_release_object(void* obj) {
   pf_object_release((pf_object_t*)obj);
 }

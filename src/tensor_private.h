@@ -9,12 +9,13 @@
 #include "common.h"
 #include "device_private.h"
 
-/* A packfn tensor object: header, the ABI's DLTensor, then our private part, in one of two
- * forms told apart by the object deleter (pf__tensor_owns_memory):
+/* A packfn tensor object: header, the ABI's DLTensor, then our private part, in one of three
+ * forms told apart by the object deleter (pf__tensor_owns_memory, pf__tensor_is_import):
  * - memory it allocated (pf_tensor_empty): the buffer and the allocator hook that frees it; never
  *   read-only;
- * - memory something else keeps alive (views, imports, pf_tensor_from_dltensor): flags and an
- *   owner released when the tensor dies.
+ * - memory something else keeps alive (views, pf_tensor_from_dltensor): flags and an owner
+ *   released when the tensor dies;
+ * - a DLPack import (pf__tensor_import_t below): flags and the managed tensor, no owner_release.
  * With one dimension the object takes 112 bytes. */
 typedef struct pf__tensor_s {
   pf_object_t header;
@@ -35,9 +36,29 @@ typedef struct pf__tensor_s {
   int64_t dims[]; /* shape[ndim], then strides[ndim] */
 } pf__tensor_t;
 
-/* The object deleters of the two forms (tensor.c). */
+/* A DLPack import (pf_tensor_from_dlpack and its versioned form): the managed tensor keeps
+ * the memory and, until its deleter runs, its DLTensor's shape and strides (DLPack's rule), so
+ * dl.shape points into the producer's description, as dl.strides does when it has strides;
+ * without them the compact strides are filled in after the object (as TVM-FFI's import does):
+ * a 1-d import takes 96 bytes, as TVM-FFI's, where copying both took 112. flags at
+ * pf__tensor_t's offset (pf__tensor_flags reads it in every form but the owning one); no
+ * owner_release: its deleter knows what to call, and code that reads owner_release must check
+ * the deleter is pf__tensor_deleter first (here the strides may lie there). */
+typedef struct {
+  pf_object_t header;
+  DLTensor dl;
+  uint64_t flags;    /* as pf__tensor_t's */
+  uintptr_t managed; /* the DLManagedTensor, or the versioned one with the low bit set */
+  int64_t strides[]; /* ndim compact strides when the producer's are NULL (or ndim is 0) */
+} pf__tensor_import_t;
+
+_Static_assert(offsetof(pf__tensor_import_t, flags) == offsetof(pf__tensor_t, flags),
+               "pf__tensor_flags reads an import's flags as pf__tensor_t's");
+
+/* The object deleters of the three forms (tensor.c). */
 void pf__tensor_deleter(void* self, int flags);
 void pf__tensor_deleter_owning(void* self, int flags);
+void pf__tensor_deleter_dlpack(void* self, int flags);
 
 /* pf__tensor_new's body, inlined where creation is hot: pf_tensor_empty (a compact description,
  * which then makes it the owning form) and the views. */
@@ -372,7 +393,8 @@ static inline int pf__tensor_arg(pf_object_t* tensor, const char* func, const ch
 
 /* 1 when obj is a tensor made by packfn (whose private part we may read). */
 static inline int pf__tensor_is_ours(const pf_object_t* obj) {
-  return obj && (obj->deleter == pf__tensor_deleter || obj->deleter == pf__tensor_deleter_owning);
+  return obj && (obj->deleter == pf__tensor_deleter || obj->deleter == pf__tensor_deleter_owning ||
+                 obj->deleter == pf__tensor_deleter_dlpack);
 }
 
 /* Releases an object reference held as an owner (owner_release of views and exports). */

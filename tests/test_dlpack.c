@@ -45,8 +45,8 @@ START_TEST(test_import_legacy) {
   ck_assert_int_eq(pf_tensor_from_dlpack(m, &t), 0);
   DLTensor* dl = pf_tensor_dltensor(t);
   ck_assert_ptr_eq(dl->data, g_data);
-  ck_assert(dl->shape != g_shape);     /* copied into the tensor */
-  ck_assert_int_eq(dl->strides[0], 3); /* filled in */
+  ck_assert_ptr_eq(dl->shape, g_shape); /* the producer's, valid until its deleter runs */
+  ck_assert_int_eq(dl->strides[0], 3);  /* filled in */
   ck_assert_int_eq(dl->strides[1], 1);
   ck_assert(!pf_tensor_is_read_only(t));
   pf_object_t* v;
@@ -571,6 +571,191 @@ START_TEST(test_versioned_without_deleter) {
 }
 END_TEST
 
+/* Producers that keep shape and strides in their managed block, as DLPack's do: an import
+ * reads them there (as TVM-FFI's does), so the block must outlive every tensor, view and export
+ * made from it, and be freed exactly once after the last. The deleters scribble over the dims
+ * before freeing them, so that a tensor reading them afterwards sees garbage in a plain run and
+ * a use after free under AddressSanitizer. */
+static float g_f[24];
+
+typedef struct {
+  pf_dl_managed_tensor_versioned_t m;
+  int64_t shape[3], strides[3];
+} vblock_t;
+
+typedef struct {
+  DLManagedTensor m;
+  int64_t shape[3], strides[3];
+} lblock_t;
+
+static void vblock_delete(pf_dl_managed_tensor_versioned_t* self) {
+  vblock_t* b = (vblock_t*)self->manager_ctx;
+  memset(b->shape, 0xEE, sizeof b->shape + sizeof b->strides);
+  g_deleted++;
+  free(b);
+}
+
+static void lblock_delete(DLManagedTensor* self) {
+  lblock_t* b = (lblock_t*)self->manager_ctx;
+  memset(b->shape, 0xEE, sizeof b->shape + sizeof b->strides);
+  g_deleted++;
+  free(b);
+}
+
+/* float32 [4, 3, 2] over g_f with `strides` (NULL for none), in either form. */
+static void* make_block(int versioned, const int64_t* strides, DLTensor** dl) {
+  static const int64_t shape[3] = {4, 3, 2};
+  int64_t *bs, *bt;
+  void* managed;
+  if (versioned) {
+    vblock_t* b = calloc(1, sizeof *b);
+    b->m.version.major = 1;
+    b->m.manager_ctx = b;
+    b->m.deleter = vblock_delete;
+    *dl = &b->m.dl_tensor;
+    bs = b->shape;
+    bt = b->strides;
+    managed = &b->m;
+  } else {
+    lblock_t* b = calloc(1, sizeof *b);
+    b->m.manager_ctx = b;
+    b->m.deleter = lblock_delete;
+    *dl = &b->m.dl_tensor;
+    bs = b->shape;
+    bt = b->strides;
+    managed = &b->m;
+  }
+  memcpy(bs, shape, sizeof shape);
+  DLTensor d = {g_f, PF_DEVICE_CPU, 3, PF_DTYPE_FLOAT32, bs, NULL, 0};
+  if (strides) {
+    memcpy(bt, strides, 3 * sizeof *strides);
+    d.strides = bt;
+  }
+  **dl = d;
+  return managed;
+}
+
+static int import_block(int versioned, void* managed, pf_object_t** out) {
+  return versioned ? pf_tensor_from_dlpack_versioned(managed, out)
+                   : pf_tensor_from_dlpack(managed, out);
+}
+
+/* The element of `t` at (i, j, k), through its own shape and strides. */
+static float elem3(pf_object_t* t, int64_t i, int64_t j, int64_t k) {
+  const DLTensor* d = pf_tensor_dltensor(t);
+  return (
+      (const float*)pf_dltensor_data(d))[i * d->strides[0] + j * d->strides[1] + k * d->strides[2]];
+}
+
+/* An import sees the producer's shape and strides (its very arrays), or compact strides of its
+ * own when the producer has none, in both forms; its views, copies and exports read them while
+ * the producer's block lives, which is until the last of them is gone (issue 14). */
+START_TEST(test_import_reads_producer_dims) {
+  for (int i = 0; i < 24; ++i)
+    g_f[i] = (float)i;
+  static const int64_t compact[3] = {6, 2, 1};
+  static const int64_t permuted[3] = {1, 4, 12}; /* the transpose of a compact [2, 3, 4] */
+  const int64_t* cases[3] = {NULL, compact, permuted};
+  for (int versioned = 0; versioned < 2; ++versioned) {
+    for (int c = 0; c < 3; ++c) {
+      const int64_t* want = cases[c] ? cases[c] : compact;
+      g_deleted = 0;
+      DLTensor* pd;
+      void* managed = make_block(versioned, cases[c], &pd);
+      pf_object_t* t;
+      ck_assert_int_eq(import_block(versioned, managed, &t), 0);
+      DLTensor* dl = pf_tensor_dltensor(t);
+      ck_assert_ptr_eq(dl->shape, pd->shape);
+      if (cases[c])
+        ck_assert_ptr_eq(dl->strides, pd->strides);
+      ck_assert_ptr_nonnull(dl->strides);
+      for (int a = 0; a < 3; ++a) {
+        ck_assert_int_eq(dl->shape[a], 4 - a);
+        ck_assert_int_eq(dl->strides[a], want[a]);
+      }
+      float at = g_f[3 * want[0] + 2 * want[1] + 1 * want[2]];
+      ck_assert(elem3(t, 3, 2, 1) == at);
+      /* views, an export of each form and a copy, all made before the import is released */
+      pf_object_t *sel, *sl, *perm, *copy, *flat = NULL;
+      ck_assert_int_eq(pf_tensor_select(t, 0, 3, &sel), 0);
+      ck_assert_int_eq(pf_tensor_slice(t, 1, 1, 3, 1, &sl), 0);
+      static const int32_t axes[3] = {2, 1, 0};
+      ck_assert_int_eq(pf_tensor_permute(t, axes, &perm), 0);
+      if (c < 2)
+        ck_assert_int_eq(pf_tensor_reshape(t, 1, (int64_t[]){-1}, &flat), 0);
+      ck_assert_int_eq(pf_tensor_to_device(t, PF_DEVICE_CPU, &copy), 0);
+      DLManagedTensor* ml;
+      pf_dl_managed_tensor_versioned_t* mv;
+      ck_assert_int_eq(pf_tensor_to_dlpack(t, &ml), 0);
+      ck_assert_int_eq(pf_tensor_to_dlpack_versioned(t, &mv), 0);
+      ck_assert_ptr_eq(ml->dl_tensor.shape, pd->shape);
+      pf_object_release(t);
+      ck_assert_int_eq(g_deleted, 0); /* the views and exports hold it */
+      const DLTensor* sd = pf_tensor_dltensor(sel);
+      ck_assert_int_eq(sd->ndim, 2);
+      ck_assert_int_eq(sd->shape[0], 3);
+      ck_assert_int_eq(sd->strides[1], want[2]);
+      ck_assert(((const float*)pf_dltensor_data(sd))[2 * sd->strides[0] + sd->strides[1]] == at);
+      ck_assert(elem3(sl, 3, 1, 1) == at);
+      ck_assert(elem3(perm, 1, 2, 3) == at);
+      ck_assert(elem3(copy, 3, 2, 1) == at);
+      if (flat) {
+        ck_assert(((const float*)pf_dltensor_data(pf_tensor_dltensor(flat)))[23] == 23.0f);
+        pf_object_release(flat);
+      }
+      pf_object_release(sel);
+      pf_object_release(sl);
+      pf_object_release(perm);
+      pf_object_release(copy); /* its own memory: not the producer's */
+      /* the exports come back as the import itself, whose dims are still the producer's */
+      pf_object_t* back;
+      ck_assert_int_eq(pf_tensor_from_dlpack(ml, &back), 0);
+      ck_assert_ptr_eq(pf_tensor_dltensor(back)->shape, pd->shape);
+      ck_assert(elem3(back, 3, 2, 1) == at);
+      pf_object_release(back);
+      ck_assert_int_eq(g_deleted, 0);
+      ck_assert_int_eq(mv->dl_tensor.shape[0], 4);
+      mv->deleter(mv); /* the last reference: the producer's block goes, once */
+      ck_assert_int_eq(g_deleted, 1);
+    }
+  }
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+/* A 0-d import: the producer's shape and strides may be NULL; packfn's tensor still has both
+ * pointers (it always does), and one element. */
+START_TEST(test_import_scalar) {
+  g_f[0] = 7.0f;
+  for (int versioned = 0; versioned < 2; ++versioned) {
+    for (int with_strides = 0; with_strides < 2; ++with_strides) {
+      g_deleted = 0;
+      DLTensor* pd;
+      static const int64_t ones[3] = {1, 1, 1};
+      void* managed = make_block(versioned, with_strides ? ones : NULL, &pd);
+      pd->ndim = 0;
+      if (!with_strides)
+        pd->shape = NULL;
+      pf_object_t* t;
+      ck_assert_int_eq(import_block(versioned, managed, &t), 0);
+      DLTensor* dl = pf_tensor_dltensor(t);
+      ck_assert_int_eq(dl->ndim, 0);
+      ck_assert_ptr_nonnull(dl->shape);
+      ck_assert_ptr_nonnull(dl->strides);
+      ck_assert_int_eq(pf_dltensor_numel(dl), 1);
+      ck_assert(*(const float*)pf_dltensor_data(dl) == 7.0f);
+      pf_object_t* v;
+      ck_assert_int_eq(pf_tensor_reshape(t, 1, (int64_t[]){1}, &v), 0);
+      pf_object_release(t);
+      ck_assert(*(const float*)pf_dltensor_data(pf_tensor_dltensor(v)) == 7.0f);
+      pf_object_release(v);
+      ck_assert_int_eq(g_deleted, 1);
+    }
+  }
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("dlpack");
   TCase* tc = tcase_create("import");
@@ -579,6 +764,8 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_import_versioned_read_only);
   tcase_add_test(tc, test_import_byte_offset);
   tcase_add_test(tc, test_import_strides_in_bytes);
+  tcase_add_test(tc, test_import_reads_producer_dims);
+  tcase_add_test(tc, test_import_scalar);
   suite_add_tcase(s, tc);
   tc = tcase_create("export");
   tcase_add_test(tc, test_own_export_keeps_read_only);
