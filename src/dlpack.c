@@ -83,41 +83,116 @@ static int pf__is_unchanged_export(const DLTensor* dl, pf_object_t* obj) {
          dl->shape == t->shape && dl->strides == t->strides;
 }
 
-/* Wraps a validated description, the DLTensor of the managed tensor `managed` (tagged as
- * pf__tensor_import_t says), which keeps it and its memory valid until its deleter runs: shape
- * and strides are read there, not copied. Inline in both imports, as their validation is
- * (pf__dltensor_check): the calls' frames were 30 of the 380 instructions of a foreign
- * tensor's import. */
-static inline __attribute__((always_inline)) int pf__import(const DLTensor* dl, uint64_t flags,
-                                                            uintptr_t managed, const char* func,
-                                                            pf_object_t** out) {
-  size_t ndim = (size_t)dl->ndim; /* 0..PF_TENSOR_MAX_NDIM: validated */
-  const int64_t* shape = dl->shape;
-  /* strides of its own only when the producer has none: packfn's tensors always have them */
-  int fill = !dl->strides || ndim == 0;
-  size_t size = sizeof(pf__tensor_import_t) + (fill ? ndim * sizeof(int64_t) : 0);
-  pf__tensor_import_t* t = pf__alloc(size);
-  if (!t)
-    return pf__raise_oom(func, size);
+/* Fills import `t` (a block of pf__import_size(dl, fill) bytes) over the validated DLTensor
+ * `dl` of the managed tensor `managed` (tagged as pf__tensor_import_t says), which keeps it and
+ * its memory valid until its deleter runs: shape and strides are read there, not copied;
+ * compact strides of its own when `fill` (the producer has none, or ndim is 0). */
+static inline __attribute__((always_inline)) void pf__import_fill(pf__tensor_import_t* t,
+                                                                  const DLTensor* dl, int fill,
+                                                                  uint64_t flags,
+                                                                  uintptr_t managed) {
   pf__object_init(&t->header, PF_TYPE_TENSOR, pf__tensor_deleter_dlpack);
   t->dl = *dl;
   if (fill) {
+    const int64_t* shape = dl->shape;
     int64_t step = 1;
-    for (size_t i = ndim; i-- > 0;) {
+    for (size_t i = (size_t)dl->ndim; i-- > 0;) {
       t->strides[i] = step;
       step *= shape[i] > 0 ? shape[i] : 1; /* no overflow: the layout was validated */
     }
-    t->dl.strides = t->strides;
-    if (ndim == 0) /* its shape may be NULL: never read, but kept a pointer, as packfn's are */
-      t->dl.shape = t->strides;
+    t->dl.strides = t->strides; /* packfn's tensors always have strides */
   }
   t->flags = flags;
   t->managed = managed;
+}
+
+static inline size_t pf__import_size(const DLTensor* dl, int fill) {
+  return sizeof(pf__tensor_import_t) + (fill ? (size_t)dl->ndim * sizeof(int64_t) : 0);
+}
+
+/* The general way of both imports, once `dl` passed their checks: wraps it as pf__import_fill
+ * says. 0, or -1 with MemoryError raised as `func`. */
+static inline __attribute__((always_inline)) int pf__import(const DLTensor* dl, uint64_t flags,
+                                                            uintptr_t managed, const char* func,
+                                                            pf_object_t** out) {
+  int fill = !dl->strides || dl->ndim == 0;
+  size_t size = pf__import_size(dl, fill);
+  pf__tensor_import_t* t = pf__alloc(size);
+  if (!t)
+    return pf__raise_oom(func, size);
+  pf__import_fill(t, dl, fill, flags, managed);
+  if (dl->ndim == 0) /* its shape may be NULL: never read, but kept a pointer, as packfn's are */
+    t->dl.shape = t->strides;
   *out = &t->header;
   return 0;
 }
 
-int pf_tensor_from_dlpack(DLManagedTensor* src, pf_object_t** out) {
+/* 1 when pf__dltensor_check (with the bytes) accepts `dl` and it has the layout almost every
+ * producer's tensor has: 1..PF_TENSOR_MAX_NDIM extents, each at least 1, one lane of an int,
+ * uint or float type of 8 (ints), 16, 32 or 64 bits, strides NULL or compact, and data,
+ * byte_offset and the end of its bytes below 2^63; 0 says nothing (the general way then
+ * decides, and raises). Its checks are those of pf__dltensor_check for that layout, without
+ * the branches for the others: the short ways of the imports (issue 14: 314 instructions a
+ * foreign import, with the producer's own, where TVM-FFI took 276, checking nothing). */
+static inline __attribute__((always_inline)) int pf__import_usual(const DLTensor* dl) {
+  int32_t ndim = dl->ndim;
+  const int64_t* shape = dl->shape;
+  const int64_t* strides = dl->strides;
+  unsigned bits = dl->dtype.bits;
+  uint8_t code = dl->dtype.code;
+  int64_t numel;
+  uint64_t size;
+  /* data is not NULL: the layout has elements */
+  if ((uint32_t)ndim - 1 >= PF_TENSOR_MAX_NDIM || !shape || !dl->data || dl->device.device_id < 0 ||
+      dl->dtype.lanes != 1 || code > PF_DL_FLOAT ||
+      !(bits == 32 || bits == 64 || bits == 16 || (bits == 8 && code != PF_DL_FLOAT)) ||
+      !pf__extents_fit(shape, ndim, &numel) ||
+      (strides && !pf__strides_compact(ndim, shape, strides)))
+    return 0;
+  /* pf__layout_fits's size rule (the size in bits fits in 64 bits: its bytes then fit in
+   * PTRDIFF_MAX), then pf__compact_reach_bad's: byte_offset and the end of the bytes at most
+   * INT64_MAX, and with data below 2^63 too, data + end cannot wrap, whatever the device */
+  if (__builtin_mul_overflow((uint64_t)numel, (uint64_t)bits, &size))
+    return 0;
+  uint64_t end = dl->byte_offset + size / 8;
+  return (int64_t)(dl->byte_offset | end | (uintptr_t)dl->data) >= 0;
+}
+
+/* pf__import_short's import when this thread's list had no block: from the slabs' depot or
+ * malloc (as pf__alloc would: with the slabs off every block comes this way). 0, or -1 with
+ * MemoryError. Out of line: the short way then makes no call, and needs no frame. */
+__attribute__((noinline)) static int pf__import_uncached(const DLTensor* dl, int fill,
+                                                         uint64_t flags, uintptr_t managed,
+                                                         const char* func, pf_object_t** out) {
+  size_t size = pf__import_size(dl, fill);
+  pf__tensor_import_t* t = pf__alloc_uncached(size);
+  if (!t) {
+    *out = NULL;
+    return pf__raise_oom(func, size);
+  }
+  pf__import_fill(t, dl, fill, flags, managed);
+  *out = &t->header;
+  return 0;
+}
+
+/* The short way of both imports: `dl`, which pf__import_usual accepts, wrapped. 0, or -1 with
+ * MemoryError. */
+static inline __attribute__((always_inline)) int pf__import_short(const DLTensor* dl,
+                                                                  uint64_t flags, uintptr_t managed,
+                                                                  const char* func,
+                                                                  pf_object_t** out) {
+  int fill = !dl->strides;
+  pf__tensor_import_t* t = pf__alloc_cached(pf__import_size(dl, fill));
+  if (PF_UNLIKELY(t == NULL))
+    return pf__import_uncached(dl, fill, flags, managed, func, out);
+  pf__import_fill(t, dl, fill, flags, managed);
+  *out = &t->header;
+  return 0;
+}
+
+/* pf_tensor_from_dlpack's general way: NULL arguments, our own exports that changed, and
+ * another runtime's that pf__import_usual declines. */
+__attribute__((noinline)) static int pf__from_dlpack(DLManagedTensor* src, pf_object_t** out) {
   static const char func[] = "pf_tensor_from_dlpack";
   if (!out || !src) {
     if (out)
@@ -125,12 +200,6 @@ int pf_tensor_from_dlpack(DLManagedTensor* src, pf_object_t** out) {
     return PF__NULL_ARG(func, out ? "src" : "out");
   }
   *out = NULL;
-  if (src->deleter == pf__dlpack_legacy_deleter &&
-      pf__is_unchanged_export(&src->dl_tensor, (pf_object_t*)src->manager_ctx)) {
-    *out = (pf_object_t*)src->manager_ctx; /* the export's reference becomes the caller's */
-    pf__free(src);                         /* our own export block */
-    return 0;
-  }
   pf__layout_t layout;
   if (pf__dltensor_check(&src->dl_tensor, func, "src", 1, &layout) != 0)
     return -1;
@@ -144,7 +213,10 @@ int pf_tensor_from_dlpack(DLManagedTensor* src, pf_object_t** out) {
   return pf__import(&src->dl_tensor, flags, (uintptr_t)src, func, out);
 }
 
-int pf_tensor_from_dlpack_versioned(pf_dl_managed_tensor_versioned_t* src, pf_object_t** out) {
+/* pf_tensor_from_dlpack_versioned's general way, as pf__from_dlpack's (and another major
+ * version). */
+__attribute__((noinline)) static int
+pf__from_dlpack_versioned(pf_dl_managed_tensor_versioned_t* src, pf_object_t** out) {
   static const char func[] = "pf_tensor_from_dlpack_versioned";
   if (!out || !src) {
     if (out)
@@ -158,17 +230,7 @@ int pf_tensor_from_dlpack_versioned(pf_dl_managed_tensor_versioned_t* src, pf_ob
                  (unsigned)src->version.minor);
     return -1;
   }
-  /* the shortcut only when the consumer added no flag either: a READ_ONLY it set must give a
-   * read-only tensor, not the writable original (found by review) */
   pf_object_t* exported = (pf_object_t*)src->manager_ctx;
-  if (src->deleter == pf__dlpack_versioned_deleter &&
-      pf__is_unchanged_export(&src->dl_tensor, exported) &&
-      (src->flags == 0 ||
-       (src->flags == PF_DLPACK_FLAG_READ_ONLY && pf_tensor_is_read_only(exported) == 1))) {
-    *out = (pf_object_t*)src->manager_ctx;
-    pf__free(src); /* our own export block */
-    return 0;
-  }
   pf__layout_t layout;
   if (pf__dltensor_check(&src->dl_tensor, func, "src", 1, &layout) != 0)
     return -1;
@@ -189,4 +251,56 @@ int pf_tensor_from_dlpack_versioned(pf_dl_managed_tensor_versioned_t* src, pf_ob
   if (src->deleter == pf__dlpack_versioned_deleter && pf_tensor_is_read_only(exported) == 1)
     flags = PF_DLPACK_FLAG_READ_ONLY;
   return pf__import(&src->dl_tensor, flags, (uintptr_t)src | 1, func, out);
+}
+
+/* packfn's own legacy export: the tensor itself when unchanged, else the general way. Out of
+ * line: another runtime's export, the short way's, then needs no frame. */
+__attribute__((noinline)) static int pf__from_own_dlpack(DLManagedTensor* src, pf_object_t** out) {
+  if (pf__is_unchanged_export(&src->dl_tensor, (pf_object_t*)src->manager_ctx)) {
+    *out = (pf_object_t*)src->manager_ctx; /* the export's reference becomes the caller's */
+    pf__free(src);                         /* our own export block */
+    return 0;
+  }
+  return pf__from_dlpack(src, out);
+}
+
+/* As pf__from_own_dlpack, in the versioned form. */
+__attribute__((noinline)) static int
+pf__from_own_dlpack_versioned(pf_dl_managed_tensor_versioned_t* src, pf_object_t** out) {
+  pf_object_t* exported = (pf_object_t*)src->manager_ctx;
+  /* only when the consumer added no flag either: a READ_ONLY it set must give a read-only
+   * tensor, not the writable original (found by review) */
+  if (pf__is_unchanged_export(&src->dl_tensor, exported) &&
+      (src->flags == 0 ||
+       (src->flags == PF_DLPACK_FLAG_READ_ONLY && pf_tensor_is_read_only(exported) == 1))) {
+    *out = exported;
+    pf__free(src); /* our own export block */
+    return 0;
+  }
+  return pf__from_dlpack_versioned(src, out);
+}
+
+/* packfn's own export, unchanged, gives back the tensor itself; another runtime's of the usual
+ * layout takes the short way; everything else the general one. */
+int pf_tensor_from_dlpack(DLManagedTensor* src, pf_object_t** out) {
+  if (PF_LIKELY(out && src)) {
+    if (src->deleter == pf__dlpack_legacy_deleter)
+      return pf__from_own_dlpack(src, out);
+    if (pf__import_usual(&src->dl_tensor))
+      return pf__import_short(&src->dl_tensor, 0, (uintptr_t)src, "pf_tensor_from_dlpack", out);
+  }
+  return pf__from_dlpack(src, out);
+}
+
+/* As pf_tensor_from_dlpack. The short way needs no check of the flags: sub-byte types are not
+ * the usual layout's. */
+int pf_tensor_from_dlpack_versioned(pf_dl_managed_tensor_versioned_t* src, pf_object_t** out) {
+  if (PF_LIKELY(out && src && src->version.major == PF_DLPACK_VERSIONED_MAJOR)) {
+    if (src->deleter == pf__dlpack_versioned_deleter)
+      return pf__from_own_dlpack_versioned(src, out);
+    if (pf__import_usual(&src->dl_tensor))
+      return pf__import_short(&src->dl_tensor, src->flags & PF_DLPACK_FLAG_READ_ONLY,
+                              (uintptr_t)src | 1, "pf_tensor_from_dlpack_versioned", out);
+  }
+  return pf__from_dlpack_versioned(src, out);
 }

@@ -756,6 +756,170 @@ START_TEST(test_import_scalar) {
 }
 END_TEST
 
+/* Imports of another runtime's exports take a short way for the usual layouts (pf__import_usual)
+ * and the general one for the rest: either way they accept what pf_tensor_from_dltensor
+ * accepts, and describe it alike, in both forms; the boundaries of the short way's checks
+ * included. */
+static void ignore_versioned(pf_dl_managed_tensor_versioned_t* self) {
+  (void)self;
+  g_deleted++;
+}
+static void ignore_legacy(DLManagedTensor* self) {
+  (void)self;
+  g_deleted++;
+}
+
+static void expect_same_import(const DLTensor* d, int rc_want, const char* what) {
+  pf_object_t *a = NULL, *b = NULL, *c = NULL;
+  pf_dl_managed_tensor_versioned_t mv;
+  memset(&mv, 0, sizeof mv);
+  mv.version.major = 1;
+  mv.deleter = ignore_versioned;
+  mv.dl_tensor = *d;
+  DLManagedTensor ml;
+  memset(&ml, 0, sizeof ml);
+  ml.deleter = ignore_legacy;
+  ml.dl_tensor = *d;
+  g_deleted = 0;
+  int rv = pf_tensor_from_dlpack_versioned(&mv, &a);
+  pf_error_clear();
+  int rl = pf_tensor_from_dlpack(&ml, &b);
+  pf_error_clear();
+  int rd = pf_tensor_from_dltensor(d, NULL, NULL, &c);
+  pf_error_clear();
+  ck_assert_msg(rv == rc_want && rl == rc_want && rd == rc_want, "%s: rc %d %d %d", what, rv, rl,
+                rd);
+  if (rc_want == 0) {
+    const DLTensor* want = pf_tensor_dltensor(c);
+    for (int k = 0; k < 2; ++k) {
+      const DLTensor* got = pf_tensor_dltensor(k ? b : a);
+      ck_assert_msg(got->data == want->data && got->ndim == want->ndim &&
+                        pf_dtype_equal(got->dtype, want->dtype) &&
+                        pf_device_equal(got->device, want->device) &&
+                        got->byte_offset == want->byte_offset,
+                    "%s", what);
+      ck_assert_msg(d->ndim == 0 || got->shape == d->shape, "%s: not the producer's shape", what);
+      for (int32_t i = 0; i < got->ndim; ++i)
+        ck_assert_msg(got->shape[i] == want->shape[i] && got->strides[i] == want->strides[i],
+                      "%s: axis %d", what, (int)i);
+    }
+    pf_object_release(a);
+    pf_object_release(b);
+    pf_object_release(c);
+    ck_assert_int_eq(g_deleted, 2);
+  } else {
+    ck_assert_msg(!a && !b && !c, "%s", what);
+    ck_assert_int_eq(g_deleted, 0); /* refused: still the caller's */
+  }
+}
+
+START_TEST(test_import_short_and_general_ways) {
+  static char buf[64];
+  int64_t s23[2] = {2, 3}, s6[1] = {6}, s0[2] = {0, 3}, s21[2] = {2, 1};
+  int64_t compact[2] = {3, 1}, loose[2] = {3, 7}, cols[2] = {1, 2}, neg[1] = {-1};
+  const DLDataType f32 = PF_DTYPE_FLOAT32;
+  static const struct {
+    DLDataType dtype;
+    int rc;
+  } types[] = {
+      {{kDLFloat, 32, 1}, 0},     {{kDLFloat, 64, 1}, 0}, {{kDLFloat, 16, 1}, 0},
+      {{kDLInt, 8, 1}, 0},        {{kDLUInt, 16, 1}, 0},  {{kDLInt, 64, 1}, 0},
+      {{PF_DL_BOOL, 8, 1}, 0},    {{kDLFloat, 16, 2}, 0}, {{kDLInt, 4, 1}, 0},
+      {{kDLComplex, 64, 1}, 0},   {{kDLFloat, 8, 1}, -1}, {{kDLInt, 8, 0}, -1},
+      {{PF_DL_BFLOAT, 16, 1}, 0},
+  };
+  char what[64];
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; ++i) {
+    DLTensor d = {buf, PF_DEVICE_CPU, 1, types[i].dtype, s6, NULL, 0};
+    snprintf(what, sizeof what, "dtype %zu", i);
+    expect_same_import(&d, types[i].rc, what);
+  }
+  DLTensor d = {buf, PF_DEVICE_CPU, 2, f32, s23, NULL, 0};
+  expect_same_import(&d, 0, "float32[2, 3]");
+  d.strides = compact;
+  expect_same_import(&d, 0, "compact strides");
+  d.strides = cols;
+  expect_same_import(&d, 0, "column-major strides");
+  d.shape = s21;
+  d.strides = loose; /* an extent-1 axis's stride moves nothing: still compact */
+  expect_same_import(&d, 0, "loose stride of an extent-1 axis");
+  d.strides = NULL;
+  d.shape = s0;
+  expect_same_import(&d, 0, "empty");
+  d.data = NULL;
+  expect_same_import(&d, 0, "empty without data");
+  d.shape = s23;
+  expect_same_import(&d, -1, "data NULL");
+  d.data = buf;
+  d.device.device_id = -1;
+  expect_same_import(&d, -1, "device -1");
+  d.device.device_id = 0;
+  d.shape = NULL;
+  expect_same_import(&d, -1, "shape NULL");
+  d.shape = neg;
+  d.ndim = 1;
+  expect_same_import(&d, -1, "extent -1");
+  d.shape = s23;
+  d.ndim = 65;
+  expect_same_import(&d, -1, "ndim 65");
+  d.ndim = 0;
+  d.shape = NULL;
+  expect_same_import(&d, 0, "0-d");
+  /* byte_offset and data at the ends of the checks: the last byte at INT64_MAX is fine */
+  d.ndim = 2;
+  d.shape = s23;
+  d.data = (void*)(uintptr_t)16;
+  d.byte_offset = (uint64_t)INT64_MAX - 24;
+  expect_same_import(&d, 0, "end at INT64_MAX");
+  d.byte_offset++;
+  expect_same_import(&d, -1, "end past INT64_MAX");
+  d.byte_offset = 0;
+  d.data = (void*)(UINTPTR_MAX - 23); /* its 24 bytes end at the top of the address space */
+  expect_same_import(&d, -1, "bytes past the address space");
+  d.device = pf_device(PF_DEV_OPENCL, 0); /* a handle, not an address: fine */
+  expect_same_import(&d, 0, "handle above 2^63");
+  d.device = PF_DEVICE_CPU;
+  d.data = (void*)((uintptr_t)1 << 63);
+  expect_same_import(&d, 0, "address 2^63");
+  int64_t big[2] = {INT64_C(1) << 58, 4};
+  d.data = buf;
+  d.shape = big;
+  expect_same_import(&d, -1, "2^60 elements of 4 bytes: 2^65 bits");
+  big[0] = INT64_C(1) << 57;
+  d.dtype = pf_dtype(kDLInt, 8, 1);
+  expect_same_import(&d, 0, "2^59 one-byte elements");
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
+/* Many imports alive: the short way's blocks come from this thread's list until it is empty,
+ * then from the general allocator (pf__import_uncached), every one a valid tensor. */
+START_TEST(test_import_many_alive) {
+  enum { N = 3000 };
+  static pf_dl_managed_tensor_versioned_t m[N];
+  static pf_object_t* t[N];
+  static int64_t shape[1] = {6};
+  g_deleted = 0;
+  for (int i = 0; i < N; ++i) {
+    memset(&m[i], 0, sizeof m[i]);
+    m[i].version.major = 1;
+    m[i].deleter = ignore_versioned;
+    DLTensor d = {g_data, PF_DEVICE_CPU, 1, PF_DTYPE_FLOAT64, shape, NULL, 0};
+    m[i].dl_tensor = d;
+    m[i].dl_tensor.byte_offset = (uint64_t)(i % 6) * 8;
+    m[i].dl_tensor.shape = &shape[0];
+    ck_assert_int_eq(pf_tensor_from_dlpack_versioned(&m[i], &t[i]), 0);
+  }
+  for (int i = 0; i < N; ++i) {
+    const DLTensor* d = pf_tensor_dltensor(t[i]);
+    ck_assert_int_eq(d->strides[0], 1);
+    ck_assert(*(const double*)pf_dltensor_data(d) == (double)(i % 6));
+    pf_object_release(t[i]);
+  }
+  ck_assert_int_eq(g_deleted, N);
+}
+END_TEST
+
 Suite* make_suite(void) {
   Suite* s = suite_create("dlpack");
   TCase* tc = tcase_create("import");
@@ -766,6 +930,8 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_import_strides_in_bytes);
   tcase_add_test(tc, test_import_reads_producer_dims);
   tcase_add_test(tc, test_import_scalar);
+  tcase_add_test(tc, test_import_short_and_general_ways);
+  tcase_add_test(tc, test_import_many_alive);
   suite_add_tcase(s, tc);
   tc = tcase_create("export");
   tcase_add_test(tc, test_own_export_keeps_read_only);

@@ -207,6 +207,18 @@ static int prog_functions(void) {
   return rc == -1 ? -1 : ok && rc == 0 ? 0 : wrong("functions");
 }
 
+/* Another runtime's exports (static: the producer allocates nothing the sweep would fail),
+ * counting their deleters' calls. */
+static int fault_foreign_deleted;
+static void fault_foreign_versioned(pf_dl_managed_tensor_versioned_t* m) {
+  (void)m;
+  fault_foreign_deleted++;
+}
+static void fault_foreign_legacy(DLManagedTensor* m) {
+  (void)m;
+  fault_foreign_deleted++;
+}
+
 static int prog_tensors(void) {
   int64_t shape[2] = {4, 6};
   DLDataType f32 = {kDLFloat, 32, 1};
@@ -239,6 +251,36 @@ static int prog_tensors(void) {
   if (rc == 0)
     ok = ok && ((const float*)pf_tensor_dltensor(copy)->data)[23] == 23.0f;
   pf_object_release(copy);
+  /* another runtime's exports of t's memory: the imports' short way (versioned) and their
+   * general one (legacy, t's transpose: strides that are not compact); a failed import leaves
+   * the managed tensor to its caller, a tensor calls its deleter once */
+  static pf_dl_managed_tensor_versioned_t fv;
+  static DLManagedTensor fl;
+  static int64_t fshape[2] = {4, 6}, tshape[2] = {6, 4}, tstrides[2] = {1, 6};
+  memset(&fv, 0, sizeof fv);
+  fv.version.major = 1;
+  fv.deleter = fault_foreign_versioned;
+  fv.dl_tensor = (DLTensor){data, PF_DEVICE_CPU, 2, f32, fshape, NULL, 0};
+  memset(&fl, 0, sizeof fl);
+  fl.deleter = fault_foreign_legacy;
+  fl.dl_tensor = (DLTensor){data, PF_DEVICE_CPU, 2, f32, tshape, tstrides, 0};
+  fault_foreign_deleted = 0;
+  int handed = 0; /* managed tensors given to an import */
+  pf_object_t *fa = NULL, *fb = NULL;
+  if (rc == 0 && (++handed, rc = pf_tensor_from_dlpack_versioned(&fv, &fa)) != 0)
+    fv.deleter(&fv);
+  if (rc == 0 && (++handed, rc = pf_tensor_from_dlpack(&fl, &fb)) != 0)
+    fl.deleter(&fl);
+  if (rc == 0) { /* element (3, 5) of t, (5, 3) of its transpose */
+    const DLTensor* a = pf_tensor_dltensor(fa);
+    const DLTensor* b = pf_tensor_dltensor(fb);
+    ok = ok && a->shape == fshape && b->strides == tstrides &&
+         ((const float*)a->data)[3 * a->strides[0] + 5] == 23.0f &&
+         ((const float*)b->data)[5 * b->strides[0] + 3 * b->strides[1]] == 23.0f;
+  }
+  pf_object_release(fa);
+  pf_object_release(fb);
+  ok = ok && fault_foreign_deleted == handed;
   pf_object_release(back);
   pf_object_release(r);
   pf_object_release(v);
