@@ -885,7 +885,10 @@ START_TEST(test_import_short_and_general_ways) {
   d.data = buf;
   d.shape = big;
   expect_same_import(&d, -1, "2^60 elements of 4 bytes: 2^65 bits");
+  big[0] = big[1] = INT64_C(1) << 32; /* the extents' product passes int64 */
+  expect_same_import(&d, -1, "2^64 elements");
   big[0] = INT64_C(1) << 57;
+  big[1] = 4;
   d.dtype = pf_dtype(kDLInt, 8, 1);
   expect_same_import(&d, 0, "2^59 one-byte elements");
   PF_ASSERT_NO_ERROR();
