@@ -136,7 +136,9 @@ PF_API int pf_tensor_to_device(pf_object_t* tensor, DLDevice device, pf_object_t
 
 /* Wraps a legacy DLManagedTensor without copying. On success the tensor takes `src`: it calls
  * src->deleter(src) (when not NULL) once the tensor and its views are gone; the caller must not
- * touch src again. On failure src is untouched and still the caller's. A managed tensor that
+ * touch src again. The tensor's shape (and strides, unless NULL: then compact ones are filled
+ * in) point into src->dl_tensor's, which must stay valid until the deleter runs (DLPack's
+ * rule). On failure src is untouched and still the caller's. A managed tensor that
  * packfn exported gives back the very tensor it came from. New reference in *out. -1 with
  * ValueError (NULL src or out, a description pf_tensor_from_dltensor would refuse) or
  * MemoryError. */
