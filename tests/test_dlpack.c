@@ -895,6 +895,59 @@ START_TEST(test_import_short_and_general_ways) {
 }
 END_TEST
 
+/* The same over descriptions drawn at random near every boundary (a fixed seed): both forms
+ * accept what pf_tensor_from_dltensor accepts, and describe it alike. */
+static uint64_t g_rng = 0x9E3779B97F4A7C15u;
+static uint64_t rnd(void) {
+  g_rng ^= g_rng << 13;
+  g_rng ^= g_rng >> 7;
+  g_rng ^= g_rng << 17;
+  return g_rng;
+}
+#define PICK(a) ((a)[rnd() % (sizeof(a) / sizeof((a)[0]))])
+
+START_TEST(test_import_random_descriptions) {
+  static char buf[256];
+  static const int32_t ndims[] = {0, 1, 1, 2, 2, 3, 4, 64, 65, -1};
+  static const int64_t extents[] = {
+      1, 1, 2, 3, 7, 0, -1, INT64_C(1) << 31, INT64_C(1) << 32, INT64_C(1) << 62, INT64_MAX};
+  static const int64_t odd_strides[] = {0, 1, -1, 2, 5, INT64_MIN, INT64_MAX, INT64_C(1) << 40};
+  static const uint8_t codes[] = {kDLInt, kDLUInt, kDLFloat, kDLFloat, 3, 4, 5, 6, 7};
+  static const uint8_t bits[] = {8, 16, 32, 32, 64, 1, 4, 6, 128, 0, 12};
+  static const uint16_t lanes[] = {1, 1, 1, 2, 0};
+  static const uint64_t offsets[] = {
+      0, 0, 8, 4, (uint64_t)INT64_MAX - 24, (uint64_t)INT64_MAX, (uint64_t)1 << 63, UINT64_MAX - 7};
+  void* datas[] = {
+      buf, buf, NULL, (void*)((uintptr_t)1 << 63), (void*)(UINTPTR_MAX - 15), (void*)(uintptr_t)16};
+  static const DLDevice devices[] = {
+      {kDLCPU, 0}, {kDLCPU, 0}, {kDLCPU, -1}, {kDLOpenCL, 0}, {kDLCUDA, 1}};
+  static int64_t shape[65], strides[65];
+  for (int n = 0; n < 100000; ++n) {
+    DLTensor d = {PICK(datas), PICK(devices), PICK(ndims),  {PICK(codes), PICK(bits), PICK(lanes)},
+                  shape,       NULL,          PICK(offsets)};
+    int32_t nd = d.ndim > 0 ? d.ndim : 0;
+    int64_t step = 1;
+    for (int32_t i = nd; i-- > 0;) {
+      shape[i] = rnd() % 4 ? (int64_t)(rnd() % 4) + 1 : PICK(extents);
+      strides[i] = rnd() % 8 ? step : PICK(odd_strides); /* mostly compact */
+      step *= shape[i] > 0 && shape[i] < 1000 && step < INT64_C(1) << 40 ? shape[i] : 1;
+    }
+    if (rnd() % 2)
+      d.strides = strides;
+    if (rnd() % 16 == 0)
+      d.shape = NULL;
+    pf_object_t* t = NULL;
+    int want = pf_tensor_from_dltensor(&d, NULL, NULL, &t);
+    pf_error_clear();
+    pf_object_release(t);
+    char what[32];
+    snprintf(what, sizeof what, "case %d", n);
+    expect_same_import(&d, want, what);
+  }
+  PF_ASSERT_NO_ERROR();
+}
+END_TEST
+
 /* Many imports alive: the short way's blocks come from this thread's list until it is empty,
  * then from the general allocator (pf__import_uncached), every one a valid tensor. */
 START_TEST(test_import_many_alive) {
@@ -934,6 +987,7 @@ Suite* make_suite(void) {
   tcase_add_test(tc, test_import_reads_producer_dims);
   tcase_add_test(tc, test_import_scalar);
   tcase_add_test(tc, test_import_short_and_general_ways);
+  tcase_add_test(tc, test_import_random_descriptions);
   tcase_add_test(tc, test_import_many_alive);
   suite_add_tcase(s, tc);
   tc = tcase_create("export");
