@@ -48,6 +48,11 @@ void pf__tensor_deleter_dlpack(void* self, int flags) {
     pf__free_nonnull(self);
 }
 
+/* Out of line on purpose (tensor_private.h says why). */
+__attribute__((noinline)) int pf__tensor_is_import(const pf_object_t* obj) {
+  return obj->deleter == pf__tensor_deleter_dlpack;
+}
+
 void pf__owner_release_object(void* obj) {
   pf_object_release((pf_object_t*)obj);
 }

@@ -43,7 +43,7 @@ typedef struct pf__tensor_s {
  * a 1-d import takes 96 bytes, as TVM-FFI's, where copying both took 112. flags at
  * pf__tensor_t's offset (pf__tensor_flags reads it in every form but the owning one); no
  * owner_release: its deleter knows what to call, and code that reads owner_release must check
- * the deleter is pf__tensor_deleter first (here the strides may lie there). */
+ * pf__tensor_is_import first (here the strides may lie there). */
 typedef struct {
   pf_object_t header;
   DLTensor dl;
@@ -391,10 +391,15 @@ static inline int pf__tensor_arg(pf_object_t* tensor, const char* func, const ch
   return PF_LIKELY(*out != NULL) ? 0 : pf__tensor_arg_error(tensor, func, arg);
 }
 
+/* 1 when packfn tensor `obj` is a DLPack import (pf__tensor_import_t, without owner_release).
+ * Out of line (tensor.c): a third address compared inline in pf__tensor_is_ours had GCC keep
+ * the deleters' addresses in registers across pf_tensor_view, 8 instructions a view more. */
+int pf__tensor_is_import(const pf_object_t* obj);
+
 /* 1 when obj is a tensor made by packfn (whose private part we may read). */
 static inline int pf__tensor_is_ours(const pf_object_t* obj) {
   return obj && (obj->deleter == pf__tensor_deleter || obj->deleter == pf__tensor_deleter_owning ||
-                 obj->deleter == pf__tensor_deleter_dlpack);
+                 pf__tensor_is_import(obj));
 }
 
 /* Releases an object reference held as an owner (owner_release of views and exports). */

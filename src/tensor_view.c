@@ -163,7 +163,7 @@ pf__make_view(pf_object_t* base, int ours, const DLTensor* src, int32_t ndim, co
   if (ours) {
     pf__tensor_t* b = (pf__tensor_t*)base;
     flags = pf__tensor_flags(b);
-    if (b->header.deleter == pf__tensor_deleter && b->owner_release == pf__owner_release_object)
+    if (!pf__tensor_is_import(base) && b->owner_release == pf__owner_release_object)
       owner = (pf_object_t*)b->owner;
   }
   pf__tensor_t* t;
@@ -245,8 +245,9 @@ pf__view_alloc(pf_object_t* base, int32_t ndim, int64_t offset) {
   uint64_t flags = 0;
   if (!pf__tensor_owns_memory(b)) {
     flags = b->flags;
-    /* an import has no owner_release (its strides may lie there) */
-    if (b->header.deleter == pf__tensor_deleter && b->owner_release == pf__owner_release_object)
+    /* an import has no owner_release (its strides may lie there): a call, as in
+     * pf__tensor_is_ours, on views of views only */
+    if (!pf__tensor_is_import(base) && b->owner_release == pf__owner_release_object)
       owner = (pf_object_t*)b->owner;
   }
   pf__tensor_t* t = pf__alloc(sizeof(pf__tensor_t) + 2 * sizeof(int64_t) * ndim);

@@ -697,6 +697,12 @@ START_TEST(test_import_reads_producer_dims) {
       ck_assert_int_eq(sd->strides[1], want[2]);
       ck_assert(((const float*)pf_dltensor_data(sd))[2 * sd->strides[0] + sd->strides[1]] == at);
       ck_assert(elem3(sl, 3, 1, 1) == at);
+      pf_object_t* sv; /* a view of a view: holds the import, the view's owner */
+      ck_assert_int_eq(pf_tensor_select(sl, 0, 3, &sv), 0);
+      pf_object_release(sl);
+      sl = NULL;
+      const DLTensor* vd = pf_tensor_dltensor(sv);
+      ck_assert(((const float*)pf_dltensor_data(vd))[vd->strides[0] + vd->strides[1]] == at);
       ck_assert(elem3(perm, 1, 2, 3) == at);
       ck_assert(elem3(copy, 3, 2, 1) == at);
       if (flat) {
@@ -704,7 +710,7 @@ START_TEST(test_import_reads_producer_dims) {
         pf_object_release(flat);
       }
       pf_object_release(sel);
-      pf_object_release(sl);
+      pf_object_release(sv);
       pf_object_release(perm);
       pf_object_release(copy); /* its own memory: not the producer's */
       /* the exports come back as the import itself, whose dims are still the producer's */
