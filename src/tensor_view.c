@@ -163,7 +163,9 @@ pf__make_view(pf_object_t* base, int ours, const DLTensor* src, int32_t ndim, co
   if (ours) {
     pf__tensor_t* b = (pf__tensor_t*)base;
     flags = pf__tensor_flags(b);
-    if (!pf__tensor_is_import(base) && b->owner_release == pf__owner_release_object)
+    /* only the owner form has owner_release: an owning tensor keeps its allocator's context
+     * there, an import possibly its strides (review) */
+    if (b->header.deleter == pf__tensor_deleter && b->owner_release == pf__owner_release_object)
       owner = (pf_object_t*)b->owner;
   }
   pf__tensor_t* t;
