@@ -716,7 +716,8 @@ __attribute__((noinline)) static void* pf__alloc_memalign(size_t size, size_t al
   return p;
 }
 
-/* pf__alloc_aligned_slow outside the memory-checker mode; `state` is this thread's. */
+/* pf__alloc_aligned_slow but for its short way (slabs off, 1 byte or more aligned beyond 16:
+ * what the memory-checker mode asks); `state` is this thread's. */
 __attribute__((noinline)) static void* pf__alloc_aligned_slab(size_t size, size_t alignment,
                                                               int state) {
   /* Zero bytes skip pf__alloc_aligned's list: take a byte through it, since the refill below

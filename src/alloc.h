@@ -144,8 +144,8 @@ static inline void* pf__alloc(size_t size) {
   return pf__alloc_slow(size, c);
 }
 
-/* A malloc block of `size` bytes (at least 1), or NULL (also beyond PF__ALLOC_MAX). */
 void* pf__alloc_malloc_edge(size_t size);
+/* A malloc block of `size` bytes (at least 1), or NULL (also beyond PF__ALLOC_MAX). */
 static inline void* pf__alloc_malloc(size_t size) {
   /* one compare on the way to malloc (1..PF__ALLOC_MAX): the memory-checker mode takes every
    * block here; 0 and the sizes too large out of line */

@@ -138,10 +138,6 @@ static inline __attribute__((always_inline)) void pf__blob_fill(pf_object_t* obj
     memcpy(text, data, size);
 }
 
-/* The block of a blob of `size` bytes when this thread's list of its class is empty (the
- * caller's pf__alloc_cached found it so): straight to the allocator's slow half (a refill from
- * the depot, or malloc), which a second look at the list would only delay. NULL with
- * MemoryError raised as `func`. */
 /* pf__blob_alloc_slow's MemoryError, naming the block's size: out of line, and given `size`
  * rather than the total, so that the callers keep no total across their malloc call (a register
  * saved and restored on each create without the slabs). */
@@ -149,6 +145,10 @@ __attribute__((noinline, cold)) static void pf__blob_oom(const char* func, size_
   (void)pf__raise_oom(func, sizeof(pf_object_t) + sizeof(pf_string_cell_t) + 1 + size);
 }
 
+/* The block of a blob of `size` bytes when this thread's list of its class is empty (the
+ * caller's pf__alloc_cached found it so): straight to the allocator's slow half (a refill from
+ * the depot, or malloc), which a second look at the list would only delay. NULL with
+ * MemoryError raised as `func`. */
 static inline pf_object_t* pf__blob_alloc_slow(const char* func, size_t size) {
   pf_object_t* obj = pf__alloc_uncached(sizeof(pf_object_t) + sizeof(pf_string_cell_t) + 1 + size);
   if (!obj)

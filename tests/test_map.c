@@ -690,8 +690,6 @@ START_TEST(test_dict_emptied_dense_iterates_nothing) {
 }
 END_TEST
 
-/* Keys compared in the small form, where no hash sorts them first: string objects of the same
- * length that differ, and an empty bytes view at NULL (an empty bytes key). */
 /* A write to a small map finds the key already there in each form it may take: a string object
  * of the same text, a C string, a small string with bytes past its text, an int with a nonzero
  * padding word (another producer's value); bytes of the same text and a last byte changed are
@@ -756,6 +754,8 @@ START_TEST(test_small_map_set_finds_key_in_every_form) {
 }
 END_TEST
 
+/* Keys compared in the small form, where no hash sorts them first: string objects of the same
+ * length that differ, and an empty bytes view at NULL (an empty bytes key). */
 START_TEST(test_small_map_keys_of_equal_length) {
   pf_object_t* d;
   ck_assert_int_eq(pf_dict_create(&d), 0);
