@@ -240,16 +240,21 @@ static inline __attribute__((always_inline)) void pf__blob_value_fill(pf_object_
     memcpy(text, data, size);
 }
 
-/* pf__string_create_object when this thread's list of the size's class is empty (malloc's
- * path when the slabs are off): out of line, so that the cached path needs no stack frame. */
-__attribute__((noinline)) static int pf__string_create_uncached(const char* data, size_t size,
-                                                                pf_any_t* out) {
-  pf_object_t* obj = pf__blob_alloc_slow("pf_string_create", size);
+/* A string or bytes object (type_index) as the value in *out when this thread's list of the
+ * size's class is empty (every time with the slabs off): the allocator's slow half, and the
+ * value written here (the arguments in the callers' order), out of line, so that the cached paths
+ * need no stack frame and their callers keep nothing across the call (through pf__blob_create the
+ * object came back through memory: 101 instructions of packfn's own per bytes create without the
+ * slabs, now 82). 0, or -1 with MemoryError raised as `func` and *out none. */
+__attribute__((noinline)) static int pf__blob_value_uncached(const char* data, size_t size,
+                                                             pf_any_t* out, const char* func,
+                                                             int32_t type_index) {
+  pf_object_t* obj = pf__blob_alloc_slow(func, size);
   if (!obj) {
     *out = pf_any_none(); /* as every constructor's output on failure */
     return -1;
   }
-  pf__blob_value_fill(obj, PF_TYPE_STR, data, size, out);
+  pf__blob_value_fill(obj, type_index, data, size, out);
   return 0;
 }
 
@@ -259,7 +264,7 @@ int pf__string_create_object(const char* data, size_t size, pf_any_t* out) {
   size_t total = sizeof(pf_object_t) + sizeof(pf_string_cell_t) + 1 + size;
   pf_object_t* obj = pf__alloc_cached(total);
   if (PF_UNLIKELY(!obj))
-    return pf__string_create_uncached(data, size, out);
+    return pf__blob_value_uncached(data, size, out, "pf_string_create", PF_TYPE_STR);
   pf__blob_value_fill(obj, PF_TYPE_STR, data, size, out);
   return 0;
 }
@@ -280,22 +285,6 @@ static int pf__cstr_value(const char* func, const char* s, pf_any_t* out) {
   return pf__string_object_value(func, s, size, out);
 }
 
-/* pf__bytes_value's object when this thread's list of the size's class is empty (every time
- * with the slabs off): the allocator's slow half, and the value written here, so that the
- * caller keeps nothing across the call (through pf__blob_create, the object came back through
- * memory and the caller wrote the value: 101 instructions of packfn's own per create without
- * the slabs, now 82). */
-__attribute__((noinline)) static int pf__bytes_value_uncached(const char* func, const char* data,
-                                                              size_t size, pf_any_t* out) {
-  pf_object_t* obj = pf__blob_alloc_slow(func, size);
-  if (!obj) {
-    *out = pf_any_none(); /* as every constructor's output on failure */
-    return -1;
-  }
-  pf__blob_value_fill(obj, PF_TYPE_BYTES, data, size, out);
-  return 0;
-}
-
 static int pf__bytes_value(const char* func, const char* data, size_t size, pf_any_t* out) {
   if (!out || (!data && size != 0)) {
     if (out)
@@ -311,7 +300,7 @@ static int pf__bytes_value(const char* func, const char* data, size_t size, pf_a
   if (PF_LIKELY(size <= SIZE_MAX / 2)) {
     pf_object_t* obj = pf__alloc_cached(sizeof(pf_object_t) + sizeof(pf_string_cell_t) + 1 + size);
     if (PF_UNLIKELY(!obj))
-      return pf__bytes_value_uncached(func, data, size, out);
+      return pf__blob_value_uncached(data, size, out, func, PF_TYPE_BYTES);
     pf__blob_value_fill(obj, PF_TYPE_BYTES, data, size, out);
     return 0;
   }
