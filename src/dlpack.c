@@ -65,13 +65,7 @@ int pf_tensor_to_dlpack_versioned(pf_object_t* tensor, pf_dl_managed_tensor_vers
   m->version.minor = PF_DLPACK_VERSIONED_MINOR;
   m->manager_ctx = tensor;
   m->deleter = pf__dlpack_versioned_deleter;
-  /* pf_tensor_is_read_only inline: the flags of the two forms that have them (an owning tensor's
-   * memory is never read-only, another runtime's tensor says nothing); the public call and its
-   * out-of-line import test were 21 of a foreign round trip's 347 instructions */
-  const pf_object_t* d = tensor;
-  m->flags = (d->deleter == pf__tensor_deleter || d->deleter == pf__tensor_deleter_dlpack)
-                 ? pf__tensor_flags((const pf__tensor_t*)tensor) & PF_DLPACK_FLAG_READ_ONLY
-                 : 0;
+  m->flags = pf__tensor_read_only(tensor);
   m->dl_tensor = *dl;
   pf_object_retain(tensor);
   *out = m;

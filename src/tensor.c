@@ -387,8 +387,7 @@ int pf_tensor_from_dltensor(const DLTensor* desc, void* ctx, void (*deleter)(voi
 }
 
 int pf_tensor_is_read_only(pf_object_t* tensor) {
-  return pf__tensor_is_ours(tensor) &&
-         (pf__tensor_flags((const pf__tensor_t*)tensor) & PF_DLPACK_FLAG_READ_ONLY) != 0;
+  return tensor && pf__tensor_read_only(tensor) != 0;
 }
 
 /* ---- argument checks for kernels ---- */

@@ -402,6 +402,16 @@ static inline int pf__tensor_is_ours(const pf_object_t* obj) {
                  pf__tensor_is_import(obj));
 }
 
+/* PF_DLPACK_FLAG_READ_ONLY when obj (not NULL) is a packfn tensor over read-only memory, else 0:
+ * the flags of the two forms that have them (an owning tensor's memory is never read-only, another
+ * runtime's tensor says nothing). Compares both deleters inline (the export's path: the import
+ * test's call was part of 21 instructions there); pf_tensor_is_read_only is this rule. */
+static inline uint64_t pf__tensor_read_only(const pf_object_t* obj) {
+  if (obj->deleter != pf__tensor_deleter && obj->deleter != pf__tensor_deleter_dlpack)
+    return 0;
+  return ((const pf__tensor_t*)obj)->flags & PF_DLPACK_FLAG_READ_ONLY; /* at one offset in both */
+}
+
 /* Releases an object reference held as an owner (owner_release of views and exports). */
 void pf__owner_release_object(void* obj);
 
